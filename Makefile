@@ -1,0 +1,57 @@
+# xcbench — the two commands a user needs are `make demo` and `make test` (both run setup).
+SHELL := /bin/bash
+PY := /usr/bin/python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.xcbench-installed
+# Debian packages (see DESIGN.md): Ceph daemons + bindings, XRootD + XrdCeph, fio, gfal2, tools.
+DEB_PACKAGES := ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common ceph-fuse python3-rados \
+	python3-cephfs fio xrootd-server xrootd-client xrootd-server-plugins xrootd-ceph-plugins \
+	python3-xrootd python3-gfal2 gfal2-plugin-xrootd gfal2-plugin-http attr iperf3 python3-venv \
+	uuid-runtime procps curl chromium
+
+.PHONY: setup deb venv test unit integration lint demo bench clean
+
+setup: deb venv
+
+# apt-get update once, then install only what is missing: a second run does nothing.
+deb:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "Debian packages: all present"; fi
+
+# The venv comes from the system python so the Debian bindings (rados, cephfs, XRootD, gfal2)
+# are visible; reinstalled only when pyproject.toml changes.
+venv: $(STAMP)
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv --system-site-packages $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+# pytest exit 5 = no tests collected: not a failure of the suite.
+test: setup
+	$(BIN)/python -m pytest -ra tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+
+unit: setup
+	$(BIN)/python -m pytest -ra tests/unit
+
+integration: setup
+	$(BIN)/python -m pytest -ra tests/integration
+
+lint: setup
+	$(BIN)/ruff check xcbench backends analysis tests benchmarks
+
+demo: setup
+	$(BIN)/xcbench demo
+
+bench: setup
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	-$(BIN)/xcbench cluster down 2>/dev/null
+	rm -rf $(VENV) .tox .xcbench build *.egg-info

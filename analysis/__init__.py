@@ -1,0 +1,1 @@
+"""Analysis: steady state, statistics, attribution, plots, reports (xcbench.analysis)."""

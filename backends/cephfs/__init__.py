@@ -1,0 +1,1 @@
+"""The cephfs backend (xcbench.backends.cephfs)."""

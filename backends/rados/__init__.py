@@ -1,0 +1,1 @@
+"""The rados backend (xcbench.backends.rados)."""

@@ -1,0 +1,1 @@
+"""The tmpfs backend (xcbench.backends.tmpfs)."""

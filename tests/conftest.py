@@ -1,0 +1,1 @@
+"""Shared test configuration. The ceph_cluster fixture comes from xcbench.pytest_plugin."""

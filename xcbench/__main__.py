@@ -1,0 +1,5 @@
+import sys
+
+from xcbench.cli import main
+
+sys.exit(main())

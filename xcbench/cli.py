@@ -1,0 +1,47 @@
+"""`xcbench` command line: one module per subcommand in xcbench/commands/ (asv-style).
+
+Each command module defines ``add_parser(subparsers)`` (returning its parser) and
+``run(args) -> int``. User errors are XcbError: one line, exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from xcbench import __version__
+from xcbench.errors import XcbError
+
+COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
+            "report", "compare", "plan")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xcbench",
+        description="Measure XRootD gateways into Ceph and attribute what caps them.")
+    parser.add_argument("--version", action="version", version=f"xcbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        mod = importlib.import_module(f"xcbench.commands.{name.replace('-', '_')}")
+        p = mod.add_parser(sub)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except XcbError as e:
+        print(f"xcbench: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("xcbench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

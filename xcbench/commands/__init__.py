@@ -1,0 +1,1 @@
+"""Subcommands of the xcbench CLI, one module each."""

@@ -1,0 +1,212 @@
+"""The project's one subprocess helper.
+
+Everything xcbench runs (ceph daemons, xrootd/cmsd, fio, iperf3, ceph-fuse, CLI tools) goes
+through :func:`run` (wait for it) or :func:`spawn` (keep it running). Spawned processes get a new
+session so that :func:`stop` can terminate the whole process group: terminate -> wait -> kill,
+as rally's launcher does. A :class:`ProcessSet` remembers what a run started so that Ctrl-C or a
+failure stops every one of them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Mapping, Sequence
+
+from xcbench.errors import XcbError
+
+# Which Debian package provides a tool, for "how to fix" messages.
+PACKAGE_OF = {
+    "ceph": "ceph-common", "ceph-mon": "ceph-mon", "ceph-osd": "ceph-osd", "ceph-mgr": "ceph-mgr",
+    "ceph-mds": "ceph-mds", "ceph-fuse": "ceph-fuse", "ceph-authtool": "ceph-common",
+    "monmaptool": "ceph-base", "rados": "ceph-common", "fio": "fio", "xrootd": "xrootd-server",
+    "cmsd": "xrootd-server", "xrdcp": "xrootd-client", "xrdfs": "xrootd-client",
+    "xrdadler32": "xrootd-client", "gfal-copy": "gfal2-util", "iperf3": "iperf3",
+    "setfattr": "attr", "getfattr": "attr", "fusermount": "fuse3",
+}
+
+
+@dataclass
+class Completed:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+
+def which(tool: str) -> str:
+    """Absolute path of ``tool`` or an XcbError saying which package to install."""
+    path = shutil.which(tool)
+    if path is None:
+        pkg = PACKAGE_OF.get(tool)
+        hint = f" (install the Debian package {pkg}, or run `make setup`)" if pkg else ""
+        raise XcbError(f"{tool}: command not found{hint}")
+    return path
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def run(cmd: Sequence[str], *, timeout: float | None = 300, check: bool = True,
+        env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
+        input: str | bytes | None = None, text: bool = True) -> Completed:
+    """Run ``cmd`` (never through a shell) and wait for it.
+
+    ``env`` is added to the current environment. With ``check`` a non-zero exit becomes an
+    XcbError quoting the command and the last line of stderr.
+    """
+    args = [str(a) for a in cmd]
+    args[0] = which(args[0]) if os.sep not in args[0] else args[0]
+    full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
+    t0 = time.monotonic()
+    try:
+        cp = subprocess.run(args, capture_output=True, timeout=timeout, env=full_env, cwd=cwd,
+                            input=input, text=text, start_new_session=True)
+    except subprocess.TimeoutExpired as e:
+        raise XcbError(f"{Path(args[0]).name}: timed out after {timeout:g} s "
+                       f"({' '.join(args[1:4])} ...)") from e
+    out = Completed(args, cp.returncode, cp.stdout, cp.stderr, time.monotonic() - t0)
+    if check and cp.returncode != 0:
+        why = _last_line(cp.stderr if text else cp.stderr.decode(errors="replace")) or \
+            _last_line(cp.stdout if text else cp.stdout.decode(errors="replace"))
+        raise XcbError(f"{Path(args[0]).name} {' '.join(args[1:3])} failed "
+                       f"(exit {cp.returncode}): {why}")
+    return out
+
+
+@dataclass
+class Proc:
+    """A process started by :func:`spawn`; ``log`` holds its stdout+stderr."""
+    popen: subprocess.Popen
+    name: str
+    log: Path | None = None
+    _fh: IO | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, n: int = 20) -> str:
+        return tail(self.log, n) if self.log else ""
+
+
+def tail(path: str | os.PathLike | None, n: int = 20) -> str:
+    """The last ``n`` lines of a log file ('' if missing)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 64 * 1024))
+            return "\n".join(fh.read().decode(errors="replace").splitlines()[-n:])
+    except (OSError, TypeError):
+        return ""
+
+
+def spawn(cmd: Sequence[str], *, name: str | None = None, log: str | os.PathLike | None = None,
+          env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
+          procs: "ProcessSet | None" = None) -> Proc:
+    """Start ``cmd`` in a new session (its own process group) and return at once."""
+    args = [str(a) for a in cmd]
+    args[0] = which(args[0]) if os.sep not in args[0] else args[0]
+    full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
+    fh = open(log, "ab") if log else None
+    popen = subprocess.Popen(args, stdout=fh or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, env=full_env, cwd=cwd,
+                             start_new_session=True)
+    p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
+    if procs is not None:
+        procs.add(p)
+    return p
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child still answers kill(0); treat it as gone
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_pid(pid: int, *, timeout: float = 10.0, group: bool = False) -> None:
+    """Terminate ``pid`` (or its process group), wait up to ``timeout``, then kill."""
+    def send(sig: int) -> None:
+        try:
+            os.killpg(pid, sig) if group else os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+    send(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return
+        time.sleep(0.05)
+    send(signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def stop(p: Proc, *, timeout: float = 10.0) -> int | None:
+    """Stop a spawned process and its whole group; returns its exit code."""
+    if p.alive():
+        try:
+            pgid = os.getpgid(p.pid)
+        except ProcessLookupError:
+            pgid = None
+        if pgid == p.pid:
+            stop_pid(p.pid, timeout=timeout, group=True)
+        else:
+            stop_pid(p.pid, timeout=timeout)
+    try:
+        rc = p.popen.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    if p._fh:
+        p._fh.close()
+    return rc
+
+
+class ProcessSet:
+    """Everything one run started, so that a fault or Ctrl-C stops all of it (last first)."""
+
+    def __init__(self) -> None:
+        self._procs: list[Proc] = []
+        self._lock = threading.Lock()
+
+    def add(self, p: Proc) -> Proc:
+        with self._lock:
+            self._procs.append(p)
+        return p
+
+    def discard(self, p: Proc) -> None:
+        with self._lock:
+            if p in self._procs:
+                self._procs.remove(p)
+
+    def __iter__(self):
+        with self._lock:
+            return iter(list(self._procs))
+
+    def stop_all(self, timeout: float = 10.0) -> None:
+        with self._lock:
+            procs, self._procs = list(reversed(self._procs)), []
+        for p in procs:
+            stop(p, timeout=timeout)

@@ -1,0 +1,43 @@
+"""Column names of the tables a run writes (one place, so producers and analysis agree).
+
+Every record also carries ``cell_id``. Times: ``*_time``/``wall`` are Unix epoch seconds (float);
+``mono`` is time.monotonic(). Rates are bytes/s unless the name says otherwise.
+"""
+
+# One row per transfer attempt, FTS-shaped (FTS's t_file / transfer-completed message names).
+TRANSFER = (
+    "cell_id", "campaign_id", "concurrency", "repeat", "transfer_id", "file_index", "retry",
+    "source", "destination", "mode", "client", "nstreams",
+    "file_size", "transferred", "start_time", "finish_time", "tx_duration", "throughput",
+    "checksum_type", "checksum_source", "checksum_dest", "file_state",  # FINISHED|FAILED|CANCELED
+    "error_code", "error_scope", "error_phase", "reason",
+)
+# Aggregate timelines of a campaign, 1 s buckets.
+TIMELINE = ("cell_id", "campaign_id", "concurrency", "repeat", "t", "wall", "bytes", "rate",
+            "active", "done", "failed")
+# One row per campaign (a concurrency level of a cell, one repeat).
+CAMPAIGN = ("cell_id", "campaign_id", "concurrency", "repeat", "mode", "client", "files",
+            "bytes", "start_time", "finish_time", "rate", "finished", "failed", "settings")
+# FTS optimizer emulation decisions.
+OPTIMIZER = ("cell_id", "campaign_id", "wall", "previous", "decision", "reason",
+             "success_rate", "throughput", "ema")
+# fio probe results, one per job (and host, for client/server runs).
+PROBE = ("cell_id", "job", "host", "rw", "bs", "iodepth", "numjobs", "iops", "bw",
+         "lat_mean_us", "lat_p50_us", "lat_p99_us", "lat_p999_us", "runtime_s", "errors",
+         "ss_reached")
+# Telemetry, long format: one value per row.
+SAMPLE = ("cell_id", "wall", "mono", "sampler", "metric", "value", "labels")
+# Sampler gaps (a sampler failed; the others went on).
+GAP = ("cell_id", "wall", "sampler", "error")
+# Known-bad configurations found for a cell.
+FINDING = ("cell_id", "what", "why", "fix", "severity")
+# Network/host baseline (iperf3).
+BASELINE = ("kind", "wall", "streams", "seconds", "bits_per_second", "retransmits", "host")
+# Attributed bottleneck of a cell.
+VERDICT = ("cell_id", "verdict", "reason", "evidence")
+
+TABLES = {
+    "transfers": TRANSFER, "timeline": TIMELINE, "campaigns": CAMPAIGN,
+    "optimizer": OPTIMIZER, "probes": PROBE, "samples": SAMPLE, "gaps": GAP,
+    "findings": FINDING, "baseline": BASELINE, "verdicts": VERDICT,
+}
