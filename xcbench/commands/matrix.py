@@ -1,11 +1,64 @@
-"""xcbench matrix: check or show a matrix file."""
+"""xcbench matrix check|show FILE: validate a matrix, or list its cells as a table."""
+
+from __future__ import annotations
 
 from xcbench.errors import XcbError
+from xcbench.matrix import ClusterFacts, check_lines, load_matrix
+from xcbench.sizes import format_size, parse_size
 
 
 def add_parser(sub):
-    return sub.add_parser("matrix", help="check or show a matrix file")
+    p = sub.add_parser("matrix", help="check or show a matrix file")
+    p.add_argument("action", choices=("check", "show"))
+    p.add_argument("file")
+    p.add_argument("--scale-ec", action="store_true",
+                   help="map EC k+m pools that do not fit the cluster onto what fits")
+    p.add_argument("--osds", type=int, help="validate for a cluster with this many OSDs")
+    p.add_argument("--hosts", type=int, default=1, help="... and this many hosts (default 1)")
+    p.add_argument("--max-object-size", default="128M",
+                   help="the cluster's osd_max_object_size (default 128M, Ceph's default)")
+    p.add_argument("--failure-domain", choices=("osd", "host"), default="osd")
+    return p
+
+
+def _facts(args) -> ClusterFacts | None:
+    if args.osds is None:
+        return None
+    try:
+        maxobj = parse_size(args.max_object_size)
+    except ValueError as e:
+        raise XcbError(f"--max-object-size: {e}") from e
+    return ClusterFacts(maxobj, args.osds, args.hosts, args.failure_domain)
 
 
 def run(args) -> int:
-    raise XcbError("matrix: not implemented yet")
+    facts = _facts(args)
+    if args.action == "check":
+        lines = check_lines(args.file, facts=facts, scale_ec=args.scale_ec)
+        for line in lines:
+            print(line)
+        if lines:
+            return 2
+        m = load_matrix(args.file, facts=facts, scale_ec=args.scale_ec)
+        print(f"{args.file}: ok, {len(m.cells)} cells")
+        return 0
+    m = load_matrix(args.file, facts=facts, scale_ec=args.scale_ec)
+    from rich.console import Console
+    from rich.table import Table
+    t = Table(title=f"{m.name}: {len(m.cells)} cells")
+    for col in ("id", "backend", "stripe unit", "stripe count", "object size", "pool",
+                "origins", "mode", "concurrency", "files × size", "repeats"):
+        t.add_column(col)
+    for c in m.cells:
+        lay = c.layout
+        t.add_row(c.id, c.backend,
+                  format_size(lay.stripe_unit) if lay else "-",
+                  str(lay.stripe_count) if lay else "-",
+                  format_size(lay.object_size) if lay else "-",
+                  c.pool.label if c.pool else f"tmpfs {format_size(c.tmpfs_size or 0)}",
+                  str(c.origins), c.mode, ",".join(map(str, c.concurrency)),
+                  f"{c.files} × {format_size(c.file_size)}", str(c.repeats))
+    Console(width=160).print(t)
+    for old, new in m.scaled_ec.items():
+        print(f"scaled {old} -> {new} (--scale-ec)")
+    return 0
