@@ -66,7 +66,7 @@ class ClusterFacts:
     failure_domain: str = "osd"
 
     @classmethod
-    def of(cls, cluster: Any) -> "ClusterFacts":
+    def of(cls, cluster: Any) -> ClusterFacts:
         return cls(cluster.osd_max_object_size(), cluster.num_osds(), cluster.num_hosts())
 
 
