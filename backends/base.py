@@ -29,7 +29,7 @@ class Target:
     backend: str
     path: str | None = None
     pool: str | None = None
-    layout: "Layout | None" = None
+    layout: Layout | None = None
     oss: dict[str, Any] = field(default_factory=dict)
     created: list[str] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
@@ -38,13 +38,13 @@ class Target:
 class Backend(ABC):
     name: str = ""
 
-    def __init__(self, cluster: "Cluster | None", workdir: Path, procs: "ProcessSet | None" = None):
+    def __init__(self, cluster: Cluster | None, workdir: Path, procs: ProcessSet | None = None):
         self.cluster = cluster
         self.workdir = Path(workdir)
         self.procs = procs
 
     @abstractmethod
-    def prepare(self, cell: "Cell") -> Target: ...
+    def prepare(self, cell: Cell) -> Target: ...
 
     @abstractmethod
     def verify(self, target: Target) -> dict[str, Any]:

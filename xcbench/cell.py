@@ -3,8 +3,9 @@ probes, campaigns and the run. Fields may be added (with defaults); do not renam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 BACKENDS = ("tmpfs", "cephfs", "rados")
 MODES = ("push", "tpc-root", "tpc-http")
@@ -62,6 +63,7 @@ class Cell:
     repeats: int = 1
     gateway: Mapping[str, Any] = field(default_factory=dict)  # tunables (async, buffers, ceph.*)
     probe: Mapping[str, Any] = field(default_factory=dict)  # fio: iodepth, numjobs, runtime, size
+    campaign: Mapping[str, Any] = field(default_factory=dict)  # client, timeout, retries, checksum ...
     source: str = ""  # the matrix file it came from
 
     def settings(self) -> dict[str, Any]:

@@ -46,13 +46,15 @@ STRIPE_ALIGN = 64 << 10  # CephFS/libradosstriper: stripe_unit must be a multipl
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
 TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include")
 DIM_KEYS = ("origins", "modes", "concurrency", "file_size", "files", "size_dist", "repeats",
-            "probe", "gateway")
+            "probe", "gateway", "campaign")
 BACKEND_KEYS = {"tmpfs": ("size",) + DIM_KEYS, "cephfs": ("layouts", "pools") + DIM_KEYS,
                 "rados": ("layouts", "pools") + DIM_KEYS}
 LAYOUT_KEYS = ("stripe_unit", "stripe_count", "object_size")
 PROBE_KEYS = ("runtime", "iodepth", "numjobs", "size", "ramp", "ss", "ss_dur", "ss_ramp",
               "patterns", "bs")
 GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
+CAMPAIGN_KEYS = ("client", "streams", "timeout", "retries", "retry_delay", "checksum", "overwrite",
+                 "delete_after_verify", "optimizer", "seed")
 RULE_KEYS = ("backend", "pool", "stripe_unit", "stripe_count", "object_size", "size", "origins",
              "mode", "concurrency", "file_size", "files")
 
@@ -229,7 +231,8 @@ def _dims(errors: _Errors, where: str, src: dict) -> dict[str, Any]:
         if src["size_dist"] not in SIZE_DISTS:
             errors.add(where, "size_dist", f"{src['size_dist']!r} is not one of {', '.join(SIZE_DISTS)}")
         out["size_dist"] = src["size_dist"]
-    for key, allowed in (("probe", PROBE_KEYS), ("gateway", GATEWAY_KEYS)):
+    for key, allowed in (("probe", PROBE_KEYS), ("gateway", GATEWAY_KEYS),
+                         ("campaign", CAMPAIGN_KEYS)):
         if key in src:
             if not isinstance(src[key], dict):
                 errors.add(where, key, f"{src[key]!r} is not a mapping")
@@ -244,17 +247,18 @@ def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
     for key in ("size", "buffers_maxbsz", "bs"):
         if key in out and not isinstance(out[key], (list, dict)):
             out[key] = _size(errors, where, key, out[key])
-    for key in ("runtime", "iodepth", "numjobs", "ramp"):
+    for key in ("runtime", "iodepth", "numjobs", "ramp", "streams", "retries"):
         if key in out:
             out[key] = _posint(errors, where, key, out[key], minimum=0 if key == "ramp" else 1)
-    for key in ("async", "cksio"):
+    for key in ("async", "cksio", "overwrite", "delete_after_verify"):
         if key in out and not isinstance(out[key], bool):
             errors.add(where, key, f"{out[key]!r} is not true/false")
     return out
 
 
 DEFAULTS = {"origins": [1], "modes": ["push"], "concurrency": (4,), "file_size": 64 << 20,
-            "files": 16, "size_dist": "fixed", "repeats": 1, "probe": {}, "gateway": {}}
+            "files": 16, "size_dist": "fixed", "repeats": 1, "probe": {}, "gateway": {},
+            "campaign": {}}
 
 
 def cell_id(settings: dict[str, Any]) -> str:
@@ -350,6 +354,7 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
         dims = {**base, **_dims(errors, where, bspec)}
         dims["probe"] = {**base["probe"], **dims["probe"]}
         dims["gateway"] = {**base["gateway"], **dims["gateway"]}
+        dims["campaign"] = {**base["campaign"], **dims["campaign"]}
         targets: list[dict] = []
         if bname == "tmpfs":
             for i, v in enumerate(_as_list(bspec.get("size", "1G"))):
@@ -378,7 +383,8 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
                 id="", label="", backend=bname, origins=origins, mode=mode,
                 concurrency=dims["concurrency"], file_size=dims["file_size"] or DEFAULTS["file_size"],
                 files=dims["files"] or 1, size_dist=dims["size_dist"], repeats=dims["repeats"] or 1,
-                gateway=dims["gateway"], probe=dims["probe"], source=path, **tgt)))
+                gateway=dims["gateway"], probe=dims["probe"], campaign=dims["campaign"],
+                source=path, **tgt)))
     for i, rule in enumerate(_as_list(raw.get("exclude") or [])):
         r = _rule(errors, f"exclude[{i}]", rule)
         if r is not None:

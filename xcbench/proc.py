@@ -15,9 +15,10 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Mapping, Sequence
+from typing import IO
 
 from xcbench.errors import XcbError
 
@@ -115,7 +116,7 @@ def tail(path: str | os.PathLike | None, n: int = 20) -> str:
 
 def spawn(cmd: Sequence[str], *, name: str | None = None, log: str | os.PathLike | None = None,
           env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
-          procs: "ProcessSet | None" = None) -> Proc:
+          procs: ProcessSet | None = None) -> Proc:
     """Start ``cmd`` in a new session (its own process group) and return at once."""
     args = [str(a) for a in cmd]
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]

@@ -14,8 +14,9 @@ import datetime as _dt
 import json
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from xcbench.errors import XcbError
 
@@ -48,8 +49,8 @@ class RunDir:
 
     @classmethod
     def create(cls, store: str | os.PathLike, *, name: str | None = None,
-               matrix: dict[str, Any] | None = None, **info: Any) -> "RunDir":
-        now = _dt.datetime.now(_dt.timezone.utc)
+               matrix: dict[str, Any] | None = None, **info: Any) -> RunDir:
+        now = _dt.datetime.now(_dt.UTC)
         name = name or now.strftime("%Y%m%dT%H%M%SZ")
         path = Path(store) / name
         n = 1
@@ -65,7 +66,7 @@ class RunDir:
         return run
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> "RunDir":
+    def open(cls, path: str | os.PathLike) -> RunDir:
         path = Path(path)
         manifest = load_json(path / "manifest.json")
         version = manifest.get("schema_version", 0)
@@ -117,7 +118,7 @@ class RunDir:
                 if df[col].map(lambda v: isinstance(v, (dict, list))).any():
                     df[col] = df[col].map(lambda v: json.dumps(v) if isinstance(v, (dict, list)) else v)
             df.to_parquet(self.path / f"{jl.stem}.parquet", index=False)
-        self.manifest["end"] = _dt.datetime.now(_dt.timezone.utc).isoformat()
+        self.manifest["end"] = _dt.datetime.now(_dt.UTC).isoformat()
         self.manifest["status"] = status
         self.save_manifest()
 

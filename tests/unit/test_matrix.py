@@ -179,3 +179,11 @@ def test_cli_check_one_line_no_traceback(tmp_path):
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert missing.stderr.startswith(f"xcbench: error: {tmp_path / 'nope.yaml'}: cannot read")
+
+
+def test_campaign_settings_reach_the_cell(tmp_path):
+    text = "defaults: {campaign: {timeout: 30, retries: 2, client: gfal2}}\nbackends: {tmpfs: {}}"
+    c = load_matrix(write(tmp_path, text)).cells[0]
+    assert c.campaign == {"timeout": 30, "retries": 2, "client": "gfal2"}
+    with pytest.raises(XcbError, match=r"defaults.campaign: retires: unknown key \(did you mean 'retries'"):
+        load_matrix(write(tmp_path, "defaults: {campaign: {retires: 2}}\nbackends: {tmpfs: {}}"))
