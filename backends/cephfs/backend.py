@@ -1,0 +1,215 @@
+"""The cephfs backend: one CephFS directory per cell, with the cell's file layout.
+
+prepare: the cell's pool becomes a data pool of the file system; the file system is mounted
+once per backend instance under ``workdir/cephfs``; the cell gets ``/xcbench/<cell id>-<tag>``
+with ``ceph.dir.layout`` set as a whole (setting the fields one by one can fail on ordering:
+object_size must stay a multiple of stripe_unit after every step); the dir is given to the xrootd
+user, as gateways run as xrootd.
+verify: a file written in the dir must carry the layout and its data objects
+``<ino hex>.%08x`` must be in the cell's pool with the sizes the striping arithmetic gives.
+cleanup: removes the cell's dir, and the mount when the last target of this instance is gone.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import pwd
+import secrets
+import shutil
+from pathlib import Path
+from typing import Any
+
+from xcbench.backends.base import Backend, Target
+from xcbench.backends.cephfs import mount as cmount
+from xcbench.backends.rados.striping import Striping, cephfs_objects, cephfs_oid
+
+from xcbench.errors import XcbError
+
+TOP = "xcbench"  # the one top-level directory xcbench writes in a file system
+XROOTD_USER = "xrootd"
+VERIFY_FILE = ".xcbench-verify"
+VERIFY_MAX = 32 << 20  # bytes written by verify at most
+
+
+def layout_value(s: Striping, pool: str) -> str:
+    return (f"stripe_unit={s.stripe_unit} stripe_count={s.stripe_count} "
+            f"object_size={s.object_size} pool={pool}")
+
+
+def parse_layout(text: str | bytes) -> dict[str, Any]:
+    """'stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=p' -> dict (ints where numeric)."""
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    out: dict[str, Any] = {}
+    for word in text.strip("\0 \n").split():
+        key, _, value = word.partition("=")
+        out[key] = int(value) if value.isdigit() else value
+    return out
+
+
+def compare_layout(got: dict[str, Any], s: Striping, pool: str, where: str) -> None:
+    want = {"stripe_unit": s.stripe_unit, "stripe_count": s.stripe_count,
+            "object_size": s.object_size, "pool": pool}
+    for key, value in want.items():
+        if got.get(key) != value:
+            raise XcbError(f"{where}: {key}: CephFS says {got.get(key)!r}, the cell asks for {value!r}")
+
+
+class CephFSBackend(Backend):
+    name = "cephfs"
+
+    def __init__(self, cluster, workdir, procs=None):
+        super().__init__(cluster, workdir, procs)
+        if cluster is None:
+            raise XcbError("backend cephfs: needs a Ceph cluster (--ceph-conf, or the embedded one)")
+        self.mountpoint = (self.workdir / "cephfs").absolute()
+        self.mount_kind: str | None = None  # set while this instance holds the mount
+        self.mount_note = ""
+        self._live: set[str] = set()  # fs paths of targets prepared and not yet cleaned up
+        self._made_top = False
+
+    # ---- mount --------------------------------------------------------------------------
+    def _ensure_mounted(self) -> None:
+        if self.mount_kind is None:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            self.mount_kind, self.mount_note = cmount.mount(
+                self.cluster, self.mountpoint, procs=self.procs, secret_dir=self.workdir / "secrets")
+
+    def close(self) -> None:
+        """Unmount what this instance mounted (cleanup does it after the last target)."""
+        if self.mount_kind is not None:
+            cmount.umount(self.cluster, self.mountpoint, self.mount_kind)
+            self.mount_kind = None
+            self._live.clear()
+
+    def local(self, fs_path: str) -> Path:
+        return self.mountpoint / fs_path.lstrip("/")
+
+    # ---- the interface ------------------------------------------------------------------
+    def prepare(self, cell) -> Target:
+        where = f"cell {cell.id}"
+        if cell.layout is None or cell.pool is None:
+            raise XcbError(f"{where}: backend cephfs needs a layout and a pool")
+        s = Striping.of(cell.layout)
+        s.check(self.cluster.osd_max_object_size(), where=where)
+        pool = self.cluster.ensure_pool(cell.pool, cephfs=True)
+        self._ensure_mounted()
+        top = self.mountpoint / TOP
+        try:
+            top.mkdir()
+            self._made_top = True
+        except FileExistsError:
+            pass
+        fs_path = f"/{TOP}/{cell.id}-{secrets.token_hex(3)}"
+        d = self.local(fs_path)
+        d.mkdir()
+        self._live.add(fs_path)
+        try:
+            value = layout_value(s, pool)
+            try:
+                os.setxattr(d, "ceph.dir.layout", value.encode())
+            except OSError as e:
+                raise XcbError(f"{where}: layout: CephFS rejected ceph.dir.layout=\"{value}\" on "
+                               f"{fs_path} ({errno.errorcode.get(e.errno, e.errno)}: {e.strerror})") from e
+            compare_layout(parse_layout(os.getxattr(d, "ceph.dir.layout")), s, pool, where)
+            try:
+                xrd = pwd.getpwnam(XROOTD_USER)
+                os.chown(d, xrd.pw_uid, xrd.pw_gid)
+            except KeyError:
+                pass  # no xrootd installed: fio probes still work; the gateway says what's missing
+            d.chmod(0o755)
+        except BaseException:
+            self._remove(fs_path)
+            raise
+        return Target(cell_id=cell.id, backend=self.name, path=str(d), pool=pool, layout=cell.layout,
+                      oss={"localroot": str(d)}, created=[f"cephfs:{fs_path}"],
+                      info={"fs_name": self.cluster.fs_name, "fs_path": fs_path,
+                            "mountpoint": str(self.mountpoint), "mount": self.mount_kind,
+                            "mount_note": self.mount_note, "layout": value})
+
+    def verify(self, target: Target) -> dict[str, Any]:
+        """Write a file in the dir; check its layout and where its data objects went."""
+        where = f"cell {target.cell_id}"
+        s = Striping.of(target.layout)
+        d = Path(target.path)
+        f = d / VERIFY_FILE
+        # One full stripe: stripe_count objects of stripe_unit bytes each (capped).
+        size = min(s.stripe_unit * s.stripe_count, VERIFY_MAX)
+        try:
+            fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                chunk = os.urandom(1 << 20)
+                left = size
+                while left:
+                    left -= os.write(fd, chunk[:min(left, len(chunk))])
+                os.fsync(fd)  # else the data may still sit in the client's cache
+            finally:
+                os.close(fd)
+            file_layout = parse_layout(os.getxattr(f, "ceph.file.layout"))
+            compare_layout(file_layout, s, target.pool, f"{where}: ceph.file.layout of {f}")
+            ino = os.stat(f).st_ino
+            objects = self._stat_objects(target.pool, cephfs_objects(ino, size, s), where)
+            # Nothing past the expected objects (a wrong stripe_count would put data there).
+            extra = cephfs_oid(ino, len(objects))
+            if self._stat(target.pool, extra) is not None:
+                raise XcbError(f"{where}: stripe_count: object {extra} exists in {target.pool}, "
+                               f"expected only {len(objects)} objects for {size} bytes")
+        finally:
+            f.unlink(missing_ok=True)
+        return {"cell_id": target.cell_id, "backend": self.name, "path": str(d),
+                "fs_path": target.info.get("fs_path"), "mount": target.info.get("mount"),
+                "dir_layout": parse_layout(os.getxattr(d, "ceph.dir.layout")),
+                "file_layout": file_layout, "inode": f"{ino:x}", "bytes": size,
+                "pool": target.pool, "objects": objects}
+
+    def cleanup(self, target: Target) -> None:
+        fs_path = target.info.get("fs_path", "")
+        if not fs_path.startswith(f"/{TOP}/") or "/" in fs_path[len(TOP) + 2:]:
+            raise XcbError(f"cell {target.cell_id}: cleanup: {fs_path!r} is not an xcbench cell dir")
+        if self.mount_kind is None:  # a target of an earlier instance: mount to remove it
+            self._ensure_mounted()
+        self._remove(fs_path)
+        if not self._live:
+            if self._made_top:
+                try:
+                    (self.mountpoint / TOP).rmdir()
+                except OSError:
+                    pass  # other cells (maybe of other runs) still live there
+                self._made_top = False
+            self.close()
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "fs_name": self.cluster.fs_name if self.cluster else None,
+                "mount": self.mount_kind or ("kernel" if cmount.kernel_client_available() else "fuse"),
+                "mount_note": self.mount_note}
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _remove(self, fs_path: str) -> None:
+        d = self.local(fs_path)
+        if d.exists():
+            shutil.rmtree(d)
+        self._live.discard(fs_path)
+
+    def _stat(self, pool: str, oid: str) -> int | None:
+        import rados
+        io = self.cluster.ioctx(pool)
+        try:
+            size, _ = io.stat(oid)
+            return int(size)
+        except rados.ObjectNotFound:
+            return None
+        finally:
+            io.close()
+
+    def _stat_objects(self, pool: str, expected: dict[str, int], where: str) -> dict[str, int]:
+        found = {}
+        for oid, want in expected.items():
+            got = self._stat(pool, oid)
+            if got is None:
+                raise XcbError(f"{where}: pool: data object {oid} is not in pool {pool}")
+            if got != want:
+                raise XcbError(f"{where}: layout: object {oid} in {pool} holds {got} bytes, "
+                               f"the striping arithmetic says {want}")
+            found[oid] = got
+        return found

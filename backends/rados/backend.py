@@ -1,0 +1,158 @@
+"""The rados backend: files go through an XrdCeph gateway into RADOS via libradosstriper.
+
+prepare: makes sure the pool exists and returns the XrdCeph parameters a gateway needs
+(``ofs.osslib +cksio libXrdCeph.so <ceph_user>@<pool>,<nb_stripes>,<stripe_unit>,<object_size>``)
+plus a per-cell name prefix: every file of the cell must be written under it
+(``Target.info["name_prefix"]``), so that cleanup removes exactly the cell's objects.
+verify: writes a file through a gateway and checks its RADOS objects (count and sizes, as the
+striping arithmetic says), the striper metadata and the adler32 that +cksio stored.
+cleanup: removes every object under the cell's prefix.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from typing import Any
+
+from xcbench.backends.base import Backend, Target
+from xcbench.backends.rados import objects
+from xcbench.backends.rados.striping import Striping, striper_objects, striper_oid
+
+from xcbench import proc
+from xcbench.errors import XcbError
+
+PREFIX_ROOT = "xcb-rados"
+VERIFY_MAX = 48 << 20  # bytes verify uploads at most
+
+
+def object_name(path: str) -> str:
+    """The striped object XrdCeph makes for an xrootd path: the path as given, leading slash
+    included (no ``pool:`` prefix is ever used by xcbench: one gateway per pool and striping)."""
+    return path
+
+
+def verify_size(s: Striping) -> int:
+    """Spans every object of the first object set and one stripe unit beyond (so the count
+    and the round-robin order are both visible), capped at VERIFY_MAX."""
+    return min(s.stripe_unit * s.stripe_count + s.stripe_unit // 2 + 1, VERIFY_MAX)
+
+
+class RadosBackend(Backend):
+    name = "rados"
+
+    def __init__(self, cluster, workdir, procs=None):
+        super().__init__(cluster, workdir, procs)
+        if cluster is None:
+            raise XcbError("backend rados: needs a Ceph cluster (--ceph-conf, or the embedded one)")
+
+    def prepare(self, cell) -> Target:
+        where = f"cell {cell.id}"
+        if cell.layout is None or cell.pool is None:
+            raise XcbError(f"{where}: backend rados needs a layout (nb_stripes, stripe_unit, "
+                           "object_size) and a pool")
+        s = Striping.of(cell.layout)
+        s.check(self.cluster.osd_max_object_size(), where=where)
+        pool = self.cluster.ensure_pool(cell.pool)
+        prefix = f"/{PREFIX_ROOT}/{cell.id}-{secrets.token_hex(3)}/"
+        oss = {"ceph_user": self.cluster.gateway_id, "pool": pool, "nb_stripes": s.stripe_count,
+               "stripe_unit": s.stripe_unit, "object_size": s.object_size}
+        return Target(cell_id=cell.id, backend=self.name, path=None, pool=pool, layout=cell.layout,
+                      oss=oss, created=[f"rados:{pool}/{object_name(prefix)}*"],
+                      info={"name_prefix": prefix, "object_prefix": object_name(prefix),
+                            "osslib_params": f"{oss['ceph_user']}@{pool},{s.stripe_count},"
+                                             f"{s.stripe_unit},{s.object_size}"})
+
+    def verify(self, target: Target, gateway=None) -> dict[str, Any]:
+        """Upload a file through ``gateway`` (or a gateway started here for the check), then
+        inspect its objects. Returns the evidence; XcbError naming the field on a mismatch."""
+        own = None
+        if gateway is None:
+            from xcbench.gateway import start_gateway
+            own = gateway = start_gateway(target, workdir=self.workdir / f"verify-{target.cell_id}",
+                                          cluster=self.cluster, procs=self.procs,
+                                          name=f"verify-{target.cell_id}")
+        try:
+            return self._verify(target, gateway)
+        finally:
+            if own is not None:
+                own.stop()
+
+    def _verify(self, target: Target, gw) -> dict[str, Any]:
+        where = f"cell {target.cell_id}"
+        s = Striping.of(target.layout)
+        size = verify_size(s)
+        local = self.workdir / f"verify-{target.cell_id}.bin"
+        local.parent.mkdir(parents=True, exist_ok=True)
+        with open(local, "wb") as fh:
+            left = size
+            while left:
+                left -= fh.write(os.urandom(min(left, 1 << 22)))
+        want_cks = objects.adler32_file(local)
+        path = target.info["name_prefix"] + f"verify-{secrets.token_hex(3)}"
+        env = dict(getattr(gw, "client_env", {}) or {})
+        try:
+            proc.run(["xrdcp", "-f", "-s", local, gw.url(path)], env=env, timeout=120)
+            reply = proc.run(["xrdfs", gw.root_url, "query", "checksum", path], env=env, timeout=60)
+            server_cks = reply.stdout.replace("\0", " ").split()[-1] if reply.stdout.split() else ""
+            evidence = self._inspect(target, object_name(path), size, s, where)
+        finally:
+            local.unlink(missing_ok=True)
+            proc.run(["xrdfs", gw.root_url, "rm", path], env=env, timeout=60, check=False)
+        if server_cks != want_cks:
+            raise XcbError(f"{where}: checksum: the gateway says adler32 {server_cks!r}, "
+                           f"the file has {want_cks}")
+        stored = evidence["checksums"].get("adler32")
+        if stored is None:
+            raise XcbError(f"{where}: checksum: no XrdCks.adler32 xattr on the first object "
+                           "(is +cksio set on ofs.osslib, with ofs.xattrlib libXrdCephXattr.so?)")
+        if stored != want_cks:
+            raise XcbError(f"{where}: checksum: the stored adler32 is {stored}, the file has {want_cks}")
+        with self.cluster.ioctx(target.pool) as io:
+            left = [oid for oid in evidence["objects"] if objects.stat(io, oid) is not None]
+        if left:
+            raise XcbError(f"{where}: cleanup: `xrdfs rm` left {len(left)} objects ({left[0]}, ...)")
+        evidence.update({"adler32": want_cks, "gateway": gw.root_url, "path": path})
+        return evidence
+
+    def _inspect(self, target: Target, name: str, size: int, s: Striping, where: str) -> dict[str, Any]:
+        expected = striper_objects(name, size, s)
+        with self.cluster.ioctx(target.pool) as io:
+            found = {oid: objects.stat(io, oid) for oid in expected}
+            extra = striper_oid(name, len(expected))
+            extra_size = objects.stat(io, extra)
+            attrs = objects.xattrs(io, striper_oid(name, 0))
+        missing = [oid for oid, got in found.items() if got is None]
+        if missing:
+            raise XcbError(f"{where}: pool: object {missing[0]} is not in pool {target.pool} "
+                           f"({len(found) - len(missing)} of {len(expected)} objects there)")
+        if extra_size is not None:
+            raise XcbError(f"{where}: nb_stripes: object {extra} exists, expected only "
+                           f"{len(expected)} objects for {size} bytes")
+        for oid, want in expected.items():
+            if found[oid] != want:
+                raise XcbError(f"{where}: stripe_unit: object {oid} holds {found[oid]} bytes, the "
+                               f"striping arithmetic says {want}")
+        meta = objects.striper_meta(attrs)
+        want_meta = {"striper.layout.stripe_unit": s.stripe_unit,
+                     "striper.layout.stripe_count": s.stripe_count,
+                     "striper.layout.object_size": s.object_size, "striper.size": size}
+        for key, value in want_meta.items():
+            if meta.get(key) != value:
+                field = {"striper.layout.stripe_count": "nb_stripes"}.get(key, key.rsplit(".", 1)[-1])
+                raise XcbError(f"{where}: {field}: {key} on the first object is {meta.get(key)!r}, "
+                               f"expected {value}")
+        return {"cell_id": target.cell_id, "backend": self.name, "pool": target.pool,
+                "object": name, "bytes": size, "objects": found, "striper": meta,
+                "checksums": objects.checksums(attrs), "xattrs": sorted(attrs)}
+
+    def cleanup(self, target: Target) -> None:
+        prefix = target.info.get("object_prefix", "")
+        if not prefix.startswith(f"/{PREFIX_ROOT}/") or len(prefix) <= len(PREFIX_ROOT) + 3:
+            raise XcbError(f"cell {target.cell_id}: cleanup: {prefix!r} is not an xcbench object prefix")
+        with self.cluster.ioctx(target.pool) as io:
+            target.info["removed"] = len(objects.remove_prefix(io, prefix))
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "ceph_user": self.cluster.gateway_id if self.cluster else None,
+                "oss": "XrdCeph (libradosstriper)"}
