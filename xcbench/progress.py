@@ -1,0 +1,82 @@
+"""Progress across a matrix: cells done / total, the current cell and phase, the current rate.
+
+On a terminal a rich live view; otherwise (CI, logs) one plain line per event.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+
+class MatrixView:
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+        self.live: Live | None = None
+        self.total = self.done = self.failed = 0
+        self.cell = self.what = ""
+        self.rate = 0.0  # bytes/s of the last 1 s bucket
+        self.transfers = self.transfer_failures = 0
+        self.t0 = time.monotonic()
+
+    def begin(self, run: Any, matrix: Any) -> None:
+        self.total = len(matrix.cells)
+        self.done = sum(1 for c in run.manifest["cells"].values()
+                        if c.get("status") in ("complete", "degraded"))
+        self._say(f"run {run.path} — {self.total} cells, {self.done} already done")
+        if self.console.is_terminal:
+            self.live = Live(self._render(), console=self.console, refresh_per_second=2,
+                             transient=True)
+            self.live.start()
+
+    def start_cell(self, cell: Any) -> None:
+        self.cell, self.what, self.rate = cell.label, "start", 0.0
+        self._say(f"[{self.done + 1}/{self.total}] {cell.label} ({cell.id})")
+
+    def phase(self, label: str, what: str) -> None:
+        self.cell, self.what = label, what
+        self._say(f"    {what}")
+
+    def observe(self, table: str, rows: list[dict]) -> None:
+        if table == "timeline" and rows:
+            self.rate = float(rows[-1].get("rate") or 0.0)
+        elif table == "transfers":
+            self.transfers += len(rows)
+            self.transfer_failures += sum(1 for r in rows if r.get("file_state") != "FINISHED")
+        elif table == "campaigns":
+            for r in rows:
+                self._say(f"    c={r.get('concurrency')}: {8 * float(r.get('rate') or 0) / 1e9:.2f} Gb/s, "
+                          f"{r.get('finished')} finished, {r.get('failed')} failed")
+        if self.live:
+            self.live.update(self._render())
+
+    def end_cell(self, cell: Any, status: str, error: str | None) -> None:
+        self.done += 1
+        self.failed += status == "failed"
+        self._say(f"    -> {status}" + (f": {error}" if error else ""))
+
+    def finish(self) -> None:
+        if self.live:
+            self.live.stop()
+            self.live = None
+
+    def _say(self, text: str) -> None:
+        if self.live:
+            self.live.console.print(text, highlight=False)
+            self.live.update(self._render())
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def _render(self) -> Table:
+        t = Table.grid(padding=(0, 2))
+        t.add_row("cells", f"{self.done}/{self.total} done, {self.failed} failed")
+        t.add_row("current", f"{self.cell} — {self.what}")
+        t.add_row("rate", f"{8 * self.rate / 1e9:.2f} Gb/s ({self.rate / 2**20:.0f} MiB/s)")
+        t.add_row("transfers", f"{self.transfers} ({self.transfer_failures} not finished)")
+        t.add_row("elapsed", f"{time.monotonic() - self.t0:.0f} s")
+        return t
