@@ -1,0 +1,185 @@
+"""The cephfs backend on a real cluster: layout dirs on the ceph-fuse mount, where the data
+objects land, uploads through a plain xrootd gateway exporting the layout dir, cleanup."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from xcbench.backends.cephfs import BACKEND
+from xcbench.backends.cephfs.backend import TOP, parse_layout
+from xcbench.backends.rados.striping import Striping, cephfs_objects
+
+from xcbench import proc
+from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.errors import XcbError
+
+pytestmark = pytest.mark.integration
+K, M = 1 << 10, 1 << 20
+REP = PoolSpec("replicated", size=1)
+EC = PoolSpec("erasure", k=2, m=1)
+
+
+def cell(ident: str, layout: Layout, pool: PoolSpec) -> Cell:
+    return Cell(id=f"bk-{ident}", label=f"backends test {ident}", backend="cephfs",
+                layout=layout, pool=pool)
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    # Not pytest's tmp_path: that is 0700 and the xrootd user must reach the mount below it.
+    d = Path(tempfile.mkdtemp(prefix="xcb-test-cephfs-"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def backend(ceph_cluster, workdir):
+    procs = proc.ProcessSet()
+    b = BACKEND(ceph_cluster, workdir, procs)
+    yield b
+    b.close()
+    procs.stop_all()
+
+
+def getfattr(path: Path, name: str) -> dict:
+    out = proc.run(["getfattr", "--only-values", "-n", name, path]).stdout
+    return parse_layout(out)
+
+
+def wait_gone(io, oids, timeout=60.0) -> list[str]:
+    """CephFS deletes data objects asynchronously (the MDS purge queue): wait for it."""
+    import rados
+    deadline = time.monotonic() + timeout
+    while True:
+        left = []
+        for oid in oids:
+            try:
+                io.stat(oid)
+                left.append(oid)
+            except rados.ObjectNotFound:
+                pass
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
+@pytest.mark.parametrize("ident,layout,pool", [
+    ("rep-1m-2-4m", Layout(1 * M, 2, 4 * M), REP),
+    ("ec-64k-4-256k", Layout(64 * K, 4, 256 * K), EC),
+])
+def test_layout_dir_objects_and_cleanup(ceph_cluster, backend, ident, layout, pool):
+    target = backend.prepare(cell(ident, layout, pool))
+    d = Path(target.path)
+    try:
+        assert target.pool == pool.name and target.info["mount"] in ("fuse", "kernel")
+        assert d.parent.name == TOP and d.parent.parent == backend.mountpoint
+        want = {"stripe_unit": layout.stripe_unit, "stripe_count": layout.stripe_count,
+                "object_size": layout.object_size, "pool": pool.name}
+        assert {k: v for k, v in getfattr(d, "ceph.dir.layout").items() if k in want} == want
+        assert d.stat().st_uid == proc_uid("xrootd")
+
+        evidence = backend.verify(target)
+        assert evidence["file_layout"]["pool"] == pool.name
+        assert len(evidence["objects"]) == layout.stripe_count
+
+        # A file written here by hand: getfattr shows the layout, objects are in the pool.
+        f = d / "by-hand"
+        data = os.urandom(3 * layout.stripe_unit * layout.stripe_count + 12345)
+        with open(f, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        assert {k: v for k, v in getfattr(f, "ceph.file.layout").items() if k in want} == want
+        expected = cephfs_objects(f.stat().st_ino, len(data), Striping.of(layout))
+        with ceph_cluster.ioctx(pool.name) as io:
+            assert {oid: io.stat(oid)[0] for oid in expected} == expected
+    finally:
+        backend.cleanup(target)
+    assert not d.exists()
+    with ceph_cluster.ioctx(pool.name) as io:
+        assert wait_gone(io, list(expected)) == []
+
+
+def proc_uid(user: str) -> int:
+    import pwd
+    return pwd.getpwnam(user).pw_uid
+
+
+def test_rejects_bad_layouts_before_touching_the_fs(backend):
+    with pytest.raises(XcbError, match="object_size: .*osd_max_object_size"):
+        backend.prepare(cell("too-big", Layout(4 * M, 1, 1 << 30), REP))
+    with pytest.raises(XcbError, match="stripe_unit: 100000"):
+        backend.prepare(cell("bad-su", Layout(100000, 1, 400000), REP))
+
+
+def test_cleanup_removes_only_its_own_dir(backend):
+    a = backend.prepare(cell("keep-a", Layout(4 * M, 1, 4 * M), REP))
+    b = backend.prepare(cell("keep-b", Layout(4 * M, 1, 4 * M), REP))
+    try:
+        (Path(a.path) / "f").write_bytes(b"x")
+        backend.cleanup(b)
+        assert Path(a.path, "f").read_bytes() == b"x" and not Path(b.path).exists()
+    finally:
+        backend.cleanup(a)
+    assert not Path(a.path).exists()
+
+
+# ---- through a gateway ------------------------------------------------------------------
+def adler(data: bytes) -> str:
+    return f"{zlib.adler32(data):08x}"
+
+
+def server_adler(gw, path: str) -> str:
+    out = proc.run(["xrdfs", gw.root_url, "query", "checksum", path], env=gw.client_env).stdout
+    return out.replace("\0", " ").split()[-1]
+
+
+def test_uploads_through_gateway(backend, workdir):
+    gateway = pytest.importorskip("xcbench.gateway")
+    requests = pytest.importorskip("requests")
+    layout = Layout(1 * M, 2, 4 * M)
+    target = backend.prepare(cell("gw", layout, REP))
+    src = workdir / "src.bin"
+    data = os.urandom(9 * M + 777)
+    src.write_bytes(data)
+    try:
+        with gateway.start_gateway(target, workdir=workdir / "gw", cluster=backend.cluster,
+                                   procs=backend.procs) as gw:
+            env = gw.client_env
+            # xrdcp
+            proc.run(["xrdcp", "-f", "-s", src, gw.url("/by-xrdcp")], env=env)
+            # gfal2 (the library FTS uses), over root:// (works on a POSIX export) and http://
+            gfal2 = pytest.importorskip("gfal2")
+            ctx = gfal2.creat_context()
+            params = ctx.transfer_parameters()
+            params.overwrite = True
+            params.checksum_check = True
+            params.set_checksum(gfal2.checksum_mode.both, "adler32", adler(data))
+            ctx.filecopy(params, f"file://{src}", gw.url("/by-gfal-root"))
+            ctx.filecopy(params, f"file://{src}", gw.url("/by-gfal-http", scheme="http"))
+            # HTTP PUT
+            r = requests.put(gw.url("/by-put", scheme="http"), data=data, timeout=60)
+            assert r.status_code in (200, 201), r.text
+            for name in ("by-xrdcp", "by-gfal-root", "by-gfal-http", "by-put"):
+                assert (Path(target.path) / name).stat().st_size == len(data)
+                assert server_adler(gw, f"/{name}") == adler(data), name
+                back = proc.run(["xrdcp", "-f", "-s", gw.url(f"/{name}"), "-"], env=env,
+                                text=False).stdout
+                assert back == data, name
+            got = requests.get(gw.url("/by-put", scheme="http"), timeout=60,
+                               headers={"Want-Digest": "adler32"})
+            assert got.content == data
+            assert got.headers.get("Digest", "").lower() == f"adler32={adler(data)}"
+            # the files carry the layout of the dir
+            lay = getfattr(Path(target.path) / "by-xrdcp", "ceph.file.layout")
+            assert (lay["stripe_unit"], lay["stripe_count"], lay["pool"]) == (1 * M, 2, REP.name)
+    finally:
+        backend.cleanup(target)
+    assert not Path(target.path).exists()
