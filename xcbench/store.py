@@ -5,7 +5,21 @@
     <store>/<run-id>/<table>.parquet       written by finalize() from the JSONL
     <store>/<run-id>/raw/...               raw fio JSON, gateway logs, rendered configs
 
-Table names and columns: xcbench.records.TABLES.
+Table names and columns: xcbench.records.TABLES. Nested values (labels, settings, evidence)
+are stored as JSON text with sorted keys, so Parquet columns stay flat.
+
+Manifest (schema 2)::
+
+    schema_version, run_id, start, end, status (running|complete|failed|interrupted)
+    matrix        what the run was given (path, name, the matrix data) - as passed to create()
+    cells         {cell_id: {label, backend, settings (Cell.settings()), status, error, start, end,
+                             fingerprint: {layout, pool, configs, ..., digest}}}
+    fingerprint   {versions: {ceph, xrootd, fio, gfal2, iperf3, xcbench, packages: {...}},
+                   host: {hostname, os, kernel, cpus, mem_bytes, ...}, versions_digest}
+    upgraded_from the schema version found on disk, when open() upgraded the manifest
+
+Cell status: pending -> running -> complete | failed | skipped | interrupted.
+open() refuses a newer schema (upgrade xcbench) and upgrades an older one in memory.
 """
 
 from __future__ import annotations
@@ -20,7 +34,17 @@ from typing import Any
 
 from xcbench.errors import XcbError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+CELL_STATUSES = ("pending", "running", "complete", "failed", "skipped", "interrupted")
+DEFAULT_STORE = "results"  # the `--store` default; XCBENCH_STORE overrides it
+
+
+def default_store() -> Path:
+    return Path(os.environ.get("XCBENCH_STORE") or DEFAULT_STORE)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat()
 
 
 def write_json(path: str | os.PathLike, data: Any) -> None:
@@ -49,7 +73,13 @@ class RunDir:
 
     @classmethod
     def create(cls, store: str | os.PathLike, *, name: str | None = None,
-               matrix: dict[str, Any] | None = None, **info: Any) -> RunDir:
+               matrix: dict[str, Any] | None = None, fingerprint: bool | dict = True,
+               **info: Any) -> RunDir:
+        """A new run directory. ``fingerprint``: True collects versions + host info
+        (xcbench.fingerprint.run_fingerprint, ~1 s), a dict is stored as given, False: {}."""
+        if fingerprint is True:
+            from xcbench.fingerprint import run_fingerprint
+            fingerprint = run_fingerprint()
         now = _dt.datetime.now(_dt.UTC)
         name = name or now.strftime("%Y%m%dT%H%M%SZ")
         path = Path(store) / name
@@ -60,20 +90,39 @@ class RunDir:
         (path / "records").mkdir(parents=True)
         manifest = {"schema_version": SCHEMA_VERSION, "run_id": path.name,
                     "start": now.isoformat(), "end": None, "status": "running",
-                    "matrix": matrix, "cells": {}, **info}
+                    "matrix": matrix, "cells": {}, "fingerprint": fingerprint or {}, **info}
         run = cls(path, manifest)
         run.save_manifest()
         return run
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> RunDir:
+        """Open a run dir (or its manifest.json); an older schema is upgraded in memory."""
         path = Path(path)
+        if path.name == "manifest.json":
+            path = path.parent
+        if not (path / "manifest.json").exists():
+            raise XcbError(f"{path}: not a run directory (no manifest.json)")
         manifest = load_json(path / "manifest.json")
+        if not isinstance(manifest, dict):
+            raise XcbError(f"{path}/manifest.json: not a run manifest (expected a JSON object)")
         version = manifest.get("schema_version", 0)
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise XcbError(f"{path}/manifest.json: schema_version: {version!r} is not a version")
         if version > SCHEMA_VERSION:
             raise XcbError(f"{path}/manifest.json: schema_version {version} is newer than this "
-                           f"xcbench understands ({SCHEMA_VERSION}); upgrade xcbench")
+                           f"xcbench understands ({SCHEMA_VERSION}); upgrade xcbench to read it")
+        if version < SCHEMA_VERSION:
+            manifest = upgrade_manifest(manifest, path)
         return cls(path, manifest)
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.get("run_id") or self.path.name
+
+    @property
+    def cells(self) -> dict[str, dict[str, Any]]:
+        return self.manifest["cells"]
 
     def save_manifest(self) -> None:
         with self._lock:
@@ -98,9 +147,38 @@ class RunDir:
         return p
 
     def set_cell(self, cell_id: str, **info: Any) -> None:
-        """Merge ``info`` (status, error, settings, fingerprint ...) into manifest['cells'][id]."""
-        self.manifest["cells"].setdefault(cell_id, {}).update(info)
+        """Merge ``info`` (status, error, settings, fingerprint ...) into manifest['cells'][id].
+        A status change stamps ``start`` (running) or ``end`` (a final status)."""
+        status = info.get("status")
+        if status is not None and status not in CELL_STATUSES:
+            raise XcbError(f"cell {cell_id}: status: {status!r} is not one of "
+                           f"{', '.join(CELL_STATUSES)}")
+        cell = self.manifest["cells"].setdefault(cell_id, {})
+        if status == "running":
+            cell.setdefault("start", _now())
+        elif status not in (None, "pending"):
+            info.setdefault("end", _now())
+        cell.update(info)
         self.save_manifest()
+
+    def register_cells(self, cells: Iterable[Any]) -> None:
+        """Record every cell of the matrix (xcbench.cell.Cell) as pending: id, label, settings."""
+        for c in cells:
+            self.manifest["cells"].setdefault(c.id, {}).update(
+                {"label": c.label, "backend": c.backend, "settings": c.settings(),
+                 "status": "pending"})
+        self.save_manifest()
+
+    def set_cell_fingerprint(self, cell_id: str, **parts: Any) -> dict[str, Any]:
+        """Merge fingerprint parts (layout=, pool=, configs=, ...) into the cell's fingerprint
+        and recompute its digest (xcbench.fingerprint.cell_fingerprint)."""
+        from xcbench.fingerprint import cell_fingerprint
+        old = dict(self.manifest["cells"].get(cell_id, {}).get("fingerprint") or {})
+        old.pop("digest", None)
+        old.update(parts)
+        fp = cell_fingerprint(**old)
+        self.set_cell(cell_id, fingerprint=fp)
+        return fp
 
     def close(self) -> None:
         with self._lock:
@@ -109,27 +187,142 @@ class RunDir:
             self._files.clear()
 
     def finalize(self, status: str = "complete") -> None:
-        """Close the JSONL files, write one Parquet file per table, stamp the manifest."""
-        import pandas as pd
+        """Close the JSONL files, write one Parquet file per table, stamp the manifest.
+        Cells left pending/running are marked 'interrupted' when the run did not complete."""
         self.close()
         for jl in sorted((self.path / "records").glob("*.jsonl")):
-            df = pd.read_json(jl, lines=True, dtype=False) if jl.stat().st_size else pd.DataFrame()
-            for col in df.columns:  # nested dicts/lists -> JSON text, Parquet-friendly
-                if df[col].map(lambda v: isinstance(v, (dict, list))).any():
-                    df[col] = df[col].map(lambda v: json.dumps(v) if isinstance(v, (dict, list)) else v)
-            df.to_parquet(self.path / f"{jl.stem}.parquet", index=False)
-        self.manifest["end"] = _dt.datetime.now(_dt.UTC).isoformat()
+            read_jsonl(jl).to_parquet(self.path / f"{jl.stem}.parquet", index=False)
+        if status != "complete":
+            for cell in self.manifest["cells"].values():
+                if cell.get("status") in ("pending", "running"):
+                    cell["status"] = "interrupted"
+        self.manifest["end"] = _now()
         self.manifest["status"] = status
         self.save_manifest()
 
-    def table(self, name: str):
-        """A table as a DataFrame: the Parquet file if finalized, else the JSONL so far."""
-        import pandas as pd
-        pq = self.path / f"{name}.parquet"
-        if pq.exists():
-            return pd.read_parquet(pq)
+    def has_table(self, name: str) -> bool:
         jl = self.path / "records" / f"{name}.jsonl"
-        if jl.exists() and jl.stat().st_size:
-            return pd.read_json(jl, lines=True, dtype=False)
+        return (self.path / f"{name}.parquet").exists() or (jl.exists() and jl.stat().st_size > 0)
+
+    def table(self, name: str, columns: list[str] | None = None):
+        """A table as a DataFrame: the Parquet file if finalized, else the JSONL so far.
+        Declared columns (xcbench.records) missing from older runs are added as NA."""
+        import pandas as pd
+
         from xcbench.records import TABLES
-        return pd.DataFrame(columns=list(TABLES.get(name, ())))
+        pq = self.path / f"{name}.parquet"
+        jl = self.path / "records" / f"{name}.jsonl"
+        if pq.exists():
+            if columns is not None:
+                import pyarrow.parquet as papq
+                have = set(papq.read_schema(pq).names)
+                df = pd.read_parquet(pq, columns=[c for c in columns if c in have])
+            else:
+                df = pd.read_parquet(pq)
+        elif jl.exists() and jl.stat().st_size:
+            df = read_jsonl(jl)
+        else:
+            df = pd.DataFrame()
+        for col in (columns if columns is not None else TABLES.get(name, ())):
+            if col not in df.columns:
+                df[col] = pd.Series(pd.NA, index=df.index, dtype="object")
+        return df[list(columns)] if columns is not None else df
+
+
+def _json_text(v: Any) -> Any:
+    if isinstance(v, dict):  # pyarrow structs carry every key: drop those a row did not have
+        v = {k: x for k, x in v.items() if x is not None}
+    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+
+
+def read_jsonl(path: str | os.PathLike):
+    """A JSONL table as a DataFrame; nested dicts/lists become JSON text (sorted keys).
+    pyarrow's reader first (fast); Python's json when a column's type varies between rows."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.json as pj
+    path = Path(path)
+    if not path.stat().st_size:
+        return pd.DataFrame()
+    try:
+        tbl = pj.read_json(path, read_options=pj.ReadOptions(block_size=8 << 20))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        tbl = None
+    if tbl is not None:
+        cols = {}
+        for name in tbl.column_names:
+            col = tbl.column(name)
+            if pa.types.is_struct(col.type) or pa.types.is_list(col.type):
+                cols[name] = pd.Series([_json_text(v) for v in col.to_pylist()], dtype="object")
+            else:
+                cols[name] = col.to_pandas()
+        return pd.DataFrame(cols)
+    with open(path) as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    df = pd.DataFrame.from_records(rows)
+    for col in df.select_dtypes(include="object").columns:
+        if df[col].map(lambda v: isinstance(v, (dict, list))).any():
+            df[col] = df[col].map(_json_text)
+    return df
+
+
+def upgrade_manifest(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Bring an older manifest up to SCHEMA_VERSION, in memory (save_manifest() writes it)."""
+    m = dict(manifest)
+    old = m.get("schema_version", 0)
+    # 0 -> 1: the skeleton's fields; very early runs kept cells as a list
+    m.setdefault("run_id", path.name)
+    for key in ("start", "end", "matrix"):
+        m.setdefault(key, None)
+    m.setdefault("status", "unknown")
+    if not isinstance(m.get("cells"), dict):
+        m["cells"] = {c["id"]: dict(c) for c in (m.get("cells") or [])
+                      if isinstance(c, dict) and "id" in c}
+    # 1 -> 2: run fingerprint; per-cell status, label, settings
+    m.setdefault("fingerprint", {})
+    for cid, cell in m["cells"].items():
+        cell.setdefault("status", "complete" if m["status"] == "complete" else "unknown")
+        cell.setdefault("label", cid)
+        cell.setdefault("settings", {})
+    m["schema_version"] = SCHEMA_VERSION
+    m["upgraded_from"] = old
+    return m
+
+
+def list_runs(store: str | os.PathLike) -> list[RunDir]:
+    """Runs in ``store``, oldest first; directories that are not runs are skipped."""
+    store = Path(store)
+    if not store.is_dir():
+        raise XcbError(f"{store}: no such result store (pass --store DIR or set XCBENCH_STORE)")
+    runs = []
+    for d in sorted(store.iterdir()):
+        if (d / "manifest.json").exists():
+            try:
+                runs.append(RunDir.open(d))
+            except XcbError:
+                continue  # unreadable or newer: `runs show` on it says why
+    runs.sort(key=lambda r: (str(r.manifest.get("start") or ""), r.path.name))
+    return runs
+
+
+def resolve_run(spec: str | os.PathLike, store: str | os.PathLike | None = None) -> RunDir:
+    """RUN given as a run dir path, a run id (or unique prefix) in ``store``, or 'latest'."""
+    p = Path(spec)
+    if (p / "manifest.json").exists() or (p.name == "manifest.json" and p.exists()):
+        return RunDir.open(p)
+    store = Path(store) if store is not None else default_store()
+    if str(spec) == "latest":
+        runs = list_runs(store)
+        if not runs:
+            raise XcbError(f"{store}: no runs yet")
+        return runs[-1]
+    if (store / str(spec) / "manifest.json").exists():
+        return RunDir.open(store / str(spec))
+    if store.is_dir() and os.sep not in str(spec):
+        hits = sorted(d.name for d in store.iterdir()
+                      if d.name.startswith(str(spec)) and (d / "manifest.json").exists())
+        if len(hits) == 1:
+            return RunDir.open(store / hits[0])
+        if hits:
+            raise XcbError(f"run {spec}: ambiguous in {store} ({', '.join(hits)})")
+    raise XcbError(f"run {spec}: not a run directory, nor a run id in {store}")
