@@ -34,7 +34,7 @@ FINDING = ("cell_id", "what", "why", "fix", "severity")
 # Network/host baseline (iperf3).
 BASELINE = ("kind", "wall", "streams", "seconds", "bits_per_second", "retransmits", "host")
 # Attributed bottleneck of a cell.
-VERDICT = ("cell_id", "verdict", "reason", "evidence")
+VERDICT = ("cell_id", "concurrency", "verdict", "reason", "evidence")  # one row per campaign level
 
 TABLES = {
     "transfers": TRANSFER, "timeline": TIMELINE, "campaigns": CAMPAIGN,
