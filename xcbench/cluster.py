@@ -10,12 +10,334 @@ embedded cluster's state dir). Interface (fields may be added, not renamed):
     Cluster.fs_name       CephFS file system xcbench uses (None if none)
     Cluster.fs_client_id  client id for ceph-fuse / libcephfs
     Cluster.pools         {"replicated": "xcb-rep1", "erasure": "xcb-ec2-1", ...}
-    Cluster.embedded      True for the mini cluster
+    Cluster.embedded      True for a cluster xcbench made (it has a cluster.json beside its conf)
     Cluster.rados()       a connected rados.Rados (cached)
     Cluster.mon_command(prefix, **args) -> parsed JSON
     Cluster.ceph_cli(*args) -> list[str]  the `ceph` command line for this cluster
     Cluster.osd_max_object_size(), Cluster.num_osds(), Cluster.num_hosts()
+    Cluster.ensure_pool(spec, cephfs=False), gateway_conf(dir), fuse_mount(mnt), fuse_umount(mnt)
 
-    add_ceph_args(parser)         --ceph-conf --ceph-id --keyring --state-dir
+    add_ceph_args(parser)         --ceph-conf --ceph-id --keyring --fs --state-dir
     cluster_from_args(args)       -> Cluster (one-line XcbError if conf missing/garbage)
 """
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import pwd
+import shlex
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from xcbench import cephconf, proc
+from xcbench.errors import XcbError
+
+POOL_PREFIX = "xcb-"
+GATEWAY_ID = "xcb-gw"
+FS_CLIENT_ID = "xcb-fs"
+FS_NAME = "xcb-fs"
+DEFAULT_POOLS = {"replicated": "xcb-rep1", "erasure": "xcb-ec2-1"}
+CLUSTER_JSON = "cluster.json"
+CONNECT_TIMEOUT = 10  # seconds: a dead cluster gives a one-line error, not a hang
+MON_OP_TIMEOUT = 60
+XROOTD_USER = "xrootd"
+
+
+def default_state_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """--state-dir, else $XCBENCH_HOME/cluster, else ./.xcbench/cluster."""
+    if explicit:
+        return Path(explicit).absolute()
+    home = os.environ.get("XCBENCH_HOME")
+    return (Path(home) / "cluster" if home else Path.cwd() / ".xcbench" / "cluster").absolute()
+
+
+def parse_ceph_args(text: str | None) -> dict[str, str]:
+    """conf / id / keyring from a CEPH_ARGS string (the options the ceph CLI also reads there)."""
+    out: dict[str, str] = {}
+    words = shlex.split(text or "")
+    names = {"-c": "conf", "--conf": "conf", "--id": "id", "-i": "id", "--user": "id",
+             "-n": "name", "--name": "name", "-k": "keyring", "--keyring": "keyring"}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        key, _, val = w.partition("=")
+        if key in names and (val or i + 1 < len(words)):
+            if not val:
+                i += 1
+                val = words[i]
+            out[names[key]] = val
+        i += 1
+    if "name" in out:
+        name = out.pop("name")
+        out.setdefault("id", name.split(".", 1)[1] if name.startswith("client.") else name)
+    return out
+
+
+@dataclass
+class Cluster:
+    conf: Path
+    client_id: str = "admin"
+    keyring: Path | None = None
+    gateway_id: str = GATEWAY_ID
+    gateway_keyring: Path | None = None
+    fs_name: str | None = None
+    fs_client_id: str = FS_CLIENT_ID
+    fs_keyring: Path | None = None
+    pools: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_POOLS))
+    embedded: bool = False
+    state_dir: Path | None = None
+    info: dict[str, Any] = field(default_factory=dict)  # the rest of cluster.json (pids, ports)
+    _rados: Any = field(default=None, repr=False, compare=False)
+    _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_conf(cls, conf: str | os.PathLike, client_id: str | None = "admin",
+                  keyring: str | os.PathLike | None = None, fs_name: str | None = None) -> Cluster:
+        """A handle for ``conf``; roles come from ``cluster.json`` beside it if xcbench made it.
+
+        The conf is checked (exists, parses, names mons) before anything connects.
+        """
+        conf = Path(conf).absolute()
+        ceph_args = os.environ.get("CEPH_ARGS", "")
+        cephconf.check_conf(conf, need_mon_host="--mon-host" not in ceph_args and "--mon_host" not in ceph_args)
+        kr = Path(keyring).absolute() if keyring else None
+        meta_path = conf.parent / CLUSTER_JSON
+        if meta_path.exists():
+            try:
+                meta = json.loads(meta_path.read_text())
+            except (OSError, ValueError) as e:
+                raise XcbError(f"{meta_path}: unreadable cluster.json ({e})") from e
+            cid = client_id or meta["client_id"]
+
+            def path(key: str) -> Path | None:
+                return Path(meta[key]) if meta.get(key) else None
+            return cls(conf=conf, client_id=cid,
+                       keyring=kr or (path("keyring") if cid == meta["client_id"] else None),
+                       gateway_id=meta["gateway_id"], gateway_keyring=path("gateway_keyring"),
+                       fs_name=fs_name or meta.get("fs_name"), fs_client_id=meta["fs_client_id"],
+                       fs_keyring=path("fs_keyring"), pools=dict(meta["pools"]), embedded=True,
+                       state_dir=Path(meta.get("state_dir") or conf.parent), info=meta)
+        # Bring-your-own cluster: one user for everything; xcbench writes only xcb- pools.
+        cid = client_id or "admin"
+        return cls(conf=conf, client_id=cid, keyring=kr, gateway_id=cid, gateway_keyring=kr,
+                   fs_name=fs_name, fs_client_id=cid, fs_keyring=kr, embedded=False)
+
+    # ---- talking to Ceph ----------------------------------------------------------------
+    def rados(self):
+        """A connected rados.Rados, cached; XcbError (one line) if the cluster does not answer."""
+        with self._lock:
+            if self._rados is None:
+                import rados
+                conf = {"rados_mon_op_timeout": str(MON_OP_TIMEOUT),
+                        "rados_osd_op_timeout": "0", "client_mount_timeout": str(CONNECT_TIMEOUT)}
+                if self.keyring:
+                    conf["keyring"] = str(self.keyring)
+                r = rados.Rados(conffile=str(self.conf), rados_id=self.client_id, conf=conf)
+                try:
+                    r.connect(timeout=CONNECT_TIMEOUT)
+                except rados.Error as e:
+                    r.shutdown()
+                    raise XcbError(f"{self.conf}: cannot connect to the cluster as client."
+                                   f"{self.client_id}: {e.__class__.__name__}: {e}") from e
+                self._rados = r
+            return self._rados
+
+    def close(self) -> None:
+        with self._lock:
+            if self._rados is not None:
+                self._rados.shutdown()
+                self._rados = None
+
+    def ioctx(self, pool: str):
+        import rados
+        try:
+            return self.rados().open_ioctx(pool)
+        except rados.Error as e:
+            raise XcbError(f"pool {pool}: cannot open: {e}") from e
+
+    def mon_command(self, prefix: str, *, inbuf: bytes = b"", **args) -> Any:
+        """Run a mon command (args as Ceph names them); JSON-decoded result, XcbError on failure."""
+        cmd = {"prefix": prefix, "format": "json", **{k: v for k, v in args.items() if v is not None}}
+        ret, out, outs = self.rados().mon_command(json.dumps(cmd), inbuf)
+        if ret != 0:
+            name = errno.errorcode.get(-ret, str(ret))
+            raise XcbError(f"ceph {prefix}: {outs.strip() or name} ({name})")
+        if not out:
+            return outs
+        try:
+            return json.loads(out)
+        except ValueError:
+            return out.decode(errors="replace")
+
+    def ceph_cli(self, *args: str) -> list[str]:
+        cmd = ["ceph", "-c", str(self.conf), "--id", self.client_id]
+        if self.keyring:
+            cmd += ["--keyring", str(self.keyring)]
+        return cmd + [str(a) for a in args]
+
+    def osd_max_object_size(self) -> int:
+        try:
+            return int(self.mon_command("config get", who="osd", key="osd_max_object_size"))
+        except (XcbError, ValueError, TypeError):
+            value = cephconf.parse_conf(self.conf.read_text()).get("osd", {}).get("osd_max_object_size")
+            return int(value) if value else 128 << 20
+
+    def num_osds(self) -> int:
+        return int(self.mon_command("osd stat")["num_osds"])
+
+    def num_hosts(self) -> int:
+        nodes = self.mon_command("osd tree")["nodes"]
+        return sum(1 for n in nodes if n.get("type") == "host" and n.get("children"))
+
+    def fs_names(self) -> list[str]:
+        return [fs["name"] for fs in self.mon_command("fs ls")]
+
+    def discover_fs(self) -> str | None:
+        """For a bring-your-own cluster without --fs: its only file system, or None."""
+        if self.fs_name is None and not self.embedded:
+            names = self.fs_names()
+            self.fs_name = names[0] if len(names) == 1 else None
+        return self.fs_name
+
+    def pool_names(self) -> list[str]:
+        return [p["pool_name"] if isinstance(p, dict) else p for p in self.mon_command("osd pool ls")]
+
+    # ---- pools --------------------------------------------------------------------------
+    def ensure_pool(self, spec, *, cephfs: bool = False, pg_num: int = 32) -> str:
+        """Create the xcb- pool of ``spec`` (a xcbench.cell.PoolSpec) if missing; return its name."""
+        from xcbench import cephpools
+        return cephpools.ensure_pool(self, spec, cephfs=cephfs, pg_num=pg_num)
+
+    # ---- gateways -----------------------------------------------------------------------
+    def gateway_conf(self, directory: str | os.PathLike) -> Path:
+        """A ceph.conf for xrootd/XrdCeph (which runs as user xrootd); returns its path.
+
+        Same [global] as the cluster's conf plus a [client.<gateway_id>] section naming a copy
+        of the gateway keyring that the xrootd user can read, kept in a private directory (the
+        state dir, or a 0750 dir under /tmp for a bring-your-own cluster), never in ``directory``.
+        """
+        directory = Path(directory).absolute()
+        directory.mkdir(parents=True, exist_ok=True)
+        sections = cephconf.parse_conf(self.conf.read_text(), source=str(self.conf))
+        try:
+            xrd = pwd.getpwnam(XROOTD_USER)
+        except KeyError as e:
+            raise XcbError(f"user {XROOTD_USER} missing (install xrootd-server, or `make setup`)") from e
+        private = self._private_dir(xrd.pw_gid)
+        src = self.gateway_keyring or self._default_keyring(self.gateway_id)
+        if src is None or not Path(src).exists():
+            raise XcbError(f"{self.conf}: no keyring for client.{self.gateway_id} "
+                           "(give --keyring, or use the embedded cluster)")
+        key_copy = private / f"ceph.client.{self.gateway_id}.keyring"
+        tmp = key_copy.with_suffix(".tmp")
+        tmp.write_bytes(Path(src).read_bytes())
+        os.chown(tmp, xrd.pw_uid, xrd.pw_gid)
+        os.chmod(tmp, 0o640)
+        tmp.replace(key_copy)
+        logdir = directory / "ceph-client-logs"
+        logdir.mkdir(exist_ok=True)
+        os.chown(logdir, xrd.pw_uid, xrd.pw_gid)
+        out = {"global": sections.get("global", {}),
+               f"client.{self.gateway_id}": {"keyring": key_copy,
+                                             "log file": logdir / "ceph-client.$pid.log",
+                                             "admin socket": "", "pid file": ""}}
+        path = directory / "ceph.conf"
+        path.write_text(cephconf.render_conf(out, header=f"gateway conf written by xcbench for "
+                                             f"client.{self.gateway_id} of {self.conf}"))
+        path.chmod(0o644)
+        return path
+
+    def _private_dir(self, gid: int) -> Path:
+        if self.state_dir is not None:
+            d = self.state_dir / "gateway-keys"
+        else:
+            h = hashlib.sha256(str(self.conf).encode()).hexdigest()[:10]
+            d = Path("/tmp") / f"xcbench-keys-{os.getuid()}" / h
+            d.parent.mkdir(mode=0o711, exist_ok=True)
+        d.mkdir(mode=0o750, exist_ok=True)
+        os.chown(d, os.getuid(), gid)
+        d.chmod(0o750)
+        return d
+
+    def _default_keyring(self, client_id: str) -> Path | None:
+        """The keyring the conf's `keyring` option names for client.<id> (first existing)."""
+        sections = cephconf.parse_conf(self.conf.read_text(), source=str(self.conf))
+        for sec in (f"client.{client_id}", "client", "global"):
+            value = sections.get(sec, {}).get("keyring")
+            if value:
+                for cand in value.split(","):
+                    p = Path(cand.strip().replace("$cluster", "ceph").replace("$name", f"client.{client_id}")
+                             .replace("$id", client_id))
+                    if p.exists():
+                        return p
+        return None
+
+    # ---- CephFS via ceph-fuse ----------------------------------------------------------
+    def fuse_mount(self, mountpoint: str | os.PathLike, procs: proc.ProcessSet | None = None,
+                   timeout: float = 30) -> None:
+        from xcbench import cephfuse
+        cephfuse.mount(self, Path(mountpoint), procs=procs, timeout=timeout)
+
+    def fuse_umount(self, mountpoint: str | os.PathLike) -> None:
+        from xcbench import cephfuse
+        cephfuse.umount(Path(mountpoint), state_dir=self.state_dir)
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def wait_connect(cluster: Cluster, timeout: float) -> None:
+    """Retry rados() until the mons answer (used while a cluster comes up)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            cluster.rados()
+            return
+        except XcbError:
+            if time.monotonic() > deadline:
+                raise
+
+
+# ---- command line ------------------------------------------------------------------------
+def add_ceph_args(parser) -> None:
+    g = parser.add_argument_group("Ceph cluster (default: the embedded mini cluster)")
+    g.add_argument("--ceph-conf", metavar="PATH",
+                   help="ceph.conf of an existing cluster (default: $CEPH_CONF, -c in $CEPH_ARGS, "
+                        "else the embedded cluster's)")
+    g.add_argument("--ceph-id", metavar="NAME", help="client id (without 'client.'; default admin)")
+    g.add_argument("--keyring", metavar="PATH", help="keyring of that client")
+    g.add_argument("--fs", metavar="NAME", help="CephFS file system to use (default: the only one)")
+    g.add_argument("--state-dir", metavar="DIR",
+                   help="embedded cluster state (default: $XCBENCH_HOME/cluster or ./.xcbench/cluster)")
+
+
+def cluster_from_args(args, *, connect: bool = True) -> Cluster:
+    """The Cluster the command line (then CEPH_CONF / CEPH_ARGS, then the state dir) names."""
+    env_args = parse_ceph_args(os.environ.get("CEPH_ARGS"))
+    conf = (getattr(args, "ceph_conf", None) or os.environ.get("CEPH_CONF") or env_args.get("conf"))
+    client_id = getattr(args, "ceph_id", None) or env_args.get("id")
+    keyring = getattr(args, "keyring", None) or env_args.get("keyring")
+    fs = getattr(args, "fs", None)
+    if conf:
+        cluster = Cluster.from_conf(conf, client_id, keyring, fs_name=fs)
+    else:
+        state = default_state_dir(getattr(args, "state_dir", None))
+        if not (state / CLUSTER_JSON).exists():
+            raise XcbError(f"{state}: no embedded cluster here (run `xcbench cluster up"
+                           f"{' --state-dir ' + str(state) if getattr(args, 'state_dir', None) else ''}`,"
+                           " or give --ceph-conf PATH)")
+        cluster = Cluster.from_conf(state / "ceph.conf", client_id, keyring, fs_name=fs)
+    if connect:
+        cluster.rados()
+        cluster.discover_fs()
+    return cluster

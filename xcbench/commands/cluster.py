@@ -1,11 +1,148 @@
 """xcbench cluster: embedded mini Ceph cluster: up | status | down | env."""
 
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+
+from xcbench.cluster import Cluster, add_ceph_args, cluster_from_args, default_state_dir
 from xcbench.errors import XcbError
 
 
 def add_parser(sub):
-    return sub.add_parser("cluster", help="embedded mini Ceph cluster: up | status | down | env")
+    p = sub.add_parser("cluster", help="embedded mini Ceph cluster: up | status | down | env",
+                       description="Start, inspect and stop the embedded mini Ceph cluster "
+                                   "(state in --state-dir, $XCBENCH_HOME/cluster or ./.xcbench/cluster).")
+    acts = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    up = acts.add_parser("up", help="start the mini cluster (does nothing if it runs)")
+    up.add_argument("--state-dir", metavar="DIR", help="where the cluster lives")
+    up.add_argument("--objectstore", choices=("bluestore", "memstore"), default="bluestore",
+                    help="bluestore on sparse files (default) or memstore (RAM, never given back)")
+    up.add_argument("--osds", type=int, default=3, help="number of OSDs (default 3)")
+    up.add_argument("--timeout", type=float, default=180, help="seconds to wait for health")
+    up.add_argument("-q", "--quiet", action="store_true", help="print only the ceph.conf path")
+    st = acts.add_parser("status", help="health, OSDs, pools, file systems (of any cluster)")
+    add_ceph_args(st)
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    down = acts.add_parser("down", help="stop every daemon and remove the state")
+    down.add_argument("--state-dir", metavar="DIR", help="where the cluster lives")
+    env = acts.add_parser("env", help="print the exports for the ceph CLI (eval \"$(xcbench cluster env)\")")
+    add_ceph_args(env)
+    return p
 
 
 def run(args) -> int:
-    raise XcbError("cluster: not implemented yet")
+    return {"up": _up, "status": _status, "down": _down, "env": _env}[args.action](args)
+
+
+def _up(args) -> int:
+    from xcbench.minicluster import MiniCluster
+    mc = MiniCluster(default_state_dir(args.state_dir))
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    cluster, started = mc.up(objectstore=args.objectstore, osds=args.osds, timeout=args.timeout,
+                             log=log)
+    if not started and not args.quiet:
+        print(f"cluster already running in {mc.state}; nothing done")
+    if not args.quiet:
+        print(f"ceph.conf: {cluster.conf}")
+        print(f"use it: eval \"$(xcbench cluster env --state-dir {mc.state})\"")
+    else:
+        print(cluster.conf)
+    return 0
+
+
+def _down(args) -> int:
+    from xcbench.minicluster import MiniCluster
+    MiniCluster(default_state_dir(args.state_dir)).down(log=print)
+    return 0
+
+
+def _env(args) -> int:
+    c = cluster_from_args(args, connect=False)
+    # the embedded conf finds each client's keyring by name: a --keyring here would break
+    # `ceph-fuse --id xcb-fs` and friends
+    ceph_args = ["--id", c.client_id] + (["--keyring", str(c.keyring)] if c.keyring and not c.embedded else [])
+    print(f"export CEPH_CONF={shlex.quote(str(c.conf))}")
+    print(f"export CEPH_ARGS={shlex.quote(' '.join(shlex.quote(a) for a in ceph_args))}")
+    return 0
+
+
+def _status(args) -> int:
+    c = cluster_from_args(args, connect=False)
+    if c.embedded and c.state_dir is not None:
+        from xcbench.minicluster import MiniCluster
+        if not MiniCluster(c.state_dir).running():
+            raise XcbError(f"{c.state_dir}: the mini cluster is not running (crashed or stopped); "
+                           "`xcbench cluster down` cleans up, `xcbench cluster up` starts it")
+    c.rados()
+    c.discover_fs()
+    s = collect_status(c)
+    if args.json:
+        json.dump(s, sys.stdout, indent=2)
+        print()
+    else:
+        _print_status(s)
+    return 0
+
+
+def collect_status(c: Cluster) -> dict:
+    st = c.mon_command("status")
+    osdmap = st.get("osdmap", {})
+    osdmap = osdmap.get("osdmap", osdmap)  # older releases nest it
+    pools = c.mon_command("osd pool ls", detail="detail")
+    pool_names = {p["pool_id"]: p["pool_name"] for p in pools}
+    fss = []
+    for fs in c.mon_command("fs dump").get("filesystems", []):
+        m = fs["mdsmap"]
+        fss.append({"name": m["fs_name"],
+                    "metadata_pool": pool_names.get(m.get("metadata_pool"), m.get("metadata_pool")),
+                    "data_pools": [pool_names.get(p, p) for p in m.get("data_pools", [])],
+                    "mds": [{"name": i["name"], "state": i["state"]} for i in m.get("info", {}).values()]})
+    out = {
+        "conf": str(c.conf), "embedded": c.embedded, "state_dir": str(c.state_dir or ""),
+        "fsid": st.get("fsid"), "client_id": c.client_id, "gateway_id": c.gateway_id,
+        "fs_name": c.fs_name, "fs_client_id": c.fs_client_id,
+        "health": st["health"]["status"],
+        "checks": {k: v.get("summary", {}).get("message", "") for k, v in st["health"].get("checks", {}).items()},
+        "osds": {"num": osdmap.get("num_osds"), "up": osdmap.get("num_up_osds"), "in": osdmap.get("num_in_osds")},
+        "pgs": {s["state_name"]: s["count"] for s in st.get("pgmap", {}).get("pgs_by_state", [])},
+        "pools": [{"name": p["pool_name"], "type": "erasure" if p.get("type") == 3 else "replicated",
+                   "size": p["size"], "min_size": p["min_size"], "pg_num": p["pg_num"],
+                   "erasure_code_profile": p.get("erasure_code_profile") or None,
+                   "applications": sorted(p.get("application_metadata", {}))} for p in pools],
+        "fs": fss, "roles": {"pools": c.pools},
+    }
+    if c.embedded and c.state_dir is not None:
+        from xcbench.minicluster import MiniCluster
+        mc = MiniCluster(c.state_dir)
+        daemons = mc.daemons()
+        rss = mc.rss()
+        out["daemons"] = {n: {"pid": pid, "rss": rss.get(n, 0)} for n, pid in sorted(daemons.items())}
+        out["rss_total"] = sum(rss.values())
+        out["objectstore"] = c.info.get("objectstore")
+        out["ports"] = c.info.get("ports")
+    return out
+
+
+def _print_status(s: dict) -> None:
+    print(f"cluster  {s['conf']}  ({'embedded' if s['embedded'] else 'existing'})")
+    print(f"health   {s['health']}")
+    for code, msg in s["checks"].items():
+        print(f"         {code}: {msg}")
+    o = s["osds"]
+    print(f"osds     {o['num']} total, {o['up']} up, {o['in']} in")
+    print("pgs      " + ", ".join(f"{n} {k}" for k, n in s["pgs"].items()))
+    for p in s["pools"]:
+        kind = f"erasure {p['erasure_code_profile']}" if p["type"] == "erasure" else f"replicated size {p['size']}"
+        print(f"pool     {p['name']:<22} {kind:<26} pg {p['pg_num']:<4} {','.join(p['applications'])}")
+    for fs in s["fs"]:
+        mds = ", ".join(f"{m['name']} {m['state']}" for m in fs["mds"]) or "no MDS"
+        print(f"fs       {fs['name']}: {mds}; data pools {', '.join(map(str, fs['data_pools']))}")
+    if "daemons" in s:
+        print("daemons  " + ", ".join(f"{n} ({d['pid']}, {_mib(d['rss'])})" for n, d in s["daemons"].items()))
+        print(f"rss      {_mib(s['rss_total'])} in total")
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.0f} MiB"

@@ -1,0 +1,109 @@
+"""xcb- pools: create replicated / erasure-coded pools, add them to CephFS, grant the gateway.
+
+xcbench only ever creates or writes pools whose name starts with ``xcb-`` (on a bring-your-own
+cluster too); every mon command is idempotent so two processes may ensure the same pool.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xcbench.errors import XcbError
+
+if TYPE_CHECKING:
+    from xcbench.cell import PoolSpec
+    from xcbench.cluster import Cluster
+
+POOL_PREFIX = "xcb-"
+
+
+def check_name(name: str) -> None:
+    if not name.startswith(POOL_PREFIX):
+        raise XcbError(f"pool {name}: xcbench only creates or writes pools named {POOL_PREFIX}* "
+                       "(refusing to touch a pool it did not create)")
+
+
+def create_replicated(cluster: Cluster, name: str, size: int, pg_num: int, *, rados: bool = True) -> None:
+    """``rados=False`` for pools CephFS takes first (`fs new` refuses pools tagged for another app)."""
+    check_name(name)
+    cluster.mon_command("osd pool create", pool=name, pg_num=pg_num, pgp_num=pg_num,
+                        pool_type="replicated")
+    cluster.mon_command("osd pool set", pool=name, var="size", val=str(size),
+                        yes_i_really_mean_it=True)
+    cluster.mon_command("osd pool set", pool=name, var="min_size", val=str(max(1, size - size // 2)))
+    if rados:
+        enable_rados(cluster, name)
+
+
+def create_erasure(cluster: Cluster, name: str, profile: str, k: int, m: int, pg_num: int,
+                   failure_domain: str = "osd", *, rados: bool = True) -> None:
+    check_name(name)
+    check_name(profile)
+    cluster.mon_command("osd erasure-code-profile set", name=profile,
+                        profile=[f"k={k}", f"m={m}", f"crush-failure-domain={failure_domain}"])
+    cluster.mon_command("osd pool create", pool=name, pg_num=pg_num, pgp_num=pg_num,
+                        pool_type="erasure", erasure_code_profile=profile)
+    # CephFS data and XrdCeph (partial writes) both need overwrites on EC pools.
+    cluster.mon_command("osd pool set", pool=name, var="allow_ec_overwrites", val="true")
+    if rados:
+        enable_rados(cluster, name)
+
+
+def enable_rados(cluster: Cluster, name: str) -> None:
+    """Tag the pool for librados users (XrdCeph, fio); a CephFS data pool keeps its cephfs tag."""
+    cluster.mon_command("osd pool application enable", pool=name, app="rados",
+                        yes_i_really_mean_it=True)
+
+
+def add_fs_data_pool(cluster: Cluster, fs_name: str, name: str) -> None:
+    check_name(name)
+    fss = {fs["name"]: fs for fs in cluster.mon_command("fs ls")}
+    if fs_name not in fss:
+        raise XcbError(f"CephFS {fs_name}: no such file system (have: {', '.join(fss) or 'none'})")
+    if name not in fss[fs_name].get("data_pools", []):
+        # add_data_pool refuses a pool tagged for another application: untag, add, retag.
+        apps = cluster.mon_command("osd pool application get", pool=name) or {}
+        for app in apps:
+            if app != "cephfs":
+                cluster.mon_command("osd pool application disable", pool=name, app=app,
+                                    yes_i_really_mean_it=True)
+        cluster.mon_command("fs add_data_pool", fs_name=fs_name, pool=name)
+    enable_rados(cluster, name)
+
+
+def grant_gateway(cluster: Cluster) -> None:
+    """Give the embedded cluster's gateway user rwx on every xcb- pool except CephFS metadata."""
+    pools = sorted(p for p in cluster.pool_names()
+                   if p.startswith(POOL_PREFIX) and p != cluster.pools.get("fs_metadata"))
+    osd = ", ".join(f"allow rwx pool={p}" for p in pools)
+    cluster.mon_command("auth caps", entity=f"client.{cluster.gateway_id}",
+                        caps=["mon", "allow r", "osd", osd])
+
+
+def ensure_pool(cluster: Cluster, spec: PoolSpec, *, cephfs: bool = False, pg_num: int = 32) -> str:
+    name = spec.name
+    check_name(name)
+    if name not in cluster.pool_names():
+        osds = cluster.num_osds()
+        if spec.kind == "erasure":
+            width = spec.k + spec.m
+            if spec.k < 2 or spec.m < 1:
+                raise XcbError(f"pool {name}: erasure coding needs k >= 2 and m >= 1")
+            if width > osds:
+                raise XcbError(f"pool {name}: k+m = {width} needs {width} OSDs, the cluster has {osds}")
+            domain = "host" if cluster.num_hosts() >= width else "osd"
+            create_erasure(cluster, name, spec.profile, spec.k, spec.m, pg_num, domain, rados=not cephfs)
+        elif spec.kind == "replicated":
+            if spec.size > osds:
+                raise XcbError(f"pool {name}: size {spec.size} needs {spec.size} OSDs, "
+                               f"the cluster has {osds}")
+            create_replicated(cluster, name, spec.size, pg_num, rados=not cephfs)
+        else:
+            raise XcbError(f"pool {name}: unknown pool kind {spec.kind!r} (replicated | erasure)")
+    if cephfs:
+        if not cluster.fs_name:
+            raise XcbError(f"pool {name}: no CephFS file system to add it to (give --fs NAME)")
+        add_fs_data_pool(cluster, cluster.fs_name, name)  # re-enables rados after cephfs
+    if cluster.embedded:
+        grant_gateway(cluster)
+    return name
