@@ -22,9 +22,11 @@ CAMPAIGN = ("cell_id", "campaign_id", "concurrency", "repeat", "mode", "client",
 OPTIMIZER = ("cell_id", "campaign_id", "wall", "previous", "decision", "reason",
              "success_rate", "throughput", "ema")
 # fio probe results, one per job (and host, for client/server runs).
+# host: "local", or "ip:port" per fio server plus "all" (the aggregate) for client/server runs.
+# engine: rados | libaio | psync; direct: O_DIRECT used (False on tmpfs: page-cache figures).
 PROBE = ("cell_id", "job", "host", "rw", "bs", "iodepth", "numjobs", "iops", "bw",
          "lat_mean_us", "lat_p50_us", "lat_p99_us", "lat_p999_us", "runtime_s", "errors",
-         "ss_reached")
+         "ss_reached", "engine", "direct")
 # Telemetry, long format: one value per row.
 SAMPLE = ("cell_id", "wall", "mono", "sampler", "metric", "value", "labels")
 # Sampler gaps (a sampler failed; the others went on).
