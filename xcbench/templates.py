@@ -32,8 +32,12 @@ def environment(package: str) -> jinja2.Environment:
                               trim_blocks=True, lstrip_blocks=True, autoescape=False)
 
 
-def render(package: str, name: str, **ctx) -> str:
-    """Render template ``name`` of ``package`` with ``ctx``; XcbError names the missing variable."""
+def render(package: str, template: str, /, **ctx) -> str:
+    """Render ``template`` of ``package`` with ``ctx``; XcbError names the missing variable.
+
+    (package and template are positional-only, so ``name=``/``package=`` can be template variables.)
+    """
+    name = template
     try:
         return environment(package).get_template(name).render(**ctx)
     except jinja2.TemplateNotFound as e:
