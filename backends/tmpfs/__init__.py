@@ -1,1 +1,108 @@
-"""The tmpfs backend (xcbench.backends.tmpfs)."""
+"""The tmpfs backend (xcbench.backends.tmpfs): the gateway ceiling, storage out of the way.
+
+prepare() mounts a tmpfs of the cell's size; where mounting is not permitted (no root, a
+container) it falls back to a directory under /dev/shm and says so in ``Target.info``. The
+directory is given to the xrootd user, who must be able to reach it: when the run directory is
+private (e.g. pytest's 0700 tmp dirs) the mount point goes under /var/tmp instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from xcbench.backends.base import Backend, Target
+
+from xcbench import proc
+from xcbench.errors import XcbError
+from xcbench.gateway import _xrootd_ids, reachable_by
+from xcbench.sizes import format_size
+
+DEFAULT_SIZE = 1 << 30
+SHM = "/dev/shm"
+
+
+def _is_mount(path: str) -> bool:
+    real = os.path.realpath(path)
+    with open("/proc/self/mounts") as fh:
+        return any(line.split()[1] == real for line in fh if len(line.split()) > 1)
+
+
+class TmpfsBackend(Backend):
+    name = "tmpfs"
+
+    def prepare(self, cell) -> Target:
+        size = int(cell.tmpfs_size or DEFAULT_SIZE)
+        ids = _xrootd_ids()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        base = self.workdir if reachable_by(self.workdir, ids) else Path("/var/tmp")
+        mnt = Path(tempfile.mkdtemp(prefix=f"xcb-tmpfs-{cell.id}-", dir=base))
+        target = Target(cell_id=cell.id, backend=self.name, path=str(mnt),
+                        oss={"localroot": str(mnt)}, created=[f"dir:{mnt}"],
+                        info={"size": size})
+        res = proc.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755",
+                        f"xcbench-{cell.id}", str(mnt)], check=False, timeout=30)
+        if res.returncode == 0:
+            target.created.append(f"mount:{mnt}")
+            target.info.update(kind="tmpfs mount", mountpoint=str(mnt))
+        else:
+            # no permission to mount: a plain directory on the machine's /dev/shm tmpfs
+            os.rmdir(mnt)
+            target.created = []
+            shm = Path(tempfile.mkdtemp(prefix=f"xcb-tmpfs-{cell.id}-", dir=SHM))
+            target.path = str(shm)
+            target.oss = {"localroot": str(shm)}
+            target.created.append(f"dir:{shm}")
+            why = (res.stderr or res.stdout).strip().splitlines()
+            target.info.update(kind="/dev/shm directory (tmpfs mount not permitted)",
+                               fallback_reason=why[-1] if why else f"mount exit {res.returncode}",
+                               size_enforced=False)
+        if ids is not None:
+            os.chown(target.path, *ids)
+        return target
+
+    def verify(self, target: Target) -> dict[str, Any]:
+        path = target.path
+        if not path or not os.path.isdir(path):
+            raise XcbError(f"tmpfs: cell {target.cell_id}: {path} is not a directory")
+        st = os.statvfs(path)
+        evidence: dict[str, Any] = {"path": path, "kind": target.info.get("kind"),
+                                    "size": st.f_blocks * st.f_frsize,
+                                    "free": st.f_bavail * st.f_frsize}
+        with open("/proc/self/mounts") as fh:
+            fstype = {ln.split()[1]: ln.split()[2] for ln in fh if len(ln.split()) > 2}
+        mount = next((m for m in sorted(fstype, key=len, reverse=True)
+                      if os.path.realpath(path).startswith(m.rstrip("/") + "/") or m == os.path.realpath(path)), None)
+        evidence["fstype"] = fstype.get(mount)
+        if evidence["fstype"] != "tmpfs":
+            raise XcbError(f"tmpfs: cell {target.cell_id}: {path} is on {evidence['fstype']}, not tmpfs")
+        want = target.info.get("size")
+        if f"mount:{path}" in target.created and want and abs(evidence["size"] - want) > 1 << 20:
+            raise XcbError(f"tmpfs: cell {target.cell_id}: {path} holds {format_size(evidence['size'])}, "
+                           f"cell asks for {format_size(want)}")
+        probe = Path(path) / ".xcbench-verify"
+        probe.write_bytes(b"x" * 4096)
+        probe.unlink()
+        return evidence
+
+    def cleanup(self, target: Target) -> None:
+        for item in reversed(target.created):
+            kind, _, path = item.partition(":")
+            if kind == "mount" and _is_mount(path):
+                res = proc.run(["umount", path], check=False, timeout=60)
+                if res.returncode != 0:
+                    proc.run(["umount", "-l", path], check=False, timeout=60)
+            elif kind == "dir" and os.path.isdir(path):
+                shutil.rmtree(path, ignore_errors=True)
+                if os.path.isdir(path):
+                    raise XcbError(f"tmpfs: cell {target.cell_id}: could not remove {path}")
+        target.created.clear()
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "fallback": SHM}
+
+
+BACKEND = TmpfsBackend

@@ -1,0 +1,98 @@
+"""Known-bad gateway configurations, recorded as FINDING rows (xcbench.records.FINDING).
+
+The gateway layer never refuses these: a matrix may measure a bad setting on purpose. It only
+says what is wrong, why (what was measured or what breaks) and how to fix it, so a report can
+list it next to the cell's numbers. Everything here is a pure function of the cell's settings
+and a few cluster facts, so it is unit-tested without any process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from xcbench.sizes import format_size
+
+WILDCARD_BINDS = ("", "*", "0.0.0.0", "::", "[::]")
+XRDCEPH_MIN_MAXBSZ = 16 << 20
+
+
+def finding(cell_id: str, what: str, why: str, fix: str, severity: str = "warning") -> dict:
+    """One FINDING row. severity: info (mitigated by xcbench) | warning (hurts) | error (breaks)."""
+    return {"cell_id": cell_id, "what": what, "why": why, "fix": fix, "severity": severity}
+
+
+def gateway_findings(cell_id: str, backend: str, *, tunables: Mapping[str, Any] | None = None,
+                     bind: str = "127.0.0.1", authenticated: bool = False,
+                     object_size: int | None = None, osd_max_object_size: int | None = None,
+                     client: str | None = None, mode: str | None = None) -> list[dict]:
+    """Findings for a gateway of ``backend`` with these (effective) tunables.
+
+    ``tunables`` are the effective gateway tunables (defaults applied): ``async`` (bool),
+    ``buffers_maxbsz`` (bytes), ``cksio`` (bool). ``client``/``mode`` are the campaign's, when
+    known. ``object_size`` is the RADOS/CephFS object size of the cell's layout.
+    """
+    t = dict(tunables or {})
+    rows: list[dict] = []
+    if backend == "rados":
+        if t.get("async", True) is not False:
+            rows.append(finding(
+                cell_id, "XrdCeph with xrootd.async on",
+                "XrdCeph 5.5 then writes in 64 KiB asynchronous pieces: a 256 MiB upload took 31 s, "
+                "against 1.3 s with async off and 16 MiB buffers",
+                "gateway: {async: false, buffers_maxbsz: 16M}"))
+        maxbsz = t.get("buffers_maxbsz")
+        if t.get("async") is False and maxbsz is not None and maxbsz < XRDCEPH_MIN_MAXBSZ:
+            rows.append(finding(
+                cell_id, f"XrdCeph with xrd.buffers maxbsz {format_size(maxbsz)}",
+                "with async off every client write becomes one RADOS write of at most maxbsz; "
+                "small buffers multiply the round trips to the OSDs",
+                "gateway: {buffers_maxbsz: 16M}"))
+        if not t.get("cksio", True):
+            rows.append(finding(
+                cell_id, "XrdCeph without +cksio",
+                "without +cksio on ofs.osslib XrdCeph cannot compute or store the adler32 "
+                "checksum (a RADOS xattr): checksum queries fail and transfers cannot be verified",
+                "gateway: {cksio: true} (ofs.osslib +cksio libXrdCeph.so ...)", "error"))
+        rows.append(finding(
+            cell_id, "pgread/pgwrite clients against XrdCeph 5.5",
+            "XRootD 5.5 clients read with pgread by default and XrdCeph 5.5 crashes on it "
+            "(*** stack smashing detected ***; the client gets a corrupt partial file)",
+            "clients use the gateway's client_env (XRD_CPUSEPGWRTRD=0, set before importing "
+            "XRootD); xcbench sets it for its own clients and the gateway's TPC xrdcp", "info"))
+        if client == "gfal2" and mode in (None, "push", "tpc-root"):
+            rows.append(finding(
+                cell_id, "gfal2 over root:// into XrdCeph",
+                "gfal2's xrootd plugin chmods the new file and XrdCeph refuses chmod "
+                "([3016] Unable to fchmod ...; is a directory): every transfer fails",
+                "use http:// (davs:// with TLS) for gfal2 into XrdCeph, as RAL's Echo does",
+                "error"))
+    if bind.strip() in WILDCARD_BINDS and not authenticated:
+        rows.append(finding(
+            cell_id, "gateway listens on all interfaces without authentication",
+            "without xrootd.seclib access is anonymous read/write for anyone who can reach "
+            "the host",
+            "bind to loopback (gateway: {bind: 127.0.0.1}) or configure authentication",
+            "warning"))
+    if (backend in ("rados", "cephfs") and object_size and osd_max_object_size
+            and object_size > osd_max_object_size):
+        rows.append(finding(
+            cell_id, f"object_size {format_size(object_size)} above osd_max_object_size "
+                     f"{format_size(osd_max_object_size)}",
+            "Ceph accepts the layout but every write past osd_max_object_size fails with EFBIG",
+            "use an object_size <= osd_max_object_size, or raise 'osd max object size'",
+            "error"))
+    return rows
+
+
+def findings_for(cell: Any, target: Any, tunables: Mapping[str, Any], *, bind: str,
+                 osd_max_object_size: int | None = None, authenticated: bool = False) -> list[dict]:
+    """:func:`gateway_findings` from a Cell (or None) and a backends Target."""
+    layout = getattr(target, "layout", None) or getattr(cell, "layout", None)
+    campaign = dict(getattr(cell, "campaign", None) or {})
+    return gateway_findings(
+        getattr(target, "cell_id", "") or getattr(cell, "id", ""), target.backend,
+        tunables=tunables, bind=bind, authenticated=authenticated,
+        object_size=layout.object_size if layout else target.oss.get("object_size"),
+        osd_max_object_size=osd_max_object_size,
+        client=campaign.get("client"), mode=getattr(cell, "mode", None))

@@ -1,0 +1,453 @@
+"""XRootD gateways for a cell's target: one xrootd, or N origins behind a cmsd redirector.
+
+Every xrootd serves root:// and HTTP (XrdHttp), adler32 checksums, root TPC (``ofs.tpc``, the
+destination pulls with ``xrdcp --server``) and HTTP-TPC (libXrdHttpTPC). Configs are rendered
+from ``xrootd-configs/*.j2`` and kept, with the logs, in ``workdir/gateway-<name>/``.
+
+Measured on this machine (XRootD 5.5.3), and why the code looks like this:
+- xrootd has no directive to bind one address; it takes systemd-style pre-bound sockets, so every
+  listening port is bound by :mod:`xcbench.sdlisten` on ``bind`` (loopback). The one exception
+  is a data server's cmsd: XrdCmsConfig forces it onto an ephemeral wildcard port, which we
+  fence with ``xrd.allow host localhost``.
+- xrootd refuses to run as root: it runs with ``-R xrootd``; its dirs are chowned to that user.
+  Unix sockets live under a short private dir (adminpath + name must fit 108 bytes).
+- ``if exec xrootd`` does not apply to ``xrd.protocol`` lines, so each daemon gets its own file.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import pwd
+import shutil
+import socket
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xcbench import proc
+from xcbench.errors import XcbError
+from xcbench.findings import WILDCARD_BINDS, findings_for
+from xcbench.sdlisten import EXIT_BIND
+from xcbench.templates import render
+
+if TYPE_CHECKING:
+    from xcbench.backends.base import Target
+    from xcbench.cluster import Cluster
+
+XROOTD_USER = "xrootd"
+TEMPLATES = "xcbench.xrootd_configs"
+TUNABLE_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
+# XrdCeph defaults (measured 24x faster than xrootd's: async 64 KiB pieces are slow on RADOS)
+RADOS_DEFAULTS = {"async": False, "buffers_maxbsz": 16 << 20, "cksio": True}
+START_TIMEOUT = 30.0
+TPC_XFR = 64  # concurrent TPC pulls a destination runs
+
+
+def effective_tunables(backend: str, tunables: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The cell's gateway tunables with the backend's defaults under them."""
+    tunables = dict(tunables or {})
+    unknown = sorted(set(tunables) - set(TUNABLE_KEYS))
+    if unknown:
+        raise XcbError(f"gateway tunables: unknown key {unknown[0]!r} (known: {', '.join(TUNABLE_KEYS)})")
+    out = dict(RADOS_DEFAULTS) if backend == "rados" else {}
+    out.update(tunables)
+    ceph = out.get("ceph") or {}
+    if not isinstance(ceph, Mapping):
+        raise XcbError(f"gateway tunables: ceph: {ceph!r} is not a mapping of ceph.* directives")
+    out["ceph"] = dict(ceph)
+    return out
+
+
+def _xrd_size(n: int) -> str:
+    for unit, mult in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n % mult == 0:
+            return f"{n // mult}{unit}"
+    return str(n)
+
+
+def render_config(daemon: str, *, role: str, name: str, target: Target, port: int,
+                  adminpath: str | os.PathLike, http_port: int | None = None,
+                  manager: str | None = None, localroot: str | None = None,
+                  tunables: Mapping[str, Any] | None = None, report_addr: str | None = None,
+                  allow_hosts: tuple[str, ...] = (), origins: int = 1, gateway: str = "") -> str:
+    """Text of one daemon's config (``daemon`` xrootd|cmsd; ``role`` standalone|server|manager)."""
+    t = effective_tunables(target.backend, tunables)
+    rados = None
+    if target.backend == "rados":
+        missing = [k for k in ("ceph_user", "pool", "nb_stripes", "stripe_unit", "object_size")
+                   if target.oss.get(k) in (None, "")]
+        if missing:
+            raise XcbError(f"gateway: rados target of cell {target.cell_id}: oss lacks {', '.join(missing)}")
+        rados = {**target.oss, "cksio": bool(t.get("cksio", True))}
+    elif role != "manager" and not (localroot or target.path):
+        raise XcbError(f"gateway: {target.backend} target of cell {target.cell_id} has no path")
+    ctx = dict(
+        name=name, gateway=gateway or name, cell_id=target.cell_id, backend=target.backend,
+        role=role, manager=manager, adminpath=str(adminpath), port=port, http_port=http_port,
+        allow_hosts=list(allow_hosts), localroot=localroot or target.path, rados=rados,
+        ceph=sorted(t["ceph"].items()), origins=origins, report_addr=report_addr,
+        async_off=t.get("async") is False, tpc_xfr=TPC_XFR, xrdcp=shutil.which("xrdcp") or "xrdcp",
+        buffers_maxbsz=_xrd_size(int(t["buffers_maxbsz"])) if t.get("buffers_maxbsz") else None)
+    return render(TEMPLATES, f"{daemon}.cfg.j2", **ctx)
+
+
+@dataclass
+class Server:
+    """One xrootd or cmsd process of a gateway."""
+    daemon: str  # xrootd | cmsd
+    role: str  # standalone | server | manager
+    name: str  # instance name (-n)
+    port: int
+    http_port: int | None
+    config: Path
+    log: Path
+    localroot: str | None = None  # data servers of tmpfs/cephfs targets
+    proc: proc.Proc | None = field(default=None, repr=False)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+
+class Gateway:
+    """A started gateway; stop() (or leaving the ``with`` block) stops every process of it."""
+
+    def __init__(self, name: str, target: Target, host: str, servers: list[Server],
+                 findings: list[dict], client_env: dict[str, str], keep_dir: Path,
+                 live_dir: Path, admin_dir: Path, procs: proc.ProcessSet | None):
+        self.name, self.target, self.host = name, target, host
+        self.servers, self.findings, self.client_env = servers, findings, client_env
+        self.keep_dir, self._live_dir, self._admin_dir, self._procs = keep_dir, live_dir, admin_dir, procs
+        self.start_seconds = 0.0
+        front = next(s for s in servers if s.daemon == "xrootd" and s.role != "server")
+        netloc = f"[{host}]" if ":" in host else host
+        self.root_url = f"root://{netloc}:{front.port}"
+        self.http_url = f"http://{netloc}:{front.http_port}"
+        self.config_paths = [keep_dir / s.config.name for s in servers]
+        self.log_paths = [s.log for s in servers]
+        self.stopped = False
+
+    @property
+    def origins(self) -> list[Server]:
+        """The data servers (one for a single gateway)."""
+        return [s for s in self.servers if s.daemon == "xrootd" and s.role != "manager"]
+
+    @property
+    def pids(self) -> list[int]:
+        return [s.pid for s in self.servers if s.pid]
+
+    def url(self, name: str, scheme: str = "root") -> str:
+        path = "/" + str(name).lstrip("/")
+        if scheme in ("root", "xroot"):
+            return f"{self.root_url}/{path}"
+        if scheme in ("http", "https", "dav", "davs"):
+            return self.http_url + path
+        raise XcbError(f"gateway {self.name}: unknown URL scheme {scheme!r} (root, http)")
+
+    def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        for s in reversed(self.servers):
+            if s.proc:
+                proc.stop(s.proc)
+                if self._procs is not None:
+                    self._procs.discard(s.proc)
+        if self._live_dir != self.keep_dir:  # logs lived where xrootd could write: keep copies
+            for i, s in enumerate(self.servers):
+                for src in (s.log, s.log.with_suffix(".out")):
+                    if src.exists():
+                        shutil.copy2(src, self.keep_dir / src.name)
+                self.log_paths[i] = self.keep_dir / s.log.name
+        shutil.rmtree(self._admin_dir, ignore_errors=True)
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<Gateway {self.name} {self.root_url} {self.http_url} origins={len(self.origins)}>"
+
+
+# --- readiness probes: talk the protocols, do not just look for a pid ---------------------------
+
+def xroot_handshake(host: str, port: int, timeout: float = 2.0) -> int | None:
+    """XRootD initial handshake; returns the server type (0 redirector, 1 data server) or None."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.sendall(struct.pack(">5i", 0, 0, 0, 4, 2012))
+            buf = b""
+            while len(buf) < 16:
+                chunk = s.recv(16 - len(buf))
+                if not chunk:
+                    return None
+                buf += chunk
+    except OSError:
+        return None
+    _sid, status, dlen, _protover, kind = struct.unpack(">HHiii", buf)
+    return kind if status == 0 and dlen == 8 else None
+
+
+def http_answers(host: str, port: int, timeout: float = 2.0) -> bool:
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", "/")
+        return conn.getresponse().status > 0
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        conn.close()
+
+
+def tcp_answers(host: str, port: int, timeout: float = 2.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def free_port(host: str = "127.0.0.1", avoid: set[int] | None = None) -> int:
+    """A port nobody listens on now (the server binds it a moment later via sdlisten)."""
+    for _ in range(100):
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if not avoid or port not in avoid:
+            return port
+    raise XcbError(f"gateway: no free port on {host}")
+
+
+# --- directories and users -------------------------------------------------------------------
+
+def _xrootd_ids() -> tuple[int, int] | None:
+    """uid/gid to run as (None when not root: then xrootd runs as the current user)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pw = pwd.getpwnam(XROOTD_USER)
+    except KeyError:
+        raise XcbError(f"gateway: user {XROOTD_USER!r} missing (install the Debian package "
+                       "xrootd-server): xrootd refuses to run as root") from None
+    return pw.pw_uid, pw.pw_gid
+
+
+def reachable_by(path: Path, ids: tuple[int, int] | None) -> bool:
+    """Can user ``ids`` traverse every directory down to ``path``?"""
+    if ids is None:
+        return True
+    uid, gid = ids
+    p = Path(path).resolve()
+    for d in [*reversed(p.parents), p]:
+        st = d.stat()
+        bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == gid else 0o001
+        if not st.st_mode & bit:
+            return False
+    return True
+
+
+def _own(path: Path, ids: tuple[int, int] | None) -> None:
+    if ids is not None:
+        os.chown(path, *ids)
+
+
+def _admin_root() -> str:
+    return "/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir()
+
+
+# --- start ---------------------------------------------------------------------------------------
+
+def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = None,
+                  origins: int = 1, tunables: Mapping[str, Any] | None = None,
+                  report_addr: str | None = None, bind: str = "127.0.0.1",
+                  procs: proc.ProcessSet | None = None, name: str | None = None,
+                  cell: Any = None, start_timeout: float = START_TIMEOUT) -> Gateway:
+    """Start (and wait until it answers) the gateway of ``target``; see the module docstring."""
+    t = effective_tunables(target.backend, tunables)
+    bind = str(t.pop("bind", bind) or "0.0.0.0")
+    if origins < 1:
+        raise XcbError(f"gateway: origins must be >= 1, not {origins}")
+    ids = _xrootd_ids()
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    name = name or f"gw-{target.cell_id or 'x'}"
+    keep = workdir / f"gateway-{name}"
+    n = 1
+    while keep.exists():
+        n += 1
+        keep = workdir / f"gateway-{name}-{n}"
+    name = keep.name.removeprefix("gateway-")
+    keep.mkdir(parents=True)
+    admin = Path(tempfile.mkdtemp(prefix="xcbgw-", dir=_admin_root()))
+    _own(admin, ids)
+    if reachable_by(keep, ids):
+        live = keep
+        _own(keep, ids)
+    else:
+        live = admin / "live"
+        live.mkdir()
+        _own(live, ids)
+
+    env = {"XRD_CPUSEPGWRTRD": "0"}  # also for the xrdcp that root TPC runs inside the gateway
+    client_env: dict[str, str] = {}
+    osd_max = None
+    if target.backend == "rados":
+        if cluster is None:
+            raise XcbError(f"gateway: rados target of cell {target.cell_id} needs a cluster")
+        env["CEPH_CONF"] = str(cluster.gateway_conf(keep))
+        client_env["XRD_CPUSEPGWRTRD"] = "0"
+    if cluster is not None and target.backend in ("rados", "cephfs"):
+        try:
+            osd_max = cluster.osd_max_object_size()
+        except Exception:  # a fact for findings only: never block a start on it
+            osd_max = None
+    findings = findings_for(cell, target, t, bind=bind, osd_max_object_size=osd_max)
+
+    wildcard = bind.strip() in WILDCARD_BINDS
+    host = "127.0.0.1" if wildcard else bind
+    t["bind"] = bind
+    last_error = None
+    for _attempt in range(3):  # a port taken between free_port() and the bind: new ports
+        servers = _plan(target, name, origins, host, keep, live, admin, t, report_addr, wildcard, ids)
+        gw = Gateway(name, target, host, servers, findings, client_env, keep, live, admin, procs)
+        t0 = time.monotonic()
+        try:
+            _launch(gw, env, ids, wildcard, procs, start_timeout)
+            gw.start_seconds = time.monotonic() - t0
+            return gw
+        except _PortTaken as e:
+            last_error = e
+            _abort(gw)
+        except BaseException:
+            gw.stop()
+            raise
+    gw.stop()
+    raise XcbError(f"gateway {name}: could not bind free ports ({last_error})")
+
+
+class _PortTaken(Exception):
+    pass
+
+
+def _abort(gw: Gateway) -> None:
+    for s in reversed(gw.servers):
+        if s.proc:
+            proc.stop(s.proc)
+            if gw._procs is not None:
+                gw._procs.discard(s.proc)
+        s.proc = None
+
+
+def _plan(target, name, origins, host, keep, live, admin, t, report_addr, wildcard, ids) -> list[Server]:
+    """Servers to start, in order (manager first), with ports and rendered configs."""
+    used: set[int] = set()
+
+    def port() -> int:
+        p = free_port(host, used)
+        used.add(p)
+        return p
+
+    allow = () if wildcard else ("localhost",)
+    tun = {k: v for k, v in t.items() if k != "bind"}
+    servers: list[Server] = []
+
+    def add(daemon, role, sname, manager=None, localroot=None, with_http=True, p=None) -> None:
+        p, hp = p or port(), (port() if with_http else None)
+        adminpath = admin / sname
+        adminpath.mkdir(exist_ok=True)
+        _own(adminpath, ids)
+        text = render_config(daemon, role=role, name=sname, target=target, port=p, http_port=hp,
+                             adminpath=adminpath, manager=manager, localroot=localroot,
+                             tunables=tun, report_addr=report_addr, allow_hosts=allow,
+                             origins=origins, gateway=name)
+        fname = f"{sname}-{daemon}.cfg"
+        for d in {keep, live}:
+            (d / fname).write_text(text)
+        servers.append(Server(daemon, role, sname, p, hp, live / fname,
+                              live / f"{sname}-{daemon}.log", localroot))
+
+    if origins == 1:
+        add("xrootd", "standalone", "xcb", localroot=target.path)
+        return servers
+    mport = port()
+    manager = f"{host}:{mport}"
+    add("cmsd", "manager", "mgr", manager=manager, with_http=False, p=mport)
+    add("xrootd", "manager", "mgr", manager=manager)
+    for i in range(1, origins + 1):
+        root = None
+        if target.backend != "rados":
+            root = os.path.join(target.path, f"origin-{i}")
+            os.makedirs(root, exist_ok=True)
+            _own(Path(root), ids)
+        add("cmsd", "server", f"o{i}", manager=manager, localroot=root, with_http=False)
+        add("xrootd", "server", f"o{i}", manager=manager, localroot=root)
+    return servers
+
+
+def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) -> None:
+    for s in gw.servers:
+        cmd = [s.daemon]
+        if ids is not None:
+            cmd += ["-R", XROOTD_USER]
+        cmd += ["-c", s.config, "-l", f"={s.log}", "-n", s.name]
+        listen = [] if wildcard or (s.daemon == "cmsd" and s.role == "server") else \
+            [s.port] + ([s.http_port] if s.http_port else [])
+        if listen:
+            cmd = [sys.executable, "-m", "xcbench.sdlisten",
+                   *[a for p in listen for a in ("--listen", f"{gw.host}:{p}")], "--", *cmd]
+        s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}", log=s.log.with_suffix(".out"),
+                            env=env, cwd=s.config.parent if ids is None else gw._admin_dir / s.name,
+                            procs=procs)
+    deadline = time.monotonic() + timeout
+    for s in gw.servers:
+        _wait_server(gw, s, deadline)
+    if len(gw.origins) > 1:
+        _wait_cluster(gw, deadline)
+
+
+def _failed(gw: Gateway, s: Server, why: str) -> XcbError:
+    lines = [ln for ln in (proc.tail(s.log, 8) + "\n" + proc.tail(s.log.with_suffix(".out"), 4))
+             .splitlines() if ln.strip()]
+    return XcbError(f"gateway {gw.name}: {s.daemon} {s.name} (cell {gw.target.cell_id}) {why}; "
+                    f"config {s.config}; log {s.log}: " + " | ".join(lines[-8:]))
+
+
+def _wait_server(gw: Gateway, s: Server, deadline: float) -> None:
+    while True:
+        if not s.proc.alive():
+            if s.proc.popen.returncode == EXIT_BIND:
+                raise _PortTaken(proc.tail(s.log.with_suffix(".out"), 1))
+            raise _failed(gw, s, f"exited with status {s.proc.popen.returncode} while starting")
+        if s.daemon == "xrootd":
+            ok = xroot_handshake(gw.host, s.port) is not None and http_answers(gw.host, s.http_port)
+        elif s.role == "manager":
+            ok = tcp_answers(gw.host, s.port)
+        else:  # a data server's cmsd: logged in to its xrootd (checked as a cluster below)
+            ok = "initialization completed" in proc.tail(s.log, 200)
+        if ok:
+            return
+        if time.monotonic() > deadline:
+            raise _failed(gw, s, "did not answer in time")
+        time.sleep(0.05)
+
+
+def _wait_cluster(gw: Gateway, deadline: float) -> None:
+    """Wait until the manager cmsd has every origin logged in (else new files wait or fail)."""
+    mgr = next(s for s in gw.servers if s.daemon == "cmsd" and s.role == "manager")
+    want = len(gw.origins)
+    while True:
+        text = proc.tail(mgr.log, 2000)
+        if sum("logged in" in ln and "server" in ln.lower() and "redirector" not in ln
+               for ln in text.splitlines()) >= want:
+            return
+        if time.monotonic() > deadline:
+            raise _failed(gw, mgr, f"did not see {want} origins log in")
+        time.sleep(0.05)
