@@ -32,7 +32,10 @@ VERIFY_FILE = ".xcbench-verify"
 VERIFY_MAX = 32 << 20  # bytes written by verify at most
 
 
-def layout_value(s: Striping, pool: str) -> str:
+def layout_value(s: Striping, pool: str | int) -> str:
+    """The whole ceph.dir.layout value. Give the pool by id: the MDS of Ceph 16.2 parses the
+    whole-layout string with a grammar that rejects '-' in values (EINVAL for "pool=xcb-rep1";
+    ceph/ceph#35063 widened it later), while ceph.dir.layout.pool alone takes the name."""
     return (f"stripe_unit={s.stripe_unit} stripe_count={s.stripe_count} "
             f"object_size={s.object_size} pool={pool}")
 
@@ -106,7 +109,7 @@ class CephFSBackend(Backend):
         d.mkdir()
         self._live.add(fs_path)
         try:
-            value = layout_value(s, pool)
+            value = layout_value(s, self.cluster.rados().pool_lookup(pool))
             try:
                 os.setxattr(d, "ceph.dir.layout", value.encode())
             except OSError as e:
@@ -121,6 +124,8 @@ class CephFSBackend(Backend):
             d.chmod(0o755)
         except BaseException:
             self._remove(fs_path)
+            if not self._live:
+                self.close()
             raise
         return Target(cell_id=cell.id, backend=self.name, path=str(d), pool=pool, layout=cell.layout,
                       oss={"localroot": str(d)}, created=[f"cephfs:{fs_path}"],
