@@ -1,0 +1,19 @@
+"""Telemetry on the run's timeline: samplers (cluster, gateway, host) and the runner.
+
+    with ReportListener() as listener:                       # pass listener.addr as report_addr
+        gw = start_gateway(target, workdir=..., report_addr=listener.addr)
+        samplers = [HostSampler(), GatewaySampler(listener, gw), CephSampler(cluster, pools)]
+        with TelemetryRunner(samplers, interval=1.0, sink=run.append, cell_id=cell.id):
+            run_campaign(...)
+
+Rows go to the SAMPLE table, failures of a sampler to the GAP table (xcbench.records).
+"""
+
+from xcbench.telemetry.base import Rates, SampleGap, Sampler, TelemetryRunner
+from xcbench.telemetry.ceph import CephSampler
+from xcbench.telemetry.gateway import GatewaySampler
+from xcbench.telemetry.host import HostSampler
+from xcbench.telemetry.xrdreport import Report, ReportListener, parse_report
+
+__all__ = ["CephSampler", "GatewaySampler", "HostSampler", "Rates", "Report", "ReportListener",
+           "SampleGap", "Sampler", "TelemetryRunner", "parse_report"]

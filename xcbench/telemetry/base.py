@@ -1,0 +1,200 @@
+"""Samplers and the runner that samples them in the background, on the run's clock.
+
+A sampler returns SAMPLE rows (xcbench.records.SAMPLE) without ``cell_id``: the runner adds it.
+Values are numbers; ``labels`` is a small dict saying what the value is of (pool, interface, pid).
+Cumulative counters keep their own name; the rate derived from them gets a ``.rate`` suffix
+(per second), so totals can be computed exactly from counters and plots can use rates.
+
+A sampler that raises loses its tick, not the run: the runner writes a GAP row and goes on with
+the others. Samplers must bound their own latency (one loop thread calls them all).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Sink = Callable[[str, list[dict]], None]
+
+
+class SampleGap(Exception):
+    """Raised by a sampler that got part of its sample: ``rows`` are written, then a GAP row."""
+
+    def __init__(self, error: str, rows: list[dict] | None = None):
+        super().__init__(error)
+        self.rows = rows or []
+
+
+class Sampler:
+    """A telemetry source. Lifecycle hooks are no-ops unless a sampler needs them."""
+
+    name = "sampler"
+
+    def start(self) -> None:
+        pass
+
+    def sample(self, wall: float, mono: float) -> list[dict]:
+        return []
+
+    def stop(self) -> None:
+        pass
+
+    def row(self, wall: float, mono: float, metric: str, value: float,
+            labels: dict[str, Any] | None = None) -> dict:
+        return {"wall": wall, "mono": mono, "sampler": self.name, "metric": metric,
+                "value": value, "labels": dict(labels or {})}
+
+
+class Rates:
+    """Per-second rates from cumulative counters, keyed by (metric, labels).
+
+    A counter that goes down (process restart) starts over: no rate for that step.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[tuple, tuple[float, float]] = {}
+
+    def update(self, key: tuple, mono: float, value: float) -> float | None:
+        prev = self._last.get(key)
+        self._last[key] = (mono, value)
+        if prev is None or mono <= prev[0] or value < prev[1]:
+            return None
+        return (value - prev[1]) / (mono - prev[0])
+
+    def counter_rows(self, sampler: Sampler, wall: float, mono: float, metric: str,
+                     value: float, labels: dict[str, Any] | None = None) -> list[dict]:
+        """The counter's row, plus its ``.rate`` row once there is a previous value."""
+        rows = [sampler.row(wall, mono, metric, value, labels)]
+        rate = self.update((metric, tuple(sorted((labels or {}).items()))), mono, value)
+        if rate is not None:
+            rows.append(sampler.row(wall, mono, metric + ".rate", rate, labels))
+        return rows
+
+
+class TelemetryRunner:
+    """Samples every sampler each ``interval`` seconds in a background thread.
+
+    Ticks are scheduled on the monotonic clock (start + k*interval); a tick that comes too late
+    (slow sampler) skips the missed ones rather than bursting. ``clock``, ``mono`` and ``sleep``
+    are injectable so the loop can be driven by a fake clock in tests; with ``sleep=None`` the
+    loop waits on an event, so stop() returns at once.
+    """
+
+    def __init__(self, samplers: Iterable[Sampler], *, interval: float = 1.0, sink: Sink,
+                 cell_id: str = "", clock: Callable[[], float] = time.time,
+                 mono: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Any] | None = None):
+        if interval <= 0:
+            raise ValueError("interval must be > 0")
+        self.samplers = list(samplers)
+        self.interval = float(interval)
+        self.sink = sink
+        self.cell_id = cell_id
+        self.clock, self.mono = clock, mono
+        self._stop = threading.Event()
+        self._sleep = sleep or self._stop.wait
+        self._thread: threading.Thread | None = None
+        self._started: list[Sampler] = []
+        # what the runner did, for the overhead benchmark and the run log
+        self.ticks = 0
+        self.skipped = 0
+        self.gaps = 0
+        self.busy_seconds = {s.name: 0.0 for s in self.samplers}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> TelemetryRunner:
+        if self._thread is not None:
+            return self
+        self._stop.clear()
+        for s in self.samplers:
+            try:
+                s.start()
+                self._started.append(s)
+            except Exception as e:  # noqa: BLE001 - a sampler must never stop the run
+                self._gap(s, f"start: {_why(e)}")
+        self._thread = threading.Thread(target=self._loop, name="xcb-telemetry", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the loop, take one last sample (so a run's end is covered), stop the samplers."""
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning("telemetry loop still busy after %.0f s; leaving it", timeout)
+        else:
+            self.tick()
+        self._thread = None
+        for s in self._started:
+            try:
+                s.stop()
+            except Exception as e:  # noqa: BLE001
+                self._gap(s, f"stop: {_why(e)}")
+        self._started = []
+
+    def __enter__(self) -> TelemetryRunner:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- the loop ----------------------------------------------------------------------------
+    def _loop(self) -> None:
+        t0 = self.mono()
+        k = 0
+        while not self._stop.is_set():
+            self.tick()
+            k += 1
+            now = self.mono()
+            if now >= t0 + k * self.interval:  # a slow tick: skip what was missed, keep the grid
+                nk = int((now - t0) // self.interval) + 1
+                self.skipped += nk - k
+                k = nk
+            self._sleep(t0 + k * self.interval - now)
+
+    def tick(self) -> None:
+        """One sampling round over all started samplers."""
+        self.ticks += 1
+        for s in list(self._started):
+            wall, mono = self.clock(), self.mono()
+            try:
+                rows = s.sample(wall, mono)
+                err = None
+            except SampleGap as e:
+                rows, err = e.rows, str(e)
+            except Exception as e:  # noqa: BLE001 - record the gap, the others go on
+                rows, err = [], _why(e)
+            self.busy_seconds[s.name] = self.busy_seconds.get(s.name, 0.0) + self.mono() - mono
+            if rows:
+                for r in rows:
+                    r["cell_id"] = self.cell_id
+                self._write("samples", rows)
+            if err is not None:
+                self._gap(s, err, wall)
+
+    def _gap(self, s: Sampler, error: str, wall: float | None = None) -> None:
+        self.gaps += 1
+        self._write("gaps", [{"cell_id": self.cell_id, "wall": self.clock() if wall is None else wall,
+                              "sampler": s.name, "error": error}])
+
+    def _write(self, table: str, rows: list[dict]) -> None:
+        try:
+            self.sink(table, rows)
+        except Exception:  # noqa: BLE001 - a full disk must not kill the campaign either
+            log.exception("telemetry sink failed for %s", table)
+
+
+def _why(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
