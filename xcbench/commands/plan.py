@@ -1,11 +1,112 @@
-"""xcbench plan: capacity planning and gateway sizing."""
+"""xcbench plan: capacity planning and gateway sizing.
+
+    xcbench plan --target ska-aa4
+    xcbench plan --rate 100Gb/s --write-fraction 0.8 --file-size 6.5G --cluster-spec site.yaml
+    xcbench plan --target hl-lhc-t1 --calibrate results/RUN --calibrate-spec devcluster --format html
+
+The model is described in xcbench/plan/storage.py and gateway.py; every assumption is a flag.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import fields
+from pathlib import Path
 
 from xcbench.errors import XcbError
 
 
 def add_parser(sub):
-    return sub.add_parser("plan", help="capacity planning and gateway sizing")
+    from xcbench.plan.presets import PRESETS
+    from xcbench.plan.spec import Assumptions
+    p = sub.add_parser("plan", help="capacity planning and gateway sizing",
+                       description="How many gateways and disks a target rate needs, from datasheets "
+                                   "and (with --calibrate) from what a run measured.")
+    t = p.add_argument_group("target")
+    t.add_argument("--target", choices=sorted(PRESETS), help="a preset target")
+    t.add_argument("--rate", help="a custom target rate, e.g. 100Gb/s (bits) or 12.5GB/s (bytes)")
+    t.add_argument("--write-fraction", type=float, help="share of the rate written into the site (0..1)")
+    t.add_argument("--file-size", help="mean file size, e.g. 6.5G (powers of 1024)")
+    t.add_argument("--volume-per-year", help="data stored per year, e.g. 400PB (decimal) or 355PiB")
+    s = p.add_argument_group("specs")
+    s.add_argument("--cluster-spec", metavar="FILE|EXAMPLE",
+                   help="cluster spec YAML, or the name of an example (default: tier1-hdd-ec8+3)")
+    s.add_argument("--gateway-spec", metavar="FILE", help="gateway spec YAML (default: the cluster "
+                   "spec's gateway section, else built-in defaults: 2 x 25 Gb/s, 32 cores)")
+    s.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE",
+                   help="override a spec field, e.g. cluster.hosts=80, cluster.protection=ec4+2, "
+                        "gateway.speed=100Gb/s (repeatable)")
+    s.add_argument("--checksum", choices=("on-the-fly", "read-back"), help="= --set gateway.checksum=...")
+    s.add_argument("--mode", choices=("push", "tpc"), help="= --set gateway.mode=...")
+    s.add_argument("--origins-per-host", type=int, help="= --set gateway.origins_per_host=...")
+    c = p.add_argument_group("calibration")
+    c.add_argument("--calibrate", nargs="+", action="extend", default=[], metavar="RUN",
+                   help="run directories whose measurements replace datasheet numbers")
+    c.add_argument("--calibrate-spec", metavar="FILE|EXAMPLE",
+                   help="spec of the measured cluster: carry its efficiency (achieved / theoretical) "
+                        "over to the planned spec")
+    c.add_argument("--calibrate-osds", type=int, help="OSDs of the measured cluster, if the run lacks it")
+    a = p.add_argument_group("assumptions (printed in every report)")
+    for d in Assumptions.describe():
+        f = next(x for x in fields(Assumptions) if x.name == d["name"])
+        kw = {"choices": d["choices"]} if d["choices"] else {"type": type(f.default)}
+        a.add_argument(d["flag"], dest=f"a_{d['name']}", default=f.default, metavar=None if d["choices"]
+                       else "N", help=f"{d['help']} (default {f.default})", **kw)
+    o = p.add_argument_group("output")
+    o.add_argument("--format", choices=("text", "json", "html", "md"), default="text")
+    o.add_argument("--out", help="write here (html/md default: xcbench-plan-<target>.<fmt>)")
+    o.add_argument("--list", action="store_true", help="list target presets and example specs, then exit")
+    return p
+
+
+def _spec_path(value: str | None) -> str | None:
+    from xcbench.plan.spec import example_path, examples
+    if value is None or Path(value).exists() or value not in examples():
+        return value
+    return str(example_path(value))
 
 
 def run(args) -> int:
-    raise XcbError("plan: not implemented yet")
+    from xcbench.plan.calibrate import load_calibration
+    from xcbench.plan.planner import make_plan
+    from xcbench.plan.presets import PRESETS, resolve_target
+    from xcbench.plan.report import render_plan
+    from xcbench.plan.spec import Assumptions, examples, load_cluster, load_gateway
+    from xcbench.plan.units import fmt_rate
+
+    if args.list:
+        for name, t in PRESETS.items():
+            print(f"{name:16s} {fmt_rate(t.rate):28s} {t.description}")
+        print("example specs (--cluster-spec NAME):", ", ".join(examples()))
+        return 0
+    target = resolve_target(args.target, args.rate, args.write_fraction, args.file_size, args.volume_per_year)
+    sets = list(args.set)
+    for flag, key in (("checksum", "checksum"), ("mode", "mode"), ("origins_per_host", "origins_per_host")):
+        if getattr(args, flag) is not None:
+            sets.append(f"gateway.{key}={getattr(args, flag)}")
+    cpath = _spec_path(args.cluster_spec)
+    spec, gw_section = load_cluster(cpath, sets)
+    gateway = load_gateway(args.gateway_spec, gw_section,
+                           spec.source if gw_section else "defaults", sets)
+    assumptions = Assumptions(**{f.name: getattr(args, f"a_{f.name}") for f in fields(Assumptions)}).check()
+    cal = dev_spec = dev_gw = None
+    if args.calibrate_osds is not None and args.calibrate_osds < 1:
+        raise XcbError("--calibrate-osds: must be >= 1")
+    if args.calibrate:
+        cal = load_calibration(args.calibrate, args.calibrate_osds)
+    if args.calibrate_spec:
+        if not args.calibrate:
+            raise XcbError("--calibrate-spec: needs --calibrate RUN (the measurements of that cluster)")
+        dev_spec, dev_section = load_cluster(_spec_path(args.calibrate_spec))
+        dev_gw = load_gateway(None, dev_section, dev_spec.source) if dev_section else None
+    plan = make_plan(target, spec, gateway, assumptions, cal, dev_spec, dev_gw,
+                     carry_over=bool(args.calibrate_spec))
+    out = args.out
+    if out is None and args.format in ("html", "md"):
+        out = f"xcbench-plan-{target.name}.{args.format}"
+    text = render_plan(plan, args.format, out)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        print(f"plan written to {out}")
+    return 0

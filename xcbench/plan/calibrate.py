@@ -1,0 +1,321 @@
+"""Calibrated mode: replace datasheet numbers by what a run measured.
+
+From runs in the result store (xcbench.store.RunDir):
+- per-gateway rate vs concurrency: ``campaigns`` (median over repeats per cell and level); the
+  gateway ceiling comes from tmpfs cells (no storage behind the gateway) when there are some;
+- per-OSD IOPS and bandwidth: ``probes`` (fio against the pool), pool rate x shards (or raw
+  ratio) / OSDs -- a lower bound when the fio client, not the OSDs, was the limit;
+- EC amplification: ``samples`` pool_raw_bytes / pool_stored_bytes (labels {"pool": ...}),
+  growth over the run when the pool grew, else the final ratio; without them (k+m)/k, said so;
+- the network baseline: ``baseline`` (iperf3).
+An efficiency (achieved / theoretical) needs the measured cluster's own spec (--calibrate-spec);
+for the gateway the iperf3 baseline serves as its theoretical when no gateway spec is given.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from xcbench.errors import XcbError
+from xcbench.plan.gateway import GatewayInputs, gateway_model
+from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec, Protection
+from xcbench.plan.storage import StorageInputs, storage_model
+from xcbench.plan.units import fmt_rate
+from xcbench.sizes import parse_size
+from xcbench.store import RunDir
+
+SMALL_BS, LARGE_BS = 64 << 10, 1 << 20
+
+
+@dataclass
+class Calibration:
+    runs: list[str]
+    curve: list[dict] = field(default_factory=list)  # per-gateway rate vs concurrency
+    gateway_rate: float | None = None
+    gateway_from: str = ""
+    osd: dict[str, dict] = field(default_factory=dict)  # write_iops/read_iops/write_bw/read_bw
+    amplification: dict[str, dict] = field(default_factory=dict)  # protection label -> ...
+    pool_write: dict[str, dict] = field(default_factory=dict)  # label -> best large write (client B/s)
+    baseline: float | None = None  # bytes/s (iperf3)
+    num_osds: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+        return asdict(self)
+
+
+def _protection(settings: dict) -> Protection | None:
+    pool = (settings or {}).get("pool")
+    if not isinstance(pool, dict) or pool.get("kind") not in ("replicated", "erasure"):
+        return None
+    if pool["kind"] == "replicated":
+        return Protection("replicated", size=int(pool.get("size") or 1))
+    return Protection("erasure", k=int(pool["k"]), m=int(pool["m"]))
+
+
+def _find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
+    """First int under any of ``keys`` anywhere in a JSON-like manifest."""
+    if isinstance(obj, dict):
+        for k in keys:
+            v = obj.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        for v in obj.values():
+            found = _find_int(v, keys)
+            if found:
+                return found
+    elif isinstance(obj, list):
+        for v in obj:
+            found = _find_int(v, keys)
+            if found:
+                return found
+    return None
+
+
+def _bs(v: Any) -> int | None:
+    try:
+        return parse_size(v if not isinstance(v, float) else int(v))
+    except (ValueError, TypeError):
+        return None
+
+
+def _labels(v: Any) -> dict:
+    if isinstance(v, dict):
+        return v
+    if isinstance(v, str) and v.startswith("{"):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return {}
+    return {}
+
+
+def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Calibration:
+    cal = Calibration(runs=[str(p) for p in paths])
+    for path in paths:
+        if not (Path(path) / "manifest.json").exists():
+            raise XcbError(f"--calibrate {path}: not a run directory (no manifest.json)")
+        run = RunDir.open(path)
+        cells = run.manifest.get("cells", {}) or {}
+        n = num_osds or _find_int(run.manifest, ("num_osds", "osds"))
+        if n:
+            cal.num_osds = cal.num_osds or n
+        _campaigns(cal, run, cells)
+        _probes(cal, run, cells, n)
+        _amplification(cal, run, cells)
+        bl = run.table("baseline")
+        if len(bl) and "bits_per_second" in bl:
+            best = float(bl["bits_per_second"].max()) / 8
+            cal.baseline = max(cal.baseline or 0.0, best) or None
+    if not cal.curve:
+        cal.notes.append("no campaign rows in the run(s): the gateway stays on datasheet numbers")
+    return cal
+
+
+def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
+    df = run.table("campaigns")
+    if not len(df) or "rate" not in df:
+        return
+    df = df[df["rate"].astype(float) > 0]
+    for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
+        info = cells.get(cid, {})
+        s = info.get("settings") or {}
+        prot = _protection(s)
+        cal.curve.append({
+            "run": run.path.name, "cell_id": cid, "label": info.get("label", cid),
+            "backend": s.get("backend", "?"), "pool": prot.label if prot else "-",
+            "origins": int(s.get("origins") or 1), "mode": str(g["mode"].iloc[0] if "mode" in g else s.get("mode", "push")),
+            "concurrency": int(conc), "rate": float(g["rate"].astype(float).median()), "repeats": len(g)})
+
+
+def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) -> None:
+    df = run.table("probes")
+    if not len(df):
+        return
+    if not num_osds:
+        cal.notes.append(f"{run.path.name}: number of OSDs unknown (not in the manifest): per-OSD "
+                         "numbers skipped; pass --calibrate-osds N")
+    agg = df.groupby(["cell_id", "job"], as_index=False).agg(
+        rw=("rw", "first"), bs=("bs", "first"), iops=("iops", "sum"), bw=("bw", "sum"))
+    for r in agg.to_dict("records"):
+        prot = _protection((cells.get(r["cell_id"], {}) or {}).get("settings"))
+        bs = _bs(r["bs"])
+        if prot is None or bs is None:
+            continue
+        rw = str(r["rw"])
+        src = f"{run.path.name} cell {r['cell_id']} job {r['job']} ({prot.label}, {rw} bs={bs})"
+        write = rw in ("write", "randwrite")
+        if not write and rw not in ("read", "randread"):
+            continue
+        if write and bs >= LARGE_BS:
+            best = cal.pool_write.get(prot.label)
+            if best is None or float(r["bw"]) > best["rate"]:
+                cal.pool_write[prot.label] = {"rate": float(r["bw"]), "from": src}
+        if not num_osds:
+            continue
+        if bs >= LARGE_BS:
+            key, v = ("write_bw", float(r["bw"]) * prot.raw_ratio / num_osds) if write else \
+                     ("read_bw", float(r["bw"]) / num_osds)
+        elif bs <= SMALL_BS:
+            key, v = ("write_iops", float(r["iops"]) * prot.shards / num_osds) if write else \
+                     ("read_iops", float(r["iops"]) * prot.read_shards / num_osds)
+        else:
+            continue
+        if v > 0 and v > cal.osd.get(key, {}).get("value", 0):
+            cal.osd[key] = {"value": v, "from": f"{src} over {num_osds} OSDs"}
+
+
+def _amplification(cal: Calibration, run: RunDir, cells: dict) -> None:
+    df = run.table("samples")
+    if not len(df) or "metric" not in df:
+        return
+    df = df[df["metric"].isin(["pool_raw_bytes", "pool_stored_bytes"])]
+    if not len(df):
+        return
+    prots = {}
+    for info in cells.values():
+        p = _protection((info or {}).get("settings"))
+        if p:
+            name = f"xcb-rep{p.size}" if p.kind == "replicated" else f"xcb-ec{p.k}-{p.m}"
+            prots[name] = p
+    df = df.assign(pool=df["labels"].map(lambda v: _labels(v).get("pool")))
+    for pool, g in df.groupby("pool"):
+        raw = g[g["metric"] == "pool_raw_bytes"].sort_values("wall")["value"].astype(float)
+        stored = g[g["metric"] == "pool_stored_bytes"].sort_values("wall")["value"].astype(float)
+        if not len(raw) or not len(stored) or pool not in prots:
+            continue
+        d_raw, d_st = raw.iloc[-1] - raw.iloc[0], stored.iloc[-1] - stored.iloc[0]
+        if d_st > (1 << 20) and d_raw > 0:
+            ratio, how = d_raw / d_st, "growth over the run"
+        elif stored.iloc[-1] > 0:
+            ratio, how = raw.iloc[-1] / stored.iloc[-1], "final ratio"
+        else:
+            continue
+        p = prots[pool]
+        cal.amplification[p.label] = {"measured": ratio, "nominal": p.raw_ratio, "pool": pool,
+                                      "how": f"{run.path.name}: pool_raw_bytes / pool_stored_bytes, {how}"}
+
+
+# --- turning a calibration into model inputs -------------------------------------------------
+
+def amplification_for(cal: Calibration, prot: Protection) -> tuple[float, str]:
+    m = cal.amplification.get(prot.label)
+    if m:
+        return m["measured"], f"measured on pool {m['pool']} ({m['how']})"
+    same = [v for k, v in cal.amplification.items() if k.startswith("ec" if prot.kind == "erasure" else "rep")]
+    if same:
+        over = sorted(v["measured"] / v["nominal"] for v in same)[len(same) // 2]
+        return prot.raw_ratio * over, (f"no {prot.label} pool measured: nominal {prot.raw_ratio:.4g} x "
+                                       f"overhead {over:.4g} measured on {', '.join(v['pool'] for v in same)}")
+    return prot.raw_ratio, (f"no pool_raw_bytes/pool_stored_bytes samples for {prot.label}: fell back to "
+                            f"the nominal {'(k+m)/k' if prot.kind == 'erasure' else 'r'} = {prot.raw_ratio:.4g}")
+
+
+def storage_inputs(cal: Calibration, spec: ClusterSpec, file_size: int, a: Assumptions,
+                   dev_spec: ClusterSpec | None = None) -> StorageInputs:
+    amp, amp_note = amplification_for(cal, spec.protection)
+    inp = StorageInputs(label="calibrated", amplification=amp, notes=[f"raw/logical: {amp_note}"])
+    o = cal.osd
+    if o:
+        inp.measured_drives = True
+        inp.ops_per_shard_write = 1.0  # measured shard-op rates already include BlueStore's own ops
+        inp.drive_iops = o.get("write_iops", {}).get("value")
+        inp.drive_read_iops = o.get("read_iops", {}).get("value") or inp.drive_iops
+        inp.drive_bandwidth = o.get("write_bw", {}).get("value")
+        inp.drive_read_bandwidth = o.get("read_bw", {}).get("value") or inp.drive_bandwidth
+        for k, v in o.items():
+            inp.notes.append(f"per-OSD {k.replace('_', ' ')}: {v['value']:,.0f}"
+                             f"{' B/s' if k.endswith('bw') else ' ops/s'} from {v['from']}")
+        missing = [k for k in ("write_iops", "write_bw") if k not in o]
+        if missing:
+            inp.notes.append(f"not measured, datasheet kept: {', '.join(missing)}")
+    if dev_spec is not None and cal.pool_write:
+        label, best = _pick_pool(cal.pool_write, spec.protection)
+        dev_prot = next(p for p in _protections(cal) if p.label == label)
+        dev = replace(dev_spec, protection=dev_prot)
+        theo = storage_model(dev, 1.0, 0.0, file_size, a).theoretical
+        eff = best["rate"] / theo
+        inp.efficiency = eff
+        inp.measured_drives = False
+        inp.notes.append(f"storage efficiency {eff:.3f} = achieved {fmt_rate(best['rate'])} ({best['from']}) / "
+                         f"theoretical {fmt_rate(theo)} of {dev_spec.name} with {label}; carried over to "
+                         f"{spec.name}")
+    elif dev_spec is not None:
+        inp.notes.append("no large-block write probe on a pool: storage efficiency not carried over")
+    if not o and inp.efficiency is None:
+        inp.notes.append("no per-OSD numbers measured: drives stay on datasheet numbers")
+    return inp
+
+
+def _protections(cal: Calibration) -> list[Protection]:
+    out = []
+    for lab in cal.pool_write:
+        if lab.startswith("rep"):
+            out.append(Protection("replicated", size=int(lab[3:])))
+        else:
+            k, m = lab[2:].split("+")
+            out.append(Protection("erasure", k=int(k), m=int(m)))
+    return out
+
+
+def _pick_pool(pools: dict[str, dict], prot: Protection) -> tuple[str, dict]:
+    """The measured pool most like the planned protection: same label, same kind, then any."""
+    if prot.label in pools:
+        return prot.label, pools[prot.label]
+    kind = "ec" if prot.kind == "erasure" else "rep"
+    same = [k for k in pools if k.startswith(kind)]
+    label = max(same or pools, key=lambda k: pools[k]["rate"])
+    return label, pools[label]
+
+
+def gateway_inputs(cal: Calibration, g: GatewaySpec, a: Assumptions, *, carry_over: bool = False,
+                   dev_gateway: GatewaySpec | None = None) -> GatewayInputs:
+    """Measured per-gateway rate; with ``carry_over`` (a --calibrate-spec was given) also the
+    efficiency against the measured gateway's spec, or else against the iperf3 baseline."""
+    inp = GatewayInputs(label="calibrated")
+    pts = [c for c in cal.curve if (c["mode"] == "push") == (g.mode == "push")]
+    if not pts:
+        pts = cal.curve
+        if pts:
+            inp.notes.append(f"no {g.mode} campaigns measured: using the other mode's")
+    tm = [c for c in pts if c["backend"] == "tmpfs"]
+    if tm:
+        pts, what = tm, "tmpfs-backed gateway (gateway ceiling, no storage behind it)"
+    elif pts:
+        what = "gateway on Ceph (a lower bound: the storage was in the chain)"
+    same = [c for c in pts if c["origins"] == g.origins_per_host]
+    if pts and same:
+        pts = same
+    elif pts:
+        inp.notes.append(f"no cells with {g.origins_per_host} origin(s) per host measured: "
+                         f"using origins={sorted({c['origins'] for c in pts})}")
+    if not pts:
+        inp.notes.append("no campaigns: per-gateway rate from the datasheet model")
+        return inp
+    best = max(pts, key=lambda c: c["rate"])
+    cal.gateway_rate = best["rate"]
+    cal.gateway_from = (f"{what}: {best['run']} cell {best['cell_id']} ({best['label']}) "
+                        f"at concurrency {best['concurrency']}, median of {best['repeats']}")
+    inp.measured_rate = best["rate"]
+    inp.notes.append(f"measured per-gateway rate {fmt_rate(best['rate'])} from {cal.gateway_from}")
+    theo, how = None, ""
+    if not carry_over:
+        return inp
+    if dev_gateway is not None:
+        theo = gateway_model(dev_gateway, 1.0, a).theoretical
+        how = f"the measured gateway's spec ({dev_gateway.source}), all writes"
+    elif cal.baseline:
+        theo, how = cal.baseline, "the iperf3 network baseline of the measured host"
+    if not theo or not math.isfinite(theo):
+        inp.notes.append("no theoretical rate for the measured gateway (no gateway section in "
+                         "--calibrate-spec, no iperf3 baseline): efficiency not carried over")
+    else:
+        inp.efficiency = best["rate"] / theo
+        inp.notes.append(f"gateway efficiency {inp.efficiency:.3f} = measured {fmt_rate(best['rate'])} / "
+                         f"theoretical {fmt_rate(theo)} ({how}); carried over to the planned gateway spec")
+    return inp

@@ -1,0 +1,216 @@
+"""Plan output: text (terminal), JSON (the plan dict), HTML and Markdown (analysis/templates/plan.*.j2
+through the shared report machinery, xcbench.analysis.render). Every figure carries its formula
+and inputs; the assumptions are listed with the flag that changes each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from xcbench.errors import XcbError
+from xcbench.plan.units import fmt_bytes, fmt_capacity, fmt_rate, fmt_value, gbps
+from xcbench.sizes import format_size
+
+FORMATS = ("text", "json", "html", "md")
+
+
+def _v(value: Any, unit: str) -> str:
+    return "–" if value is None else fmt_value(float(value), unit)
+
+
+def sizing_rows(plan: dict) -> list[dict]:
+    cols = plan["columns"]
+    rows = []
+    for i, f in enumerate(cols[0]["sizing"]):
+        row = {"what": f["label"], "formula": f["formula"]}
+        for c in cols:
+            g = c["sizing"][i]
+            row[c["label"]] = g["text"]
+            row[c["label"] + "_inputs"] = "; ".join(f"{k}={v}" for k, v in g["inputs"].items())
+        rows.append(row)
+    return rows
+
+
+def ceiling_rows(col: dict, part: str) -> list[dict]:
+    binding = col[part]["binding"]
+    return [{"resource": c["resource"], "theoretical": _v(c["theoretical"], "rate"),
+             "derate": f"{c['derate']:.3g} ({c.get('derate_source', '')})",
+             "usable": _v(c["usable"], "rate"), "binds": "◀ binds" if binding.endswith(c["resource"]) else "",
+             "formula": c["formula"], "inputs": "; ".join(f"{k}={v}" for k, v in c["inputs"].items())}
+            for c in col[part]["ceilings"]]
+
+
+def figure_rows(col: dict, part: str) -> list[dict]:
+    return [{"what": f["label"], "value": f["text"], "formula": f["formula"],
+             "inputs": "; ".join(f"{k}={v}" for k, v in f["inputs"].items())}
+            for f in col[part]["figures"]]
+
+
+def budget_rows(col: dict) -> tuple[list[dict], list[dict]]:
+    n = int(col["sizing"][0]["value"])
+    at = {(b["nic"], b["direction"]): b for b in col["gateway"]["budget_at_target"]}
+    rows = [{"what": b["what"], "nic": b["nic"], "direction": b["direction"],
+             "per_byte": f"{b['per_byte']:.3g}"} for b in col["gateway"]["budget"]]
+    totals = [{"nic": k[0], "direction": k[1], "per_byte": f"{b['per_byte']:.3g}",
+               "at_target": f"{gbps(b['rate']):.3g} Gb/s", "of_line_rate": f"{b['fraction'] * 100:.0f} %",
+               "gateways": str(n)} for k, b in at.items()]
+    return rows, totals
+
+
+def assumption_rows(plan: dict) -> list[dict]:
+    return [{"flag": a["flag"], "value": str(a["value"]) + (" (changed)" if a["changed"] else ""),
+             "default": str(a["default"]), "meaning": a["help"]} for a in plan["assumptions"]]
+
+
+def headline(plan: dict) -> list[str]:
+    t = plan["target"]
+    lines = [f"target {t['name']}: {t['rate_text']}, write fraction {t['write_fraction']:g}, "
+             f"files {fmt_bytes(t['file_size'])}"]
+    if t["description"]:
+        lines.append(t["description"])
+    if t["volume_per_year"]:
+        lines.append(f"volume {fmt_capacity(t['volume_per_year'])} per year = an average ingest of "
+                     f"{t['average_rate_text']}")
+    c, g = plan["cluster"], plan["gateway_spec"]
+    cl = (f", cluster network {c['cluster_nics']} x {gbps(c['cluster_nic_speed']):g} Gb/s"
+          if c["cluster_nics"] else ", no separate cluster network")
+    lines.append(f"cluster {c['name']} ({c['source']}): {c['hosts']} hosts x {c['drives_per_host']} "
+                 f"{c['drive_kind']} {fmt_capacity(c['drive_size'])}, {c['nics']} x "
+                 f"{gbps(c['nic_speed']):g} Gb/s public{cl}, {c['protection']}, "
+                 f"object {format_size(c['object_size'])}, op {format_size(c['op_size'])}")
+    internal = (f" + {g['internal_nics']} x {gbps(g['internal_nic_speed']):g} Gb/s to Ceph"
+                if g["internal_nics"] else "")
+    lines.append(f"gateway ({g['source']}): {g['nics']} x {gbps(g['nic_speed']):g} Gb/s{internal}, "
+                 f"{g['cores']} cores, checksum {g['checksum']}, {g['mode']}, "
+                 f"{g['origins_per_host']} origin(s) per host")
+    return lines
+
+
+def _table(rows: list[dict], cols: list[tuple[str, str]]) -> list[str]:
+    widths = [max(len(h), *(len(str(r.get(k, ""))) for r in rows)) for k, h in cols]
+    out = ["  " + "  ".join(h.ljust(w) for (_, h), w in zip(cols, widths, strict=True))]
+    for r in rows:
+        out.append("  " + "  ".join(str(r.get(k, "")).ljust(w) for (k, _), w in zip(cols, widths, strict=True)))
+    return out
+
+
+def render_text(plan: dict) -> str:
+    labels = [c["label"] for c in plan["columns"]]
+    L = ["xcbench plan", *("  " + x for x in headline(plan)), "", "SIZING"]
+    L += _table(sizing_rows(plan), [("what", "figure"), *((lab, lab) for lab in labels), ("formula", "formula")])
+    for col in plan["columns"]:
+        L += ["", f"STORAGE CEILINGS ({col['label']}), external rate; binds: {col['storage']['binding']}"]
+        L += _table(ceiling_rows(col, "storage"), [("resource", "resource"), ("theoretical", "theoretical"),
+                                                   ("derate", "derate"), ("usable", "usable"), ("binds", "")])
+        L += [f"  {f['what']}: {f['value']}  = {f['formula']}  [{f['inputs']}]" for f in figure_rows(col, "storage")]
+        L += ["", f"GATEWAY CEILINGS ({col['label']}), per gateway; binds: {col['gateway']['binding']}"]
+        L += _table(ceiling_rows(col, "gateway"), [("resource", "resource"), ("theoretical", "theoretical"),
+                                                   ("derate", "derate"), ("usable", "usable"), ("binds", "")])
+        rows, totals = budget_rows(col)
+        L += ["", f"GATEWAY NIC BUDGET ({col['label']}): bytes on the gateway NICs per external byte"]
+        L += _table(rows, [("what", "what"), ("nic", "nic"), ("direction", "dir"), ("per_byte", "per byte")])
+        L += ["  per gateway at the target rate, spread over all gateways:"]
+        L += _table(totals, [("nic", "nic"), ("direction", "dir"), ("per_byte", "per byte"),
+                             ("at_target", "at target"), ("of_line_rate", "of line rate"), ("gateways", "gateways")])
+        notes = col["storage"]["notes"] + col["gateway"]["notes"]
+        if notes:
+            L += ["", f"NOTES ({col['label']})", *(f"  - {n}" for n in notes)]
+    L += ["", "FIGURE INPUTS"]
+    for r in sizing_rows(plan):
+        for lab in labels:
+            L.append(f"  {r['what']} [{lab}]: {r[lab]}  <- {r[lab + '_inputs']}")
+    L += ["", "ASSUMPTIONS (each changeable by its flag; spec fields by --set cluster.X=V / gateway.X=V)"]
+    L += _table(assumption_rows(plan), [("flag", "flag"), ("value", "value"), ("meaning", "meaning")])
+    L += ["", "MODEL", *(f"  - {n}" for n in plan["model_notes"])]
+    return "\n".join(L) + "\n"
+
+
+def plot(plan: dict) -> str:
+    """PNG data URI: gateways and OSDs needed vs target rate, datasheet and calibrated."""
+    from xcbench.analysis.render import fig_to_data_uri, new_figure
+    fig, (ax1, ax2) = new_figure(10.0, 3.8, ncols=2)
+    xs = [r["rate_gbps"] for r in plan["sweep"]]
+    for c, style in zip(plan["columns"], ("-", "--"), strict=False):
+        lab = c["label"]
+        ax1.step(xs, [r[f"gateways_{lab}"] for r in plan["sweep"]], style, where="post", label=lab)
+        ax2.step(xs, [r[f"osds_{lab}"] for r in plan["sweep"]], style, where="post", label=lab)
+    for ax in (ax1, ax2):
+        ax.axvline(plan["target"]["rate_gbps"], color="k", lw=0.8, ls=":")
+        for name, g in plan["presets"].items():
+            if xs[0] <= g <= xs[-1] and name != plan["target"]["name"]:
+                ax.axvline(g, color="grey", lw=0.6, ls=":")
+                ax.text(g, 0.02, f" {name}", rotation=90, fontsize=7, va="bottom", color="grey",
+                        transform=ax.get_xaxis_transform())
+        ax.set_xlabel("target rate (Gb/s, 1e9 bit/s)")
+        ax.legend(loc="upper left")
+    ax1.set_ylabel("gateways needed (incl. spares)")
+    ax2.set_ylabel("OSDs needed for the rate")
+    ax1.set_title("gateways vs target")
+    ax2.set_title("OSDs vs target")
+    return fig_to_data_uri(fig)
+
+
+def report_context(plan: dict) -> dict:
+    labels = [c["label"] for c in plan["columns"]]
+    cols_sizing = [{"key": "what", "label": "figure", "num": False},
+                   *({"key": lab, "label": lab, "num": True} for lab in labels),
+                   {"key": "formula", "label": "formula", "num": False},
+                   *({"key": lab + "_inputs", "label": f"inputs ({lab})", "num": False} for lab in labels)]
+    details = []
+    for col in plan["columns"]:
+        rows, totals = budget_rows(col)
+        details.append({"label": col["label"], "storage_binding": col["storage"]["binding"],
+                        "gateway_binding": col["gateway"]["binding"],
+                        "storage_ceilings": ceiling_rows(col, "storage"),
+                        "gateway_ceilings": ceiling_rows(col, "gateway"),
+                        "storage_figures": figure_rows(col, "storage"),
+                        "gateway_figures": figure_rows(col, "gateway"),
+                        "budget": rows, "budget_totals": totals,
+                        "notes": col["storage"]["notes"] + col["gateway"]["notes"]})
+    C = lambda *ks: [{"key": k, "label": h, "num": n} for k, h, n in ks]  # noqa: E731
+    cal = plan.get("calibration") or {}
+    return {
+        "title": f"xcbench plan: {plan['target']['name']} at {plan['target']['rate_text']}",
+        "headline": headline(plan), "sizing_columns": cols_sizing, "sizing": sizing_rows(plan),
+        "details": details, "plot": plot(plan),
+        "ceiling_columns": C(("resource", "resource", False), ("theoretical", "theoretical", True),
+                             ("derate", "derate", False), ("usable", "usable", True), ("binds", "", False),
+                             ("formula", "formula", False), ("inputs", "inputs", False)),
+        "figure_columns": C(("what", "figure", False), ("value", "value", True), ("formula", "formula", False),
+                            ("inputs", "inputs", False)),
+        "budget_columns": C(("what", "what", False), ("nic", "NIC", False), ("direction", "direction", False),
+                            ("per_byte", "bytes per external byte", True)),
+        "total_columns": C(("nic", "NIC", False), ("direction", "direction", False),
+                           ("per_byte", "per external byte", True), ("at_target", "per gateway at target", True),
+                           ("of_line_rate", "of line rate", True), ("gateways", "gateways", True)),
+        "assumption_columns": C(("flag", "flag", False), ("value", "value", False),
+                                ("default", "default", False), ("meaning", "meaning", False)),
+        "assumptions": assumption_rows(plan), "model_notes": plan["model_notes"],
+        "curve_columns": C(("run", "run", False), ("label", "cell", False), ("backend", "backend", False),
+                           ("pool", "pool", False), ("origins", "origins", True), ("mode", "mode", False),
+                           ("concurrency", "concurrency", True), ("rate_text", "rate", True),
+                           ("repeats", "repeats", True)),
+        "curve": [{**c, "rate_text": fmt_rate(c["rate"])} for c in cal.get("curve", [])],
+        "calibration": cal or None,
+    }
+
+
+def render_plan(plan: dict, fmt: str = "text", out: str | Path | None = None) -> str:
+    """The plan in ``fmt``; written to ``out`` when given (Markdown images go beside it)."""
+    if fmt not in FORMATS:
+        raise XcbError(f"--format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    if fmt == "text":
+        text = render_text(plan)
+    elif fmt == "json":
+        text = json.dumps(plan, indent=2, sort_keys=True) + "\n"
+    else:
+        from xcbench.analysis.render import render, write_report
+        text = render("plan", report_context(plan), fmt)
+        if out is not None:
+            write_report(text, out, fmt)
+            return text
+    if out is not None:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text)
+    return text

@@ -1,0 +1,207 @@
+"""Storage model: what a Ceph cluster spec can sustain for a given external load.
+
+Load. The gateways turn each external byte into ``W`` bytes written to and ``R`` bytes read from
+Ceph (W = write fraction; R = read fraction, plus the checksum read-back when the gateway
+computes the checksum after the write). Every ceiling below is in *external* bytes/s.
+
+Data protection p (replication r, or EC k+m):
+- raw bytes per byte written  a = r, or (k+m)/k (or the measured pool_raw/pool_stored ratio);
+- shards per write op         r, or k+m;        per read op: 1, or k;
+- primary fan-out per byte written  r-1, or (k+m-1)/k  (to the other OSDs, over the network);
+- primary fan-in per byte read      0,   or (k-1)/k    (gathering data shards).
+The client talks only to the primary OSD; shards sit on distinct hosts (failure domain host).
+
+Ceilings (the smallest binds):
+- network: every host NIC is full duplex; with one (public) network a host's ingress carries
+  the client bytes *and* the fan-out, in = W(1+fan-out) + R fan-in, out = W fan-out + R(1+fan-in);
+  with a separate cluster network the public one carries W in / R out and the cluster one the
+  fan-out/fan-in. ceiling = hosts x NICs x speed / bytes per external byte.
+- drive bandwidth: disk bytes per external byte = W a + R;
+  ceiling = OSDs / (W a / bw_write + R / bw_read).
+- drive IOPS: a file of F bytes is ceil(F / op_size) client ops (+ metadata ops per file on
+  write); each write op costs (shards x ops per shard write) drive ops, each read op k (EC) or 1;
+  an HDD without flash for BlueStore's DB/WAL pays extra ops per shard write.
+  ceiling = OSDs / (write drive ops / iops_write + read drive ops / iops_read).
+For HDDs an op's seek and its transfer take the same head, so by default (--drive-limits auto)
+their drive-seconds add up: one "drives" ceiling = OSDs / (IOPS term + bandwidth term).
+Datasheet ceilings are derated (NIC saturation; drive utilisation x balance); measured numbers
+are used as measured; an efficiency carried over from another cluster replaces the derates.
+Everything scales linearly with hosts, which gives hosts (and OSDs) needed for a rate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xcbench.plan.spec import Assumptions, ClusterSpec
+from xcbench.plan.units import Figure, fmt_capacity, fmt_rate
+
+
+@dataclass
+class StorageInputs:
+    """The numbers a calibration may replace (defaults: the spec's datasheet)."""
+    label: str = "datasheet"
+    drive_iops: float | None = None
+    drive_read_iops: float | None = None
+    drive_bandwidth: float | None = None
+    drive_read_bandwidth: float | None = None
+    amplification: float | None = None  # raw/logical for the disk-bytes and capacity figures
+    ops_per_shard_write: float | None = None
+    measured_drives: bool = False  # measured per-OSD numbers: no datasheet derate
+    efficiency: float | None = None  # achieved/theoretical carried over: replaces the derates
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StorageResult:
+    label: str
+    figures: list[Figure]
+    ceilings: list[dict]  # resource, theoretical, derate, usable (external bytes/s)
+    theoretical: float
+    usable: float
+    binding: str
+    per_host: float  # usable external bytes/s per host
+    usable_capacity: float
+    min_hosts: int
+    notes: list[str]
+
+    def fig(self, key: str) -> Figure:
+        return next(f for f in self.figures if f.key == key)
+
+    def hosts_for_rate(self, rate: float, headroom: float) -> int:
+        return max(self.min_hosts, ceil_count(rate * headroom / self.per_host))
+
+    def hosts_for_volume(self, volume: float, hosts: int) -> int:
+        return max(self.min_hosts, ceil_count(volume / (self.usable_capacity / hosts)))
+
+
+def ceil_count(x: float) -> int:
+    """ceil that forgives float noise (10.000000000001 -> 10)."""
+    if not math.isfinite(x):
+        return 0 if x < 0 else 10 ** 9
+    return max(0, math.ceil(x - 1e-9 * max(1.0, abs(x))))
+
+
+def storage_model(spec: ClusterSpec, W: float, R: float, file_size: int, a: Assumptions,
+                  inp: StorageInputs | None = None) -> StorageResult:
+    inp = inp or StorageInputs()
+    p = spec.protection
+    notes = list(inp.notes)
+    figs: list[Figure] = []
+
+    def add(key, label, value, unit, formula, **inputs):
+        figs.append(Figure(key, label, value, unit, formula, {k: str(v) for k, v in inputs.items()}))
+        return value
+
+    osds = add("osds", "OSDs (one per data drive)", spec.osds, "count", "hosts x drives per host",
+               hosts=spec.hosts, drives_per_host=spec.drives_per_host)
+    iops_w = inp.drive_iops or spec.drive_iops
+    iops_r = inp.drive_read_iops or spec.drive_read_iops
+    bw_w = inp.drive_bandwidth or spec.drive_bandwidth
+    bw_r = inp.drive_read_bandwidth or spec.drive_read_bandwidth
+    amp = inp.amplification or p.raw_ratio
+    if inp.ops_per_shard_write is not None:
+        opsw = inp.ops_per_shard_write
+    else:
+        opsw = 1.0 if spec.has_db_flash else 1.0 + a.metadata_ops_without_flash
+        if not spec.has_db_flash:
+            notes.append(f"HDDs without DB/WAL flash: {opsw:g} drive ops per shard write "
+                         f"(--metadata-ops-without-flash {a.metadata_ops_without_flash:g})")
+    src = "measured per OSD" if inp.measured_drives else "datasheet"
+    raw_iops = add("raw_iops", "raw drive write IOPS", osds * iops_w, "ops", "OSDs x write IOPS per drive",
+                   OSDs=osds, iops_per_drive=f"{iops_w:,.0f} ({src})")
+    add("client_write_ops", "client write ops/s after protection", raw_iops / (p.shards * opsw), "ops",
+        "raw IOPS / (shards per op x drive ops per shard write)", raw_iops=f"{raw_iops:,.0f}",
+        shards=f"{p.shards} ({p.label})", ops_per_shard_write=f"{opsw:g}")
+    add("raw_bandwidth", "raw drive write bandwidth", osds * bw_w, "rate",
+                 "OSDs x write bandwidth per drive", OSDs=osds, bandwidth_per_drive=f"{fmt_rate(bw_w)} ({src})")
+    raw_cap = add("raw_capacity", "raw capacity", osds * spec.drive_size, "capacity", "OSDs x drive size",
+                  OSDs=osds, drive_size=fmt_capacity(spec.drive_size))
+    usable_cap = add("usable_capacity", "usable capacity", raw_cap / amp * a.max_fill, "capacity",
+                     "raw capacity / raw-per-logical x max fill", raw_capacity=fmt_capacity(raw_cap),
+                     raw_per_logical=f"{amp:.4g}", max_fill=f"{a.max_fill:g} (--max-fill)")
+    if spec.drive_kind == "hdd" and spec.flash_per_host:
+        ratio = spec.flash_per_host * spec.flash_size / (spec.drives_per_host * spec.drive_size)
+        if ratio < 0.01:
+            notes.append(f"DB/WAL flash is {ratio:.2%} of HDD capacity per host: below ~1 % RocksDB "
+                         "spills onto the HDDs and the 'flash' benefit shrinks")
+
+    # network
+    fo, fi = p.fanout_write, p.fanin_read
+    ceilings: list[dict] = []
+    pub_cap = spec.hosts * spec.nics * spec.nic_speed
+    net_derate = inp.efficiency or a.nic_saturation
+    io = f"W={W:.3g} R={R:.3g}"
+    if spec.cluster_nics == 0:
+        lin, lout = W * (1 + fo) + R * fi, W * fo + R * (1 + fi)
+        ceilings += [
+            _ceil("network in (public, shared)", pub_cap, lin, net_derate,
+                  "hosts x NICs x speed / (W(1+fan-out) + R fan-in)", io, fo, fi),
+            _ceil("network out (public, shared)", pub_cap, lout, net_derate,
+                  "hosts x NICs x speed / (W fan-out + R(1+fan-in))", io, fo, fi)]
+    else:
+        cl_cap = spec.hosts * spec.cluster_nics * spec.cluster_nic_speed
+        ceilings += [
+            _ceil("public network in", pub_cap, W, net_derate, "hosts x NICs x speed / W", io, fo, fi),
+            _ceil("public network out", pub_cap, R, net_derate, "hosts x NICs x speed / R", io, fo, fi),
+            _ceil("cluster network", cl_cap, W * fo + R * fi, net_derate,
+                  "hosts x cluster NICs x speed / (W fan-out + R fan-in)", io, fo, fi)]
+    # drives
+    drive_derate = inp.efficiency or (1.0 if inp.measured_drives else a.drive_utilisation * a.balance)
+    n_ops = math.ceil(file_size / spec.op_size)
+    w_ops = W * (n_ops + a.ops_per_file) / file_size * p.shards * opsw
+    r_ops = R * n_ops / file_size * p.read_shards
+    t_iops = w_ops / iops_w + r_ops / iops_r  # drive-seconds per external byte
+    t_bw = W * amp / bw_w + R / bw_r
+    ops_txt = (f"ceil(F/op)={n_ops} (F={file_size}, op={spec.op_size}); metadata ops/file="
+               f"{a.ops_per_file:g}; shards={p.shards}; ops/shard write={opsw:g}; read shards={p.read_shards}")
+    iops_c = _ceil("drive IOPS", osds, t_iops, drive_derate,
+                   "OSDs / (W (ceil(F/op)+meta)/F x shards x ops per shard / iops_w + "
+                   "R ceil(F/op)/F x read shards / iops_r)", io, fo, fi, ops=ops_txt,
+                   iops=f"write {iops_w:,.0f}, read {iops_r:,.0f} per drive ({src})")
+    bw_c = _ceil("drive bandwidth", osds, t_bw, drive_derate,
+                 "OSDs / (W a / bw_w + R / bw_r)", io, fo, fi, a=f"{amp:.4g}",
+                 bandwidth=f"write {fmt_rate(bw_w)}, read {fmt_rate(bw_r)} per drive ({src})")
+    additive = a.drive_limits == "additive" or (a.drive_limits == "auto" and spec.drive_kind == "hdd")
+    if additive:
+        both = _ceil("drives (IOPS + bandwidth time)", osds, t_iops + t_bw, drive_derate,
+                     "OSDs / (drive-seconds per byte for ops [IOPS term] + for transfer [bandwidth term])",
+                     io, fo, fi, ops=ops_txt, a=f"{amp:.4g}", iops=iops_c["inputs"]["iops"],
+                     bandwidth=bw_c["inputs"]["bandwidth"])
+        ceilings.append(both)
+        notes.append(f"drive IOPS and bandwidth time add up per op (--drive-limits {a.drive_limits}, "
+                     f"{spec.drive_kind}); IOPS alone: {fmt_rate(iops_c['usable'])}, bandwidth alone: "
+                     f"{fmt_rate(bw_c['usable'])}")
+    else:
+        ceilings += [iops_c, bw_c]
+    for c in ceilings:
+        if inp.efficiency:
+            c["derate_source"] = "carried-over efficiency"
+        elif c["resource"].startswith(("drive", "drives")):
+            c["derate_source"] = "measured" if inp.measured_drives else "--drive-utilisation x --balance"
+        else:
+            c["derate_source"] = "--nic-saturation"
+    bind = min(ceilings, key=lambda c: c["usable"])
+    theo = min(c["theoretical"] for c in ceilings)
+    if inp.efficiency:
+        notes.append(f"efficiency {inp.efficiency:.3f} carried over: usable = theoretical x efficiency")
+    add("theoretical_rate", "theoretical ceiling (line rate, no derate)", theo, "rate",
+        "min over ceilings", binding=min(ceilings, key=lambda c: c["theoretical"])["resource"])
+    add("usable_rate", "usable rate (planned)", bind["usable"], "rate",
+        "min over ceilings of theoretical x derate", binding=bind["resource"])
+    per_host = add("usable_rate_per_host", "usable rate per host", bind["usable"] / spec.hosts, "rate",
+                   "usable rate / hosts", hosts=spec.hosts)
+    min_hosts = p.shards if spec.failure_domain == "host" else math.ceil(p.shards / spec.drives_per_host)
+    return StorageResult(inp.label, figs, ceilings, theo, bind["usable"], bind["resource"], per_host,
+                         usable_cap, min_hosts, notes)
+
+
+def _ceil(resource: str, capacity: float, per_byte: float, derate: float, formula: str, io: str,
+          fo: float, fi: float, **more: str) -> dict:
+    theo = capacity / per_byte if per_byte > 0 else math.inf
+    inputs = {"load": io, "fan-out": f"{fo:.4g}", "fan-in": f"{fi:.4g}", **more}
+    if resource.startswith(("network", "public", "cluster")):
+        inputs["capacity"] = fmt_rate(capacity)
+    return {"resource": resource, "theoretical": theo, "derate": derate, "usable": theo * derate,
+            "per_byte": per_byte, "formula": formula, "inputs": inputs}
