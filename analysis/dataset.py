@@ -1,0 +1,306 @@
+"""One run, loaded once and summarised: cells, steady windows, per-level points, probe ceilings.
+
+Everything the attribution, the report and `xcbench compare` show comes from here, and each
+figure carries a *source*: a dict naming the run, the table, the pandas query selecting the
+rows and the aggregation that gives the figure (see :func:`source`), so it can be recomputed
+from the Parquet files (tests/unit/test_traceability.py does).
+
+Column meanings: rates are bytes/s; ``rate`` of a point is the mean over repeats of each
+repeat's steady-window mean (analysis.steady.RULE), with a bootstrap CI over repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from xcbench.analysis import steady as _steady
+from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.stats import Stats
+
+from xcbench.sizes import format_size, parse_size
+from xcbench.store import RunDir
+
+TRANSFER_COLS = ["cell_id", "campaign_id", "concurrency", "repeat", "file_size", "transferred",
+                 "start_time", "finish_time", "tx_duration", "throughput", "file_state"]
+WRITE_RW = ("write", "randwrite", "trimwrite")
+
+
+def source(run_id: str, table: str, query: str, column: str | None = None, agg: str = "mean",
+           by: str | None = None, note: str = "", **extra: Any) -> dict[str, Any]:
+    """Where a figure comes from: ``pd.read_parquet(<run>/<table>.parquet).query(query)``, then
+    ``[column].agg(agg)`` (per ``by`` group first, then the mean of the groups, if ``by``)."""
+    d = {"run": run_id, "table": table, "query": query, "column": column, "agg": agg}
+    if by:
+        d["by"] = by
+    if note:
+        d["note"] = note
+    d.update(extra)
+    return d
+
+
+def source_text(s: dict[str, Any]) -> str:
+    col = f"[{s['column']}]" if s.get("column") else ""
+    by = f".groupby({s['by']!r}){col}.{s['agg']}().mean()" if s.get("by") else f"{col}.{s['agg']}()"
+    text = f"run {s['run']}: {s['table']}.query({s['query']!r}){'' if s.get('by') else ''}{by}"
+    return text + (f" — {s['note']}" if s.get("note") else "")
+
+
+def _q(v: Any) -> str:
+    return json.dumps(v) if isinstance(v, str) else repr(v)
+
+
+def _bs(v: Any) -> float:
+    try:
+        return float(parse_size(v if not isinstance(v, float) else int(v)))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def cell_frame(manifest: dict[str, Any], extra_ids: set[str] = frozenset()) -> pd.DataFrame:
+    """One row per cell from the manifest's settings (plus ids only seen in the tables)."""
+    rows = []
+    cells = dict(manifest.get("cells") or {})
+    for cid in sorted(extra_ids - set(cells)):
+        cells[cid] = {"label": cid, "status": "unknown"}
+    for cid, c in cells.items():
+        s = c.get("settings") or {}
+        lay = s.get("layout") or {}
+        pool = s.get("pool") or {}
+        fp_pool = ((c.get("fingerprint") or {}).get("pool") or {})
+        kind = pool.get("kind")
+        size, k, m = pool.get("size", 1), pool.get("k", 0), pool.get("m", 0)
+        if kind == "replicated":
+            pname, plabel, ratio = f"xcb-rep{size}", f"rep{size}", float(size)
+        elif kind == "erasure":
+            pname, plabel, ratio = f"xcb-ec{k}-{m}", f"ec{k}+{m}", (k + m) / k if k else math.nan
+        else:
+            pname, plabel, ratio = None, "", math.nan
+        su, sc, osz = lay.get("stripe_unit"), lay.get("stripe_count"), lay.get("object_size")
+        rows.append({
+            "cell_id": cid, "label": c.get("label") or cid, "status": c.get("status", "unknown"),
+            "error": c.get("error"), "backend": s.get("backend") or c.get("backend") or "",
+            "mode": s.get("mode", ""), "origins": s.get("origins", 1),
+            "stripe_unit": su, "stripe_count": sc, "object_size": osz,
+            "layout": (f"su={format_size(su)} sc={sc} os={format_size(osz)}" if su else ""),
+            "pool_kind": kind, "pool": c.get("pool_name") or fp_pool.get("name") or pname,
+            "pool_label": plabel, "raw_ratio_expected": ratio,
+            "file_size": s.get("file_size"), "files": s.get("files"),
+            "size_dist": s.get("size_dist", ""),
+            "gateway": json.dumps(s.get("gateway") or {}, sort_keys=True),
+            "levels": tuple(s.get("concurrency") or ()),
+        })
+    cols = ["cell_id", "label", "status", "error", "backend", "mode", "origins", "stripe_unit",
+            "stripe_count", "object_size", "layout", "pool_kind", "pool", "pool_label",
+            "raw_ratio_expected", "file_size", "files", "size_dist", "gateway", "levels"]
+    return pd.DataFrame(rows, columns=cols).set_index("cell_id", drop=False)
+
+
+class RunData:
+    """A run's tables and the summaries derived from them (computed lazily, once)."""
+
+    def __init__(self, run: RunDir | str | Path):
+        self.run = run if isinstance(run, RunDir) else RunDir.open(run)
+        self.run_id = self.run.run_id
+        self.manifest = self.run.manifest
+
+    # --- raw tables ------------------------------------------------------------------------
+    @cached_property
+    def transfers(self) -> pd.DataFrame:
+        df = self.run.table("transfers", columns=TRANSFER_COLS)
+        for c in ("file_size", "transferred", "start_time", "finish_time", "tx_duration",
+                  "throughput", "concurrency", "repeat"):
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+        missing = df["throughput"].isna() & (df["tx_duration"] > 0)
+        if missing.any():
+            df.loc[missing, "throughput"] = df["file_size"] / df["tx_duration"]
+        return df
+
+    @cached_property
+    def timeline_derived(self) -> bool:
+        return not self.run.has_table("timeline")
+
+    @cached_property
+    def timeline(self) -> pd.DataFrame:
+        if self.timeline_derived:
+            return _steady.timeline_from_transfers(self.transfers)
+        df = self.run.table("timeline")
+        for c in ("concurrency", "repeat", "t", "wall", "bytes", "rate", "active", "done", "failed"):
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+        return df
+
+    @cached_property
+    def campaigns(self) -> pd.DataFrame:
+        return self.run.table("campaigns")
+
+    @cached_property
+    def probes(self) -> pd.DataFrame:
+        df = self.run.table("probes")
+        for c in ("iops", "bw", "iodepth", "numjobs", "lat_mean_us", "lat_p99_us", "runtime_s"):
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+        df["bs_bytes"] = df["bs"].map(_bs) if len(df) else pd.Series(dtype=float)
+        return df
+
+    @cached_property
+    def samples(self) -> SampleIndex:
+        return SampleIndex(self.run.table("samples", columns=["cell_id", "wall", "metric",
+                                                              "value", "labels"]))
+
+    @cached_property
+    def baseline(self) -> pd.DataFrame:
+        return self.run.table("baseline")
+
+    @cached_property
+    def findings(self) -> pd.DataFrame:
+        return self.run.table("findings")
+
+    @cached_property
+    def gaps(self) -> pd.DataFrame:
+        return self.run.table("gaps")
+
+    @cached_property
+    def stored_verdicts(self) -> pd.DataFrame:
+        return self.run.table("verdicts")
+
+    # --- summaries -------------------------------------------------------------------------
+    @cached_property
+    def cells(self) -> pd.DataFrame:
+        ids = set(self.timeline["cell_id"].dropna().unique()) | set(self.probes["cell_id"].dropna().unique())
+        return cell_frame(self.manifest, ids)
+
+    @cached_property
+    def cores(self) -> float:
+        host = (self.manifest.get("fingerprint") or {}).get("host") or {}
+        n = host.get("cpus_usable") or host.get("cpus")
+        return float(n) if n else math.nan
+
+    @cached_property
+    def steady(self) -> pd.DataFrame:
+        files = None
+        cp = self.campaigns
+        if len(cp) and "files" in cp:
+            files = dict(zip(cp["campaign_id"], pd.to_numeric(cp["files"], errors="coerce"), strict=False))
+        elif len(self.transfers):
+            files = self.transfers.groupby("campaign_id")["file_size"].size().to_dict()
+        return _steady.steady_table(self.timeline, files)
+
+    def _rate_source(self, cell_id: str, conc: Any, windows: pd.DataFrame) -> dict[str, Any]:
+        parts = " | ".join(f"(repeat == {_q(r.repeat)} & t >= {r.t_start!r} & t <= {r.t_end!r})"
+                           for r in windows.itertuples())
+        q = f"cell_id == {_q(cell_id)} & concurrency == {_q(conc)} & ({parts})"
+        if self.timeline_derived:
+            return source(self.run_id, "transfers", f"cell_id == {_q(cell_id)} & concurrency == {_q(conc)}",
+                          "throughput", "mean", note="timeline rebuilt from transfers by "
+                          "analysis.steady.timeline_from_transfers, then mean rate over the steady "
+                          "window of each repeat: " + parts, recompute=False)
+        return source(self.run_id, "timeline", q, "rate", "mean", by="repeat",
+                      note="steady-window mean per repeat, then mean over repeats; B/s")
+
+    @cached_property
+    def points(self) -> pd.DataFrame:
+        """One row per (cell, concurrency): steady rate over repeats, CI, volatility, counts."""
+        st = self.steady
+        if st.empty:
+            return pd.DataFrame(columns=["cell_id", "concurrency", "repeats", "rate", "ci_low",
+                                         "ci_high", "rate_cv_repeats", "window_cv", "run_rate",
+                                         "run_cv", "method", "starved_frac", "wall_start",
+                                         "wall_end", "finished", "failed", "source"])
+        tr = self.transfers
+        counts = (tr.assign(ok=tr["file_state"].eq("FINISHED"))
+                  .groupby(["cell_id", "concurrency"])["ok"].agg(["sum", "size"]))
+        rows = []
+        for (cid, conc), g in st.groupby(["cell_id", "concurrency"], sort=False):
+            s = Stats.of(g["window_mean"], ci=True)
+            ok, n = counts.loc[(cid, conc)] if (cid, conc) in counts.index else (math.nan, math.nan)
+            rows.append({
+                "cell_id": cid, "concurrency": conc, "repeats": len(g), "rate": s.mean,
+                "ci_low": s.ci_low, "ci_high": s.ci_high, "rate_cv_repeats": s.cv,
+                "window_cv": float(g["window_cv"].mean()), "window_std": float(g["window_std"].mean()),
+                "window_median": float(g["window_median"].mean()),
+                "run_rate": float(g["run_mean"].mean()), "run_cv": float(g["run_cv"].mean()),
+                "method": ",".join(sorted(set(g["method"]))),
+                "starved_frac": float(g["starved_frac"].mean()),
+                "wall_start": float(g["wall_start"].min()), "wall_end": float(g["wall_end"].max()),
+                "windows": [(float(a), float(b)) for a, b in zip(g["wall_start"], g["wall_end"], strict=True)],
+                "finished": ok, "failed": n - ok if n == n else math.nan,
+                "source": self._rate_source(cid, conc, g),
+            })
+        return pd.DataFrame(rows).sort_values(["cell_id", "concurrency"], kind="stable").reset_index(drop=True)
+
+    def point(self, cell_id: str, concurrency: Any) -> dict[str, Any] | None:
+        p = self.points
+        hit = p[(p["cell_id"] == cell_id) & (p["concurrency"] == concurrency)]
+        return hit.iloc[0].to_dict() if len(hit) else None
+
+    @cached_property
+    def transfer_quantiles(self) -> pd.DataFrame:
+        """Per (cell, concurrency): quantiles of per-transfer throughput (FINISHED only)."""
+        tr = self.transfers
+        ok = tr[tr["file_state"].eq("FINISHED") & tr["throughput"].notna()]
+        if ok.empty:
+            return pd.DataFrame(columns=["cell_id", "concurrency", "n", "q05", "q25", "q50", "q75", "q95", "mean"])
+        g = ok.groupby(["cell_id", "concurrency"])["throughput"]
+        q = g.quantile([0.05, 0.25, 0.5, 0.75, 0.95]).unstack()
+        q.columns = ["q05", "q25", "q50", "q75", "q95"]
+        q["n"] = g.size()
+        q["mean"] = g.mean()
+        return q.reset_index()
+
+    @cached_property
+    def probe_ceilings(self) -> pd.DataFrame:
+        """Per cell: fio write bandwidth and IOPS ceilings (per job summed over hosts, then the
+        best write job), with their sources."""
+        pr = self.probes
+        cols = ["cell_id", "write_bw", "write_bw_job", "write_iops", "write_iops_job",
+                "bw_source", "iops_source"]
+        if pr.empty:
+            return pd.DataFrame(columns=cols).set_index("cell_id", drop=False)
+        w = pr[pr["rw"].astype(str).isin(WRITE_RW)]
+        per_job = w.groupby(["cell_id", "job"], sort=False)[["bw", "iops"]].sum(min_count=1).reset_index()
+        rows = []
+        for cid, g in per_job.groupby("cell_id", sort=False):
+            b = g.loc[g["bw"].idxmax()] if g["bw"].notna().any() else None
+            i = g.loc[g["iops"].idxmax()] if g["iops"].notna().any() else None
+            rows.append({
+                "cell_id": cid,
+                "write_bw": float(b["bw"]) if b is not None else math.nan,
+                "write_bw_job": b["job"] if b is not None else None,
+                "write_iops": float(i["iops"]) if i is not None else math.nan,
+                "write_iops_job": i["job"] if i is not None else None,
+                "bw_source": source(self.run_id, "probes", f"cell_id == {_q(cid)} & job == {_q(b['job'])}",
+                                    "bw", "sum", note="fio write bandwidth, summed over hosts; B/s")
+                if b is not None else None,
+                "iops_source": source(self.run_id, "probes", f"cell_id == {_q(cid)} & job == {_q(i['job'])}",
+                                      "iops", "sum", note="fio write IOPS, summed over hosts")
+                if i is not None else None,
+            })
+        return pd.DataFrame(rows, columns=cols).set_index("cell_id", drop=False)
+
+    @cached_property
+    def network(self) -> tuple[float, dict[str, Any] | None]:
+        """(bytes/s, source) of the network baseline: the best iperf3 result of the run."""
+        b = self.baseline
+        if b.empty or "bits_per_second" not in b:
+            return (math.nan, None)
+        bps = pd.to_numeric(b["bits_per_second"], errors="coerce")
+        if not bps.notna().any():
+            return (math.nan, None)
+        return (float(bps.max()) / 8.0,
+                source(self.run_id, "baseline", "kind == 'iperf3'", "bits_per_second", "max",
+                       note="divided by 8 for B/s"))
+
+    def verdicts(self, others: tuple[RunData, ...] = ()) -> pd.DataFrame:
+        """The run's verdicts: the stored table if the run wrote one, else attributed now."""
+        if len(self.stored_verdicts) and not others:
+            return self.stored_verdicts
+        from xcbench.analysis.attribution import attribute_data
+        return pd.DataFrame(attribute_data(self, others))
+
+    def levels_rate(self, cell_id: str) -> np.ndarray:
+        p = self.points
+        return p.loc[p["cell_id"] == cell_id, ["concurrency", "rate"]].to_numpy()
