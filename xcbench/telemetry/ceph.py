@@ -92,8 +92,8 @@ class CephSampler(Sampler):
     def _connect(self):
         import rados  # python3-rados (Debian); imported late so the rest works without Ceph
 
-        conf = {"client_mount_timeout": str(self.timeout), "rados_mon_op_timeout": str(self.timeout),
-                "rados_osd_op_timeout": str(self.timeout)}
+        secs = str(max(1, round(self.timeout)))  # whole seconds: Ceph rejects "3.0"
+        conf = {"client_mount_timeout": secs, "rados_mon_op_timeout": secs, "rados_osd_op_timeout": secs}
         keyring = getattr(self.cluster, "keyring", None)
         if keyring:
             conf["keyring"] = str(keyring)

@@ -159,6 +159,8 @@ class ReportListener:
             self._thread = None
         self._sock.close()
 
+    close = stop
+
     def __enter__(self) -> ReportListener:
         return self.start()
 
