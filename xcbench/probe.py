@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from xcbench import fio
+from xcbench import fio, proc
 from xcbench.errors import XcbError
 from xcbench.templates import render
 
@@ -129,9 +129,13 @@ def _probe_conf(cluster, workdir: Path) -> str:
     that names it in the client's section."""
     conf = Path(cluster.conf)
     keyring = getattr(cluster, "keyring", None)
-    text = conf.read_text()
-    if not keyring or str(keyring) in text:
+    if not keyring:
         return str(conf)
+    found = proc.run(["ceph-conf", "-c", conf, "--name", f"client.{cluster.client_id}",
+                      "--lookup", "keyring"], check=False, timeout=30).stdout.strip()
+    if Path(found).resolve() == Path(keyring).resolve():  # the conf already names it
+        return str(conf)
+    text = conf.read_text()
     section = f"[client.{cluster.client_id}]"
     line = f"\tkeyring = {keyring}\n"
     lines = text.splitlines(keepends=True)
