@@ -255,11 +255,8 @@ class Cluster:
         return path
 
     def _private_dir(self, gid: int) -> Path:
-        if self.state_dir is not None:
-            d = self.state_dir / "gateway-keys"
-        else:
-            h = hashlib.sha256(str(self.conf).encode()).hexdigest()[:10]
-            d = Path("/tmp") / f"xcbench-keys-{os.getuid()}" / h
+        d = gateway_key_dir(self.conf, self.state_dir)
+        if d.parent != self.state_dir:
             d.parent.mkdir(mode=0o711, exist_ok=True)
         d.mkdir(mode=0o750, exist_ok=True)
         os.chown(d, os.getuid(), gid)
@@ -294,6 +291,25 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def gateway_key_dir(conf: Path, state_dir: Path | None) -> Path:
+    """Where gateway keyring copies live: in the state dir when the xrootd user can reach it
+    (not under pytest's 0700 tmp dirs), else in a per-conf dir under /tmp."""
+    if state_dir is not None and _world_traversable(Path(state_dir)):
+        return Path(state_dir) / "gateway-keys"
+    h = hashlib.sha256(str(conf).encode()).hexdigest()[:10]
+    return Path("/tmp") / f"xcbench-keys-{os.getuid()}" / h
+
+
+def _world_traversable(path: Path) -> bool:
+    for p in [path, *path.parents]:
+        try:
+            if not p.stat().st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def wait_connect(cluster: Cluster, timeout: float) -> None:

@@ -25,7 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xcbench import cephconf, cephfuse, cephpools, proc
-from xcbench.cluster import CLUSTER_JSON, FS_CLIENT_ID, FS_NAME, GATEWAY_ID, Cluster, wait_connect
+from xcbench.cluster import (
+    CLUSTER_JSON,
+    FS_CLIENT_ID,
+    FS_NAME,
+    GATEWAY_ID,
+    Cluster,
+    gateway_key_dir,
+    wait_connect,
+)
 from xcbench.errors import XcbError
 
 MARKER = "written by xcbench: embedded mini cluster"
@@ -387,6 +395,9 @@ class MiniCluster:
             raise XcbError(f"{self.state}: not an xcbench cluster state dir; refusing to remove it")
         run_dir = self.run_dir()
         n = self._stop_processes(log=log, timeout=timeout)
+        keys = gateway_key_dir(self.conf, self.state)
+        if not keys.is_relative_to(self.state):
+            shutil.rmtree(keys, ignore_errors=True)
         shutil.rmtree(self.state, ignore_errors=True)
         if run_dir.exists() and not run_dir.is_relative_to(self.state) and run_dir.name.startswith("xcb-run-"):
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -414,7 +425,10 @@ class MiniCluster:
                 found.pop(pid)
                 # memstore dumps its whole RAM store on SIGTERM; the data is thrown away anyway
                 _kill(pid, signal.SIGKILL if memstore and name.startswith("osd.") else signal.SIGTERM)
+            t = time.monotonic()
             _wait_gone(pids, timeout)
+            if pids:
+                log(f"stopped {', '.join(sorted(pids.values()))} in {time.monotonic() - t:.1f} s")
         return n
 
     def rss(self) -> dict[str, int]:
@@ -500,16 +514,24 @@ def _kill(pid: int, sig: int) -> None:
         pass
 
 
-def _wait_gone(pids, timeout: float) -> None:
-    """Wait for ``pids`` to exit; SIGKILL what is left after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive_reap(p) for p in pids):
-        time.sleep(0.05)
-    for pid in pids:
-        if _alive_reap(pid):
-            _kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_alive_reap(p) for p in pids):
+def _wait_gone(pids: dict[int, str], timeout: float) -> None:
+    """Wait for ``pids`` to exit; SIGKILL each one left after its grace time.
+
+    An MDS spends ~8 s "shutting down rank 0" on SIGTERM; its state is thrown away with the
+    cluster, so it gets 2 s.
+    """
+    t0 = time.monotonic()
+    grace = {p: min(timeout, 2.0) if n.startswith("mds.") else timeout for p, n in pids.items()}
+    alive = dict(grace)
+    while alive:
+        now = time.monotonic() - t0
+        for pid, g in list(alive.items()):
+            if not _alive_reap(pid):
+                del alive[pid]
+            elif now > g + 5:
+                del alive[pid]  # unkillable (D state?): give up on it
+            elif now > g:
+                _kill(pid, signal.SIGKILL)
         time.sleep(0.05)
 
 
