@@ -35,7 +35,7 @@ from typing import Any
 from xcbench.errors import XcbError
 
 SCHEMA_VERSION = 2
-CELL_STATUSES = ("pending", "running", "complete", "failed", "skipped", "interrupted")
+CELL_STATUSES = ("pending", "running", "complete", "degraded", "failed", "skipped", "interrupted")
 DEFAULT_STORE = "results"  # the `--store` default; XCBENCH_STORE overrides it
 
 
