@@ -90,16 +90,6 @@ def _copy_artifacts(gateway: Any, dest: Path) -> None:
             shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
 
 
-def _config_hash(gateway: Any) -> str | None:
-    import hashlib
-    h = hashlib.sha256()
-    paths = sorted(Path(p) for p in getattr(gateway, "config_paths", []))
-    for p in paths:
-        if p.is_file():
-            h.update(p.read_bytes())
-    return h.hexdigest()[:16] if paths else None
-
-
 class Runner:
     def __init__(self, matrix: Matrix, cluster: Any, run: RunDir, opts: RunOptions,
                  stop: StopFlag, view: Any = None):
@@ -188,9 +178,9 @@ class Runner:
         self.sink("findings", [{**f, "cell_id": cell.id} for f in gateway.findings])
         self._phase(cell, "verify")
         evidence = self._verify(backend, target, gateway)
-        self.run.set_cell(cell.id, settings=cell.settings(), target=target.info, verify=evidence,
-                          pool=target.pool, xrootd_config_sha256=_config_hash(gateway),
-                          backend=backend.describe())
+        self.run.set_cell(cell.id, target=target.info, verify=evidence, pool=target.pool,
+                          backend_info=backend.describe())
+        self._fingerprint(cell, target, gateway)
         telemetry = self._telemetry(cell, target, gateway, listener)
         if telemetry is not None:
             stack.enter_context(telemetry)
@@ -211,6 +201,16 @@ class Runner:
                     if self.stop.event.is_set():
                         raise Interrupted()
         return "degraded" if failed else "complete"
+
+    def _fingerprint(self, cell: Cell, target: Any, gateway: Any) -> None:
+        from xcbench import fingerprint as fp
+        layout = fp.layout_xattrs(target.path) if cell.backend == "cephfs" and target.path else None
+        if layout is None and target.layout is not None:
+            layout = {"stripe_unit": target.layout.stripe_unit, "object_size": target.layout.object_size,
+                      "stripe_count": target.layout.stripe_count, "source": "xrdceph striper"}
+        pool = fp.pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
+        self.run.set_cell_fingerprint(cell.id, layout=layout, pool=pool,
+                                      configs=fp.config_hashes(getattr(gateway, "config_paths", [])))
 
     def _phase(self, cell: Cell, what: str) -> None:
         if self.view:
@@ -335,7 +335,7 @@ def run_matrix(matrix_path: str | Path | None, cluster: Any, opts: RunOptions,
                                                 "fio_hosts": opts.fio_hosts},
                          cluster={"conf": str(getattr(cluster, "conf", "")),
                                   "embedded": getattr(cluster, "embedded", None)})
-    _fingerprint(run, cluster)
+    run.register_cells(c for c in matrix.cells if c.id not in run.cells)
     status = "complete"
     with StopFlag() as stop:
         runner = Runner(matrix, cluster, run, opts, stop, view)
@@ -352,16 +352,6 @@ def run_matrix(matrix_path: str | Path | None, cluster: Any, opts: RunOptions,
     if status == "interrupted":
         raise Interrupted(str(run.path))
     return run
-
-
-def _fingerprint(run: RunDir, cluster: Any) -> None:
-    try:
-        from xcbench.fingerprint import fingerprint
-    except ImportError:
-        return
-    with contextlib.suppress(Exception):
-        run.manifest["fingerprint"] = fingerprint(cluster)
-        run.save_manifest()
 
 
 def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:

@@ -1,11 +1,37 @@
-"""xcbench demo: the embedded default: mini cluster + layouts/quick.yaml + report."""
+"""xcbench demo: the embedded default — mini cluster + layouts/quick.yaml + report."""
 
-from xcbench.errors import XcbError
+from __future__ import annotations
+
+import sys
+from importlib.resources import files
+
+from xcbench.commands.run import add_run_args, execute, options
 
 
 def add_parser(sub):
-    return sub.add_parser("demo", help="the embedded default: mini cluster + layouts/quick.yaml + report")
+    p = sub.add_parser("demo", help="the embedded default: mini cluster + layouts/quick.yaml + report")
+    p.add_argument("--matrix", help="another matrix instead of layouts/quick.yaml")
+    p.add_argument("--state-dir", help="embedded cluster state (default ./.xcbench/cluster)")
+    p.add_argument("--keep-cluster", action="store_true",
+                   help="leave a cluster the demo started running (default: take it down)")
+    add_run_args(p)
+    return p
 
 
 def run(args) -> int:
-    raise XcbError("demo: not implemented yet")
+    from xcbench.cluster import default_state_dir
+    from xcbench.matrix import load_matrix
+    from xcbench.minicluster import MiniCluster
+    matrix = args.matrix or str(files("xcbench.layouts") / "quick.yaml")
+    load_matrix(matrix)  # bad input fails before a cluster is started
+    opts = options(args)
+    mini = MiniCluster(default_state_dir(args.state_dir))
+    cluster, started = mini.up(log=lambda s: print(s, file=sys.stderr, flush=True))
+    print(f"mini cluster {'started' if started else 'already running'}: {cluster.conf}",
+          file=sys.stderr)
+    try:
+        return execute(matrix, cluster, opts)
+    finally:
+        cluster.close()
+        if started and not args.keep_cluster:
+            mini.down(log=lambda s: print(s, file=sys.stderr, flush=True))
