@@ -133,9 +133,9 @@ def test_probe_client_server_two_hosts(shm_dir, tmp_path, fio_servers):
     assert [f.name for f in jobfiles] == [f"{PREFIX}.{c.id}.h0.fio", f"{PREFIX}.{c.id}.h1.fio"]
 
 
-def leftover_objects(cluster, pool: str, cell_id: str) -> list[str]:
-    return [o.key for o in cluster.ioctx(pool).list_objects()
-            if o.key.startswith(f"{PREFIX}.{cell_id}.")]
+def leftover_objects(cluster, pool: str, cell_id: str | None = None) -> list[str]:
+    prefix = f"{PREFIX}.{cell_id}." if cell_id else f"{PREFIX}."
+    return [o.key for o in cluster.ioctx(pool).list_objects() if o.key.startswith(prefix)]
 
 
 @pytest.mark.parametrize("pool", [REP, EC], ids=["rep1", "ec2+1"])
@@ -209,3 +209,35 @@ def test_one_line_errors_before_running(ceph_cluster, tmp_path, monkeypatch):
     with pytest.raises(XcbError, match="fio: command not found .*fio"):
         run_probe(c, Target(cell_id=c.id, backend="tmpfs", path=str(tmp_path)),
                   workdir=tmp_path, sink=None)
+
+
+MATRIX = """\
+name: probe-cli
+defaults:
+  concurrency: [1, 4]          # two cells per storage: probed once
+  file_size: 16M
+  probe: {runtime: 1, iodepth: 2, numjobs: 1, size: 16M}
+backends:
+  tmpfs: {size: [256M]}
+  rados:
+    layouts: [{stripe_unit: 4M, stripe_count: 1, object_size: 4M}]
+    pools: [replicated]
+"""
+
+
+def test_probe_command_prints_a_ral_table(ceph_cluster, tmp_path, capsys):
+    from xcbench.cli import main
+    m = tmp_path / "m.yaml"
+    m.write_text(MATRIX)
+    rc = main(["probe", "--matrix", str(m), "--ceph-conf", str(ceph_cluster.conf),
+               "--raw", str(tmp_path / "raw")])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "IO rate (GiB/s)" in out and "IOPS" in out and "stripe unit" in out
+    lines = [ln for ln in out.splitlines() if "tmpfs 256M" in ln or "rep1" in ln]
+    assert len(lines) == 2  # one row per storage, not per concurrency level
+    rados_line = next(ln for ln in lines if "rados" in ln)
+    assert "4M" in rados_line and "error" not in rados_line
+    raws = sorted(p.name for p in (tmp_path / "raw").rglob("*.json"))
+    assert len(raws) == 2
+    assert leftover_objects(ceph_cluster, "xcb-rep1") == []

@@ -1,11 +1,136 @@
-"""xcbench probe: fio probes of a matrix's cells."""
+"""xcbench probe --matrix FILE [--cell ID]: fio probes of a matrix's cells, on their own.
 
+Each cell's target is prepared by its backend, probed (xcbench.probe.run_probe) and cleaned up;
+cells that differ only in what the probe does not see (origins, mode, concurrency, ...) share
+one probe. Prints a table like RAL's: stripe unit, stripe count, object size, pool -> IO rate
+(GiB/s, sequential object-sized writes; reads beside it) and IOPS (4 KiB random writes).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+from xcbench.cluster import add_ceph_args, cluster_from_args
 from xcbench.errors import XcbError
+
+GIB = float(1 << 30)
 
 
 def add_parser(sub):
-    return sub.add_parser("probe", help="fio probes of a matrix's cells")
+    p = sub.add_parser("probe", help="fio probes of a matrix's cells (storage ceiling per cell)",
+                       description=__doc__.split("\n\n")[1])
+    p.add_argument("--matrix", required=True, metavar="FILE", help="matrix YAML")
+    p.add_argument("--cell", action="append", metavar="ID",
+                   help="only this cell (id, id prefix or label; repeatable)")
+    p.add_argument("--fio-hosts", metavar="H1,H2",
+                   help="fio servers (host or host:port, running `fio --server`) to probe from")
+    p.add_argument("--runtime", type=int, metavar="S", help="seconds per fio job (overrides the matrix)")
+    p.add_argument("--raw", metavar="DIR", help="keep fio job files and JSON+ output here")
+    p.add_argument("--json", action="store_true", help="print the probe rows as JSON lines")
+    add_ceph_args(p)
+    return p
+
+
+def _storage_key(cell) -> tuple:
+    """What a probe of the cell depends on."""
+    return (cell.backend, cell.layout, cell.pool, cell.tmpfs_size, cell.file_size,
+            json.dumps(dict(cell.probe), sort_keys=True, default=str))
+
+
+def _gib(v) -> str:
+    return "-" if v is None else f"{v / GIB:.3f}"
 
 
 def run(args) -> int:
-    raise XcbError("probe: not implemented yet")
+    from xcbench.backends import get_backend
+    from xcbench.fio import summary
+    from xcbench.matrix import load_matrix
+    from xcbench.probe import run_probe
+    from xcbench.proc import ProcessSet
+    from xcbench.sizes import format_size
+
+    if args.runtime is not None and args.runtime < 1:
+        raise XcbError(f"--runtime: {args.runtime} must be >= 1")
+    hosts = [h for h in (args.fio_hosts or "").split(",") if h.strip()] or None
+    matrix = load_matrix(args.matrix)
+    cells = [matrix.cell(key) for key in args.cell] if args.cell else list(matrix.cells)
+    cluster = None
+    if any(c.backend != "tmpfs" for c in cells):
+        cluster = cluster_from_args(args)
+        matrix = load_matrix(args.matrix, cluster)  # validated against the cluster's limits
+        cells = [matrix.cell(c.id) for c in cells]
+    seen: dict[tuple, str] = {}
+    todo = []
+    for c in cells:
+        key = _storage_key(c)
+        if key not in seen:
+            seen[key] = c.id
+            todo.append(replace(c, probe={**c.probe, "runtime": args.runtime})
+                        if args.runtime else c)
+
+    results: list[tuple] = []  # (cell, summary rows | None, error | None)
+    all_rows: list[dict] = []
+    workdir = Path(tempfile.mkdtemp(prefix="xcb-probe-"))
+    workdir.chmod(0o755)  # backends hand dirs under it to the xrootd user
+    procs = ProcessSet()
+    backends: dict[str, object] = {}
+    try:
+        with ExitStack() as stack:
+            stack.callback(procs.stop_all)
+            for c in todo:
+                if c.backend not in backends:
+                    b = backends[c.backend] = get_backend(c.backend)(cluster, workdir / c.backend,
+                                                                     procs)
+                    if hasattr(b, "close"):
+                        stack.callback(b.close)
+                backend = backends[c.backend]
+                print(f"probe: {c.id} {c.label} ...", file=sys.stderr, flush=True)
+                try:
+                    target = backend.prepare(c)
+                    try:
+                        raw = Path(args.raw) / c.id if args.raw else None
+                        rows = run_probe(c, target, cluster=cluster, workdir=workdir / "fio" / c.id,
+                                         sink=None, raw_dir=raw, hosts=hosts)
+                    finally:
+                        backend.cleanup(target)
+                except XcbError as e:
+                    results.append((c, None, str(e)))
+                    print(f"xcbench: error: {e}", file=sys.stderr)
+                    continue
+                all_rows += rows
+                results.append((c, summary(rows), None))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    if args.json:
+        for r in all_rows:
+            print(json.dumps(r))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+        t = Table(title=f"{matrix.name}: fio probes"
+                  + (f" from {len(hosts)} hosts" if hosts else ""))
+        for col in ("cell", "backend", "stripe unit", "stripe count", "object size", "pool",
+                    "IO rate (GiB/s)", "read (GiB/s)", "IOPS", "p99 (ms)"):
+            t.add_column(col, justify="right" if col[0].isupper() or "(" in col else "left")
+        for c, rows, err in results:
+            lay = c.layout
+            by = {r["job"]: r for r in rows or []}
+            w, rd, rw = by.get("write"), by.get("read"), by.get("randwrite")
+            t.add_row(c.id, c.backend,
+                      format_size(lay.stripe_unit) if lay else "-",
+                      str(lay.stripe_count) if lay else "-",
+                      format_size(lay.object_size) if lay else "-",
+                      c.pool.label if c.pool else f"tmpfs {format_size(c.tmpfs_size or 0)}",
+                      *((_gib(w and w["bw"]), _gib(rd and rd["bw"]),
+                         "-" if rw is None else f"{rw['iops']:,.0f}",
+                         "-" if not rw or rw["lat_p99_us"] is None else f"{rw['lat_p99_us'] / 1000:.2f}")
+                        if err is None else ("error", err[:60], "", "")))
+        Console(width=None if sys.stdout.isatty() else 160).print(t)
+    return 1 if any(err for _, _, err in results) else 0
