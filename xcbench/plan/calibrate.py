@@ -1,11 +1,13 @@
 """Calibrated mode: replace datasheet numbers by what a run measured.
 
 From runs in the result store (xcbench.store.RunDir):
-- per-gateway rate vs concurrency: ``campaigns`` (median over repeats per cell and level); the
+- per-gateway rate vs concurrency: the steady-window rate of each (cell, concurrency) from
+  xcbench.analysis (its stated rule), else the ``campaigns`` rate (median over repeats); the
   gateway ceiling comes from tmpfs cells (no storage behind the gateway) when there are some;
 - per-OSD IOPS and bandwidth: ``probes`` (fio against the pool), pool rate x shards (or raw
   ratio) / OSDs -- a lower bound when the fio client, not the OSDs, was the limit;
-- EC amplification: ``samples`` pool_raw_bytes / pool_stored_bytes (labels {"pool": ...}),
+- EC amplification: ``samples`` pool.bytes_used / pool.stored (raw / logical; also spelled
+  pool_raw_bytes / pool_stored_bytes), labels {"pool": ...},
   growth over the run when the pool grew, else the final ratio; without them (k+m)/k, said so;
 - the network baseline: ``baseline`` (iperf3).
 An efficiency (achieved / theoretical) needs the measured cluster's own spec (--calibrate-spec);
@@ -29,6 +31,10 @@ from xcbench.sizes import parse_size
 from xcbench.store import RunDir
 
 SMALL_BS, LARGE_BS = 64 << 10, 1 << 20
+# raw (on the OSDs) and logical bytes of a pool: CephSampler's `df detail` names, and the
+# pool_raw_bytes / pool_stored_bytes spelling.
+RAW_METRICS = ("pool.bytes_used", "pool_raw_bytes")
+STORED_METRICS = ("pool.stored", "pool_stored_bytes")
 
 
 @dataclass
@@ -43,6 +49,7 @@ class Calibration:
     baseline: float | None = None  # bytes/s (iperf3)
     num_osds: int | None = None
     notes: list[str] = field(default_factory=list)
+    notes_osds: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -102,12 +109,17 @@ def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Ca
             raise XcbError(f"--calibrate {path}: not a run directory (no manifest.json)")
         run = RunDir.open(path)
         cells = run.manifest.get("cells", {}) or {}
-        n = num_osds or _find_int(run.manifest, ("num_osds", "osds"))
+        n = num_osds or _find_int(run.manifest, ("num_osds",)) or _osds_in_samples(run)
         if n:
             cal.num_osds = cal.num_osds or n
+        if n and not cal.notes_osds:
+            how = ("--calibrate-osds" if num_osds else "the manifest" if _find_int(run.manifest, ("num_osds",))
+                   else "distinct osd labels in the telemetry")
+            cal.notes.append(f"{n} OSDs in the measured cluster (from {how})")
+            cal.notes_osds = True
         _campaigns(cal, run, cells)
-        _probes(cal, run, cells, n)
         _amplification(cal, run, cells)
+        _probes(cal, run, cells, n)
         bl = run.table("baseline")
         if len(bl) and "bits_per_second" in bl:
             best = float(bl["bits_per_second"].max()) / 8
@@ -117,20 +129,53 @@ def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Ca
     return cal
 
 
+def _osds_in_samples(run: RunDir) -> int | None:
+    """Distinct ``osd`` labels in the telemetry (`osd perf` reports every OSD of the cluster)."""
+    df = run.table("samples")
+    if not len(df) or "metric" not in df:
+        return None
+    osd = df[df["metric"].astype(str).str.startswith("osd.")]["labels"].map(lambda v: _labels(v).get("osd"))
+    n = osd.dropna().astype(str).nunique()
+    return int(n) or None
+
+
+def _steady_rates(cal: Calibration, run: RunDir) -> dict[tuple[str, int], float]:
+    """Steady-window rates per (cell, concurrency) from the analysis (its stated rule), if any."""
+    try:
+        from xcbench.analysis.dataset import RunData
+        pts = RunData(run).points
+    except Exception as e:  # noqa: BLE001 - the campaign rates still serve; say why
+        cal.notes.append(f"{run.path.name}: no steady-state rates ({type(e).__name__}: {e}); "
+                         "whole-campaign rates used")
+        return {}
+    out = {}
+    for r in pts.to_dict("records"):
+        rate = float(r.get("rate") or 0)
+        if math.isfinite(rate) and rate > 0:
+            out[(str(r["cell_id"]), int(r["concurrency"]))] = rate
+    return out
+
+
 def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
     df = run.table("campaigns")
     if not len(df) or "rate" not in df:
         return
     df = df[df["rate"].astype(float) > 0]
+    steady = _steady_rates(cal, run) if len(df) else {}
     for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
         info = cells.get(cid, {})
         s = info.get("settings") or {}
         prot = _protection(s)
+        whole = float(g["rate"].astype(float).median())
+        st = steady.get((str(cid), int(conc)))
         cal.curve.append({
             "run": run.path.name, "cell_id": cid, "label": info.get("label", cid),
             "backend": s.get("backend", "?"), "pool": prot.label if prot else "-",
-            "origins": int(s.get("origins") or 1), "mode": str(g["mode"].iloc[0] if "mode" in g else s.get("mode", "push")),
-            "concurrency": int(conc), "rate": float(g["rate"].astype(float).median()), "repeats": len(g)})
+            "origins": int(s.get("origins") or 1),
+            "mode": str(g["mode"].iloc[0] if "mode" in g else s.get("mode", "push")),
+            "concurrency": int(conc), "rate": st or whole, "campaign_rate": whole,
+            "rate_from": "steady window (analysis.steady)" if st else "campaign median over repeats",
+            "repeats": len(g)})
 
 
 def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) -> None:
@@ -158,8 +203,9 @@ def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) ->
                 cal.pool_write[prot.label] = {"rate": float(r["bw"]), "from": src}
         if not num_osds:
             continue
+        amp = cal.amplification.get(prot.label, {}).get("measured", prot.raw_ratio)
         if bs >= LARGE_BS:
-            key, v = ("write_bw", float(r["bw"]) * prot.raw_ratio / num_osds) if write else \
+            key, v = ("write_bw", float(r["bw"]) * amp / num_osds) if write else \
                      ("read_bw", float(r["bw"]) / num_osds)
         elif bs <= SMALL_BS:
             key, v = ("write_iops", float(r["iops"]) * prot.shards / num_osds) if write else \
@@ -174,7 +220,7 @@ def _amplification(cal: Calibration, run: RunDir, cells: dict) -> None:
     df = run.table("samples")
     if not len(df) or "metric" not in df:
         return
-    df = df[df["metric"].isin(["pool_raw_bytes", "pool_stored_bytes"])]
+    df = df[df["metric"].isin([*RAW_METRICS, *STORED_METRICS])]
     if not len(df):
         return
     prots = {}
@@ -185,8 +231,8 @@ def _amplification(cal: Calibration, run: RunDir, cells: dict) -> None:
             prots[name] = p
     df = df.assign(pool=df["labels"].map(lambda v: _labels(v).get("pool")))
     for pool, g in df.groupby("pool"):
-        raw = g[g["metric"] == "pool_raw_bytes"].sort_values("wall")["value"].astype(float)
-        stored = g[g["metric"] == "pool_stored_bytes"].sort_values("wall")["value"].astype(float)
+        raw = g[g["metric"].isin(RAW_METRICS)].sort_values("wall")["value"].astype(float)
+        stored = g[g["metric"].isin(STORED_METRICS)].sort_values("wall")["value"].astype(float)
         if not len(raw) or not len(stored) or pool not in prots:
             continue
         d_raw, d_st = raw.iloc[-1] - raw.iloc[0], stored.iloc[-1] - stored.iloc[0]
@@ -198,7 +244,7 @@ def _amplification(cal: Calibration, run: RunDir, cells: dict) -> None:
             continue
         p = prots[pool]
         cal.amplification[p.label] = {"measured": ratio, "nominal": p.raw_ratio, "pool": pool,
-                                      "how": f"{run.path.name}: pool_raw_bytes / pool_stored_bytes, {how}"}
+                                      "how": f"{run.path.name}: raw / stored bytes of the pool, {how}"}
 
 
 # --- turning a calibration into model inputs -------------------------------------------------
@@ -212,14 +258,15 @@ def amplification_for(cal: Calibration, prot: Protection) -> tuple[float, str]:
         over = sorted(v["measured"] / v["nominal"] for v in same)[len(same) // 2]
         return prot.raw_ratio * over, (f"no {prot.label} pool measured: nominal {prot.raw_ratio:.4g} x "
                                        f"overhead {over:.4g} measured on {', '.join(v['pool'] for v in same)}")
-    return prot.raw_ratio, (f"no pool_raw_bytes/pool_stored_bytes samples for {prot.label}: fell back to "
+    return prot.raw_ratio, (f"no raw/stored pool samples for {prot.label}: fell back to "
                             f"the nominal {'(k+m)/k' if prot.kind == 'erasure' else 'r'} = {prot.raw_ratio:.4g}")
 
 
 def storage_inputs(cal: Calibration, spec: ClusterSpec, file_size: int, a: Assumptions,
                    dev_spec: ClusterSpec | None = None) -> StorageInputs:
     amp, amp_note = amplification_for(cal, spec.protection)
-    inp = StorageInputs(label="calibrated", amplification=amp, notes=[f"raw/logical: {amp_note}"])
+    inp = StorageInputs(label="calibrated", amplification=amp, capacity_amplification=amp,
+                        notes=[f"raw/logical: {amp_note}"])
     o = cal.osd
     if o:
         inp.measured_drives = True
@@ -242,6 +289,9 @@ def storage_inputs(cal: Calibration, spec: ClusterSpec, file_size: int, a: Assum
         eff = best["rate"] / theo
         inp.efficiency = eff
         inp.measured_drives = False
+        inp.amplification = None  # the efficiency already holds the measured EC cost: rates use nominal
+        inp.drive_iops = inp.drive_read_iops = inp.drive_bandwidth = inp.drive_read_bandwidth = None
+        inp.ops_per_shard_write = None
         inp.notes.append(f"storage efficiency {eff:.3f} = achieved {fmt_rate(best['rate'])} ({best['from']}) / "
                          f"theoretical {fmt_rate(theo)} of {dev_spec.name} with {label}; carried over to "
                          f"{spec.name}")
@@ -300,7 +350,7 @@ def gateway_inputs(cal: Calibration, g: GatewaySpec, a: Assumptions, *, carry_ov
     best = max(pts, key=lambda c: c["rate"])
     cal.gateway_rate = best["rate"]
     cal.gateway_from = (f"{what}: {best['run']} cell {best['cell_id']} ({best['label']}) "
-                        f"at concurrency {best['concurrency']}, median of {best['repeats']}")
+                        f"at concurrency {best['concurrency']}, {best['rate_from']}, {best['repeats']} repeat(s)")
     inp.measured_rate = best["rate"]
     inp.notes.append(f"measured per-gateway rate {fmt_rate(best['rate'])} from {cal.gateway_from}")
     theo, how = None, ""

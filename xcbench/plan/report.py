@@ -190,7 +190,7 @@ def report_context(plan: dict) -> dict:
         "curve_columns": C(("run", "run", False), ("label", "cell", False), ("backend", "backend", False),
                            ("pool", "pool", False), ("origins", "origins", True), ("mode", "mode", False),
                            ("concurrency", "concurrency", True), ("rate_text", "rate", True),
-                           ("repeats", "repeats", True)),
+                           ("rate_from", "rate from", False), ("repeats", "repeats", True)),
         "curve": [{**c, "rate_text": fmt_rate(c["rate"])} for c in cal.get("curve", [])],
         "calibration": cal or None,
     }

@@ -46,7 +46,8 @@ class StorageInputs:
     drive_read_iops: float | None = None
     drive_bandwidth: float | None = None
     drive_read_bandwidth: float | None = None
-    amplification: float | None = None  # raw/logical for the disk-bytes and capacity figures
+    amplification: float | None = None  # raw/logical for the disk bytes per byte written
+    capacity_amplification: float | None = None  # raw/logical for usable capacity
     ops_per_shard_write: float | None = None
     measured_drives: bool = False  # measured per-OSD numbers: no datasheet derate
     efficiency: float | None = None  # achieved/theoretical carried over: replaces the derates
@@ -118,9 +119,10 @@ def storage_model(spec: ClusterSpec, W: float, R: float, file_size: int, a: Assu
                  "OSDs x write bandwidth per drive", OSDs=osds, bandwidth_per_drive=f"{fmt_rate(bw_w)} ({src})")
     raw_cap = add("raw_capacity", "raw capacity", osds * spec.drive_size, "capacity", "OSDs x drive size",
                   OSDs=osds, drive_size=fmt_capacity(spec.drive_size))
-    usable_cap = add("usable_capacity", "usable capacity", raw_cap / amp * a.max_fill, "capacity",
+    camp = inp.capacity_amplification or amp
+    usable_cap = add("usable_capacity", "usable capacity", raw_cap / camp * a.max_fill, "capacity",
                      "raw capacity / raw-per-logical x max fill", raw_capacity=fmt_capacity(raw_cap),
-                     raw_per_logical=f"{amp:.4g}", max_fill=f"{a.max_fill:g} (--max-fill)")
+                     raw_per_logical=f"{camp:.4g}", max_fill=f"{a.max_fill:g} (--max-fill)")
     if spec.drive_kind == "hdd" and spec.flash_per_host:
         ratio = spec.flash_per_host * spec.flash_size / (spec.drives_per_host * spec.drive_size)
         if ratio < 0.01:
