@@ -1,0 +1,230 @@
+"""The orchestrated run on the real mini cluster: end to end, and under faults.
+
+Faults: an OSD killed during a campaign on the EC pool, the gateway killed during a campaign,
+SIGINT mid-matrix then --resume. In each case no record is lost and no process is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from xcbench import proc
+from xcbench.progress import MatrixView
+from xcbench.runner import RunOptions, run_matrix
+from xcbench.store import RunDir
+
+pytestmark = pytest.mark.integration
+
+TINY = """
+name: tiny
+defaults:
+  concurrency: [1, 3]
+  file_size: 2M
+  files: 6
+  probe: {{runtime: 1, size: 8M, iodepth: 2}}
+  campaign: {{timeout: 60, retries: 1, retry_delay: 0.5}}
+backends:
+{backends}
+"""
+ALL_BACKENDS = """
+  tmpfs: {size: 128M}
+  cephfs: {layouts: [{stripe_unit: 1M, stripe_count: 1, object_size: 1M}], pools: [replicated, ec2+1]}
+  rados: {layouts: [{stripe_unit: 1M, stripe_count: 1, object_size: 1M}], pools: [replicated, ec2+1]}
+"""
+
+
+def matrix(tmp_path, backends=ALL_BACKENDS, name="m.yaml"):
+    p = tmp_path / name
+    p.write_text(TINY.format(backends=backends))
+    return p
+
+
+def scratch_processes(run_name: str) -> dict[int, str]:
+    """{pid: command} of live processes whose command line names the run's scratch dir
+    (/var/tmp/xcbench-<run>-*: gateways, fio, mounts of that run)."""
+    needle = f"xcbench-{run_name}-".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if needle in cmd and proc.pid_alive(int(entry.name)):
+                found[int(entry.name)] = cmd.replace(b"\0", b" ").decode(errors="replace")
+    return found
+
+
+def run_processes(run_path: Path) -> list[str]:
+    return list(scratch_processes(run_path.name).values())
+
+
+def complete_records(run: RunDir, cell_id: str, files: int, levels: int) -> None:
+    """Every file of every campaign of the cell has exactly one final record."""
+    t = run.table("transfers")
+    t = t[t["cell_id"] == cell_id]
+    final = t.sort_values("retry").groupby(["campaign_id", "file_index"]).tail(1)
+    assert len(final) == files * levels, t[["campaign_id", "file_index", "retry", "file_state"]]
+
+
+def test_end_to_end_tiny_matrix(ceph_cluster, tmp_path):
+    opts = RunOptions(out=tmp_path / "results", name="e2e")
+    run = run_matrix(matrix(tmp_path), ceph_cluster, opts, view=MatrixView())
+    m = json.loads((run.path / "manifest.json").read_text())
+    assert m["status"] == "complete", m.get("warnings")
+    cells = m["cells"]
+    assert len(cells) == 5
+    assert {c["status"] for c in cells.values()} == {"complete"}, \
+        {c["label"]: c.get("error") for c in cells.values()}
+    for table in ("transfers", "timeline", "campaigns", "probes", "samples", "baseline",
+                  "verdicts"):
+        assert (run.path / f"{table}.parquet").exists(), table
+    transfers = run.table("transfers")
+    assert (transfers["file_state"] == "FINISHED").all()
+    assert (transfers["checksum_source"] == transfers["checksum_dest"]).all()
+    for cid in cells:
+        complete_records(run, cid, files=6, levels=2)
+    probes = run.table("probes")
+    assert set(probes["cell_id"]) == set(cells) and (probes["iops"] > 0).any()
+    samples = run.table("samples")
+    assert {"host", "gateway", "ceph"} <= set(samples["sampler"])
+    verdicts = run.table("verdicts")
+    assert set(verdicts["cell_id"]) == set(cells)
+    assert verdicts["reason"].str.len().min() > 10
+    report = Path(m["report"])
+    assert report.exists() and report.stat().st_size > 10_000
+    assert (run.path / "raw" / "gateways").exists()
+    assert not list(run.path.rglob("*keyring*")), "a keyring was copied into the results"
+    assert run_processes(run.path) == []
+    assert not [c for c in ceph_cluster.ioctx("xcb-rep1").list_objects()
+                if "e2e" in c.key]  # nothing of the run left in the pools
+
+
+class Hook(MatrixView):
+    """A progress view that fires ``action`` once, ``delay`` s after the first campaign phase."""
+
+    def __init__(self, action, delay=1.0):
+        super().__init__()
+        self.action, self.delay, self.fired = action, delay, threading.Event()
+
+    def phase(self, label, what):
+        super().phase(label, what)
+        if what.startswith("campaign") and not self.fired.is_set():
+            self.fired.set()
+            threading.Timer(self.delay, self.action).start()
+
+
+def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
+    if not ceph_cluster.embedded:
+        pytest.skip("kills an OSD: only on the embedded mini cluster")
+    from xcbench.minicluster import MiniCluster
+    mini = MiniCluster(Path(ceph_cluster.conf).parent)
+    pid = mini.daemons()["osd.2"]
+    pool = "xcb-ec2-1"
+    old_min = ceph_cluster.mon_command("osd pool get", pool=pool, var="min_size")["min_size"]
+    # k=2: with min_size 2 the pool keeps serving I/O degraded while one OSD of 3 is gone
+    ceph_cluster.mon_command("osd pool set", pool=pool, var="min_size", val="2")
+    path = matrix(tmp_path, "  rados: {layouts: [{stripe_unit: 1M, stripe_count: 1, object_size: 1M}], pools: [ec2+1]}")
+    path.write_text(path.read_text().replace("concurrency: [1, 3]", "concurrency: [2]")
+                    .replace("files: 6", "files: 12"))
+    try:
+        run = run_matrix(path, ceph_cluster, RunOptions(out=tmp_path / "r", probes=False,
+                                                        baseline=False),
+                         view=Hook(lambda: os.kill(pid, signal.SIGKILL), delay=0.5))
+    finally:
+        restart = proc.spawn(["ceph-osd", "-f", "-c", ceph_cluster.conf, "-i", "2"],
+                             log=tmp_path / "osd2.log")
+        deadline = time.time() + 60
+        while ceph_cluster.mon_command("osd stat")["num_up_osds"] < 3 and time.time() < deadline:
+            time.sleep(0.5)
+        ceph_cluster.mon_command("osd pool set", pool=pool, var="min_size", val=str(old_min))
+        assert restart.alive()
+    m = run.manifest
+    (cid, cell), = m["cells"].items()
+    assert cell["status"] in ("complete", "degraded"), cell.get("error")
+    complete_records(run, cid, files=12, levels=1)
+    assert run_processes(run.path) == []
+    assert Path(m["report"]).exists()
+
+
+def test_gateway_dies_during_campaign(ceph_cluster, tmp_path):
+    killed = []
+
+    def kill_gateway():
+        for pid, cmd in scratch_processes("gwkill").items():
+            if os.path.basename(cmd.split()[0]) == "xrootd":
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    path = matrix(tmp_path, "  tmpfs: {size: 128M}")
+    path.write_text(path.read_text().replace("concurrency: [1, 3]", "concurrency: [2]")
+                    .replace("files: 6", "files: 30"))
+    run = run_matrix(path, ceph_cluster, RunOptions(out=tmp_path / "r", name="gwkill",
+                                                    probes=False, baseline=False),
+                     view=Hook(kill_gateway, delay=0.3))
+    assert killed, "the test did not find the gateway to kill"
+    (cid, cell), = run.manifest["cells"].items()
+    assert cell["status"] in ("degraded", "failed")
+    t = run.table("transfers")
+    assert (t["file_state"] == "FAILED").any()
+    assert t["reason"].fillna("").str.len().max() > 0
+    if cell["status"] == "degraded":
+        complete_records(run, cid, files=30, levels=1)
+    assert run_processes(run.path) == []
+    assert Path(run.manifest["report"]).exists()
+
+
+def test_sigint_mid_matrix_then_resume(ceph_cluster, tmp_path):
+    backends = "  tmpfs: {size: [64M, 96M, 128M]}"
+    path = matrix(tmp_path, backends)
+    path.write_text(path.read_text().replace("files: 6", "files: 20")
+                    .replace("file_size: 2M", "file_size: 1M"))
+    out = tmp_path / "results"
+    cmd = [sys.executable, "-m", "xcbench", "run", str(path), "--out", str(out), "--name", "sig",
+           "--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in p.stderr:  # interrupt during the second cell's campaign
+        seen.append(line)
+        if line.startswith("[2/3]"):
+            break
+    for line in p.stderr:
+        seen.append(line)
+        if "campaign" in line:
+            time.sleep(0.5)
+            p.send_signal(signal.SIGINT)
+            break
+    rest_out, rest_err = p.communicate(timeout=120)
+    assert p.returncode == 130, "".join(seen) + rest_err
+    assert "--resume" in rest_err and "Traceback" not in rest_err
+    run_path = out / "sig"
+    m = json.loads((run_path / "manifest.json").read_text())
+    states = [c["status"] for c in m["cells"].values()]
+    assert states.count("complete") == 1 and "interrupted" in states, states
+    assert m["status"] == "interrupted"
+    assert run_processes(run_path) == []
+    before = RunDir.open(run_path).table("transfers")
+    done_cell = next(cid for cid, c in m["cells"].items() if c["status"] == "complete")
+    n_done = int((before["cell_id"] == done_cell).sum())
+
+    cp = subprocess.run([sys.executable, "-m", "xcbench", "run", "--resume", str(run_path),
+                         "--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline"],
+                        capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    run = RunDir.open(run_path)
+    assert {c["status"] for c in run.cells.values()} == {"complete"}
+    after = run.table("transfers")
+    assert int((after["cell_id"] == done_cell).sum()) == n_done  # not run again
+    for cid in run.cells:
+        complete_records(run, cid, files=20, levels=2)
+    assert (run_path / "records" / "superseded").exists()
+    assert Path(run.manifest["report"]).exists()
