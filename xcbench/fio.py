@@ -9,7 +9,8 @@ Row figures come straight from fio's JSON (per job and data direction, ``group_r
 iops = ``iops``, bw = ``bw_bytes`` (bytes/s), runtime_s = ``runtime``/1000, latency from
 ``lat_ns`` (total latency: the templates set ``lat_percentiles=1``; ``clat_ns`` percentiles are
 the fallback), errors = ``total_err`` (counted under ``continue_on_error``) or 1 if the job
-stopped on an error, ss_reached = ``steadystate.attained`` (None when no steady state was asked).
+stopped on an error, ss_reached = ``steadystate.attained`` (None when no steady state was asked),
+engine/direct = the job's ``ioengine``/``direct`` options.
 
 Hosts: a local run gives host "local"; a client/server run gives one row per server
 ("ip:port", as fio reports it) plus an aggregate row with host "all".
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -38,6 +40,8 @@ _RW_DDIRS = {"read": ("read",), "randread": ("read",), "write": ("write",),
              "rw": ("read", "write"), "readwrite": ("read", "write"),
              "randrw": ("read", "write"), "trimwrite": ("trim", "write")}
 PERCENTILES = (50.0, 99.0, 99.9)
+_NONFINITE = re.compile(r'"(?:[^"\\]|\\.)*"|([:\[,]\s*)(-?nan|-?inf)\b')  # strings skipped
+_JSON_NONFINITE = {"nan": "NaN", "-nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 # --- the command --------------------------------------------------------------------------
@@ -106,7 +110,10 @@ def load_output(text: str) -> dict[str, Any]:
     start = 0 if text.startswith("{") else text.find("\n{")
     if start < 0:
         raise ValueError("no JSON object in fio output")
-    data, _ = json.JSONDecoder().raw_decode(text[start:].lstrip())
+    # fio prints C's nan/inf bare (e.g. a steady-state "slope" : -nan): not JSON
+    body = _NONFINITE.sub(lambda m: m.group(1) + _JSON_NONFINITE[m.group(2)] if m.group(2)
+                          else m.group(0), text[start:].lstrip())
+    data, _ = json.JSONDecoder().raw_decode(body)
     if not isinstance(data, dict) or not ("jobs" in data or "client_stats" in data):
         raise ValueError("fio output has neither 'jobs' nor 'client_stats'")
     return data

@@ -59,8 +59,11 @@ def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
     p["size"] = int(p.get("size") or cell.file_size)
     lay = cell.layout
     p["object_size"] = lay.object_size if lay else p["size"]
-    bs = int(p.get("bs") or (lay.object_size if lay else DEFAULT_BS))
-    p["bw_bs"] = min(bs, MAX_BS, p["size"]) if not p.get("bs") else bs
+    if p.get("bs"):
+        p["bw_bs"] = int(p["bs"])
+    else:  # object-sized, within what one OSD op and one file (or object) can take
+        room = p["object_size"] if cell.backend == "rados" else p["size"]
+        p["bw_bs"] = min(lay.object_size if lay else DEFAULT_BS, MAX_BS, room)
     if p.get("ss"):
         ramp = p.get("ss_ramp", 0)
         p["ss_spec"] = {"ss": p["ss"], "ss_ramp": ramp,

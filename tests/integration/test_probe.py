@@ -241,3 +241,16 @@ def test_probe_command_prints_a_ral_table(ceph_cluster, tmp_path, capsys):
     raws = sorted(p.name for p in (tmp_path / "raw").rglob("*.json"))
     assert len(raws) == 2
     assert leftover_objects(ceph_cluster, "xcb-rep1") == []
+
+
+def test_steady_state_on_a_tmpfs_dir(shm_dir, tmp_path):
+    c = cell("ss", "tmpfs", patterns=["randwrite"], runtime=4, ss="iops_slope:50%", ss_dur=2,
+             ss_ramp=1)
+    rows = run_probe(c, Target(cell_id=c.id, backend="tmpfs", path=str(shm_dir)),
+                     workdir=tmp_path, sink=None)
+    check_rows(rows, c.id, ["randwrite"])
+    (row,) = rows
+    assert isinstance(row["ss_reached"], bool)
+    data = fio.load_file(tmp_path / f"{PREFIX}.{c.id}.json")
+    assert data["jobs"][0]["steadystate"]["ss"].startswith("iops_slope:50")
+    assert row["ss_reached"] == bool(data["jobs"][0]["steadystate"]["attained"])

@@ -189,3 +189,31 @@ def test_jobfile_options():
     glob, jobs = fio.jobfile_options((DATA / "errors.fio").read_text())
     assert glob["bs"] == "64k" and jobs["verify-bad"]["continue_on_error"] == "verify"
     assert jobs["full-continue"]["stonewall"] == "1"
+
+
+def test_nan_in_fio_json_is_read():
+    """fio 3.33 writes a bare -nan for the slope of a one-sample steady-state window."""
+    text = (DATA / "steadystate-nan.json").read_text()
+    assert '"slope" : -nan' in text
+    with pytest.raises(ValueError):
+        json.loads(text)
+    (row,) = rows_of("steadystate-nan.json")
+    data = fio.load_file(DATA / "steadystate-nan.json")
+    assert data["jobs"][0]["steadystate"]["slope"] != data["jobs"][0]["steadystate"]["slope"]
+    assert row["ss_reached"] is True and row["iops"] == data["jobs"][0]["write"]["iops"] > 0
+    # a string that merely contains "nan" is left alone
+    assert fio.load_output('{"jobs": [], "x": "banana, inf"}')["x"] == "banana, inf"
+
+
+def test_rados_engine_output():
+    """A probe rendered from rados.fio.j2 on the dev cluster's EC 2+1 pool (numjobs 2)."""
+    data = raw("rados.json")
+    rows = {r["job"]: r for r in rows_of("rados.json")}
+    assert list(rows) == ["randwrite", "write", "read"]
+    for job in data["jobs"]:
+        ddir = "read" if job["jobname"] == "read" else "write"
+        r, st = rows[job["jobname"]], job[ddir]
+        assert r["engine"] == "rados" and r["numjobs"] == 2 and r["iodepth"] == 8
+        assert r["iops"] == st["iops"] > 0 and r["bw"] == st["bw_bytes"] > 0
+        assert r["lat_p999_us"] == pytest.approx(pct(st["lat_ns"], 99.9))
+    assert rows["write"]["bs"] == rows["read"]["bs"] == 4 << 20
