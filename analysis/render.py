@@ -162,6 +162,7 @@ def new_figure(width: float = 7.0, height: float = 3.6, **kw):
     plt = _pyplot()
     import seaborn as sns
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.05)
+    kw.setdefault("layout", "constrained")  # margins fit the labels; cheaper than tight_layout
     return plt.subplots(figsize=(width, height), **kw)
 
 
@@ -169,10 +170,8 @@ def fig_to_data_uri(fig, dpi: int = 100) -> str:
     """PNG data URI of ``fig``; the figure is closed (reports make many, memory adds up)."""
     plt = _pyplot()
     buf = io.BytesIO()
-    try:
+    if fig.get_layout_engine() is None:
         fig.tight_layout()
-    except Exception:  # noqa: BLE001 - tight_layout only warns/fails on odd layouts; keep the plot
-        pass
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

@@ -1,0 +1,57 @@
+"""Compare two runs cell by cell: % difference of the steady rate, CI overlap, verdict changes.
+
+Cells are matched by id (a hash of their settings: the same cell in two runs has the same id)
+and concurrency level. A difference is called *significant* when both runs have a CI (>= 2
+repeats) and the CIs do not overlap; with single repeats only the % difference is given.
+The cell fingerprints (layout, pool, configs) and the stack versions are compared too, since a
+difference may come from a changed configuration rather than from the change under test.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from xcbench.analysis.dataset import RunData
+from xcbench.analysis.stats import ci_overlap, pct_diff
+
+
+def _verdicts(rd: RunData) -> dict[tuple[str, float], str]:
+    v = rd.verdicts()
+    return {(r.cell_id, float(r.concurrency)): r.verdict for r in v.itertuples()}
+
+
+def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
+    bp = {(r["cell_id"], float(r["concurrency"])): r for r in base.points.to_dict("records")}
+    cp = {(r["cell_id"], float(r["concurrency"])): r for r in contender.points.to_dict("records")}
+    bv, cv = _verdicts(base), _verdicts(contender)
+    labels = {**contender.cells["label"].to_dict(), **base.cells["label"].to_dict()}
+    bfp = {cid: (c.get("fingerprint") or {}).get("digest") for cid, c in base.manifest.get("cells", {}).items()}
+    cfp = {cid: (c.get("fingerprint") or {}).get("digest") for cid, c in contender.manifest.get("cells", {}).items()}
+    rows = []
+    for key in sorted(set(bp) | set(cp), key=lambda k: (labels.get(k[0], k[0]), k[1])):
+        b, c = bp.get(key), cp.get(key)
+        nan = math.nan
+        brate, crate = (b["rate"] if b else nan), (c["rate"] if c else nan)
+        overlap = ci_overlap(b["ci_low"], b["ci_high"], c["ci_low"], c["ci_high"]) if b and c else None
+        vb, vc = bv.get(key), cv.get(key)
+        fb, fc = bfp.get(key[0]), cfp.get(key[0])
+        rows.append({
+            "cell_id": key[0], "label": labels.get(key[0], key[0]), "concurrency": key[1],
+            "base_rate": brate, "base_ci": (b["ci_low"], b["ci_high"]) if b else (nan, nan),
+            "contender_rate": crate, "contender_ci": (c["ci_low"], c["ci_high"]) if c else (nan, nan),
+            "pct": pct_diff(brate, crate), "ci_overlap": overlap,
+            "significant": overlap is False,
+            "base_verdict": vb, "contender_verdict": vc,
+            "verdict_changed": bool(vb and vc and vb != vc),
+            "config_changed": bool(fb and fc and fb != fc),
+            "only_in": "base" if c is None else ("contender" if b is None else ""),
+        })
+    return rows
+
+
+def versions_changed(base: RunData, contender: RunData) -> dict[str, tuple[Any, Any]]:
+    bv = (base.manifest.get("fingerprint") or {}).get("versions") or {}
+    cv = (contender.manifest.get("fingerprint") or {}).get("versions") or {}
+    return {k: (bv.get(k), cv.get(k)) for k in sorted(set(bv) | set(cv))
+            if k != "packages" and bv.get(k) != cv.get(k)}

@@ -1,0 +1,377 @@
+"""The run report: verdicts first, then the evidence, every figure with its source.
+
+``render_report(runs, fmt, out)`` writes a self-contained HTML file (plots inline as base64
+PNG, tiny inline JS for sortable tables, no network) or its Markdown twin (plots next to it).
+
+Each table row ends with §N; the *Sources* section lists, for §N, the run, the table, the
+pandas query and the aggregation of every figure in that row; the same list is embedded as
+JSON (``<script type="application/json" id="xcb-sources">``) so a test or a person can
+recompute any figure from the Parquet files.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from markupsafe import Markup
+from xcbench.analysis import plots
+from xcbench.analysis.attribution import NEAR, SCALING, STARVED
+from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
+from xcbench.analysis.dataset import RunData, source_text
+from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
+from xcbench.analysis.steady import RULE
+
+from xcbench import __version__
+from xcbench.errors import XcbError
+from xcbench.sizes import format_size
+
+
+class Sources:
+    """Numbered sources (§N) of table rows: each names the figures of its row and their specs."""
+
+    def __init__(self):
+        self.items: list[dict[str, Any]] = []
+
+    def add(self, what: str, figures: dict[str, tuple[dict | None, float, str]]) -> int:
+        n = len(self.items) + 1
+        figs = {k: {"spec": spec, "value": _num(value), "shown": shown}
+                for k, (spec, value, shown) in figures.items() if spec}
+        lines = [f"{k} = {f['shown']}: {source_text(f['spec'])}" for k, f in figs.items()]
+        self.items.append({"n": n, "what": what, "figures": figs,
+                           "text": what + (" | " + " | ".join(lines) if lines else "")})
+        return n
+
+
+def _num(v: Any) -> float | None:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _cell(text: str, sort: Any = None, title: str | None = None, cls: str | None = None,
+          html: Markup | None = None) -> dict[str, Any]:
+    d: dict[str, Any] = {"text": text}
+    if sort is not None:
+        d["sort"] = sort if not isinstance(sort, float) or math.isfinite(sort) else ""
+    if title:
+        d["title"] = title
+    if cls:
+        d["cls"] = cls
+    if html is not None:
+        d["html"] = html
+    return d
+
+
+def _verdict_cell(v: str) -> dict[str, Any]:
+    return _cell(v, v, html=Markup('<span class="verdict v-{0}">{0}</span>').format(v))
+
+
+def _rate(v: float) -> dict[str, Any]:
+    return _cell(fmt_gib(v), _num(v))
+
+
+def _size(v: Any) -> str:
+    return format_size(int(v)) if _num(v) is not None else "–"
+
+
+def _load_evidence(v: Any) -> dict:
+    if isinstance(v, dict):
+        return v
+    try:
+        return json.loads(v) if isinstance(v, str) else {}
+    except json.JSONDecodeError:
+        return {}
+
+
+def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[str, Any]:
+    cells, points = rd.cells, rd.points
+    labels = cells["label"].to_dict()
+    verdicts = rd.verdicts(others).copy()
+    verdict_table = "verdicts" if len(rd.stored_verdicts) and not others else None
+    verdicts["concurrency"] = pd.to_numeric(verdicts["concurrency"], errors="coerce")
+    vmap = {(r.cell_id, r.concurrency): r for r in verdicts.itertuples()}
+    pc = rd.probe_ceilings
+
+    def vsrc(cid, conc):
+        if verdict_table:
+            return {"run": rd.run_id, "table": "verdicts",
+                    "query": f"cell_id == {json.dumps(cid)} & concurrency == {conc!r}",
+                    "column": "verdict", "agg": "first"}
+        return {"run": rd.run_id, "table": "(computed)", "column": "verdict", "agg": "first",
+                "query": f"xcbench.analysis.attribution.attribute(run) where cell_id == {json.dumps(cid)} "
+                         f"& concurrency == {conc!r}"}
+
+    # verdict summary: each cell at its highest measured concurrency level
+    summary = []
+    top = points.sort_values("concurrency").groupby("cell_id", sort=False).tail(1)
+    for p in top.itertuples():
+        c = cells.loc[p.cell_id] if p.cell_id in cells.index else None
+        v = vmap.get((p.cell_id, p.concurrency))
+        verdict = v.verdict if v is not None else "inconclusive"
+        n = src.add(f"verdict summary: cell {p.cell_id} ({labels.get(p.cell_id, '')}) at concurrency "
+                    f"{p.concurrency}", {"rate": (p.source, p.rate, fmt_gib(p.rate)),
+                                         "verdict": (vsrc(p.cell_id, p.concurrency), math.nan, verdict)})
+        summary.append({"cell": _cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
+                        "backend": c["backend"] if c is not None else "", "conc": _cell(str(int(p.concurrency)), p.concurrency),
+                        "rate": _rate(p.rate), "verdict": _verdict_cell(verdict),
+                        "reason": v.reason if v is not None else "", "_src": n})
+    counts = pd.Series([r["verdict"]["text"] for r in summary]).value_counts().to_dict() if summary else {}
+
+    # RAL-style layout table: chain cells; best level; fio ceilings
+    layout_rows = []
+    for cid, c in cells[cells["backend"] != "tmpfs"].iterrows():
+        ps = points[points["cell_id"] == cid]
+        if ps.empty and cid not in pc.index:
+            continue
+        best = ps.loc[ps["rate"].idxmax()] if len(ps) and ps["rate"].notna().any() else None
+        prow = pc.loc[cid] if cid in pc.index else None
+        ev = _load_evidence(vmap[(cid, best["concurrency"])].evidence) if best is not None and \
+            (cid, best["concurrency"]) in vmap else {}
+        figs = {}
+        if best is not None:
+            figs["rate"] = (best["source"], best["rate"], fmt_gib(best["rate"]))
+        if prow is not None:
+            figs["fio_bw"] = (prow["bw_source"], prow["write_bw"], fmt_gib(prow["write_bw"]))
+            figs["fio_iops"] = (prow["iops_source"], prow["write_iops"], fmt_num(prow["write_iops"]))
+        ops = ev.get("pool_write_ops")
+        if ops is not None and (ev.get("sources") or {}).get("pool_write_ops"):
+            figs["pool_write_ops"] = (ev["sources"]["pool_write_ops"], ops, fmt_num(ops))
+        n = src.add(f"layout table: cell {cid} ({c['label']})", figs)
+        verdict = vmap[(cid, best["concurrency"])].verdict if best is not None and (cid, best["concurrency"]) in vmap else "–"
+        layout_rows.append({
+            "backend": c["backend"], "su": _cell(_size(c["stripe_unit"]), _num(c["stripe_unit"])),
+            "sc": _cell(fmt_num(c["stripe_count"]), _num(c["stripe_count"])),
+            "os": _cell(_size(c["object_size"]), _num(c["object_size"])), "pool": c["pool_label"] or "–",
+            "mode": c["mode"], "conc": _cell(fmt_num(best["concurrency"]) if best is not None else "–",
+                                             _num(best["concurrency"]) if best is not None else None),
+            "rate": _rate(best["rate"] if best is not None else math.nan),
+            "ci": _cell(f"{fmt_gib(best['ci_low'])}–{fmt_gib(best['ci_high'])}" if best is not None
+                        and _num(best["ci_low"]) is not None else "–"),
+            "fio_bw": _rate(prow["write_bw"] if prow is not None else math.nan),
+            "fio_iops": _cell(fmt_num(prow["write_iops"]) if prow is not None else "–",
+                              _num(prow["write_iops"]) if prow is not None else None),
+            "ops": _cell(fmt_num(ops), _num(ops)),
+            "verdict": _verdict_cell(verdict) if verdict != "–" else "–", "_src": n})
+
+    # all points
+    point_rows = []
+    for p in points.itertuples():
+        v = vmap.get((p.cell_id, p.concurrency))
+        n = src.add(f"steady rate: cell {p.cell_id} at concurrency {p.concurrency}",
+                    {"rate": (p.source, p.rate, fmt_gib(p.rate))})
+        point_rows.append({
+            "cell": _cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
+            "conc": _cell(str(int(p.concurrency)), p.concurrency), "n": _cell(str(p.repeats), p.repeats),
+            "rate": _rate(p.rate),
+            "ci": _cell(f"{fmt_gib(p.ci_low)}–{fmt_gib(p.ci_high)}" if _num(p.ci_low) is not None else "–",
+                        _num(p.ci_low)),
+            "median": _rate(p.window_median), "cv": _cell(fmt_pct(p.window_cv * 100), _num(p.window_cv)),
+            "run_rate": _rate(p.run_rate), "run_cv": _cell(fmt_pct(p.run_cv * 100), _num(p.run_cv)),
+            "method": p.method, "failed": _cell(fmt_num(p.failed), _num(p.failed)),
+            "verdict": _verdict_cell(v.verdict) if v is not None else "–", "_src": n})
+
+    # per-transfer distributions
+    q = rd.transfer_quantiles
+    dist_rows = []
+    for r in q.itertuples():
+        spec = {"run": rd.run_id, "table": "transfers", "column": "throughput", "agg": "median",
+                "query": f"cell_id == {json.dumps(r.cell_id)} & concurrency == {r.concurrency!r} & "
+                         f"file_state == 'FINISHED'"}
+        n = src.add(f"transfer throughput: cell {r.cell_id} at concurrency {r.concurrency}",
+                    {"median": (spec, r.q50, fmt_num(r.q50 / plots.MIB))})
+        dist_rows.append({"cell": labels.get(r.cell_id, r.cell_id),
+                          "conc": _cell(str(int(r.concurrency)), r.concurrency),
+                          "n": _cell(str(int(r.n)), int(r.n)),
+                          **{k: _cell(fmt_num(getattr(r, k) / plots.MIB), getattr(r, k))
+                             for k in ("q05", "q25", "q50", "q75", "q95", "mean")}, "_src": n})
+
+    # fio probes, one row per cell and job
+    fio_rows = []
+    pr = rd.probes
+    if len(pr):
+        per = pr.groupby(["cell_id", "job"], sort=False).agg(
+            rw=("rw", "first"), bs=("bs", "first"), iodepth=("iodepth", "first"),
+            iops=("iops", "sum"), bw=("bw", "sum"), lat=("lat_mean_us", "mean"),
+            p99=("lat_p99_us", "max"), hosts=("host", "nunique")).reset_index()
+        for r in per.itertuples():
+            q_ = f"cell_id == {json.dumps(r.cell_id)} & job == {json.dumps(r.job)}"
+            n = src.add(f"fio: cell {r.cell_id} job {r.job}", {
+                "iops": ({"run": rd.run_id, "table": "probes", "query": q_, "column": "iops", "agg": "sum"},
+                         r.iops, fmt_num(r.iops)),
+                "bw": ({"run": rd.run_id, "table": "probes", "query": q_, "column": "bw", "agg": "sum"},
+                       r.bw, fmt_gib(r.bw))})
+            fio_rows.append({"cell": labels.get(r.cell_id, r.cell_id), "job": r.job, "rw": r.rw,
+                             "bs": str(r.bs), "iodepth": _cell(fmt_num(r.iodepth), _num(r.iodepth)),
+                             "hosts": _cell(str(r.hosts), r.hosts), "iops": _cell(fmt_num(r.iops), _num(r.iops)),
+                             "bw": _rate(r.bw), "lat": _cell(fmt_num(r.lat), _num(r.lat)),
+                             "p99": _cell(fmt_num(r.p99), _num(r.p99)), "_src": n})
+
+    # EC vs replicated pairs, from the verdict evidence
+    ec_rows = []
+    for v in verdicts.itertuples():
+        ev = _load_evidence(v.evidence)
+        if ev.get("rep_rate") is None:
+            continue
+        n = src.add(f"EC vs replicated: cell {v.cell_id} vs {ev.get('rep_cell')} at concurrency {v.concurrency}", {
+            "ec_rate": (ev["sources"].get("rate"), ev.get("rate"), fmt_gib(ev.get("rate"))),
+            "rep_rate": (ev["sources"].get("rep_rate"), ev.get("rep_rate"), fmt_gib(ev.get("rep_rate")))})
+        ec_rows.append({"cell": labels.get(v.cell_id, v.cell_id), "conc": _cell(str(int(v.concurrency)), v.concurrency),
+                        "ec": _rate(ev.get("rate")), "rep": _rate(ev.get("rep_rate")),
+                        "rep_pool": ev.get("rep_pool", ""),
+                        "ratio": _cell(fmt_pct((ev.get("ec_ratio") or math.nan) * 100), _num(ev.get("ec_ratio"))),
+                        "rho": _cell(fmt_num(ev.get("raw_per_logical")), _num(ev.get("raw_per_logical"))),
+                        "rho0": _cell(fmt_num(ev.get("raw_expected")), _num(ev.get("raw_expected"))), "_src": n})
+
+    # plots
+    figures = []
+    uri = plots.throughput_vs_concurrency(points, cells)
+    if uri:
+        figures.append({"id": "fig-scaling", "title": "Steady rate vs concurrency",
+                        "uri": uri, "caption": "Mean over repeats of the steady-window mean rate; bars: 95 % "
+                        "bootstrap CI over repeats. Each point is a row of the table below (§ there)."})
+    timelines = []
+    tl, st = rd.timeline, rd.steady
+    for cid in cells.index:
+        g = tl[tl["cell_id"] == cid]
+        if g.empty:
+            continue
+        pool = cells.loc[cid, "pool"] if cells.loc[cid, "backend"] != "tmpfs" else None
+        tel = {"gateway cores": rd.samples.series(cid, "gateway_cores"),
+               "host busy": rd.samples.series(cid, "host_busy"),
+               "pool write op/s": rd.samples.series(cid, "pool_write_ops", pool) if pool else None}
+        uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]")
+        if uri:
+            timelines.append({"id": f"tl-{cid}", "title": labels.get(cid, cid), "uri": uri,
+                              "caption": f"run {rd.run_id}, cell {cid}: timeline.query('cell_id == "
+                              f"\"{cid}\"') rate per 1-s bucket; shaded: steady windows; telemetry: "
+                              f"samples of the cell (gateway proc.cpu_seconds.rate summed over pids, "
+                              f"host cpu.busy, pool.client_write_ops_per_s of {pool or '–'})."})
+    dist_uri = plots.transfer_distributions(q, labels)
+    fio_uri = plots.fio_iops(pr, labels)
+
+    m = rd.manifest
+    status_counts = pd.Series([c.get("status", "unknown") for c in m.get("cells", {}).values()]).value_counts().to_dict()
+    failed = [{"cell": c.get("label", cid), "id": cid, "status": c.get("status"), "error": c.get("error") or ""}
+              for cid, c in m.get("cells", {}).items() if c.get("status") not in ("complete",)]
+    fp = m.get("fingerprint") or {}
+    versions = fp.get("versions") or {}
+    cell_fp = []
+    for cid, c in m.get("cells", {}).items():
+        f = c.get("fingerprint") or {}
+        cell_fp.append({"cell": c.get("label", cid), "id": cid, "digest": (f.get("digest") or "–")[:16],
+                        "layout": json.dumps(f.get("layout"), sort_keys=True) if f.get("layout") else "–",
+                        "pool": json.dumps((f.get("pool") or {}).get("settings") or (f.get("pool") or {}).get("name"),
+                                           sort_keys=True) if f.get("pool") else "–",
+                        "ec_profile": json.dumps((f.get("pool") or {}).get("ec_profile"), sort_keys=True)
+                        if (f.get("pool") or {}).get("ec_profile") else "–",
+                        "configs": ", ".join(f"{k} {str(v)[:12]}" for k, v in (f.get("configs") or {}).items()) or "–"})
+    net_bps, _ = rd.network
+    return {
+        "id": rd.run_id, "path": str(rd.run.path), "status": m.get("status"), "start": m.get("start"),
+        "end": m.get("end"), "matrix": _matrix_name(m.get("matrix")), "schema": m.get("schema_version"),
+        "upgraded_from": m.get("upgraded_from"), "status_counts": status_counts,
+        "summary": summary, "verdict_counts": counts, "layout_rows": layout_rows,
+        "point_rows": point_rows, "dist_rows": dist_rows, "fio_rows": fio_rows, "ec_rows": ec_rows,
+        "figures": figures, "timelines": timelines, "dist_uri": dist_uri, "fio_uri": fio_uri,
+        "findings": rd.findings.fillna("").to_dict("records"),
+        "gaps": rd.gaps.fillna("").to_dict("records"), "failed": failed,
+        "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
+        "packages": versions.get("packages") or {}, "host": fp.get("host") or {},
+        "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,
+        "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if _num(net_bps) else "not measured",
+        "timeline_derived": rd.timeline_derived,
+    }
+
+
+def _matrix_name(matrix: Any) -> str:
+    if isinstance(matrix, dict):
+        return str(matrix.get("name") or matrix.get("path") or "")
+    return str(matrix or "")
+
+
+COLUMNS = {
+    "summary": [("cell", "cell"), ("backend", "backend"), ("conc", "concurrency", True),
+                ("rate", "steady rate (GiB/s)", True), ("verdict", "verdict"), ("reason", "why")],
+    "layout": [("backend", "backend"), ("su", "stripe unit", True), ("sc", "stripe count", True),
+               ("os", "object size", True), ("pool", "pool"), ("mode", "mode"),
+               ("conc", "best at concurrency", True), ("rate", "IO rate (GiB/s)", True),
+               ("ci", "95 % CI (GiB/s)", True), ("fio_bw", "fio write (GiB/s)", True),
+               ("fio_iops", "fio write IOPS", True), ("ops", "pool write op/s in run", True),
+               ("verdict", "verdict")],
+    "points": [("cell", "cell"), ("conc", "concurrency", True), ("n", "repeats", True),
+               ("rate", "steady mean (GiB/s)", True), ("ci", "95 % CI (GiB/s)", True),
+               ("median", "steady median (GiB/s)", True), ("cv", "steady CV", True),
+               ("run_rate", "whole-run mean (GiB/s)", True), ("run_cv", "whole-run CV", True),
+               ("method", "window rule"), ("failed", "failed transfers", True), ("verdict", "verdict")],
+    "dist": [("cell", "cell"), ("conc", "concurrency", True), ("n", "transfers", True),
+             ("q05", "p5 (MiB/s)", True), ("q25", "p25 (MiB/s)", True), ("q50", "median (MiB/s)", True),
+             ("q75", "p75 (MiB/s)", True), ("q95", "p95 (MiB/s)", True), ("mean", "mean (MiB/s)", True)],
+    "fio": [("cell", "cell"), ("job", "job"), ("rw", "rw"), ("bs", "bs"), ("iodepth", "iodepth", True),
+            ("hosts", "hosts", True), ("iops", "IOPS", True), ("bw", "bandwidth (GiB/s)", True),
+            ("lat", "mean latency (µs)", True), ("p99", "p99 latency (µs)", True)],
+    "ec": [("cell", "EC cell"), ("conc", "concurrency", True), ("ec", "EC rate (GiB/s)", True),
+           ("rep", "replicated rate (GiB/s)", True), ("rep_pool", "replicated pool"),
+           ("ratio", "EC / replicated", True), ("rho", "raw/logical measured", True),
+           ("rho0", "raw/logical expected", True)],
+}
+
+
+def _columns() -> dict[str, list[dict[str, Any]]]:
+    return {k: [{"key": c[0], "label": c[1], "num": len(c) > 2} for c in v] for k, v in COLUMNS.items()}
+
+
+def _rules() -> list[str]:
+    doc = ATTRIBUTION_DOC or ""
+    block = doc.split("first match wins:", 1)[-1].split("Each verdict row", 1)[0]
+    rules, cur = [], ""
+    for line in block.splitlines():
+        s = line.strip()
+        if s[:2].rstrip(".").isdigit() and s[1:3].startswith(". ") or (s[:1].isdigit() and s[1:2] == "."):
+            if cur:
+                rules.append(cur)
+            cur = s
+        elif s and cur:
+            cur += " " + s
+    if cur:
+        rules.append(cur)
+    return [" ".join(r.split()) for r in rules]
+
+
+def build_context(runs: list[RunData]) -> dict[str, Any]:
+    src = Sources()
+    sections = []
+    for i, rd in enumerate(runs):
+        others = tuple(r for j, r in enumerate(runs) if j != i)
+        sections.append(_run_section(rd, src, others))
+    comparisons = []
+    if len(runs) > 1:
+        from xcbench.analysis.compare import compare_data
+        for rd in runs[1:]:
+            comparisons.append({"base": runs[0].run_id, "contender": rd.run_id,
+                                "rows": compare_data(runs[0], rd)})
+    return {
+        "title": "xcbench report — " + ", ".join(r.run_id for r in runs),
+        "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "xcbench_version": __version__, "runs": sections, "columns": _columns(),
+        "comparisons": comparisons, "steady_rule": RULE, "rules": _rules(),
+        "thresholds": {"near": NEAR, "starved": STARVED, "scaling": SCALING},
+        "sources": src.items,
+        "sources_json": Markup(json.dumps(src.items, default=str).replace("</", "<\\/")),
+    }
+
+
+def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path | str | None = None) -> Path:
+    """Render the report of ``runs`` to ``out`` (default: <first run>/report.<fmt>)."""
+    if not runs:
+        raise XcbError("report: no run given")
+    data = [r if isinstance(r, RunData) else RunData(r) for r in runs]
+    text = render("report", build_context(data), fmt)
+    out = Path(out) if out else data[0].run.path / f"report.{fmt}"
+    return write_report(text, out, fmt)
