@@ -160,13 +160,23 @@ class CephFSBackend(Backend):
             if self._stat(target.pool, extra) is not None:
                 raise XcbError(f"{where}: stripe_count: object {extra} exists in {target.pool}, "
                                f"expected only {len(objects)} objects for {size} bytes")
+            # CephFS keeps an empty "backtrace" object in the default data pool; data there
+            # would mean the layout's pool was not used.
+            default_pool = self._default_data_pool()
+            backtrace = None
+            if default_pool and default_pool != target.pool:
+                backtrace = self._stat(default_pool, cephfs_oid(ino, 0))
+                if backtrace:
+                    raise XcbError(f"{where}: pool: {backtrace} bytes of data landed in the default "
+                                   f"data pool {default_pool}, not in {target.pool}")
         finally:
             f.unlink(missing_ok=True)
         return {"cell_id": target.cell_id, "backend": self.name, "path": str(d),
                 "fs_path": target.info.get("fs_path"), "mount": target.info.get("mount"),
                 "dir_layout": parse_layout(os.getxattr(d, "ceph.dir.layout")),
                 "file_layout": file_layout, "inode": f"{ino:x}", "bytes": size,
-                "pool": target.pool, "objects": objects}
+                "pool": target.pool, "objects": objects, "default_data_pool": default_pool,
+                "default_pool_backtrace_bytes": backtrace}
 
     def cleanup(self, target: Target) -> None:
         fs_path = target.info.get("fs_path", "")
@@ -195,6 +205,12 @@ class CephFSBackend(Backend):
         if d.exists():
             shutil.rmtree(d)
         self._live.discard(fs_path)
+
+    def _default_data_pool(self) -> str | None:
+        for fs in self.cluster.mon_command("fs ls"):
+            if fs.get("name") == self.cluster.fs_name:
+                return (fs.get("data_pools") or [None])[0]
+        return None
 
     def _stat(self, pool: str, oid: str) -> int | None:
         import rados

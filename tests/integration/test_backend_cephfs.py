@@ -88,6 +88,9 @@ def test_layout_dir_objects_and_cleanup(ceph_cluster, backend, ident, layout, po
         evidence = backend.verify(target)
         assert evidence["file_layout"]["pool"] == pool.name
         assert len(evidence["objects"]) == layout.stripe_count
+        # the default data pool holds at most the empty backtrace object, never data
+        assert evidence["default_data_pool"] != pool.name
+        assert evidence["default_pool_backtrace_bytes"] in (0, None)
 
         # A file written here by hand: getfattr shows the layout, objects are in the pool.
         f = d / "by-hand"
