@@ -104,3 +104,19 @@ def test_check_names_field(su, sc, os_, field):
 def test_check_accepts_valid():
     Striping(64 * K, 8, 128 * M).check(128 * M)
     Striping(4 * M, 1, 4 * M).check(None)
+
+
+def test_decode_xrdcks_record_as_xrdceph_stored_it():
+    # The XrdCks.adler32 xattr XrdCeph 5.5.3 (+cksio) left on a first object on the dev cluster:
+    # name[16], fmTime int64 BE, csTime int32 BE, 2 reserved, length, value[64].
+    from xcbench.backends.rados.objects import checksums, decode_cks, striper_meta
+    raw = (b"adler32" + b"\0" * 9 + b"\0\0\0\0k\x02\x06\xff" + b"\0" * 4 + b"\0\0\0\x04"
+           + b"\xc4\x86\x1ag" + b"\0" * 60)
+    rec = decode_cks(raw)
+    assert rec == {"name": "adler32", "value": "c4861a67", "fm_time": 0x6B0206FF, "cs_time": 0}
+    attrs = {"XrdCks.adler32": raw, "striper.size": b"10485760", "striper.layout.stripe_count": b"4",
+             "lock.striper.lock": b"\x01\x01"}
+    assert checksums(attrs) == {"adler32": "c4861a67"}
+    assert striper_meta(attrs) == {"striper.size": 10485760, "striper.layout.stripe_count": 4}
+    with pytest.raises(ValueError):
+        decode_cks(raw[:50])
