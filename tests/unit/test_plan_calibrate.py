@@ -62,10 +62,11 @@ def test_measurements_from_the_run(run_dir):
     # pool grew 2e9 logical, 3.1e9 raw over the run: 1.55 (nominal 1.5)
     assert cal.amplification["ec2+1"]["measured"] == pytest.approx(1.55)
     # per-OSD raw write bandwidth: (250e6 + 150e6 summed over hosts) x 1.55 / 3 OSDs = 206.67e6
-    assert cal.osd["write_bw"]["value"] == pytest.approx(400e6 * 1.55 / 3)
+    osd = cal.osd["ec2+1"]
+    assert osd["write_bw"]["value"] == pytest.approx(400e6 * 1.55 / 3)
     # shard write ops per OSD: 530 client ops x 3 shards / 3 OSDs = 530
-    assert cal.osd["write_iops"]["value"] == pytest.approx(530)
-    assert cal.osd["read_bw"]["value"] == pytest.approx(300e6)
+    assert osd["write_iops"]["value"] == pytest.approx(530)
+    assert osd["read_bw"]["value"] == pytest.approx(300e6)
     assert cal.pool_write["ec2+1"]["rate"] == pytest.approx(400e6)
     assert cal.baseline == pytest.approx(5e9)
     curve = {(c["cell_id"], c["concurrency"]): c for c in cal.curve}

@@ -43,7 +43,8 @@ class Calibration:
     curve: list[dict] = field(default_factory=list)  # per-gateway rate vs concurrency
     gateway_rate: float | None = None
     gateway_from: str = ""
-    osd: dict[str, dict] = field(default_factory=dict)  # write_iops/read_iops/write_bw/read_bw
+    # per pool label: write_iops/read_iops/write_bw/read_bw per OSD -> {"value", "from"}
+    osd: dict[str, dict[str, dict]] = field(default_factory=dict)
     amplification: dict[str, dict] = field(default_factory=dict)  # protection label -> ...
     pool_write: dict[str, dict] = field(default_factory=dict)  # label -> best large write (client B/s)
     baseline: float | None = None  # bytes/s (iperf3)
@@ -212,8 +213,9 @@ def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) ->
                      ("read_iops", float(r["iops"]) * prot.read_shards / num_osds)
         else:
             continue
-        if v > 0 and v > cal.osd.get(key, {}).get("value", 0):
-            cal.osd[key] = {"value": v, "from": f"{src} over {num_osds} OSDs"}
+        per_pool = cal.osd.setdefault(prot.label, {})
+        if v > 0 and v > per_pool.get(key, {}).get("value", 0):
+            per_pool[key] = {"value": v, "from": f"{src} over {num_osds} OSDs"}
 
 
 def _amplification(cal: Calibration, run: RunDir, cells: dict) -> None:
@@ -267,7 +269,11 @@ def storage_inputs(cal: Calibration, spec: ClusterSpec, file_size: int, a: Assum
     amp, amp_note = amplification_for(cal, spec.protection)
     inp = StorageInputs(label="calibrated", amplification=amp, capacity_amplification=amp,
                         notes=[f"raw/logical: {amp_note}"])
-    o = cal.osd
+    o: dict[str, dict] = {}
+    if cal.osd:
+        label, o = _pick_pool(cal.osd, spec.protection, key=lambda v: v.get("write_bw", {}).get("value", 0))
+        if label != spec.protection.label:
+            inp.notes.append(f"per-OSD numbers from the {label} pool (no {spec.protection.label} pool probed)")
     if o:
         inp.measured_drives = True
         inp.ops_per_shard_write = 1.0  # measured shard-op rates already include BlueStore's own ops
@@ -276,8 +282,8 @@ def storage_inputs(cal: Calibration, spec: ClusterSpec, file_size: int, a: Assum
         inp.drive_bandwidth = o.get("write_bw", {}).get("value")
         inp.drive_read_bandwidth = o.get("read_bw", {}).get("value") or inp.drive_bandwidth
         for k, v in o.items():
-            inp.notes.append(f"per-OSD {k.replace('_', ' ')}: {v['value']:,.0f}"
-                             f"{' B/s' if k.endswith('bw') else ' ops/s'} from {v['from']}")
+            val = fmt_rate(v["value"]) if k.endswith("bw") else f"{v['value']:,.0f} ops/s"
+            inp.notes.append(f"per-OSD {k.replace('_', ' ')}: {val} from {v['from']}")
         missing = [k for k in ("write_iops", "write_bw") if k not in o]
         if missing:
             inp.notes.append(f"not measured, datasheet kept: {', '.join(missing)}")
@@ -313,13 +319,14 @@ def _protections(cal: Calibration) -> list[Protection]:
     return out
 
 
-def _pick_pool(pools: dict[str, dict], prot: Protection) -> tuple[str, dict]:
-    """The measured pool most like the planned protection: same label, same kind, then any."""
+def _pick_pool(pools: dict[str, dict], prot: Protection, key=lambda v: v["rate"]) -> tuple[str, dict]:
+    """The measured pool most like the planned protection: same label, same kind (the best of
+    them by ``key``), then any."""
     if prot.label in pools:
         return prot.label, pools[prot.label]
     kind = "ec" if prot.kind == "erasure" else "rep"
     same = [k for k in pools if k.startswith(kind)]
-    label = max(same or pools, key=lambda k: pools[k]["rate"])
+    label = max(same or pools, key=lambda k: key(pools[k]))
     return label, pools[label]
 
 

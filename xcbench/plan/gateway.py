@@ -128,14 +128,25 @@ def gateway_model(g: GatewaySpec, write_fraction: float, a: Assumptions,
     if inp.efficiency:
         tb = min(ceilings, key=lambda c: c["theoretical"])["resource"]
         per_gw, binding = theo * inp.efficiency, f"carried-over efficiency x {tb}"
+        ceilings.append({"resource": f"carried-over efficiency x {tb}", "theoretical": theo,
+                         "derate": inp.efficiency, "derate_source": "carried-over efficiency",
+                         "usable": per_gw, "per_byte": 1.0,
+                         "formula": "planned theoretical x (measured / theoretical of the measured gateway)",
+                         "inputs": {"efficiency": f"{inp.efficiency:.4g}"}})
         notes.append(f"gateway efficiency {inp.efficiency:.3f} carried over: per-gateway rate = "
                      f"theoretical {fmt_rate(theo)} x {inp.efficiency:.3f} (replaces the saturation "
                      "and utilisation assumptions)")
     elif inp.measured_rate:
+        ceilings.append({"resource": "measured per-gateway rate", "theoretical": inp.measured_rate,
+                         "derate": 1.0, "derate_source": "measured", "usable": inp.measured_rate,
+                         "per_byte": 1.0, "formula": "best steady rate of one measured gateway",
+                         "inputs": {"from": "; ".join(inp.notes[-1:])}})
         nic_cap = min(c["usable"] for c in ceilings if c["resource"].startswith("NIC"))
         per_gw, binding = min(inp.measured_rate, nic_cap), "measured per-gateway rate"
         notes.append(f"measured per-gateway rate {fmt_rate(inp.measured_rate)} used as is (assumes "
-                     "the planned gateways are like the measured one), capped by the planned NIC budget")
+                     "the planned gateways are like the measured one, and that the measured campaigns' "
+                     "direction, writes into the gateway, holds for the planned mix), capped by the "
+                     "planned NIC budget")
         if inp.measured_rate > nic_cap:
             binding = bind["resource"]
     figs = [Figure("gateway_theoretical", "per-gateway theoretical ceiling", theo, "rate",

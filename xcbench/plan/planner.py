@@ -115,6 +115,8 @@ def make_plan(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
         "columns": cols, "sweep": sweep,
         "presets": {k: gbps(v.rate) for k, v in PRESETS.items()},
         "calibration": cal.to_dict() if cal is not None else None,
+        "carried_over": [n for c in cols[1:] for n in c["storage"]["notes"] + c["gateway"]["notes"]
+                         if n.startswith(("storage efficiency", "gateway efficiency")) and "/ theoretical" in n],
         "dev_spec": dev_spec.name if dev_spec else None,
     })
 

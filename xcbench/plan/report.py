@@ -84,6 +84,10 @@ def headline(plan: dict) -> list[str]:
     lines.append(f"gateway ({g['source']}): {g['nics']} x {gbps(g['nic_speed']):g} Gb/s{internal}, "
                  f"{g['cores']} cores, checksum {g['checksum']}, {g['mode']}, "
                  f"{g['origins_per_host']} origin(s) per host")
+    if plan.get("calibration"):
+        lines.append(f"calibrated from {', '.join(plan['calibration']['runs'])}")
+    for n in plan.get("carried_over") or ():
+        lines.append(f"extrapolated: {n}")
     return lines
 
 
