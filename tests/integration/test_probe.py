@@ -254,3 +254,19 @@ def test_steady_state_on_a_tmpfs_dir(shm_dir, tmp_path):
     data = fio.load_file(tmp_path / f"{PREFIX}.{c.id}.json")
     assert data["jobs"][0]["steadystate"]["ss"].startswith("iops_slope:50")
     assert row["ss_reached"] == bool(data["jobs"][0]["steadystate"]["attained"])
+
+
+def test_probe_rados_client_server(ceph_cluster, tmp_path, fio_servers):
+    """Two fio servers each write their own objects (prefix .h0 / .h1); all are removed."""
+    name = ceph_cluster.ensure_pool(REP)
+    c = cell("rados-cs", "rados", layout=Layout(4 * M, 1, 4 * M), pool=REP)
+    target = Target(cell_id=c.id, backend="rados", pool=name, layout=c.layout)
+    rows = run_probe(c, target, cluster=ceph_cluster, workdir=tmp_path, sink=None,
+                     hosts=fio_servers)
+    check_rows([r for r in rows if r["host"] == "all"], c.id)
+    for job in ("randwrite", "write", "read"):
+        per = {r["host"]: r for r in rows if r["job"] == job}
+        assert set(per) == set(fio_servers) | {"all"}
+        assert all(per[h]["iops"] > 0 for h in fio_servers)
+        assert per["all"]["bw"] == sum(per[h]["bw"] for h in fio_servers)
+    assert leftover_objects(ceph_cluster, name, c.id) == []
