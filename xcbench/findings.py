@@ -25,12 +25,14 @@ def finding(cell_id: str, what: str, why: str, fix: str, severity: str = "warnin
 def gateway_findings(cell_id: str, backend: str, *, tunables: Mapping[str, Any] | None = None,
                      bind: str = "127.0.0.1", authenticated: bool = False,
                      object_size: int | None = None, osd_max_object_size: int | None = None,
-                     client: str | None = None, mode: str | None = None) -> list[dict]:
+                     client: str | None = None, mode: str | None = None,
+                     origins: int = 1) -> list[dict]:
     """Findings for a gateway of ``backend`` with these (effective) tunables.
 
     ``tunables`` are the effective gateway tunables (defaults applied): ``async`` (bool),
     ``buffers_maxbsz`` (bytes), ``cksio`` (bool). ``client``/``mode`` are the campaign's, when
-    known. ``object_size`` is the RADOS/CephFS object size of the cell's layout.
+    known. ``object_size`` is the RADOS/CephFS object size of the cell's layout. ``origins``:
+    data servers behind the cmsd redirector.
     """
     t = dict(tunables or {})
     rows: list[dict] = []
@@ -74,6 +76,14 @@ def gateway_findings(cell_id: str, backend: str, *, tunables: Mapping[str, Any] 
             "the host",
             "bind to loopback (gateway: {bind: 127.0.0.1}) or configure authentication",
             "warning"))
+    if origins > 1 and backend != "rados":
+        rows.append(finding(
+            cell_id, f"{origins} origins with separate storage behind a cmsd redirector",
+            "origins only answer 'I have it', so the manager places each NEW file after the "
+            "query deadline (cms.delay qdl): 5.0 s per file by default, 1.0 s as xcbench sets "
+            "it; small files measure the redirector, not the gateways",
+            "use files large enough to hide 1 s, or shared storage (cms.dfs, as for rados)",
+            "warning"))
     if (backend in ("rados", "cephfs") and object_size and osd_max_object_size
             and object_size > osd_max_object_size):
         rows.append(finding(
@@ -86,7 +96,8 @@ def gateway_findings(cell_id: str, backend: str, *, tunables: Mapping[str, Any] 
 
 
 def findings_for(cell: Any, target: Any, tunables: Mapping[str, Any], *, bind: str,
-                 osd_max_object_size: int | None = None, authenticated: bool = False) -> list[dict]:
+                 osd_max_object_size: int | None = None, authenticated: bool = False,
+                 origins: int = 1) -> list[dict]:
     """:func:`gateway_findings` from a Cell (or None) and a backends Target."""
     layout = getattr(target, "layout", None) or getattr(cell, "layout", None)
     campaign = dict(getattr(cell, "campaign", None) or {})
@@ -95,4 +106,4 @@ def findings_for(cell: Any, target: Any, tunables: Mapping[str, Any], *, bind: s
         tunables=tunables, bind=bind, authenticated=authenticated,
         object_size=layout.object_size if layout else target.oss.get("object_size"),
         osd_max_object_size=osd_max_object_size,
-        client=campaign.get("client"), mode=getattr(cell, "mode", None))
+        client=campaign.get("client"), mode=getattr(cell, "mode", None), origins=origins)

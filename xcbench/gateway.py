@@ -1,17 +1,23 @@
 """XRootD gateways for a cell's target: one xrootd, or N origins behind a cmsd redirector.
 
-Every xrootd serves root:// and HTTP (XrdHttp), adler32 checksums, root TPC (``ofs.tpc``, the
+Every xrootd serves root:// and HTTP(S) (XrdHttp), adler32 checksums, root TPC (``ofs.tpc``: the
 destination pulls with ``xrdcp --server``) and HTTP-TPC (libXrdHttpTPC). Configs are rendered
 from ``xrootd-configs/*.j2`` and kept, with the logs, in ``workdir/gateway-<name>/``.
 
 Measured on this machine (XRootD 5.5.3), and why the code looks like this:
-- xrootd has no directive to bind one address; it takes systemd-style pre-bound sockets, so every
-  listening port is bound by :mod:`xcbench.sdlisten` on ``bind`` (loopback). The one exception
-  is a data server's cmsd: XrdCmsConfig forces it onto an ephemeral wildcard port, which we
-  fence with ``xrd.allow host localhost``.
-- xrootd refuses to run as root: it runs with ``-R xrootd``; its dirs are chowned to that user.
-  Unix sockets live under a short private dir (adminpath + name must fit 108 bytes).
-- ``if exec xrootd`` does not apply to ``xrd.protocol`` lines, so each daemon gets its own file.
+- xrootd has no directive to bind one address, but takes systemd-style pre-bound sockets: every
+  listening port is bound by :mod:`xcbench.sdlisten` on ``bind`` (loopback). The exception is a
+  data server's cmsd: XrdCmsConfig forces it onto an ephemeral wildcard port, fenced here with
+  ``xrd.allow host localhost``.
+- xrootd refuses to run as root: it runs with ``-R xrootd`` and its dirs are chowned to that
+  user. Unix sockets live under a short private dir (a socket path must fit in 108 bytes).
+- URLs say ``localhost``, not 127.0.0.1: a root TPC addressed by IP literal hangs until the TPC
+  TTL (the client names the destination ``[::ffff:127.0.0.1]``, the source sees ``localhost``).
+- XrdHttp loads HTTP-TPC only when TLS is configured: each gateway gets a throwaway self-signed
+  certificate (the HTTP port then speaks http and https).
+- ``if exec xrootd`` does not apply to ``xrd.protocol`` lines: each daemon gets its own file.
+- cmsd: the 10 GB default minimum free space makes small origins unwritable; a new file waits
+  for the query deadline (origins never say "not here"), 1 s here instead of 5.
 """
 
 from __future__ import annotations
@@ -47,10 +53,11 @@ TUNABLE_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
 RADOS_DEFAULTS = {"async": False, "buffers_maxbsz": 16 << 20, "cksio": True}
 START_TIMEOUT = 30.0
 TPC_XFR = 64  # concurrent TPC pulls a destination runs
+CMS_SPACE = ("16m", "32m")  # min free space / high-water mark an origin needs to get new files
 
 
 def effective_tunables(backend: str, tunables: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The cell's gateway tunables with the backend's defaults under them."""
+    """The cell's gateway tunables over the backend's defaults."""
     tunables = dict(tunables or {})
     unknown = sorted(set(tunables) - set(TUNABLE_KEYS))
     if unknown:
@@ -75,9 +82,10 @@ def render_config(daemon: str, *, role: str, name: str, target: Target, port: in
                   adminpath: str | os.PathLike, http_port: int | None = None,
                   manager: str | None = None, localroot: str | None = None,
                   tunables: Mapping[str, Any] | None = None, report_addr: str | None = None,
-                  allow_hosts: tuple[str, ...] = (), origins: int = 1, gateway: str = "") -> str:
+                  allow_hosts: tuple[str, ...] = (), origins: int = 1, gateway: str = "",
+                  tls: tuple[str, str] = ("cert.pem", "key.pem")) -> str:
     """Text of one daemon's config (``daemon`` xrootd|cmsd; ``role`` standalone|server|manager)."""
-    t = effective_tunables(target.backend, tunables)
+    t = effective_tunables(target.backend, {k: v for k, v in (tunables or {}).items() if k != "bind"})
     rados = None
     if target.backend == "rados":
         missing = [k for k in ("ceph_user", "pool", "nb_stripes", "stripe_unit", "object_size")
@@ -87,14 +95,17 @@ def render_config(daemon: str, *, role: str, name: str, target: Target, port: in
         rados = {**target.oss, "cksio": bool(t.get("cksio", True))}
     elif role != "manager" and not (localroot or target.path):
         raise XcbError(f"gateway: {target.backend} target of cell {target.cell_id} has no path")
-    ctx = dict(
+    maxbsz = t.get("buffers_maxbsz")
+    return render(
+        TEMPLATES, f"{daemon}.cfg.j2",
         name=name, gateway=gateway or name, cell_id=target.cell_id, backend=target.backend,
         role=role, manager=manager, adminpath=str(adminpath), port=port, http_port=http_port,
         allow_hosts=list(allow_hosts), localroot=localroot or target.path, rados=rados,
         ceph=sorted(t["ceph"].items()), origins=origins, report_addr=report_addr,
-        async_off=t.get("async") is False, tpc_xfr=TPC_XFR, xrdcp=shutil.which("xrdcp") or "xrdcp",
-        buffers_maxbsz=_xrd_size(int(t["buffers_maxbsz"])) if t.get("buffers_maxbsz") else None)
-    return render(TEMPLATES, f"{daemon}.cfg.j2", **ctx)
+        tls_cert=str(tls[0]), tls_key=str(tls[1]), shared=target.backend == "rados",
+        space_min=CMS_SPACE[0], space_hwm=CMS_SPACE[1], async_off=t.get("async") is False,
+        tpc_xfr=TPC_XFR, xrdcp=shutil.which("xrdcp") or "xrdcp",
+        buffers_maxbsz=_xrd_size(int(maxbsz)) if maxbsz else None)
 
 
 @dataclass
@@ -116,19 +127,26 @@ class Server:
 
 
 class Gateway:
-    """A started gateway; stop() (or leaving the ``with`` block) stops every process of it."""
+    """A started gateway; stop() (or leaving the ``with`` block) stops every process of it.
 
-    def __init__(self, name: str, target: Target, host: str, servers: list[Server],
-                 findings: list[dict], client_env: dict[str, str], keep_dir: Path,
-                 live_dir: Path, admin_dir: Path, procs: proc.ProcessSet | None):
-        self.name, self.target, self.host = name, target, host
+    ``servers``: every xrootd/cmsd (``.pid``, ``.daemon``, ``.role``, ``.localroot``);
+    ``origins``: the data servers; ``findings``: FINDING rows; ``client_env``: environment a
+    client must run with; ``tls_cert``: the self-signed certificate (CA for https://).
+    """
+
+    def __init__(self, name: str, target: Target, addr: str, url_host: str, servers: list[Server],
+                 findings: list[dict], client_env: dict[str, str], keep_dir: Path, live_dir: Path,
+                 admin_dir: Path, procs: proc.ProcessSet | None):
+        self.name, self.target, self.addr, self.url_host = name, target, addr, url_host
         self.servers, self.findings, self.client_env = servers, findings, client_env
         self.keep_dir, self._live_dir, self._admin_dir, self._procs = keep_dir, live_dir, admin_dir, procs
+        self.tls_cert = admin_dir / "tls" / "cert.pem"
         self.start_seconds = 0.0
         front = next(s for s in servers if s.daemon == "xrootd" and s.role != "server")
-        netloc = f"[{host}]" if ":" in host else host
+        netloc = f"[{url_host}]" if ":" in url_host else url_host
         self.root_url = f"root://{netloc}:{front.port}"
         self.http_url = f"http://{netloc}:{front.http_port}"
+        self.https_url = f"https://{netloc}:{front.http_port}"
         self.config_paths = [keep_dir / s.config.name for s in servers]
         self.log_paths = [s.log for s in servers]
         self.stopped = False
@@ -143,22 +161,21 @@ class Gateway:
         return [s.pid for s in self.servers if s.pid]
 
     def url(self, name: str, scheme: str = "root") -> str:
+        """Full URL of file ``name`` (root, http, https; davs/dav map to https/http)."""
         path = "/" + str(name).lstrip("/")
         if scheme in ("root", "xroot"):
             return f"{self.root_url}/{path}"
-        if scheme in ("http", "https", "dav", "davs"):
+        if scheme in ("http", "dav"):
             return self.http_url + path
-        raise XcbError(f"gateway {self.name}: unknown URL scheme {scheme!r} (root, http)")
+        if scheme in ("https", "davs"):
+            return self.https_url.replace("https", scheme, 1) + path
+        raise XcbError(f"gateway {self.name}: unknown URL scheme {scheme!r} (root, http, https)")
 
     def stop(self) -> None:
         if self.stopped:
             return
         self.stopped = True
-        for s in reversed(self.servers):
-            if s.proc:
-                proc.stop(s.proc)
-                if self._procs is not None:
-                    self._procs.discard(s.proc)
+        _stop_servers(self)
         if self._live_dir != self.keep_dir:  # logs lived where xrootd could write: keep copies
             for i, s in enumerate(self.servers):
                 for src in (s.log, s.log.with_suffix(".out")):
@@ -177,10 +194,10 @@ class Gateway:
         return f"<Gateway {self.name} {self.root_url} {self.http_url} origins={len(self.origins)}>"
 
 
-# --- readiness probes: talk the protocols, do not just look for a pid ---------------------------
+# --- readiness: talk the protocols, do not just look for a pid -------------------------------
 
 def xroot_handshake(host: str, port: int, timeout: float = 2.0) -> int | None:
-    """XRootD initial handshake; returns the server type (0 redirector, 1 data server) or None."""
+    """XRootD initial handshake; the server type (0 redirector, 1 data server) or None."""
     try:
         with socket.create_connection((host, port), timeout=timeout) as s:
             s.sendall(struct.pack(">5i", 0, 0, 0, 4, 2012))
@@ -199,7 +216,7 @@ def xroot_handshake(host: str, port: int, timeout: float = 2.0) -> int | None:
 def http_answers(host: str, port: int, timeout: float = 2.0) -> bool:
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
-        conn.request("GET", "/")
+        conn.request("HEAD", "/")
         return conn.getresponse().status > 0
     except (OSError, http.client.HTTPException):
         return False
@@ -216,7 +233,7 @@ def tcp_answers(host: str, port: int, timeout: float = 2.0) -> bool:
 
 
 def free_port(host: str = "127.0.0.1", avoid: set[int] | None = None) -> int:
-    """A port nobody listens on now (the server binds it a moment later via sdlisten)."""
+    """A port nobody listens on now (the server binds it a moment later, via sdlisten)."""
     for _ in range(100):
         with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
             s.bind((host, 0))
@@ -226,7 +243,18 @@ def free_port(host: str = "127.0.0.1", avoid: set[int] | None = None) -> int:
     raise XcbError(f"gateway: no free port on {host}")
 
 
-# --- directories and users -------------------------------------------------------------------
+def url_host_for(addr: str) -> str:
+    """Host name for URLs: 'localhost' when it means exactly ``addr`` (root TPC needs names)."""
+    if addr != "127.0.0.1":
+        return addr
+    try:
+        found = {ai[4][0] for ai in socket.getaddrinfo("localhost", None, type=socket.SOCK_STREAM)}
+    except OSError:
+        return addr
+    return "localhost" if found == {"127.0.0.1"} else addr
+
+
+# --- directories, users, certificate ---------------------------------------------------------
 
 def _xrootd_ids() -> tuple[int, int] | None:
     """uid/gid to run as (None when not root: then xrootd runs as the current user)."""
@@ -259,65 +287,86 @@ def _own(path: Path, ids: tuple[int, int] | None) -> None:
         os.chown(path, *ids)
 
 
-def _admin_root() -> str:
-    return "/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir()
+def _make_tls(directory: Path, ids, host: str) -> tuple[Path, Path]:
+    directory.mkdir(mode=0o700)
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    san = f"DNS:localhost,IP:127.0.0.1{',IP:' + host if host[:1].isdigit() and host != '127.0.0.1' else ''}"
+    proc.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+              "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=localhost",
+              "-addext", f"subjectAltName={san}"], timeout=60)
+    for p in (directory, cert, key):
+        _own(p, ids)
+    return cert, key
 
 
-# --- start ---------------------------------------------------------------------------------------
+# --- start / stop ----------------------------------------------------------------------------
 
 def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = None,
                   origins: int = 1, tunables: Mapping[str, Any] | None = None,
                   report_addr: str | None = None, bind: str = "127.0.0.1",
                   procs: proc.ProcessSet | None = None, name: str | None = None,
                   cell: Any = None, start_timeout: float = START_TIMEOUT) -> Gateway:
-    """Start (and wait until it answers) the gateway of ``target``; see the module docstring."""
+    """Start the gateway of ``target`` and wait until it answers; see the module docstring.
+
+    ``tunables`` (a cell's ``gateway`` mapping): async, buffers_maxbsz, cksio, bind, ceph.
+    A ``bind`` tunable overrides ``bind``. ``cell`` (optional) adds campaign-aware findings.
+    """
     t = effective_tunables(target.backend, tunables)
-    bind = str(t.pop("bind", bind) or "0.0.0.0")
+    bind = str(t.pop("bind", bind) or "0.0.0.0").strip()
     if origins < 1:
         raise XcbError(f"gateway: origins must be >= 1, not {origins}")
+    wildcard = bind in WILDCARD_BINDS
+    addr = "127.0.0.1" if wildcard else bind.strip("[]")
     ids = _xrootd_ids()
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    name = name or f"gw-{target.cell_id or 'x'}"
-    keep = workdir / f"gateway-{name}"
-    n = 1
+    base = name or f"gw-{target.cell_id or 'x'}"
+    keep, n = workdir / f"gateway-{base}", 1
     while keep.exists():
         n += 1
-        keep = workdir / f"gateway-{name}-{n}"
+        keep = workdir / f"gateway-{base}-{n}"
     name = keep.name.removeprefix("gateway-")
     keep.mkdir(parents=True)
-    admin = Path(tempfile.mkdtemp(prefix="xcbgw-", dir=_admin_root()))
-    _own(admin, ids)
-    if reachable_by(keep, ids):
-        live = keep
-        _own(keep, ids)
-    else:
-        live = admin / "live"
-        live.mkdir()
-        _own(live, ids)
+    admin = Path(tempfile.mkdtemp(prefix="xcbgw-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    try:
+        _own(admin, ids)
+        if reachable_by(keep, ids):
+            live = keep
+            _own(keep, ids)
+        else:
+            live = admin / "live"
+            live.mkdir()
+            _own(live, ids)
+        tls = _make_tls(admin / "tls", ids, addr)
+        env = {"XRD_CPUSEPGWRTRD": "0"}  # also for the xrdcp that root TPC runs inside the gateway
+        client_env: dict[str, str] = {}
+        osd_max = None
+        if target.backend == "rados":
+            if cluster is None:
+                raise XcbError(f"gateway: rados target of cell {target.cell_id} needs a cluster")
+            env["CEPH_CONF"] = str(cluster.gateway_conf(keep))
+            client_env["XRD_CPUSEPGWRTRD"] = "0"
+        if cluster is not None and target.backend in ("rados", "cephfs"):
+            try:
+                osd_max = cluster.osd_max_object_size()
+            except Exception:  # a fact for findings only: never block a start on it
+                osd_max = None
+        findings = findings_for(cell, target, t, bind=bind, osd_max_object_size=osd_max,
+                                origins=origins)
+    except BaseException:
+        shutil.rmtree(admin, ignore_errors=True)
+        raise
 
-    env = {"XRD_CPUSEPGWRTRD": "0"}  # also for the xrdcp that root TPC runs inside the gateway
-    client_env: dict[str, str] = {}
-    osd_max = None
-    if target.backend == "rados":
-        if cluster is None:
-            raise XcbError(f"gateway: rados target of cell {target.cell_id} needs a cluster")
-        env["CEPH_CONF"] = str(cluster.gateway_conf(keep))
-        client_env["XRD_CPUSEPGWRTRD"] = "0"
-    if cluster is not None and target.backend in ("rados", "cephfs"):
-        try:
-            osd_max = cluster.osd_max_object_size()
-        except Exception:  # a fact for findings only: never block a start on it
-            osd_max = None
-    findings = findings_for(cell, target, t, bind=bind, osd_max_object_size=osd_max)
-
-    wildcard = bind.strip() in WILDCARD_BINDS
-    host = "127.0.0.1" if wildcard else bind
-    t["bind"] = bind
     last_error = None
     for _attempt in range(3):  # a port taken between free_port() and the bind: new ports
-        servers = _plan(target, name, origins, host, keep, live, admin, t, report_addr, wildcard, ids)
-        gw = Gateway(name, target, host, servers, findings, client_env, keep, live, admin, procs)
+        try:
+            servers = _plan(target, name, origins, addr, keep, live, admin, t, report_addr,
+                            wildcard, ids, tls)
+        except BaseException:
+            shutil.rmtree(admin, ignore_errors=True)
+            raise
+        gw = Gateway(name, target, addr, url_host_for(addr), servers, findings, client_env,
+                     keep, live, admin, procs)
         t0 = time.monotonic()
         try:
             _launch(gw, env, ids, wildcard, procs, start_timeout)
@@ -325,7 +374,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
             return gw
         except _PortTaken as e:
             last_error = e
-            _abort(gw)
+            _stop_servers(gw)
         except BaseException:
             gw.stop()
             raise
@@ -337,26 +386,25 @@ class _PortTaken(Exception):
     pass
 
 
-def _abort(gw: Gateway) -> None:
+def _stop_servers(gw: Gateway) -> None:
     for s in reversed(gw.servers):
         if s.proc:
             proc.stop(s.proc)
             if gw._procs is not None:
                 gw._procs.discard(s.proc)
-        s.proc = None
 
 
-def _plan(target, name, origins, host, keep, live, admin, t, report_addr, wildcard, ids) -> list[Server]:
+def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildcard, ids,
+          tls) -> list[Server]:
     """Servers to start, in order (manager first), with ports and rendered configs."""
     used: set[int] = set()
 
     def port() -> int:
-        p = free_port(host, used)
+        p = free_port(addr, used)
         used.add(p)
         return p
 
     allow = () if wildcard else ("localhost",)
-    tun = {k: v for k, v in t.items() if k != "bind"}
     servers: list[Server] = []
 
     def add(daemon, role, sname, manager=None, localroot=None, with_http=True, p=None) -> None:
@@ -366,8 +414,8 @@ def _plan(target, name, origins, host, keep, live, admin, t, report_addr, wildca
         _own(adminpath, ids)
         text = render_config(daemon, role=role, name=sname, target=target, port=p, http_port=hp,
                              adminpath=adminpath, manager=manager, localroot=localroot,
-                             tunables=tun, report_addr=report_addr, allow_hosts=allow,
-                             origins=origins, gateway=name)
+                             tunables=t, report_addr=report_addr, allow_hosts=allow,
+                             origins=origins, gateway=name, tls=tls)
         fname = f"{sname}-{daemon}.cfg"
         for d in {keep, live}:
             (d / fname).write_text(text)
@@ -378,12 +426,12 @@ def _plan(target, name, origins, host, keep, live, admin, t, report_addr, wildca
         add("xrootd", "standalone", "xcb", localroot=target.path)
         return servers
     mport = port()
-    manager = f"{host}:{mport}"
+    manager = f"{addr}:{mport}"
     add("cmsd", "manager", "mgr", manager=manager, with_http=False, p=mport)
     add("xrootd", "manager", "mgr", manager=manager)
     for i in range(1, origins + 1):
         root = None
-        if target.backend != "rados":
+        if target.backend != "rados":  # own subdir per origin, so files can be counted per origin
             root = os.path.join(target.path, f"origin-{i}")
             os.makedirs(root, exist_ok=True)
             _own(Path(root), ids)
@@ -393,19 +441,18 @@ def _plan(target, name, origins, host, keep, live, admin, t, report_addr, wildca
 
 
 def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) -> None:
+    if gw.target.path and gw.target.backend != "rados":
+        _own(Path(gw.target.path), ids)  # the export root must be writable by xrootd
     for s in gw.servers:
-        cmd = [s.daemon]
-        if ids is not None:
-            cmd += ["-R", XROOTD_USER]
+        cmd = [s.daemon] + (["-R", XROOTD_USER] if ids is not None else [])
         cmd += ["-c", s.config, "-l", f"={s.log}", "-n", s.name]
         listen = [] if wildcard or (s.daemon == "cmsd" and s.role == "server") else \
             [s.port] + ([s.http_port] if s.http_port else [])
-        if listen:
+        if listen:  # pre-bind on the loopback address (see the module docstring)
             cmd = [sys.executable, "-m", "xcbench.sdlisten",
-                   *[a for p in listen for a in ("--listen", f"{gw.host}:{p}")], "--", *cmd]
+                   *[a for p in listen for a in ("--listen", f"{gw.addr}:{p}")], "--", *cmd]
         s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}", log=s.log.with_suffix(".out"),
-                            env=env, cwd=s.config.parent if ids is None else gw._admin_dir / s.name,
-                            procs=procs)
+                            env=env, cwd=gw._admin_dir / s.name, procs=procs)
     deadline = time.monotonic() + timeout
     for s in gw.servers:
         _wait_server(gw, s, deadline)
@@ -427,10 +474,10 @@ def _wait_server(gw: Gateway, s: Server, deadline: float) -> None:
                 raise _PortTaken(proc.tail(s.log.with_suffix(".out"), 1))
             raise _failed(gw, s, f"exited with status {s.proc.popen.returncode} while starting")
         if s.daemon == "xrootd":
-            ok = xroot_handshake(gw.host, s.port) is not None and http_answers(gw.host, s.http_port)
+            ok = xroot_handshake(gw.addr, s.port) is not None and http_answers(gw.addr, s.http_port)
         elif s.role == "manager":
-            ok = tcp_answers(gw.host, s.port)
-        else:  # a data server's cmsd: logged in to its xrootd (checked as a cluster below)
+            ok = tcp_answers(gw.addr, s.port)
+        else:  # a data server's cmsd: its login is checked as part of the cluster below
             ok = "initialization completed" in proc.tail(s.log, 200)
         if ok:
             return
@@ -440,14 +487,14 @@ def _wait_server(gw: Gateway, s: Server, deadline: float) -> None:
 
 
 def _wait_cluster(gw: Gateway, deadline: float) -> None:
-    """Wait until the manager cmsd has every origin logged in (else new files wait or fail)."""
+    """Wait until the manager cmsd has every origin logged in and redirects."""
     mgr = next(s for s in gw.servers if s.daemon == "cmsd" and s.role == "manager")
     want = len(gw.origins)
     while True:
-        text = proc.tail(mgr.log, 2000)
-        if sum("logged in" in ln and "server" in ln.lower() and "redirector" not in ln
-               for ln in text.splitlines()) >= want:
+        lines = proc.tail(mgr.log, 2000).splitlines()
+        logged = sum("Primary server" in ln and "logged in" in ln for ln in lines)
+        if logged >= want and any("manager service enabled" in ln for ln in lines):
             return
         if time.monotonic() > deadline:
-            raise _failed(gw, mgr, f"did not see {want} origins log in")
+            raise _failed(gw, mgr, f"saw {logged} of {want} origins log in")
         time.sleep(0.05)
