@@ -101,6 +101,9 @@ def build_conf(state: Path, run_dir: Path, fsid: str, ports: list[int], objectst
         "mon warn on insecure global id reclaim allowed": False,
         "ms bind ipv6": False,
         "osd max object size": 128 << 20,
+        # PG states reach `pg stat` through the mgr: the 5 s defaults made waiting for
+        # active+clean the slowest part of bring-up
+        "osd mon report interval": 1, "mgr stats period": 1, "mgr tick period": 1,
     }
     if objectstore == "memstore":
         g["mon debug no require bluestore for ec overwrites"] = True
