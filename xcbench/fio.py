@@ -94,6 +94,7 @@ def run_fio(jobfiles: Sequence[str | os.PathLike], *, output: str | os.PathLike,
     error, and that is recorded in the rows' ``errors``. No JSON at all is an XcbError."""
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
+    output.unlink(missing_ok=True)  # never parse an earlier run's output as this one's
     cmd = command(jobfiles, output=output, hosts=hosts)
     cp = proc.run(cmd, timeout=timeout, check=False, env=env)
     try:
