@@ -125,6 +125,7 @@ def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Ca
         if len(bl) and "bits_per_second" in bl:
             best = float(bl["bits_per_second"].max()) / 8
             cal.baseline = max(cal.baseline or 0.0, best) or None
+    cal.curve.sort(key=lambda c: (c["run"], c["backend"] != "tmpfs", c["label"], c["concurrency"]))
     if not cal.curve:
         cal.notes.append("no campaign rows in the run(s): the gateway stays on datasheet numbers")
     return cal
@@ -284,6 +285,9 @@ def storage_inputs(cal: Calibration, spec: ClusterSpec, file_size: int, a: Assum
         for k, v in o.items():
             val = fmt_rate(v["value"]) if k.endswith("bw") else f"{v['value']:,.0f} ops/s"
             inp.notes.append(f"per-OSD {k.replace('_', ' ')}: {val} from {v['from']}")
+        inp.notes.append("per-OSD numbers of the measured cluster stand in for the planned drives "
+                         f"({spec.drive_kind}); if those differ, give --calibrate-spec to carry an "
+                         "efficiency over instead")
         missing = [k for k in ("write_iops", "write_bw") if k not in o]
         if missing:
             inp.notes.append(f"not measured, datasheet kept: {', '.join(missing)}")

@@ -120,6 +120,16 @@ def render_text(plan: dict) -> str:
         notes = col["storage"]["notes"] + col["gateway"]["notes"]
         if notes:
             L += ["", f"NOTES ({col['label']})", *(f"  - {n}" for n in notes)]
+    cal = plan.get("calibration")
+    if cal:
+        L += ["", f"CALIBRATION: {', '.join(cal['runs'])}"]
+        if cal["curve"]:
+            L += ["  per-gateway rate vs concurrency:"]
+            L += _table([{**c, "rate_text": fmt_rate(c["rate"])} for c in cal["curve"]],
+                        [("run", "run"), ("label", "cell"), ("backend", "backend"), ("origins", "origins"),
+                         ("mode", "mode"), ("concurrency", "conc"), ("rate_text", "rate"),
+                         ("rate_from", "rate from")])
+        L += [f"  - {n}" for n in cal["notes"]]
     L += ["", "FIGURE INPUTS"]
     for r in sizing_rows(plan):
         for lab in labels:
