@@ -443,6 +443,7 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
 def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) -> None:
     if gw.target.path and gw.target.backend != "rados":
         _own(Path(gw.target.path), ids)  # the export root must be writable by xrootd
+    deadline = time.monotonic() + timeout
     for s in gw.servers:
         cmd = [s.daemon] + (["-R", XROOTD_USER] if ids is not None else [])
         cmd += ["-c", s.config, "-l", f"={s.log}", "-n", s.name]
@@ -453,7 +454,9 @@ def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) 
                    *[a for p in listen for a in ("--listen", f"{gw.addr}:{p}")], "--", *cmd]
         s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}", log=s.log.with_suffix(".out"),
                             env=env, cwd=gw._admin_dir / s.name, procs=procs)
-    deadline = time.monotonic() + timeout
+        if s.daemon == "cmsd" and s.role == "manager":
+            # an origin's cmsd that finds the manager port closed retries only after 6 s
+            _wait_server(gw, s, deadline)
     for s in gw.servers:
         _wait_server(gw, s, deadline)
     if len(gw.origins) > 1:
