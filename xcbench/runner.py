@@ -333,8 +333,7 @@ def run_matrix(matrix_path: str | Path | None, cluster: Any, opts: RunOptions,
         else load_matrix(matrix_path)
     run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
                                                 "fio_hosts": opts.fio_hosts},
-                         cluster={"conf": str(getattr(cluster, "conf", "")),
-                                  "embedded": getattr(cluster, "embedded", None)})
+                         cluster=_cluster_info(cluster))
     run.register_cells(c for c in matrix.cells if c.id not in run.cells)
     status = "complete"
     with StopFlag() as stop:
@@ -352,6 +351,18 @@ def run_matrix(matrix_path: str | Path | None, cluster: Any, opts: RunOptions,
     if status == "interrupted":
         raise Interrupted(str(run.path))
     return run
+
+
+def _cluster_info(cluster: Any) -> dict[str, Any]:
+    """What the plan's calibration and the report need to know of the cluster (no secrets)."""
+    if cluster is None:
+        return {}
+    info: dict[str, Any] = {"conf": str(cluster.conf), "embedded": cluster.embedded,
+                            "client_id": cluster.client_id, "fs_name": cluster.fs_name}
+    with contextlib.suppress(Exception):
+        info.update(num_osds=cluster.num_osds(), num_hosts=cluster.num_hosts(),
+                    osd_max_object_size=cluster.osd_max_object_size())
+    return info
 
 
 def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
