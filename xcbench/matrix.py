@@ -51,7 +51,7 @@ BACKEND_KEYS = {"tmpfs": ("size",) + DIM_KEYS, "cephfs": ("layouts", "pools") + 
                 "rados": ("layouts", "pools") + DIM_KEYS}
 LAYOUT_KEYS = ("stripe_unit", "stripe_count", "object_size")
 PROBE_KEYS = ("runtime", "iodepth", "numjobs", "size", "ramp", "ss", "ss_dur", "ss_ramp",
-              "patterns", "bs")
+              "patterns", "bs", "direct")
 GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
 CAMPAIGN_KEYS = ("client", "streams", "timeout", "retries", "retry_delay", "checksum", "overwrite",
                  "delete_after_verify", "optimizer", "seed")
@@ -250,7 +250,7 @@ def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
     for key in ("runtime", "iodepth", "numjobs", "ramp", "streams", "retries"):
         if key in out:
             out[key] = _posint(errors, where, key, out[key], minimum=0 if key == "ramp" else 1)
-    for key in ("async", "cksio", "overwrite", "delete_after_verify"):
+    for key in ("async", "cksio", "overwrite", "delete_after_verify", "direct"):
         if key in out and not isinstance(out[key], bool):
             errors.add(where, key, f"{out[key]!r} is not true/false")
     return out
