@@ -31,7 +31,7 @@ Utilisations: u_net = R/N, u_iops = ops/I, u_gw = max(R/G, cpu), u_bw = R/F. A l
                         or the same cell ran >= 1.25x faster at a higher concurrency level
                         (more transfers in flight would go faster: FTS's concurrency is the knob)
   7. inconclusive       nothing within 15 % of a ceiling, or no ceiling measured; the reason
-                        says which figures were missing and how busy the host CPU was
+                        says which ceilings were not measured and how busy the host CPU was
                         (client, gateway and OSDs share it on a one-box test).
 
 Each verdict row: cell_id, concurrency, verdict, reason (one sentence quoting the figures),
@@ -45,9 +45,9 @@ import math
 from typing import Any
 
 import numpy as np
+
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.render import fmt_num
-
 from xcbench.store import RunDir
 
 VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "network",
@@ -103,6 +103,7 @@ def _twin_replicated(cell, conc, rd: RunData):
 def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[str, Any]:
     cid, conc = cell["cell_id"], p["concurrency"]
     ev: dict[str, Any] = {"rate": p["rate"], "concurrency": conc, "mode": cell["mode"],
+                          "backend": cell["backend"],
                           "repeats": p["repeats"], "steady_method": p["method"],
                           "starved_frac": p["starved_frac"], "cores": rd.cores}
     src: dict[str, Any] = {"rate": p["source"]}
@@ -230,11 +231,17 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
                           f"so more transfers in flight would go faster.")
     names = {"network": "iperf3", "gateway": "gateway", "storage-bandwidth": "fio bandwidth",
              "storage-iops": "fio IOPS"}
+    missing = [what for what, ok in (
+        ("tmpfs-gateway ceiling at this level", _ok(ev.get("gateway_ceiling")) or ev.get("backend") == "tmpfs"),
+        ("fio probe", _ok(ev.get("fio_bw")) or _ok(ev.get("fio_iops")) or ev.get("backend") == "tmpfs"),
+        ("iperf3 baseline", _ok(ev.get("network_bps")))) if not ok]
     if u:
         ceil = ", ".join(f"{names[k]} {pct(v)}" for k, v in sorted(u.items(), key=lambda x: -x[1]))
         why = f"below every measured ceiling ({ceil}); none within {pct(1 - NEAR)}"
     else:
-        why = "not comparable: no ceiling was measured (no tmpfs cell at this level, no fio probe, no iperf3)"
+        why = "not comparable with any ceiling"
+    if missing:
+        why += "; not measured: " + ", ".join(missing)
     tail = f"; {host_txt}" if host_txt else ""
     return "inconclusive", f"The chain moves {gib(r)} {at}, {why}{tail}."
 
@@ -275,3 +282,17 @@ def attribute(run: RunDir | RunData, others: tuple = ()) -> list[dict[str, Any]]
     ``others``: runs whose tmpfs cells may serve as gateway ceilings when this run has none."""
     rd = run if isinstance(run, RunData) else RunData(run)
     return attribute_data(rd, tuple(o if isinstance(o, RunData) else RunData(o) for o in others))
+
+
+def write_verdicts(run: RunDir, others: tuple = ()) -> list[dict[str, Any]]:
+    """Attribute a run and store the rows as its ``verdicts`` table (Parquet if the run is
+    finalized, else appended to records/verdicts.jsonl for finalize() to convert)."""
+    import pandas as pd
+
+    from xcbench.records import VERDICT
+    rows = attribute(run, others)
+    if run.manifest.get("status") != "running":  # finalized: the Parquet tables exist
+        pd.DataFrame(rows, columns=list(VERDICT)).to_parquet(run.path / "verdicts.parquet", index=False)
+    else:
+        run.append("verdicts", rows)
+    return rows

@@ -1,8 +1,9 @@
 """Compare two runs cell by cell: % difference of the steady rate, CI overlap, verdict changes.
 
 Cells are matched by id (a hash of their settings: the same cell in two runs has the same id)
-and concurrency level. A difference is called *significant* when both runs have a CI (>= 2
-repeats) and the CIs do not overlap; with single repeats only the % difference is given.
+and concurrency level. A difference is called *significant* when the 95 % bootstrap CIs do not
+overlap and both runs have at least MIN_REPEATS repeats (with two repeats a bootstrap CI is
+just the range of the two values: shown, but not trusted for a call).
 The cell fingerprints (layout, pool, configs) and the stack versions are compared too, since a
 difference may come from a changed configuration rather than from the change under test.
 """
@@ -14,6 +15,8 @@ from typing import Any
 
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.stats import ci_overlap, pct_diff
+
+MIN_REPEATS = 3
 
 
 def _verdicts(rd: RunData) -> dict[tuple[str, float], str]:
@@ -41,7 +44,8 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
             "base_rate": brate, "base_ci": (b["ci_low"], b["ci_high"]) if b else (nan, nan),
             "contender_rate": crate, "contender_ci": (c["ci_low"], c["ci_high"]) if c else (nan, nan),
             "pct": pct_diff(brate, crate), "ci_overlap": overlap,
-            "significant": overlap is False,
+            "base_n": b["repeats"] if b else 0, "contender_n": c["repeats"] if c else 0,
+            "significant": overlap is False and min(b["repeats"], c["repeats"]) >= MIN_REPEATS,
             "base_verdict": vb, "contender_verdict": vc,
             "verdict_changed": bool(vb and vc and vb != vc),
             "config_changed": bool(fb and fc and fb != fc),

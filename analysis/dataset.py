@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from xcbench.analysis import steady as _steady
 from xcbench.analysis.samples import SampleIndex
 from xcbench.analysis.stats import Stats
-
 from xcbench.sizes import format_size, parse_size
 from xcbench.store import RunDir
 

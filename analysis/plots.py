@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pandas as pd
+
 from xcbench.analysis.render import GIB, fig_to_data_uri, new_figure
 
 MIB = float(1 << 20)

@@ -175,3 +175,16 @@ def fig_to_data_uri(fig, dpi: int = 100) -> str:
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def text_table(headers: list[str], rows: list[list[Any]], right: set[int] = frozenset()) -> str:
+    """A plain fixed-width table for the terminal (columns in ``right`` right-aligned)."""
+    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for n, r in enumerate(cells):
+        lines.append("  ".join(v.rjust(w) if i in right else v.ljust(w)
+                               for i, (v, w) in enumerate(zip(r, widths, strict=True))).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)

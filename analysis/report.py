@@ -19,14 +19,14 @@ from typing import Any
 
 import pandas as pd
 from markupsafe import Markup
+
+from xcbench import __version__
 from xcbench.analysis import plots
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.dataset import RunData, source_text
 from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
 from xcbench.analysis.steady import RULE
-
-from xcbench import __version__
 from xcbench.errors import XcbError
 from xcbench.sizes import format_size
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
 from xcbench.analysis.stats import Stats
 
 RULE = ("steady window = the longest run of 1-s buckets in which the campaign holds its "

@@ -260,9 +260,12 @@ def read_jsonl(path: str | os.PathLike):
     with open(path) as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
     df = pd.DataFrame.from_records(rows)
-    for col in df.select_dtypes(include="object").columns:
+    for col in [c for c in df.columns if pd.api.types.is_object_dtype(df[c])]:
         if df[col].map(lambda v: isinstance(v, (dict, list))).any():
             df[col] = df[col].map(_json_text)
+        kinds = {type(v) for v in df[col] if v is not None and v == v}
+        if len(kinds) > 1 and not kinds <= {int, float}:  # e.g. 1 and "n/a": keep both, as text
+            df[col] = df[col].map(lambda v: v if v is None or v != v else str(v))
     return df
 
 

@@ -1,11 +1,63 @@
-"""xcbench compare: compare two runs cell by cell."""
+"""xcbench compare: compare two runs cell by cell (% difference, CI overlap, verdict changes)."""
 
-from xcbench.errors import XcbError
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from xcbench.store import default_store, resolve_run
 
 
 def add_parser(sub):
-    return sub.add_parser("compare", help="compare two runs cell by cell")
+    p = sub.add_parser("compare", help="compare two runs cell by cell",
+                       description="Per cell and concurrency level: steady rate of both runs, "
+                       "% difference, whether the 95 %% CIs overlap, verdict changes.")
+    p.add_argument("base", metavar="BASE", help="the reference run (dir, id or 'latest')")
+    p.add_argument("contender", metavar="CONTENDER", help="the run compared with it")
+    p.add_argument("--store", type=Path, default=None,
+                   help=f"result store for run ids (default: $XCBENCH_STORE or ./{default_store()})")
+    p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    return p
+
+
+def _gib(v: float) -> str:
+    from xcbench.analysis.render import fmt_gib
+    return fmt_gib(v)
 
 
 def run(args) -> int:
-    raise XcbError("compare: not implemented yet")
+    from xcbench.analysis.compare import MIN_REPEATS, compare_data, versions_changed
+    from xcbench.analysis.dataset import RunData
+    from xcbench.analysis.render import fmt_pct, text_table
+    base = RunData(resolve_run(args.base, args.store))
+    cont = RunData(resolve_run(args.contender, args.store))
+    rows = compare_data(base, cont)
+    changed = versions_changed(base, cont)
+    if args.json:
+        clean = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+                 for r in rows]
+        print(json.dumps({"base": base.run_id, "contender": cont.run_id, "rows": clean,
+                          "versions_changed": changed}, indent=2, default=str))
+        return 0
+    print(f"base {base.run_id}  ->  contender {cont.run_id}   (rates: steady mean, GiB/s; CI 95 %)")
+    for k, (a, b) in changed.items():
+        print(f"  note: {k} changed: {a} -> {b}")
+    table = []
+    for r in rows:
+        ci = "-" if r["ci_overlap"] is None else ("overlap" if r["ci_overlap"] else
+                                                  "DISJOINT" if r["significant"] else "disjoint")
+        ci += f" (n={r['base_n']}/{r['contender_n']})"
+        verdict = r["base_verdict"] or "-"
+        if r["verdict_changed"]:
+            verdict += f" -> {r['contender_verdict']}"
+        note = ("config changed " if r["config_changed"] else "") + (f"only in {r['only_in']}" if r["only_in"] else "")
+        table.append([r["label"], f"{r['concurrency']:g}", _gib(r["base_rate"]), _gib(r["contender_rate"]),
+                      fmt_pct(r["pct"], 1, sign=True), ci, verdict, note.strip()])
+    print(text_table(["cell", "conc", "base", "contender", "diff", "CIs", "verdict", "note"], table,
+                     right={1, 2, 3, 4}))
+    sig = sum(1 for r in rows if r["significant"])
+    vch = sum(1 for r in rows if r["verdict_changed"])
+    print(f"\n{len(rows)} points; {sig} significant (disjoint CIs, >= {MIN_REPEATS} repeats each); "
+          f"{vch} verdict changes")
+    return 0

@@ -1,0 +1,140 @@
+"""Attribution rules on constructed data where the answer is known."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from tests.unit.synthrun import GIB, MIB, SynthCell, make_run, mixed_cells
+from xcbench.analysis.attribution import NEAR, VERDICTS, attribute, decide, write_verdicts
+from xcbench.records import VERDICT
+from xcbench.store import RunDir
+
+
+def _ev(**kw):
+    ev = {"rate": 1.0 * GIB, "concurrency": 8, "mode": "push", "cores": 8.0, "gateway_cores": math.nan,
+          "cpu": math.nan, "host_busy": math.nan, "network_bps": 10 * GIB, "starved_frac": 0.0}
+    ev.update(kw)
+    return ev
+
+
+def _one_sentence(reason: str) -> bool:
+    return reason.endswith(".") and not re.search(r"\.\s+[A-Z]", reason)
+
+
+@pytest.mark.parametrize("ev, verdict, quoted", [
+    (_ev(network_bps=1.05 * GIB, gateway_ceiling=1.0 * GIB), "network", ["8.59 Gb/s", "95 %"]),
+    (_ev(rate=0.12 * GIB, pool="xcb-rep1", pool_write_ops=2000, fio_iops=2200, fio_iops_job="rand-write-4K",
+         fio_bw=0.13 * GIB), "storage-iops", ["2,000 write op/s", "91 %", "2,200 IOPS"]),
+    (_ev(gateway_ceiling=1.02 * GIB, fio_bw=6 * GIB), "gateway", ["98 % of the tmpfs-gateway ceiling"]),
+    (_ev(rate=0.5 * GIB, gateway_ceiling=2 * GIB, cpu=0.95, gateway_cores=7.6), "gateway",
+     ["gateway CPU 7.6 of 8 cores (95 %)"]),
+    (_ev(rate=0.6 * GIB, gateway_ceiling=1 * GIB, fio_bw=1.5 * GIB, ec_ratio=0.6, rep_pool="rep3",
+         rep_rate=1.0 * GIB, raw_per_logical=1.52, raw_expected=1.5), "ec-overhead",
+     ["60 % of the same layout on rep3", "raw/logical 1.52 (expected 1.5)"]),
+    (_ev(rate=0.39 * GIB, gateway_ceiling=1 * GIB, fio_bw=0.4 * GIB), "storage-bandwidth",
+     ["98 % of the fio write ceiling", "0.4 GiB/s"]),
+    (_ev(rate=0.1 * GIB, gateway_ceiling=1 * GIB, fio_bw=5 * GIB, starved_frac=0.5), "client",
+     ["50 % of the seconds"]),
+    (_ev(rate=0.2 * GIB, best_higher_level=8, best_higher_rate=0.8 * GIB, concurrency=2), "client",
+     ["0.8 GiB/s at 8"]),
+    (_ev(rate=0.2 * GIB, gateway_ceiling=1 * GIB, fio_bw=5 * GIB, host_busy=0.2), "inconclusive",
+     ["gateway 20 %", "fio bandwidth 4 %", "host CPU 20 % busy"]),
+    (_ev(rate=0.2 * GIB, network_bps=math.nan), "inconclusive",
+     ["not comparable", "not measured: tmpfs-gateway ceiling at this level, fio probe, iperf3 baseline"]),
+])
+def test_each_rule_on_constructed_figures(ev, verdict, quoted):
+    got, reason = decide(ev)
+    assert got == verdict, reason
+    for q in quoted:
+        assert q in reason, reason
+    assert _one_sentence(reason), reason
+    assert ev["thresholds"]["near"] == NEAR
+
+
+def test_the_nearer_ceiling_wins_between_gateway_and_storage():
+    assert decide(_ev(rate=0.9 * GIB, gateway_ceiling=1.0 * GIB, fio_bw=0.95 * GIB))[0] == "storage-bandwidth"
+    assert decide(_ev(rate=0.9 * GIB, gateway_ceiling=0.92 * GIB, fio_bw=1.0 * GIB))[0] == "gateway"
+
+
+def test_ec_overhead_only_when_the_gateway_is_not_the_limit():
+    ev = _ev(rate=0.6 * GIB, gateway_ceiling=0.62 * GIB, ec_ratio=0.6, rep_pool="rep1", rep_rate=1 * GIB)
+    assert decide(ev)[0] == "gateway"
+    ev = _ev(rate=0.9 * GIB, gateway_ceiling=2 * GIB, fio_bw=0.95 * GIB, ec_ratio=0.9, rep_pool="rep1",
+             rep_rate=1 * GIB)
+    assert decide(ev)[0] == "storage-bandwidth"  # EC costs only 10 %: not the story
+
+
+def test_an_unsaturated_tmpfs_rate_is_no_gateway_ceiling():
+    # chain == tmpfs at 2 transfers, but tmpfs itself went 4x faster at 8: both are concurrency-bound
+    ev = _ev(rate=0.2 * GIB, concurrency=2, gateway_ceiling=0.2 * GIB, gateway_growth=4.0,
+             best_higher_level=8, best_higher_rate=0.8 * GIB)
+    assert decide(ev)[0] == "client"
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    return make_run(tmp_path_factory.mktemp("mixed"), mixed_cells())
+
+
+def test_mixed_run_every_cell_gets_its_known_verdict(mixed):
+    path, truth = mixed
+    rows = attribute(RunDir.open(path))
+    assert rows and all(tuple(r) == VERDICT for r in rows)
+    top = {}
+    for r in rows:
+        if r["cell_id"] not in top or r["concurrency"] > top[r["cell_id"]]["concurrency"]:
+            top[r["cell_id"]] = r
+    assert {c: r["verdict"] for c, r in top.items()} == truth
+    assert set(truth.values()) == set(VERDICTS) - {"network"}
+    for r in rows:
+        assert r["verdict"] in VERDICTS and _one_sentence(r["reason"]), r["reason"]
+        ev = json.loads(r["evidence"])
+        assert ev["rate"] > 0 and ev["sources"]["rate"]["table"] == "timeline"
+        assert ev["thresholds"] == {"near": 0.85, "starved": 0.25, "scaling": 1.25}
+
+
+def test_mixed_run_evidence_quotes_the_measured_figures(mixed):
+    path, truth = mixed
+    rows = {(r["cell_id"], r["concurrency"]): r for r in attribute(RunDir.open(path))}
+    ec = next(c for c, v in truth.items() if v == "ec-overhead")
+    ev = json.loads(rows[(ec, 8)]["evidence"])
+    assert ev["raw_per_logical"] == pytest.approx(1.52, rel=1e-3) and ev["raw_expected"] == 1.5
+    assert 0.7 < ev["ec_ratio"] < 0.85 and ev["rep_pool"] == "rep1"
+    iops = next(c for c, v in truth.items() if v == "storage-iops")
+    ev = json.loads(rows[(iops, 8)]["evidence"])
+    assert ev["pool"] == "xcb-rep1" and ev["fio_iops"] == 2200
+    assert ev["pool_write_ops"] == pytest.approx(0.95 * 2200, rel=0.05)
+    assert "pool.client_write_ops_per_s" in ev["sources"]["pool_write_ops"]["query"]
+
+
+def test_network_bound_run(tmp_path):
+    cells = [SynthCell("tmpfs", concurrency=(4, 8), gateway=4 * GIB, expect="network"),
+             SynthCell("cephfs", (4 << 20, 1, 4 << 20), "rep3", concurrency=(4, 8), gateway=4 * GIB,
+                       fio_bw=8 * GIB, fio_iops=50000, expect="network")]
+    path, truth = make_run(tmp_path, cells, network=1.2 * GIB)
+    rows = attribute(RunDir.open(path))
+    got = {r["cell_id"]: r["verdict"] for r in rows if r["concurrency"] == 8}
+    assert got == truth
+    assert all("of the iperf3 baseline" in r["reason"] for r in rows if r["concurrency"] == 8)
+
+
+def test_without_ceilings_the_verdict_is_inconclusive_and_says_why(tmp_path):
+    path, _ = make_run(tmp_path, [SynthCell("cephfs", (4 << 20, 1, 4 << 20), "rep1", concurrency=(4,),
+                                            fio_bw=None, fio_iops=None, per_stream=50 * MIB)], network=math.nan)
+    (rows,) = attribute(RunDir.open(path))
+    assert rows["verdict"] == "inconclusive"
+    assert "not measured: tmpfs-gateway ceiling at this level, fio probe, iperf3 baseline" in rows["reason"]
+
+
+def test_write_verdicts_stores_a_table_the_report_then_uses(mixed, tmp_path):
+    import shutil
+    path = tmp_path / "copy"
+    shutil.copytree(mixed[0], path)
+    run = RunDir.open(path)
+    rows = write_verdicts(run)
+    table = RunDir.open(path).table("verdicts")
+    assert len(table) == len(rows) and list(table.columns) == list(VERDICT)
