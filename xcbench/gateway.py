@@ -15,6 +15,7 @@ Measured on this machine (XRootD 5.5.3), and why the code looks like this:
   TTL (the client names the destination ``[::ffff:127.0.0.1]``, the source sees ``localhost``).
 - XrdHttp loads HTTP-TPC only when TLS is configured: each gateway gets a throwaway self-signed
   certificate (the HTTP port then speaks http and https).
+- A redirector sends HTTP clients to an origin's xroot port: XrdHttp shares that port.
 - ``if exec xrootd`` does not apply to ``xrd.protocol`` lines: each daemon gets its own file.
 - cmsd: the 10 GB default minimum free space makes small origins unwritable; a new file waits
   for the query deadline (origins never say "not here"), 1 s here instead of 5.
@@ -408,7 +409,10 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
     servers: list[Server] = []
 
     def add(daemon, role, sname, manager=None, localroot=None, with_http=True, p=None) -> None:
-        p, hp = p or port(), (port() if with_http else None)
+        # XrdHttp shares the xroot port: a redirector sends HTTP clients to an origin's
+        # registered data port, so an origin must speak both protocols there
+        p = p or port()
+        hp = p if with_http else None
         adminpath = admin / sname
         adminpath.mkdir(exist_ok=True)
         _own(adminpath, ids)
@@ -448,7 +452,7 @@ def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) 
         cmd = [s.daemon] + (["-R", XROOTD_USER] if ids is not None else [])
         cmd += ["-c", s.config, "-l", f"={s.log}", "-n", s.name]
         listen = [] if wildcard or (s.daemon == "cmsd" and s.role == "server") else \
-            [s.port] + ([s.http_port] if s.http_port else [])
+            sorted({s.port} | ({s.http_port} if s.http_port else set()))
         if listen:  # pre-bind on the loopback address (see the module docstring)
             cmd = [sys.executable, "-m", "xcbench.sdlisten",
                    *[a for p in listen for a in ("--listen", f"{gw.addr}:{p}")], "--", *cmd]
