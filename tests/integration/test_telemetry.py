@@ -19,7 +19,9 @@ from types import SimpleNamespace
 import pytest
 
 from xcbench import proc
+from xcbench.backends import get_backend
 from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.gateway import start_gateway
 from xcbench.net import free_port
 from xcbench.telemetry import (
     CephSampler,
@@ -85,10 +87,6 @@ def procs():
 
 
 def tmpfs_gateway(workdir: Path, procs, listener: ReportListener, ident: str):
-    from xcbench.backends import get_backend
-
-    from xcbench.gateway import start_gateway
-
     cell = Cell(id=f"telemetry-{ident}", label="telemetry test", backend="tmpfs", tmpfs_size=256 * M)
     backend = get_backend("tmpfs")(None, workdir, procs)
     target = backend.prepare(cell)
@@ -144,10 +142,6 @@ def test_bytes_into_a_tmpfs_gateway_show_in_its_report_and_on_loopback(workdir, 
 
 
 def test_bytes_through_an_xrdceph_gateway_show_in_report_and_pool_counters(ceph_cluster, workdir, procs):
-    from xcbench.backends import get_backend
-
-    from xcbench.gateway import start_gateway
-
     n = 64 * M
     src = workdir / "src"
     src.write_bytes(os.urandom(n))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -199,6 +200,9 @@ def test_context_manager_with_the_real_clock_takes_a_final_sample_and_stops_samp
     s = Counting()
     with TelemetryRunner([s, HostSampler()], interval=60, sink=sink) as r:
         assert r.running
+        while r.ticks < 1:
+            time.sleep(0.01)
+        time.sleep(0.1)  # /proc/stat counts in 10 ms ticks: let some pass for cpu.busy
     assert not r.running and s.stopped
     assert s.calls == 2  # one at start, one at stop; stop() did not wait for the 60 s interval
     metrics = {row["metric"] for row in sink.rows("samples", "host")}
@@ -221,3 +225,20 @@ def test_rates_from_counters_and_a_counter_reset():
     assert [row["metric"] for row in rows] == ["x"]
     rows = r.counter_rows(s, 2.0, 22.0, "x", 9.0, {"a": 1})
     assert [(row["metric"], row["value"]) for row in rows] == [("x", 9.0), ("x.rate", 2.0)]
+
+
+def test_min_interval_makes_a_slow_source_skip_ticks():
+    class Slow(Counting):
+        name = "slow"
+        min_interval = 1.0
+
+    fake, sink = FakeTime(), Collect()
+    fast, slow = Counting(), Slow()
+    r = make([fast, slow], fake, sink, interval=0.25).start()
+    fake.step(8)
+    assert fake._slept.acquire(timeout=10)  # 9 ticks done: 100.0, 100.25, ... 102.0
+    assert fast.calls == 9
+    assert slow.calls == 3  # at 100, 101, 102
+    assert [row["mono"] for row in sink.rows("samples", "slow")] == [100.0, 101.0, 102.0]
+    fake._slept.release()
+    fake.finish(r)

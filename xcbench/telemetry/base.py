@@ -34,6 +34,7 @@ class Sampler:
     """A telemetry source. Lifecycle hooks are no-ops unless a sampler needs them."""
 
     name = "sampler"
+    min_interval = 0.0  # seconds: a sampler whose source changes slowly skips ticks closer than this
 
     def start(self) -> None:
         pass
@@ -104,7 +105,10 @@ class TelemetryRunner:
         self.ticks = 0
         self.skipped = 0
         self.gaps = 0
-        self.busy_seconds = {s.name: 0.0 for s in self.samplers}
+        self.busy_seconds = {s.name: 0.0 for s in self.samplers}  # wall time inside sample()
+        self.cpu_by_sampler = {s.name: 0.0 for s in self.samplers}  # CPU time of this thread
+        self.cpu_seconds = 0.0  # CPU time the sampling thread used (its own cost on the host)
+        self._last: dict[int, float] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> TelemetryRunner:
@@ -165,9 +169,14 @@ class TelemetryRunner:
 
     def tick(self) -> None:
         """One sampling round over all started samplers."""
-        self.ticks += 1
+        cpu0 = time.thread_time()
         for s in list(self._started):
             wall, mono = self.clock(), self.mono()
+            last = self._last.get(id(s))
+            if last is not None and mono - last < s.min_interval - 1e-6:
+                continue
+            self._last[id(s)] = mono
+            cpu = time.thread_time()
             try:
                 rows = s.sample(wall, mono)
                 err = None
@@ -176,12 +185,15 @@ class TelemetryRunner:
             except Exception as e:  # noqa: BLE001 - record the gap, the others go on
                 rows, err = [], _why(e)
             self.busy_seconds[s.name] = self.busy_seconds.get(s.name, 0.0) + self.mono() - mono
+            self.cpu_by_sampler[s.name] = self.cpu_by_sampler.get(s.name, 0.0) + time.thread_time() - cpu
             if rows:
                 for r in rows:
                     r["cell_id"] = self.cell_id
                 self._write("samples", rows)
             if err is not None:
                 self._gap(s, err, wall)
+        self.cpu_seconds += time.thread_time() - cpu0
+        self.ticks += 1
 
     def _gap(self, s: Sampler, error: str, wall: float | None = None) -> None:
         self.gaps += 1

@@ -73,6 +73,7 @@ def asok_command(path: str | Path, prefix: str, timeout: float = 2.0, **args: An
 
 class CephSampler(Sampler):
     name = "ceph"
+    min_interval = 1.0  # the mgr's rates and PG stats change every few seconds: no use polling faster
 
     def __init__(self, cluster: Any, pools: list[str] | None = None, *, osd_perf: bool | None = None,
                  timeout: float = 3.0, max_backoff: float = 60.0):

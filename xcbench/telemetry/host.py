@@ -89,6 +89,8 @@ class HostSampler(Sampler):
         for iface, counters in read_net_dev(self.root / "net/dev").items():
             if self.interfaces is not None and iface not in self.interfaces:
                 continue
+            if self.interfaces is None and not (counters["rx_bytes"] or counters["tx_bytes"]):
+                continue  # an interface that never carried a byte (ifb, down links): no rows
             labels = {"iface": iface}
             for field, value in counters.items():
                 rows += self._rates.counter_rows(self, wall, mono, f"net.{field}", value, labels)
