@@ -11,6 +11,9 @@ embedded cluster's state dir). Interface (fields may be added, not renamed):
     Cluster.fs_client_id  client id for ceph-fuse / libcephfs
     Cluster.pools         {"replicated": "xcb-rep1", "erasure": "xcb-ec2-1", ...}
     Cluster.embedded      True for a cluster xcbench made (it has a cluster.json beside its conf)
+    Cluster.state_dir     its state dir (embedded), Cluster.info the rest of cluster.json
+    Cluster.from_conf(conf, client_id="admin", keyring=None, fs_name=None)
+    Cluster.discover_fs() bring-your-own cluster without --fs: pick its only file system
     Cluster.rados()       a connected rados.Rados (cached)
     Cluster.mon_command(prefix, **args) -> parsed JSON
     Cluster.ceph_cli(*args) -> list[str]  the `ceph` command line for this cluster
@@ -338,19 +341,24 @@ def add_ceph_args(parser) -> None:
 
 
 def cluster_from_args(args, *, connect: bool = True) -> Cluster:
-    """The Cluster the command line (then CEPH_CONF / CEPH_ARGS, then the state dir) names."""
+    """The Cluster the command line names: --ceph-conf, else an explicit --state-dir, else
+    CEPH_CONF, else -c in CEPH_ARGS, else the default state dir. --ceph-id/--keyring (or
+    --id/--keyring in CEPH_ARGS) pick the client. ``connect`` checks the cluster answers."""
     env_args = parse_ceph_args(os.environ.get("CEPH_ARGS"))
-    conf = (getattr(args, "ceph_conf", None) or os.environ.get("CEPH_CONF") or env_args.get("conf"))
+    explicit_state = getattr(args, "state_dir", None)
+    conf = getattr(args, "ceph_conf", None)
+    if not conf and not explicit_state:
+        conf = os.environ.get("CEPH_CONF") or env_args.get("conf")
     client_id = getattr(args, "ceph_id", None) or env_args.get("id")
     keyring = getattr(args, "keyring", None) or env_args.get("keyring")
     fs = getattr(args, "fs", None)
     if conf:
         cluster = Cluster.from_conf(conf, client_id, keyring, fs_name=fs)
     else:
-        state = default_state_dir(getattr(args, "state_dir", None))
+        state = default_state_dir(explicit_state)
         if not (state / CLUSTER_JSON).exists():
             raise XcbError(f"{state}: no embedded cluster here (run `xcbench cluster up"
-                           f"{' --state-dir ' + str(state) if getattr(args, 'state_dir', None) else ''}`,"
+                           f"{' --state-dir ' + str(state) if explicit_state else ''}`,"
                            " or give --ceph-conf PATH)")
         cluster = Cluster.from_conf(state / "ceph.conf", client_id, keyring, fs_name=fs)
     if connect:
