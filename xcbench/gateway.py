@@ -177,13 +177,17 @@ class Gateway:
             return
         self.stopped = True
         _stop_servers(self)
-        if self._live_dir != self.keep_dir:  # logs lived where xrootd could write: keep copies
-            for i, s in enumerate(self.servers):
-                for src in (s.log, s.log.with_suffix(".out")):
-                    if src.exists():
-                        shutil.copy2(src, self.keep_dir / src.name)
-                self.log_paths[i] = self.keep_dir / s.log.name
+        self.log_paths = _keep_live_files(self._live_dir, self.keep_dir, self.log_paths)
         shutil.rmtree(self._admin_dir, ignore_errors=True)
+
+    def state(self) -> dict[str, Any]:
+        """JSON-able record of the running gateway, for :func:`stop_recorded` in another process."""
+        return {"name": self.name, "cell_id": self.target.cell_id, "root_url": self.root_url,
+                "http_url": self.http_url, "keep_dir": str(self.keep_dir),
+                "live_dir": str(self._live_dir), "admin_dir": str(self._admin_dir),
+                "servers": [{"daemon": s.daemon, "role": s.role, "name": s.name, "pid": s.pid,
+                             "port": s.port, "config": str(s.config), "log": str(s.log)}
+                            for s in self.servers]}
 
     def __enter__(self) -> Gateway:
         return self
@@ -193,6 +197,36 @@ class Gateway:
 
     def __repr__(self) -> str:
         return f"<Gateway {self.name} {self.root_url} {self.http_url} origins={len(self.origins)}>"
+
+
+def _keep_live_files(live: Path, keep: Path, log_paths: list[Path]) -> list[Path]:
+    """Copy what xrootd wrote in a private live dir (logs, ceph client logs) to the kept dir."""
+    if live == keep or not live.exists():
+        return log_paths
+    shutil.copytree(live, keep, dirs_exist_ok=True)
+    return [keep / p.relative_to(live) if p.is_relative_to(live) else p for p in log_paths]
+
+
+def stop_recorded(state: Mapping[str, Any]) -> list[int]:
+    """Stop the processes of a gateway recorded by :meth:`Gateway.state` (``xcbench gateway
+    down``). A pid is only signalled while its command line still names its config file, so a
+    reused pid is never hit. Returns the pids stopped."""
+    stopped = []
+    for s in reversed(state["servers"]):
+        pid = s.get("pid")
+        if not pid or not proc.pid_alive(pid):
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if s["config"].encode() not in cmdline:
+            continue
+        proc.stop_pid(pid, group=os.getpgid(pid) == pid)
+        stopped.append(pid)
+    _keep_live_files(Path(state["live_dir"]), Path(state["keep_dir"]), [])
+    shutil.rmtree(state["admin_dir"], ignore_errors=True)
+    return stopped
 
 
 # --- readiness: talk the protocols, do not just look for a pid -------------------------------
@@ -345,7 +379,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
         if target.backend == "rados":
             if cluster is None:
                 raise XcbError(f"gateway: rados target of cell {target.cell_id} needs a cluster")
-            env["CEPH_CONF"] = str(cluster.gateway_conf(keep))
+            env["CEPH_CONF"] = str(cluster.gateway_conf(live))  # read by xrootd, as user xrootd
             client_env["XRD_CPUSEPGWRTRD"] = "0"
         if cluster is not None and target.backend in ("rados", "cephfs"):
             try:

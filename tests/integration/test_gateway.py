@@ -82,3 +82,28 @@ def test_failed_start_names_the_log_lines(tmpfs_target, tmp_path):
     assert "maxbz value 1" in msg and "initialization failed" in msg and "cell gwtest" in msg
     assert time.monotonic() - t0 < 20
     assert list(procs) == []
+
+
+def test_cli_gateway_up_down(tmp_path):
+    import json
+    import sys
+    from pathlib import Path
+
+    from xcbench import proc
+    from xcbench.matrix import load_matrix
+    quick = Path(__file__).resolve().parents[2] / "layouts" / "quick.yaml"
+    cell = next(c for c in load_matrix(quick).cells if c.backend == "tmpfs")
+    wd = tmp_path / "cli"
+    cli = [sys.executable, "-m", "xcbench", "gateway"]
+    out = proc.run(cli + ["up", "--matrix", quick, "--cell", cell.id, "--workdir", wd], timeout=120).stdout
+    assert "root://" in out
+    state = json.loads((wd / "gateway.json").read_text())
+    pids = [s["pid"] for s in state["gateway"]["servers"]]
+    target = state["target"]["path"]
+    assert all(pid_alive(p) for p in pids) and _mounted(target)
+    again = proc.run(cli + ["up", "--matrix", quick, "--cell", cell.id, "--workdir", wd], check=False)
+    assert again.returncode == 2 and "already up" in again.stderr and "Traceback" not in again.stderr
+    proc.run(cli + ["down", "--workdir", wd], timeout=120)
+    assert not [p for p in pids if pid_alive(p)]
+    assert not os.path.exists(target) and not (wd / "gateway.json").exists()
+    assert (Path(state["gateway"]["keep_dir"]) / "xcb-xrootd.log").exists()

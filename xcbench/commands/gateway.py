@@ -1,11 +1,134 @@
-"""xcbench gateway: start/stop a cell's XRootD gateway for manual exploration."""
+"""xcbench gateway up|down: a cell's target and XRootD gateway, for manual exploration.
+
+    xcbench gateway up --matrix layouts/quick.yaml --cell <id|label>   # prepare, start, print URLs
+    xcbench gateway down                                               # stop, clean the target up
+
+``up`` leaves the gateway running and records it in ``<workdir>/gateway.json`` (``--wait`` keeps
+it in the foreground until Ctrl-C instead); ``down`` stops exactly the processes recorded there
+and runs the backend's cleanup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import threading
+from pathlib import Path
 
 from xcbench.errors import XcbError
 
+STATE = "gateway.json"
+
 
 def add_parser(sub):
-    return sub.add_parser("gateway", help="start/stop a cell's XRootD gateway for manual exploration")
+    p = sub.add_parser("gateway", help="start/stop a cell's XRootD gateway for manual exploration",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("action", choices=("up", "down"))
+    p.add_argument("--matrix", metavar="FILE", help="matrix file (up)")
+    p.add_argument("--cell", metavar="ID", help="cell id, id prefix or label (up)")
+    p.add_argument("--workdir", metavar="DIR", default=".xcbench/gateway",
+                   help="where configs, logs and the state file go (default .xcbench/gateway)")
+    p.add_argument("--origins", type=int, help="override the cell's origins")
+    p.add_argument("--report", metavar="HOST:PORT", help="xrd.report summaries to this UDP address")
+    p.add_argument("--scale-ec", action="store_true", help="as for `xcbench matrix`")
+    p.add_argument("--wait", action="store_true", help="stay in the foreground; Ctrl-C stops it")
+    from xcbench.cluster import add_ceph_args
+    add_ceph_args(p)
+    return p
+
+
+def _target_from_json(d: dict):
+    from xcbench.backends.base import Target
+    from xcbench.cell import Layout
+    d = dict(d)
+    if d.get("layout"):
+        d["layout"] = Layout(**d["layout"])
+    return Target(**d)
+
+
+def _cluster(args, backend: str):
+    """The cluster (none for tmpfs: a tmpfs gateway never talks to Ceph)."""
+    if backend == "tmpfs":
+        return None
+    from xcbench.cluster import cluster_from_args
+    return cluster_from_args(args)
+
+
+def up(args) -> int:
+    from xcbench.backends.base import get_backend
+    from xcbench.gateway import start_gateway
+    from xcbench.matrix import load_matrix
+    from xcbench.proc import ProcessSet
+    if not args.matrix or not args.cell:
+        raise XcbError("gateway up: give --matrix FILE and --cell ID")
+    workdir = Path(args.workdir).absolute()
+    state_file = workdir / STATE
+    if state_file.exists():
+        raise XcbError(f"{state_file}: a gateway is already up here (run `xcbench gateway down"
+                       f" --workdir {args.workdir}` first)")
+    peek = load_matrix(args.matrix, scale_ec=args.scale_ec).cell(args.cell)
+    cluster = _cluster(args, peek.backend)
+    cell = load_matrix(args.matrix, cluster, scale_ec=args.scale_ec).cell(args.cell) if cluster else peek
+    workdir.mkdir(parents=True, exist_ok=True)
+    procs = ProcessSet()
+    backend = get_backend(cell.backend)(cluster, workdir, procs)
+    target = backend.prepare(cell)
+    try:
+        backend.verify(target)
+        gw = start_gateway(target, workdir=workdir, cluster=cluster, origins=args.origins or cell.origins,
+                           tunables=cell.gateway, report_addr=args.report, procs=procs, cell=cell)
+    except BaseException:
+        procs.stop_all()
+        backend.cleanup(target)
+        raise
+    state = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label, "backend": cell.backend,
+             "target": dataclasses.asdict(target), "gateway": gw.state()}
+    state_file.write_text(json.dumps(state, indent=2, default=str))
+    print(f"cell {cell.id} ({cell.label}): {target.backend} target {target.path or target.pool}")
+    print(f"gateway {gw.name} up in {gw.start_seconds:.2f} s: {gw.root_url}  {gw.http_url}")
+    for s in gw.servers:
+        print(f"  {s.daemon:6} {s.role:10} pid {s.pid:<7} port {s.port}  {s.log}")
+    for f in gw.findings:
+        print(f"  FINDING [{f['severity']}] {f['what']}: {f['fix']}")
+    if gw.client_env:
+        print("  clients need: " + " ".join(f"{k}={v}" for k, v in gw.client_env.items()))
+    if not args.wait:
+        print(f"state in {state_file}; stop with: xcbench gateway down --workdir {args.workdir}")
+        return 0
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(1.0):
+            dead = [s for s in gw.servers if s.proc and not s.proc.alive()]
+            if dead:
+                print(f"{dead[0].daemon} {dead[0].name} exited; see {dead[0].log}")
+                break
+    except KeyboardInterrupt:
+        pass
+    return down(args)
+
+
+def down(args) -> int:
+    from xcbench.backends.base import get_backend
+    from xcbench.gateway import stop_recorded
+    workdir = Path(args.workdir).absolute()
+    state_file = workdir / STATE
+    if not state_file.exists():
+        raise XcbError(f"{state_file}: no gateway recorded here (nothing to stop)")
+    try:
+        state = json.loads(state_file.read_text())
+        target = _target_from_json(state["target"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise XcbError(f"{state_file}: unreadable gateway state ({e})") from e
+    pids = stop_recorded(state["gateway"])
+    cluster = _cluster(args, state["backend"])
+    get_backend(state["backend"])(cluster, workdir, None).cleanup(target)
+    state_file.unlink()
+    print(f"gateway {state['gateway']['name']} down ({len(pids)} processes stopped); "
+          f"{state['backend']} target of cell {state['cell']} cleaned up; logs in {state['gateway']['keep_dir']}")
+    return 0
 
 
 def run(args) -> int:
-    raise XcbError("gateway: not implemented yet")
+    return up(args) if args.action == "up" else down(args)
