@@ -23,7 +23,6 @@ from typing import Any
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.cephfs import mount as cmount
 from xcbench.backends.rados.striping import Striping, cephfs_objects, cephfs_oid
-
 from xcbench.errors import XcbError
 
 TOP = "xcbench"  # the one top-level directory xcbench writes in a file system

@@ -15,11 +15,10 @@ import os
 import secrets
 from typing import Any
 
+from xcbench import proc
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.rados import objects
 from xcbench.backends.rados.striping import Striping, striper_objects, striper_oid
-
-from xcbench import proc
 from xcbench.errors import XcbError
 
 PREFIX_ROOT = "xcb-rados"
@@ -122,17 +121,10 @@ class RadosBackend(Backend):
             extra = striper_oid(name, len(expected))
             extra_size = objects.stat(io, extra)
             attrs = objects.xattrs(io, striper_oid(name, 0))
-        missing = [oid for oid, got in found.items() if got is None]
-        if missing:
-            raise XcbError(f"{where}: pool: object {missing[0]} is not in pool {target.pool} "
-                           f"({len(found) - len(missing)} of {len(expected)} objects there)")
-        if extra_size is not None:
-            raise XcbError(f"{where}: nb_stripes: object {extra} exists, expected only "
-                           f"{len(expected)} objects for {size} bytes")
-        for oid, want in expected.items():
-            if found[oid] != want:
-                raise XcbError(f"{where}: stripe_unit: object {oid} holds {found[oid]} bytes, the "
-                               f"striping arithmetic says {want}")
+        first = striper_oid(name, 0)
+        if found[first] is None:
+            raise XcbError(f"{where}: pool: object {first} is not in pool {target.pool}")
+        # The first object's striper.* xattrs say which layout was used: name that field.
         meta = objects.striper_meta(attrs)
         want_meta = {"striper.layout.stripe_unit": s.stripe_unit,
                      "striper.layout.stripe_count": s.stripe_count,
@@ -142,6 +134,18 @@ class RadosBackend(Backend):
                 field = {"striper.layout.stripe_count": "nb_stripes"}.get(key, key.rsplit(".", 1)[-1])
                 raise XcbError(f"{where}: {field}: {key} on the first object is {meta.get(key)!r}, "
                                f"expected {value}")
+        # Then the objects themselves against the arithmetic.
+        missing = [oid for oid, got in found.items() if got is None]
+        if missing:
+            raise XcbError(f"{where}: nb_stripes: object {missing[0]} is missing "
+                           f"({len(found) - len(missing)} of {len(expected)} objects there)")
+        if extra_size is not None:
+            raise XcbError(f"{where}: nb_stripes: object {extra} exists, expected only "
+                           f"{len(expected)} objects for {size} bytes")
+        for oid, want in expected.items():
+            if found[oid] != want:
+                raise XcbError(f"{where}: stripe_unit: object {oid} holds {found[oid]} bytes, the "
+                               f"striping arithmetic says {want}")
         return {"cell_id": target.cell_id, "backend": self.name, "pool": target.pool,
                 "object": name, "bytes": size, "objects": found, "striper": meta,
                 "checksums": objects.checksums(attrs), "xattrs": sorted(attrs)}

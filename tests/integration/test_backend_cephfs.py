@@ -7,15 +7,14 @@ import os
 import shutil
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
 import pytest
+
+from xcbench import proc
 from xcbench.backends.cephfs import BACKEND
 from xcbench.backends.cephfs.backend import TOP, parse_layout
 from xcbench.backends.rados.striping import Striping, cephfs_objects
-
-from xcbench import proc
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
 
@@ -135,54 +134,25 @@ def test_cleanup_removes_only_its_own_dir(backend):
 
 
 # ---- through a gateway ------------------------------------------------------------------
-def adler(data: bytes) -> str:
-    return f"{zlib.adler32(data):08x}"
-
-
-def server_adler(gw, path: str) -> str:
-    out = proc.run(["xrdfs", gw.root_url, "query", "checksum", path], env=gw.client_env).stdout
-    return out.replace("\0", " ").split()[-1]
-
-
 def test_uploads_through_gateway(backend, workdir):
     gateway = pytest.importorskip("xcbench.gateway")
-    requests = pytest.importorskip("requests")
+    from tests.integration.gwcheck import upload_and_verify
     layout = Layout(1 * M, 2, 4 * M)
     target = backend.prepare(cell("gw", layout, REP))
-    src = workdir / "src.bin"
-    data = os.urandom(9 * M + 777)
-    src.write_bytes(data)
     try:
         with gateway.start_gateway(target, workdir=workdir / "gw", cluster=backend.cluster,
                                    procs=backend.procs) as gw:
-            env = gw.client_env
-            # xrdcp
-            proc.run(["xrdcp", "-f", "-s", src, gw.url("/by-xrdcp")], env=env)
-            # gfal2 (the library FTS uses), over root:// (works on a POSIX export) and http://
-            gfal2 = pytest.importorskip("gfal2")
-            ctx = gfal2.creat_context()
-            params = ctx.transfer_parameters()
-            params.overwrite = True
-            params.checksum_check = True
-            params.set_checksum(gfal2.checksum_mode.both, "adler32", adler(data))
-            ctx.filecopy(params, f"file://{src}", gw.url("/by-gfal-root"))
-            ctx.filecopy(params, f"file://{src}", gw.url("/by-gfal-http", scheme="http"))
-            # HTTP PUT
-            r = requests.put(gw.url("/by-put", scheme="http"), data=data, timeout=60)
-            assert r.status_code in (200, 201), r.text
-            for name in ("by-xrdcp", "by-gfal-root", "by-gfal-http", "by-put"):
-                assert (Path(target.path) / name).stat().st_size == len(data)
-                assert server_adler(gw, f"/{name}") == adler(data), name
-                back = proc.run(["xrdcp", "-f", "-s", gw.url(f"/{name}"), "-"], env=env,
-                                text=False).stdout
-                assert back == data, name
-            got = requests.get(gw.url("/by-put", scheme="http"), timeout=60,
-                               headers={"Want-Digest": "adler32"})
-            assert got.content == data
-            assert got.headers.get("Digest", "").lower() == f"adler32={adler(data)}"
-            # the files carry the layout of the dir
-            lay = getfattr(Path(target.path) / "by-xrdcp", "ceph.file.layout")
-            assert (lay["stripe_unit"], lay["stripe_count"], lay["pool"]) == (1 * M, 2, REP.name)
+            # xrdcp, gfal2 (root:// works on a POSIX export) and HTTP PUT; read back; adler32
+            ev = upload_and_verify(gw, "cephfs", workdir / "gwcheck", size=9 * M + 777)
+            assert ev["gfal2_scheme"] == "root"
+            for name in ev["names"].values():
+                f = Path(target.path) / name
+                assert f.stat().st_size == 9 * M + 777  # on the mount, in the cell's dir
+                lay = getfattr(f, "ceph.file.layout")
+                assert (lay["stripe_unit"], lay["stripe_count"], lay["pool"]) == (1 * M, 2, REP.name)
+                objs = cephfs_objects(f.stat().st_ino, ev["size"], Striping.of(layout))
+                with backend.cluster.ioctx(REP.name) as io:
+                    assert {oid: io.stat(oid)[0] for oid in objs} == objs
     finally:
         backend.cleanup(target)
     assert not Path(target.path).exists()

@@ -11,10 +11,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-from xcbench.backends.rados import BACKEND, objects
-from xcbench.backends.rados.striping import Striping, striper_objects
 
 from xcbench import proc
+from xcbench.backends.rados import BACKEND, objects
+from xcbench.backends.rados.striping import Striping, striper_objects
 from xcbench.cell import Cell, Layout, PoolSpec
 
 pytestmark = pytest.mark.integration
@@ -97,40 +97,28 @@ def test_object_count_and_cleanup(ceph_cluster, backend, gateway_mod, workdir, i
 
 
 def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, workdir):
-    requests = pytest.importorskip("requests")
-    gfal2 = pytest.importorskip("gfal2")
+    from tests.integration.gwcheck import upload_and_verify, xrdcp_put
     layout = Layout(4 * M, 1, 4 * M)
     target = backend.prepare(cell("clients", layout))
     other = backend.prepare(cell("other", layout))  # must survive target's cleanup
-    data = os.urandom(6 * M + 4321)
-    src = workdir / "clients.bin"
-    src.write_bytes(data)
-    prefix = target.info["name_prefix"]
+    size = 6 * M + 4321
     try:
         with gateway_mod.start_gateway(target, workdir=workdir / "gw-clients", cluster=ceph_cluster,
                                        procs=backend.procs) as gw:
-            env = gw.client_env
-            assert env.get("XRD_CPUSEPGWRTRD") == "0"
-            proc.run(["xrdcp", "-f", "-s", src, gw.url(prefix + "by-xrdcp")], env=env)
-            proc.run(["xrdcp", "-f", "-s", src, gw.url(other.info["name_prefix"] + "keep")], env=env)
-            # gfal2 over http:// (root:// fails on XrdCeph: it refuses the fchmod gfal2 does)
-            ctx = gfal2.creat_context()
-            params = ctx.transfer_parameters()
-            params.overwrite = True
-            params.set_checksum(gfal2.checksum_mode.both, "adler32", adler(data))
-            ctx.filecopy(params, f"file://{src}", gw.url(prefix + "by-gfal", scheme="http"))
-            r = requests.put(gw.url(prefix + "by-put", scheme="http"), data=data, timeout=60)
-            assert r.status_code in (200, 201), r.text
-            for name in ("by-xrdcp", "by-gfal", "by-put"):
-                out = proc.run(["xrdfs", gw.root_url, "query", "checksum", prefix + name], env=env)
-                assert out.stdout.replace("\0", " ").split()[-1] == adler(data), name
-                back = proc.run(["xrdcp", "-f", "-s", gw.url(prefix + name), "-"], env=env,
-                                text=False).stdout
-                assert back == data, name
-            got = requests.get(gw.url(prefix + "by-put", scheme="http"), timeout=60,
-                               headers={"Want-Digest": "adler32"})
-            assert got.content == data
-            assert got.headers.get("Digest", "").lower() == f"adler32={adler(data)}"
+            assert gw.client_env.get("XRD_CPUSEPGWRTRD") == "0"
+            # xrdcp, gfal2 over http:// (root:// fails: XrdCeph refuses gfal2's fchmod), HTTP PUT
+            ev = upload_and_verify(gw, "rados", workdir / "gwcheck", size=size,
+                                   prefix=target.info["name_prefix"].strip("/") + "/gw")
+            assert ev["gfal2_scheme"] == "http"
+            xrdcp_put(gw, workdir / "gwcheck" / "src.bin", other.info["name_prefix"] + "keep")
+        s = Striping.of(layout)
+        with ceph_cluster.ioctx(REP.name) as io:
+            for name in ev["names"].values():
+                expected = striper_objects("/" + name, size, s)  # 4M + 2M+
+                assert {oid: objects.stat(io, oid) for oid in expected} == expected
+                assert objects.checksums(objects.xattrs(io, "/" + name + ".0000000000000000")) \
+                    == {"adler32": ev["adler32"]}
+            assert len(objects.list_prefix(io, target.info["object_prefix"])) == 3 * len(expected)
         backend.cleanup(target)
         with ceph_cluster.ioctx(REP.name) as io:
             assert objects.list_prefix(io, target.info["object_prefix"]) == []
@@ -140,3 +128,37 @@ def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, work
         backend.cleanup(other)
     with ceph_cluster.ioctx(REP.name) as io:
         assert objects.list_prefix(io, other.info["object_prefix"]) == []
+
+
+def test_verify_starts_its_own_gateway(ceph_cluster, backend):
+    K = 1 << 10
+    layout = Layout(64 * K, 3, 128 * K)
+    target = backend.prepare(cell("own-gw", layout, EC))
+    try:
+        ev = backend.verify(target)  # no gateway given: starts and stops one
+        # 64K*3 + 32K + 1 bytes: units 0,1,2 on objects 0,1,2; the rest on object 0, row 2
+        assert list(ev["objects"].values()) == [64 * K + 32 * K + 1, 64 * K, 64 * K]
+        assert ev["striper"]["striper.size"] == ev["bytes"] and ev["checksums"]["adler32"] == ev["adler32"]
+    finally:
+        backend.cleanup(target)
+    with ceph_cluster.ioctx(EC.name) as io:
+        assert objects.list_prefix(io, target.info["object_prefix"]) == []
+
+
+def test_verify_names_the_field_that_differs(ceph_cluster, backend, gateway_mod, workdir):
+    from dataclasses import replace
+
+    from xcbench.errors import XcbError
+    target = backend.prepare(cell("mismatch", Layout(1 * M, 2, 2 * M)))
+    try:
+        with gateway_mod.start_gateway(target, workdir=workdir / "gw-mismatch", cluster=ceph_cluster,
+                                       procs=backend.procs) as gw:
+            # the gateway writes with 1M,2,2M: targets claiming otherwise are caught, field named
+            for layout, field in [(Layout(1 * M, 4, 2 * M), "nb_stripes"),
+                                  (Layout(2 * M, 2, 2 * M), "stripe_unit"),
+                                  (Layout(1 * M, 2, 4 * M), "object_size")]:
+                with pytest.raises(XcbError, match=rf"^cell bk-mismatch: {field}: "):
+                    backend.verify(replace(target, layout=layout), gateway=gw)
+            assert backend.verify(target, gateway=gw)["objects"]
+    finally:
+        backend.cleanup(target)

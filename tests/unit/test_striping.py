@@ -3,6 +3,7 @@
 import itertools
 
 import pytest
+
 from xcbench.backends.rados.striping import (
     Striping,
     cephfs_objects,
@@ -10,7 +11,6 @@ from xcbench.backends.rados.striping import (
     object_sizes,
     striper_objects,
 )
-
 from xcbench.cell import Layout
 from xcbench.errors import XcbError
 
