@@ -59,7 +59,10 @@ def ceph_cluster(request, tmp_path_factory):
     if why:
         pytest.fail(why, pytrace=False)
     from xcbench.minicluster import MiniCluster
-    mc = MiniCluster(tmp_path_factory.mktemp("xcb-cluster"))
+    _down_orphans(tmp_path_factory.getbasetemp().parent)
+    session = tmp_path_factory.mktemp("xcb-session")
+    (session / "owner.pid").write_text(f"{os.getpid()}\n")
+    mc = MiniCluster(session / "cluster")
     try:
         cluster, _ = mc.up(objectstore=opt("ceph_objectstore"))
     except XcbError as e:
@@ -70,6 +73,24 @@ def ceph_cluster(request, tmp_path_factory):
     finally:
         cluster.close()
         mc.down()
+        (session / "owner.pid").unlink(missing_ok=True)
+
+
+def _down_orphans(root) -> None:
+    """Take down session clusters left running by a pytest that was killed (no teardown ran)."""
+    from xcbench.minicluster import MiniCluster
+    from xcbench.proc import pid_alive
+    for owner in {p.resolve() for p in root.glob("pytest-*/xcb-session*/owner.pid")}:
+        try:
+            pid = int(owner.read_text())
+        except (OSError, ValueError):
+            continue
+        if not pid_alive(pid):
+            try:
+                MiniCluster(owner.parent / "cluster").down()
+                owner.unlink()
+            except Exception:  # noqa: BLE001 - best effort, never fail a session on it
+                pass
 
 
 @pytest.fixture(scope="session")

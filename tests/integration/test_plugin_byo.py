@@ -31,7 +31,7 @@ def test_plugin_uses_ceph_conf(ceph_cluster, tmp_path):
     assert r.returncode == 0, r.stdout[-2000:]
     assert "1 passed" in r.stdout
     # the fixture made no state dir of its own, so it started no cluster
-    assert not list(basetemp.glob("xcb-cluster*"))
+    assert not list(basetemp.glob("xcb-session*"))
     with ceph_cluster.ioctx(ceph_cluster.pools["replicated"]) as io:
         assert obj not in [o.key for o in io.list_objects()]
 

@@ -13,4 +13,4 @@ def test_missing_ceph_mon_says_how_to_fix(tmp_path):
     assert r.returncode == 1, r.stdout[-1500:]
     assert "ceph-mon not found" in r.stdout and "make setup" in r.stdout and "--ceph-conf" in r.stdout
     assert "Traceback" not in r.stdout
-    assert not list((tmp_path / "bt").glob("xcb-cluster*"))
+    assert not list((tmp_path / "bt").glob("xcb-session*"))
