@@ -29,7 +29,7 @@ PACKAGE_OF = {
     "monmaptool": "ceph-base", "rados": "ceph-common", "fio": "fio", "xrootd": "xrootd-server",
     "cmsd": "xrootd-server", "xrdcp": "xrootd-client", "xrdfs": "xrootd-client",
     "xrdadler32": "xrootd-client", "gfal-copy": "gfal2-util", "iperf3": "iperf3",
-    "setfattr": "attr", "getfattr": "attr", "fusermount": "fuse3",
+    "setfattr": "attr", "getfattr": "attr", "fusermount": "fuse",
 }
 
 
