@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -116,9 +117,11 @@ def umount(mountpoint: Path, *, state_dir: Path | None = None, pid: int | None =
         except (OSError, ValueError):
             pid = None
     if is_mounted(mountpoint):
-        r = proc.run(["fusermount", "-u", mountpoint], check=False, timeout=30)
-        if r.returncode != 0 and is_mounted(mountpoint):
-            proc.run(["fusermount", "-uz", mountpoint], check=False, timeout=30)
+        tool = ["fusermount", "-u"] if shutil.which("fusermount") else ["umount"]
+        r = proc.run(tool + [mountpoint], check=False, timeout=30)
+        if r.returncode != 0 and is_mounted(mountpoint):  # busy: detach it lazily
+            proc.run([tool[0], "-uz" if tool[0] == "fusermount" else "-l", mountpoint],
+                     check=False, timeout=30)
     if pid and proc.pid_alive(pid) and _is_ceph_fuse(pid):
         deadline = time.monotonic() + 10
         while proc.pid_alive(pid) and time.monotonic() < deadline:
