@@ -62,7 +62,14 @@ def gateway_findings(cell_id: str, backend: str, *, tunables: Mapping[str, Any] 
             "(*** stack smashing detected ***; the client gets a corrupt partial file)",
             "clients use the gateway's client_env (XRD_CPUSEPGWRTRD=0, set before importing "
             "XRootD); xcbench sets it for its own clients and the gateway's TPC xrdcp", "info"))
-        if client == "gfal2" and mode in (None, "push", "tpc-root"):
+        if mode == "tpc-root":
+            rows.append(finding(
+                cell_id, "root TPC into XrdCeph",
+                "the destination runs `xrdcp --server` into the file's local path; an XrdCeph "
+                "gateway has none, so every pull fails with 'Local error: permission denied' "
+                "(measured with XRootD 5.5.3); HTTP-TPC into the same gateway works",
+                "use mode tpc-http for XrdCeph destinations", "error"))
+        if client == "gfal2" and mode in (None, "push"):
             rows.append(finding(
                 cell_id, "gfal2 over root:// into XrdCeph",
                 "gfal2's xrootd plugin chmods the new file and XrdCeph refuses chmod "

@@ -67,6 +67,13 @@ def test_gfal2_root_into_xrdceph():
     assert "gfal2 over root:// into XrdCeph" not in whats(rows)
 
 
+def test_root_tpc_into_xrdceph():
+    rows = gateway_findings("c", "rados", tunables={"async": False}, mode="tpc-root")
+    assert "root TPC into XrdCeph" in whats(rows)
+    assert "root TPC into XrdCeph" not in whats(gateway_findings("c", "rados", mode="tpc-http"))
+    assert gateway_findings("c", "tmpfs", mode="tpc-root") == []
+
+
 def test_origins_with_separate_storage():
     assert any("cmsd redirector" in w for w in whats(gateway_findings("c", "tmpfs", origins=2)))
     assert not any("cmsd redirector" in w
