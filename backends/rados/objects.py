@@ -10,6 +10,8 @@ XrdCksData record: name[16], fmTime (int64, network order), csTime (int32, netwo
 
 from __future__ import annotations
 
+import errno
+import os
 import struct
 import zlib
 from pathlib import Path
@@ -70,16 +72,27 @@ def list_prefix(io: rados.Ioctx, prefix: str) -> list[str]:
     return sorted(o.key for o in io.list_objects() if o.key.startswith(prefix))
 
 
-def remove_prefix(io: rados.Ioctx, prefix: str) -> list[str]:
+def remove_prefix(io: rados.Ioctx, prefix: str, window: int = 128) -> list[str]:
     """Remove every object starting with ``prefix`` (the striper metadata and lock live on the
-    first objects, so they go with them). Returns what was removed."""
-    removed = []
+    first objects, so they go with them), ``window`` removals in flight at a time: one by one
+    managed ~150 objects/s here. Returns what was removed."""
+    removed: list[str] = []
+    inflight: list[tuple[str, rados.Completion]] = []
+
+    def reap(keep: int) -> None:
+        while len(inflight) > keep:
+            oid, comp = inflight.pop(0)
+            comp.wait_for_complete()
+            rc = comp.get_return_value()
+            if rc == 0:
+                removed.append(oid)
+            elif rc != -errno.ENOENT:
+                raise OSError(-rc, f"removing {oid}: {os.strerror(-rc)}")
+
     for oid in list_prefix(io, prefix):
-        try:
-            io.remove_object(oid)
-            removed.append(oid)
-        except rados.ObjectNotFound:
-            pass
+        inflight.append((oid, io.aio_remove(oid)))
+        reap(window)
+    reap(0)
     return removed
 
 
