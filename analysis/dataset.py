@@ -17,7 +17,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from xcbench.analysis import steady as _steady
@@ -232,10 +231,12 @@ class RunData:
             })
         return pd.DataFrame(rows).sort_values(["cell_id", "concurrency"], kind="stable").reset_index(drop=True)
 
+    @cached_property
+    def _point_index(self) -> dict[tuple[str, float], dict[str, Any]]:
+        return {(r["cell_id"], float(r["concurrency"])): r for r in self.points.to_dict("records")}
+
     def point(self, cell_id: str, concurrency: Any) -> dict[str, Any] | None:
-        p = self.points
-        hit = p[(p["cell_id"] == cell_id) & (p["concurrency"] == concurrency)]
-        return hit.iloc[0].to_dict() if len(hit) else None
+        return self._point_index.get((cell_id, float(concurrency)))
 
     @cached_property
     def transfer_quantiles(self) -> pd.DataFrame:
@@ -301,6 +302,6 @@ class RunData:
         from xcbench.analysis.attribution import attribute_data
         return pd.DataFrame(attribute_data(self, others))
 
-    def levels_rate(self, cell_id: str) -> np.ndarray:
-        p = self.points
-        return p.loc[p["cell_id"] == cell_id, ["concurrency", "rate"]].to_numpy()
+    def levels_rate(self, cell_id: str) -> list[tuple[float, float]]:
+        """[(concurrency, steady rate)] of a cell."""
+        return [(c, r["rate"]) for (cid, c), r in self._point_index.items() if cid == cell_id]

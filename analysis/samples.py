@@ -79,11 +79,12 @@ class SampleIndex:
         for c in need:
             if c not in df:
                 df[c] = pd.NA
-        df["wall"] = pd.to_numeric(df["wall"], errors="coerce")
-        df["value"] = pd.to_numeric(df["value"], errors="coerce")
         codes, uniques = pd.factorize(df["labels"].fillna("{}").astype(str))
         self._labels = [self._parse(u) for u in uniques]
-        df["_lab"] = codes
+        # plain numpy columns: taking rows out of Arrow-backed string columns is slow
+        self._wall = pd.to_numeric(df["wall"], errors="coerce").to_numpy(dtype=float)
+        self._value = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
+        self._lab = codes
         self.df = df
         self._groups = df.groupby(["cell_id", "metric"], sort=False).indices if len(df) else {}
         self._cache: dict = {}
@@ -119,10 +120,11 @@ class SampleIndex:
         found = self.resolve(cell_id, quantity, pool)
         if found:
             src, labels = found
-            g = self.df.iloc[self._groups[(cell_id, src.metric)]]
+            idx = self._groups[(cell_id, src.metric)]
             ok = [i for i, lab in enumerate(self._labels)
                   if all(lab.get(k) == v for k, v in labels.items())]
-            g = g[g["_lab"].isin(ok)]
+            idx = idx[np.isin(self._lab[idx], ok)]
+            g = pd.DataFrame({"wall": self._wall[idx], "value": self._value[idx]})
             out = (g.groupby("wall", sort=True)["value"].agg(src.agg) * src.scale).reset_index()
         self._cache[key] = out
         return out

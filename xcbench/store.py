@@ -118,7 +118,8 @@ class RunDir:
 
     @property
     def run_id(self) -> str:
-        return self.manifest.get("run_id") or self.path.name
+        """The directory name: what a user types, even for a copied or renamed run."""
+        return self.path.name
 
     @property
     def cells(self) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,113 @@
+"""The HTML report in a real browser (Debian's chromium, headless, offline): no console
+errors, every plot image decodes, the sortable tables sort, and a screenshot is saved next to
+the report (report.png) for people to look at."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.unit.synthrun import make_run, mixed_cells
+from xcbench import proc
+from xcbench.analysis.report import render_report
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = Path("/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--hide-scrollbars", "--virtual-time-budget=10000"]
+# Console messages with --enable-logging=stderr: [..:INFO:CONSOLE:12] "msg", source: ... (older: CONSOLE(12))
+CONSOLE = re.compile(r":CONSOLE(?:\(\d+\)|:\d+)?\]\s*(.*)")
+
+# Injected into a copy of the report only: records errors, then checks images and sorting.
+PROBE_HEAD = """<script>
+window.__errors = [];
+window.addEventListener("error", function (e) { window.__errors.push(String(e.message || e)); }, true);
+(function () { var orig = console.error; console.error = function () {
+  window.__errors.push(Array.prototype.join.call(arguments, " ")); orig.apply(console, arguments); }; })();
+</script>"""
+PROBE_TAIL = """<script>
+window.addEventListener("load", function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var broken = imgs.filter(function (i) { return !(i.complete && i.naturalWidth > 0); })
+                   .map(function (i) { return i.alt; });
+  var t = document.querySelector("table[id^=points-]"), sorted = null;
+  if (t) {
+    var col = 3;  // steady mean (GiB/s)
+    var th = t.tHead.rows[0].cells[col];
+    var vals = function () { return Array.prototype.map.call(t.tBodies[0].rows, function (r) {
+      return parseFloat(r.cells[col].getAttribute("data-sort")); }); };
+    th.click(); th.click();  // ascending, then descending
+    var v = vals(), ok = true;
+    for (var k = 1; k < v.length; k++) { if (v[k - 1] < v[k]) ok = false; }
+    sorted = ok && th.getAttribute("data-dir") === "desc";
+  }
+  var out = document.createElement("pre");
+  out.id = "xcb-check";
+  out.textContent = JSON.stringify({images: imgs.length, broken: broken, errors: window.__errors,
+                                    sorted: sorted});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def chromium(profile: Path, *args: str) -> proc.Completed:
+    return proc.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args], timeout=180,
+                    check=False)
+
+
+def console_messages(stderr: str) -> list[str]:
+    return [m.group(1) for m in map(CONSOLE.search, stderr.splitlines()) if m]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    cells = mixed_cells()[:5]
+    for c in cells:
+        c.concurrency, c.files = (2, 8), 24
+    path, _ = make_run(tmp_path_factory.mktemp("browser"), cells)
+    return render_report([path], "html", path / "report.html")
+
+
+def test_console_logging_is_detected_at_all(tmp_path):
+    """Control: a page that logs an error is caught by the same parsing (else 'no errors' means nothing)."""
+    if not CHROMIUM.exists():
+        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    page = tmp_path / "bad.html"
+    page.write_text("<!DOCTYPE html><html><body><script>console.error('xcb-marker');"
+                    "undefinedFunction();</script></body></html>")
+    out = chromium(tmp_path / "profile", "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri())
+    msgs = console_messages(out.stderr)
+    assert any("xcb-marker" in m for m in msgs), out.stderr[-2000:]
+    assert any("undefinedFunction" in m for m in msgs), out.stderr[-2000:]
+
+
+def test_report_has_no_console_errors_and_a_screenshot_is_saved(report, tmp_path):
+    shot = report.with_suffix(".png")
+    out = chromium(tmp_path / "profile", "--enable-logging=stderr", "--v=0", f"--screenshot={shot}",
+                   "--window-size=1280,3200", report.as_uri())
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert console_messages(out.stderr) == []
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+def test_every_plot_loads_and_tables_sort(report, tmp_path):
+    text = report.read_text()
+    probe = report.with_name("report-probe.html")
+    probe.write_text(text.replace("<head>", "<head>" + PROBE_HEAD, 1)
+                     .replace("</body>", PROBE_TAIL + "</body>", 1))
+    out = chromium(tmp_path / "profile", "--dump-dom", probe.as_uri())
+    assert out.returncode == 0, out.stderr[-2000:]
+    m = re.search(r'<pre id="xcb-check">(.*?)</pre>', out.stdout, re.S)
+    assert m, out.stdout[-2000:]
+    check = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert check["errors"] == []
+    assert check["images"] == text.count("<img ") and check["images"] >= 8
+    assert check["broken"] == []
+    assert check["sorted"] is True
