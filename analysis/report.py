@@ -259,7 +259,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     m = rd.manifest
     status_counts = pd.Series([c.get("status", "unknown") for c in m.get("cells", {}).values()]).value_counts().to_dict()
     failed = [{"cell": c.get("label", cid), "id": cid, "status": c.get("status"), "error": c.get("error") or ""}
-              for cid, c in m.get("cells", {}).items() if c.get("status") not in ("complete",)]
+              for cid, c in m.get("cells", {}).items() if c.get("status") != "complete"]
     fp = m.get("fingerprint") or {}
     versions = fp.get("versions") or {}
     cell_fp = []

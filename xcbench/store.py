@@ -18,7 +18,8 @@ Manifest (schema 2)::
                    host: {hostname, os, kernel, cpus, mem_bytes, ...}, versions_digest}
     upgraded_from the schema version found on disk, when open() upgraded the manifest
 
-Cell status: pending -> running -> complete | failed | skipped | interrupted.
+Cell status: pending -> running -> complete | degraded (measured, some transfers failed) |
+failed | skipped | interrupted.
 open() refuses a newer schema (upgrade xcbench) and upgrades an older one in memory.
 """
 
