@@ -17,6 +17,7 @@ import os
 import pwd
 import secrets
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ TOP = "xcbench"  # the one top-level directory xcbench writes in a file system
 XROOTD_USER = "xrootd"
 VERIFY_FILE = ".xcbench-verify"
 VERIFY_MAX = 32 << 20  # bytes written by verify at most
+SETXATTR_RETRY = 5.0  # seconds
 
 
 def layout_value(s: Striping, pool: str | int) -> str:
@@ -109,11 +111,8 @@ class CephFSBackend(Backend):
         self._live.add(fs_path)
         try:
             value = layout_value(s, self.cluster.rados().pool_lookup(pool))
-            try:
-                os.setxattr(d, "ceph.dir.layout", value.encode())
-            except OSError as e:
-                raise XcbError(f"{where}: layout: CephFS rejected ceph.dir.layout=\"{value}\" on "
-                               f"{fs_path} ({errno.errorcode.get(e.errno, e.errno)}: {e.strerror})") from e
+            self._set_layout(d, value, f"{where}: layout: CephFS rejected ceph.dir.layout=\"{value}\" "
+                             f"on {fs_path}")
             compare_layout(parse_layout(os.getxattr(d, "ceph.dir.layout")), s, pool, where)
             try:
                 xrd = pwd.getpwnam(XROOTD_USER)
@@ -204,6 +203,21 @@ class CephFSBackend(Backend):
         if d.exists():
             shutil.rmtree(d)
         self._live.discard(fs_path)
+
+    @staticmethod
+    def _set_layout(d: Path, value: str, what: str) -> None:
+        """setxattr, retrying EINVAL for a few seconds: a pool `fs add_data_pool` just added is
+        refused until the MDS has the new FSMap (layouts were checked before, so a lasting
+        EINVAL is Ceph's verdict)."""
+        deadline = time.monotonic() + SETXATTR_RETRY
+        while True:
+            try:
+                os.setxattr(d, "ceph.dir.layout", value.encode())
+                return
+            except OSError as e:
+                if e.errno != errno.EINVAL or time.monotonic() > deadline:
+                    raise XcbError(f"{what} ({errno.errorcode.get(e.errno, e.errno)}: {e.strerror})") from e
+                time.sleep(0.25)
 
     def _default_data_pool(self) -> str | None:
         for fs in self.cluster.mon_command("fs ls"):
