@@ -291,7 +291,7 @@ def url_host_for(addr: str) -> str:
 
 # --- directories, users, certificate ---------------------------------------------------------
 
-def _xrootd_ids() -> tuple[int, int] | None:
+def xrootd_ids() -> tuple[int, int] | None:
     """uid/gid to run as (None when not root: then xrootd runs as the current user)."""
     if os.geteuid() != 0:
         return None
@@ -352,7 +352,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
         raise XcbError(f"gateway: origins must be >= 1, not {origins}")
     wildcard = bind in WILDCARD_BINDS
     addr = "127.0.0.1" if wildcard else bind.strip("[]")
-    ids = _xrootd_ids()
+    ids = xrootd_ids()
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     base = name or f"gw-{target.cell_id or 'x'}"

@@ -14,11 +14,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from xcbench.backends.base import Backend, Target
-
 from xcbench import proc
+from xcbench.backends.base import Backend, Target
 from xcbench.errors import XcbError
-from xcbench.gateway import _xrootd_ids, reachable_by
+from xcbench.gateway import reachable_by, xrootd_ids
 from xcbench.sizes import format_size
 
 DEFAULT_SIZE = 1 << 30
@@ -36,7 +35,7 @@ class TmpfsBackend(Backend):
 
     def prepare(self, cell) -> Target:
         size = int(cell.tmpfs_size or DEFAULT_SIZE)
-        ids = _xrootd_ids()
+        ids = xrootd_ids()
         self.workdir.mkdir(parents=True, exist_ok=True)
         base = self.workdir if reachable_by(self.workdir, ids) else Path("/var/tmp")
         mnt = Path(tempfile.mkdtemp(prefix=f"xcb-tmpfs-{cell.id}-", dir=base))
