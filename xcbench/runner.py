@@ -172,7 +172,7 @@ class Runner:
         gateway = start_gateway(target, workdir=workdir, cluster=self.cluster, origins=cell.origins,
                                 tunables=dict(cell.gateway),
                                 report_addr=listener.addr if listener else None,
-                                procs=self.procs, name=f"gw-{cell.id}")
+                                procs=self.procs, name=f"gw-{cell.id}", cell=cell)
         stack.callback(_copy_artifacts, gateway, self.run.path / "raw" / "gateways" / cell.id)
         stack.callback(gateway.stop)
         self.sink("findings", [{**f, "cell_id": cell.id} for f in gateway.findings])
