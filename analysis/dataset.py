@@ -27,7 +27,7 @@ from xcbench.store import RunDir
 
 TRANSFER_COLS = ["cell_id", "campaign_id", "concurrency", "repeat", "file_size", "transferred",
                  "start_time", "finish_time", "tx_duration", "throughput", "file_state"]
-WRITE_RW = ("write", "randwrite", "trimwrite")
+WRITE_RW = ("write", "randwrite", "trimwrite")  # fio rw, or the direction of "randrw.write"
 
 
 def source(run_id: str, table: str, query: str, column: str | None = None, agg: str = "mean",
@@ -131,6 +131,15 @@ class RunData:
         df = self.run.table("timeline")
         for c in ("concurrency", "repeat", "t", "wall", "bytes", "rate", "active", "done", "failed"):
             df[c] = pd.to_numeric(df[c], errors="coerce")
+        # tolerate producers that leave out derivable columns (bucket = 1 s)
+        if df["t"].isna().all() and df["wall"].notna().any():
+            df["t"] = df["wall"] - df.groupby("campaign_id")["wall"].transform("min")
+        if df["rate"].isna().all():
+            df["rate"] = df["bytes"]
+        if df["bytes"].isna().all():
+            df["bytes"] = df["rate"]
+        if df["repeat"].isna().all():
+            df["repeat"] = 0
         return df
 
     @cached_property
@@ -253,18 +262,44 @@ class RunData:
         return q.reset_index()
 
     @cached_property
-    def probe_ceilings(self) -> pd.DataFrame:
-        """Per cell: fio write bandwidth and IOPS ceilings (per job summed over hosts, then the
-        best write job), with their sources."""
+    def probe_jobs(self) -> pd.DataFrame:
+        """One row per (cell, fio job, direction): the 'all' row fio's client/server mode gives
+        (xcbench.fio.ALL), else the sum over hosts; ``query`` selects the rows it comes from."""
         pr = self.probes
+        cols = ["cell_id", "job", "rw", "write", "bs", "iodepth", "hosts", "iops", "bw",
+                "lat_mean_us", "lat_p99_us", "query"]
+        if pr.empty:
+            return pd.DataFrame(columns=cols)
+        pr = pr.assign(rw=pr["rw"].astype(str), job=pr["job"].astype(str),
+                       _all=pr["host"].astype(str).eq("all"))
+        keys = ["cell_id", "job", "rw"]
+        has_all = pr.groupby(keys, sort=False)["_all"].transform("any")
+        use = pr[pr["_all"] | ~has_all]
+        g = use.groupby(keys, sort=False)
+        out = g.agg(bs=("bs", "first"), iodepth=("iodepth", "first"), iops=("iops", "sum"),
+                    bw=("bw", "sum"), lat_mean_us=("lat_mean_us", "mean"),
+                    lat_p99_us=("lat_p99_us", "max"), _all=("_all", "any")).reset_index()
+        out["hosts"] = pr[~pr["_all"]].groupby(keys, sort=False)["host"].nunique().reindex(
+            pd.MultiIndex.from_frame(out[keys])).fillna(0).astype(int).to_numpy()
+        ddir = out["rw"].str.rsplit(".", n=1).str[-1]
+        out["write"] = ddir.isin(WRITE_RW)
+        out["query"] = [f"cell_id == {_q(c)} & job == {_q(j)} & rw == {_q(r)}"
+                        + (" & host == 'all'" if a else "")
+                        for c, j, r, a in zip(out["cell_id"], out["job"], out["rw"], out["_all"], strict=True)]
+        return out[cols]
+
+    @cached_property
+    def probe_ceilings(self) -> pd.DataFrame:
+        """Per cell: fio write bandwidth and IOPS ceilings (the best write job of each), with
+        their sources."""
         cols = ["cell_id", "write_bw", "write_bw_job", "write_iops", "write_iops_job",
                 "bw_source", "iops_source"]
-        if pr.empty:
+        w = self.probe_jobs
+        w = w[w["write"].astype(bool)] if len(w) else w
+        if w.empty:
             return pd.DataFrame(columns=cols).set_index("cell_id", drop=False)
-        w = pr[pr["rw"].astype(str).isin(WRITE_RW)]
-        per_job = w.groupby(["cell_id", "job"], sort=False)[["bw", "iops"]].sum(min_count=1).reset_index()
         rows = []
-        for cid, g in per_job.groupby("cell_id", sort=False):
+        for cid, g in w.groupby("cell_id", sort=False):
             b = g.loc[g["bw"].idxmax()] if g["bw"].notna().any() else None
             i = g.loc[g["iops"].idxmax()] if g["iops"].notna().any() else None
             rows.append({
@@ -273,12 +308,10 @@ class RunData:
                 "write_bw_job": b["job"] if b is not None else None,
                 "write_iops": float(i["iops"]) if i is not None else math.nan,
                 "write_iops_job": i["job"] if i is not None else None,
-                "bw_source": source(self.run_id, "probes", f"cell_id == {_q(cid)} & job == {_q(b['job'])}",
-                                    "bw", "sum", note="fio write bandwidth, summed over hosts; B/s")
-                if b is not None else None,
-                "iops_source": source(self.run_id, "probes", f"cell_id == {_q(cid)} & job == {_q(i['job'])}",
-                                      "iops", "sum", note="fio write IOPS, summed over hosts")
-                if i is not None else None,
+                "bw_source": source(self.run_id, "probes", b["query"], "bw", "sum",
+                                    note="fio write bandwidth (all hosts); B/s") if b is not None else None,
+                "iops_source": source(self.run_id, "probes", i["query"], "iops", "sum",
+                                      note="fio write IOPS (all hosts)") if i is not None else None,
             })
         return pd.DataFrame(rows, columns=cols).set_index("cell_id", drop=False)
 

@@ -62,7 +62,7 @@ def throughput_vs_concurrency(points: pd.DataFrame, cells: pd.DataFrame) -> str 
 
 
 def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[str, pd.DataFrame],
-                  title: str) -> str | None:
+                  title: str, cores: float = math.nan) -> str | None:
     """Rate over the cell's campaigns with each steady window shaded; telemetry underneath.
     ``telemetry``: {"gateway cores": df(wall, value), "host busy": ..., "pool write op/s": ...}."""
     if timeline.empty:
@@ -100,6 +100,8 @@ def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[
                 a.plot(x, y * 100, color=c, lw=1, label="host CPU busy (%)")
             else:
                 a.plot(x, y * 100, color=c, lw=1, label="gateway CPU (% of one core)")
+        if math.isfinite(cores):
+            a.axhline(cores * 100, color="tab:red", ls=":", lw=1, label=f"all {cores:g} cores")
         a.set_ylabel("CPU (%)")
         a.set_ylim(bottom=0)
         a.legend(fontsize=7, loc="upper right")
@@ -131,11 +133,11 @@ def transfer_distributions(q: pd.DataFrame, labels: dict[str, str]) -> str | Non
     return fig_to_data_uri(fig)
 
 
-def fio_iops(probes: pd.DataFrame, labels: dict[str, str]) -> str | None:
-    """fio IOPS per cell (layout and pool) and job, log scale."""
-    if probes.empty:
+def fio_iops(jobs: pd.DataFrame, labels: dict[str, str]) -> str | None:
+    """fio IOPS per cell (layout and pool) and job (RunData.probe_jobs), log scale."""
+    if jobs.empty:
         return None
-    per = probes.groupby(["cell_id", "job"], sort=False)["iops"].sum(min_count=1).reset_index()
+    per = jobs.assign(job=(jobs["job"] + " " + jobs["rw"].where(jobs["rw"] != jobs["job"], "")).str.strip())
     per = per[per["iops"].notna() & (per["iops"] > 0)]
     if per.empty:
         return None

@@ -192,26 +192,18 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                           **{k: _cell(fmt_num(getattr(r, k) / plots.MIB), getattr(r, k))
                              for k in ("q05", "q25", "q50", "q75", "q95", "mean")}, "_src": n})
 
-    # fio probes, one row per cell and job
+    # fio probes, one row per cell, job and direction
     fio_rows = []
-    pr = rd.probes
-    if len(pr):
-        per = pr.groupby(["cell_id", "job"], sort=False).agg(
-            rw=("rw", "first"), bs=("bs", "first"), iodepth=("iodepth", "first"),
-            iops=("iops", "sum"), bw=("bw", "sum"), lat=("lat_mean_us", "mean"),
-            p99=("lat_p99_us", "max"), hosts=("host", "nunique")).reset_index()
-        for r in per.itertuples():
-            q_ = f"cell_id == {json.dumps(r.cell_id)} & job == {json.dumps(r.job)}"
-            n = src.add(f"fio: cell {r.cell_id} job {r.job}", {
-                "iops": ({"run": rd.run_id, "table": "probes", "query": q_, "column": "iops", "agg": "sum"},
-                         r.iops, fmt_num(r.iops)),
-                "bw": ({"run": rd.run_id, "table": "probes", "query": q_, "column": "bw", "agg": "sum"},
-                       r.bw, fmt_gib(r.bw))})
-            fio_rows.append({"cell": labels.get(r.cell_id, r.cell_id), "job": r.job, "rw": r.rw,
-                             "bs": str(r.bs), "iodepth": _cell(fmt_num(r.iodepth), _num(r.iodepth)),
-                             "hosts": _cell(str(r.hosts), r.hosts), "iops": _cell(fmt_num(r.iops), _num(r.iops)),
-                             "bw": _rate(r.bw), "lat": _cell(fmt_num(r.lat), _num(r.lat)),
-                             "p99": _cell(fmt_num(r.p99), _num(r.p99)), "_src": n})
+    for r in rd.probe_jobs.itertuples():
+        spec = {"run": rd.run_id, "table": "probes", "query": r.query, "agg": "sum"}
+        n = src.add(f"fio: cell {r.cell_id} job {r.job} {r.rw}", {
+            "iops": ({**spec, "column": "iops"}, r.iops, fmt_num(r.iops)),
+            "bw": ({**spec, "column": "bw"}, r.bw, fmt_gib(r.bw))})
+        fio_rows.append({"cell": labels.get(r.cell_id, r.cell_id), "job": r.job, "rw": r.rw,
+                         "bs": str(r.bs), "iodepth": _cell(fmt_num(r.iodepth), _num(r.iodepth)),
+                         "hosts": _cell(str(r.hosts), r.hosts), "iops": _cell(fmt_num(r.iops), _num(r.iops)),
+                         "bw": _rate(r.bw), "lat": _cell(fmt_num(r.lat_mean_us), _num(r.lat_mean_us)),
+                         "p99": _cell(fmt_num(r.lat_p99_us), _num(r.lat_p99_us)), "_src": n})
 
     # EC vs replicated pairs, from the verdict evidence
     ec_rows = []
@@ -246,7 +238,8 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         tel = {"gateway cores": rd.samples.series(cid, "gateway_cores"),
                "host busy": rd.samples.series(cid, "host_busy"),
                "pool write op/s": rd.samples.series(cid, "pool_write_ops", pool) if pool else None}
-        uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]")
+        uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]",
+                                  cores=rd.cores)
         if uri:
             timelines.append({"id": f"tl-{cid}", "title": labels.get(cid, cid), "uri": uri,
                               "caption": f"run {rd.run_id}, cell {cid}: timeline.query('cell_id == "
@@ -254,7 +247,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                               f"samples of the cell (gateway proc.cpu_seconds.rate summed over pids, "
                               f"host cpu.busy, pool.client_write_ops_per_s of {pool or '–'})."})
     dist_uri = plots.transfer_distributions(q, labels)
-    fio_uri = plots.fio_iops(pr, labels)
+    fio_uri = plots.fio_iops(rd.probe_jobs, labels)
 
     m = rd.manifest
     status_counts = pd.Series([c.get("status", "unknown") for c in m.get("cells", {}).values()]).value_counts().to_dict()
@@ -327,21 +320,25 @@ def _columns() -> dict[str, list[dict[str, Any]]]:
     return {k: [{"key": c[0], "label": c[1], "num": len(c) > 2} for c in v] for k, v in COLUMNS.items()}
 
 
-def _rules() -> list[str]:
+def _rules() -> tuple[str, list[tuple[str, str]]]:
+    """(definitions, [(verdict, condition), ...]) from analysis.attribution's docstring: one text, no drift."""
     doc = ATTRIBUTION_DOC or ""
-    block = doc.split("first match wins:", 1)[-1].split("Each verdict row", 1)[0]
+    head, _, rest = doc.partition("first match wins:")
+    definitions = head.split("\n", 2)[-1].rsplit("Rules", 1)[0].strip()
+    block = rest.split("Each verdict row", 1)[0]
     rules, cur = [], ""
     for line in block.splitlines():
         s = line.strip()
-        if s[:2].rstrip(".").isdigit() and s[1:3].startswith(". ") or (s[:1].isdigit() and s[1:2] == "."):
+        head_num, dot, body = s.partition(". ")
+        if dot and head_num.isdigit():
             if cur:
                 rules.append(cur)
-            cur = s
+            cur = body
         elif s and cur:
             cur += " " + s
     if cur:
         rules.append(cur)
-    return [" ".join(r.split()) for r in rules]
+    return definitions, [tuple(" ".join(r.split()).split(" ", 1)) for r in rules]
 
 
 def build_context(runs: list[RunData]) -> dict[str, Any]:
@@ -360,7 +357,8 @@ def build_context(runs: list[RunData]) -> dict[str, Any]:
         "title": "xcbench report — " + ", ".join(r.run_id for r in runs),
         "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "xcbench_version": __version__, "runs": sections, "columns": _columns(),
-        "comparisons": comparisons, "steady_rule": RULE, "rules": _rules(),
+        "comparisons": comparisons, "steady_rule": RULE, "rules": _rules()[1],
+        "rule_definitions": _rules()[0],
         "thresholds": {"near": NEAR, "starved": STARVED, "scaling": SCALING},
         "sources": src.items,
         "sources_json": Markup(json.dumps(src.items, default=str).replace("</", "<\\/")),

@@ -77,9 +77,9 @@ def steady_window(t, rate, active=None, *, concurrency: float | None = None,
     run = Stats.of(rate)
     limit, plateau_frac, starved_frac = math.nan, math.nan, math.nan
     lo, hi, method = -1, -2, "whole"
-    if n and active is not None:
-        act = np.asarray(active, dtype=float)
-        peak = float(np.nanmax(act)) if np.isfinite(act).any() else math.nan
+    act = np.asarray(active, dtype=float) if active is not None else np.array([])
+    if n and act.size == n and np.isfinite(act).any():
+        peak = float(np.nanmax(act))
         limit = min(float(concurrency), peak) if concurrency and math.isfinite(concurrency) else peak
         fractional = not np.allclose(act[np.isfinite(act)], np.round(act[np.isfinite(act)]))
         at = act >= (limit - 0.5 if fractional else limit)

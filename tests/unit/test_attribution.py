@@ -138,3 +138,27 @@ def test_write_verdicts_stores_a_table_the_report_then_uses(mixed, tmp_path):
     rows = write_verdicts(run)
     table = RunDir.open(path).table("verdicts")
     assert len(table) == len(rows) and list(table.columns) == list(VERDICT)
+
+
+def test_fio_ceilings_from_real_client_server_output_count_the_all_row_once(tmp_path):
+    """tests/data/fio: real fio 3.33 JSON+ (two loopback servers) parsed by xcbench.fio."""
+    from pathlib import Path
+
+    from xcbench import fio
+    from xcbench.analysis.dataset import RunData
+    data = Path(__file__).parent.parent / "data" / "fio"
+    run = RunDir.create(tmp_path, name="fio", fingerprint=False)
+    run.append("probes", fio.parse(fio.load_file(data / "clientserver.json"), cell_id="cs",
+                                   jobfile=(data / "clientserver.h0.fio").read_text()))
+    run.append("probes", fio.parse(fio.load_file(data / "rados.json"), cell_id="rados",
+                                   jobfile=(data / "rados.fio").read_text()))
+    run.finalize()
+    rd = RunData(run.path)
+    pc = rd.probe_ceilings
+    assert pc.loc["cs", "write_iops"] == pytest.approx(852699.150425)  # the 'all' row, not 2x
+    assert pc.loc["cs", "write_bw"] == 7565621784
+    assert pc.loc["rados", "write_iops"] == pytest.approx(414.454277) and pc.loc["rados", "write_iops_job"] == "randwrite"
+    assert pc.loc["rados", "write_bw"] == 128746022  # the read job is not a write ceiling
+    jobs = rd.probe_jobs.set_index(["cell_id", "job"])
+    assert jobs.loc[("cs", "write"), "hosts"] == 2 and jobs.loc[("rados", "read"), "hosts"] == 1
+    assert pc.loc["cs", "iops_source"]["query"].endswith("& host == 'all'")

@@ -121,3 +121,11 @@ def test_stats_and_bootstrap():
     assert ci_overlap(1, 2, 1.5, 3) is True and ci_overlap(1, 2, 2.5, 3) is False
     assert ci_overlap(1, 2, math.nan, 3) is None
     assert pct_diff(2.0, 3.0) == 50.0 and math.isnan(pct_diff(0.0, 1.0))
+
+
+def test_without_active_counts_there_is_no_plateau_and_no_starvation():
+    rates = [10, 50, 95, 100, 98, 101, 99, 97, 40, 5]
+    t, r, _ = _campaign(rates, rates)
+    for active in (None, [math.nan] * len(rates)):
+        w = steady_window(t, r, active, concurrency=4, queued=np.ones(len(rates)))
+        assert w.method == "slope" and math.isnan(w.starved_frac) and math.isnan(w.plateau_frac)
