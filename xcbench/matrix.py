@@ -247,6 +247,10 @@ def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
     for key in ("size", "buffers_maxbsz", "bs"):
         if key in out and not isinstance(out[key], (list, dict)):
             out[key] = _size(errors, where, key, out[key])
+    bsz = out.get("buffers_maxbsz")
+    if isinstance(bsz, int) and not (2 << 20) < bsz <= (1 << 30):
+        # xrootd 5.5 refuses to start outside this range ("maxbz value ... may not be less")
+        errors.add(where, "buffers_maxbsz", f"{format_size(bsz)} must be above 2M and at most 1G")
     for key in ("runtime", "iodepth", "numjobs", "ramp", "streams", "retries"):
         if key in out:
             out[key] = _posint(errors, where, key, out[key], minimum=0 if key == "ramp" else 1)

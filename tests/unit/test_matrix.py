@@ -138,6 +138,7 @@ BAD = [
     ("defaults: {origins: [0]}\nbackends: {tmpfs: {}}", "defaults", "origins"),
     ("defaults: {probe: {iodepht: 4}}\nbackends: {tmpfs: {}}", "defaults.probe", "iodepht"),
     ("defaults: {gateway: {async: maybe}}\nbackends: {tmpfs: {}}", "defaults.gateway", "async"),
+    ("defaults: {gateway: {buffers_maxbsz: 1M}}\nbackends: {tmpfs: {}}", "defaults.gateway", "buffers_maxbsz"),
     ("backends: {tmpfs: {}}\nexclude: [{backend: tmpfs, colour: red}]", "exclude[0]", "colour"),
     ("backends: {tmpfs: {}}\ninclude: [{pool: rep1}]", "include[0]", "backend"),
     ("backends: {tmpfs: {}}\ninclude: [{backend: cephfs, stripe_unit: 1000, stripe_count: 1, object_size: 4M}]",
