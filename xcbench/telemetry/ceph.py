@@ -145,10 +145,9 @@ class CephSampler(Sampler):
                 self.stop()  # a timed-out handle is reconnected after the back-off
             raise SampleGap(self._last_error, rows) from e
         self._backoff = 0.0
-        try:
-            rows += self._admin_sockets(wall, mono)
-        except Exception as e:  # noqa: BLE001 - optional extra; report it, keep the rest
-            raise SampleGap(f"admin socket: {type(e).__name__}: {e}", rows) from e
+        problems = self._admin_sockets(wall, mono, rows)
+        if problems:
+            raise SampleGap("; ".join(problems), rows)
         return rows
 
     def _want(self, pool: str) -> bool:
@@ -232,17 +231,25 @@ class CephSampler(Sampler):
                 out[osd] = path
         return out
 
-    def _admin_sockets(self, wall: float, mono: float) -> list[dict]:
+    def _admin_sockets(self, wall: float, mono: float, rows: list[dict]) -> list[str]:
+        """Perf counters of local OSDs into ``rows``; an OSD whose socket fails is dropped (one gap)."""
         if self.osd_perf is False:
             return []
         if self._asoks is None:
             self._asoks = self.local_osd_sockets()
-        rows: list[dict] = []
-        for osd, path in self._asoks.items():
+        problems = []
+        for osd, path in list(self._asoks.items()):
+            try:
+                dumps = {logger: asok_command(path, "perf dump", timeout=self.timeout, logger=logger) or {}
+                         for logger in OSD_COUNTERS}
+            except Exception as e:  # noqa: BLE001 - an OSD restarting, a socket we may not read
+                del self._asoks[osd]
+                problems.append(f"osd.{osd} admin socket {path}: {type(e).__name__}: {e}; "
+                                "its perf counters are no longer sampled")
+                continue
             labels = {"osd": osd}
             for logger, names in OSD_COUNTERS.items():
-                dump = asok_command(path, "perf dump", timeout=self.timeout, logger=logger) or {}
-                counters = dump.get(logger, {})
+                counters = dumps[logger].get(logger, {})
                 for name in names:
                     v = counters.get(name)
                     metric = f"osd.perf.{logger}.{name}"
@@ -252,7 +259,7 @@ class CephSampler(Sampler):
                             rows.append(self.row(wall, mono, metric, mean, labels))
                     elif isinstance(v, (int, float)):
                         rows.append(self.row(wall, mono, metric, v, labels))
-        return rows
+        return problems
 
     def _mean(self, key: tuple, count: float, total: float) -> float | None:
         prev = self._lat.get(key)

@@ -44,12 +44,15 @@ GAUGES = (
 
 
 def _pids(servers: Iterable[Any]) -> list[tuple[int, str]]:
-    """(pid, name) of gateway.servers entries: xcbench.proc.Proc objects or plain pids."""
+    """(pid, name) of gateway.servers entries (xcbench.gateway.Server, xcbench.proc.Proc, or a
+    plain pid); name is "<daemon>:<instance>" when the entry says both, e.g. "xrootd:gw-1"."""
     out = []
     for s in servers or ():
         pid = getattr(s, "pid", s)
         if isinstance(pid, int):
-            out.append((pid, str(getattr(s, "name", "xrootd"))))
+            name = str(getattr(s, "name", "xrootd"))
+            daemon = getattr(s, "daemon", None)
+            out.append((pid, f"{daemon}:{name}" if daemon else name))
     return out
 
 
