@@ -55,7 +55,8 @@ def throughput_vs_concurrency(points: pd.DataFrame, cells: pd.DataFrame) -> str 
         ax.set_xticks(levels, [str(int(c)) for c in levels])
         ax.set_title(backend)
         ax.set_xlabel("concurrency (transfers in flight)")
-        ax.legend(fontsize=7, loc="best", frameon=True)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False,
+                  ncol=1 if len(labels) > 4 else 2)
     axes[0][0].set_ylabel("steady rate (GiB/s)")
     axes[0][0].set_ylim(bottom=0)
     return fig_to_data_uri(fig)
@@ -85,8 +86,8 @@ def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[
     handles = [__import__("matplotlib.patches", fromlist=["Patch"]).Patch(color=colors[c], alpha=0.6,
                                                                           label=f"{int(c)} in flight")
                for c in levels]
-    ax.legend(handles=handles, fontsize=7, loc="upper right", title="concurrency (shaded: steady)",
-              title_fontsize=7)
+    ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              title="concurrency\n(shaded: steady)", title_fontsize=7, frameon=False)
     ax.set_ylabel("rate (GiB/s)")
     ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize=10)
@@ -94,17 +95,18 @@ def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[
     cpu = [(k, telemetry[k]) for k in ("gateway cores", "host busy") if k in panels]
     if cpu:
         a = axes[i]
+        known = math.isfinite(cores)
         for (k, df), c in zip(cpu, ("tab:red", "tab:gray"), strict=False):
             x, y = _thin(df["wall"].to_numpy(dtype=float) - t0, df["value"].to_numpy(dtype=float))
-            if k == "host busy":
-                a.plot(x, y * 100, color=c, lw=1, label="host CPU busy (%)")
+            if k == "host busy":  # a fraction of the host: in cores when the core count is known
+                a.plot(x, y * (cores if known else 100), color=c, lw=1, label="host, all processes")
             else:
-                a.plot(x, y * 100, color=c, lw=1, label="gateway CPU (% of one core)")
-        if math.isfinite(cores):
-            a.axhline(cores * 100, color="tab:red", ls=":", lw=1, label=f"all {cores:g} cores")
-        a.set_ylabel("CPU (%)")
+                a.plot(x, y if known else y * 100, color=c, lw=1, label="gateway processes")
+        if known:
+            a.axhline(cores, color="black", ls=":", lw=1, label=f"host capacity ({cores:g} cores)")
+        a.set_ylabel("CPU (cores busy)" if known else "CPU (%)")
         a.set_ylim(bottom=0)
-        a.legend(fontsize=7, loc="upper right")
+        a.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         i += 1
     if "pool write op/s" in panels:
         a = axes[i]

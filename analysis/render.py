@@ -172,7 +172,7 @@ def fig_to_data_uri(fig, dpi: int = 100) -> str:
     buf = io.BytesIO()
     if fig.get_layout_engine() is None:
         fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=dpi)
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", pad_inches=0.08)  # nothing clipped
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 

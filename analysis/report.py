@@ -91,7 +91,19 @@ def _load_evidence(v: Any) -> dict:
 
 
 def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[str, Any]:
-    cells, points = rd.cells, rd.points
+    # cells in reading order: tmpfs, cephfs, rados, then by label (not by id hash)
+    rank = {b: i for i, b in enumerate(plots.BACKENDS)}
+    cells = rd.cells.assign(_r=rd.cells["backend"].map(rank).fillna(len(rank))) \
+        .sort_values(["_r", "label"], kind="stable").drop(columns="_r")
+    order = {cid: i for i, cid in enumerate(cells.index)}
+
+    def ordered(df: pd.DataFrame) -> pd.DataFrame:
+        if df.empty:
+            return df
+        return df.assign(_o=df["cell_id"].map(order).fillna(len(order))) \
+            .sort_values(["_o", "concurrency"] if "concurrency" in df else ["_o"], kind="stable") \
+            .drop(columns="_o")
+    points = ordered(rd.points)
     labels = cells["label"].to_dict()
     verdicts = rd.verdicts(others).copy()
     verdict_table = "verdicts" if len(rd.stored_verdicts) and not others else None
@@ -110,7 +122,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
 
     # verdict summary: each cell at its highest measured concurrency level
     summary = []
-    top = points.sort_values("concurrency").groupby("cell_id", sort=False).tail(1)
+    top = ordered(points.sort_values("concurrency", kind="stable").groupby("cell_id", sort=False).tail(1))
     for p in top.itertuples():
         c = cells.loc[p.cell_id] if p.cell_id in cells.index else None
         v = vmap.get((p.cell_id, p.concurrency))
@@ -178,7 +190,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
             "verdict": _verdict_cell(v.verdict) if v is not None else "–", "_src": n})
 
     # per-transfer distributions
-    q = rd.transfer_quantiles
+    q = ordered(rd.transfer_quantiles)
     dist_rows = []
     for r in q.itertuples():
         spec = {"run": rd.run_id, "table": "transfers", "column": "throughput", "agg": "median",
@@ -194,7 +206,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
 
     # fio probes, one row per cell, job and direction
     fio_rows = []
-    for r in rd.probe_jobs.itertuples():
+    for r in ordered(rd.probe_jobs).itertuples():
         spec = {"run": rd.run_id, "table": "probes", "query": r.query, "agg": "sum"}
         n = src.add(f"fio: cell {r.cell_id} job {r.job} {r.rw}", {
             "iops": ({**spec, "column": "iops"}, r.iops, fmt_num(r.iops)),
@@ -247,7 +259,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                               f"samples of the cell (gateway proc.cpu_seconds.rate summed over pids, "
                               f"host cpu.busy, pool.client_write_ops_per_s of {pool or '–'})."})
     dist_uri = plots.transfer_distributions(q, labels)
-    fio_uri = plots.fio_iops(rd.probe_jobs, labels)
+    fio_uri = plots.fio_iops(ordered(rd.probe_jobs), labels)
 
     m = rd.manifest
     status_counts = pd.Series([c.get("status", "unknown") for c in m.get("cells", {}).values()]).value_counts().to_dict()
