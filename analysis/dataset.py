@@ -333,7 +333,8 @@ class RunData:
         if len(self.stored_verdicts) and not others:
             return self.stored_verdicts
         from xcbench.analysis.attribution import attribute_data
-        return pd.DataFrame(attribute_data(self, others))
+        from xcbench.records import VERDICT
+        return pd.DataFrame(attribute_data(self, others), columns=list(VERDICT))
 
     def levels_rate(self, cell_id: str) -> list[tuple[float, float]]:
         """[(concurrency, steady rate)] of a cell."""

@@ -147,3 +147,18 @@ def test_a_run_without_timeline_table_is_rebuilt_from_transfers(tmp_path):
     text = out.read_text()
     assert "timelines rebuilt from the transfer records" in text
     assert "analysis.steady.timeline_from_transfers" in text
+
+
+def test_runs_without_campaigns_or_records_still_render(tmp_path):
+    cells = mixed_cells()[:2]
+    for c in cells:
+        c.concurrency, c.files = (2,), 8
+    path, _ = make_run(tmp_path, cells)
+    for t in ("transfers", "timeline", "campaigns"):  # e.g. a probes-only run
+        (path / f"{t}.parquet").unlink()
+        (path / "records" / f"{t}.jsonl").unlink()
+    text = render_report([path], "html", tmp_path / "probes-only.html").read_text()
+    assert "fio probes" in text and "No timeline." in text
+    empty = RunDir.create(tmp_path, name="empty", fingerprint=False)  # just started, nothing yet
+    assert "status <b>running</b>" in render_report([empty.path], "html", tmp_path / "e.html").read_text()
+    assert render_report([empty.path], "md", tmp_path / "e.md").exists()
