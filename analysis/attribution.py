@@ -141,6 +141,11 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                                      "query": s.query(cid, "pool_write_ops", pool, win)}
         raw, stored = s.positive_increase(cid, "pool_raw", pool), s.positive_increase(cid, "pool_stored", pool)
         ev["raw_per_logical"] = raw / stored if _ok(raw) and _ok(stored) and stored > 0 else math.nan
+        if _ok(ev["raw_per_logical"]):
+            src["raw_per_logical"] = {"run": rd.run_id, "table": "samples", "column": "value",
+                                      "query": s.query(cid, "pool_raw", pool),
+                                      "query_stored": s.query(cid, "pool_stored", pool),
+                                      "agg": "sum of positive steps (per wall) of query / of query_stored"}
         ev["raw_expected"] = cell["raw_ratio_expected"]
         if cell["pool_kind"] == "erasure":
             tw = _twin_replicated(cell, conc, rd)

@@ -46,7 +46,9 @@ def source(run_id: str, table: str, query: str, column: str | None = None, agg: 
 def source_text(s: dict[str, Any]) -> str:
     col = f"[{s['column']}]" if s.get("column") else ""
     by = f".groupby({s['by']!r}){col}.{s['agg']}().mean()" if s.get("by") else f"{col}.{s['agg']}()"
-    text = f"run {s['run']}: {s['table']}.query({s['query']!r}){'' if s.get('by') else ''}{by}"
+    text = f"run {s['run']}: {s['table']}.query({s['query']!r}){by}"
+    if s.get("query_stored"):
+        text += f" / {s['table']}.query({s['query_stored']!r})"
     return text + (f" — {s['note']}" if s.get("note") else "")
 
 

@@ -225,7 +225,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
             continue
         n = src.add(f"EC vs replicated: cell {v.cell_id} vs {ev.get('rep_cell')} at concurrency {v.concurrency}", {
             "ec_rate": (ev["sources"].get("rate"), ev.get("rate"), fmt_gib(ev.get("rate"))),
-            "rep_rate": (ev["sources"].get("rep_rate"), ev.get("rep_rate"), fmt_gib(ev.get("rep_rate")))})
+            "rep_rate": (ev["sources"].get("rep_rate"), ev.get("rep_rate"), fmt_gib(ev.get("rep_rate"))),
+            "raw_per_logical": (ev["sources"].get("raw_per_logical"), ev.get("raw_per_logical"),
+                                fmt_num(ev.get("raw_per_logical")))})
         ec_rows.append({"cell": labels.get(v.cell_id, v.cell_id), "conc": _cell(str(int(v.concurrency)), v.concurrency),
                         "ec": _rate(ev.get("rate")), "rep": _rate(ev.get("rep_rate")),
                         "rep_pool": ev.get("rep_pool", ""),

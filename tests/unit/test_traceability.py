@@ -92,3 +92,18 @@ def test_layout_table_pool_ops_come_from_samples(report):
         df = pd.read_parquet(path / "samples.parquet").query(spec["query"], engine="python")
         # one pool row per sampling time: the mean of the rows is the figure
         assert df["value"].mean() == pytest.approx(f["value"], rel=1e-9)
+
+
+def test_raw_per_logical_ratio_recomputed_from_the_samples(report):
+    path, _, sources = report
+    figs = _figures(sources, "EC vs replicated", "raw_per_logical")
+    assert figs
+    df = pd.read_parquet(path / "samples.parquet")
+    for _, f in figs:
+        def grown(query):
+            per_wall = df.query(query, engine="python").groupby("wall")["value"].sum().sort_index()
+            steps = per_wall.diff()
+            return steps[steps > 0].sum()
+        ratio = grown(f["spec"]["query"]) / grown(f["spec"]["query_stored"])
+        assert ratio == pytest.approx(f["value"], rel=1e-9)
+        assert "pool.bytes_used" in f["spec"]["query"] and "pool.stored" in f["spec"]["query_stored"]
