@@ -148,3 +148,14 @@ def test_synthetic_run_and_cli(tmp_path, capsys):
 def test_not_a_run(tmp_path, capsys):
     assert main(["plan", "--rate", "100Gb/s", "--calibrate", str(tmp_path)]) == 2
     assert "not a run directory" in capsys.readouterr().err
+
+
+def test_fio_aggregate_row_is_not_added_to_the_hosts(tmp_path):
+    run = RunDir.create(tmp_path, name="cs", fingerprint=False)
+    run.set_cell("E", label="rados ec2+1 o1 push", settings=EC21)
+    run.append("probes", [  # a client/server probe: two hosts and fio's aggregate of them
+        {"cell_id": "E", "job": "w4M", "host": h, "rw": "write", "bs": "4M", "iops": i, "bw": b}
+        for h, i, b in [("h1", 60, 250e6), ("h2", 35, 150e6), ("all", 95, 400e6)]])
+    run.finalize()
+    cal = load_calibration([run.path], num_osds=3)
+    assert cal.pool_write["ec2+1"]["rate"] == pytest.approx(400e6)  # not 800e6

@@ -187,9 +187,14 @@ def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) ->
     if not num_osds:
         cal.notes.append(f"{run.path.name}: number of OSDs unknown (not in the manifest): per-OSD "
                          "numbers skipped; pass --calibrate-osds N")
-    from xcbench.fio import summary
-    # a client/server probe has per-host rows plus fio's aggregate ('all'): use only the aggregate
-    for r in summary(df.to_dict("records")):
+    # a client/server probe has per-host rows plus fio's aggregate (host 'all'): where the
+    # aggregate exists use it alone, else sum the hosts
+    if "host" in df:
+        has_all = df.groupby(["cell_id", "job"])["host"].transform(lambda h: (h == "all").any())
+        df = df[~has_all | (df["host"] == "all")]
+    agg = df.groupby(["cell_id", "job"], as_index=False).agg(
+        rw=("rw", "first"), bs=("bs", "first"), iops=("iops", "sum"), bw=("bw", "sum"))
+    for r in agg.to_dict("records"):
         prot = _protection((cells.get(r["cell_id"], {}) or {}).get("settings"))
         bs = _bs(r["bs"])
         if prot is None or bs is None:
