@@ -115,12 +115,18 @@ class Hook(MatrixView):
     def __init__(self, action, delay=1.0):
         super().__init__()
         self.action, self.delay, self.fired = action, delay, threading.Event()
+        self.timer: threading.Timer | None = None
 
     def phase(self, label, what):
         super().phase(label, what)
         if what.startswith("campaign") and not self.fired.is_set():
             self.fired.set()
-            threading.Timer(self.delay, self.action).start()
+            self.timer = threading.Timer(self.delay, self.action)
+            self.timer.start()
+
+    def join(self):
+        if self.timer is not None:
+            self.timer.join()
 
 
 def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
@@ -136,18 +142,23 @@ def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
     path = matrix(tmp_path, "  rados: {layouts: [{stripe_unit: 1M, stripe_count: 1, object_size: 1M}], pools: [ec2+1]}")
     path.write_text(path.read_text().replace("concurrency: [1, 3]", "concurrency: [2]")
                     .replace("files: 6", "files: 12"))
+    hook = Hook(lambda: os.kill(pid, signal.SIGKILL), delay=0.5)
     try:
         run = run_matrix(path, ceph_cluster, RunOptions(out=tmp_path / "r", probes=False,
-                                                        baseline=False),
-                         view=Hook(lambda: os.kill(pid, signal.SIGKILL), delay=0.5))
+                                                        baseline=False), view=hook)
     finally:
+        hook.join()  # the kill has happened (or never will) before the OSD is started again
+        deadline = time.time() + 30
+        while proc.pid_alive(pid) and time.time() < deadline:
+            time.sleep(0.1)
         restart = proc.spawn(["ceph-osd", "-f", "-c", ceph_cluster.conf, "-i", "2"],
                              log=tmp_path / "osd2.log")
         deadline = time.time() + 60
         while ceph_cluster.mon_command("osd stat")["num_up_osds"] < 3 and time.time() < deadline:
             time.sleep(0.5)
         ceph_cluster.mon_command("osd pool set", pool=pool, var="min_size", val=str(old_min))
-        assert restart.alive()
+        assert restart.alive(), restart.tail()
+    assert hook.fired.is_set()
     m = run.manifest
     (cid, cell), = m["cells"].items()
     assert cell["status"] in ("complete", "degraded"), cell.get("error")
