@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from xcbench import proc
 from xcbench.errors import XcbError
 from xcbench.findings import WILDCARD_BINDS, findings_for
+from xcbench.net import free_port
 from xcbench.sdlisten import EXIT_BIND
 from xcbench.templates import render
 
@@ -267,17 +268,6 @@ def tcp_answers(host: str, port: int, timeout: float = 2.0) -> bool:
         return False
 
 
-def free_port(host: str = "127.0.0.1", avoid: set[int] | None = None) -> int:
-    """A port nobody listens on now (the server binds it a moment later, via sdlisten)."""
-    for _ in range(100):
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-            s.bind((host, 0))
-            port = s.getsockname()[1]
-        if not avoid or port not in avoid:
-            return port
-    raise XcbError(f"gateway: no free port on {host}")
-
-
 def url_host_for(addr: str) -> str:
     """Host name for URLs: 'localhost' when it means exactly ``addr`` (root TPC needs names)."""
     if addr != "127.0.0.1":
@@ -435,7 +425,7 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
     used: set[int] = set()
 
     def port() -> int:
-        p = free_port(addr, used)
+        p = free_port(addr, avoid=used)  # bound a moment later, via sdlisten
         used.add(p)
         return p
 

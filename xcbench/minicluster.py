@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import struct
 import threading
 import time
@@ -35,6 +34,7 @@ from xcbench.cluster import (
     wait_connect,
 )
 from xcbench.errors import XcbError
+from xcbench.net import free_ports
 
 MARKER = "written by xcbench: embedded mini cluster"
 BINARIES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "ceph")
@@ -63,19 +63,6 @@ def keyring_text(entity: str, key: str, caps: dict[str, str] | None = None) -> s
     lines = [f"[{entity}]", f"\tkey = {key}"]
     lines += [f'\tcaps {svc} = "{cap}"' for svc, cap in (caps or {}).items()]
     return "\n".join(lines) + "\n"
-
-
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def build_conf(state: Path, run_dir: Path, fsid: str, ports: list[int], objectstore: str) -> dict:

@@ -7,12 +7,17 @@ import socket
 LOOPBACK = "127.0.0.1"
 
 
-def free_port(host: str = LOOPBACK, *, udp: bool = False) -> int:
-    """A port that is free right now on ``host`` (the kernel picks it)."""
+def free_port(host: str = LOOPBACK, *, udp: bool = False, avoid: set[int] | None = None) -> int:
+    """A port that is free right now on ``host`` (the kernel picks it), not one in ``avoid``."""
     kind = socket.SOCK_DGRAM if udp else socket.SOCK_STREAM
-    with socket.socket(socket.AF_INET, kind) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(100):
+        with socket.socket(family, kind) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if not avoid or port not in avoid:
+            return port
+    raise OSError(f"no free port on {host}")
 
 
 def free_ports(n: int, host: str = LOOPBACK) -> list[int]:

@@ -12,11 +12,11 @@ from xcbench.errors import XcbError
 from xcbench.minicluster import (
     EXPECTED_WARNINGS,
     build_conf,
-    free_ports,
     gen_key,
     keyring_text,
     unexpected_checks,
 )
+from xcbench.net import free_ports
 from xcbench.proc import run
 
 
