@@ -196,7 +196,7 @@ class Runner:
                 for level in cell.concurrency:
                     self.stop.check()
                     self._phase(cell, f"campaign c={level} r={repeat + 1}/{repeats}")
-                    summary = self._campaign(cell, gateway, level, repeat)
+                    summary = self._campaign(cell, target, gateway, level, repeat)
                     failed += int(summary.get("failed") or 0)
                     if self.stop.event.is_set():
                         raise Interrupted()
@@ -271,13 +271,19 @@ class Runner:
             self._source = gw
         return self._source
 
-    def _campaign(self, cell: Cell, gateway: Any, level: int, repeat: int) -> dict:
-        from xcbench.campaign import CampaignSpec, run_campaign
+    def _campaign(self, cell: Cell, target: Any, gateway: Any, level: int, repeat: int) -> dict:
+        from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
         settings = dict(cell.campaign)
+        opt = settings.pop("optimizer", None)
+        if opt:  # true, or the optimizer's settings
+            settings["optimizer"] = OptimizerSpec(**opt) if isinstance(opt, dict) else OptimizerSpec()
+        # a small destination absorbs the campaign: each file goes once its checksum matched
+        settings.setdefault("delete_after_verify", True)
+        if target.info.get("name_prefix"):  # rados: under the cell's prefix, so cleanup finds it
+            settings["dest_prefix"] = target.info["name_prefix"]
         spec = CampaignSpec(files=cell.files, file_size=cell.file_size, size_dist=cell.size_dist,
                             mode=cell.mode, concurrency=level, repeat=repeat,
-                            delete_after_verify=settings.pop("delete_after_verify", True),
-                            **settings)
+                            campaign_id=f"{cell.id}-c{level}-r{repeat}", **settings)
         source = self._source_gateway() if cell.mode != "push" else None
         return run_campaign(spec, dest=gateway, source=source, sink=self.sink, cell_id=cell.id,
                             progress=False, stop_event=self.stop.event)
