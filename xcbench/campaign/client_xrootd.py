@@ -1,0 +1,174 @@
+"""The XRootD Python client: push with File.write, root TPC with CopyProcess, checksum query.
+
+Blocking calls release the GIL, so one thread per active transfer scales to ~1200 transfers in
+one process. With ``streams`` > 1 a push keeps that many writes in flight per file (async
+File.write with callbacks): XrdCl multiplexes every file to a host over one TCP connection,
+so "streams" here means pipelined chunks, not TCP streams; the driver spreads transfers over
+several connections with distinct URL users instead (XrdCl opens one channel per user@host).
+"""
+
+from __future__ import annotations
+
+import errno as E
+import threading
+import time
+from urllib.parse import urlsplit
+
+from XRootD import client as xc
+from XRootD.client.flags import AccessMode, OpenFlags, QueryCode
+
+from xcbench.campaign.clients import Client, Outcome, Progress, TransferError, normalise_adler32
+
+_MODE_644 = AccessMode.UR | AccessMode.UW | AccessMode.GR | AccessMode.OR
+# kXR_* server error numbers -> errno (XProtocol.hh), so records carry FTS-style codes.
+_KXR_ERRNO = {3000: E.EINVAL, 3001: E.EINVAL, 3002: E.ENAMETOOLONG, 3003: E.EDEADLK,
+              3004: E.EBADF, 3005: E.EIO, 3006: E.EINVAL, 3007: E.EIO, 3008: E.ENOMEM,
+              3009: E.ENOSPC, 3010: E.EACCES, 3011: E.ENOENT, 3012: E.EFAULT, 3013: E.ENOTSUP,
+              3014: E.EHOSTUNREACH, 3015: E.EISDIR, 3016: E.EISDIR, 3017: E.ECANCELED,
+              3018: E.EEXIST, 3019: E.EIO, 3020: E.EINPROGRESS, 3021: E.EDQUOT, 3024: E.EBUSY,
+              3025: E.EROFS, 3034: E.ETIMEDOUT, 3035: E.ETIMEDOUT}
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """'root://u1@h:1094//a/b' -> ('root://u1@h:1094', '/a/b')."""
+    p = urlsplit(url)
+    path = p.path[1:] if p.path.startswith("//") else p.path
+    return f"{p.scheme}://{p.netloc}", path
+
+
+def status_error(st, what: str, scope: str, phase: str) -> TransferError:
+    """An XRootDStatus -> TransferError with an errno-style code."""
+    msg = (st.message or "").replace("\x00", "").strip()
+    code = _KXR_ERRNO.get(getattr(st, "errno", 0) or 0)
+    low = msg.lower()
+    if code is None:
+        if "expired" in low or "timeout" in low or "timed out" in low:
+            code = E.ETIMEDOUT
+        elif "exists" in low:
+            code = E.EEXIST
+        elif "no such file" in low or "not found" in low:
+            code = E.ENOENT
+        elif "connect" in low or "socket" in low or "stream" in low:
+            code = E.ECONNREFUSED
+        else:
+            code = E.EIO
+    return TransferError(f"{what}: {msg}", code, scope, phase)
+
+
+def _left(deadline: float) -> int:
+    left = deadline - time.time()
+    if left <= 0:
+        raise TransferError("Transfer timed out (FTS timeout reached)", E.ETIMEDOUT)
+    return max(1, int(left + 0.999))
+
+
+class XrootdClient(Client):
+    name = "xrootd"
+
+    def __init__(self) -> None:
+        self._fs: dict[str, xc.FileSystem] = {}
+
+    def _filesystem(self, base: str) -> xc.FileSystem:
+        fs = self._fs.get(base)
+        if fs is None:
+            fs = self._fs[base] = xc.FileSystem(base)
+        return fs
+
+    def push(self, dataset, index, dest, *, overwrite, streams, deadline, progress: Progress,
+             source_path=None) -> Outcome:
+        f = xc.File()
+        flags = OpenFlags.DELETE if overwrite else OpenFlags.NEW
+        try:
+            st, _ = f.open(dest, flags, _MODE_644, timeout=_left(deadline))
+            if not st.ok:
+                raise status_error(st, "DESTINATION OPEN", "DESTINATION", "TRANSFER_PREPARATION")
+            if streams > 1:
+                self._write_pipelined(f, dataset.chunks(index), streams, deadline, progress)
+            else:
+                off = 0
+                for chunk in dataset.chunks(index):
+                    st, _ = f.write(chunk, off, len(chunk), timeout=_left(deadline))
+                    if not st.ok:
+                        raise status_error(st, "DESTINATION WRITE", "DESTINATION", "TRANSFER")
+                    off += len(chunk)
+                    progress.transferred = off
+            st, _ = f.close(timeout=_left(deadline))
+            if not st.ok:
+                raise status_error(st, "DESTINATION CLOSE", "DESTINATION", "TRANSFER_FINALIZATION")
+        except TransferError as e:
+            if f.is_open():
+                f.close(timeout=5)
+            return e.outcome(progress.transferred, "push")
+        return Outcome(True, progress.transferred, transfer_type="push")
+
+    @staticmethod
+    def _write_pipelined(f, chunks, window: int, deadline: float, progress: Progress) -> None:
+        slots = threading.Semaphore(window)
+        done = threading.Condition()
+        state = {"pending": 0, "error": None}
+
+        def finished(st, _resp, _hosts, n):
+            with done:
+                state["pending"] -= 1
+                if st.ok:
+                    progress.transferred += n
+                elif state["error"] is None:
+                    state["error"] = status_error(st, "DESTINATION WRITE", "DESTINATION", "TRANSFER")
+                done.notify_all()
+            slots.release()
+
+        off = 0
+        for chunk in chunks:
+            while not slots.acquire(timeout=1):
+                _left(deadline)
+            if state["error"]:
+                slots.release()
+                break
+            n = len(chunk)
+            with done:
+                state["pending"] += 1
+            st, _ = f.write(chunk, off, n, timeout=_left(deadline),
+                            callback=lambda s, r, h, n=n: finished(s, r, h, n))
+            if not st.ok:  # not even queued
+                finished(st, None, None, n)
+            off += n
+        with done:
+            while state["pending"]:
+                done.wait(timeout=1)
+                _left(deadline)
+        if state["error"]:
+            raise state["error"]
+
+    def tpc(self, source, dest, *, overwrite, streams, deadline, progress, size=0) -> Outcome:
+        left = _left(deadline)
+        cp = xc.CopyProcess()
+        cp.add_job(source, dest, force=overwrite, thirdparty="only", checksummode="none",
+                   inittimeout=min(left, 120), tpctimeout=left)
+        st = cp.prepare()
+        if not st.ok:
+            return status_error(st, "TPC PREPARE", "TRANSFER", "TRANSFER_PREPARATION").outcome(0, "3rd pull")
+        st, results = cp.run()
+        res = (results or [{}])[0].get("status", st)
+        if not res.ok:
+            err = status_error(res, "TPC", "TRANSFER", "TRANSFER")
+            if "exists" in err.reason.lower():
+                err.code, err.scope, err.recoverable = E.EEXIST, "DESTINATION", False
+            return err.outcome(0, "3rd pull")
+        progress.transferred = size
+        return Outcome(True, size, transfer_type="3rd pull")
+
+    def checksum(self, url: str, deadline: float) -> str:
+        base, path = split_url(url)
+        st, resp = self._filesystem(base).query(QueryCode.CHECKSUM, path, timeout=_left(deadline))
+        if not st.ok:
+            raise status_error(st, "CHECKSUM QUERY", "DESTINATION", "TRANSFER_FINALIZATION")
+        return normalise_adler32(resp.decode(errors="replace"))
+
+    def size(self, url: str, deadline: float) -> int | None:
+        base, path = split_url(url)
+        st, info = self._filesystem(base).stat(path, timeout=_left(deadline))
+        return info.size if st.ok else None
+
+    def delete(self, url: str) -> None:
+        base, path = split_url(url)
+        self._filesystem(base).rm(path, timeout=30)

@@ -1,0 +1,428 @@
+"""run_campaign: an FTS-style campaign from one process.
+
+A dispatcher (the calling thread) starts a transfer only while fewer than ``limit`` are
+active (the fixed concurrency, or the optimizer's decision); each transfer runs in a worker
+thread of its own, blocking in the XRootD/gfal2/HTTP client with the GIL released, so one
+process holds 1200 transfers. A monitor thread samples the 1 s timeline, runs the optimizer
+every interval, feeds the live view and hands rows to the sink (sinks see one caller at a time).
+
+FTS semantics: the per-file timeout (600 s + 2 s/MiB by default); checksum mode none / source
+(the file's known adler32 against the source, before the copy) / target (against the
+destination, after it) / both; retries after ``retry_delay``; a failed destination is cleaned
+up unless the failure was "file exists" (not ours), and a retry first removes what an earlier
+attempt of this campaign left; ``delete_after_verify`` removes each verified file so a small
+destination absorbs any campaign. One TRANSFER row per attempt; a file's last row is final.
+"""
+
+from __future__ import annotations
+
+import errno as E
+import heapq
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from xcbench.campaign.clients import (
+    XRDCL_ENV,
+    Outcome,
+    Progress,
+    TransferError,
+    apply_client_env,
+    thread_client,
+)
+from xcbench.campaign.dataset import Dataset
+from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
+from xcbench.campaign.optimizer import AttemptView, Optimizer, observe
+from xcbench.campaign.records import Buffered, Timeline, campaign_row, optimizer_row, transfer_row
+from xcbench.campaign.spec import CampaignSpec
+from xcbench.campaign.staging import LocalSource, stage_source
+from xcbench.findings import finding
+
+SLOW_CHECKSUM = 20.0  # s: a checksum query this slow is the server's kXR_wait, not adler32
+# XrdHttp 5.5.3 now and then answers a checksum HEAD with 500 when HTTP connections close and
+# open quickly (seen with gfal2's fresh davix sessions): the query, not the transfer, is retried
+CHECKSUM_500_RETRIES = 2
+
+
+@dataclass
+class CampaignHooks:
+    """Test/diagnostic hooks. ``after_transfer(index, dest_url)`` runs when a file's data has
+    moved and before its checksum is verified (e.g. to corrupt it on the storage)."""
+    after_transfer: Callable[[int, str], None] | None = None
+
+
+@dataclass(order=True)
+class _Job:
+    not_before: float
+    index: int
+    retry: int = 0
+
+
+class Campaign:
+    def __init__(self, spec: CampaignSpec, dest: Any, source: Any = None, sink=None,
+                 cell_id: str = "", hooks: CampaignHooks | None = None):
+        self.spec, self.cell_id, self.hooks = spec, cell_id, hooks or CampaignHooks()
+        self.dataset = Dataset.generate(spec.files, spec.file_size, spec.size_dist, spec.seed,
+                                        spec.size_spread, block_size=spec.chunk_size)
+        self.dest = endpoint(dest, "destination")
+        self.source = endpoint(source, "source") if source is not None else None
+        self.scheme, self.kind, self.choices = choose(spec.mode, spec.client, self.dest, self.source)
+        self.choices += apply_client_env(self.dest.client_env, "destination")
+        if self.source is not None:
+            self.choices += apply_client_env(self.source.client_env, "source")
+        if is_xrdceph(self.dest) and XRDCL_ENV.get("CpUsePgWrtRd", {}).get("value") != 0:
+            self.choices.append({"what": "XRD_CPUSEPGWRTRD", "chosen": "1", "ok": False,
+                                 "why": "forced in the shell: XrdCeph 5.5 crashes on pgread"})
+        self.out = Buffered(sink)
+        self.cond = threading.Condition()
+        self.ready: deque[_Job] = deque(_Job(0.0, i) for i in range(len(self.dataset)))
+        self.delayed: list[_Job] = []
+        self.active = 0
+        self.limit = spec.concurrency
+        self.optimizer = Optimizer(spec.optimizer, spec.max_active) if spec.optimizer else None
+        self.views: list[AttemptView] = []
+        self.live: dict[int, tuple[AttemptView, Progress]] = {}
+        self.bytes_done = 0
+        self.final: dict[int, str] = {}
+        self.stopping = False
+        self.findings: list[dict] = []
+        self.slow_checksums = 0
+        self.checksum_retries = 0
+        self.delete_failures = 0
+        self.local = LocalSource(self.dataset, spec.campaign_id) \
+            if spec.mode == "push" and self.kind == "gfal2" else None
+        self.staging: dict | None = None
+
+    # --- names ---------------------------------------------------------------------------
+    def dest_name(self, i: int) -> str:
+        return f"{self.spec.dest_prefix}{self.spec.campaign_id}.{self.dataset.name(i)}"
+
+    def source_name(self, i: int) -> str:
+        return f"{self.spec.dest_prefix}ds-{self.dataset.ident}.{self.dataset.name(i)}"
+
+    def dest_url(self, i: int) -> str:
+        # push over root: spread files over ``connections`` XrdCl channels (one per URL user)
+        user = f"xcb{i % self.spec.connections}" if self.spec.mode == "push" else None
+        return self.dest.url(self.dest_name(i), self.scheme, user)
+
+    def source_url(self, i: int) -> str:
+        if self.spec.mode == "push":
+            return f"file://{self.local.dir}/{self.dataset.name(i)}" if self.local else \
+                f"dataset://{self.dataset.ident}/{self.dataset.name(i)}"
+        return self.source.url(self.source_name(i), self.scheme)
+
+    # --- one attempt ---------------------------------------------------------------------
+    def _checksum(self, client, url: str, deadline: float, scope: str) -> str:
+        t0 = time.time()
+        try:
+            for attempt in range(CHECKSUM_500_RETRIES + 1):
+                try:
+                    return client.checksum(url, deadline)
+                except TransferError as e:
+                    e.scope = scope
+                    if attempt == CHECKSUM_500_RETRIES or " 500" not in e.reason:
+                        raise
+                    with self.cond:
+                        self.checksum_retries += 1
+                    time.sleep(0.2)
+        finally:
+            if time.time() - t0 > SLOW_CHECKSUM:
+                self.slow_checksums += 1
+
+    def _attempt(self, job: _Job) -> None:
+        spec, i = self.spec, job.index
+        size, expected = self.dataset.size(i), self.dataset.adler32(i)
+        dest, src = self.dest_url(i), self.source_url(i)
+        client = thread_client(self.kind)
+        progress = Progress()
+        cks_src = cks_dst = None
+        try:  # source preparation happens before the attempt's clock starts
+            source_path = self.local.path(i) if self.local else None
+            if job.retry and not spec.overwrite:
+                client.delete(dest)  # what an earlier attempt of this campaign left (FTS cleanup)
+        except Exception as e:
+            source_path = None
+            prep_error = TransferError(f"preparation failed: {type(e).__name__}: {e}", E.EIO,
+                                       "SOURCE", "TRANSFER_PREPARATION")
+        else:
+            prep_error = None
+        start = time.time()
+        deadline = start + spec.timeout_for(size)
+        view = AttemptView(start, None, size, 0, "ACTIVE", retry=job.retry)
+        with self.cond:
+            self.views.append(view)
+            self.live[id(view)] = (view, progress)
+        try:
+            if prep_error is not None:
+                raise prep_error
+            if spec.checksum in ("source", "both") and spec.mode != "push":
+                cks_src = self._checksum(client, src, deadline, "SOURCE")
+                if cks_src != expected:
+                    raise TransferError(f"SOURCE CHECKSUM MISMATCH: user-defined adler32 {expected} "
+                                        f"!= source {cks_src}", E.EIO, "SOURCE", "TRANSFER_PREPARATION")
+            elif spec.checksum != "none":
+                cks_src = expected  # push: the bytes are the dataset's by construction
+            if spec.mode == "push":
+                out = client.push(self.dataset, i, dest, overwrite=spec.overwrite,
+                                  streams=spec.streams, deadline=deadline, progress=progress,
+                                  source_path=source_path)
+            else:
+                out = client.tpc(src, dest, overwrite=spec.overwrite, streams=spec.streams,
+                                 deadline=deadline, progress=progress, size=size)
+            if out.ok:
+                if self.hooks.after_transfer:
+                    self.hooks.after_transfer(i, dest)
+                if spec.checksum in ("target", "both"):
+                    cks_dst = self._checksum(client, dest, deadline, "DESTINATION")
+                    if cks_dst != expected:
+                        raise TransferError(f"DESTINATION CHECKSUM MISMATCH: source adler32 "
+                                            f"{expected} != destination {cks_dst}", E.EIO,
+                                            "DESTINATION", "TRANSFER_FINALIZATION")
+        except TransferError as e:
+            out = e.outcome(progress.transferred)
+        except Exception as e:  # never lose a record: an unexpected error fails the attempt
+            out = Outcome(False, progress.transferred, E.EIO, "TRANSFER", "TRANSFER",
+                          f"internal error: {type(e).__name__}: {e}")
+        finish = time.time()
+        self._finish(job, out, view, start, finish, src, dest, cks_src, cks_dst, client)
+
+    def _finish(self, job, out: Outcome, view, start, finish, src, dest, cks_src, cks_dst, client):
+        spec, i = self.spec, job.index
+        row = transfer_row(
+            cell_id=self.cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
+            repeat=spec.repeat, transfer_id=f"{spec.campaign_id}-{i:06d}-{job.retry}",
+            file_index=i, retry=job.retry, source=src, destination=dest, mode=spec.mode,
+            client=self.kind, nstreams=spec.streams, file_size=self.dataset.size(i),
+            transferred=out.transferred, start_time=start, finish_time=finish,
+            checksum_type=None if spec.checksum == "none" else "adler32",
+            checksum_source=cks_src, checksum_dest=cks_dst,
+            file_state="FINISHED" if out.ok else "FAILED",
+            error_code=None if out.ok else out.error_code,
+            error_scope=None if out.ok else out.error_scope,
+            error_phase=None if out.ok else out.error_phase,
+            reason=None if out.ok else out.reason)
+        self.out.add("transfers", [row])
+        if out.ok and spec.delete_after_verify:
+            try:
+                client.delete(dest)
+            except Exception:
+                self.delete_failures += 1
+        elif not out.ok and out.error_code != E.EEXIST:
+            try:
+                client.delete(dest)  # FTS removes a failed destination
+            except Exception:
+                pass
+        retry = (not out.ok and out.recoverable and job.retry < spec.retries)
+        with self.cond:
+            view.end, view.transferred = finish, out.transferred
+            view.state, view.recoverable = ("FINISHED" if out.ok else "FAILED"), out.recoverable
+            self.live.pop(id(view), None)
+            self.bytes_done += out.transferred
+            self.active -= 1
+            if retry and not self.stopping:
+                heapq.heappush(self.delayed, _Job(time.time() + spec.retry_delay, i, job.retry + 1))
+            else:
+                self.final[i] = "FINISHED" if out.ok else "FAILED"
+                if self.local:
+                    self.local.release(i)
+            self.cond.notify_all()
+
+    def _run_job(self, job: _Job) -> None:
+        try:
+            self._attempt(job)
+        except BaseException as e:  # _finish itself failed: keep the books right, and a row
+            now = time.time()
+            self.out.add("transfers", [transfer_row(
+                cell_id=self.cell_id, campaign_id=self.spec.campaign_id,
+                concurrency=self.spec.concurrency, repeat=self.spec.repeat,
+                transfer_id=f"{self.spec.campaign_id}-{job.index:06d}-{job.retry}",
+                file_index=job.index, retry=job.retry, mode=self.spec.mode, client=self.kind,
+                file_size=self.dataset.size(job.index), transferred=0, start_time=now,
+                finish_time=now, file_state="FAILED", error_code=E.EIO, error_scope="TRANSFER",
+                error_phase="TRANSFER", reason=f"internal error: {type(e).__name__}: {e}")])
+            with self.cond:
+                self.active -= 1
+                self.final[job.index] = "FAILED"
+                self.findings.append(finding(self.cell_id, "campaign worker error",
+                                             f"{type(e).__name__}: {e}", "report a bug", "error"))
+                self.cond.notify_all()
+
+    # --- monitor: timeline, optimizer, sink, live view ------------------------------------
+    def totals(self) -> tuple[int, int, int, int]:
+        with self.cond:
+            moved = self.bytes_done + sum(p.transferred for _, p in self.live.values())
+            done = sum(1 for s in self.final.values() if s == "FINISHED")
+            return moved, self.active, done, len(self.final) - done
+
+    def _optimize(self, now: float) -> None:
+        with self.cond:
+            waiting = list(self.ready) + list(self.delayed)
+            for v, p in self.live.values():
+                v.transferred = p.transferred
+            state = observe(list(self.views), queue_size=len(waiting),
+                            retry_waiting=sum(j.retry for j in waiting), now=now,
+                            scale=self.spec.optimizer.interval / 60.0)
+            d = self.optimizer.step(state)
+            if d is not None:
+                self.limit = d.decision
+                self.cond.notify_all()
+        if d is not None:
+            self.out.add("optimizer", [optimizer_row(self.cell_id, self.spec.campaign_id, d)])
+
+    def _monitor(self, done: threading.Event, timeline: Timeline, view) -> None:
+        next_opt = time.time() + (self.spec.optimizer.interval if self.optimizer else 1e18)
+        while not done.wait(1.0):
+            now = time.time()
+            moved, active, ok, failed = self.totals()
+            r = timeline.sample(now, moved, active, ok, failed)
+            self.out.add("timeline", [r])
+            if self.optimizer and now >= next_opt:
+                self._optimize(now)
+                next_opt = now + self.spec.optimizer.interval
+            if view is not None:
+                view.update(r, moved, self.limit)
+            self.out.flush()
+
+    # --- the dispatcher ------------------------------------------------------------------
+    def _next_job(self, stop_event) -> _Job | None:
+        with self.cond:
+            while True:
+                if stop_event is not None and stop_event.is_set():
+                    self.stopping = True
+                now = time.time()
+                while self.delayed and self.delayed[0].not_before <= now:
+                    self.ready.append(heapq.heappop(self.delayed))
+                if self.stopping:
+                    return None
+                if self.ready and self.active < self.limit:
+                    self.active += 1
+                    return self.ready.popleft()
+                if not self.ready and not self.delayed and self.active == 0:
+                    return None
+                wait = 0.5
+                if self.delayed:
+                    wait = min(wait, max(self.delayed[0].not_before - now, 0.01))
+                self.cond.wait(wait)
+
+    def run(self, progress: bool = False, stop_event=None) -> dict:
+        spec = self.spec
+        if spec.mode != "push":
+            self.staging = stage_source(self.dataset, self.source,
+                                        [self.source_name(i) for i in range(len(self.dataset))])
+        if self.optimizer:
+            self._optimize(time.time())  # FTS's first decision: start halfway (or at max)
+        timeline = Timeline(self.cell_id, spec.campaign_id, spec.concurrency, spec.repeat)
+        view = None
+        if progress:
+            from xcbench.campaign.progress import CampaignView
+            view = CampaignView(len(self.dataset), self.dataset.total_bytes, spec)
+            view.start()
+        done = threading.Event()
+        monitor = threading.Thread(target=self._monitor, args=(done, timeline, view),
+                                   name="xcb-campaign-monitor", daemon=True)
+        start = time.time()
+        monitor.start()
+        interrupted = None
+        try:
+            with ThreadPoolExecutor(max_workers=spec.max_active,
+                                    thread_name_prefix="xcb-xfer") as pool:
+                try:
+                    while (job := self._next_job(stop_event)) is not None:
+                        pool.submit(self._run_job, job)
+                except KeyboardInterrupt as e:  # stop dispatching, let running attempts end
+                    interrupted = e
+                    with self.cond:
+                        self.stopping = True
+        finally:
+            done.set()
+            monitor.join()
+            end = time.time()
+            self._cancel_rest(end)
+            moved, active, ok, failed = self.totals()
+            self.out.add("timeline", [timeline.sample(end, moved, active, ok, failed)])
+            row = self._summary(start, end)
+            self.out.add("findings", self._findings())
+            self.out.add("campaigns", [row])
+            self.out.flush()
+            if view is not None:
+                view.stop(row)
+            if self.local:
+                self.local.cleanup()
+        if interrupted is not None:
+            raise interrupted
+        return row
+
+    def _cancel_rest(self, now: float) -> None:
+        """Files never finished because the campaign stopped: a CANCELED final row each."""
+        with self.cond:
+            rest = sorted({j.index: j.retry for j in list(self.ready) + self.delayed}.items())
+            self.ready.clear()
+            self.delayed.clear()
+        rows = []
+        for i, retry in rest:
+            if i in self.final:
+                continue
+            self.final[i] = "CANCELED"
+            rows.append(transfer_row(
+                cell_id=self.cell_id, campaign_id=self.spec.campaign_id,
+                concurrency=self.spec.concurrency, repeat=self.spec.repeat,
+                transfer_id=f"{self.spec.campaign_id}-{i:06d}-{retry}", file_index=i, retry=retry,
+                source=self.source_url(i), destination=self.dest_url(i), mode=self.spec.mode,
+                client=self.kind, nstreams=self.spec.streams, file_size=self.dataset.size(i),
+                transferred=0, start_time=None, finish_time=now, file_state="CANCELED",
+                error_code=E.ECANCELED, error_scope="TRANSFER", error_phase="TRANSFER_PREPARATION",
+                reason="campaign stopped before this file was transferred"))
+        self.out.add("transfers", rows)
+
+    def _findings(self) -> list[dict]:
+        rows = list(self.findings)
+        if self.slow_checksums:
+            rows.append(finding(self.cell_id, f"{self.slow_checksums} checksum queries took > "
+                                f"{SLOW_CHECKSUM:.0f} s",
+                                "the gateway answers kXR_wait when more checksums run than "
+                                "`xrootd.chksum max` allows; the client then sleeps",
+                                "raise `xrootd.chksum max` (xcbench's configs use 1024)"))
+        return rows
+
+    def _summary(self, start: float, end: float) -> dict:
+        spec, rows = self.spec, self.out.kept.get("transfers", [])
+        ok_rows = [r for r in rows if r["file_state"] == "FINISHED"]
+        first = min((r["start_time"] for r in rows if r["start_time"]), default=start)
+        last = max((r["finish_time"] for r in rows if r["finish_time"]), default=end)
+        moved = sum(r["file_size"] for r in ok_rows)
+        settings = {
+            "spec": spec.settings(), "dataset": self.dataset.describe(),
+            "dest": {"label": self.dest.label, "root_url": self.dest.root_url,
+                     "http_url": self.dest.http_url, "backend": self.dest.backend},
+            "source": None if self.source is None else {
+                "root_url": self.source.root_url, "http_url": self.source.http_url,
+                "backend": self.source.backend, "staging": self.staging},
+            "scheme": self.scheme, "transfer_client": self.kind, "choices": self.choices,
+            "xrdcl_env": XRDCL_ENV, "engine": "threads: one blocking transfer per worker thread",
+            "timeout": f"{spec.timeout:g} s + {spec.timeout_per_mib:g} s/MiB",
+            "delete_after_verify": spec.delete_after_verify,
+            "delete_failures": self.delete_failures,
+            "checksum_queries_retried_after_http_500": self.checksum_retries,
+            "local_source": self.local.describe() if self.local else None,
+            "attempts": len([r for r in rows if r["start_time"]]),
+            "retried": sum(1 for r in rows if r["retry"]),
+        }
+        return campaign_row(
+            cell_id=self.cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
+            repeat=spec.repeat, mode=spec.mode, client=spec.client, files=len(self.dataset),
+            bytes=moved, start_time=first, finish_time=last,
+            rate=moved / (last - first) if last > first else 0.0,
+            finished=sum(1 for s in self.final.values() if s == "FINISHED"),
+            failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings)
+
+
+def run_campaign(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None,
+                 cell_id: str = "", progress: bool = False, stop_event=None,
+                 hooks: CampaignHooks | None = None) -> dict:
+    """Run ``spec`` into ``dest`` (a Gateway or root:// / http:// URL), from ``source`` for TPC
+    modes; rows go to ``sink(table, rows)``; returns the CAMPAIGN row."""
+    return Campaign(spec, dest, source, sink, cell_id, hooks).run(progress, stop_event)

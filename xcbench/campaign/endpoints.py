@@ -1,0 +1,111 @@
+"""Where a campaign reads and writes: a Gateway (xcbench.gateway) or a bare URL, and the
+protocol/client choices that work against it, each recorded with the reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from xcbench.errors import XcbError
+
+
+@dataclass
+class Endpoint:
+    label: str
+    root_url: str | None = None
+    http_url: str | None = None
+    backend: str = "unknown"            # tmpfs | cephfs | rados | unknown
+    client_env: dict[str, str] = field(default_factory=dict)
+    local_dirs: list[str] = field(default_factory=list)  # where its files live on this host
+    gateway: Any = None
+
+    def base(self, scheme: str) -> str:
+        url = self.root_url if scheme == "root" else self.http_url
+        if not url:
+            raise XcbError(f"campaign: {self.label} has no {scheme} URL "
+                           f"(give a {scheme}:// URL or a gateway)")
+        return url
+
+    def url(self, name: str, scheme: str, user: str | None = None) -> str:
+        """URL of ``name`` (an absolute path); ``user`` spreads XRootD connections."""
+        base = self.base(scheme)
+        if scheme == "root":
+            if user:
+                p = urlsplit(base)
+                base = f"{p.scheme}://{user}@{p.netloc.rsplit('@', 1)[-1]}"
+            return f"{base}/{name}"
+        return base + name
+
+    def local_path(self, name: str) -> str | None:
+        """Path of ``name`` on this host for a single-directory endpoint (tmpfs/cephfs)."""
+        if len(self.local_dirs) != 1:
+            return None
+        return self.local_dirs[0].rstrip("/") + name
+
+
+def endpoint(x: Any, label: str) -> Endpoint:
+    """An Endpoint from a Gateway or a root://, http:// URL (host:port, path ignored)."""
+    if x is None:
+        raise XcbError(f"campaign: no {label} given")
+    if isinstance(x, Endpoint):
+        return x
+    if isinstance(x, str):
+        p = urlsplit(x)
+        if p.scheme in ("root", "xroot") and p.netloc:
+            return Endpoint(label, root_url=f"root://{p.netloc}")
+        if p.scheme == "http" and p.netloc:
+            return Endpoint(label, http_url=f"http://{p.netloc}")
+        raise XcbError(f"campaign: {label}: {x!r} is not a root:// or http:// URL")
+    target = getattr(x, "target", None)
+    backend = getattr(target, "backend", "unknown") or "unknown"
+    dirs: list[str] = []
+    if backend != "rados":
+        origins = getattr(x, "origins", None) or []
+        dirs = [o.localroot for o in origins if getattr(o, "localroot", None)]
+        if not dirs and getattr(target, "path", None):
+            dirs = [target.path]
+    return Endpoint(label, root_url=getattr(x, "root_url", None), http_url=getattr(x, "http_url", None),
+                    backend=backend, client_env=dict(getattr(x, "client_env", {}) or {}),
+                    local_dirs=dirs, gateway=x)
+
+
+def is_xrdceph(ep: Endpoint) -> bool:
+    return ep.backend == "rados" or ep.client_env.get("XRD_CPUSEPGWRTRD") == "0"
+
+
+def choose(mode: str, client: str, dest: Endpoint, source: Endpoint | None) -> tuple[str, str, list[dict]]:
+    """(scheme, transfer client kind, choices) for a campaign; every choice says why."""
+    choices: list[dict] = []
+
+    def note(what: str, chosen: str, why: str) -> None:
+        choices.append({"what": what, "chosen": chosen, "why": why})
+
+    if mode == "push":
+        if client == "xrootd":
+            scheme = "root"
+            note("protocol", "root", "the XRootD client pushes over root://")
+        elif is_xrdceph(dest) and dest.http_url:
+            scheme = "http"
+            note("protocol", "http", "gfal2 over root:// into XrdCeph fails ([3016] Unable to "
+                 "fchmod: XrdCeph refuses chmod); over http:// it works (RAL runs Echo over WebDAV)")
+        else:
+            scheme = "root" if dest.root_url else "http"
+            note("protocol", scheme, "gfal2 push; root:// where the gateway has it")
+        kind = client
+    elif mode == "tpc-root":
+        scheme, kind = "root", client
+        note("protocol", "root", "root TPC: the destination pulls with xrdcp --server")
+    else:
+        scheme = "http"
+        kind = "gfal2" if client == "gfal2" else "http"
+        note("protocol", "http", "HTTP-TPC: COPY to the destination with a Source: header (pull)")
+        if client == "xrootd":
+            note("client", "http", "the XRootD client has no HTTP-TPC: the COPY request "
+                 "(Source:, X-Number-Of-Streams) is sent directly")
+    if mode != "push" and source is None:
+        raise XcbError(f"campaign: mode {mode} needs a source (--source URL or a source gateway)")
+    dest.base(scheme)
+    if source is not None and mode != "push":
+        source.base(scheme)
+    return scheme, kind, choices

@@ -1,0 +1,91 @@
+"""Rows a campaign writes: TRANSFER (one per attempt), TIMELINE (1 s buckets), OPTIMIZER,
+CAMPAIGN — exactly the columns of xcbench.records."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from xcbench.records import CAMPAIGN, OPTIMIZER, TIMELINE, TRANSFER
+
+Sink = Callable[[str, list[dict]], None]
+
+
+def row(columns: tuple[str, ...], **values: Any) -> dict[str, Any]:
+    """A record with every column of ``columns`` (missing ones None); unknown keys refused."""
+    extra = set(values) - set(columns)
+    if extra:
+        raise KeyError(f"not columns of this table: {sorted(extra)}")
+    return {c: values.get(c) for c in columns}
+
+
+def transfer_row(**values: Any) -> dict[str, Any]:
+    start, finish = values.get("start_time"), values.get("finish_time")
+    if start is not None and finish is not None:
+        dur = max(finish - start, 0.0)
+        values.setdefault("tx_duration", dur)
+        moved = values.get("transferred") or 0
+        values.setdefault("throughput", moved / dur if dur > 0 else None)
+    return row(TRANSFER, **values)
+
+
+def optimizer_row(cell_id: str, campaign_id: str, d) -> dict[str, Any]:
+    return row(OPTIMIZER, cell_id=cell_id, campaign_id=campaign_id, wall=d.wall,
+               previous=d.previous, decision=d.decision, reason=d.reason,
+               success_rate=d.success_rate, throughput=d.throughput, ema=d.ema)
+
+
+def campaign_row(**values: Any) -> dict[str, Any]:
+    settings = values.get("settings")
+    if settings is not None and not isinstance(settings, str):
+        values["settings"] = json.dumps(settings, sort_keys=True, default=str)
+    return row(CAMPAIGN, **values)
+
+
+class Timeline:
+    """Aggregate rate and concurrency in 1 s buckets, from byte counters sampled each second."""
+
+    def __init__(self, cell_id: str, campaign_id: str, concurrency: int, repeat: int,
+                 start: float | None = None):
+        self.base = dict(cell_id=cell_id, campaign_id=campaign_id, concurrency=concurrency,
+                         repeat=repeat)
+        self.start = time.time() if start is None else start
+        self.rows: list[dict] = []
+        self._last_total = 0
+        self._last_wall = self.start
+
+    def sample(self, wall: float, total_bytes: int, active: int, done: int, failed: int) -> dict:
+        """One bucket ending at ``wall``: bytes moved since the previous sample."""
+        moved = max(total_bytes - self._last_total, 0)
+        span = max(wall - self._last_wall, 1e-9)
+        r = row(TIMELINE, **self.base, t=round(wall - self.start, 3), wall=wall, bytes=moved,
+                rate=moved / span, active=active, done=done, failed=failed)
+        self._last_total, self._last_wall = total_bytes, wall
+        self.rows.append(r)
+        return r
+
+
+class Buffered:
+    """Rows collected from worker threads, handed to the sink from one thread at a time."""
+
+    def __init__(self, sink: Sink | None):
+        self.sink = sink
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[dict]] = {}
+        self.kept: dict[str, list[dict]] = {}
+
+    def add(self, table: str, rows: list[dict]) -> None:
+        with self._lock:
+            self._pending.setdefault(table, []).extend(rows)
+            self.kept.setdefault(table, []).extend(rows)
+
+    def flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if self.sink is not None:
+            for table, rows in pending.items():
+                if rows:
+                    self.sink(table, rows)

@@ -1,0 +1,121 @@
+"""CampaignSpec: what a campaign transfers, how, and with which FTS semantics."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+from xcbench.errors import XcbError
+from xcbench.sizes import parse_size
+
+MODES = ("push", "tpc-root", "tpc-http")
+CLIENTS = ("xrootd", "gfal2")
+CHECKSUM_MODES = ("none", "source", "target", "both")
+OPTIMIZER_MODES = ("conservative", "normal", "aggressive")
+
+
+@dataclass
+class OptimizerSpec:
+    """FTS3 optimizer settings (defaults are FTS3's: ServerConfig + OptimizerConstants.h).
+
+    ``interval`` is FTS's OptimizerInterval (60 s); a campaign on one machine lasts minutes, so
+    xcbench runs usually shorten it; the success-rate/throughput windows shrink by the same
+    factor (``interval / 60``) so the decisions see the same number of transfers per window.
+    """
+    min_active: int = 2          # DEFAULT_MIN_ACTIVE (non-LAN pair)
+    max_active: int = 0          # 0 -> the campaign's concurrency (SE/link limit)
+    range_configured: bool = False  # a link config sets min/max: start at max, not halfway
+    mode: str = "normal"         # FTS OptimizerMode: conservative=1, normal=2, aggressive=3
+    interval: float = 60.0
+    steady_interval: float = 60.0
+    ema_alpha: float = 0.1
+    increase_step: int = 1
+    aggressive_increase_step: int = 2
+    decrease_step: int = 1
+    low_success_rate: float = 97.0
+    base_success_rate: float = 96.0
+    max_streams: int = 10
+
+    def __post_init__(self) -> None:
+        if self.mode not in OPTIMIZER_MODES:
+            raise XcbError(f"campaign: optimizer.mode: {self.mode!r} is not one of "
+                           f"{', '.join(OPTIMIZER_MODES)}")
+        if self.min_active < 1 or (self.max_active and self.max_active < self.min_active):
+            raise XcbError(f"campaign: optimizer: need 1 <= min_active ({self.min_active}) "
+                           f"<= max_active ({self.max_active})")
+        if self.interval <= 0:
+            raise XcbError(f"campaign: optimizer.interval: {self.interval} must be > 0")
+
+
+@dataclass
+class CampaignSpec:
+    files: int = 16
+    file_size: int = 64 << 20       # mean size for uniform/lognormal
+    size_dist: str = "fixed"        # fixed | uniform | lognormal
+    size_spread: float = 0.5        # uniform: ±fraction; lognormal: sigma
+    seed: int = 0
+    mode: str = "push"              # push | tpc-root | tpc-http
+    concurrency: int = 4            # fixed limit, or the optimizer's max when it runs
+    optimizer: OptimizerSpec | None = None
+    client: str = "xrootd"          # xrootd | gfal2
+    streams: int = 1                # per transfer (X-Number-Of-Streams, gfal2 nbstreams, ...)
+    timeout: float = 600.0          # FTS: 600 s + timeout_per_mib per MiB
+    timeout_per_mib: float = 2.0
+    retries: int = 0
+    retry_delay: float = 0.0
+    checksum: str = "both"          # none | source | target | both (adler32)
+    overwrite: bool = False
+    delete_after_verify: bool = False
+    repeat: int = 0
+    chunk_size: int = 4 << 20       # client write size = dataset block size
+    connections: int = 16           # XRootD client: TCP connections per gateway (by URL user)
+    dest_prefix: str = "/xcb-"      # destination names: <prefix><campaign_id>.<file name>
+    campaign_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        try:
+            self.file_size = parse_size(self.file_size)
+            self.chunk_size = parse_size(self.chunk_size)
+        except ValueError as e:
+            raise XcbError(f"campaign: file_size/chunk_size: {e}") from None
+        if isinstance(self.optimizer, dict):
+            self.optimizer = OptimizerSpec(**self.optimizer)
+        elif self.optimizer is True:
+            self.optimizer = OptimizerSpec()
+        elif self.optimizer is False:
+            self.optimizer = None
+        for name, value, allowed in (("mode", self.mode, MODES), ("client", self.client, CLIENTS),
+                                     ("checksum", self.checksum, CHECKSUM_MODES)):
+            if value not in allowed:
+                raise XcbError(f"campaign: {name}: {value!r} is not one of {', '.join(allowed)}")
+        for name in ("files", "concurrency", "streams", "connections"):
+            if getattr(self, name) < 1:
+                raise XcbError(f"campaign: {name}: {getattr(self, name)} must be >= 1")
+        if self.retries < 0 or self.retry_delay < 0 or self.timeout <= 0:
+            raise XcbError("campaign: retries/retry_delay must be >= 0 and timeout > 0")
+        if not self.campaign_id:
+            self.campaign_id = "c" + uuid.uuid4().hex[:8]
+
+    def timeout_for(self, size: int) -> float:
+        """FTS's per-transfer timeout: base + per-MiB seconds."""
+        return self.timeout + self.timeout_per_mib * size / (1 << 20)
+
+    @property
+    def max_active(self) -> int:
+        if self.optimizer and self.optimizer.max_active:
+            return self.optimizer.max_active
+        return self.concurrency
+
+    def with_(self, **kw) -> CampaignSpec:
+        return replace(self, **kw)
+
+    def settings(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["optimizer"] = asdict(self.optimizer) if self.optimizer else None
+        return d
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
