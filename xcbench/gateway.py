@@ -181,6 +181,12 @@ class Gateway:
         self.log_paths = _keep_live_files(self._live_dir, self.keep_dir, self.log_paths)
         shutil.rmtree(self._admin_dir, ignore_errors=True)
 
+    def restart(self) -> None:
+        """Stop every process of the gateway and start it again with the same configs and
+        ports (fault tests: a gateway that dies and comes back mid-campaign)."""
+        _stop_servers(self)
+        _launch(self, *self._relaunch)
+
     def state(self) -> dict[str, Any]:
         """JSON-able record of the running gateway, for :func:`stop_recorded` in another process."""
         return {"name": self.name, "cell_id": self.target.cell_id, "root_url": self.root_url,
@@ -396,6 +402,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
         try:
             _launch(gw, env, ids, wildcard, procs, start_timeout)
             gw.start_seconds = time.monotonic() - t0
+            gw._relaunch = (env, ids, wildcard, procs, start_timeout)
             return gw
         except _PortTaken as e:
             last_error = e
