@@ -47,7 +47,7 @@ class Gfal2Client(Client):
         p.overwrite = overwrite
         p.nbstreams = streams
         p.timeout = _left(deadline)
-        p.checksum_check = False  # checksums are verified by the driver (FTS semantics)
+        p.set_checksum(gfal2.checksum_mode.none, "", "")  # the driver verifies (FTS semantics)
         p.create_parent = True
         p.event_callback = lambda ev: events.append(ev)
         return p

@@ -1,0 +1,174 @@
+"""Campaigns against real tmpfs gateways: clients, modes, the concurrency limit, checksum
+failures, a gateway killed and restarted mid-campaign, the FTS3 REST path."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from xcbench.backends.tmpfs import BACKEND
+from xcbench.campaign import CampaignHooks, CampaignSpec, run_campaign
+from xcbench.cell import Cell
+from xcbench.gateway import start_gateway
+from xcbench.proc import ProcessSet
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def gateways(tmp_path_factory):
+    """A destination and a source tmpfs gateway (the source holds the TPC datasets)."""
+    wd = tmp_path_factory.mktemp("campaign")
+    procs = ProcessSet()
+    backend = BACKEND(None, wd, procs)
+    targets = [backend.prepare(Cell(id=f"camp-{n}", label=n, backend="tmpfs", tmpfs_size=1 << 30))
+               for n in ("dst", "src")]
+    gws = []
+    try:
+        for t, n in zip(targets, ("dst", "src"), strict=True):
+            gws.append(start_gateway(t, workdir=wd, procs=procs, name=f"camp-{n}"))
+        yield gws[0], gws[1]
+    finally:
+        for gw in gws:
+            gw.stop()
+        procs.stop_all()
+        for t in targets:
+            backend.cleanup(t)
+
+
+class Rows(dict):
+    def __call__(self, table, rows):
+        self.setdefault(table, []).extend(rows)
+
+
+def local(gw, url: str) -> Path:
+    return Path(gw.target.path) / urlsplit(url).path.lstrip("/")
+
+
+def max_overlap(rows) -> int:
+    """Most attempts active at one instant, from the records' start/finish times."""
+    events = sorted([(r["start_time"], 1) for r in rows if r["start_time"]] +
+                    [(r["finish_time"], -1) for r in rows if r["start_time"]],
+                    key=lambda e: (e[0], e[1]))  # a finish before a start at the same instant
+    best = cur = 0
+    for _, d in events:
+        cur += d
+        best = max(best, cur)
+    return best
+
+
+def finals(rows) -> dict[int, dict]:
+    """The last attempt of each file."""
+    last: dict[int, dict] = {}
+    for r in rows:
+        if r["file_index"] not in last or r["retry"] > last[r["file_index"]]["retry"]:
+            last[r["file_index"]] = r
+    return last
+
+
+@pytest.mark.parametrize("client", ["xrootd", "gfal2"])
+def test_push_both_clients(gateways, client):
+    dst, _ = gateways
+    rows = Rows()
+    spec = CampaignSpec(files=10, file_size="3M", size_dist="lognormal", seed=1, mode="push",
+                        client=client, concurrency=3, timeout=60)
+    summary = run_campaign(spec, dest=dst, sink=rows, cell_id="cell-push")
+    ts = rows["transfers"]
+    assert (summary["finished"], summary["failed"]) == (10, 0), [r["reason"] for r in ts]
+    assert len(ts) == 10 and all(r["checksum_source"] == r["checksum_dest"] for r in ts)
+    assert all(r["cell_id"] == "cell-push" and r["transferred"] == r["file_size"] for r in ts)
+    assert max_overlap(ts) <= 3
+    for r in ts:  # the bytes on the gateway's storage are the dataset's
+        assert local(dst, r["destination"]).stat().st_size == r["file_size"]
+    assert rows["timeline"] and rows["campaigns"] == [summary]
+
+
+def test_concurrency_limit_is_never_exceeded(gateways):
+    dst, _ = gateways
+    rows = Rows()
+    spec = CampaignSpec(files=150, file_size="64K", size_dist="uniform", concurrency=24,
+                        delete_after_verify=True, timeout=60)
+    summary = run_campaign(spec, dest=dst, sink=rows)
+    ts = rows["transfers"]
+    assert summary["finished"] == 150
+    peak = max_overlap(ts)
+    assert 12 <= peak <= 24  # the limit is reached (the test means something) and never passed
+    assert max(r["active"] for r in rows["timeline"]) <= 24
+    assert not list(Path(dst.target.path).glob(f"xcb-{spec.campaign_id}.*"))  # deleted
+
+
+@pytest.mark.parametrize("mode, client", [("tpc-root", "xrootd"), ("tpc-root", "gfal2"),
+                                          ("tpc-http", "xrootd"), ("tpc-http", "gfal2")])
+def test_third_party_copies_from_a_tmpfs_source(gateways, mode, client):
+    dst, src = gateways
+    rows = Rows()
+    spec = CampaignSpec(files=4, file_size="2M", size_dist="uniform", seed=5, mode=mode,
+                        client=client, concurrency=4, streams=2, timeout=60)
+    summary = run_campaign(spec, dest=dst, source=src, sink=rows)
+    ts = rows["transfers"]
+    assert summary["finished"] == 4, [r["reason"] for r in ts]
+    for r in ts:
+        assert r["source"].startswith(src.root_url if mode == "tpc-root" else src.http_url)
+        assert r["checksum_source"] == r["checksum_dest"]
+        assert local(dst, r["destination"]).stat().st_size == r["file_size"]
+    assert all(local(src, r["source"]).exists() for r in ts)  # staged on the source's tmpfs
+
+
+def test_corruption_on_the_destination_is_caught_by_the_checksum(gateways):
+    """Bit rot between write and verification: flip one byte in the stored file."""
+    dst, _ = gateways
+    rows = Rows()
+
+    def corrupt(index, url):
+        if index == 2:
+            with open(local(dst, url), "r+b") as fh:
+                fh.seek(1000)
+                b = fh.read(1)
+                fh.seek(1000)
+                fh.write(bytes([b[0] ^ 0x01]))
+
+    spec = CampaignSpec(files=5, file_size="1M", concurrency=2, checksum="both", timeout=60)
+    summary = run_campaign(spec, dest=dst, sink=rows, hooks=CampaignHooks(after_transfer=corrupt))
+    assert (summary["finished"], summary["failed"]) == (4, 1)
+    bad = [r for r in rows["transfers"] if r["file_state"] == "FAILED"]
+    assert len(bad) == 1 and bad[0]["file_index"] == 2
+    assert "CHECKSUM MISMATCH" in bad[0]["reason"] and bad[0]["error_scope"] == "DESTINATION"
+    assert bad[0]["checksum_dest"] and bad[0]["checksum_dest"] != bad[0]["checksum_source"]
+    assert not local(dst, bad[0]["destination"]).exists()  # FTS cleans a failed destination
+
+
+def test_gateway_killed_and_restarted_mid_campaign(gateways):
+    dst, _ = gateways
+    rows = Rows()
+    spec = CampaignSpec(files=240, file_size="4M", concurrency=4, retries=4, retry_delay=1.0,
+                        timeout=8, timeout_per_mib=0, delete_after_verify=True)
+    out = {}
+    t = threading.Thread(target=lambda: out.update(run_campaign(spec, dest=dst, sink=rows)))
+    t.start()
+    deadline = time.time() + 60
+    while len(rows.get("transfers", [])) < 30 and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(dst.servers[0].pid, signal.SIGKILL)  # the gateway dies mid-transfer...
+    time.sleep(2)
+    dst.restart()  # ... and comes back on the same port
+    t.join(timeout=120)
+    assert not t.is_alive()
+    ts = rows["transfers"]
+    last = finals(ts)
+    assert sorted(last) == list(range(240))  # every file has a final record
+    assert all(r["file_state"] == "FINISHED" for r in last.values()), \
+        [r["reason"] for r in last.values() if r["file_state"] != "FINISHED"]
+    failed = [r for r in ts if r["file_state"] == "FAILED"]
+    assert failed and any(r["retry"] > 0 for r in last.values())  # attempts failed, retries won
+    per_file = defaultdict(list)
+    for r in ts:
+        per_file[r["file_index"]].append(r["retry"])
+    assert all(sorted(v) == list(range(len(v))) for v in per_file.values())  # one row per attempt
+    assert out["finished"] == 240 and out["failed"] == 0
