@@ -172,3 +172,39 @@ def test_gateway_killed_and_restarted_mid_campaign(gateways):
         per_file[r["file_index"]].append(r["retry"])
     assert all(sorted(v) == list(range(len(v))) for v in per_file.values())  # one row per attempt
     assert out["finished"] == 240 and out["failed"] == 0
+
+
+def test_the_same_campaign_through_an_fts3_rest_api(gateways):
+    """Submitted with the fts3 client to a local FTS3 stand-in that copies with gfal2: link
+    limit honoured, per-file checksums in the job, a wrong source file caught by FTS's
+    checksum, every attempt harvested into TRANSFER rows."""
+    from tests.integration.fts3_double import Fts3Double
+    from xcbench.campaign.dataset import Dataset
+    from xcbench.campaign.fts3 import submit_campaign
+
+    dst, src = gateways
+    spec = CampaignSpec(files=6, file_size="1M", size_dist="uniform", seed=11, mode="tpc-http",
+                        concurrency=2, retries=1, retry_delay=0, checksum="both")
+    ds = Dataset.generate(6, 1 << 20, "uniform", 11, block_size=spec.chunk_size)
+    wrong = Path(src.target.path) / f"xcb-ds-{ds.ident}.{ds.name(4)}"
+    wrong.write_bytes(b"\0" * ds.size(4))  # right size, wrong bytes: staging keeps it
+    rows = Rows()
+    with Fts3Double() as fts:
+        summary = submit_campaign(spec, fts=fts.url, dest=dst, source=src, sink=rows,
+                                  cell_id="cell-fts", token=fts.token, poll=0.3)
+        job = fts.submitted[0]
+        link = (f"http://{urlsplit(src.http_url).hostname}", f"http://{urlsplit(dst.http_url).hostname}")
+        assert fts.links[link]["max_active"] == 2 and fts.peak_active[link] <= 2
+    assert [f["checksum"] for f in job["files"]] == [f"ADLER32:{ds.adler32(i)}" for i in range(6)]
+    assert job["params"]["verify_checksum"] == "both" and job["params"]["retry"] == 1
+    assert (summary["finished"], summary["failed"]) == (5, 1)
+    last = finals(rows["transfers"])
+    assert sorted(last) == list(range(6))
+    bad = last[4]
+    assert bad["file_state"] == "FAILED" and "CHECKSUM" in bad["reason"].upper() and bad["retry"] == 1
+    assert [r["retry"] for r in rows["transfers"] if r["file_index"] == 4] == [0, 1]
+    for i, r in last.items():
+        if i != 4:
+            assert r["file_state"] == "FINISHED" and r["checksum_dest"] == ds.adler32(i)
+            assert local(dst, r["destination"]).stat().st_size == ds.size(i)
+    assert rows["timeline"] and rows["campaigns"] == [summary]

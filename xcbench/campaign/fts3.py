@@ -1,0 +1,237 @@
+"""The same campaign submitted to an FTS3 server through its REST API (the ``fts3`` client).
+
+Scale-out on a real engine: FTS's own daemons run the transfers (gfal2, its optimizer, its
+retries); xcbench stages the dataset on the source, optionally sets the link limits
+(POST /config/links, needs config rights), submits one job with a per-file ``ADLER32:`` checksum
+and size, polls it, and harvests every file (and every failed attempt, from
+/jobs/<id>/files/<file_id>/retries) into the same TRANSFER rows the local driver writes, plus a
+timeline rebuilt from the transfers' start/finish times.
+
+FTS moves data between storages, so the modes are tpc-root and tpc-http (a source is needed).
+FTS reports the user-defined checksum, not the destination's: a FINISHED file with checksum
+verification on has ``checksum_dest`` = the value FTS verified, and that is said in settings.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from xcbench.campaign.dataset import Dataset
+from xcbench.campaign.endpoints import choose, endpoint
+from xcbench.campaign.records import Buffered, campaign_row, row, transfer_row
+from xcbench.campaign.spec import CampaignSpec
+from xcbench.campaign.staging import stage_source
+from xcbench.errors import XcbError
+from xcbench.records import TIMELINE
+
+TERMINAL = ("FINISHED", "FAILED", "FINISHEDDIRTY", "CANCELED")
+
+
+def _ts(value: Any) -> float | None:
+    """FTS datetimes ('2024-01-02T03:04:05', UTC, no zone) -> epoch seconds."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "")).replace(
+            tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
+def _se(url: str) -> str:
+    p = urlsplit(url)
+    return f"{p.scheme}://{p.hostname}"
+
+
+def connect(fts_url: str, *, token: str | None = None, ucert: str | None = None,
+            ukey: str | None = None, verify: bool | str = True):
+    """An fts3 client Context: OAuth2 token (no delegation) or an X509 proxy/cert."""
+    try:
+        from fts3.rest.client.context import Context
+    except ImportError as e:  # M2Crypto comes from the Debian package python3-m2crypto
+        raise XcbError(f"fts3: the fts3 client library cannot be imported ({e}); "
+                       "pip install fts3 and apt-get install python3-m2crypto") from None
+    try:
+        if token:
+            return Context(fts_url, fts_access_token=token, verify=verify)
+        return Context(fts_url, ucert=ucert, ukey=ukey, verify=verify)
+    except Exception as e:
+        raise XcbError(f"fts3: cannot use the FTS3 server {fts_url}: {e}") from None
+
+
+def set_link_limits(ctx, source_se: str, dest_se: str, spec: CampaignSpec) -> dict:
+    """POST /config/links: min/max active (and optimizer mode) for the source->dest link."""
+    opt = spec.optimizer
+    body = {"symbolicname": f"xcbench-{spec.campaign_id}", "source": source_se,
+            "destination": dest_se, "min_active": opt.min_active if opt else spec.concurrency,
+            "max_active": spec.max_active, "nostreams": spec.streams,
+            "optimizer_mode": {"conservative": 1, "normal": 2, "aggressive": 3}[opt.mode] if opt else 0}
+    try:
+        return {"set": True, "config": json.loads(ctx.post_json("/config/links", body) or "{}")}
+    except Exception as e:  # no config rights: FTS's own limits apply; say so
+        return {"set": False, "requested": body, "error": f"{type(e).__name__}: {e}"}
+
+
+def build_job(spec: CampaignSpec, dataset: Dataset, sources: list[str], dests: list[str]) -> dict:
+    """The job: one transfer per file with its ADLER32 checksum and size; FTS job params."""
+    from fts3.rest.client.easy import new_job, new_transfer
+    files = [new_transfer(s, d, checksum=f"ADLER32:{dataset.adler32(i)}", filesize=dataset.size(i),
+                          metadata={"xcbench_campaign": spec.campaign_id, "file_index": i})
+             for i, (s, d) in enumerate(zip(sources, dests, strict=True))]
+    default_timeout = spec.timeout == 600.0 and spec.timeout_per_mib == 2.0
+    return new_job(files, verify_checksum=spec.checksum, overwrite=spec.overwrite,
+                   retry=spec.retries if spec.retries else -1, retry_delay=int(spec.retry_delay),
+                   nostreams=spec.streams,
+                   timeout=None if default_timeout else int(spec.timeout_for(max(dataset.sizes))),
+                   metadata={"xcbench_campaign": spec.campaign_id})
+
+
+def harvest(ctx, job_id: str, spec: CampaignSpec, cell_id: str, kind: str) -> list[dict]:
+    """TRANSFER rows from FTS: each failed earlier attempt, then the file's final state."""
+    files = json.loads(ctx.get(f"/jobs/{job_id}/files"))
+    rows = []
+    for f in files:
+        meta = f.get("file_metadata") or {}
+        if isinstance(meta, str):
+            meta = json.loads(meta or "{}")
+        i = int(meta.get("file_index", f.get("file_index") or 0))
+        base = dict(cell_id=cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
+                    repeat=spec.repeat, file_index=i, source=f.get("source_surl"),
+                    destination=f.get("dest_surl"), mode=spec.mode, client=kind,
+                    nstreams=spec.streams, file_size=f.get("filesize") or f.get("user_filesize"),
+                    checksum_type=None if spec.checksum == "none" else "adler32")
+        try:
+            retries = json.loads(ctx.get(f"/jobs/{job_id}/files/{f['file_id']}/retries"))
+        except Exception:
+            retries = []
+        # one row per failed earlier attempt, numbered 0.. in order (FTS's ``attempt`` base
+        # differs between versions), then the final one
+        retries = sorted(retries, key=lambda r: r.get("attempt", 0))
+        for k, r in enumerate(retries):
+            when = _ts(r.get("datetime"))
+            rows.append(transfer_row(**base, transfer_id=f"{job_id}-{f['file_id']}-{k}",
+                                     retry=k, transferred=0,
+                                     start_time=None, finish_time=when, file_state="FAILED",
+                                     error_scope="TRANSFER", error_phase="TRANSFER",
+                                     reason=r.get("reason")))
+        state = f.get("file_state")
+        ok = state == "FINISHED"
+        cks = (f.get("checksum") or "").split(":")[-1].lower() or None
+        start, finish = _ts(f.get("start_time")), _ts(f.get("finish_time"))
+        dur = f.get("tx_duration")
+        size = base["file_size"] or 0
+        last = max(int(f.get("retry") or 0), len(retries))
+        rows.append(transfer_row(
+            **base, transfer_id=f"{job_id}-{f['file_id']}-{last}",
+            retry=last, transferred=size if ok else 0,
+            start_time=start, finish_time=finish,
+            tx_duration=dur if dur else (finish - start if start and finish else None),
+            throughput=size / dur if ok and dur else None,
+            checksum_source=cks if spec.checksum != "none" else None,
+            checksum_dest=cks if ok and spec.checksum in ("target", "both") else None,
+            file_state=state if state in ("FINISHED", "FAILED", "CANCELED") else "FAILED",
+            error_scope=None if ok else "TRANSFER", error_phase=None if ok else "TRANSFER",
+            reason=None if ok else (f.get("reason") or f"FTS file state {state}")))
+    return rows
+
+
+def timeline_from_transfers(rows: list[dict], spec: CampaignSpec, cell_id: str) -> list[dict]:
+    """1 s buckets rebuilt after the fact: each finished transfer's bytes spread evenly over
+    its duration; active = transfers overlapping the bucket."""
+    done = [r for r in rows if r["start_time"] and r["finish_time"]]
+    if not done:
+        return []
+    t0 = min(r["start_time"] for r in done)
+    t1 = max(r["finish_time"] for r in done)
+    n = int(t1 - t0) + 1
+    moved, active, ok, bad = [0.0] * n, [0] * n, [0] * n, [0] * n
+    for r in done:
+        a, b = r["start_time"] - t0, r["finish_time"] - t0
+        span = max(b - a, 1e-9)
+        for k in range(int(a), min(int(b) + 1, n)):
+            overlap = min(b, k + 1) - max(a, k)
+            if overlap > 0 or span == 1e-9:
+                moved[k] += (r["transferred"] or 0) * max(overlap, 0) / span
+                active[k] += 1
+        (ok if r["file_state"] == "FINISHED" else bad)[min(int(b), n - 1)] += 1
+    out, cum_ok, cum_bad = [], 0, 0
+    for k in range(n):
+        cum_ok, cum_bad = cum_ok + ok[k], cum_bad + bad[k]
+        out.append(row(TIMELINE, cell_id=cell_id, campaign_id=spec.campaign_id,
+                       concurrency=spec.concurrency, repeat=spec.repeat, t=float(k + 1),
+                       wall=t0 + k + 1, bytes=int(moved[k]), rate=moved[k], active=active[k],
+                       done=cum_ok, failed=cum_bad))
+    return out
+
+
+def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sink=None,
+                    cell_id: str = "", token: str | None = None, ucert: str | None = None,
+                    ukey: str | None = None, verify: bool | str = True, link_limits: bool = True,
+                    poll: float = 2.0, stop_event=None, max_wait: float | None = None) -> dict:
+    """Run ``spec`` through the FTS3 server at ``fts``; returns the CAMPAIGN row."""
+    if spec.mode == "push":
+        raise XcbError("campaign: --fts moves data between storages: use --mode tpc-root or "
+                       "tpc-http with --source")
+    dataset = Dataset.generate(spec.files, spec.file_size, spec.size_dist, spec.seed,
+                               spec.size_spread, block_size=spec.chunk_size)
+    dst, src = endpoint(dest, "destination"), endpoint(source, "source")
+    scheme, _kind, choices = choose(spec.mode, "gfal2", dst, src)  # FTS transfers with gfal2
+    names = [f"{spec.dest_prefix}ds-{dataset.ident}.{dataset.name(i)}" for i in range(len(dataset))]
+    staging = stage_source(dataset, src, names)
+    sources = [src.url(n, scheme) for n in names]
+    dests = [dst.url(f"{spec.dest_prefix}{spec.campaign_id}.{dataset.name(i)}", scheme)
+             for i in range(len(dataset))]
+    ctx = connect(fts, token=token, ucert=ucert, ukey=ukey, verify=verify)
+    links = set_link_limits(ctx, _se(sources[0]), _se(dests[0]), spec) if link_limits else None
+    job = build_job(spec, dataset, sources, dests)
+    from fts3.rest.client import Submitter
+    params = job["params"]
+    if token:
+        job_id = Submitter(ctx).submit(transfers=job["files"], **params)
+    else:
+        from fts3.rest.client.easy import submit
+        job_id = submit(ctx, job)
+    out = Buffered(sink)
+    start = time.time()
+    state = "SUBMITTED"
+    while True:
+        info = json.loads(ctx.get(f"/jobs/{job_id}"))
+        state = info.get("job_state", state)
+        if state in TERMINAL:
+            break
+        if (stop_event is not None and stop_event.is_set()) or \
+                (max_wait is not None and time.time() - start > max_wait):
+            ctx.delete(f"/jobs/{quote(job_id)}")  # cancel: FTS marks what is left CANCELED
+            stop_event = None
+            max_wait = None
+        time.sleep(poll)
+    rows = harvest(ctx, job_id, spec, cell_id, "fts3")
+    out.add("transfers", rows)
+    out.add("timeline", timeline_from_transfers(rows, spec, cell_id))
+    final = {}
+    for r in rows:
+        if r["file_index"] not in final or r["retry"] >= final[r["file_index"]]["retry"]:
+            final[r["file_index"]] = r
+    ok = [r for r in final.values() if r["file_state"] == "FINISHED"]
+    t0 = min((r["start_time"] for r in rows if r["start_time"]), default=start)
+    t1 = max((r["finish_time"] for r in rows if r["finish_time"]), default=time.time())
+    moved = sum(r["file_size"] or 0 for r in ok)
+    settings = {"spec": spec.settings(), "dataset": dataset.describe(), "engine": "fts3",
+                "fts": {"endpoint": fts, "job_id": job_id, "job_state": state,
+                        "api": getattr(ctx, "endpoint_info", {}).get("api"),
+                        "auth": "oauth2 token" if token else "x509", "link_limits": links},
+                "scheme": scheme, "choices": choices, "staging": staging,
+                "checksum_dest": "FTS reports the user-defined checksum it verified, not a "
+                                 "value read back from the destination"}
+    summary = campaign_row(
+        cell_id=cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
+        repeat=spec.repeat, mode=spec.mode, client="fts3", files=len(dataset), bytes=moved,
+        start_time=t0, finish_time=t1, rate=moved / (t1 - t0) if t1 > t0 else 0.0,
+        finished=len(ok), failed=len(dataset) - len(ok), settings=settings)
+    out.add("campaigns", [summary])
+    out.flush()
+    return summary
