@@ -1,11 +1,142 @@
-"""xcbench campaign: an FTS-style transfer campaign into a gateway."""
+"""xcbench campaign: an FTS-style transfer campaign into a gateway, from this process.
+
+--gateway takes a root:// or http:// URL of a running gateway, or ``tmpfs`` to start a
+tmpfs-backed gateway for the campaign (and, for TPC modes without --source, a tmpfs source).
+Records (transfers, timeline, optimizer, campaigns, findings) go to a run directory in --out.
+With --fts URL the same campaign is submitted to an FTS3 server's REST API instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
 
 from xcbench.errors import XcbError
 
 
 def add_parser(sub):
-    return sub.add_parser("campaign", help="an FTS-style transfer campaign into a gateway")
+    p = sub.add_parser("campaign", help="an FTS-style transfer campaign into a gateway",
+                       description=__doc__.split("\n\n")[1])
+    p.add_argument("--gateway", required=True, metavar="URL",
+                   help="destination: root://host:port, http://host:port, or 'tmpfs'")
+    p.add_argument("--source", metavar="URL", help="TPC source gateway (root:// or http://, or 'tmpfs')")
+    p.add_argument("--mode", default="push", choices=("push", "tpc-root", "tpc-http"))
+    p.add_argument("--client", default="xrootd", choices=("xrootd", "gfal2"))
+    p.add_argument("--files", type=int, default=16)
+    p.add_argument("--size", default="64M", help="(mean) file size, e.g. 256M, 1G")
+    p.add_argument("--size-dist", default="fixed", choices=("fixed", "uniform", "lognormal"))
+    p.add_argument("--size-spread", type=float, default=0.5,
+                   help="uniform: ±fraction of the mean; lognormal: sigma")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--concurrency", type=int, default=4,
+                   help="active transfers (the optimizer's max with --optimizer)")
+    p.add_argument("--optimizer", action="store_true", help="emulate FTS3's optimizer")
+    p.add_argument("--optimizer-interval", type=float, default=60.0, metavar="S",
+                   help="seconds between optimizer decisions (FTS: 60)")
+    p.add_argument("--optimizer-min", type=int, default=2)
+    p.add_argument("--optimizer-mode", default="normal",
+                   choices=("conservative", "normal", "aggressive"))
+    p.add_argument("--streams", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=600.0, help="per transfer, plus --timeout-per-mib")
+    p.add_argument("--timeout-per-mib", type=float, default=2.0)
+    p.add_argument("--retries", type=int, default=0)
+    p.add_argument("--retry-delay", type=float, default=0.0, metavar="S")
+    p.add_argument("--checksum", default="both", choices=("none", "source", "target", "both"))
+    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--delete-after-verify", action="store_true",
+                   help="delete each destination file once verified (campaigns larger than the target)")
+    p.add_argument("--connections", type=int, default=16,
+                   help="XRootD client TCP connections per gateway for push")
+    p.add_argument("--fts", metavar="URL", help="submit to this FTS3 REST endpoint instead")
+    p.add_argument("--fts-token", metavar="TOKEN",
+                   help="OAuth2 token for --fts (default: $FTS_TOKEN; else an X509 proxy)")
+    p.add_argument("--fts-cert", metavar="PEM", help="X509 proxy or certificate for --fts")
+    p.add_argument("--fts-no-verify", action="store_true", help="do not verify the FTS server's TLS")
+    p.add_argument("--out", metavar="DIR", help="result store (default: $XCBENCH_STORE or ./results)")
+    p.add_argument("--name", help="run directory name")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the CAMPAIGN row as JSON")
+    return p
+
+
+def _spec(args):
+    from xcbench.campaign import CampaignSpec
+    opt = None
+    if args.optimizer:
+        opt = {"interval": args.optimizer_interval, "min_active": args.optimizer_min,
+               "mode": args.optimizer_mode}
+    return CampaignSpec(files=args.files, file_size=args.size, size_dist=args.size_dist,
+                        size_spread=args.size_spread, seed=args.seed, mode=args.mode,
+                        concurrency=args.concurrency, optimizer=opt, client=args.client,
+                        streams=args.streams, timeout=args.timeout,
+                        timeout_per_mib=args.timeout_per_mib, retries=args.retries,
+                        retry_delay=args.retry_delay, checksum=args.checksum,
+                        overwrite=args.overwrite, delete_after_verify=args.delete_after_verify,
+                        connections=args.connections)
+
+
+def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
+    from xcbench.backends import get_backend
+    from xcbench.cell import Cell
+    from xcbench.gateway import start_gateway
+    workdir = Path(tempfile.mkdtemp(prefix=f"xcb-campaign-{name}-"))
+    workdir.chmod(0o755)  # the backend hands a dir under it to the xrootd user
+    backend = get_backend("tmpfs")(None, workdir, procs)
+    target = backend.prepare(Cell(id=name, label=name, backend="tmpfs", tmpfs_size=size))
+    stack.callback(backend.cleanup, target)
+    gw = start_gateway(target, workdir=workdir, procs=procs, name=name)
+    stack.callback(gw.stop)
+    return gw
 
 
 def run(args) -> int:
-    raise XcbError("campaign: not implemented yet")
+    from xcbench.proc import ProcessSet
+    from xcbench.store import RunDir, default_store
+
+    spec = _spec(args)
+    if spec.mode == "push" and args.source:
+        raise XcbError("campaign: --source is for the TPC modes (tpc-root, tpc-http)")
+    procs = ProcessSet()
+    with ExitStack() as stack:
+        stack.callback(procs.stop_all)
+        size = max(spec.file_size * 4, 1 << 30)
+        if args.gateway == "tmpfs" and not args.delete_after_verify:
+            size = max(size, int(spec.file_size * spec.files * 1.3))
+        dest = _tmpfs_gateway(stack, procs, "campaign-dst", size) if args.gateway == "tmpfs" \
+            else args.gateway
+        source = args.source
+        if spec.mode != "push" and (source in (None, "tmpfs")):
+            source = _tmpfs_gateway(stack, procs, "campaign-src",
+                                    max(int(spec.file_size * spec.files * 1.3), 1 << 30))
+        run_dir = RunDir.create(args.out or default_store(), name=args.name, fingerprint=False,
+                                kind="campaign", command=sys.argv[1:])
+        status = "failed"
+        try:
+            if args.fts:
+                from xcbench.campaign.fts3 import submit_campaign
+                token = args.fts_token or os.environ.get("FTS_TOKEN")
+                row = submit_campaign(spec, fts=args.fts, dest=dest, source=source,
+                                      sink=run_dir.append, token=token, ucert=args.fts_cert,
+                                      ukey=args.fts_cert, verify=not args.fts_no_verify)
+            else:
+                from xcbench.campaign import run_campaign
+                row = run_campaign(spec, dest=dest, source=source, sink=run_dir.append,
+                                   progress=not args.no_progress)
+            status = "complete"
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise
+        finally:
+            run_dir.finalize(status)
+    if args.json:
+        print(json.dumps(row, default=str))
+    else:
+        dur = max(row["finish_time"] - row["start_time"], 1e-9)
+        print(f"{row['campaign_id']}: {row['finished']}/{row['files']} finished, {row['failed']} failed, "
+              f"{row['bytes'] / 1e9:.2f} GB in {dur:.1f} s = {8 * row['rate'] / 1e9:.2f} Gb/s "
+              f"({row['rate'] / 2**20:.0f} MiB/s); records in {run_dir.path}")
+    return 0 if row["failed"] == 0 else 1
