@@ -30,6 +30,10 @@ Utilisations: u_net = R/N, u_iops = ops/I, u_gw = max(R/G, cpu), u_bw = R/F. A l
                         >= 25 % of the buckets (steady.starved_frac), or the tmpfs twin did,
                         or the same cell ran >= 1.25x faster at a higher concurrency level
                         (more transfers in flight would go faster: FTS's concurrency is the knob)
+  A storage probe the chain beats by more than 15 % (u > OVER) is no ceiling of the chain's
+  path (e.g. a direct-I/O fio probe vs the gateway's buffered writes through ceph-fuse): it is
+  left out of rules 2, 3 and 5 and the reason of the verdict says so.
+
   7. inconclusive       nothing within 15 % of a ceiling, or no ceiling measured; the reason
                         says which ceilings were not measured and how busy the host CPU was
                         (client, gateway and OSDs share it on a one-box test).
@@ -53,6 +57,7 @@ from xcbench.store import RunDir
 VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "network",
             "inconclusive")
 NEAR = 0.85
+OVER = 1.15  # the chain beats a storage probe by more than this: the probe is not its ceiling
 STARVED = 0.25
 SCALING = 1.25
 GIB = float(1 << 30)
@@ -185,6 +190,9 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
     r, conc, mode = ev["rate"], ev["concurrency"], ev["mode"]
     u = _util(ev)
     ev["utilisation"] = u
+    beaten = {k: v for k, v in u.items() if k in ("storage-bandwidth", "storage-iops") and v > OVER}
+    u = {k: v for k, v in u.items() if k not in beaten}
+    ev["not_ceilings"] = sorted(beaten)
     ev["thresholds"] = {"near": NEAR, "starved": STARVED, "scaling": SCALING}
     at = f"at {fmt_num(conc)} transfers ({mode})"
     cpu_txt = (f"gateway CPU {fmt_num(ev['gateway_cores'])} of {fmt_num(ev['cores'])} cores "
@@ -247,6 +255,9 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
         why = "not comparable with any ceiling"
     if missing:
         why += "; not measured: " + ", ".join(missing)
+    if beaten:
+        why += "; the chain beats " + ", ".join(f"{names[k]} ({pct(v)})" for k, v in beaten.items()) \
+            + ", so that probe is no ceiling of this path (direct I/O vs the gateway's buffered writes?)"
     tail = f"; {host_txt}" if host_txt else ""
     return "inconclusive", f"The chain moves {gib(r)} {at}, {why}{tail}."
 

@@ -60,6 +60,14 @@ def test_the_nearer_ceiling_wins_between_gateway_and_storage():
     assert decide(_ev(rate=0.9 * GIB, gateway_ceiling=0.92 * GIB, fio_bw=1.0 * GIB))[0] == "gateway"
 
 
+def test_a_probe_the_chain_beats_is_no_ceiling():
+    ev = _ev(rate=0.27 * GIB, fio_bw=0.11 * GIB)  # 240 %: a direct-I/O probe, buffered gateway
+    verdict, reason = decide(ev)
+    assert verdict != "storage-bandwidth"
+    assert "no ceiling of this path" in reason and "fio bandwidth (245 %)" in reason
+    assert ev["not_ceilings"] == ["storage-bandwidth"]
+
+
 def test_ec_overhead_only_when_the_gateway_is_not_the_limit():
     ev = _ev(rate=0.6 * GIB, gateway_ceiling=0.62 * GIB, ec_ratio=0.6, rep_pool="rep1", rep_rate=1 * GIB)
     assert decide(ev)[0] == "gateway"

@@ -54,9 +54,9 @@ def execute(matrix, cluster, opts) -> int:
         return 130
     cells = run.manifest["cells"].values()
     failed = [c for c in cells if c.get("status") == "failed"]
-    print(f"run: {run.path}")
+    print(f"run: {run.path.resolve()}")
     if run.manifest.get("report"):
-        print(f"report: {run.manifest['report']}")
+        print(f"report: {Path(run.manifest['report']).resolve()}")
     for w in run.manifest.get("warnings", []):
         print(f"warning: {w}", file=sys.stderr)
     for c in failed:
