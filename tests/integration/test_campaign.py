@@ -208,3 +208,32 @@ def test_the_same_campaign_through_an_fts3_rest_api(gateways):
             assert r["file_state"] == "FINISHED" and r["checksum_dest"] == ds.adler32(i)
             assert local(dst, r["destination"]).stat().st_size == ds.size(i)
     assert rows["timeline"] and rows["campaigns"] == [summary]
+
+
+def test_a_full_destination_never_yields_a_wrong_finished_file(tmp_path):
+    """XRootD 5.5.3 on a full file system acknowledges some short writes: the stored file is
+    truncated with no error. With checksums off, FTS's size check must still catch it."""
+    procs = ProcessSet()
+    tmp_path.chmod(0o755)
+    backend = BACKEND(None, tmp_path, procs)
+    target = backend.prepare(Cell(id="camp-full", label="full", backend="tmpfs", tmpfs_size=48 << 20))
+    try:
+        if target.info.get("kind") != "tmpfs mount":
+            pytest.skip("needs a size-limited tmpfs mount (mounting not permitted here)")
+        gw = start_gateway(target, workdir=tmp_path, procs=procs, name="camp-full")
+        rows = Rows()
+        spec = CampaignSpec(files=24, file_size="4M", concurrency=8, checksum="none", timeout=60)
+        summary = run_campaign(spec, dest=gw, sink=rows)
+        ts = rows["transfers"]
+        assert summary["failed"] > 0  # 96 MiB do not fit in 48 MiB
+        for r in ts:
+            p = local(gw, r["destination"])
+            if r["file_state"] == "FINISHED":
+                assert p.stat().st_size == r["file_size"]
+            else:
+                assert not p.exists()  # failed destinations are cleaned up
+                assert "SIZE MISMATCH" in r["reason"] or r["error_code"] == 28, r["reason"]
+        gw.stop()
+    finally:
+        procs.stop_all()
+        backend.cleanup(target)

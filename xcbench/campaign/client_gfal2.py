@@ -89,6 +89,12 @@ class Gfal2Client(Client):
         except gfal2.GError as e:
             raise _error(e, "TRANSFER_FINALIZATION") from None
 
+    def size(self, url: str, deadline: float) -> int | None:
+        try:
+            return self.ctx.stat(url).st_size
+        except gfal2.GError:
+            return None
+
     def delete(self, url: str) -> None:
         try:
             self.ctx.unlink(url)

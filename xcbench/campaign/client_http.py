@@ -111,6 +111,12 @@ class HttpClient(Client):
         value = digest.split("=", 1)[1].split(",")[0]
         return normalise_adler32(value)
 
+    def size(self, url: str, deadline: float) -> int | None:
+        _, resp = self._request("HEAD", url, {}, min(_left(deadline), 60))
+        resp.read()
+        length = resp.getheader("Content-Length")
+        return int(length) if resp.status == 200 and length is not None else None
+
     def delete(self, url: str) -> None:
         try:
             self._request("DELETE", url, {}, 30)[1].read()

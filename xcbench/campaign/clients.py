@@ -118,6 +118,10 @@ class Client:
     def checksum(self, url: str, deadline: float) -> str:
         raise NotImplementedError
 
+    def size(self, url: str, deadline: float) -> int | None:
+        """Size of ``url`` (None when it cannot be stat'ed)."""
+        raise NotImplementedError
+
     def delete(self, url: str) -> None:
         raise NotImplementedError
 

@@ -92,6 +92,7 @@ class Campaign:
         self.findings: list[dict] = []
         self.slow_checksums = 0
         self.checksum_retries = 0
+        self.mismatches = 0
         self.delete_failures = 0
         self.local = LocalSource(self.dataset, spec.campaign_id) \
             if spec.mode == "push" and self.kind == "gfal2" else None
@@ -179,9 +180,17 @@ class Campaign:
                 if spec.checksum in ("target", "both"):
                     cks_dst = self._checksum(client, dest, deadline, "DESTINATION")
                     if cks_dst != expected:
+                        self.mismatches += 1
                         raise TransferError(f"DESTINATION CHECKSUM MISMATCH: source adler32 "
                                             f"{expected} != destination {cks_dst}", E.EIO,
                                             "DESTINATION", "TRANSFER_FINALIZATION")
+                else:  # FTS checks the destination size when no checksum covers it
+                    got = client.size(dest, deadline)
+                    if got != size:
+                        self.mismatches += 1
+                        raise TransferError(f"DESTINATION SIZE MISMATCH: source {size} != "
+                                            f"destination {got}", E.EINVAL, "DESTINATION",
+                                            "TRANSFER_FINALIZATION", recoverable=True)
         except TransferError as e:
             out = e.outcome(progress.transferred)
         except Exception as e:  # never lose a record: an unexpected error fails the attempt
@@ -380,6 +389,13 @@ class Campaign:
 
     def _findings(self) -> list[dict]:
         rows = list(self.findings)
+        if self.mismatches:
+            rows.append(finding(self.cell_id, f"{self.mismatches} transfers were acknowledged by "
+                                "the gateway but the stored file differs (checksum/size mismatch)",
+                                "seen with XRootD 5.5.3 on a full file system: short writes are "
+                                "acknowledged and the file is stored truncated",
+                                "keep checksum verification on; leave room on the target "
+                                "(delete_after_verify)", "error"))
         if self.slow_checksums:
             rows.append(finding(self.cell_id, f"{self.slow_checksums} checksum queries took > "
                                 f"{SLOW_CHECKSUM:.0f} s",
