@@ -73,12 +73,13 @@ def finals(rows) -> dict[int, dict]:
     return last
 
 
-@pytest.mark.parametrize("client", ["xrootd", "gfal2"])
-def test_push_both_clients(gateways, client):
+@pytest.mark.parametrize("client, streams", [("xrootd", 1), ("xrootd", 3), ("gfal2", 1)])
+def test_push_both_clients(gateways, client, streams):
     dst, _ = gateways
     rows = Rows()
     spec = CampaignSpec(files=10, file_size="3M", size_dist="lognormal", seed=1, mode="push",
-                        client=client, concurrency=3, timeout=60)
+                        client=client, concurrency=3, streams=streams, timeout=60,
+                        chunk_size="1M")  # several chunks per file, tails of odd sizes
     summary = run_campaign(spec, dest=dst, sink=rows, cell_id="cell-push")
     ts = rows["transfers"]
     assert (summary["finished"], summary["failed"]) == (10, 0), [r["reason"] for r in ts]

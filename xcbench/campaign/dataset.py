@@ -10,6 +10,7 @@ client without copying them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -64,6 +65,15 @@ def file_sizes(files: int, mean: int, dist: str, seed: int, spread: float = 0.5)
     return [max(1, round(rng.lognormvariate(mu, spread))) for _ in range(files)]
 
 
+@functools.lru_cache(maxsize=4)
+def _pool(seed: int, block_size: int, blocks: int) -> tuple[tuple[bytes, ...], tuple[int, ...]]:
+    """The immutable block pool of a seed and its adler32s: made once per process (~0.3 s of
+    CPU for 16 x 4 MiB), shared by every campaign with the same seed and block size."""
+    pool = tuple(hashlib.shake_256(f"xcbench-dataset:{seed}:{b}".encode()).digest(block_size)
+                 for b in range(blocks))
+    return pool, tuple(zlib.adler32(b) for b in pool)
+
+
 class Dataset:
     """``files`` files of ``sizes`` bytes; content and adler32 from ``seed``."""
 
@@ -75,9 +85,7 @@ class Dataset:
         self.seed = seed
         self.block_size = block_size
         self.prefix = prefix
-        self._pool = [hashlib.shake_256(f"xcbench-dataset:{seed}:{b}".encode()).digest(block_size)
-                      for b in range(pool_blocks)]
-        self._pool_adler = [zlib.adler32(b) for b in self._pool]
+        self._pool, self._pool_adler = _pool(seed, block_size, pool_blocks)
         self._layouts: dict[int, tuple[list[int], int, int, int]] = {}
         self._adler: dict[int, str] = {}
         self._lock = threading.Lock()
