@@ -97,13 +97,19 @@ class Campaign:
         self.local = LocalSource(self.dataset, spec.campaign_id) \
             if spec.mode == "push" and self.kind == "gfal2" else None
         self.staging: dict | None = None
+        if spec.mode == "tpc-root" and is_xrdceph(self.dest):
+            self.findings.append(finding(
+                cell_id, "root TPC into an XrdCeph gateway fails",
+                "measured with XRootD 5.5.3: the TPC program (ofs.tpc pgm xrdcp --server) "
+                "cannot write to XrdCeph ('[3005] Local error: permission denied (destination)')",
+                "use HTTP-TPC (mode tpc-http) into XrdCeph gateways", "error"))
 
     # --- names ---------------------------------------------------------------------------
     def dest_name(self, i: int) -> str:
-        return f"{self.spec.dest_prefix}{self.spec.campaign_id}.{self.dataset.name(i)}"
+        return self.dest.name(f"{self.spec.dest_prefix}{self.spec.campaign_id}.{self.dataset.name(i)}")
 
     def source_name(self, i: int) -> str:
-        return f"{self.spec.dest_prefix}ds-{self.dataset.ident}.{self.dataset.name(i)}"
+        return self.source.name(f"{self.spec.dest_prefix}ds-{self.dataset.ident}.{self.dataset.name(i)}")
 
     def dest_url(self, i: int) -> str:
         # push over root: spread files over ``connections`` XrdCl channels (one per URL user)

@@ -18,7 +18,12 @@ class Endpoint:
     backend: str = "unknown"            # tmpfs | cephfs | rados | unknown
     client_env: dict[str, str] = field(default_factory=dict)
     local_dirs: list[str] = field(default_factory=list)  # where its files live on this host
+    name_prefix: str = ""               # e.g. a rados target's per-cell object name prefix
     gateway: Any = None
+
+    def name(self, name: str) -> str:
+        """``name`` (absolute) under this endpoint's prefix, so cleanup finds what we wrote."""
+        return self.name_prefix.rstrip("/") + name if self.name_prefix else name
 
     def base(self, scheme: str) -> str:
         url = self.root_url if scheme == "root" else self.http_url
@@ -36,12 +41,6 @@ class Endpoint:
                 base = f"{p.scheme}://{user}@{p.netloc.rsplit('@', 1)[-1]}"
             return f"{base}/{name}"
         return base + name
-
-    def local_path(self, name: str) -> str | None:
-        """Path of ``name`` on this host for a single-directory endpoint (tmpfs/cephfs)."""
-        if len(self.local_dirs) != 1:
-            return None
-        return self.local_dirs[0].rstrip("/") + name
 
 
 def endpoint(x: Any, label: str) -> Endpoint:
@@ -65,9 +64,10 @@ def endpoint(x: Any, label: str) -> Endpoint:
         dirs = [o.localroot for o in origins if getattr(o, "localroot", None)]
         if not dirs and getattr(target, "path", None):
             dirs = [target.path]
+    prefix = str((getattr(target, "info", None) or {}).get("name_prefix") or "")
     return Endpoint(label, root_url=getattr(x, "root_url", None), http_url=getattr(x, "http_url", None),
                     backend=backend, client_env=dict(getattr(x, "client_env", {}) or {}),
-                    local_dirs=dirs, gateway=x)
+                    local_dirs=dirs, name_prefix=prefix, gateway=x)
 
 
 def is_xrdceph(ep: Endpoint) -> bool:

@@ -180,10 +180,11 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
                                spec.size_spread, block_size=spec.chunk_size)
     dst, src = endpoint(dest, "destination"), endpoint(source, "source")
     scheme, _kind, choices = choose(spec.mode, "gfal2", dst, src)  # FTS transfers with gfal2
-    names = [f"{spec.dest_prefix}ds-{dataset.ident}.{dataset.name(i)}" for i in range(len(dataset))]
+    names = [src.name(f"{spec.dest_prefix}ds-{dataset.ident}.{dataset.name(i)}")
+             for i in range(len(dataset))]
     staging = stage_source(dataset, src, names)
     sources = [src.url(n, scheme) for n in names]
-    dests = [dst.url(f"{spec.dest_prefix}{spec.campaign_id}.{dataset.name(i)}", scheme)
+    dests = [dst.url(dst.name(f"{spec.dest_prefix}{spec.campaign_id}.{dataset.name(i)}"), scheme)
              for i in range(len(dataset))]
     ctx = connect(fts, token=token, ucert=ucert, ukey=ukey, verify=verify)
     links = set_link_limits(ctx, _se(sources[0]), _se(dests[0]), spec) if link_limits else None
