@@ -238,3 +238,29 @@ def test_a_full_destination_never_yields_a_wrong_finished_file(tmp_path):
     finally:
         procs.stop_all()
         backend.cleanup(target)
+
+
+def test_optimizer_and_stop_event(gateways):
+    """The FTS optimizer emulation drives the limit (decisions logged with reasons); a stop
+    ends the campaign with a final record for every file (CANCELED for those never run)."""
+    dst, _ = gateways
+    rows = Rows()
+    stop = threading.Event()
+    spec = CampaignSpec(files=400, file_size="1M", concurrency=12, delete_after_verify=True,
+                        optimizer={"interval": 0.5, "min_active": 2}, timeout=60)
+
+    def stop_later(index, url):
+        if index == 150:
+            stop.set()
+
+    summary = run_campaign(spec, dest=dst, sink=rows, stop_event=stop,
+                           hooks=CampaignHooks(after_transfer=stop_later))
+    opt = rows["optimizer"]
+    assert opt[0]["reason"] == "No information. Start halfway." and opt[0]["decision"] == 7
+    assert all(2 <= r["decision"] <= 12 and r["reason"] for r in opt)
+    assert max_overlap(rows["transfers"]) <= max(r["decision"] for r in opt)
+    last = finals(rows["transfers"])
+    assert sorted(last) == list(range(400))
+    states = {r["file_state"] for r in last.values()}
+    assert "CANCELED" in states and states <= {"FINISHED", "CANCELED"}
+    assert summary["finished"] + summary["failed"] == 400 and summary["finished"] >= 150
