@@ -279,8 +279,6 @@ class Runner:
             settings["optimizer"] = OptimizerSpec(**opt) if isinstance(opt, dict) else OptimizerSpec()
         # a small destination absorbs the campaign: each file goes once its checksum matched
         settings.setdefault("delete_after_verify", True)
-        if target.info.get("name_prefix"):  # rados: under the cell's prefix, so cleanup finds it
-            settings["dest_prefix"] = target.info["name_prefix"]
         spec = CampaignSpec(files=cell.files, file_size=cell.file_size, size_dist=cell.size_dist,
                             mode=cell.mode, concurrency=level, repeat=repeat,
                             campaign_id=f"{cell.id}-c{level}-r{repeat}", **settings)
