@@ -196,7 +196,7 @@ class Runner:
                 for level in cell.concurrency:
                     self.stop.check()
                     self._phase(cell, f"campaign c={level} r={repeat + 1}/{repeats}")
-                    summary = self._campaign(cell, target, gateway, level, repeat)
+                    summary = self._campaign(cell, gateway, level, repeat)
                     failed += int(summary.get("failed") or 0)
                     if self.stop.event.is_set():
                         raise Interrupted()
@@ -271,7 +271,7 @@ class Runner:
             self._source = gw
         return self._source
 
-    def _campaign(self, cell: Cell, target: Any, gateway: Any, level: int, repeat: int) -> dict:
+    def _campaign(self, cell: Cell, gateway: Any, level: int, repeat: int) -> dict:
         from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
         settings = dict(cell.campaign)
         opt = settings.pop("optimizer", None)
