@@ -95,6 +95,9 @@ class Gfal2Client(Client):
         except gfal2.GError:
             return None
 
+    def cancel(self) -> None:
+        self.ctx.cancel()  # gfal2's way to abort running operations from another thread
+
     def delete(self, url: str) -> None:
         try:
             self.ctx.unlink(url)

@@ -95,6 +95,14 @@ class HttpClient(Client):
         code = E.ENOENT if "status code 404" in reason else E.EIO
         return TransferError(f"TPC {reason}", code, scope).outcome(progress.transferred, "3rd pull")
 
+    def cancel(self) -> None:
+        for conn in list(self._conns.values()):  # closing the socket aborts a running COPY
+            if conn.sock is not None:
+                try:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
     def _drop(self, url: str) -> None:
         conn = self._conns.pop(urlsplit(url).netloc, None)
         if conn is not None:

@@ -105,6 +105,9 @@ class XrootdClient(Client):
 
         def take():
             with lock:
+                if progress.cancelled and st8["error"] is None:
+                    st8["error"] = TransferError("Transfer canceled: the campaign stopped",
+                                                 E.ECANCELED, recoverable=False)
                 if st8["error"] is None and not st8["exhausted"]:
                     chunk = next(it, None)
                     if chunk is not None:

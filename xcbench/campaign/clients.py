@@ -96,11 +96,13 @@ class TransferError(Exception):
 
 
 class Progress:
-    """Bytes moved so far by an active attempt (read by the optimizer and the timeline)."""
-    __slots__ = ("transferred",)
+    """Bytes moved so far by an active attempt (read by the optimizer and the timeline), and
+    the campaign's request to give up (``cancelled``, checked by clients between chunks)."""
+    __slots__ = ("transferred", "cancelled")
 
     def __init__(self) -> None:
         self.transferred = 0
+        self.cancelled = False
 
 
 class Client:
@@ -124,6 +126,9 @@ class Client:
 
     def delete(self, url: str) -> None:
         raise NotImplementedError
+
+    def cancel(self) -> None:
+        """Abort what this client is doing (called from another thread when a campaign stops)."""
 
     def close(self) -> None:
         pass

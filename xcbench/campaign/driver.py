@@ -85,7 +85,7 @@ class Campaign:
         self.limit = spec.concurrency
         self.optimizer = Optimizer(spec.optimizer, spec.max_active) if spec.optimizer else None
         self.views: list[AttemptView] = []
-        self.live: dict[int, tuple[AttemptView, Progress]] = {}
+        self.live: dict[int, tuple[AttemptView, Progress, Any]] = {}
         self.bytes_done = 0
         self.final: dict[int, str] = {}
         self.stopping = False
@@ -162,10 +162,13 @@ class Campaign:
         view = AttemptView(start, None, size, 0, "ACTIVE", retry=job.retry)
         with self.cond:
             self.views.append(view)
-            self.live[id(view)] = (view, progress)
+            self.live[id(view)] = (view, progress, client)
         try:
             if prep_error is not None:
                 raise prep_error
+            if self.stopping:  # submitted just before the stop: never started
+                raise TransferError("Transfer canceled: the campaign stopped", E.ECANCELED,
+                                    recoverable=False)
             if spec.checksum in ("source", "both") and spec.mode != "push":
                 cks_src = self._checksum(client, src, deadline, "SOURCE")
                 if cks_src != expected:
@@ -215,7 +218,8 @@ class Campaign:
             transferred=out.transferred, start_time=start, finish_time=finish,
             checksum_type=None if spec.checksum == "none" else "adler32",
             checksum_source=cks_src, checksum_dest=cks_dst,
-            file_state="FINISHED" if out.ok else "FAILED",
+            file_state="FINISHED" if out.ok else "CANCELED" if out.error_code == E.ECANCELED
+            and self.stopping else "FAILED",
             error_code=None if out.ok else out.error_code,
             error_scope=None if out.ok else out.error_scope,
             error_phase=None if out.ok else out.error_phase,
@@ -241,7 +245,7 @@ class Campaign:
             if retry and not self.stopping:
                 heapq.heappush(self.delayed, _Job(time.time() + spec.retry_delay, i, job.retry + 1))
             else:
-                self.final[i] = "FINISHED" if out.ok else "FAILED"
+                self.final[i] = row["file_state"]
                 if self.local:
                     self.local.release(i)
             self.cond.notify_all()
@@ -269,14 +273,14 @@ class Campaign:
     # --- monitor: timeline, optimizer, sink, live view ------------------------------------
     def totals(self) -> tuple[int, int, int, int]:
         with self.cond:
-            moved = self.bytes_done + sum(p.transferred for _, p in self.live.values())
+            moved = self.bytes_done + sum(p.transferred for _, p, _ in self.live.values())
             done = sum(1 for s in self.final.values() if s == "FINISHED")
             return moved, self.active, done, len(self.final) - done
 
     def _optimize(self, now: float) -> None:
         with self.cond:
             waiting = list(self.ready) + list(self.delayed)
-            for v, p in self.live.values():
+            for v, p, _ in self.live.values():
                 v.transferred = p.transferred
             state = observe(list(self.views), queue_size=len(waiting),
                             retry_waiting=sum(j.retry for j in waiting), now=now,
@@ -348,10 +352,12 @@ class Campaign:
                 try:
                     while (job := self._next_job(stop_event)) is not None:
                         pool.submit(self._run_job, job)
-                except KeyboardInterrupt as e:  # stop dispatching, let running attempts end
+                except KeyboardInterrupt as e:
                     interrupted = e
                     with self.cond:
                         self.stopping = True
+                if self.stopping:  # running attempts give up (FTS cancels them too)
+                    self._cancel_running()
         finally:
             done.set()
             monitor.join()
@@ -370,6 +376,16 @@ class Campaign:
         if interrupted is not None:
             raise interrupted
         return row
+
+    def _cancel_running(self) -> None:
+        with self.cond:
+            live = list(self.live.values())
+        for _, progress, client in live:
+            progress.cancelled = True
+            try:
+                client.cancel()
+            except Exception:  # best effort: the attempt still ends at its timeout
+                pass
 
     def _cancel_rest(self, now: float) -> None:
         """Files never finished because the campaign stopped: a CANCELED final row each."""
