@@ -98,11 +98,12 @@ class Gfal2Client(Client):
     def cancel(self) -> None:
         self.ctx.cancel()  # gfal2's way to abort running operations from another thread
 
-    def delete(self, url: str) -> None:
+    def delete(self, url: str) -> bool:
         try:
             self.ctx.unlink(url)
-        except gfal2.GError:
-            pass
+        except gfal2.GError as e:
+            return e.code == E.ENOENT
+        return True
 
 
 def _kind(events) -> str:

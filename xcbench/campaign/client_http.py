@@ -125,8 +125,10 @@ class HttpClient(Client):
         length = resp.getheader("Content-Length")
         return int(length) if resp.status == 200 and length is not None else None
 
-    def delete(self, url: str) -> None:
+    def delete(self, url: str) -> bool:
         try:
-            self._request("DELETE", url, {}, 30)[1].read()
-        except TransferError:
-            pass
+            _, resp = self._request("DELETE", url, {}, 30)
+            resp.read()
+        except (TransferError, OSError, http.client.HTTPException):
+            return False
+        return resp.status < 300 or resp.status == 404

@@ -184,6 +184,10 @@ class XrootdClient(Client):
         st, info = self._filesystem(base).stat(path, timeout=_left(deadline))
         return info.size if st.ok else None
 
-    def delete(self, url: str) -> None:
+    def delete(self, url: str) -> bool:
         base, path = split_url(url)
-        self._filesystem(base).rm(path, timeout=30)
+        try:
+            st, _ = self._filesystem(base).rm(path, timeout=30)
+        except Exception:
+            return False
+        return st.ok or getattr(st, "errno", 0) == 3011  # kXR_NotFound: already gone

@@ -124,7 +124,8 @@ class Client:
         """Size of ``url`` (None when it cannot be stat'ed)."""
         raise NotImplementedError
 
-    def delete(self, url: str) -> None:
+    def delete(self, url: str) -> bool:
+        """Remove ``url``; True when it is gone (or was never there). Never raises."""
         raise NotImplementedError
 
     def cancel(self) -> None:

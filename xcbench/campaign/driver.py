@@ -138,7 +138,12 @@ class Campaign:
                     time.sleep(0.2)
         finally:
             if time.time() - t0 > SLOW_CHECKSUM:
-                self.slow_checksums += 1
+                with self.cond:
+                    self.slow_checksums += 1
+
+    def _count_mismatch(self) -> None:
+        with self.cond:
+            self.mismatches += 1
 
     def _attempt(self, job: _Job) -> None:
         spec, i = self.spec, job.index
@@ -189,14 +194,14 @@ class Campaign:
                 if spec.checksum in ("target", "both"):
                     cks_dst = self._checksum(client, dest, deadline, "DESTINATION")
                     if cks_dst != expected:
-                        self.mismatches += 1
+                        self._count_mismatch()
                         raise TransferError(f"DESTINATION CHECKSUM MISMATCH: source adler32 "
                                             f"{expected} != destination {cks_dst}", E.EIO,
                                             "DESTINATION", "TRANSFER_FINALIZATION")
                 else:  # FTS checks the destination size when no checksum covers it
                     got = client.size(dest, deadline)
                     if got != size:
-                        self.mismatches += 1
+                        self._count_mismatch()
                         raise TransferError(f"DESTINATION SIZE MISMATCH: source {size} != "
                                             f"destination {got}", E.EINVAL, "DESTINATION",
                                             "TRANSFER_FINALIZATION", recoverable=True)
@@ -226,15 +231,11 @@ class Campaign:
             reason=None if out.ok else out.reason)
         self.out.add("transfers", [row])
         if out.ok and spec.delete_after_verify:
-            try:
-                client.delete(dest)
-            except Exception:
-                self.delete_failures += 1
+            if not client.delete(dest):
+                with self.cond:
+                    self.delete_failures += 1
         elif not out.ok and out.error_code != E.EEXIST:
-            try:
-                client.delete(dest)  # FTS removes a failed destination
-            except Exception:
-                pass
+            client.delete(dest)  # FTS removes a failed destination (best effort)
         retry = (not out.ok and out.recoverable and job.retry < spec.retries)
         with self.cond:
             view.end, view.transferred = finish, out.transferred
