@@ -56,6 +56,14 @@ def gateway_findings(cell_id: str, backend: str, *, tunables: Mapping[str, Any] 
                 "without +cksio on ofs.osslib XrdCeph cannot compute or store the adler32 "
                 "checksum (a RADOS xattr): checksum queries fail and transfers cannot be verified",
                 "gateway: {cksio: true} (ofs.osslib +cksio libXrdCeph.so ...)", "error"))
+    elif (t.get("buffers_maxbsz") or 0) > 2 << 20:
+        rows.append(finding(
+            cell_id, f"pgread clients with xrd.buffers maxbsz {format_size(t['buffers_maxbsz'])}",
+            "measured with XRootD 5.5.3: with maxbsz above 2M a default client read (pgread) "
+            "crashes a plain gateway too (*** stack smashing detected ***), not only XrdCeph",
+            "clients use XRD_CPUSEPGWRTRD=0 (xcbench's own clients do); keep maxbsz at 2M "
+            "where outside readers use default xrdcp", "warning"))
+    if backend == "rados":
         rows.append(finding(
             cell_id, "pgread/pgwrite clients against XrdCeph 5.5",
             "XRootD 5.5 clients read with pgread by default and XrdCeph 5.5 crashes on it "

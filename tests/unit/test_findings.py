@@ -95,3 +95,10 @@ def test_findings_for_cell_and_target():
     rows = findings_for(None, SimpleNamespace(cell_id="t", backend="tmpfs", layout=None, oss={}),
                         {}, bind="0.0.0.0")
     assert whats(rows) == {"gateway listens on all interfaces without authentication"}
+
+
+def test_large_buffers_warn_of_pgread_crashes_on_plain_gateways_too():
+    rows = gateway_findings("c", "tmpfs", tunables={"buffers_maxbsz": 16 << 20}, bind="127.0.0.1")
+    assert whats(rows) == {"pgread clients with xrd.buffers maxbsz 16M"}
+    assert rows[0]["severity"] == "warning" and "XRD_CPUSEPGWRTRD=0" in rows[0]["fix"]
+    assert gateway_findings("c", "tmpfs", tunables={"buffers_maxbsz": 2 << 20}, bind="127.0.0.1") == []

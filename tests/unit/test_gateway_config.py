@@ -36,7 +36,7 @@ def rados():
 def test_tmpfs_standalone(tmpfs):
     cfg = xrootd(tmpfs, allow_hosts=("localhost",))
     for want in ("all.export /", "oss.localroot /mnt/t", "xrd.port 1094",
-                 "xrd.protocol XrdHttp:1094 libXrdHttp.so", "xrootd.chksum adler32",
+                 "xrd.protocol XrdHttp:1094 libXrdHttp.so", "xrootd.chksum max 1024 adler32",
                  "http.exthandler xrdtpc libXrdHttpTPC.so", "xrd.allow host localhost",
                  "all.adminpath /run/x", "xrd.tls cert.pem key.pem"):
         assert want in cfg, want
@@ -72,7 +72,7 @@ def test_rados_target_must_carry_striper_params():
 def test_manager_and_server_roles(tmpfs):
     mgr = xrootd(tmpfs, role="manager", manager="127.0.0.1:2131")
     assert "all.role manager" in mgr and "all.manager 127.0.0.1:2131" in mgr
-    assert "xrootd.chksum adler32" in mgr  # checksum queries through the redirector
+    assert "xrootd.chksum max 1024 adler32" in mgr  # checksum queries through the redirector
     assert not any(ln.startswith(("oss.localroot", "ofs.tpc")) for ln in mgr)
     srv = xrootd(tmpfs, role="server", manager="127.0.0.1:2131", localroot="/mnt/t/origin-1")
     assert "all.role server" in srv and "oss.localroot /mnt/t/origin-1" in srv
