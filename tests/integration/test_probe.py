@@ -10,9 +10,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from xcbench.backends.base import Target
 
 from xcbench import fio, net, proc
+from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
 from xcbench.probe import PREFIX, direct_io_supported, run_probe

@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from xcbench.backends.base import Target
 
 from xcbench import probe, proc
+from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
 from xcbench.fio import jobfile_options
