@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -110,23 +109,20 @@ def test_end_to_end_tiny_matrix(ceph_cluster, tmp_path):
 
 
 class Hook(MatrixView):
-    """A progress view that fires ``action`` once, ``delay`` s after the first campaign phase."""
+    """A progress view that fires ``action`` once, when the first transfer records arrive (the
+    campaign flushes them every second): the campaigns below are sized to last several
+    seconds, so files are still to go."""
 
-    def __init__(self, action, delay=1.0):
+    def __init__(self, action):
         super().__init__()
-        self.action, self.delay, self.fired = action, delay, threading.Event()
-        self.timer: threading.Timer | None = None
+        self.action = action
+        self.fired_at: float | None = None
 
-    def phase(self, label, what):
-        super().phase(label, what)
-        if what.startswith("campaign") and not self.fired.is_set():
-            self.fired.set()
-            self.timer = threading.Timer(self.delay, self.action)
-            self.timer.start()
-
-    def join(self):
-        if self.timer is not None:
-            self.timer.join()
+    def observe(self, table, rows):
+        super().observe(table, rows)
+        if table == "transfers" and rows and self.fired_at is None:
+            self.fired_at = time.time()
+            self.action()
 
 
 def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
@@ -141,13 +137,12 @@ def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
     ceph_cluster.mon_command("osd pool set", pool=pool, var="min_size", val="2")
     path = matrix(tmp_path, "  rados: {layouts: [{stripe_unit: 1M, stripe_count: 1, object_size: 1M}], pools: [ec2+1]}")
     path.write_text(path.read_text().replace("concurrency: [1, 3]", "concurrency: [2]")
-                    .replace("files: 6", "files: 12"))
-    hook = Hook(lambda: os.kill(pid, signal.SIGKILL), delay=0.5)
+                    .replace("files: 6", "files: 60").replace("file_size: 2M", "file_size: 4M"))
+    hook = Hook(lambda: os.kill(pid, signal.SIGKILL))
     try:
         run = run_matrix(path, ceph_cluster, RunOptions(out=tmp_path / "r", probes=False,
                                                         baseline=False), view=hook)
     finally:
-        hook.join()  # the kill has happened (or never will) before the OSD is started again
         deadline = time.time() + 30
         while proc.pid_alive(pid) and time.time() < deadline:
             time.sleep(0.1)
@@ -158,11 +153,13 @@ def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
             time.sleep(0.5)
         ceph_cluster.mon_command("osd pool set", pool=pool, var="min_size", val=str(old_min))
         assert restart.alive(), restart.tail()
-    assert hook.fired.is_set()
+    assert hook.fired_at is not None
     m = run.manifest
     (cid, cell), = m["cells"].items()
     assert cell["status"] in ("complete", "degraded"), cell.get("error")
-    complete_records(run, cid, files=12, levels=1)
+    complete_records(run, cid, files=60, levels=1)
+    t = run.table("transfers")
+    assert (t["finish_time"] > hook.fired_at).sum() > 10  # the OSD died mid-campaign
     assert run_processes(run.path) == []
     assert Path(m["report"]).exists()
 
@@ -178,10 +175,10 @@ def test_gateway_dies_during_campaign(ceph_cluster, tmp_path):
 
     path = matrix(tmp_path, "  tmpfs: {size: 128M}")
     path.write_text(path.read_text().replace("concurrency: [1, 3]", "concurrency: [2]")
-                    .replace("files: 6", "files: 30"))
+                    .replace("files: 6", "files: 400").replace("file_size: 2M", "file_size: 8M"))
     run = run_matrix(path, ceph_cluster, RunOptions(out=tmp_path / "r", name="gwkill",
                                                     probes=False, baseline=False),
-                     view=Hook(kill_gateway, delay=0.3))
+                     view=Hook(kill_gateway))
     assert killed, "the test did not find the gateway to kill"
     (cid, cell), = run.manifest["cells"].items()
     assert cell["status"] in ("degraded", "failed")
@@ -189,7 +186,7 @@ def test_gateway_dies_during_campaign(ceph_cluster, tmp_path):
     assert (t["file_state"] == "FAILED").any()
     assert t["reason"].fillna("").str.len().max() > 0
     if cell["status"] == "degraded":
-        complete_records(run, cid, files=30, levels=1)
+        complete_records(run, cid, files=400, levels=1)
     assert run_processes(run.path) == []
     assert Path(run.manifest["report"]).exists()
 
@@ -197,8 +194,8 @@ def test_gateway_dies_during_campaign(ceph_cluster, tmp_path):
 def test_sigint_mid_matrix_then_resume(ceph_cluster, tmp_path):
     backends = "  tmpfs: {size: [64M, 96M, 128M]}"
     path = matrix(tmp_path, backends)
-    path.write_text(path.read_text().replace("files: 6", "files: 20")
-                    .replace("file_size: 2M", "file_size: 1M"))
+    path.write_text(path.read_text().replace("files: 6", "files: 300")
+                    .replace("file_size: 2M", "file_size: 8M"))
     out = tmp_path / "results"
     cmd = [sys.executable, "-m", "xcbench", "run", str(path), "--out", str(out), "--name", "sig",
            "--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline"]
@@ -210,8 +207,7 @@ def test_sigint_mid_matrix_then_resume(ceph_cluster, tmp_path):
             break
     for line in p.stderr:
         seen.append(line)
-        if "campaign" in line:
-            time.sleep(0.5)
+        if "campaign" in line:  # 300 x 8 MiB at c=1: seconds of transfers still to go
             p.send_signal(signal.SIGINT)
             break
     rest_out, rest_err = p.communicate(timeout=120)
@@ -236,6 +232,6 @@ def test_sigint_mid_matrix_then_resume(ceph_cluster, tmp_path):
     after = run.table("transfers")
     assert int((after["cell_id"] == done_cell).sum()) == n_done  # not run again
     for cid in run.cells:
-        complete_records(run, cid, files=20, levels=2)
+        complete_records(run, cid, files=300, levels=2)
     assert (run_path / "records" / "superseded").exists()
     assert Path(run.manifest["report"]).exists()
