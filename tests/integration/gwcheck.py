@@ -11,6 +11,7 @@ into XrdCeph (root:// fails there by design: XrdCeph refuses the chmod gfal2 sen
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,6 +22,31 @@ from pathlib import Path
 import requests
 
 from xcbench import proc
+from xcbench.backends.tmpfs import BACKEND as TMPFS
+from xcbench.cell import Cell
+from xcbench.gateway import start_gateway
+
+
+@contextlib.contextmanager
+def tmpfs_gateways(workdir: Path, names, size: int = 64 << 20, **gateway_kw):
+    """Started gateways, one per name, each on its own tmpfs target; all stopped and the
+    targets removed afterwards."""
+    procs = proc.ProcessSet()
+    backend = TMPFS(None, workdir, procs)
+    targets, gws = [], []
+    try:
+        for n in names:
+            targets.append(backend.prepare(Cell(id=n, label=n, backend="tmpfs", tmpfs_size=size)))
+            gws.append(start_gateway(targets[-1], workdir=workdir, procs=procs, name=n,
+                                     **gateway_kw))
+        yield gws
+    finally:
+        for gw in gws:
+            gw.stop()
+        procs.stop_all()
+        for t in targets:
+            backend.cleanup(t)
+
 
 GFAL_COPY = r"""
 import json, sys, gfal2

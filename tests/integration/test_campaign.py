@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.integration.gwcheck import tmpfs_gateways
 from xcbench.backends.tmpfs import BACKEND
 from xcbench.campaign import CampaignHooks, CampaignSpec, run_campaign
 from xcbench.cell import Cell
@@ -26,21 +27,8 @@ pytestmark = pytest.mark.integration
 def gateways(tmp_path_factory):
     """A destination and a source tmpfs gateway (the source holds the TPC datasets)."""
     wd = tmp_path_factory.mktemp("campaign")
-    procs = ProcessSet()
-    backend = BACKEND(None, wd, procs)
-    targets = [backend.prepare(Cell(id=f"camp-{n}", label=n, backend="tmpfs", tmpfs_size=1 << 30))
-               for n in ("dst", "src")]
-    gws = []
-    try:
-        for t, n in zip(targets, ("dst", "src"), strict=True):
-            gws.append(start_gateway(t, workdir=wd, procs=procs, name=f"camp-{n}"))
+    with tmpfs_gateways(wd, ("camp-dst", "camp-src"), size=1 << 30) as gws:
         yield gws[0], gws[1]
-    finally:
-        for gw in gws:
-            gw.stop()
-        procs.stop_all()
-        for t in targets:
-            backend.cleanup(t)
 
 
 class Rows(dict):
@@ -148,7 +136,7 @@ def test_corruption_on_the_destination_is_caught_by_the_checksum(gateways):
 def test_gateway_killed_and_restarted_mid_campaign(gateways):
     dst, _ = gateways
     rows = Rows()
-    spec = CampaignSpec(files=240, file_size="4M", concurrency=4, retries=4, retry_delay=1.0,
+    spec = CampaignSpec(files=240, file_size="16M", concurrency=4, retries=4, retry_delay=1.0,
                         timeout=8, timeout_per_mib=0, delete_after_verify=True)
     out = {}
     t = threading.Thread(target=lambda: out.update(run_campaign(spec, dest=dst, sink=rows)))

@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 import requests
 
-from tests.integration.gwcheck import adler32_hex, gateway_checksum, make_file, xrdcp_put
+from tests.integration.gwcheck import (
+    adler32_hex,
+    gateway_checksum,
+    make_file,
+    tmpfs_gateways,
+    xrdcp_put,
+)
 from xcbench import proc
-from xcbench.backends.tmpfs import BACKEND
-from xcbench.cell import Cell
-from xcbench.gateway import start_gateway
-from xcbench.proc import ProcessSet
 
 pytestmark = pytest.mark.integration
 
@@ -18,23 +20,10 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def two_gateways(tmp_path_factory):
     wd = tmp_path_factory.mktemp("tpc")
-    procs = ProcessSet()
-    backend = BACKEND(None, wd, procs)
-    targets = [backend.prepare(Cell(id=f"tpc{i}", label="tpc", backend="tmpfs", tmpfs_size=64 << 20))
-               for i in (1, 2)]
-    gws = []
-    try:
-        for t in targets:
-            gws.append(start_gateway(t, workdir=wd, procs=procs))
+    with tmpfs_gateways(wd, ("tpc1", "tpc2")) as (src, dst):
         data = make_file(wd / "src.bin", 2 << 20, seed=7)
-        xrdcp_put(gws[0], wd / "src.bin", "src.bin")
-        yield gws[0], gws[1], adler32_hex(data)
-    finally:
-        for gw in gws:
-            gw.stop()
-        procs.stop_all()
-        for t in targets:
-            backend.cleanup(t)
+        xrdcp_put(src, wd / "src.bin", "src.bin")
+        yield src, dst, adler32_hex(data)
 
 
 def test_root_tpc(two_gateways):
