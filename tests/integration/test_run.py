@@ -187,6 +187,9 @@ def test_gateway_dies_during_campaign(ceph_cluster, tmp_path):
     assert t["reason"].fillna("").str.len().max() > 0
     if cell["status"] == "degraded":
         complete_records(run, cid, files=400, levels=1)
+        assert "transfers failed after their retries" in cell["error"]
+    report = Path(run.manifest["report_md"]).read_text()
+    assert cell["status"] in report and cell["error"].split(":")[0][:40] in report
     assert run_processes(run.path) == []
     assert Path(run.manifest["report"]).exists()
 
