@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from xcbench import proc
 from xcbench.errors import XcbError
-from xcbench.findings import WILDCARD_BINDS, findings_for
+from xcbench.findings import WILDCARD_BINDS, finding, findings_for
 from xcbench.net import free_port
 from xcbench.sdlisten import EXIT_BIND
 from xcbench.templates import render
@@ -388,8 +388,10 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
         shutil.rmtree(admin, ignore_errors=True)
         raise
 
-    last_error = None
-    for _attempt in range(3):  # a port taken between free_port() and the bind: new ports
+    last_error: Exception | None = None
+    # retried: a port taken between free_port() and the bind (new ports), and a start that dies
+    # by a signal (XrdCeph 5.5 segfaulted now and then while starting, before any log line)
+    for _attempt in range(3):
         try:
             servers = _plan(target, name, origins, addr, keep, live, admin, t, report_addr,
                             wildcard, ids, tls)
@@ -407,15 +409,30 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
         except _PortTaken as e:
             last_error = e
             _stop_servers(gw)
+        except _Crashed as e:
+            last_error = e.error
+            _stop_servers(gw)
+            findings.append(finding(
+                target.cell_id, "xrootd crashed while starting",
+                f"{e.error} — the start was retried", "see the xrootd log; if it repeats, "
+                "start the gateway by hand (`xcbench gateway up`) and get a core dump"))
         except BaseException:
             gw.stop()
             raise
     gw.stop()
+    if isinstance(last_error, XcbError):
+        raise last_error
     raise XcbError(f"gateway {name}: could not bind free ports ({last_error})")
 
 
 class _PortTaken(Exception):
     pass
+
+
+class _Crashed(Exception):
+    def __init__(self, error: XcbError):
+        super().__init__(str(error))
+        self.error = error
 
 
 def _stop_servers(gw: Gateway) -> None:
@@ -508,9 +525,12 @@ def _failed(gw: Gateway, s: Server, why: str) -> XcbError:
 def _wait_server(gw: Gateway, s: Server, deadline: float) -> None:
     while True:
         if not s.proc.alive():
-            if s.proc.popen.returncode == EXIT_BIND:
+            rc = s.proc.popen.returncode
+            if rc == EXIT_BIND:
                 raise _PortTaken(proc.tail(s.log.with_suffix(".out"), 1))
-            raise _failed(gw, s, f"exited with status {s.proc.popen.returncode} while starting")
+            if rc is not None and rc < 0:
+                raise _Crashed(_failed(gw, s, f"was killed by signal {-rc} while starting"))
+            raise _failed(gw, s, f"exited with status {rc} while starting")
         if s.daemon == "xrootd":
             ok = xroot_handshake(gw.addr, s.port) is not None and http_answers(gw.addr, s.http_port)
         elif s.role == "manager":

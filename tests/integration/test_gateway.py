@@ -107,3 +107,35 @@ def test_cli_gateway_up_down(tmp_path):
     assert not [p for p in pids if pid_alive(p)]
     assert not os.path.exists(target) and not (wd / "gateway.json").exists()
     assert (Path(state["gateway"]["keep_dir"]) / "xcb-xrootd.log").exists()
+
+
+def test_a_start_killed_by_a_signal_is_retried_and_recorded(tmp_path, monkeypatch):
+    """XrdCeph 5.5 segfaulted now and then while starting: a start that dies by a signal is
+    retried, and the gateway's findings say so. Here the first xrootd really gets SIGSEGV."""
+    import signal
+
+    import xcbench.gateway as gateway_mod
+    from tests.integration.gwcheck import (
+        adler32_hex,
+        gateway_checksum,
+        make_file,
+        tmpfs_gateways,
+        xrdcp_put,
+    )
+    real_wait, crashed = gateway_mod._wait_server, []
+
+    def crash_the_first(gw, s, deadline):
+        if not crashed and s.daemon == "xrootd":
+            crashed.append(s.proc.pid)
+            os.kill(s.proc.pid, signal.SIGSEGV)
+            s.proc.popen.wait(10)
+        return real_wait(gw, s, deadline)
+
+    monkeypatch.setattr(gateway_mod, "_wait_server", crash_the_first)
+    with tmpfs_gateways(tmp_path, ("crash",)) as (gw,):
+        assert crashed and gw.servers[0].proc.pid != crashed[0]
+        (f,) = [f for f in gw.findings if f["what"] == "xrootd crashed while starting"]
+        assert "killed by signal 11" in f["why"]
+        data = make_file(tmp_path / "f.bin", 1 << 20, seed=3)
+        xrdcp_put(gw, tmp_path / "f.bin", "f.bin")
+        assert gateway_checksum(gw, "f.bin") == adler32_hex(data)
