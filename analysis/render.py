@@ -33,6 +33,7 @@ from typing import Any
 import jinja2
 
 from xcbench.errors import XcbError
+from xcbench.templates import render_with
 
 FORMATS = ("html", "md")
 GIB = float(1 << 30)
@@ -116,14 +117,8 @@ def render(template: str, context: dict[str, Any], fmt: str = "html", *,
     if fmt not in FORMATS:
         raise XcbError(f"report format {fmt!r}: use one of {', '.join(FORMATS)}")
     name = template if template.endswith(".j2") else f"{template}.{fmt}.j2"
-    try:
-        return environment(package).get_template(name).render(fmt=fmt, **context)
-    except jinja2.TemplateNotFound as e:
-        raise XcbError(f"{package}/templates/{name}: template not found") from e
-    except jinja2.UndefinedError as e:
-        raise XcbError(f"{package}/templates/{name}: {e.message}") from e
-    except jinja2.TemplateSyntaxError as e:
-        raise XcbError(f"{e.filename or name}:{e.lineno}: {e.message}") from e
+    return render_with(environment(package), f"{package}/templates/{name}", name,
+                       fmt=fmt, **context)
 
 
 _DATA_URI = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")

@@ -37,12 +37,17 @@ def render(package: str, template: str, /, **ctx) -> str:
 
     (package and template are positional-only, so ``name=``/``package=`` can be template variables.)
     """
-    name = template
+    return render_with(environment(package), f"{package}/{template}", template, **ctx)
+
+
+def render_with(env: jinja2.Environment, where: str, name: str, /, **ctx) -> str:
+    """Render ``name`` from ``env``; every template error becomes one XcbError line that
+    starts with ``where`` (the package/path a user can find the template at)."""
     try:
-        return environment(package).get_template(name).render(**ctx)
+        return env.get_template(name).render(**ctx)
     except jinja2.TemplateNotFound as e:
-        raise XcbError(f"{package}/{name}: template not found") from e
+        raise XcbError(f"{where}: template not found") from e
     except jinja2.UndefinedError as e:
-        raise XcbError(f"{package}/{name}: {e.message}") from e
+        raise XcbError(f"{where}: {e.message}") from e
     except jinja2.TemplateSyntaxError as e:
-        raise XcbError(f"{package}/{name}:{e.lineno}: {e.message}") from e
+        raise XcbError(f"{e.filename or where}:{e.lineno}: {e.message}") from e
