@@ -15,7 +15,9 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -25,6 +27,17 @@ from xcbench import proc
 from xcbench.backends.tmpfs import BACKEND as TMPFS
 from xcbench.cell import Cell
 from xcbench.gateway import start_gateway
+
+
+@contextlib.contextmanager
+def xrootd_workdir(prefix: str):
+    """A scratch dir the xrootd user can reach (pytest's tmp_path is 0700), removed after."""
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d.chmod(0o755)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @contextlib.contextmanager

@@ -4,13 +4,12 @@ objects land, uploads through a plain xrootd gateway exporting the layout dir, c
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.integration.gwcheck import xrootd_workdir
 from xcbench import proc
 from xcbench.backends.cephfs import BACKEND
 from xcbench.backends.cephfs.backend import TOP, parse_layout
@@ -31,11 +30,9 @@ def cell(ident: str, layout: Layout, pool: PoolSpec) -> Cell:
 
 @pytest.fixture(scope="module")
 def workdir():
-    # Not pytest's tmp_path: that is 0700 and the xrootd user must reach the mount below it.
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-cephfs-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    # not pytest's tmp_path: the xrootd user must reach the mount and the gateway dirs below it
+    with xrootd_workdir("xcb-test-cephfs-") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,10 @@ with the right adler32; cleanup removes exactly the cell's objects."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import zlib
-from pathlib import Path
 
 import pytest
 
+from tests.integration.gwcheck import adler32_hex, xrootd_workdir
 from xcbench import proc
 from xcbench.backends.rados import BACKEND, objects
 from xcbench.backends.rados.striping import Striping, striper_objects
@@ -28,16 +25,11 @@ def cell(ident: str, layout: Layout, pool: PoolSpec = REP) -> Cell:
                 layout=layout, pool=pool)
 
 
-def adler(data: bytes) -> str:
-    return f"{zlib.adler32(data):08x}"
-
-
 @pytest.fixture(scope="module")
 def workdir():
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-rados-"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    # not pytest's tmp_path: the xrootd user must reach the mount and the gateway dirs below it
+    with xrootd_workdir("xcb-test-rados-") as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +71,7 @@ def test_object_count_and_cleanup(ceph_cluster, backend, gateway_mod, workdir, i
                 layout.stripe_count
             proc.run(["xrdcp", "-f", "-s", src, gw.url(path)], env=gw.client_env)
             out = proc.run(["xrdfs", gw.root_url, "query", "checksum", path], env=gw.client_env)
-            assert out.stdout.replace("\0", " ").split()[-1] == adler(data)
+            assert out.stdout.replace("\0", " ").split()[-1] == adler32_hex(data)
         expected = striper_objects(path, len(data), Striping.of(layout))
         assert len(expected) == count
         with ceph_cluster.ioctx(pool.name) as io:
@@ -88,7 +80,7 @@ def test_object_count_and_cleanup(ceph_cluster, backend, gateway_mod, workdir, i
             assert {oid: objects.stat(io, oid) for oid in listed} == expected
             attrs = objects.xattrs(io, listed[0])
             assert objects.striper_meta(attrs)["striper.size"] == len(data)
-            assert objects.checksums(attrs)["adler32"] == adler(data)
+            assert objects.checksums(attrs)["adler32"] == adler32_hex(data)
     finally:
         backend.cleanup(target)
     with ceph_cluster.ioctx(pool.name) as io:
