@@ -12,7 +12,7 @@ from xcbench.errors import XcbError
 
 if TYPE_CHECKING:
     from xcbench.cell import Cell, Layout
-    from xcbench.cluster import Cluster
+    from xcbench.ceph.cluster import Cluster
     from xcbench.proc import ProcessSet
 
 

@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from xcbench.minicluster import MiniCluster
+from xcbench.ceph.mini import MiniCluster
 from xcbench.sizes import parse_size
 
 TARGET_UP_S = 20.0

@@ -99,7 +99,7 @@ def main() -> int:
 
     cluster = None
     if args.ceph_conf:
-        from xcbench.cluster import Cluster
+        from xcbench.ceph.cluster import Cluster
         cluster = Cluster.from_conf(args.ceph_conf)
     work = Path(tempfile.mkdtemp(prefix="xcb-bench-telemetry-"))
     work.chmod(0o755)

@@ -46,7 +46,7 @@ from xcbench.templates import render
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Target
-    from xcbench.cluster import Cluster
+    from xcbench.ceph.cluster import Cluster
 
 XROOTD_USER = "xrootd"
 TEMPLATES = "xcbench.xrootd_configs"

@@ -31,7 +31,7 @@ def pytest_addoption(parser):
 
 
 def _missing_prerequisite() -> str | None:
-    from xcbench.minicluster import BINARIES
+    from xcbench.ceph.mini import BINARIES
     for b in BINARIES:
         if shutil.which(b) is None:
             return f"{b} not found: the integration tests need a real Ceph cluster. {HOW_TO_FIX}"
@@ -41,7 +41,7 @@ def _missing_prerequisite() -> str | None:
 @pytest.fixture(scope="session")
 def ceph_cluster(request, tmp_path_factory):
     """A Cluster: the one given by --ceph-conf, else a mini cluster started for this session."""
-    from xcbench.cluster import Cluster
+    from xcbench.ceph.cluster import Cluster
     from xcbench.errors import XcbError
     opt = request.config.getoption
     if opt("ceph_conf"):
@@ -58,7 +58,7 @@ def ceph_cluster(request, tmp_path_factory):
     why = _missing_prerequisite()
     if why:
         pytest.fail(why, pytrace=False)
-    from xcbench.minicluster import MiniCluster
+    from xcbench.ceph.mini import MiniCluster
     _down_orphans(tmp_path_factory.getbasetemp().parent)
     session = tmp_path_factory.mktemp("xcb-session")
     (session / "owner.pid").write_text(f"{os.getpid()}\n")
@@ -78,7 +78,7 @@ def ceph_cluster(request, tmp_path_factory):
 
 def _down_orphans(root) -> None:
     """Take down session clusters left running by a pytest that was killed (no teardown ran)."""
-    from xcbench.minicluster import MiniCluster
+    from xcbench.ceph.mini import MiniCluster
     from xcbench.proc import pid_alive
     for owner in {p.resolve() for p in root.glob("pytest-*/xcb-session*/owner.pid")}:
         try:

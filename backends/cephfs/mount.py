@@ -1,5 +1,5 @@
 """Mount the cluster's CephFS for the cephfs backend: the kernel client when this host has it,
-else ceph-fuse (through xcbench.cluster, which owns ceph-fuse lifecycles).
+else ceph-fuse (through xcbench.ceph.cluster, which owns ceph-fuse lifecycles).
 
 The kernel client needs both the mount.ceph helper and the ceph file system in the kernel
 (/proc/filesystems, or a loadable module); containers and this dev machine have only ceph-fuse.
@@ -17,7 +17,7 @@ from xcbench import proc
 from xcbench.errors import XcbError
 
 if TYPE_CHECKING:
-    from xcbench.cluster import Cluster
+    from xcbench.ceph.cluster import Cluster
 
 MOUNT_CEPH = Path("/sbin/mount.ceph")
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import cephconf
+from xcbench.ceph import conf as cephconf
 from xcbench.cell import PoolSpec
-from xcbench.cluster import Cluster
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
-from xcbench.minicluster import MiniCluster
+from xcbench.ceph.mini import MiniCluster
 from xcbench.proc import run
 
 pytestmark = pytest.mark.integration

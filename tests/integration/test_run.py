@@ -128,7 +128,7 @@ class Hook(MatrixView):
 def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
     if not ceph_cluster.embedded:
         pytest.skip("kills an OSD: only on the embedded mini cluster")
-    from xcbench.minicluster import MiniCluster
+    from xcbench.ceph.mini import MiniCluster
     mini = MiniCluster(Path(ceph_cluster.conf).parent)
     pid = mini.daemons()["osd.2"]
     pool = "xcb-ec2-1"

@@ -19,7 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from xcbench import cephpools, proc
+from xcbench import proc
+from xcbench.ceph import pools as cephpools
 from xcbench.backends import get_backend
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.gateway import start_gateway

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import cephconf
-from xcbench.cluster import default_state_dir, parse_ceph_args
+from xcbench.ceph import conf as cephconf
+from xcbench.ceph.cluster import default_state_dir, parse_ceph_args
 from xcbench.errors import XcbError
-from xcbench.minicluster import (
+from xcbench.ceph.mini import (
     EXPECTED_WARNINGS,
     build_conf,
     gen_key,
@@ -121,5 +121,5 @@ def test_health_classification():
 
 
 def test_unescape_mountinfo():
-    from xcbench.cephfuse import _unescape
+    from xcbench.ceph.fuse import _unescape
     assert Path(_unescape(r"/tmp/a\040b")) == Path("/tmp/a b")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import cephpools
-from xcbench.cluster import Cluster, cluster_from_args
+from xcbench.ceph import pools as cephpools
+from xcbench.ceph.cluster import Cluster, cluster_from_args
 from xcbench.errors import XcbError
-from xcbench.minicluster import MARKER, MiniCluster
+from xcbench.ceph.mini import MARKER, MiniCluster
 from xcbench.proc import pid_alive, run
 
 XCBENCH = [sys.executable, "-m", "xcbench.cli"]

@@ -6,7 +6,7 @@ import json
 import shlex
 import sys
 
-from xcbench.cluster import Cluster, add_ceph_args, cluster_from_args, default_state_dir
+from xcbench.ceph.cluster import Cluster, add_ceph_args, cluster_from_args, default_state_dir
 from xcbench.errors import XcbError
 
 
@@ -37,7 +37,7 @@ def run(args) -> int:
 
 
 def _up(args) -> int:
-    from xcbench.minicluster import MiniCluster
+    from xcbench.ceph.mini import MiniCluster
     mc = MiniCluster(default_state_dir(args.state_dir))
     log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     cluster, started = mc.up(objectstore=args.objectstore, osds=args.osds, timeout=args.timeout,
@@ -53,7 +53,7 @@ def _up(args) -> int:
 
 
 def _down(args) -> int:
-    from xcbench.minicluster import MiniCluster
+    from xcbench.ceph.mini import MiniCluster
     MiniCluster(default_state_dir(args.state_dir)).down(log=print)
     return 0
 
@@ -71,7 +71,7 @@ def _env(args) -> int:
 def _status(args) -> int:
     c = cluster_from_args(args, connect=False)
     if c.embedded and c.state_dir is not None:
-        from xcbench.minicluster import MiniCluster
+        from xcbench.ceph.mini import MiniCluster
         if not MiniCluster(c.state_dir).running():
             raise XcbError(f"{c.state_dir}: the mini cluster is not running (crashed or stopped); "
                            "`xcbench cluster down` cleans up, `xcbench cluster up` starts it")
@@ -114,7 +114,7 @@ def collect_status(c: Cluster) -> dict:
         "fs": fss, "roles": {"pools": c.pools},
     }
     if c.embedded and c.state_dir is not None:
-        from xcbench.minicluster import MiniCluster
+        from xcbench.ceph.mini import MiniCluster
         mc = MiniCluster(c.state_dir)
         daemons = mc.daemons()
         rss = mc.rss()

@@ -33,7 +33,7 @@ def add_parser(sub):
     p.add_argument("--report", metavar="HOST:PORT", help="xrd.report summaries to this UDP address")
     p.add_argument("--scale-ec", action="store_true", help="as for `xcbench matrix`")
     p.add_argument("--wait", action="store_true", help="stay in the foreground; Ctrl-C stops it")
-    from xcbench.cluster import add_ceph_args
+    from xcbench.ceph.cluster import add_ceph_args
     add_ceph_args(p)
     return p
 
@@ -51,7 +51,7 @@ def _cluster(args, backend: str):
     """The cluster (none for tmpfs: a tmpfs gateway never talks to Ceph)."""
     if backend == "tmpfs":
         return None
-    from xcbench.cluster import cluster_from_args
+    from xcbench.ceph.cluster import cluster_from_args
     return cluster_from_args(args)
 
 

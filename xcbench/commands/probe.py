@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from xcbench.cluster import add_ceph_args, cluster_from_args
+from xcbench.ceph.cluster import add_ceph_args, cluster_from_args
 from xcbench.errors import XcbError
 
 GIB = float(1 << 30)

@@ -23,8 +23,11 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from xcbench import cephconf, cephfuse, cephpools, proc
-from xcbench.cluster import (
+from xcbench import proc
+from xcbench.ceph import conf as cephconf
+from xcbench.ceph import fuse as cephfuse
+from xcbench.ceph import pools as cephpools
+from xcbench.ceph.cluster import (
     CLUSTER_JSON,
     FS_CLIENT_ID,
     FS_NAME,

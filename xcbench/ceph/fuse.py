@@ -20,7 +20,7 @@ from xcbench import proc
 from xcbench.errors import XcbError
 
 if TYPE_CHECKING:
-    from xcbench.cluster import Cluster
+    from xcbench.ceph.cluster import Cluster
 
 FUSE_TYPES = ("fuse.ceph-fuse", "fuse.ceph")
 

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xcbench import cephconf, proc
+from xcbench import proc
+from xcbench.ceph import conf as cephconf
 from xcbench.errors import XcbError
 
 POOL_PREFIX = "xcb-"
@@ -215,7 +216,7 @@ class Cluster:
     # ---- pools --------------------------------------------------------------------------
     def ensure_pool(self, spec, *, cephfs: bool = False, pg_num: int = 32) -> str:
         """Create the xcb- pool of ``spec`` (a xcbench.cell.PoolSpec) if missing; return its name."""
-        from xcbench import cephpools
+        from xcbench.ceph import pools as cephpools
         return cephpools.ensure_pool(self, spec, cephfs=cephfs, pg_num=pg_num)
 
     # ---- gateways -----------------------------------------------------------------------
@@ -282,11 +283,11 @@ class Cluster:
     # ---- CephFS via ceph-fuse ----------------------------------------------------------
     def fuse_mount(self, mountpoint: str | os.PathLike, procs: proc.ProcessSet | None = None,
                    timeout: float = 30) -> None:
-        from xcbench import cephfuse
+        from xcbench.ceph import fuse as cephfuse
         cephfuse.mount(self, Path(mountpoint), procs=procs, timeout=timeout)
 
     def fuse_umount(self, mountpoint: str | os.PathLike) -> None:
-        from xcbench import cephfuse
+        from xcbench.ceph import fuse as cephfuse
         cephfuse.umount(Path(mountpoint), state_dir=self.state_dir)
 
     def __enter__(self) -> Cluster:
