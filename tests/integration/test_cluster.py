@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from xcbench.ceph import conf as cephconf
 from xcbench.cell import PoolSpec
+from xcbench.ceph import conf as cephconf
 from xcbench.ceph.cluster import Cluster
-from xcbench.errors import XcbError
 from xcbench.ceph.mini import MiniCluster
+from xcbench.errors import XcbError
 from xcbench.proc import run
 
 pytestmark = pytest.mark.integration

@@ -20,9 +20,9 @@ from types import SimpleNamespace
 import pytest
 
 from xcbench import proc
-from xcbench.ceph import pools as cephpools
 from xcbench.backends import get_backend
 from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.ceph import pools as cephpools
 from xcbench.gateway import start_gateway
 from xcbench.net import free_port
 from xcbench.telemetry import (

@@ -8,7 +8,6 @@ import pytest
 
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph.cluster import default_state_dir, parse_ceph_args
-from xcbench.errors import XcbError
 from xcbench.ceph.mini import (
     EXPECTED_WARNINGS,
     build_conf,
@@ -16,6 +15,7 @@ from xcbench.ceph.mini import (
     keyring_text,
     unexpected_checks,
 )
+from xcbench.errors import XcbError
 from xcbench.net import free_ports
 from xcbench.proc import run
 

@@ -20,8 +20,8 @@ def add_parser(sub):
 
 def run(args) -> int:
     from xcbench.ceph.cluster import default_state_dir
-    from xcbench.matrix import load_matrix
     from xcbench.ceph.mini import MiniCluster
+    from xcbench.matrix import load_matrix
     matrix = args.matrix or str(files("xcbench.layouts") / "quick.yaml")
     load_matrix(matrix)  # bad input fails before a cluster is started
     opts = options(args)
