@@ -94,10 +94,13 @@ class ClusterSpec:
     op_size: int  # bytes per client RADOS write op
     failure_domain: str = "host"
     source: str = ""
+    drives_total: int = 0  # 0 = hosts x drives per host; else the spec'd cluster's data drives
+    published: tuple = ()  # published figures of this cluster (xcbench.plan.published)
+    description: str = ""
 
     @property
     def osds(self) -> int:
-        return self.hosts * self.drives_per_host
+        return self.drives_total or self.hosts * self.drives_per_host
 
     @property
     def has_db_flash(self) -> bool:
@@ -148,7 +151,13 @@ class Assumptions:
         "client metadata ops per written file (create/lock, checksum xattr, close)", lo=0))
     drive_limits: str = field(default="auto", metadata=_a(
         "min: drive IOPS and bandwidth are separate ceilings; additive: an op's seek and transfer "
-        "time add up; auto: additive for HDDs, min for SSD/NVMe", choices=("auto", "min", "additive")))
+        "time add up (small/deferred writes); streaming: large shard writes go straight to "
+        "sequentially allocated space, transfer time only; auto: for HDDs streaming when a shard "
+        "write is >= --prefer-deferred-size, else additive; min for SSD/NVMe",
+        choices=("auto", "min", "additive", "streaming")))
+    prefer_deferred_size: int = field(default=65536, metadata=_a(
+        "bytes: BlueStore defers (WAL) HDD writes smaller than this (bluestore_prefer_deferred_size_hdd, "
+        "Ceph default 64 KiB)", lo=0))
     read_checksum: str = field(default="stored", metadata=_a(
         "source checksum of reads: stored (xattr) or read-back (the gateway reads the file again)",
         choices=("stored", "read-back")))
@@ -285,6 +294,7 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
                  bw=d.conv("bandwidth", parse_rate))
     rd_iops = d.number("read_iops", None, strict=True)
     rd_bw = d.conv("read_bandwidth", parse_rate, None)
+    total = d.number("total", 0, integer=True, lo=1)
     d.done()
     f = r.sub("flash", False)
     flash = (0, 0.0)
@@ -309,6 +319,9 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
                              f"{hosts * drive['per_host']}")
     name = r.raw("name", Path(source).stem if source not in ("", "--set") else "cluster")
     r.raw("gateway", None)  # read by gateway_from_dict
+    desc = str(r.raw("description", ""))
+    from xcbench.plan.published import parse_published
+    pub = parse_published(r.raw("published", None), r)
     r.done()
     return ClusterSpec(
         name=str(name), hosts=hosts, nics=nics, nic_speed=speed, cluster_nics=cnics,
@@ -316,7 +329,8 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
         drive_size=drive["size"], drive_iops=drive["iops"], drive_bandwidth=drive["bw"],
         drive_read_iops=rd_iops or drive["iops"], drive_read_bandwidth=rd_bw or drive["bw"],
         flash_per_host=flash[0], flash_size=flash[1], protection=prot, object_size=obj,
-        stripe_unit=su, op_size=op, failure_domain=fd, source=source)
+        stripe_unit=su, op_size=op, failure_domain=fd, source=source, drives_total=total,
+        published=pub, description=desc)
 
 
 def gateway_from_dict(data: Any, source: str, overridden: frozenset = frozenset(),
