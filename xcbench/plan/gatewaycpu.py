@@ -17,6 +17,7 @@ import math
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.plan.storage import ceil_count
 
 CHECKSUM_KINDS = ("none", "on-the-fly", "read-back")
 MODES = ("push", "tpc")
@@ -100,8 +101,8 @@ def cores_rows(entries: list[dict], per_gateway: float, cpu_utilisation: float) 
             c = per_gateway / 1e9 * e["s_per_gb"] / cpu_utilisation
             c100 = 12.5 * e["s_per_gb"] / cpu_utilisation
             rows.append({"checksum": kind, "mode": mode, "s_per_gb": e["s_per_gb"],
-                         "s_per_gb_text": f"{e['s_per_gb']:.3g}", "cores": math.ceil(c),
-                         "cores_text": f"{math.ceil(c)} ({c:.3g})", "cores_100g_text": f"{math.ceil(c100)}",
+                         "s_per_gb_text": f"{e['s_per_gb']:.3g}", "cores": ceil_count(c),
+                         "cores_text": f"{ceil_count(c)} ({c:.3g})", "cores_100g_text": f"{ceil_count(c100)}",
                          "from": e["from"]})
     return rows
 

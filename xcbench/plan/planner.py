@@ -107,7 +107,7 @@ def make_plan(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
                             chain={"achieved": ach, "dev_theoretical": theo, "achieved_from": why,
                                    "dev": why, "because": why, "unitless": True},
                             notes=[f"storage efficiency {ach / theo:.3f} = achieved {ach:g} / theoretical "
-                                   f"{theo:g} ({why}) / theoretical; carried over to {spec.name}"])
+                                   f"{theo:g} ({why}); carried over to {spec.name}"])
         cols.append(_column(target, spec, g, a, sin, GatewayInputs(label="extrapolated")))
     sweep = []
     for r in sweep_rates(target.rate):
