@@ -101,8 +101,18 @@ def _table(rows: list[dict], cols: list[tuple[str, str]]) -> list[str]:
     return out
 
 
-def published_rows(plan: dict) -> list[dict]:
-    return [{**r, "holds_text": r["status"]} for r in plan.get("published") or ()]
+def published_rows(plan: dict, html: bool = False) -> list[dict]:
+    """Text: plain strings; HTML: the rule, source location and binding as tooltips (a narrow table)."""
+    out = []
+    for r in plan.get("published") or ():
+        row = {**r, "holds_text": r["status"]}
+        if html:
+            row.update(what={"text": r["what"], "title": r["where"]},
+                       usable_text={"text": r["usable_text"], "title": f"binding: {r['binding']}"},
+                       holds_text={"text": r["status"], "title": r["rule"],
+                                   "cls": "ok" if r["holds"] else "bad"})
+        out.append(row)
+    return out
 
 
 def reference_lines(plan: dict) -> list[str]:
@@ -250,13 +260,12 @@ def report_context(plan: dict) -> dict:
                            ("rate_from", "rate from", False), ("repeats", "repeats", True)),
         "curve": [{**c, "rate_text": fmt_rate(c["rate"])} for c in cal.get("curve", [])],
         "calibration": cal or None,
-        "write_path": plan["write_path"], "published": published_rows(plan),
+        "write_path": plan["write_path"], "published": published_rows(plan, html=True),
         "published_source": plan.get("published_source"),
-        "published_columns": C(("what", "published figure", False), ("where", "where", False),
-                               ("published", "published", True), ("theoretical_text", "model theoretical", True),
+        "published_columns": C(("what", "published figure", False), ("published", "published", True),
+                               ("theoretical_text", "model theoretical", True),
                                ("usable_text", "model usable (planned)", True), ("ratio_text", "model / published", True),
-                               ("rule", "check", False), ("holds_text", "result", False),
-                               ("binding", "model binding", False)),
+                               ("holds_text", "check (hover: the rule)", False)),
         "site_network": plan.get("site_network"), "extrapolation": plan.get("extrapolation") or [],
         "chain_columns": C(("factor", "factor", False), ("value", "value", True), ("from", "from", False)),
         "gateway_cores": plan["gateway_cores"] if plan.get("gateway_cpu_measured") else [],
