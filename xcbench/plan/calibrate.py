@@ -6,16 +6,11 @@ From runs in the result store (xcbench.store.RunDir):
   gateway ceiling comes from tmpfs cells (no storage behind the gateway) when there are some;
 - per-OSD IOPS and bandwidth: ``probes`` (fio against the pool), pool rate x shards (or raw
   ratio) / OSDs -- a lower bound when the fio client, not the OSDs, was the limit;
-- EC amplification: ``samples`` pool.bytes_used / pool.stored (raw / logical; also spelled
-  pool_raw_bytes / pool_stored_bytes), labels {"pool": ...},
-  growth over the run when the pool grew, else the final ratio; without them (k+m)/k, said so;
+- EC amplification: ``samples`` pool.bytes_used / pool.stored (or pool_raw_bytes / pool_stored_bytes),
+  labels {"pool": ...}, growth over the run, else the final ratio; without them (k+m)/k, said so;
 - the network baseline: ``baseline`` (iperf3);
-- gateway CPU per GB: ``campaigns.gateway_cpu_s_per_gb`` (CPU seconds of the cell's gateway
-  processes per 1e9 bytes moved), per cell and mode; the checksum kind from
-  ``campaigns.gateway_checksum`` if the run wrote it, else from the cell: none when the campaign
-  asks no target checksum, on-the-fly for a rados backend with cksio (XrdCeph sums while the data
-  passes), read-back otherwise (xrootd reads the file again); ``--gateway-cpu`` adds figures
-  from benchmarks/bench_campaign.py.
+- gateway CPU per GB per cell, mode and checksum kind: ``campaigns.gateway_cpu_s_per_gb``
+  (xcbench.plan.gatewaycpu says how the checksum kind is found).
 An efficiency (achieved / theoretical) needs the measured cluster's own spec (--calibrate-spec);
 for the gateway the iperf3 baseline serves as its theoretical when no gateway spec is given.
 """

@@ -8,6 +8,9 @@ transfer client inside the gateway, so the figures are kept apart by (checksum, 
 
     cores per gateway = per-gateway rate (GB/s) x CPU s/GB / --cpu-utilisation
 
+The checksum kind comes from ``campaigns.gateway_checksum`` if the run wrote it, else from the
+cell: none when the campaign asks no target checksum, on-the-fly for a rados backend with cksio
+(XrdCeph sums while the data passes), read-back otherwise (xrootd reads the file again).
 The US-CMS study is printed beside as the reference (USCMS_REFERENCE).
 """
 
