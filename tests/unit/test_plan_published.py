@@ -87,7 +87,7 @@ def test_clyso_reads_and_ec_writes_within_tolerance_rep3_writes_explained():
     assert not rep3w["holds"] and "laggy" in rep3w["model_difference"]
 
 
-def test_site_network_arithmetic_beside_the_model(capsys):
+def test_site_network_arithmetic_beside_the_model(tmp_path, capsys):
     assert main(["plan", "--cluster-spec", "ral-dev-chep2024", "--rate", "24Gb/s", "--write-fraction", "1",
                  "--format", "json"]) == 0
     p = json.loads(capsys.readouterr().out)
@@ -101,6 +101,13 @@ def test_site_network_arithmetic_beside_the_model(capsys):
     assert "NETWORK: the site's arithmetic beside the model's" in out
     assert "PUBLISHED FIGURES beside the model" in out and "indico.cern.ch" in out
     assert "WRITE MODEL: streaming" in out
+    md = tmp_path / "p.md"
+    assert main(["plan", "--cluster-spec", "clyso-1tibps-2024", "--rate", "1Tb/s", "--format", "md",
+                 "--out", str(md)]) == 0
+    text = md.read_text()
+    assert "## Published reference beside the model" in text and "ceph.io" in text
+    assert "laggy" in text  # the 3x write figure is outside ±25 %: its model difference is printed
+    assert "## Network: the site's arithmetic" not in text  # the rule of thumb is for EC pools
 
 
 def test_efficiency_carried_over_from_a_published_figure(capsys):

@@ -77,6 +77,8 @@ def headline(plan: dict) -> list[str]:
     c, g = plan["cluster"], plan["gateway_spec"]
     cl = (f", cluster network {c['cluster_nics']} x {gbps(c['cluster_nic_speed']):g} Gb/s"
           if c["cluster_nics"] else ", no separate cluster network")
+    if c.get("description"):
+        lines.append(c["description"])
     lines.append(f"cluster {c['name']} ({c['source']}): {c['hosts']} hosts x {c['drives_per_host']} "
                  f"{c['drive_kind']} {fmt_capacity(c['drive_size'])}, {c['nics']} x "
                  f"{gbps(c['nic_speed']):g} Gb/s public{cl}, {c['protection']}, "
