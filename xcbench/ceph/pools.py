@@ -91,7 +91,8 @@ def ensure_pool(cluster: Cluster, spec: Protection, *, cephfs: bool = False, pg_
         spec.check_creatable(cluster.num_osds())
         if spec.kind == "erasure":
             domain = "host" if cluster.num_hosts() >= spec.shards else "osd"
-            create_erasure(cluster, name, spec.profile, spec.k, spec.m, pg_num, domain, rados=not cephfs)
+            create_erasure(cluster, name, spec.profile or name, spec.k, spec.m, pg_num, domain,
+                           rados=not cephfs)
         else:
             create_replicated(cluster, name, spec.size, pg_num, rados=not cephfs)
     if cephfs:
