@@ -31,7 +31,6 @@ import difflib
 import hashlib
 import itertools
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,10 +38,10 @@ from typing import Any
 import yaml
 
 from xcbench.cell import BACKENDS, MODES, Cell, Layout, PoolSpec
+from xcbench.ceph.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
 from xcbench.sizes import format_size, parse_size
 
-STRIPE_ALIGN = 64 << 10  # CephFS/libradosstriper: stripe_unit must be a multiple of 64 KiB
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
 TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include")
 DIM_KEYS = ("origins", "modes", "concurrency", "file_size", "files", "size_dist", "repeats",
@@ -145,32 +144,9 @@ def _as_list(value: Any) -> list:
     return value if isinstance(value, list) else [value]
 
 
-_POOL_RE = re.compile(r"^(?:ec\s*(\d+)\s*[+-]\s*(\d+)|rep(?:licated)?\s*(\d*))$", re.IGNORECASE)
-
-
 def parse_pool(value: Any) -> PoolSpec:
     """'replicated' | 'rep3' | {replicated: 3} | 'ec2+1' | {ec: '8+3'} | {ec: {k: 8, m: 3}}."""
-    if isinstance(value, dict) and len(value) == 1:
-        (kind, arg), = value.items()
-        if kind in ("replicated", "rep"):
-            value = f"rep{arg}"
-        elif kind == "ec":
-            if isinstance(arg, dict) and set(arg) == {"k", "m"}:
-                value = f"ec{arg['k']}+{arg['m']}"
-            else:
-                value = f"ec{arg}"
-    m = _POOL_RE.match(str(value).strip()) if isinstance(value, str) else None
-    if not m:
-        raise ValueError(f"{value!r} is not a pool (replicated, rep3, ec2+1, {{ec: 8+3}})")
-    if m.group(1) is not None:
-        k, mm = int(m.group(1)), int(m.group(2))
-        if k < 1 or mm < 1:
-            raise ValueError(f"{value!r}: EC needs k >= 1 and m >= 1")
-        return PoolSpec("erasure", k=k, m=mm)
-    size = int(m.group(3) or 1)
-    if size < 1:
-        raise ValueError(f"{value!r}: replicated size must be >= 1")
-    return PoolSpec("replicated", size=size)
+    return PoolSpec.parse(value)
 
 
 def _layout(errors: _Errors, where: str, entry: Any) -> Layout | None:
@@ -193,12 +169,8 @@ def _layout(errors: _Errors, where: str, entry: Any) -> Layout | None:
 
 def check_layout(errors: _Errors, where: str, lay: Layout) -> None:
     """Ceph's own rules (CephFS file layouts and libradosstriper reject the rest with EINVAL)."""
-    if lay.stripe_unit == 0 or lay.stripe_unit % STRIPE_ALIGN:
-        errors.add(where, "stripe_unit",
-                   f"{format_size(lay.stripe_unit)} is not a multiple of 64 KiB")
-    elif lay.object_size == 0 or lay.object_size % lay.stripe_unit:
-        errors.add(where, "object_size", f"{format_size(lay.object_size)} is not a multiple of "
-                   f"stripe_unit {format_size(lay.stripe_unit)}")
+    for fieldname, why in lay.problems():
+        errors.add(where, fieldname, why)
 
 
 def _dims(errors: _Errors, where: str, src: dict) -> dict[str, Any]:
@@ -447,9 +419,8 @@ def validate(cells: list[Cell], facts: ClusterFacts, errors: _Errors) -> None:
     unit = "OSDs" if facts.failure_domain == "osd" else "hosts"
     for c in cells:
         where = f"cell {c.label} ({c.id})"
-        if c.layout and c.layout.object_size > facts.osd_max_object_size:
-            errors.add(where, "object_size", f"{format_size(c.layout.object_size)} exceeds the "
-                       f"cluster's osd_max_object_size {format_size(facts.osd_max_object_size)}")
+        for fieldname, why in c.layout.problems(facts.osd_max_object_size) if c.layout else ():
+            errors.add(where, fieldname, why)
         if c.pool and c.pool.kind == "erasure" and c.pool.k + c.pool.m > domains:
             errors.add(where, "pool", f"EC {c.pool.label} needs {c.pool.k + c.pool.m} {unit} "
                        f"(failure domain {facts.failure_domain}), the cluster has {domains}; "

@@ -211,3 +211,35 @@ class ProcessSet:
             procs, self._procs = list(reversed(self._procs)), []
         for p in procs:
             stop(p, timeout=timeout)
+
+
+def stop_pids(grace: Mapping[int, float], *, sig: int | Mapping[int, int] = signal.SIGTERM,
+              give_up: float = 5.0) -> None:
+    """Stop several processes (not necessarily ours) together: send each ``sig`` (one signal for
+    all, or one per pid), wait, SIGKILL a pid still alive after its own ``grace[pid]`` seconds,
+    and forget one still alive ``give_up`` s after that (unkillable, D state). Our own children
+    are reaped so that none is left a zombie."""
+    for pid in grace:
+        s = sig if isinstance(sig, int) else sig.get(pid, signal.SIGTERM)
+        try:
+            os.kill(pid, s)
+        except (ProcessLookupError, PermissionError):
+            pass
+    t0 = time.monotonic()
+    alive = dict(grace)
+    while alive:
+        now = time.monotonic() - t0
+        for pid, g in list(alive.items()):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            if not pid_alive(pid) or now > g + give_up:
+                del alive[pid]
+            elif now > g:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if alive:
+            time.sleep(0.05)

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.backends.base import Backend, Target
-from xcbench.backends.cephfs import mount as cmount
-from xcbench.backends.rados.striping import Striping, cephfs_objects, cephfs_oid
+from xcbench.ceph import mounts as cmount
+from xcbench.ceph.layout import Layout, cephfs_objects, cephfs_oid
+from xcbench.ceph.layout import parse_xattr as parse_layout
 from xcbench.errors import XcbError
 
 TOP = "xcbench"  # the one top-level directory xcbench writes in a file system
@@ -33,26 +34,7 @@ VERIFY_MAX = 32 << 20  # bytes written by verify at most
 SETXATTR_RETRY = 5.0  # seconds
 
 
-def layout_value(s: Striping, pool: str | int) -> str:
-    """The whole ceph.dir.layout value. Give the pool by id: the MDS of Ceph 16.2 parses the
-    whole-layout string with a grammar that rejects '-' in values (EINVAL for "pool=xcb-rep1";
-    ceph/ceph#35063 widened it later), while ceph.dir.layout.pool alone takes the name."""
-    return (f"stripe_unit={s.stripe_unit} stripe_count={s.stripe_count} "
-            f"object_size={s.object_size} pool={pool}")
-
-
-def parse_layout(text: str | bytes) -> dict[str, Any]:
-    """'stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=p' -> dict (ints where numeric)."""
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    out: dict[str, Any] = {}
-    for word in text.strip("\0 \n").split():
-        key, _, value = word.partition("=")
-        out[key] = int(value) if value.isdigit() else value
-    return out
-
-
-def compare_layout(got: dict[str, Any], s: Striping, pool: str, where: str) -> None:
+def compare_layout(got: dict[str, Any], s: Layout, pool: str, where: str) -> None:
     want = {"stripe_unit": s.stripe_unit, "stripe_count": s.stripe_count,
             "object_size": s.object_size, "pool": pool}
     for key, value in want.items():
@@ -95,7 +77,7 @@ class CephFSBackend(Backend):
         where = f"cell {cell.id}"
         if cell.layout is None or cell.pool is None:
             raise XcbError(f"{where}: backend cephfs needs a layout and a pool")
-        s = Striping.of(cell.layout)
+        s = Layout.of(cell.layout)
         s.check(self.cluster.osd_max_object_size(), where=where)
         pool = self.cluster.ensure_pool(cell.pool, cephfs=True)
         self._ensure_mounted()
@@ -110,7 +92,7 @@ class CephFSBackend(Backend):
         d.mkdir()
         self._live.add(fs_path)
         try:
-            value = layout_value(s, self.cluster.rados().pool_lookup(pool))
+            value = s.xattr(self.cluster.rados().pool_lookup(pool))
             self._set_layout(d, value, f"{where}: layout: CephFS rejected ceph.dir.layout=\"{value}\" "
                              f"on {fs_path}")
             compare_layout(parse_layout(os.getxattr(d, "ceph.dir.layout")), s, pool, where)
@@ -134,7 +116,7 @@ class CephFSBackend(Backend):
     def verify(self, target: Target) -> dict[str, Any]:
         """Write a file in the dir; check its layout and where its data objects went."""
         where = f"cell {target.cell_id}"
-        s = Striping.of(target.layout)
+        s = Layout.of(target.layout)
         d = Path(target.path)
         f = d / VERIFY_FILE
         # One full stripe: stripe_count objects of stripe_unit bytes each (capped).

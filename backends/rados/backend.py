@@ -18,7 +18,7 @@ from typing import Any
 from xcbench import proc
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.rados import objects
-from xcbench.backends.rados.striping import Striping, striper_objects, striper_oid
+from xcbench.ceph.layout import Layout, striper_objects, striper_oid
 from xcbench.errors import XcbError
 
 PREFIX_ROOT = "xcb-rados"
@@ -31,7 +31,7 @@ def object_name(path: str) -> str:
     return path
 
 
-def verify_size(s: Striping) -> int:
+def verify_size(s: Layout) -> int:
     """Spans every object of the first object set and one stripe unit beyond (so the count
     and the round-robin order are both visible), capped at VERIFY_MAX."""
     return min(s.stripe_unit * s.stripe_count + s.stripe_unit // 2 + 1, VERIFY_MAX)
@@ -50,7 +50,7 @@ class RadosBackend(Backend):
         if cell.layout is None or cell.pool is None:
             raise XcbError(f"{where}: backend rados needs a layout (nb_stripes, stripe_unit, "
                            "object_size) and a pool")
-        s = Striping.of(cell.layout)
+        s = Layout.of(cell.layout)
         s.check(self.cluster.osd_max_object_size(), where=where)
         pool = self.cluster.ensure_pool(cell.pool)
         prefix = f"/{PREFIX_ROOT}/{cell.id}-{secrets.token_hex(3)}/"
@@ -59,8 +59,7 @@ class RadosBackend(Backend):
         return Target(cell_id=cell.id, backend=self.name, path=None, pool=pool, layout=cell.layout,
                       oss=oss, created=[f"rados:{pool}/{object_name(prefix)}*"],
                       info={"name_prefix": prefix, "object_prefix": object_name(prefix),
-                            "osslib_params": f"{oss['ceph_user']}@{pool},{s.stripe_count},"
-                                             f"{s.stripe_unit},{s.object_size}"})
+                            "osslib_params": s.striper_params(oss["ceph_user"], pool)})
 
     def verify(self, target: Target, gateway=None) -> dict[str, Any]:
         """Upload a file through ``gateway`` (or a gateway started here for the check), then
@@ -79,7 +78,7 @@ class RadosBackend(Backend):
 
     def _verify(self, target: Target, gw) -> dict[str, Any]:
         where = f"cell {target.cell_id}"
-        s = Striping.of(target.layout)
+        s = Layout.of(target.layout)
         size = verify_size(s)
         local = self.workdir / f"verify-{target.cell_id}.bin"
         local.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +113,7 @@ class RadosBackend(Backend):
         evidence.update({"adler32": want_cks, "gateway": gw.root_url, "path": path})
         return evidence
 
-    def _inspect(self, target: Target, name: str, size: int, s: Striping, where: str) -> dict[str, Any]:
+    def _inspect(self, target: Target, name: str, size: int, s: Layout, where: str) -> dict[str, Any]:
         expected = striper_objects(name, size, s)
         with self.cluster.ioctx(target.pool) as io:
             found = {oid: objects.stat(io, oid) for oid in expected}

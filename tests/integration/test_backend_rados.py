@@ -11,8 +11,8 @@ import pytest
 from tests.integration.gwcheck import adler32_hex, xrootd_workdir
 from xcbench import proc
 from xcbench.backends.rados import BACKEND, objects
-from xcbench.backends.rados.striping import Striping, striper_objects
 from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.ceph.layout import striper_objects
 
 pytestmark = pytest.mark.integration
 M = 1 << 20
@@ -72,7 +72,7 @@ def test_object_count_and_cleanup(ceph_cluster, backend, gateway_mod, workdir, i
             proc.run(["xrdcp", "-f", "-s", src, gw.url(path)], env=gw.client_env)
             out = proc.run(["xrdfs", gw.root_url, "query", "checksum", path], env=gw.client_env)
             assert out.stdout.replace("\0", " ").split()[-1] == adler32_hex(data)
-        expected = striper_objects(path, len(data), Striping.of(layout))
+        expected = striper_objects(path, len(data), layout)
         assert len(expected) == count
         with ceph_cluster.ioctx(pool.name) as io:
             listed = objects.list_prefix(io, target.info["object_prefix"])
@@ -103,7 +103,7 @@ def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, work
                                    prefix=target.info["name_prefix"].strip("/") + "/gw")
             assert ev["gfal2_scheme"] == "http"
             xrdcp_put(gw, workdir / "gwcheck" / "src.bin", other.info["name_prefix"] + "keep")
-        s = Striping.of(layout)
+        s = layout
         with ceph_cluster.ioctx(REP.name) as io:
             for name in ev["names"].values():
                 expected = striper_objects("/" + name, size, s)  # 4M + 2M+

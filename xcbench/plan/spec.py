@@ -20,55 +20,19 @@ A bad spec is one XcbError line naming the file (or ``--set``) and the field.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from xcbench.ceph.layout import Layout
+from xcbench.ceph.protection import Protection, label_fields
 from xcbench.errors import XcbError
 from xcbench.plan.units import parse_capacity, parse_rate
 from xcbench.sizes import parse_size
 
 _REQ = object()
-
-
-@dataclass(frozen=True)
-class Protection:
-    kind: str  # replicated | erasure
-    size: int = 1
-    k: int = 0
-    m: int = 0
-
-    @property
-    def label(self) -> str:
-        return f"rep{self.size}" if self.kind == "replicated" else f"ec{self.k}+{self.m}"
-
-    @property
-    def raw_ratio(self) -> float:
-        """Raw bytes stored per logical byte, by construction."""
-        return float(self.size) if self.kind == "replicated" else (self.k + self.m) / self.k
-
-    @property
-    def shards(self) -> int:
-        """OSDs written per client write op (replicas or k+m shards)."""
-        return self.size if self.kind == "replicated" else self.k + self.m
-
-    @property
-    def read_shards(self) -> int:
-        """OSDs read per client read op (the primary, or the k data shards)."""
-        return 1 if self.kind == "replicated" else self.k
-
-    @property
-    def fanout_write(self) -> float:
-        """Bytes the primary OSD sends to other OSDs per client byte written."""
-        return self.size - 1.0 if self.kind == "replicated" else (self.k + self.m - 1) / self.k
-
-    @property
-    def fanin_read(self) -> float:
-        """Bytes the primary gathers from other OSDs per client byte read."""
-        return 0.0 if self.kind == "replicated" else (self.k - 1) / self.k
 
 
 @dataclass(frozen=True)
@@ -248,18 +212,13 @@ class _Reader:
             self.fail(extra[0], f"unknown field (known here: {', '.join(sorted(self.used))})")
 
 
-_PROT = re.compile(r"^(?:rep|replicated|r)(-?\d+)$|^ec(-?\d+)[+-](-?\d+)$", re.IGNORECASE)
-
-
 def _protection(r: _Reader) -> Protection:
     v = r.raw("protection")
     if isinstance(v, str):
-        m = _PROT.match(v.strip())
-        if not m:
+        parsed = label_fields(v)
+        if parsed is None:
             r.fail("protection", f"{v!r} is not rep<N> or ec<k>+<m> (e.g. rep3, ec8+3)")
-        v = ({"kind": "replicated", "size": int(m.group(1))} if m.group(1) is not None
-             else {"kind": "erasure", "k": int(m.group(2)), "m": int(m.group(3))})
-        p = _Reader(v, r.source, r._where("protection"), r.overridden)
+        p = _Reader(parsed, r.source, r._where("protection"), r.overridden)
     else:
         p = r.sub("protection")
     kind = p.choice("kind", ("replicated", "erasure"))
@@ -305,8 +264,8 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
     obj = w.conv("object_size", parse_size, 4 << 20)
     su = w.conv("stripe_unit", parse_size, obj)
     op = w.conv("op_size", parse_size, su)
-    if obj % su:
-        w.fail("object_size", f"{obj} is not a multiple of stripe_unit {su}")
+    for fieldname, why in Layout(su, 1, obj).problems():
+        w.fail(fieldname, why)
     w.done()
     prot = _protection(r)
     hosts = r.number("hosts", integer=True, lo=1)
