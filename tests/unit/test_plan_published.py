@@ -13,9 +13,9 @@ import pytest
 
 from xcbench.cli import main
 from xcbench.plan.calibrate import load_calibration
+from xcbench.plan.crosscheck import check_published
 from xcbench.plan.planner import make_plan
 from xcbench.plan.presets import PRESETS, Target
-from xcbench.plan.published import check_published
 from xcbench.plan.spec import Assumptions, example_path, examples, load_cluster, load_gateway
 from xcbench.store import RunDir
 

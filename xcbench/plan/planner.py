@@ -12,10 +12,10 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from xcbench.plan.calibrate import Calibration, gateway_inputs, storage_inputs
+from xcbench.plan.crosscheck import check_published
 from xcbench.plan.gateway import GatewayInputs, gateway_model, gateways_figure
 from xcbench.plan.gatewaycpu import USCMS_REFERENCE, cores_rows
 from xcbench.plan.presets import PRESETS, Target
-from xcbench.plan.published import check_published
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec
 from xcbench.plan.storage import StorageInputs, remote_share, storage_model
 from xcbench.plan.units import Figure, fmt_capacity, fmt_rate, gbps

@@ -27,12 +27,12 @@ from typing import Any
 import yaml
 
 from xcbench.ceph.layout import Layout
-from xcbench.ceph.protection import Protection, label_fields
+from xcbench.ceph.protection import Protection
 from xcbench.errors import XcbError
+from xcbench.plan.published import parse_published
+from xcbench.plan.reader import Reader, protection_of
 from xcbench.plan.units import parse_capacity, parse_rate
 from xcbench.sizes import parse_size
-
-_REQ = object()
 
 
 @dataclass(frozen=True)
@@ -148,90 +148,7 @@ class Assumptions:
         return self
 
 
-# --- reading YAML with field names in the errors ---------------------------------------------
-
-class _Reader:
-    def __init__(self, data: Any, source: str, path: str = "", overridden: frozenset = frozenset()):
-        self.source, self.path, self.overridden = source, path, overridden
-        if not isinstance(data, dict):
-            self.fail("", f"must be a mapping, got {type(data).__name__}")
-        self.data, self.used = data, set()
-
-    def _where(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path and key else (key or self.path or "(top)")
-
-    def fail(self, key: str, msg: str):
-        where = self._where(key)
-        src = "--set" if where in self.overridden else self.source
-        raise XcbError(f"{src}: {where}: {msg}")
-
-    def raw(self, key: str, default: Any = _REQ) -> Any:
-        self.used.add(key)
-        if key not in self.data or self.data[key] is None:
-            if default is _REQ:
-                self.fail(key, "missing")
-            return default
-        return self.data[key]
-
-    def sub(self, key: str, required: bool = True) -> _Reader | None:
-        v = self.raw(key, _REQ if required else None)
-        return None if v is None else _Reader(v, self.source, self._where(key), self.overridden)
-
-    def number(self, key: str, default: Any = _REQ, *, integer: bool = False, lo: float = 0,
-               strict: bool = False) -> Any:
-        v = self.raw(key, default)
-        if v is default and default is not _REQ:
-            return v
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and v != int(v)):
-            self.fail(key, f"{v!r} is not {'a whole number' if integer else 'a number'}")
-        if not math.isfinite(v) or v < lo or (strict and v == lo):
-            self.fail(key, f"must be {'>' if strict else '>='} {lo:g} (got {v})")
-        return int(v) if integer else float(v)
-
-    def conv(self, key: str, parse, default: Any = _REQ, *, positive: bool = True) -> Any:
-        v = self.raw(key, default)
-        if v is default and default is not _REQ:
-            return v
-        try:
-            out = parse(v)
-        except ValueError as e:
-            self.fail(key, str(e))
-        if positive and not out > 0:
-            self.fail(key, f"must be > 0 (got {v!r})")
-        return out
-
-    def choice(self, key: str, choices: tuple[str, ...], default: Any = _REQ) -> str:
-        v = self.raw(key, default)
-        if v not in choices:
-            self.fail(key, f"{v!r} is not one of {', '.join(choices)}")
-        return v
-
-    def done(self) -> None:
-        extra = sorted(set(self.data) - self.used)
-        if extra:
-            self.fail(extra[0], f"unknown field (known here: {', '.join(sorted(self.used))})")
-
-
-def _protection(r: _Reader) -> Protection:
-    v = r.raw("protection")
-    if isinstance(v, str):
-        parsed = label_fields(v)
-        if parsed is None:
-            r.fail("protection", f"{v!r} is not rep<N> or ec<k>+<m> (e.g. rep3, ec8+3)")
-        p = _Reader(parsed, r.source, r._where("protection"), r.overridden)
-    else:
-        p = r.sub("protection")
-    kind = p.choice("kind", ("replicated", "erasure"))
-    if kind == "replicated":
-        out = Protection("replicated", size=p.number("size", integer=True, lo=1))
-    else:
-        out = Protection("erasure", k=p.number("k", integer=True, lo=1),
-                         m=p.number("m", integer=True, lo=1))
-    p.done()
-    return out
-
-
-def _nic(r: _Reader, key: str, required: bool) -> tuple[int, float]:
+def _nic(r: Reader, key: str, required: bool) -> tuple[int, float]:
     s = r.sub(key, required)
     if s is None:
         return 0, 0.0
@@ -241,7 +158,7 @@ def _nic(r: _Reader, key: str, required: bool) -> tuple[int, float]:
 
 
 def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset()) -> ClusterSpec:
-    r = _Reader(data, source, overridden=overridden)
+    r = Reader(data, source, overridden=overridden)
     net = r.sub("network")
     nics, speed = _nic(net, "public", True)
     cnics, cspeed = _nic(net, "cluster", False)
@@ -260,14 +177,14 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
     if f is not None:
         flash = (f.number("per_host", integer=True), f.conv("size", parse_capacity, 0.0, positive=False))
         f.done()
-    w = r.sub("write", False) or _Reader({}, source, "write", overridden)
+    w = r.sub("write", False) or Reader({}, source, "write", overridden)
     obj = w.conv("object_size", parse_size, 4 << 20)
     su = w.conv("stripe_unit", parse_size, obj)
     op = w.conv("op_size", parse_size, su)
     for fieldname, why in Layout(su, 1, obj).problems():
         w.fail(fieldname, why)
     w.done()
-    prot = _protection(r)
+    prot = protection_of(r)
     hosts = r.number("hosts", integer=True, lo=1)
     fd = r.choice("failure_domain", ("host", "osd"), "host")
     if fd == "host" and prot.shards > hosts:
@@ -279,7 +196,6 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
     name = r.raw("name", Path(source).stem if source not in ("", "--set") else "cluster")
     r.raw("gateway", None)  # read by gateway_from_dict
     desc = str(r.raw("description", ""))
-    from xcbench.plan.published import parse_published
     pub = parse_published(r.raw("published", None), r)
     r.done()
     return ClusterSpec(
@@ -294,7 +210,7 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
 
 def gateway_from_dict(data: Any, source: str, overridden: frozenset = frozenset(),
                       path: str = "") -> GatewaySpec:
-    r = _Reader(data or {}, source, path, overridden)
+    r = Reader(data or {}, source, path, overridden)
     d = GatewaySpec()
     internal = r.sub("internal", False)
     inics, ispeed = 0, d.internal_nic_speed
