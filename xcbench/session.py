@@ -82,6 +82,11 @@ class CellSession:
                 return self.backend.verify(self.target, gw)
         return self.backend.verify(self.target, self.gateway)
 
+    def keep(self) -> None:
+        """Leave the gateway running and the target in place on exit (``xcbench gateway up``:
+        ``gateway down`` undoes both from the recorded state)."""
+        self._stack = None
+
     def __exit__(self, *exc: object) -> None:
         stack, self._stack = self._stack, None
         if stack is not None:
