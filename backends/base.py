@@ -53,6 +53,13 @@ class Target:
     gateway_defaults: dict[str, Any] | None = None
     fio_engine: str | None = None
 
+    def origin_path(self, i: int) -> str | None:
+        """Where origin ``i`` (1-based) of a redirected gateway keeps its files: its own subdir
+        of ``path`` (so files can be counted per origin), or None with a shared store."""
+        if self.shared_store or not self.path:
+            return None
+        return f"{self.path.rstrip('/')}/origin-{i}"
+
     def __post_init__(self) -> None:
         defaults = backend_class(self.backend).target_defaults if self.backend in BACKENDS \
             else Backend.target_defaults

@@ -41,6 +41,7 @@ def one_round(wd: Path, size: int, i: int) -> dict[str, float]:
     procs = ProcessSet()
     cells = [Cell(id=f"bench{i}{n}", label="bench", backend="tmpfs", origins=2 if n == 1 else 1,
                   tmpfs_size=max(4 * size, 64 << 20)) for n in range(3)]
+    wd.mkdir(parents=True, exist_ok=True)
     src_file = wd / "src.bin"
     src_file.write_bytes(bytes(size))
     out: dict[str, float] = {}

@@ -296,9 +296,8 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
     add("cmsd", "manager", "mgr", manager=manager, with_http=False, p=mport)
     add("xrootd", "manager", "mgr", manager=manager)
     for i in range(1, origins + 1):
-        root = None
-        if not target.shared_store:  # own subdir per origin, so files can be counted per origin
-            root = os.path.join(target.path, f"origin-{i}")
+        root = target.origin_path(i)
+        if root is not None:
             os.makedirs(root, exist_ok=True)
             own(Path(root), ids)
         add("cmsd", "server", f"o{i}", manager=manager, localroot=root, with_http=False)
