@@ -25,8 +25,10 @@ like XrdBlackhole):
   ``findings(cell_id, tunables, facts)`` (its known-bad settings, as FINDING rows), and
   ``layout_evidence(target)`` (the layout as applied, for the fingerprint).
 
-A null OSS would set ``osslib`` to its library, ``verify_needs_gateway`` (nothing to look at but
-what the gateway answers) and ``fio_engine`` to "files" on a scratch dir, or a probe of its own.
+A null OSS would set ``osslib`` to its library and ``verify_needs_gateway`` (there is nothing to
+look at but what the gateway answers); fio has no engine for it, so ``fio_engine`` "files" on a
+scratch ``path`` is the nearest probe. A libcephfs OSS is the cephfs backend with ``osslib`` and
+``ceph_conf_env`` set and ``gateway_oss`` naming the file system instead of a local root.
 """
 
 from xcbench.backends.base import Backend, Target, get_backend
