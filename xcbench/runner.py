@@ -81,8 +81,11 @@ class StopFlag:
             raise Interrupted()
 
 
-def _copy_artifacts(gateway: Any, dest: Path) -> None:
-    """Rendered configs and logs into the run (never keyrings)."""
+def _copy_artifacts(session: Any, dest: Path) -> None:
+    """Rendered configs and logs of the session's gateway into the run (never keyrings)."""
+    gateway = getattr(session, "gateway", session)
+    if gateway is None:
+        return
     dest.mkdir(parents=True, exist_ok=True)
     for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
         p = Path(p)
@@ -158,29 +161,24 @@ class Runner:
             self.view.end_cell(cell, status, error)
 
     def _measure(self, cell: Cell, stack: contextlib.ExitStack) -> tuple[str, str | None]:
-        from xcbench.backends import get_backend
-        from xcbench.gateway import start_gateway
+        from xcbench.session import CellSession
         workdir = self.scratch / cell.id
         workdir.mkdir(parents=True, exist_ok=True)
         os.chmod(workdir, 0o755)
-        backend = get_backend(cell.backend)(self.cluster, workdir, self.procs)
-        self._phase(cell, "prepare")
-        target = backend.prepare(cell)
-        stack.callback(backend.cleanup, target)
         listener = self._listener(stack)
-        self._phase(cell, "gateway")
-        gateway = start_gateway(target, workdir=workdir, cluster=self.cluster, origins=cell.origins,
-                                tunables=dict(cell.gateway),
-                                report_addr=listener.addr if listener else None,
-                                procs=self.procs, name=f"gw-{cell.id}", cell=cell)
-        stack.callback(_copy_artifacts, gateway, self.run.path / "raw" / "gateways" / cell.id)
-        stack.callback(gateway.stop)
-        self.sink("findings", [{**f, "cell_id": cell.id} for f in gateway.findings])
+        session = CellSession(cell, cluster=self.cluster, workdir=workdir, procs=self.procs,
+                              name=f"gw-{cell.id}", report_addr=listener.addr if listener else None)
+        # after the session's exit (gateway stopped: its logs are final)
+        stack.callback(_copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
+        self._phase(cell, "prepare, gateway")
+        stack.enter_context(session)
+        backend, target, gateway = session.backend, session.target, session.gateway
+        self.sink("findings", [{**f, "cell_id": cell.id} for f in session.findings])
         self._phase(cell, "verify")
-        evidence = self._verify(backend, target, gateway)
+        evidence = self._verify(session)
         self.run.set_cell(cell.id, target=target.info, verify=evidence, pool=target.pool,
                           backend_info=backend.describe())
-        self._fingerprint(cell, target, gateway)
+        self._fingerprint(cell, session)
         telemetry = self._telemetry(cell, target, gateway, listener)
         if telemetry is not None:
             stack.enter_context(telemetry)
@@ -206,25 +204,20 @@ class Runner:
                                 "(see the transfers table: reason, error_scope, error_phase)")
         return "complete", None
 
-    def _fingerprint(self, cell: Cell, target: Any, gateway: Any) -> None:
+    def _fingerprint(self, cell: Cell, session: Any) -> None:
         from xcbench import fingerprint as fp
-        layout = fp.layout_xattrs(target.path) if cell.backend == "cephfs" and target.path else None
-        if layout is None and target.layout is not None:
-            layout = {"stripe_unit": target.layout.stripe_unit, "object_size": target.layout.object_size,
-                      "stripe_count": target.layout.stripe_count, "source": "xrdceph striper"}
+        target = session.target
+        layout = session.backend.layout_evidence(target)
         pool = fp.pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
         self.run.set_cell_fingerprint(cell.id, layout=layout, pool=pool,
-                                      configs=fp.config_hashes(getattr(gateway, "config_paths", [])))
+                                      configs=fp.config_hashes(getattr(session.gateway, "config_paths", [])))
 
     def _phase(self, cell: Cell, what: str) -> None:
         if self.view:
             self.view.phase(cell.label, what)
 
-    def _verify(self, backend: Any, target: Any, gateway: Any) -> dict:
-        import inspect
-        if "gateway" in inspect.signature(backend.verify).parameters:
-            return backend.verify(target, gateway=gateway)
-        return backend.verify(target)
+    def _verify(self, session: Any) -> dict:
+        return session.verify()
 
     def _listener(self, stack: contextlib.ExitStack) -> Any:
         try:
@@ -259,20 +252,17 @@ class Runner:
         if self._source is None:
             from dataclasses import replace
 
-            from xcbench.backends import get_backend
-            from xcbench.gateway import start_gateway
+            from xcbench.session import CellSession
             src_cell = replace(self.matrix.cells[0], backend="tmpfs", layout=None, pool=None,
                                tmpfs_size=max(c.file_size * c.files for c in self.matrix.cells) * 2,
-                               id="source", label="tpc source")
+                               id="source", label="tpc source", origins=1, gateway={})
             workdir = self.scratch / "source"
             workdir.mkdir(exist_ok=True)
             os.chmod(workdir, 0o755)
-            backend = get_backend("tmpfs")(None, workdir, self.procs)
-            target = backend.prepare(src_cell)
-            self._source_stack.callback(backend.cleanup, target)
-            gw = start_gateway(target, workdir=workdir, procs=self.procs, name="gw-source")
-            self._source_stack.callback(gw.stop)
-            self._source = gw
+            session = self._source_stack.enter_context(
+                CellSession(src_cell, cluster=None, workdir=workdir, procs=self.procs,
+                            name="gw-source"))
+            self._source = session.gateway
         return self._source
 
     def _campaign(self, cell: Cell, gateway: Any, level: int, repeat: int) -> dict:

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.gwcheck import xrootd_workdir
 from xcbench import proc
-from xcbench.backends.cephfs import BACKEND
+from xcbench.backends.cephfs import BACKEND  # noqa: F401 - the conftest backend fixture
 from xcbench.backends.cephfs.backend import TOP
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.ceph.layout import cephfs_objects, parse_xattr
@@ -26,22 +25,6 @@ EC = PoolSpec("erasure", k=2, m=1)
 def cell(ident: str, layout: Layout, pool: PoolSpec) -> Cell:
     return Cell(id=f"bk-{ident}", label=f"backends test {ident}", backend="cephfs",
                 layout=layout, pool=pool)
-
-
-@pytest.fixture(scope="module")
-def workdir():
-    # not pytest's tmp_path: the xrootd user must reach the mount and the gateway dirs below it
-    with xrootd_workdir("xcb-test-cephfs-") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
-def backend(ceph_cluster, workdir):
-    procs = proc.ProcessSet()
-    b = BACKEND(ceph_cluster, workdir, procs)
-    yield b
-    b.close()
-    procs.stop_all()
 
 
 def getfattr(path: Path, name: str) -> dict:
