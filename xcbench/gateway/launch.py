@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from xcbench import proc
 from xcbench.errors import XcbError
-from xcbench.findings import WILDCARD_BINDS, finding, findings_for
+from xcbench.findings import WILDCARD_BINDS, finding
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
+from xcbench.gateway.findings import findings_for
 from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
 from xcbench.net import free_port
 from xcbench.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
