@@ -141,7 +141,7 @@ def test_a_failed_run_marks_unfinished_cells_interrupted(tmp_path):
     run.set_cell("c", status="pending")
     run.finalize("interrupted")
     cells = RunDir.open(run.path).cells
-    assert [cells[k]["status"] for k in "abc"] == ["complete", "interrupted", "interrupted"]
+    assert [cells[k].status for k in "abc"] == ["complete", "interrupted", "interrupted"]
 
 
 def test_list_and_resolve_runs(tmp_path):
