@@ -28,11 +28,12 @@ from xcbench import proc
 from xcbench.analysis.attribution import write_verdicts
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
-from xcbench.interfaces import Cluster
+from xcbench.interfaces import Cluster, Gateway, Target
 from xcbench.manifest import DONE
 from xcbench.matrix import Matrix
 from xcbench.store import RunDir
 from xcbench.telemetry import CephSampler, GatewaySampler, HostSampler, ReportListener, TelemetryRunner
+from xcbench.telemetry.base import Sampler as BaseSampler
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster as CephCluster
@@ -240,16 +241,16 @@ class Runner:
         stack.callback(listener.close)
         return listener
 
-    def _telemetry(self, cell: Cell, target: Any, gateway: Any,
+    def _telemetry(self, cell: Cell, target: Target, gateway: Gateway,
                    listener: ReportListener | None) -> TelemetryRunner:
-        samplers: list[Any] = [HostSampler()]
+        samplers: list[BaseSampler] = [HostSampler()]
         if listener is not None:
             samplers.append(GatewaySampler(listener, gateway))
         if self.cluster is not None and target.pool:
             samplers.append(CephSampler(self.cluster, [target.pool]))
         return TelemetryRunner(samplers, interval=1.0, sink=self.sink, cell_id=cell.id)
 
-    def _probe(self, cell: Cell, target: Any) -> None:
+    def _probe(self, cell: Cell, target: Target) -> None:
         from xcbench.probe import run_probe
         raw = self.run.path / "raw" / "fio" / cell.id
         raw.mkdir(parents=True, exist_ok=True)
@@ -277,7 +278,7 @@ class Runner:
             self._source = gw
         return self._source
 
-    def _campaign(self, cell: Cell, gateway: Any, level: int, repeat: int) -> dict:
+    def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
         from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
         settings = dict(cell.campaign)
         opt = settings.pop("optimizer", None)
