@@ -22,15 +22,23 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from xcbench import proc
+from xcbench.analysis.attribution import write_verdicts
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
-from xcbench.matrix import Matrix, load_matrix
+from xcbench.interfaces import Cluster, Gateway, Target
+from xcbench.manifest import DONE
+from xcbench.matrix import Matrix
 from xcbench.store import RunDir
+from xcbench.telemetry import CephSampler, GatewaySampler, HostSampler, ReportListener, TelemetryRunner
+from xcbench.telemetry.base import Sampler as BaseSampler
 
-DONE = ("complete", "degraded")  # cell states --resume does not run again
+if TYPE_CHECKING:
+    from xcbench.ceph.cluster import Cluster as CephCluster
+
+__all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_create", "run_matrix"]
 
 
 class Interrupted(Exception):
@@ -67,12 +75,12 @@ class StopFlag:
                 self._old[sig] = signal.signal(sig, self._handle)
         return self
 
-    def _handle(self, signum, frame) -> None:
+    def _handle(self, signum: int, frame: Any) -> None:
         if self.event.is_set():
             raise KeyboardInterrupt
         self.event.set()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for sig, old in self._old.items():
             signal.signal(sig, old)
 
@@ -94,9 +102,11 @@ def _copy_artifacts(session: Any, dest: Path) -> None:
 
 
 class Runner:
-    def __init__(self, matrix: Matrix, cluster: Any, run: RunDir, opts: RunOptions,
+    def __init__(self, matrix: Matrix, cluster: Cluster | None, run: RunDir, opts: RunOptions,
                  stop: StopFlag, view: Any = None):
-        self.matrix, self.cluster, self.run, self.opts = matrix, cluster, run, opts
+        self.matrix, self.run, self.opts = matrix, run, opts
+        # the backends and the gateway still take the concrete handle (xcbench.ceph.cluster)
+        self.cluster = cast("CephCluster | None", cluster)
         self.stop, self.view = stop, view
         self.procs = proc.ProcessSet()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"xcbench-{run.path.name}-", dir="/var/tmp"))
@@ -113,11 +123,11 @@ class Runner:
     # -- the run ---------------------------------------------------------------------------
     def execute(self) -> None:
         try:
-            if self.opts.baseline and not self.run.manifest.get("baseline_done"):
+            if self.opts.baseline and not self.run.state.baseline_done:
                 self._baseline()
             for cell in self.matrix.cells:
-                state = self.run.manifest["cells"].get(cell.id, {}).get("status")
-                if state in DONE:
+                state = self.run.cells.get(cell.id)
+                if state is not None and state.done:
                     continue
                 self.stop.check()
                 self._cell(cell)
@@ -132,10 +142,10 @@ class Runner:
             self.view.phase("baseline", "iperf3 on loopback")
         try:
             self.sink("baseline", [iperf3(procs=self.procs)])
-            self.run.manifest["baseline_done"] = True
+            self.run.state.baseline_done = True
             self.run.save_manifest()
         except XcbError as e:
-            self.run.manifest.setdefault("warnings", []).append(f"baseline: {e}")
+            self.run.warn(f"baseline: {e}")
 
     def _cell(self, cell: Cell) -> None:
         t0 = time.time()
@@ -219,28 +229,21 @@ class Runner:
     def _verify(self, session: Any) -> dict:
         return session.verify()
 
-    def _listener(self, stack: contextlib.ExitStack) -> Any:
-        try:
-            from xcbench.telemetry import ReportListener
-        except ImportError:
-            return None
+    def _listener(self, stack: contextlib.ExitStack) -> ReportListener:
         listener = ReportListener()
         stack.callback(listener.close)
         return listener
 
-    def _telemetry(self, cell: Cell, target: Any, gateway: Any, listener: Any) -> Any:
-        try:
-            from xcbench.telemetry import CephSampler, GatewaySampler, HostSampler, TelemetryRunner
-        except ImportError:
-            return None
-        samplers = [HostSampler()]
+    def _telemetry(self, cell: Cell, target: Target, gateway: Gateway,
+                   listener: ReportListener | None) -> TelemetryRunner:
+        samplers: list[BaseSampler] = [HostSampler()]
         if listener is not None:
             samplers.append(GatewaySampler(listener, gateway))
         if self.cluster is not None and target.pool:
             samplers.append(CephSampler(self.cluster, [target.pool]))
         return TelemetryRunner(samplers, interval=1.0, sink=self.sink, cell_id=cell.id)
 
-    def _probe(self, cell: Cell, target: Any) -> None:
+    def _probe(self, cell: Cell, target: Target) -> None:
         from xcbench.probe import run_probe
         raw = self.run.path / "raw" / "fio" / cell.id
         raw.mkdir(parents=True, exist_ok=True)
@@ -265,7 +268,7 @@ class Runner:
             self._source = session.gateway
         return self._source
 
-    def _campaign(self, cell: Cell, gateway: Any, level: int, repeat: int) -> dict:
+    def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
         from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
         settings = dict(cell.campaign)
         opt = settings.pop("optimizer", None)
@@ -282,53 +285,18 @@ class Runner:
 
 
 def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:
+    """The run to record into: ``opts.resume``'s (made ready to go on), or a new one."""
     if opts.resume:
         run = RunDir.open(opts.resume)
-        for pq in run.path.glob("*.parquet"):  # derived from the JSONL; rewritten at the end
-            pq.unlink()
-        _supersede_partial(run)
-        run.manifest["status"] = "running"
-        run.manifest.setdefault("resumed", []).append(time.time())
-        run.save_manifest()
+        run.resume()
         return run
     return RunDir.create(opts.out, name=opts.name, matrix=matrix.manifest(), **info)
 
 
-def _supersede_partial(run: RunDir) -> None:
-    """Records of cells that did not finish move to records/superseded/: kept, not analysed."""
-    import json
-    redo = {cid for cid, c in run.manifest.get("cells", {}).items() if c.get("status") not in DONE}
-    if not redo:
-        return
-    old = run.path / "records" / "superseded"
-    old.mkdir(exist_ok=True)
-    for jl in (run.path / "records").glob("*.jsonl"):
-        keep, moved = [], []
-        for line in jl.read_text().splitlines(keepends=True):
-            try:
-                cid = json.loads(line).get("cell_id")
-            except ValueError:
-                continue  # a torn last line from a hard kill
-            (moved if cid in redo else keep).append(line)
-        if moved:
-            with open(old / jl.name, "a") as fh:
-                fh.writelines(moved)
-            jl.write_text("".join(keep))
-
-
-def run_matrix(matrix_path: str | Path | None, cluster: Any, opts: RunOptions,
+def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
                view: Any = None) -> RunDir:
-    """Run a matrix (or resume a run) and return its RunDir; raises Interrupted on Ctrl-C
-    after everything was flushed and stopped."""
-    if opts.resume:
-        prev = RunDir.open(opts.resume)
-        matrix_path = prev.manifest.get("matrix", {}).get("path")
-        opts.scale_ec = bool(prev.manifest.get("matrix", {}).get("scaled_ec")) or opts.scale_ec
-        if not matrix_path or not Path(matrix_path).exists():
-            raise XcbError(f"{opts.resume}: the run's matrix file {matrix_path!r} is gone")
-    load_matrix(matrix_path)  # structure first: bad input fails before the cluster is asked
-    matrix = load_matrix(matrix_path, cluster, scale_ec=opts.scale_ec) if cluster is not None \
-        else load_matrix(matrix_path)
+    """Run a parsed matrix (for --resume: the run's own, see commands.run.load_run_matrix) and
+    return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped."""
     run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
                                                 "fio_hosts": opts.fio_hosts},
                          cluster=_cluster_info(cluster))
@@ -351,7 +319,7 @@ def run_matrix(matrix_path: str | Path | None, cluster: Any, opts: RunOptions,
     return run
 
 
-def _cluster_info(cluster: Any) -> dict[str, Any]:
+def _cluster_info(cluster: Cluster | None) -> dict[str, Any]:
     """What the plan's calibration and the report need to know of the cluster (no secrets)."""
     if cluster is None:
         return {}
@@ -365,31 +333,22 @@ def _cluster_info(cluster: Any) -> dict[str, Any]:
 
 def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
     """Verdicts, Parquet, report — each best effort, so a failure here loses no record."""
-    cells = run.manifest["cells"].values()
-    if status == "complete" and any(c.get("status") not in DONE for c in cells):
+    if status == "complete" and any(not c.done for c in run.cells.values()):
         status = "partial"
     try:
-        from xcbench.analysis.attribution import attribute
         run.close()
-        verdicts = attribute(run)
-        done = {v["cell_id"] for v in verdicts}
-        old = run.table("verdicts")
-        if len(old):  # a resumed run: replace the verdicts of cells attributed again
-            keep = old[~old["cell_id"].isin(done)].to_dict("records")
-            (run.path / "records" / "verdicts.jsonl").unlink(missing_ok=True)
-            run.append("verdicts", keep)
-        run.append("verdicts", verdicts)
+        write_verdicts(run)  # a resumed run: the verdicts of cells attributed again are replaced
     except Exception as e:
-        run.manifest.setdefault("warnings", []).append(f"attribution: {type(e).__name__}: {e}")
+        run.warn(f"attribution: {type(e).__name__}: {e}")
     run.finalize(status)
     if opts.report:
         try:
             from xcbench.analysis.report import render_report
             path = render_report([run.path], fmt=opts.report_format)
-            run.manifest["report"] = str(path)
+            run.state.report = str(path)
             if opts.report_format == "html":
                 md = render_report([run.path], fmt="md")
-                run.manifest["report_md"] = str(md)
+                run.state.report_md = str(md)
         except Exception as e:
-            run.manifest.setdefault("warnings", []).append(f"report: {type(e).__name__}: {e}")
+            run.warn(f"report: {type(e).__name__}: {e}")
         run.save_manifest()

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xcbench.ceph.cluster import add_ceph_args, cluster_from_args
 from xcbench.errors import XcbError
+
+if TYPE_CHECKING:
+    from xcbench.matrix import Matrix
 
 
 def add_parser(sub):
@@ -42,7 +46,31 @@ def options(args):
                       report=not args.no_report, report_format=args.format)
 
 
-def execute(matrix, cluster, opts) -> int:
+def matrix_path(matrix: str | None, opts) -> str:
+    """The matrix file to run: MATRIX, or with --resume the run's own (and its --scale-ec)."""
+    if opts.resume:
+        from xcbench.store import RunDir
+        given = (RunDir.open(opts.resume).state.matrix or {})
+        path = given.get("path")
+        opts.scale_ec = bool(given.get("scaled_ec")) or opts.scale_ec
+        if not path or not Path(path).exists():
+            raise XcbError(f"{opts.resume}: the run's matrix file {path!r} is gone")
+        return str(path)
+    if not matrix:
+        raise XcbError("run: give a MATRIX file (or --resume RUN)")
+    return matrix
+
+
+def load_run_matrix(path: str | Path, cluster, opts) -> Matrix:
+    """The matrix parsed once for the run: with the cluster's facts when there is a cluster
+    (call load_matrix(path) first, before the cluster is asked, to fail fast on bad input)."""
+    from xcbench.matrix import load_matrix
+    if cluster is None:
+        return load_matrix(path)
+    return load_matrix(path, cluster, scale_ec=opts.scale_ec)
+
+
+def execute(matrix: Matrix, cluster, opts) -> int:
     """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
     from xcbench.progress import MatrixView
     from xcbench.runner import Interrupted, run_matrix
@@ -52,24 +80,23 @@ def execute(matrix, cluster, opts) -> int:
         print(f"interrupted: what was measured is in {e}; continue with "
               f"`xcbench run --resume {e}`", file=sys.stderr)
         return 130
-    cells = run.manifest["cells"].values()
-    failed = [c for c in cells if c.get("status") == "failed"]
+    failed = [c for c in run.cells.values() if c.status == "failed"]
     print(f"run: {run.path.resolve()}")
-    if run.manifest.get("report"):
-        print(f"report: {Path(run.manifest['report']).resolve()}")
-    for w in run.manifest.get("warnings", []):
+    if run.state.report:
+        print(f"report: {Path(run.state.report).resolve()}")
+    for w in run.state.warnings or []:
         print(f"warning: {w}", file=sys.stderr)
     for c in failed:
-        print(f"failed cell {c.get('label')}: {c.get('error')}", file=sys.stderr)
+        print(f"failed cell {c.label}: {c.error}", file=sys.stderr)
     return 1 if failed else 0
 
 
 def run(args) -> int:
+    from xcbench.matrix import load_matrix
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
-    if args.matrix:
-        from xcbench.matrix import load_matrix
-        load_matrix(args.matrix)  # bad input fails before anything touches a cluster
     opts = options(args)
+    path = matrix_path(args.matrix, opts)
+    load_matrix(path)  # structure first: bad input fails before anything touches a cluster
     cluster = cluster_from_args(args)
-    return execute(args.matrix, cluster, opts)
+    return execute(load_run_matrix(path, cluster, opts), cluster, opts)
