@@ -51,6 +51,7 @@ class RunOptions:
     report_format: str = "html"
     progress: bool = True
     name: str | None = None
+    telemetry: str | None = None  # devices and intervals, "host:0.5,ceph" (None: all, defaults)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -227,25 +228,17 @@ class Runner:
         return backend.verify(target)
 
     def _listener(self, stack: contextlib.ExitStack) -> Any:
-        try:
-            from xcbench.telemetry import ReportListener
-        except ImportError:
-            return None
+        from xcbench.telemetry import ReportListener, wants
+        if not wants(self.opts.telemetry, "gateway"):
+            return None  # no gateway device: no xrd.report stream to listen to
         listener = ReportListener()
         stack.callback(listener.close)
         return listener
 
     def _telemetry(self, cell: Cell, target: Any, gateway: Any, listener: Any) -> Any:
-        try:
-            from xcbench.telemetry import CephSampler, GatewaySampler, HostSampler, TelemetryRunner
-        except ImportError:
-            return None
-        samplers = [HostSampler()]
-        if listener is not None:
-            samplers.append(GatewaySampler(listener, gateway))
-        if self.cluster is not None and target.pool:
-            samplers.append(CephSampler(self.cluster, [target.pool]))
-        return TelemetryRunner(samplers, interval=1.0, sink=self.sink, cell_id=cell.id)
+        from xcbench import telemetry
+        return telemetry.build(self.opts.telemetry, cell=cell, target=target, gateway=gateway,
+                               listener=listener, cluster=self.cluster, sink=self.sink)
 
     def _probe(self, cell: Cell, target: Any) -> None:
         from xcbench.probe import run_probe
