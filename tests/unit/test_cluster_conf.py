@@ -2,7 +2,6 @@
 
 import base64
 import struct
-from pathlib import Path
 
 import pytest
 
@@ -118,8 +117,3 @@ def test_health_classification():
     assert unexpected_checks({"status": "HEALTH_WARN", "checks": {"MON_DISK_LOW": {}}}) == []
     assert unexpected_checks({"status": "HEALTH_WARN", "checks": {"OSD_DOWN": {}}}) == ["OSD_DOWN"]
     assert all(EXPECTED_WARNINGS.values())
-
-
-def test_unescape_mountinfo():
-    from xcbench.ceph.fuse import _unescape
-    assert Path(_unescape(r"/tmp/a\040b")) == Path("/tmp/a b")

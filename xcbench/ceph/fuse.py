@@ -2,7 +2,7 @@
 
 Mounts of an embedded cluster are recorded under ``<state>/mounts/`` so that `cluster down` can
 unmount them wherever they are; a dead mount ("transport endpoint is not connected") is found
-through /proc/self/mountinfo, not os.path.ismount (which fails on it).
+through the mount table (psutil), not os.path.ismount (which fails on it).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import time
 from pathlib import Path
@@ -25,23 +24,18 @@ if TYPE_CHECKING:
 FUSE_TYPES = ("fuse.ceph-fuse", "fuse.ceph")
 
 
-def _unescape(field: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
 def ceph_fuse_mounts() -> list[Path]:
-    """Mount points of every ceph-fuse mount on this host (live or dead)."""
-    out = []
+    """Mount points of every ceph-fuse mount on this host (live or dead).
+
+    psutil lists the mount table without stat()ing the mount points (and decodes their octal
+    escapes), so a dead FUSE mount is found too.
+    """
+    import psutil
     try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+        parts = psutil.disk_partitions(all=True)
     except OSError:
-        return out
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fstype = right.split(" ", 1)[0]
-        if fstype in FUSE_TYPES:
-            out.append(Path(_unescape(left.split(" ")[4])))
-    return out
+        return []
+    return [Path(p.mountpoint) for p in parts if p.fstype in FUSE_TYPES]
 
 
 def is_mounted(mountpoint: Path) -> bool:
@@ -134,10 +128,8 @@ def umount(mountpoint: Path, *, state_dir: Path | None = None, pid: int | None =
 
 
 def _is_ceph_fuse(pid: int) -> bool:
-    try:
-        return b"ceph-fuse" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-    except OSError:
-        return False
+    argv = proc.cmdline(pid)
+    return bool(argv) and "ceph-fuse" in argv[0]
 
 
 def _reap(pid: int | None) -> None:
