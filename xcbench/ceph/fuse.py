@@ -129,7 +129,7 @@ def umount(mountpoint: Path, *, state_dir: Path | None = None, pid: int | None =
 
 def _is_ceph_fuse(pid: int) -> bool:
     argv = proc.cmdline(pid)
-    return bool(argv) and "ceph-fuse" in argv[0]
+    return argv is not None and "ceph-fuse" in argv[0]
 
 
 def _reap(pid: int | None) -> None:
