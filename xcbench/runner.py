@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from xcbench import proc
+from xcbench import proc, telemetry
 from xcbench.analysis.attribution import write_verdicts
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
@@ -32,8 +32,7 @@ from xcbench.interfaces import Cluster, Gateway, Target
 from xcbench.manifest import DONE
 from xcbench.matrix import Matrix
 from xcbench.store import RunDir
-from xcbench.telemetry import CephSampler, GatewaySampler, HostSampler, ReportListener, TelemetryRunner
-from xcbench.telemetry.base import Sampler as BaseSampler
+from xcbench.telemetry import ReportListener, TelemetryRunner
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster as CephCluster
@@ -59,6 +58,7 @@ class RunOptions:
     report_format: str = "html"
     progress: bool = True
     name: str | None = None
+    telemetry: str | None = None  # devices and intervals, "host:0.5,ceph" (None: all, defaults)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -189,9 +189,9 @@ class Runner:
         self.run.set_cell(cell.id, target=target.info, verify=evidence, pool=target.pool,
                           backend_info=backend.describe())
         self._fingerprint(cell, session)
-        telemetry = self._telemetry(cell, target, gateway, listener)
-        if telemetry is not None:
-            stack.enter_context(telemetry)
+        devices = self._telemetry(cell, target, gateway, listener)
+        if devices is not None:
+            stack.enter_context(devices)
         self.stop.check()
         if self.opts.probes:
             self._phase(cell, "fio probe")
@@ -229,19 +229,17 @@ class Runner:
     def _verify(self, session: Any) -> dict:
         return session.verify()
 
-    def _listener(self, stack: contextlib.ExitStack) -> ReportListener:
+    def _listener(self, stack: contextlib.ExitStack) -> ReportListener | None:
+        if not telemetry.wants(self.opts.telemetry, "gateway"):
+            return None  # no gateway device: no xrd.report stream to listen to
         listener = ReportListener()
         stack.callback(listener.close)
         return listener
 
     def _telemetry(self, cell: Cell, target: Target, gateway: Gateway,
-                   listener: ReportListener | None) -> TelemetryRunner:
-        samplers: list[BaseSampler] = [HostSampler()]
-        if listener is not None:
-            samplers.append(GatewaySampler(listener, gateway))
-        if self.cluster is not None and target.pool:
-            samplers.append(CephSampler(self.cluster, [target.pool]))
-        return TelemetryRunner(samplers, interval=1.0, sink=self.sink, cell_id=cell.id)
+                   listener: ReportListener | None) -> TelemetryRunner | None:
+        return telemetry.build(self.opts.telemetry, cell=cell, target=target, gateway=gateway,
+                               listener=listener, cluster=self.cluster, sink=self.sink)
 
     def _probe(self, cell: Cell, target: Target) -> None:
         from xcbench.probe import run_probe

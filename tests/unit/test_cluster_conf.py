@@ -2,7 +2,6 @@
 
 import base64
 import struct
-from pathlib import Path
 
 import pytest
 

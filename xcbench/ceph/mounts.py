@@ -164,10 +164,8 @@ def fuse_umount(mountpoint: Path, *, state_dir: Path | None = None, pid: int | N
 
 
 def _is_ceph_fuse(pid: int) -> bool:
-    try:
-        return b"ceph-fuse" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-    except OSError:
-        return False
+    argv = proc.cmdline(pid)
+    return argv is not None and "ceph-fuse" in argv[0]
 
 
 def _reap(pid: int | None) -> None:

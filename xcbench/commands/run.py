@@ -33,17 +33,23 @@ def add_run_args(p) -> None:
     p.add_argument("--no-probes", action="store_true", help="skip the fio probes")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
+    p.add_argument("--telemetry", metavar="DEVICES",
+                   help="telemetry devices and intervals, e.g. host,gateway or host:0.5,ceph:2, "
+                        "or none (default: every device; see `xcbench telemetry list`)")
 
 
 def options(args):
     from xcbench.runner import RunOptions
     if args.repeats is not None and args.repeats < 1:
         raise XcbError(f"--repeats: {args.repeats} must be >= 1")
+    from xcbench.telemetry.devices import parse_selection
+    parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     return RunOptions(out=Path(args.out), repeats=args.repeats, name=args.name,
                       resume=Path(args.resume) if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,
-                      report=not args.no_report, report_format=args.format)
+                      report=not args.no_report, report_format=args.format,
+                      telemetry=args.telemetry)
 
 
 def matrix_path(matrix: str | None, opts) -> str:
