@@ -6,17 +6,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xcbench import cell, matrix
+from xcbench import cell
 from xcbench.ceph.layout import Layout, parse_xattr
 from xcbench.ceph.protection import PoolSpec, Protection, label_fields
 from xcbench.errors import XcbError
+from xcbench.matrix import schema as matrix_schema
 from xcbench.plan import spec as plan_spec
 
 K, M = 1 << 10, 1 << 20
 
 
 def test_one_class_each():
-    assert cell.Layout is Layout and matrix.Layout is Layout
+    assert cell.Layout is Layout and matrix_schema.Layout is Layout
     assert cell.PoolSpec is Protection and PoolSpec is Protection and plan_spec.Protection is Protection
 
 
