@@ -1,0 +1,120 @@
+"""CPU-quota cgroups on the real kernel: the quota binds, the limit is read back, and every group
+is removed: on exit, at interpreter exit, and by a sweep after its owner was killed with -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from xcbench.cgroups import CgroupError, CpuGroups, Registry, detect, sweep_stale
+from xcbench.limits import cpu_limit
+
+try:
+    MECH = detect()
+    WHY = ""
+except CgroupError as e:
+    MECH, WHY = None, str(e)
+pytestmark = pytest.mark.skipif(MECH is None, reason=WHY or "no CPU-quota cgroups")
+BUSY = [sys.executable, "-c", "while True: pass"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _stat(group: Path) -> dict[str, int]:
+    try:
+        return {k: int(v) for k, v in (ln.split() for ln in (group / "cpu.stat").read_text().splitlines())}
+    except OSError:
+        return {}
+
+
+@pytest.fixture
+def busy():
+    p = subprocess.Popen(BUSY)
+    yield p
+    p.kill()
+    p.wait()
+
+
+def test_a_busy_loop_uses_its_quota_and_no_more(tmp_path, busy):
+    run = f"t{uuid.uuid4().hex[:6]}"
+    with CpuGroups(tmp_path, run) as groups:
+        g = groups.create("probe", cores=0.25)
+        assert g.path.name == f"xcb-{run}-probe" and g.path.is_dir()
+        g.add(busy.pid)
+        assert busy.pid in g.pids()
+        lim = cpu_limit(busy.pid)
+        assert lim.cores == 0.25 and lim.source == f"cgroup v1 cpu.cfs_quota_us=25000/100000 at {g.path}" \
+            if MECH.kind == "v1" else lim.cores == 0.25
+        proc = psutil.Process(busy.pid)
+        t0, c0 = time.monotonic(), sum(proc.cpu_times()[:2])
+        time.sleep(2.0)
+        used, wall = sum(proc.cpu_times()[:2]) - c0, time.monotonic() - t0
+        # the window spans at most wall/period + 1 periods, each granting at most one quota
+        period = g.period_us / 1e6
+        bound = g.quota_us / 1e6 * (wall / period + 1)
+        assert used <= bound, f"{used:.3f} s CPU in {wall:.2f} s, quota allows {bound:.3f}"
+        assert used > 0
+        if MECH.kind == "v1":
+            assert _stat(g.path).get("nr_throttled", 0) > 0  # the quota, not the scheduler, bound it
+        assert [e["path"] for e in Registry(tmp_path).entries()] == [str(g.path)]
+    assert not g.path.exists()
+    assert Registry(tmp_path).entries() == []
+    assert psutil.Process(busy.pid).is_running()  # moved back to the parent, not killed
+    assert cpu_limit(busy.pid).cores != 0.25
+
+
+def test_names_must_be_xcbench_names(tmp_path):
+    with CpuGroups(tmp_path, "x") as groups, pytest.raises(CgroupError):
+        groups.create("a/../../b", 0.5)
+
+
+def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
+    code = textwrap.dedent(f"""
+        import os, signal, subprocess, sys
+        from xcbench.cgroups import CpuGroups
+        groups = CpuGroups({str(tmp_path)!r}, "crash{os.getpid()}")
+        g = groups.create("gateway", 0.5)
+        busy = subprocess.Popen({BUSY!r}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        g.add(busy.pid)
+        print(g.path, busy.pid, flush=True)
+    """) + textwrap.dedent(body)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def test_atexit_removes_what_a_forgotten_close_left(tmp_path):
+    r = _child(tmp_path, "busy.kill(); busy.wait()\n")  # exits without close(): atexit runs
+    path, pid = r.stdout.split()
+    assert r.returncode == 0, r.stderr
+    assert not Path(path).exists() and Registry(tmp_path).entries() == []
+
+
+def test_after_kill_9_a_sweep_removes_the_group_and_keeps_its_process(tmp_path):
+    r = _child(tmp_path, "os.kill(os.getpid(), signal.SIGKILL)\n")
+    assert r.returncode == -signal.SIGKILL
+    path, pid = r.stdout.split()
+    busy = psutil.Process(int(pid))
+    try:
+        assert Path(path).is_dir()  # no atexit after -9: left over, but recorded
+        assert sweep_stale(tmp_path) == [path]
+        assert not Path(path).exists() and Registry(tmp_path).entries() == []
+        assert busy.is_running()
+        assert sweep_stale(tmp_path) == []
+    finally:
+        busy.kill()
+        busy.wait(10)
+
+
+def test_a_sweep_keeps_the_groups_of_a_live_owner(tmp_path, busy):
+    with CpuGroups(tmp_path, f"live{os.getpid()}") as groups:
+        g = groups.create("client", 1.0)
+        assert sweep_stale(tmp_path) == [] and g.path.is_dir()
+    assert not g.path.exists()
