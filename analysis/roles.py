@@ -73,6 +73,13 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
     return out
 
 
+def role_series(s: SampleIndex, cell_id: str) -> dict[str, tuple[Any, Any]]:
+    """{role: (cpu rows, limit rows)} (wall, value[, labels]) of a cell, for the timeline plot."""
+    cpu = s.by_label(cell_id, "role_cpu_cores", "role")
+    lim = s.by_label(cell_id, "role_cpu_limit_cores", "role")
+    return {r: (cpu.get(r), lim.get(r)) for r in sorted(set(cpu) | set(lim), key=_order)}
+
+
 def source_note(run_id: str, cell_id: str, windows) -> dict[str, Any]:
     w = " | ".join(f"(wall >= {a!r} & wall <= {b!r})" for a, b in windows)
     return {"run": run_id, "table": "samples", "agg": "mean per role (labels.role)",
