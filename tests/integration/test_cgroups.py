@@ -118,3 +118,39 @@ def test_a_sweep_keeps_the_groups_of_a_live_owner(tmp_path, busy):
         g = groups.create("client", 1.0)
         assert sweep_stale(tmp_path) == [] and g.path.is_dir()
     assert not g.path.exists()
+
+
+def test_every_thread_moves_and_the_role_sampler_sees_the_role_at_its_limit(tmp_path):
+    """A 3-thread busy process in a quarter-core group: all its threads are in the group, the
+    RoleSampler reports the group's quota as the role's limit and the role as saturated."""
+    from xcbench.analysis.roles import NEAR
+    from xcbench.telemetry.roles import RoleSampler
+    code = "import threading\ndef spin():\n    while True: pass\n" \
+           "for _ in range(2): threading.Thread(target=spin, daemon=True).start()\nspin()\n"
+    p = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        with CpuGroups(tmp_path, f"thr{os.getpid()}") as groups:
+            deadline = time.monotonic() + 10
+            while len(os.listdir(f"/proc/{p.pid}/task")) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            g = groups.create("gateway", cores=0.25)
+            g.add(p.pid)
+            for tid in os.listdir(f"/proc/{p.pid}/task"):
+                cg = Path(f"/proc/{p.pid}/task/{tid}/cgroup").read_text()
+                assert f"/{g.path.name}\n" in cg, (tid, cg)
+            s = RoleSampler({"gateway": lambda: [p.pid]})
+            m0 = time.monotonic()
+            s.sample(time.time(), m0)
+            time.sleep(2.0)
+            m1 = time.monotonic()
+            rows = {r["metric"]: r for r in s.sample(time.time(), m1)}
+            lim = rows["role_cpu_limit_cores"]
+            assert lim["value"] == 0.25 and str(g.path) in lim["labels"]["source"]
+            cpu = rows["role_cpu_cores"]["value"]
+            # three spinning threads want 3 cores: the quota of each period the window spans is
+            # all they get (at most dt/period + 1 periods)
+            period, quota = g.period_us / 1e6, g.quota_us / 1e6
+            assert NEAR * 0.25 <= cpu <= quota * ((m1 - m0) / period + 1) / (m1 - m0), cpu
+    finally:
+        p.kill()
+        p.wait()

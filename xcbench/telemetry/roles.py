@@ -10,7 +10,8 @@ Each provider is called every tick (processes come and go); a role's children ar
   role_cpu_limit_cores  the CPU limit of the role (xcbench.limits), labels also {source}: one
                         process, or several under one limit -> that limit; several under their
                         own limits -> their sum ("sum of N: ..."); any unknown -> no value, the
-                        source says "unknown (...)" (value NaN), never the host.
+                        source says "unknown (...)" (value None: null in JSON, NaN in Parquet),
+                        never the host.
 
 A process that vanished between two ticks is dropped without error; a role with no process has
 role_cpu_cores 0. The limit is re-read every ``limit_interval`` seconds (limits rarely change).
@@ -18,7 +19,6 @@ role_cpu_cores 0. The limit is re-read every ``limit_interval`` seconds (limits 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import psutil
@@ -141,7 +141,7 @@ class RoleSampler(Sampler):
             rows.append(self.row(wall, mono, "role_rss_bytes", rss, {"role": role}))
             cores, source = combine_limits(limits)
             rows.append(self.row(wall, mono, "role_cpu_limit_cores",
-                                 math.nan if cores is None else cores, {"role": role, "source": source}))
+                                 cores, {"role": role, "source": source}))
         for d in (self._cpu, self._limits, self._procs):
             for pid in [k for k in d if k not in alive]:
                 d.pop(pid, None)
