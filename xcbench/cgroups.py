@@ -75,8 +75,9 @@ def _write(path: Path, text: str) -> None:
 
 
 def _members(d: Path) -> list[int]:
-    """Thread ids in a group (v1 ``tasks``; v2 ``cgroup.threads`` or ``cgroup.procs``)."""
-    for f in ("tasks", "cgroup.threads", "cgroup.procs"):
+    """What to move out of a group: v1 thread ids (``tasks``), v2 process ids (a process moves
+    with all its threads)."""
+    for f in ("tasks", "cgroup.procs"):
         try:
             return [int(x) for x in (d / f).read_text().split()]
         except OSError:
@@ -181,7 +182,8 @@ class Registry:
             return []
 
     def add(self, path: Path, owner: int) -> None:
-        self._update(lambda e: e.append({"path": str(path), "owner": owner, "created": time.time()}))
+        self._update(lambda e: e.append({"path": str(path), "owner": owner, "created": time.time(),
+                                         "owner_start": _start_time(owner)}))
 
     def drop(self, path: Path) -> None:
         def fn(e):
@@ -189,14 +191,24 @@ class Registry:
         self._update(fn)
 
 
-def _alive(pid: int) -> bool:
+def _start_time(pid: int) -> float | None:
+    try:
+        import psutil
+        return psutil.Process(pid).create_time()
+    except Exception:  # noqa: BLE001 - no start time: liveness by pid alone
+        return None
+
+
+def _alive(pid: int, start: float | None = None) -> bool:
+    """The owner still runs (a reused pid with another start time does not count)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    now = _start_time(pid)
+    return start is None or now is None or abs(now - start) < 1.0
 
 
 def sweep_stale(state_dir: str | Path, all_owners: bool = False) -> list[str]:
@@ -208,7 +220,7 @@ def sweep_stale(state_dir: str | Path, all_owners: bool = False) -> list[str]:
         path = Path(e.get("path", ""))
         if not NAME_RE.match(path.name):
             continue
-        if not all_owners and _alive(int(e.get("owner", 0))):
+        if not all_owners and _alive(int(e.get("owner", 0)), e.get("owner_start")):
             continue
         if remove_group(path):
             reg.drop(path)

@@ -154,3 +154,14 @@ def test_every_thread_moves_and_the_role_sampler_sees_the_role_at_its_limit(tmp_
     finally:
         p.kill()
         p.wait()
+
+
+def test_a_sweep_sees_through_a_reused_owner_pid(tmp_path, busy):
+    # the record says our pid but another start time: the owner that made it is gone
+    with CpuGroups(tmp_path, f"reuse{os.getpid()}") as groups:
+        g = groups.create("osd", 0.5)
+        reg = Registry(tmp_path)
+        entries = reg.entries()
+        entries[0]["owner_start"] -= 3600
+        reg.file.write_text(__import__("json").dumps(entries))
+        assert sweep_stale(tmp_path) == [str(g.path)] and not g.path.exists()

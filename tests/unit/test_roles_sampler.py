@@ -12,6 +12,18 @@ from xcbench.telemetry.roles import RoleSampler, combine_limits
 BUSY = "import time\nt=time.time()\nwhile time.time()-t<20: pass"
 
 
+def _kill_tree(p: subprocess.Popen) -> None:
+    import psutil
+    try:
+        kids = psutil.Process(p.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        kids = []
+    for c in kids:
+        c.kill()
+    p.kill()
+    p.wait()
+
+
 def _by(rows, metric):
     return {r["labels"]["role"]: r for r in rows if r["metric"] == metric}
 
@@ -25,7 +37,7 @@ def test_a_busy_role_its_children_and_an_idle_role():
         lim2 = lambda pid: CpuLimit(2.0, "host cores (2; test)", host_cores=2)  # noqa: E731
         s = RoleSampler({"probe": lambda: [parent.pid], "gateway": lambda: [idle.pid], "mds": lambda: []},
                         limit=lim2)
-        alone = RoleSampler({"probe": lambda: [parent.pid]}, children=False, limit=lim2)
+        alone = RoleSampler({"probe": lambda: [parent.pid]}, children=(), limit=lim2)
         t0 = time.monotonic()
         first = s.sample(time.time(), t0)
         alone.sample(time.time(), t0)
@@ -46,11 +58,9 @@ def test_a_busy_role_its_children_and_an_idle_role():
         rows = s.sample(time.time(), time.monotonic() + 0.01)  # a vanished process is no error
         assert _by(rows, "role_cpu_cores")["gateway"]["value"] == 0.0
     finally:
-        for p in (parent, idle):
-            p.kill()
-            p.wait()
-        for c in __import__("psutil").Process().children(recursive=True):
-            c.kill()
+        _kill_tree(parent)
+        idle.kill()
+        idle.wait()
 
 
 def test_combine_limits():
@@ -64,3 +74,24 @@ def test_combine_limits():
     assert combine_limits({1: a, 2: h})[0] == 8.0
     assert combine_limits({1: a, 2: u}) == (None, "unknown (cannot read x)")
     assert combine_limits({}) == (None, "unknown (no process)")
+
+
+def test_a_process_another_role_names_is_not_counted_twice():
+    import psutil
+    parent = subprocess.Popen([sys.executable, "-c",
+                               f"import subprocess,sys,time\np=subprocess.Popen([sys.executable,'-c',{BUSY!r}])\ntime.sleep(20)"])
+    try:
+        deadline = time.monotonic() + 10
+        while not psutil.Process(parent.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (child,) = psutil.Process(parent.pid).children()
+        lim = lambda pid: CpuLimit(2.0, "host cores (2; test)", host_cores=2)  # noqa: E731
+        # the driver spawned the gateway: the gateway's CPU is the gateway's, not the client's
+        s = RoleSampler({"client": lambda: [parent.pid], "gateway": lambda: [child.pid]},
+                        children=("client", "gateway"), limit=lim)
+        s.sample(time.time(), time.monotonic())
+        time.sleep(1.0)
+        cpu = _by(s.sample(time.time(), time.monotonic()), "role_cpu_cores")
+        assert cpu["gateway"]["value"] > 10 * max(cpu["client"]["value"], 0.001)
+    finally:
+        _kill_tree(parent)

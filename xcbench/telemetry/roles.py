@@ -2,8 +2,11 @@
 
 Roles are given as ``{role: pids provider}``, e.g. ``{"client": lambda: [os.getpid()],
 "gateway": lambda: [xrootd.pid, cmsd.pid], "mount": ..., "osd": ..., "mds": ..., "probe": ...}``.
-Each provider is called every tick (processes come and go); a role's children are counted too
-(fio's job processes, xrootd's TPC pulls), each process once. Metrics, labels {role, source}:
+Each provider is called every tick (processes come and go). For the roles in ``children``
+(default: probe, gateway, mount) descendants count too (fio's job processes, xrootd's TPC
+pulls), but never a process another role names, nor its subtree. The client (the driver) counts
+only the pids its provider gives: the driver also spawns the cluster and the gateways, whose CPU
+is theirs. Each process counts once. Metrics, labels {role, source}:
 
   role_cpu_cores        cores busy in the role's processes (all threads), over the last tick
   role_rss_bytes        resident memory summed over them
@@ -19,7 +22,7 @@ role_cpu_cores 0. The limit is re-read every ``limit_interval`` seconds (limits 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import psutil
 
@@ -53,10 +56,11 @@ def combine_limits(limits: dict[int, CpuLimit]) -> tuple[float | None, str]:
 class RoleSampler(Sampler):
     name = "roles"
 
-    def __init__(self, roles: dict[str, Callable[[], list[int]]], *, children: bool = True,
+    def __init__(self, roles: dict[str, Callable[[], list[int]]], *,
+                 children: Iterable[str] | bool = ("probe", "gateway", "mount"),
                  limit_interval: float = 5.0, limit: Callable[[int], CpuLimit] = cpu_limit):
         self.roles = dict(roles)
-        self.children = children
+        self.children = set(self.roles if children is True else (children or ()))
         self.limit_interval = limit_interval
         self._limit = limit
         self._procs: dict[int, psutil.Process] = {}  # pid -> Process (keeps create_time identity)
@@ -64,21 +68,30 @@ class RoleSampler(Sampler):
         self._last_mono: float | None = None
         self._limits: dict[int, tuple[float, CpuLimit]] = {}  # pid -> (mono read, limit)
 
-    def _members(self, role: str) -> list[psutil.Process]:
-        try:
-            pids = list(self.roles[role]() or ())
-        except Exception:  # noqa: BLE001 - a provider whose object went away: no processes
-            pids = []
+    def _named(self) -> dict[str, list[int]]:
+        out = {}
+        for role, provider in self.roles.items():
+            try:
+                out[role] = [int(p) for p in provider() or ()]
+            except Exception:  # noqa: BLE001 - a provider whose object went away: no processes
+                out[role] = []
+        return out
+
+    def _members(self, role: str, named: dict[str, list[int]]) -> list[psutil.Process]:
+        others = {pid for r, pids in named.items() if r != role for pid in pids}
         seen: dict[int, psutil.Process] = {}
-        for pid in pids:
-            p = self._process(int(pid))
+        todo = [pid for pid in named[role]]
+        while todo:
+            pid = todo.pop()
+            if pid in seen:
+                continue
+            p = self._process(pid)
             if p is None:
                 continue
-            seen[p.pid] = p
-            if self.children:
+            seen[pid] = p
+            if role in self.children:
                 try:
-                    for c in p.children(recursive=True):
-                        seen.setdefault(c.pid, self._process(c.pid) or c)
+                    todo += [c.pid for c in p.children() if c.pid not in others]
                 except psutil.Error:
                     pass
         return list(seen.values())
@@ -110,12 +123,13 @@ class RoleSampler(Sampler):
         self._last_mono = mono
         rows: list[dict] = []
         alive: set[int] = set()
+        named = self._named()
         for role in self.roles:
             cpu = rss = 0.0
             fresh = 0  # processes seen for the first time: no CPU delta yet
             members = 0
             limits: dict[int, CpuLimit] = {}
-            for p in self._members(role):
+            for p in self._members(role, named):
                 try:
                     with p.oneshot():
                         t = p.cpu_times()
