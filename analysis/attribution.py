@@ -22,7 +22,7 @@ Utilisations: u_net = R/N, u_iops = ops/I, u_gw = max(R/G, cpu), u_bw = R/F. A l
 busy are >= NEAR of its own CPU limit. Rules, first match wins:
 
   1. network            u_net >= NEAR
-  2. role at its limit  the saturated role with the highest cores/limit decides: gateway or
+  2. role-limit         the saturated role with the highest cores/limit decides: gateway or
                         ceph-fuse -> gateway (tmpfs cells too); client -> client ("client
                         (xcbench driver)", its CPU, and the advice: more client hosts, or FTS);
                         OSDs or MDS -> storage-iops or storage-bandwidth (the higher of the

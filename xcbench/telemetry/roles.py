@@ -67,6 +67,7 @@ class RoleSampler(Sampler):
         self._cpu: dict[int, float] = {}  # pid -> last cumulative CPU seconds
         self._last_mono: float | None = None
         self._limits: dict[int, tuple[float, CpuLimit]] = {}  # pid -> (mono read, limit)
+        self._kid_map: dict[int, list[int]] | None = None
 
     def _named(self) -> dict[str, list[int]]:
         out = {}
@@ -76,6 +77,18 @@ class RoleSampler(Sampler):
             except Exception:  # noqa: BLE001 - a provider whose object went away: no processes
                 out[role] = []
         return out
+
+    def _kids(self) -> dict[int, list[int]]:
+        """ppid -> pids, one scan of the process table per tick (not one per role process)."""
+        if self._kid_map is None:
+            self._kid_map = {}
+            try:  # psutil's own /proc scan behind Process.children(): no Process objects
+                pairs = psutil._ppid_map().items()
+            except AttributeError:
+                pairs = ((p.pid, p.info["ppid"]) for p in psutil.process_iter(["ppid"]))
+            for pid, ppid in pairs:
+                self._kid_map.setdefault(ppid, []).append(pid)
+        return self._kid_map
 
     def _members(self, role: str, named: dict[str, list[int]]) -> list[psutil.Process]:
         others = {pid for r, pids in named.items() if r != role for pid in pids}
@@ -90,10 +103,7 @@ class RoleSampler(Sampler):
                 continue
             seen[pid] = p
             if role in self.children:
-                try:
-                    todo += [c.pid for c in p.children() if c.pid not in others]
-                except psutil.Error:
-                    pass
+                todo += [c for c in self._kids().get(pid, ()) if c not in others]
         return list(seen.values())
 
     def _process(self, pid: int) -> psutil.Process | None:
@@ -124,6 +134,7 @@ class RoleSampler(Sampler):
         rows: list[dict] = []
         alive: set[int] = set()
         named = self._named()
+        self._kid_map: dict[int, list[int]] | None = None
         for role in self.roles:
             cpu = rss = 0.0
             fresh = 0  # processes seen for the first time: no CPU delta yet
