@@ -9,7 +9,8 @@ The mechanism is detected: cgroup v1's cpu controller (``cpu.cfs_quota_us``/``cf
 or cgroup v2's ``cpu.max`` (the cpu controller must be enabled in the parent's
 ``cgroup.subtree_control``). :func:`detect` says which, or why neither works.
 
-Every group created is recorded in ``<state_dir>/cgroups.json`` with the owner pid *before* it
+Every group created is recorded in ``<state_dir>/cgroups.json`` (default ``.xcbench``, or
+$XCBENCH_STATE) with the owner pid *before* it
 is made, so that after a kill -9 :func:`sweep_stale` (e.g. from the next command) removes the
 groups whose owner is dead. Removal moves the remaining pids to the parent first (rmdir of a
 group with members fails with EBUSY) and never touches a group xcbench did not record.
@@ -30,8 +31,13 @@ from xcbench.errors import XcbError
 from xcbench.limits import CGROUP_ROOT, PROC, v1_mount, v2_mount
 
 PERIOD_US = 100_000
+DEFAULT_STATE = ".xcbench"  # XCBENCH_STATE overrides it
 NAME_RE = re.compile(r"^xcb-[A-Za-z0-9_.-]+$")
 STATE_FILE = "cgroups.json"
+
+
+def default_state_dir() -> Path:
+    return Path(os.environ.get("XCBENCH_STATE") or DEFAULT_STATE)
 
 
 class CgroupError(XcbError):
@@ -159,8 +165,8 @@ def remove_group(path: Path, attempts: int = 20) -> bool:
 class Registry:
     """``<state_dir>/cgroups.json``: [{"path", "owner", "created"}], locked while changed."""
 
-    def __init__(self, state_dir: str | Path):
-        self.dir = Path(state_dir)
+    def __init__(self, state_dir: str | Path | None = None):
+        self.dir = Path(state_dir) if state_dir is not None else default_state_dir()
         self.file = self.dir / STATE_FILE
 
     def _update(self, fn):
@@ -211,7 +217,7 @@ def _alive(pid: int, start: float | None = None) -> bool:
     return start is None or now is None or abs(now - start) < 1.0
 
 
-def sweep_stale(state_dir: str | Path, all_owners: bool = False) -> list[str]:
+def sweep_stale(state_dir: str | Path | None = None, all_owners: bool = False) -> list[str]:
     """Remove recorded groups whose owner process is dead (or every recorded one with
     ``all_owners``). Only paths named xcb-* are touched. Returns the paths removed."""
     reg = Registry(state_dir)
@@ -231,7 +237,7 @@ def sweep_stale(state_dir: str | Path, all_owners: bool = False) -> list[str]:
 class CpuGroups:
     """The groups of one run: ``xcb-<run>-<role>``; all removed on exit, atexit and by a sweep."""
 
-    def __init__(self, state_dir: str | Path, run: str, mech: Mechanism | None = None):
+    def __init__(self, state_dir: str | Path | None, run: str, mech: Mechanism | None = None):
         self.registry = Registry(state_dir)
         self.run = re.sub(r"[^A-Za-z0-9_.-]", "-", run)
         self.mech = mech
