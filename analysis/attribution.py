@@ -19,7 +19,9 @@ Figures (all from the same run unless other runs are passed as references):
 
 Utilisations: u_net = R/N, u_iops = ops/I, u_gw = max(R/G, cpu), u_bw = R/F. A layer is
 *at its limit* when its utilisation is >= NEAR (0.85); a role is *saturated* when its cores
-busy are >= NEAR of its own CPU limit. Rules, first match wins:
+busy are >= NEAR of its own CPU limit, or its CFS quota group was throttled in >= half of the
+periods it ran (a busy host can keep a capped role's average below NEAR of its quota). Rules,
+first match wins:
 
   1. network            u_net >= NEAR
   2. role-limit         the saturated role with the highest cores/limit decides: gateway or

@@ -1,9 +1,11 @@
 """Each role's CPU against its limit over a steady window, and the verdicts that follow from them.
 
 Input: the RoleSampler's rows (xcbench/telemetry/roles.py): role_cpu_cores, role_cpu_limit_cores
-[role, source]. Per role and window: ``cpu`` (mean cores busy), ``limit`` (cores; None when the
-limit is unknown, never the host), ``source`` (where the limit comes from), ``use`` = cpu/limit,
-``saturated`` = use >= NEAR. Runs without role telemetry give {} and the attribution falls back
+[role, source], role_cpu_throttled. Per role and window: ``cpu`` (mean cores busy), ``limit``
+(cores; None when the limit is unknown, never the host), ``source`` (where the limit comes from),
+``use`` = cpu/limit, ``throttled`` (mean share of CFS periods its quota group was throttled in),
+``saturated`` = use >= NEAR, or throttled >= THROTTLED: a group throttled in most of its periods
+is at its quota even when a busy host keeps its average below NEAR of it. Runs without role telemetry give {} and the attribution falls back
 to its older rules.
 """
 
@@ -20,6 +22,7 @@ from xcbench.analysis.render import fmt_num
 from xcbench.analysis.samples import SampleIndex
 
 NEAR = 0.85
+THROTTLED = 0.5  # a majority of the CFS periods in which the role ran ended throttled
 ORDER = ("gateway", "mount", "client", "osd", "mds", "probe")
 # what a role at its own limit means for the chain; fio (probe) runs outside the campaigns
 VERDICT_OF = {"gateway": "gateway", "mount": "gateway", "client": "client", "osd": "storage",
@@ -48,6 +51,7 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
     """{role: {cpu, limit, source, use, saturated}} over the windows [(wall0, wall1), ...]."""
     cpu = s.by_label(cell_id, "role_cpu_cores", "role")
     lim = s.by_label(cell_id, "role_cpu_limit_cores", "role")
+    throttled = s.by_label(cell_id, "role_cpu_throttled", "role")
     out: dict[str, dict[str, Any]] = {}
     for role in sorted(set(cpu) | set(lim), key=_order):
         c = cpu.get(role)
@@ -68,8 +72,15 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
             if vals.size and not source.startswith("unknown"):
                 limit = float(vals.mean())
         use = cores / limit if _ok(cores) and limit else None
+        thr = math.nan
+        if (t := throttled.get(role)) is not None:
+            v = t["value"].to_numpy()[_mask(t["wall"].to_numpy(), windows)]
+            v = v[np.isfinite(v)]
+            thr = float(v.mean()) if v.size else math.nan
         out[role] = {"cpu": cores, "limit": limit, "source": source, "use": use,
-                     "saturated": bool(use is not None and use >= near)}
+                     "throttled": thr if _ok(thr) else None,
+                     "saturated": bool((use is not None and use >= near)
+                                       or (limit is not None and _ok(thr) and thr >= THROTTLED))}
     return out
 
 
@@ -100,8 +111,10 @@ def share_text(roles: dict[str, dict[str, Any]], busy_cores: float | None = None
 
 
 def _limit_text(x: dict[str, Any]) -> str:
+    thr = x.get("throttled")
+    t = f", throttled in {thr * 100:.0f} % of its CFS periods" if _ok(thr) else ""
     return (f"{fmt_num(x['cpu'])} of {fmt_num(x['limit'])} cores ({x['use'] * 100:.0f} %, "
-            f"{x['source']})")
+            f"{x['source']}){t}")
 
 
 def _storage_kind(ev: dict[str, Any]) -> str:
@@ -121,7 +134,7 @@ def at_limit_verdict(ev: dict[str, Any], at: str, rate_txt: str) -> tuple[str, s
     sat = [(r, x) for r, x in (ev.get("roles") or {}).items() if x["saturated"] and r in VERDICT_OF]
     if not sat:
         return None
-    role, x = max(sat, key=lambda rx: (rx[1]["use"], -_order(rx[0])[0]))
+    role, x = max(sat, key=lambda rx: (rx[1]["use"] or 0, rx[1].get("throttled") or 0, -_order(rx[0])[0]))
     verdict = VERDICT_OF[role]
     ev["limited_role"] = role
     verb = "are at their" if role == "osd" else "is at its"

@@ -171,6 +171,18 @@ def _cpuset(pid: int, cg: dict[str, str], root: Path, proc: Path) -> tuple[int |
         return None, None
 
 
+def throttling(group: str | Path) -> tuple[int, int] | None:
+    """(nr_periods, nr_throttled) of a quota group's cpu.stat (v1 and v2 name them alike):
+    a group throttled in most periods is at its quota even when the host is busy too and the
+    group's average falls short of it. None if unreadable."""
+    try:
+        stat = dict(line.split()[:2] for line in (Path(group) / "cpu.stat").read_text().splitlines()
+                    if len(line.split()) >= 2)
+        return int(stat["nr_periods"]), int(stat["nr_throttled"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def host_cores() -> int:
     return os.cpu_count() or 1
 

@@ -129,3 +129,35 @@ def test_role_usage_means_over_the_window(roles_run):
     assert u["client"]["source"].startswith("cgroup v1 cpu.cfs_quota_us=50000/100000")
     assert u["gateway"]["limit"] == 8.0 and not u["gateway"]["saturated"]
     assert 0 < u["gateway"]["cpu"] <= 0.5
+
+
+def test_a_throttled_quota_group_is_at_its_limit_even_below_near():
+    # a busy host kept the quarter-core gateway at 75 % of its quota, but the group was throttled
+    # in most of its CFS periods: the quota binds
+    gw = _role(0.187, 0.25, CG)
+    gw.update(throttled=0.55, saturated=True)
+    verdict, reason = decide(_ev({"gateway": gw, "client": _role(0.2, 2.0)}, host_busy=0.97))
+    assert verdict == "gateway" and "throttled in 55 % of its CFS periods" in reason, reason
+
+
+def test_role_usage_reads_throttling(tmp_path):
+    import pandas as pd
+
+    from xcbench.analysis.roles import THROTTLED, role_usage
+    from xcbench.analysis.samples import SampleIndex
+
+    def rows(metric, value, labels):
+        return [{"cell_id": "c", "wall": float(w), "metric": metric, "value": value,
+                 "labels": json.dumps(labels)} for w in range(10)]
+    base = rows("role_cpu_cores", 0.19, {"role": "gateway"}) + \
+        rows("role_cpu_limit_cores", 0.25, {"role": "gateway", "source": CG})
+    for thr, sat in ((THROTTLED + 0.05, True), (THROTTLED - 0.3, False)):
+        s = SampleIndex(pd.DataFrame(base + rows("role_cpu_throttled", thr, {"role": "gateway"})))
+        u = role_usage(s, "c", [(2.0, 8.0)])["gateway"]
+        assert u["throttled"] == pytest.approx(thr) and u["saturated"] is sat and u["use"] < 0.85
+    # an unknown limit is never saturated, however throttled
+    s = SampleIndex(pd.DataFrame(rows("role_cpu_cores", 0.19, {"role": "gateway"})
+                                 + rows("role_cpu_limit_cores", None, {"role": "gateway", "source": "unknown (x)"})
+                                 + rows("role_cpu_throttled", 0.9, {"role": "gateway"})))
+    u = role_usage(s, "c", [(2.0, 8.0)])["gateway"]
+    assert u["limit"] is None and u["source"] == "unknown (x)" and not u["saturated"]

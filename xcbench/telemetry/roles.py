@@ -15,6 +15,9 @@ is theirs. Each process counts once. Metrics, labels {role, source}:
                         own limits -> their sum ("sum of N: ..."); any unknown -> no value, the
                         source says "unknown (...)" (value None: null in JSON, NaN in Parquet),
                         never the host.
+  role_cpu_throttled    share (0..1) of the CFS periods of the tick in which the role's quota
+                        group(s) were throttled (cpu.stat nr_throttled / nr_periods): only for
+                        roles under a CFS quota
 
 A process that vanished between two ticks is dropped without error; a role with no process has
 role_cpu_cores 0. The limit is re-read every ``limit_interval`` seconds (limits rarely change).
@@ -26,7 +29,7 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-from xcbench.limits import CpuLimit, cpu_limit
+from xcbench.limits import CpuLimit, cpu_limit, throttling
 from xcbench.telemetry.base import Sampler
 
 ROLES = ("client", "gateway", "mount", "osd", "mds", "probe")
@@ -68,6 +71,7 @@ class RoleSampler(Sampler):
         self._last_mono: float | None = None
         self._limits: dict[int, tuple[float, CpuLimit]] = {}  # pid -> (mono read, limit)
         self._kid_map: dict[int, list[int]] | None = None
+        self._throttle: dict[str, tuple[int, int]] = {}  # role -> last (periods, throttled)
 
     def _named(self) -> dict[str, list[int]]:
         out = {}
@@ -128,13 +132,25 @@ class RoleSampler(Sampler):
             self._limits[p.pid] = got
         return got[1]
 
+    def _throttled(self, role: str, groups: set[str]) -> float | None:
+        stats = [t for t in (throttling(g) for g in sorted(groups)) if t is not None]
+        if not stats:
+            self._throttle.pop(role, None)
+            return None
+        now = (sum(t[0] for t in stats), sum(t[1] for t in stats))
+        prev = self._throttle.get(role)
+        self._throttle[role] = now
+        if prev is None or now[0] <= prev[0] or now[1] < prev[1]:
+            return None  # first look, or another set of groups: no delta yet
+        return (now[1] - prev[1]) / (now[0] - prev[0])
+
     def sample(self, wall: float, mono: float) -> list[dict]:
         dt = mono - self._last_mono if self._last_mono is not None else None
         self._last_mono = mono
         rows: list[dict] = []
         alive: set[int] = set()
         named = self._named()
-        self._kid_map: dict[int, list[int]] | None = None
+        self._kid_map = None  # rebuilt once per tick
         for role in self.roles:
             cpu = rss = 0.0
             fresh = 0  # processes seen for the first time: no CPU delta yet
@@ -167,6 +183,9 @@ class RoleSampler(Sampler):
             cores, source = combine_limits(limits)
             rows.append(self.row(wall, mono, "role_cpu_limit_cores",
                                  cores, {"role": role, "source": source}))
+            share = self._throttled(role, {lim.group for lim in limits.values() if lim.group})
+            if share is not None:
+                rows.append(self.row(wall, mono, "role_cpu_throttled", share, {"role": role}))
         for d in (self._cpu, self._limits, self._procs):
             for pid in [k for k in d if k not in alive]:
                 d.pop(pid, None)
