@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -292,20 +293,21 @@ def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:
 
 
 def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
-               view: Any = None) -> RunDir:
+               view: Any = None, runner: Callable[..., Runner] | None = None) -> RunDir:
     """Run a parsed matrix (for --resume: the run's own, see commands.run.load_run_matrix) and
-    return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped."""
+    return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped.
+    ``runner``: a Runner subclass (the self-test's, which caps a role of each cell)."""
     run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
                                                 "fio_hosts": opts.fio_hosts},
                          cluster=_cluster_info(cluster))
     run.register_cells(c for c in matrix.cells if c.id not in run.cells)
     status = "complete"
     with StopFlag() as stop:
-        runner = Runner(matrix, cluster, run, opts, stop, view)
+        r = (runner or Runner)(matrix, cluster, run, opts, stop, view)
         if view:
             view.begin(run, matrix)
         try:
-            runner.execute()
+            r.execute()
         except (Interrupted, KeyboardInterrupt):
             status = "interrupted"
         finally:

@@ -18,7 +18,7 @@ MATRIX = Path(__file__).resolve().parents[2] / "layouts" / "quick.yaml"
 
 
 def test_every_device_says_what_it_records_and_its_interval():
-    assert {"host", "gateway", "ceph"} <= set(DEVICES)
+    assert {"host", "gateway", "ceph", "roles"} <= set(DEVICES)
     for name, d in DEVICES.items():
         assert d.name == name and d.records and "\n" not in d.records
         assert d.interval > 0
@@ -79,10 +79,11 @@ def _ctx(pool=None, cluster=None, listener=None):
 
 def test_build_leaves_out_devices_that_do_not_apply_to_the_cell():
     r = build(None, **_ctx())  # tmpfs-like: no pool, no cluster, no listener
-    assert [s.name for s in r.samplers] == ["host"]
+    assert [s.name for s in r.samplers] == ["host", "roles"]
     r = build(None, **_ctx(pool="p", cluster=SimpleNamespace(), listener=Listener()))
-    assert [s.name for s in r.samplers] == ["host", "gateway", "ceph"]
-    assert r.cell_id == "c1" and r.intervals == {"host": 1.0, "gateway": 1.0, "ceph": 1.0}
+    assert [s.name for s in r.samplers] == ["host", "gateway", "ceph", "roles"]
+    assert r.cell_id == "c1" and r.intervals == {"host": 1.0, "gateway": 1.0, "ceph": 1.0,
+                                                 "roles": 1.0}
     r = build("ceph:2,host:0.5", **_ctx(pool="p", cluster=SimpleNamespace(), listener=Listener()))
     assert [s.name for s in r.samplers] == ["ceph", "host"]
     assert r.intervals == {"ceph": 2.0, "host": 0.5}

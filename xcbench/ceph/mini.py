@@ -119,6 +119,24 @@ class MiniCluster:
     def daemons(self) -> dict[str, int]:
         return {name: pid for pid, name in self.processes().items()}
 
+    def role_pids(self) -> dict[str, list[int]]:
+        """{"osd": [...], "mds": [...], "mon": [...], "mgr": [...]} from the daemons' pid files
+        (cheap enough for every telemetry tick; a pid counts only while its command line still
+        names this cluster's conf, so a stale or reused pid is never taken)."""
+        out: dict[str, list[int]] = {"osd": [], "mds": [], "mon": [], "mgr": []}
+        needle = str(self.conf).encode()
+        for pf in sorted(self.run_dir().glob("*.pid")):
+            kind = pf.stem.partition(".")[0]
+            if kind not in out:
+                continue
+            try:
+                pid = int(pf.read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if _cmdline_has(pid, needle):
+                out[kind].append(pid)
+        return out
+
     def running(self) -> bool:
         return any(name.startswith("mon.") for name in self.daemons())
 

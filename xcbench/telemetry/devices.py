@@ -52,6 +52,11 @@ def _ceph(ctx: Context) -> Sampler | None:
     return CephSampler(ctx.cluster, [pool]) if ctx.cluster is not None and pool else None
 
 
+def _roles(ctx: Context) -> Sampler:
+    from xcbench.telemetry.rolepids import make_sampler
+    return make_sampler(gateway=ctx.gateway, target=ctx.target, cluster=ctx.cluster)
+
+
 DEVICES: dict[str, Device] = {d.name: d for d in (
     Device("host", "CPU busy/iowait per core, memory (total, available, cached, dirty, writeback), "
            "bytes/packets/drops per network interface", 1.0, "every cell", _host),
@@ -61,6 +66,9 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
     Device("ceph", "per-pool client rates and df counters (stored, raw used, ops, bytes), OSD "
            "commit/apply latency and local OSD perf counters, health, PG states", 1.0,
            "cells with a Ceph pool", _ceph),
+    Device("roles", "CPU cores, RSS, CPU limit (cgroup quota, cpuset or host cores, and where it "
+           "comes from) and CFS throttling of each role: client (the driver), gateway, mount, "
+           "osd, mds, mon, mgr, probe", 1.0, "every cell", _roles),
 )}
 DEFAULT = tuple(DEVICES)  # every device, at its default interval
 NONE = "none"

@@ -1,0 +1,59 @@
+"""xcbench selftest: make bottlenecks whose answer is known, run the real chain, check the verdicts.
+
+Runs on the embedded mini cluster (started if none is running, like `demo`, and taken down
+again unless --keep-cluster). Exit 0 if every scenario is attributed right at every level,
+1 on any mismatch, 2 on bad input or when this host cannot make the bottlenecks (no cgroups).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xcbench.errors import XcbError
+
+
+def add_parser(sub):
+    from xcbench.selftest.scenarios import SCENARIOS
+    p = sub.add_parser("selftest", help="known-answer scenarios: expected vs attributed verdicts")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--scenario", action="append", metavar="NAME", choices=list(SCENARIOS),
+                   help=f"run only these (repeatable; default all: {', '.join(SCENARIOS)})")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer cells and smaller levels (each scenario a handful of seconds)")
+    p.add_argument("--fraction", type=float, default=None,
+                   help="a capped role gets this share of the least CPU it used uncapped "
+                        "(default 0.5; any value in (0, 0.8] must give the same answers)")
+    p.add_argument("--out", default="results", help="result store for the runs (default ./results)")
+    p.add_argument("--state-dir", help="embedded cluster state (default ./.xcbench/cluster)")
+    p.add_argument("--keep-cluster", action="store_true",
+                   help="leave a cluster the selftest started running (default: take it down)")
+    return p
+
+
+def run(args) -> int:
+    from xcbench.ceph.cluster import default_state_dir
+    from xcbench.ceph.mini import MiniCluster
+    from xcbench.runner import Interrupted
+    from xcbench.selftest import output
+    from xcbench.selftest.runner import FRACTION, plan, run_selftest
+    from xcbench.selftest.runner import _stderr as log
+    fraction = FRACTION if args.fraction is None else args.fraction
+    if not 0 < fraction <= 0.8:
+        raise XcbError(f"selftest: --fraction {fraction}: must be in (0, 0.8] (a cap near the "
+                       "role's own use would not bind)")
+    plan(args.scenario, args.quick)  # bad input fails before a cluster is started
+    mini = MiniCluster(default_state_dir(args.state_dir))
+    cluster, started = mini.up(log=log)
+    log(f"mini cluster {'started' if started else 'already running'}: {cluster.conf}")
+    try:
+        result = run_selftest(cluster, names=args.scenario, quick=args.quick, out=Path(args.out),
+                              fraction=fraction, log=log)
+    except Interrupted as e:
+        log(f"selftest interrupted (cgroups removed); what was measured is in {e}")
+        return 130
+    finally:
+        cluster.close()
+        if started and not args.keep_cluster:
+            mini.down(log=log)
+    print(output.as_json(result) if args.json else output.text(result))
+    return 0 if result["ok"] else 1

@@ -1,0 +1,71 @@
+"""The self-test's answer: expected vs attributed per scenario, cell and level, with evidence."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from typing import Any
+
+ROLE_ORDER = ("gateway", "mount", "client", "osd", "mds", "mon", "mgr", "probe")
+
+
+def _n(v: Any) -> str:
+    if not isinstance(v, (int, float)) or not math.isfinite(v):
+        return "?"
+    return f"{v:.2f}"
+
+
+def roles_line(roles: dict[str, Any]) -> str:
+    """'gateway 0.24/0.25 (96 %, cgroup v1 ...), client 0.61/2 (host cores ...)'."""
+    out = []
+    for r in sorted(roles, key=lambda r: ROLE_ORDER.index(r) if r in ROLE_ORDER else 99):
+        x = roles[r]
+        if r == "probe" and not (x.get("cpu") or 0) > 0.01:
+            continue
+        lim = "unknown" if x.get("limit") is None else _n(x["limit"])
+        use = f" {x['use'] * 100:.0f} %" if isinstance(x.get("use"), (int, float)) else ""
+        thr = f", throttled {x['throttled'] * 100:.0f} %" if isinstance(x.get("throttled"), (int, float)) else ""
+        out.append(f"{r} {_n(x.get('cpu'))}/{lim}{use}{thr} [{x.get('source')}]")
+    return "; ".join(out)
+
+
+def text(result: dict[str, Any]) -> str:
+    lines = [f"xcbench selftest ({'quick' if result.get('quick') else 'full'}; levels "
+             f"{result.get('levels')}; capped roles get {result.get('fraction')} x the least CPU "
+             "they used uncapped)", ""]
+    lines.append(f"{'scenario':<12} {'cell':<11} {'c':>3}  {'expected':<34} {'attributed':<18} result")
+    for c in result["checks"]:
+        exp = " or ".join(c.expected)
+        lines.append(f"{c.scenario:<12} {c.cell:<11} {c.level:>3}  {exp:<34} {c.verdict:<18} "
+                     f"{'ok' if c.ok else 'MISMATCH'}")
+    for n in result.get("not_yet", []):
+        lines.append(f"{n['scenario']:<12} {'-':<11} {'-':>3}  {n['scenario']:<34} {'-':<18} "
+                     f"not yet ({n['needs']})")
+    lines.append("")
+    lines.append("evidence:")
+    for c in result["checks"]:
+        lines.append(f"- {c.scenario} / {c.cell} c={c.level}: {c.verdict}"
+                     + ("" if c.ok else f" (expected {' or '.join(c.expected)})"))
+        if c.cap:
+            lines.append(f"    cap: {c.cap['role']} at {c.cap['cores']:g} cores = {c.cap['fraction']} x "
+                         f"{_n(c.cap.get('uncapped_least_cores'))} used uncapped"
+                         + (f" ({c.cap['group']})" if c.cap.get("group") else ""))
+        if c.note:
+            lines.append(f"    note: {c.note}")
+        lines.append(f"    reason: {c.reason}")
+        if c.roles:
+            lines.append(f"    roles (cores used/limit): {roles_line(c.roles)}")
+    lines.append("")
+    for name, path in result.get("runs", {}).items():
+        lines.append(f"run {name}: {path}")
+    bad = sum(not c.ok for c in result["checks"])
+    lines.append(f"{len(result['checks']) - bad} of {len(result['checks'])} checks right"
+                 + (f", {bad} MISMATCH" if bad else "") + ".")
+    return "\n".join(lines)
+
+
+def as_json(result: dict[str, Any]) -> str:
+    out = dict(result)
+    out["checks"] = [asdict(c) for c in result["checks"]]
+    return json.dumps(out, indent=1, sort_keys=True, default=str)
