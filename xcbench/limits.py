@@ -163,12 +163,14 @@ def _cpuset(pid: int, cg: dict[str, str], root: Path, proc: Path) -> tuple[int |
                 return len(parse_cpu_list(text)), f"cpuset {text} at {d}"
         except OSError:
             pass
-    try:
-        import psutil
-        aff = psutil.Process(pid).cpu_affinity()
-        return len(aff), "affinity " + ",".join(map(str, aff))
-    except Exception:  # noqa: BLE001 - no affinity: the host's cores apply
-        return None, None
+    try:  # the affinity mask (what psutil's cpu_affinity reports), read under ``proc``
+        for line in (proc / str(pid) / "status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                text = line.split(":", 1)[1].strip()
+                return len(parse_cpu_list(text)), f"affinity {text}"
+    except OSError:
+        pass
+    return None, None
 
 
 def throttling(group: str | Path) -> tuple[int, int] | None:

@@ -75,6 +75,13 @@ def test_an_unreadable_quota_is_unknown_never_the_host(tmp_path):
     assert lim.cores is None and "not visible" in lim.source
 
 
+def test_an_affinity_mask_bounds_the_limit(tmp_path):
+    root, proc = _tree(tmp_path, "1:cpu:/\n", dict(V1_ROOT))
+    (proc / "4242" / "status").write_text("Name:\tx\nCpus_allowed_list:\t0,2\n")
+    lim = cpu_limit(4242, root=root, proc=proc, host=8)
+    assert lim.cores == 2.0 and lim.source == "affinity 0,2"
+
+
 def test_a_gone_process_raises(tmp_path):
     with pytest.raises(ProcessLookupError):
         cpu_limit(999_999_999, proc=tmp_path)
