@@ -90,7 +90,7 @@ class Sizes:
     files: int
 
 
-QUICK = Sizes(levels=(2, 4), file_size="32M", files=24)
+QUICK = Sizes(levels=(2, 4), file_size="16M", files=16)
 FULL = Sizes(levels=(2, 4, 8), file_size="64M", files=32)
 
 

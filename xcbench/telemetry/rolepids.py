@@ -27,6 +27,8 @@ from xcbench.telemetry.roles import RoleSampler
 CLUSTER_ROLES = ("osd", "mds", "mon", "mgr")
 DAEMONS = {"ceph-osd": "osd", "ceph-mds": "mds", "ceph-mon": "mon", "ceph-mgr": "mgr"}
 Provider = Callable[[], list[int]]
+SOMETIMES = ("probe",)  # roles with processes only during a phase of the cell
+NO_PROCESS = "unknown (no process)"  # xcbench.telemetry.roles.combine_limits' word for it
 
 
 def driver_pids() -> list[int]:
@@ -138,6 +140,11 @@ class CellRoleSampler(RoleSampler):
 
     def sample(self, wall: float, mono: float) -> list[dict]:
         rows = super().sample(wall, mono)
+        # fio runs only during the probe: outside it the probe is no role of the cell (not a role
+        # "with an unknown limit" in every verdict's reason)
+        idle = {r["labels"]["role"] for r in rows if r["metric"] == "role_cpu_limit_cores"
+                and r["labels"]["role"] in SOMETIMES and r["labels"].get("source") == NO_PROCESS}
+        rows = [r for r in rows if r["labels"].get("role") not in idle]
         for role in self.remote:
             rows.append(self.row(wall, mono, "role_cpu_limit_cores", None,  # type: ignore[arg-type]
                                  {"role": role, "source": self.remote_note}))

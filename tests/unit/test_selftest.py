@@ -1,0 +1,96 @@
+"""The self-test's plan, expectations and output on constructed data (the runs: integration)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from xcbench.cli import main
+from xcbench.errors import XcbError
+from xcbench.matrix import load_matrix
+from xcbench.selftest import output
+from xcbench.selftest.runner import cells_of, plan
+from xcbench.selftest.scenarios import CELLS, QUICK, SCENARIOS, Check, expectation, matrix_yaml, raw_check
+
+
+def test_every_scenario_cell_is_a_valid_matrix_cell(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(matrix_yaml(list(CELLS.values()), QUICK, "t")))
+    m = load_matrix(path)
+    for key, cd in CELLS.items():
+        found = [c for c in m.cells if cd.matches(c)]
+        assert len(found) == 1, key
+        assert found[0].concurrency == QUICK.levels and found[0].mode == "push"
+
+
+def test_the_ec_cell_is_compared_with_a_replicated_pool_on_the_same_layout():
+    ec, rep = CELLS["cephfs-ec"], CELLS["cephfs-rep"]
+    assert ec.backend == rep.backend and ec.pool.startswith("ec") and rep.pool.startswith("rep")
+
+
+def test_plan_rejects_an_unknown_scenario_and_lists_network_as_not_yet():
+    with pytest.raises(XcbError, match="'bogus': unknown"):
+        plan(["bogus"], quick=True)
+    assert SCENARIOS["network"].needs and not SCENARIOS["network"].cells
+    assert {s.name for s in plan(None, quick=True)} == set(SCENARIOS)
+    for s in plan(None, quick=True):
+        assert set(cells_of(s, quick=True)) <= set(cells_of(s, quick=False)) <= set(CELLS)
+
+
+def test_ec_expectation_follows_what_the_ec_cell_measured():
+    s = SCENARIOS["ec-overhead"]
+    assert expectation(s, {"ec_ratio": 0.6})[0] == ("ec-overhead",)
+    exp, note = expectation(s, {"ec_ratio": 0.95})
+    assert exp == ("host-cpu",) and "not slower" in note
+    assert expectation(SCENARIOS["gateway"], {"ec_ratio": 0.5})[0] == ("gateway",)
+
+
+def test_raw_per_logical_is_checked_against_the_pool():
+    assert raw_check({"raw_per_logical": 1.52, "raw_expected": 1.5})[0]
+    assert not raw_check({"raw_per_logical": 1.0, "raw_expected": 1.5})[0]
+    ok, note = raw_check({"raw_per_logical": None, "raw_expected": 1.5})
+    assert not ok and "not measured" in note
+
+
+def _result(ok: bool) -> dict:
+    roles = {"gateway": {"cpu": 0.12, "limit": 0.119, "source": "cgroup v1 cpu.cfs_quota_us=11900/100000",
+                         "use": 1.01, "throttled": 1.0, "saturated": True},
+             "client": {"cpu": 0.06, "limit": 2.0, "source": "host cores (2)", "use": 0.03,
+                        "throttled": None, "saturated": False}}
+    c = Check("gateway", "tmpfs", "abc", 4, ("gateway",), "gateway" if ok else "host-cpu", "why", ok,
+              cap={"role": "gateway", "cores": 0.119, "fraction": 0.5, "uncapped_least_cores": 0.24,
+                   "group": "/sys/fs/cgroup/cpu/xcb-x"}, roles=roles)
+    return {"checks": [c], "not_yet": [{"scenario": "network", "what": "-", "needs": "a second host"}],
+            "runs": {"uncapped": "/r"}, "fraction": 0.5, "levels": [2, 4], "quick": True, "ok": ok}
+
+
+def test_text_output_shows_expected_attributed_and_evidence():
+    t = output.text(_result(True))
+    assert "gateway      tmpfs         4  gateway" in t and "ok" in t
+    assert "gateway 0.12/0.12 101 %, throttled 100 % [cgroup v1" in t
+    assert "cap: gateway at 0.119 cores = 0.5 x 0.24 used uncapped" in t
+    assert "not yet (a second host)" in t and "1 of 1 checks right." in t
+    bad = output.text(_result(False))
+    assert "MISMATCH" in bad and "(expected gateway)" in bad
+
+
+def test_json_output_is_complete():
+    d = json.loads(output.as_json(_result(False)))
+    assert d["ok"] is False and d["checks"][0]["verdict"] == "host-cpu"
+    assert d["checks"][0]["roles"]["gateway"]["limit"] == 0.119 and d["not_yet"][0]["scenario"] == "network"
+
+
+@pytest.mark.parametrize("fraction", ["0.9", "0", "-1"])
+def test_a_fraction_that_would_not_bind_exits_2_before_any_cluster(fraction, tmp_path, capsys):
+    assert main(["selftest", "--fraction", fraction, "--state-dir", str(tmp_path / "c")]) == 2
+    assert not (tmp_path / "c").exists()  # no cluster was started
+    assert "selftest: --fraction" in capsys.readouterr().err
+
+
+def test_an_unknown_scenario_exits_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["selftest", "--scenario", "bogus", "--state-dir", str(tmp_path / "c")])
+    assert e.value.code == 2 and "bogus" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
