@@ -1,0 +1,103 @@
+"""The known-answer self-test on the real chain: every scenario attributed right at every level,
+and no cgroup of it left behind: after a run, a failed cell, or Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from xcbench.cgroups import CgroupError, Registry, detect
+from xcbench.errors import XcbError
+from xcbench.matrix import load_matrix
+from xcbench.runner import Interrupted, RunOptions, run_matrix
+from xcbench.selftest import SCENARIOS, output
+from xcbench.selftest.runner import CappingRunner, run_selftest
+from xcbench.selftest.scenarios import CELLS, QUICK, matrix_yaml
+
+try:
+    detect()
+    WHY = ""
+except CgroupError as e:
+    WHY = str(e)
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(WHY), reason=WHY or "no CPU-quota cgroups")]
+CPU = Path("/sys/fs/cgroup/cpu")
+
+
+def _ours() -> list[Path]:
+    """xcb cgroups of this process (others' tests may have their own at the same time)."""
+    return sorted(CPU.glob(f"xcb-selftest{os.getpid()}-*")) + sorted(CPU.glob(f"xcb-t{os.getpid()}-*"))
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv("XCBENCH_STATE", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    assert _ours() == [], "a cgroup of the self-test was left behind"
+    assert Registry(tmp_path / "state").entries() == []
+
+
+def test_quick_selftest_attributes_every_scenario_right(ceph_cluster, tmp_path, state):
+    result = run_selftest(ceph_cluster, quick=True, out=tmp_path / "results", log=print)
+    text = output.text(result)
+    print(text)
+    checked = {(c.scenario, c.level) for c in result["checks"]}
+    for s in SCENARIOS.values():
+        if s.needs:
+            assert s.name in [n["scenario"] for n in result["not_yet"]]
+            continue
+        assert {lv for name, lv in checked if name == s.name} == set(QUICK.levels), s.name
+    wrong = [c for c in result["checks"] if not c.ok]
+    assert not wrong, text
+    assert result["ok"]
+    for c in result["checks"]:  # each verdict's evidence holds each role's CPU, limit and source
+        assert {"client", "gateway", "osd"} <= set(c.roles), c
+        for x in c.roles.values():
+            assert x["source"] and ("limit" in x)
+        if c.cap:
+            assert c.roles[c.cap["role"]]["limit"] == pytest.approx(c.cap["cores"], rel=0.02)
+
+
+@pytest.mark.slow
+def test_full_selftest(ceph_cluster, tmp_path, state, request):
+    if "slow" not in (request.config.getoption("-m") or ""):
+        pytest.skip("the full self-test takes ~10 minutes here: `make selftest` or pytest -m slow")
+    result = run_selftest(ceph_cluster, quick=False, out=tmp_path / "results", log=print)
+    assert result["ok"], output.text(result)
+
+
+class _Failing(CappingRunner):
+    """Caps the gateway, then fails (or is interrupted) in the campaign."""
+    error: type[BaseException] = XcbError
+
+    def _campaign(self, cell, gateway, level, repeat):
+        assert self.groups.groups, "the cap is in place during the campaign"
+        (g,) = self.groups.groups.values()
+        assert set(gateway.pids) <= set(g.pids())
+        raise self.error("made to fail")
+
+
+@pytest.mark.parametrize("error", [XcbError, Interrupted])
+def test_cgroup_is_removed_when_the_cell_fails_or_is_interrupted(tmp_path, state, error):
+    from xcbench.cgroups import CpuGroups
+    doc = matrix_yaml([CELLS["tmpfs"]], QUICK, "failing")
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    matrix = load_matrix(path)
+    opts = RunOptions(out=tmp_path / "results", baseline=False, probes=False, report=False,
+                      telemetry="roles")
+    with CpuGroups(None, run=f"t{os.getpid()}") as groups:
+        runner = type("R", (_Failing,), {"role": "gateway", "groups": groups, "applied": {},
+                                         "cores": {matrix.cells[0].id: 0.2}, "error": error})
+        if error is Interrupted:
+            with pytest.raises(Interrupted):
+                run_matrix(matrix, None, opts, runner=runner)
+        else:
+            run = run_matrix(matrix, None, opts, runner=runner)
+            (cell,) = run.cells.values()
+            assert cell.status == "failed" and "made to fail" in cell.error
+        assert runner.applied  # the group was made and the gateway was in it
+        assert _ours() == [] and groups.groups == {}
