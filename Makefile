@@ -10,7 +10,7 @@ DEB_PACKAGES := ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common ceph-fuse python
 	python3-xrootd python3-gfal2 gfal2-plugin-xrootd gfal2-plugin-http gfal2-plugin-file gfal2-util-scripts attr iperf3 python3-venv \
 	uuid-runtime procps curl chromium python3-m2crypto fuse openssl iproute2
 
-.PHONY: setup deb venv test unit integration lint typecheck mypy-run demo bench clean
+.PHONY: setup deb venv test unit integration lint typecheck mypy-run demo selftest bench clean
 
 setup: deb venv
 
@@ -60,6 +60,11 @@ mypy-run:
 
 demo: setup
 	$(BIN)/xcbench demo
+
+# known-answer scenarios on the embedded cluster (~10 min on 2 cores; the quick variant is in
+# the integration suite): exit 1 if any verdict differs from its known answer
+selftest: setup
+	$(BIN)/xcbench selftest
 
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
