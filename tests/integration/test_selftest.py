@@ -14,7 +14,7 @@ from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.runner import Interrupted, RunOptions, run_matrix
 from xcbench.selftest import SCENARIOS, output
-from xcbench.selftest.runner import CappingRunner, run_selftest
+from xcbench.selftest.runner import Cap, CappingRunner, run_selftest
 from xcbench.selftest.scenarios import CELLS, QUICK, matrix_yaml
 
 try:
@@ -74,8 +74,8 @@ class _Failing(CappingRunner):
     error: type[BaseException] = XcbError
 
     def _campaign(self, cell, gateway, level, repeat):
-        assert self.groups.groups, "the cap is in place during the campaign"
-        (g,) = self.groups.groups.values()
+        assert self.cap.groups.groups, "the cap is in place during the campaign"
+        (g,) = self.cap.groups.groups.values()
         assert set(gateway.pids) <= set(g.pids())
         raise self.error("made to fail")
 
@@ -90,8 +90,8 @@ def test_cgroup_is_removed_when_the_cell_fails_or_is_interrupted(tmp_path, state
     opts = RunOptions(out=tmp_path / "results", baseline=False, probes=False, report=False,
                       telemetry="roles")
     with CpuGroups(None, run=f"t{os.getpid()}") as groups:
-        runner = type("R", (_Failing,), {"role": "gateway", "groups": groups, "applied": {},
-                                         "cores": {matrix.cells[0].id: 0.2}, "error": error})
+        cap = Cap("gateway", {matrix.cells[0].id: 0.2}, groups)
+        runner = type("R", (_Failing,), {"cap": cap, "error": error})
         if error is Interrupted:
             with pytest.raises(Interrupted):
                 run_matrix(matrix, None, opts, runner=runner)
@@ -99,5 +99,5 @@ def test_cgroup_is_removed_when_the_cell_fails_or_is_interrupted(tmp_path, state
             run = run_matrix(matrix, None, opts, runner=runner)
             (cell,) = run.cells.values()
             assert cell.status == "failed" and "made to fail" in cell.error
-        assert runner.applied  # the group was made and the gateway was in it
+        assert cap.applied  # the group was made and the gateway was in it
         assert _ours() == [] and groups.groups == {}

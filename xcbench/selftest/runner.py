@@ -17,6 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,44 +47,54 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+@dataclass
+class Cap:
+    """What a capped run caps: ``role`` of each cell in ``cores`` (cell id -> cores)."""
+    role: str
+    cores: dict[str, float]
+    groups: Any  # xcbench.cgroups.CpuGroups
+    cluster_pids: Callable[[], dict[str, list[int]]] | None = None  # the mini cluster's daemons
+    applied: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> what was capped
+
+
 class CappingRunner(Runner):
     """A Runner that puts one role of each cell under a CPU quota once its gateway is up (just
-    before telemetry starts) and removes the quota when the cell ends."""
+    before telemetry starts) and removes the quota when the cell ends, however it ends."""
 
-    role: str = ""
-    cores: dict[str, float] = {}  # cell id -> cores of the quota
-    groups: Any = None  # xcbench.cgroups.CpuGroups
-    cluster_pids: Callable[[], dict[str, list[int]]] | None = None
-    applied: dict[str, dict[str, Any]] = {}  # cell id -> what was capped (for the output)
+    cap: Cap
 
-    def _telemetry(self, cell, target, gateway, listener):  # type: ignore[override]
-        cores = self.cores.get(cell.id)
+    def _telemetry(self, cell, target, gateway, listener):
+        cores = self.cap.cores.get(cell.id)
         if cores is not None:
-            self._cap(cell.id, cores, gateway)
+            self._apply(cell.id, cores, gateway)
         return super()._telemetry(cell, target, gateway, listener)
 
-    def _cap(self, cell_id: str, cores: float, gateway: Any) -> None:
-        if self.role == "gateway":
+    def _apply(self, cell_id: str, cores: float, gateway: Any) -> None:
+        role = self.cap.role
+        if role == "gateway":
             pids = list(gateway.pids)
-        elif self.role == "client":
-            pids = [os.getpid()]
+        elif role == "client":
+            pids = [os.getpid()]  # every thread: the campaign's clients, telemetry
         else:  # osd
-            pids = (self.cluster_pids() if self.cluster_pids else {}).get(self.role, [])
+            pids = (self.cap.cluster_pids() if self.cap.cluster_pids else {}).get(role, [])
         if not pids:
-            raise XcbError(f"selftest: no {self.role} process to cap in cell {cell_id}")
-        g = self.groups.create(f"{self.role}-{cell_id[:8]}", cores)
+            raise XcbError(f"selftest: no {role} process to cap in cell {cell_id}")
+        g = self.cap.groups.create(f"{role}-{cell_id[:8]}", cores)
+        self.cap.applied[cell_id] = {"role": role, "cores": cores, "group": str(g.path), "pids": pids}
         for pid in pids:
             g.add(pid)
-        self.applied[cell_id] = {"role": self.role, "cores": cores, "group": str(g.path),
-                                 "pids": pids}
 
     def _cell(self, cell) -> None:
         try:
             super()._cell(cell)
         finally:
-            left = self.groups.close()  # the role's processes go back; the group goes
+            left = self.cap.groups.close()  # the role's processes go back; the group goes
             if left:
                 self.run.warn(f"selftest: cgroups not removed: {', '.join(left)}")
+
+
+def capping_runner(cap: Cap) -> type[CappingRunner]:
+    return type("SelftestRunner", (CappingRunner,), {"cap": cap})
 
 
 def _run(matrix_doc: dict, name: str, cluster: Any, out: Path, workdir: Path,
@@ -205,7 +216,9 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         if s.cap is None:
             for key in cells_of(s, quick):
                 result["checks"] += _judge(s, key, ids[key], sizes.levels, base, failed)
-    for s in (s for s in runnable if s.cap):
+    for s in runnable:
+        if s.cap is None:
+            continue
         keys_s = cells_of(s, quick)
         cores: dict[str, float] = {}
         for key in keys_s:
@@ -229,16 +242,14 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         cap_ids = _cell_ids(load_matrix(mtx_path, cluster))
         mini_pids = _mini_pids(cluster) if s.cap == "osd" else None
         with CpuGroups(None, run=f"selftest{os.getpid()}-{s.name}") as groups:
-            runner = type("SelftestRunner", (CappingRunner,), {
-                "role": s.cap, "groups": groups, "cluster_pids": staticmethod(mini_pids),
-                "cores": {cap_ids[k]: c for k, c in cores.items()}, "applied": {}})
-            run, _ = _run(doc, name, cluster, out, workdir, runner=runner)
+            capped = Cap(s.cap, {cap_ids[k]: c for k, c in cores.items()}, groups, mini_pids)
+            run, _ = _run(doc, name, cluster, out, workdir, runner=capping_runner(capped))
         result["runs"][s.name] = str(run.path)
         got, failed_s = _verdicts(run), _failed(run)
         for key, c in cores.items():
             use = _least_use(base, ids[key], s.cap, sizes.levels)
             cap = {"role": s.cap, "cores": c, "fraction": fraction, "uncapped_least_cores": use,
-                   **{k: v for k, v in runner.applied.get(cap_ids[key], {}).items() if k == "group"}}
+                   **{k: v for k, v in capped.applied.get(cap_ids[key], {}).items() if k == "group"}}
             result["checks"] += _judge(s, key, cap_ids[key], sizes.levels, got, failed_s, cap)
     result["ok"] = all(c.ok for c in result["checks"]) and bool(result["checks"])
     return result

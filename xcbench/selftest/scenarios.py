@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from xcbench.analysis.attribution import NEAR
 
@@ -128,7 +128,7 @@ class Check:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
-def _finite(v: Any) -> bool:
+def _finite(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and math.isfinite(v)
 
 

@@ -104,7 +104,9 @@ def cluster_providers(cluster: Any) -> tuple[dict[str, Provider], str | None]:
     if getattr(cluster, "embedded", False) and getattr(cluster, "state_dir", None) is not None:
         from xcbench.ceph.mini import MiniCluster
         mini = MiniCluster(cluster.state_dir)
-        return {r: (lambda r=r: mini.role_pids()[r]) for r in CLUSTER_ROLES}, None
+        def of(role: str) -> Provider:
+            return lambda: mini.role_pids()[role]
+        return {r: of(r) for r in CLUSTER_ROLES}, None
     found = local_daemons(cluster.conf)
     if not found:
         return {}, (f"unknown (the daemons of the cluster {cluster.conf} do not run on this host: "
