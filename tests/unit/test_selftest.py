@@ -12,7 +12,16 @@ from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.selftest import output
 from xcbench.selftest.runner import cells_of, plan
-from xcbench.selftest.scenarios import CELLS, QUICK, SCENARIOS, Check, expectation, matrix_yaml, raw_check
+from xcbench.selftest.scenarios import (
+    CELLS,
+    QUICK,
+    SCENARIOS,
+    Check,
+    expectation,
+    ident,
+    matrix_yaml,
+    raw_check,
+)
 
 
 def test_every_scenario_cell_is_a_valid_matrix_cell(tmp_path):
@@ -20,7 +29,7 @@ def test_every_scenario_cell_is_a_valid_matrix_cell(tmp_path):
     path.write_text(yaml.safe_dump(matrix_yaml(list(CELLS.values()), QUICK, "t")))
     m = load_matrix(path)
     for key, cd in CELLS.items():
-        found = [c for c in m.cells if cd.matches(c)]
+        found = [c for c in m.cells if ident(c) == cd.ident]
         assert len(found) == 1, key
         assert found[0].concurrency == QUICK.levels and found[0].mode == "push"
 

@@ -34,6 +34,7 @@ from xcbench.selftest.scenarios import (
     Check,
     Scenario,
     expectation,
+    ident,
     matrix_yaml,
     raw_check,
 )
@@ -120,12 +121,8 @@ def _verdicts(run: Any) -> dict[tuple[str, int], dict[str, Any]]:
 
 def _cell_ids(matrix: Any) -> dict[str, str]:
     """CellDef key -> cell id in this matrix."""
-    out = {}
-    for key, cd in CELLS.items():
-        for c in matrix.cells:
-            if cd.matches(c):
-                out[key] = c.id
-    return out
+    keys = {cd.ident: key for key, cd in CELLS.items()}
+    return {keys[ident(c)]: c.id for c in matrix.cells if ident(c) in keys}
 
 
 def _failed(run: Any) -> dict[str, str]:

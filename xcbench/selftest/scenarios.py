@@ -33,18 +33,26 @@ LAYOUT = {"stripe_unit": "4M", "stripe_count": 1, "object_size": "4M"}
 class CellDef:
     key: str  # a short name: "tmpfs", "cephfs-rep", "cephfs-ec", "rados-rep"
     backend: str
+    entry: tuple[tuple[str, Any], ...]  # its matrix entry under backends.<backend>
     pool: str | None = None
 
-    def matches(self, cell: Any) -> bool:
-        """Whether a matrix Cell is this one."""
-        if cell.backend != self.backend:
-            return False
-        return self.pool is None or (cell.pool is not None and cell.pool.label == _label(self.pool))
+    @property
+    def ident(self) -> tuple[str, str | None]:
+        """(backend, pool label): what tells its cell apart in a matrix."""
+        return self.backend, _label(self.pool) if self.pool else None
+
+
+def ident(cell: Any) -> tuple[str, str | None]:
+    return cell.backend, cell.pool.label if cell.pool is not None else None
 
 
 def _label(pool: str) -> str:
     from xcbench.cell import PoolSpec
     return PoolSpec.parse(pool).label
+
+
+def _ceph(pool: str) -> tuple[tuple[str, Any], ...]:
+    return (("layouts", [dict(LAYOUT)]), ("pools", [pool]))
 
 
 @dataclass(frozen=True)
@@ -59,10 +67,10 @@ class Scenario:
 
 
 CELLS = {c.key: c for c in (
-    CellDef("tmpfs", "tmpfs"),
-    CellDef("cephfs-rep", "cephfs", REP_POOL),
-    CellDef("cephfs-ec", "cephfs", EC_POOL),
-    CellDef("rados-rep", "rados", REP_POOL),
+    CellDef("tmpfs", "tmpfs", (("size", ["2G"]),)),
+    CellDef("cephfs-rep", "cephfs", _ceph(REP_POOL), REP_POOL),
+    CellDef("cephfs-ec", "cephfs", _ceph(EC_POOL), EC_POOL),
+    CellDef("rados-rep", "rados", _ceph(REP_POOL), REP_POOL),
 )}
 
 SCENARIOS = {s.name: s for s in (
@@ -96,14 +104,12 @@ FULL = Sizes(levels=(2, 4, 8), file_size="64M", files=32)
 
 def matrix_yaml(cells: list[CellDef], sizes: Sizes, name: str) -> dict[str, Any]:
     """A matrix with exactly these cells (one layout; push; no probe)."""
-    backends: dict[str, Any] = {}
+    backends: dict[str, dict[str, Any]] = {}
     for c in cells:
-        if c.backend == "tmpfs":
-            backends["tmpfs"] = {"size": ["2G"]}
-        else:
-            b = backends.setdefault(c.backend, {"layouts": [dict(LAYOUT)], "pools": []})
-            if c.pool not in b["pools"]:
-                b["pools"].append(c.pool)
+        b = backends.setdefault(c.backend, {})
+        for key, values in c.entry:
+            b.setdefault(key, [])
+            b[key] += [v for v in values if v not in b[key]]
     return {"name": name, "description": "xcbench selftest",
             "defaults": {"origins": [1], "modes": ["push"], "concurrency": list(sizes.levels),
                          "file_size": sizes.file_size, "files": sizes.files, "repeats": 1,
