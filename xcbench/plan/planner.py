@@ -8,8 +8,8 @@ with different inputs, so they can be compared line by line.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, fields
 from collections.abc import Sequence
+from dataclasses import asdict, fields
 from typing import Any
 
 from xcbench.plan.calibrate import Calibration, gateway_inputs, storage_inputs
