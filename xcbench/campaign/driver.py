@@ -35,11 +35,12 @@ from xcbench.campaign.clients import (
     thread_client,
 )
 from xcbench.campaign.dataset import Dataset
+from xcbench.campaign.drivercpu import DriverCpu
 from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
 from xcbench.campaign.optimizer import AttemptView, Optimizer, observe
 from xcbench.campaign.records import Buffered, Timeline, campaign_row, optimizer_row, transfer_row
 from xcbench.campaign.spec import CampaignSpec
-from xcbench.campaign.staging import LocalSource, stage_source
+from xcbench.campaign.staging import local_source, stage_source
 from xcbench.findings import finding
 
 SLOW_CHECKSUM = 20.0  # s: a checksum query this slow is the server's kXR_wait, not adler32
@@ -94,8 +95,7 @@ class Campaign:
         self.checksum_retries = 0
         self.mismatches = 0
         self.delete_failures = 0
-        self.local = LocalSource(self.dataset, spec.campaign_id) \
-            if spec.mode == "push" and self.kind == "gfal2" else None
+        self.local = local_source(self.dataset, spec.campaign_id, spec.mode, self.kind, self.scheme)
         self.staging: dict | None = None
         if spec.mode == "tpc-root" and is_xrdceph(self.dest):
             self.findings.append(finding(
@@ -299,6 +299,7 @@ class Campaign:
             now = time.time()
             moved, active, ok, failed = self.totals()
             r = timeline.sample(now, moved, active, ok, failed)
+            r.update(self.cpu.sample(now))
             self.out.add("timeline", [r])
             if self.optimizer and now >= next_opt:
                 self._optimize(now)
@@ -333,6 +334,8 @@ class Campaign:
         if spec.mode != "push":
             self.staging = stage_source(self.dataset, self.source,
                                         [self.source_name(i) for i in range(len(self.dataset))])
+        elif self.local:
+            self.staging = self.local.stage_all()
         if self.optimizer:
             self._optimize(time.time())  # FTS's first decision: start halfway (or at max)
         timeline = Timeline(self.cell_id, spec.campaign_id, spec.concurrency, spec.repeat)
@@ -344,6 +347,7 @@ class Campaign:
         done = threading.Event()
         monitor = threading.Thread(target=self._monitor, args=(done, timeline, view),
                                    name="xcb-campaign-monitor", daemon=True)
+        self.cpu = DriverCpu()
         start = time.time()
         monitor.start()
         interrupted = None
@@ -365,7 +369,8 @@ class Campaign:
             end = time.time()
             self._cancel_rest(end)
             moved, active, ok, failed = self.totals()
-            self.out.add("timeline", [timeline.sample(end, moved, active, ok, failed)])
+            self.out.add("timeline", [{**timeline.sample(end, moved, active, ok, failed),
+                                       **self.cpu.sample(end)}])
             row = self._summary(start, end)
             self.out.add("findings", self._findings())
             self.out.add("campaigns", [row])
@@ -447,6 +452,7 @@ class Campaign:
             "delete_failures": self.delete_failures,
             "checksum_queries_retried_after_http_500": self.checksum_retries,
             "local_source": self.local.describe() if self.local else None,
+            "local_source_staging": self.staging if self.local else None,
             "attempts": len([r for r in rows if r["start_time"]]),
             "retried": sum(1 for r in rows if r["retry"]),
         }
@@ -456,7 +462,8 @@ class Campaign:
             bytes=moved, start_time=first, finish_time=last,
             rate=moved / (last - first) if last > first else 0.0,
             finished=sum(1 for s in self.final.values() if s == "FINISHED"),
-            failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings)
+            failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings,
+            **self.cpu.total(end))
 
 
 def run_campaign(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None,
