@@ -15,7 +15,9 @@ campaign's (first attempt start to last finish: HTTP pushes stage their local fi
 campaigns their source before that clock too). CPU: the driver's own figure (driver_cpu_cores,
 process CPU over the campaign) and the loop's children CPU over its wall time, in cores.
 Targets: every driver >= 3x its loop; gfal2 push >= 0.7x XRootD push. Not a test: prints
-numbers (a shared 2-core machine: expect noise; use --repeats for medians).
+numbers (a shared 2-core machine: expect noise; use --repeats for medians). ``--many N`` adds
+a campaign of N small files at concurrency N (threads in one process): every file must have
+exactly one final record, and the peak concurrency in the records is printed.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=1, help="runs per pair (median kept)")
     ap.add_argument("--only", default="", help="run the pairs whose label contains this")
+    ap.add_argument("--many", type=int, default=0, metavar="N",
+                    help="also N files of 4 MiB at concurrency N, XRootD and gfal2 (e.g. 1200)")
     args = ap.parse_args()
     pairs = [p for p in PAIRS if args.only.lower() in p[0].lower()]
     gib = args.files * (args.size_mib << 20)
@@ -158,6 +162,31 @@ def main() -> None:
                 if loop:
                     results[p[0]][1].append(loop)
         report(args, pairs, results, time.time() - t0)
+        for client in ("xrootd", "gfal2") if args.many else ():
+            many(dst, args.many, client)
+
+
+def many(dst, n: int, client: str) -> None:
+    rows: dict[str, list] = {}
+    spec = CampaignSpec(files=n, file_size=4 << 20, concurrency=n, client=client, checksum="both",
+                        delete_after_verify=True, timeout=300)
+    t0 = time.time()
+    row = run_campaign(spec, dest=dst, sink=lambda t, r: rows.setdefault(t, []).extend(r))
+    dt = time.time() - t0
+    ts = rows["transfers"]
+    per_file: dict[int, int] = {}
+    for r in ts:
+        per_file[r["file_index"]] = per_file.get(r["file_index"], 0) + 1
+    events = sorted([(r["start_time"], 1) for r in ts if r["start_time"]] +
+                    [(r["finish_time"], -1) for r in ts if r["start_time"]])
+    peak = cur = 0
+    for _, d in events:
+        cur += d
+        peak = max(peak, cur)
+    lost = n - len(per_file) + sum(1 for v in per_file.values() if v > 1)
+    print(f"  {client}: {n} files x 4 MiB at concurrency {n}, checksum both: {row['finished']} "
+          f"finished, {row['failed']} failed, {dt:.1f} s, peak in flight {peak}, driver CPU "
+          f"{row['driver_cpu_cores']:.2f} cores, lost/duplicated records: {lost}")
 
 
 def report(args, pairs, results, seconds: float) -> None:
