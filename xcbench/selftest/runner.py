@@ -193,6 +193,9 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
     runnable = [s for s in scenarios if s.needs is None]
     result["not_yet"] = [{"scenario": s.name, "what": s.what, "needs": s.needs}
                          for s in scenarios if s.needs]
+    if not runnable:
+        result["ok"] = True  # nothing runnable was asked for: only "not yet" scenarios
+        return result
     if any(s.cap for s in runnable):
         detect()  # no CPU-quota cgroups here: say so before any run
         for path in sweep_stale():

@@ -103,3 +103,10 @@ def test_an_unknown_scenario_exits_2(tmp_path, capsys):
         main(["selftest", "--scenario", "bogus", "--state-dir", str(tmp_path / "c")])
     assert e.value.code == 2 and "bogus" in capsys.readouterr().err
     assert not (tmp_path / "c").exists()
+
+
+def test_only_a_not_yet_scenario_runs_nothing_and_says_so(tmp_path):
+    from xcbench.selftest.runner import run_selftest
+    result = run_selftest(None, names=["network"], out=tmp_path, log=lambda s: None)
+    assert result["ok"] and result["checks"] == [] and list(tmp_path.iterdir()) == []
+    assert "not yet" in output.text(result)
