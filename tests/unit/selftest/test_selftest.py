@@ -110,3 +110,12 @@ def test_only_a_not_yet_scenario_runs_nothing_and_says_so(tmp_path):
     result = run_selftest(None, names=["network"], out=tmp_path, log=lambda s: None)
     assert result["ok"] and result["checks"] == [] and list(tmp_path.iterdir()) == []
     assert "not yet" in output.text(result)
+
+
+def test_an_ec_scenario_that_never_expected_ec_overhead_is_said_not_exercised():
+    def check(level, e):
+        exp, note = expectation(SCENARIOS["ec-overhead"], {"ec_ratio": e})
+        return Check("ec-overhead", "cephfs-ec", "x", level, exp, exp[0], "r", True, note=note)
+    assert output.unexercised([check(2, 0.95), check(4, 0.9)])
+    assert "not exercised" in output.text({**_result(True), "checks": [check(2, 0.95)]})
+    assert not output.unexercised([check(2, 0.95), check(4, 0.7)])
