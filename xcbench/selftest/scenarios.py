@@ -99,7 +99,7 @@ class Sizes:
 
 
 QUICK = Sizes(levels=(2, 4), file_size="16M", files=16)
-FULL = Sizes(levels=(2, 4, 8), file_size="64M", files=32)
+FULL = Sizes(levels=(2, 4, 8), file_size="32M", files=24)
 
 
 def matrix_yaml(cells: list[CellDef], sizes: Sizes, name: str) -> dict[str, Any]:
