@@ -196,6 +196,8 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
     if not runnable:
         result["ok"] = True  # nothing runnable was asked for: only "not yet" scenarios
         return result
+    if any(s.cap == "osd" for s in runnable):
+        _mini_pids(cluster)  # the OSDs must be this host's: say so before any run
     if any(s.cap for s in runnable):
         detect()  # no CPU-quota cgroups here: say so before any run
         for path in sweep_stale():

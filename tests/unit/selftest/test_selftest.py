@@ -119,3 +119,13 @@ def test_an_ec_scenario_that_never_expected_ec_overhead_is_said_not_exercised():
     assert output.unexercised([check(2, 0.95), check(4, 0.9)])
     assert "not exercised" in output.text({**_result(True), "checks": [check(2, 0.95)]})
     assert not output.unexercised([check(2, 0.95), check(4, 0.7)])
+
+
+def test_capping_the_osds_of_a_cluster_elsewhere_is_refused_before_any_run(tmp_path):
+    from types import SimpleNamespace
+
+    from xcbench.selftest.runner import run_selftest
+    byo = SimpleNamespace(embedded=False, state_dir=None, conf=tmp_path / "ceph.conf")
+    with pytest.raises(XcbError, match="OSDs elsewhere"):
+        run_selftest(byo, names=["storage"], out=tmp_path / "r", log=lambda s: None)
+    assert not (tmp_path / "r").exists()
