@@ -85,9 +85,9 @@ def route_dev(address: str) -> str | None:
     return words[words.index("dev") + 1] if "dev" in words[:-1] else None
 
 
-def _net_int(dev: str, what: str, root: Path = NET_ROOT) -> int | None:
+def _net_int(dev: str, what: str, root: Path | None = None) -> int | None:
     try:
-        v = int((root / dev / what).read_text().strip())
+        v = int(((root or NET_ROOT) / dev / what).read_text().strip())
     except (OSError, ValueError):  # loopback/virtual NICs refuse "speed" (EINVAL)
         return None
     return v if v > 0 else None
