@@ -220,6 +220,11 @@ def findings(result: dict[str, Any], host: str = "local") -> list[dict]:
             rows.append(finding(where, f"{c['key']}: fasterdata recommends {c['recommended']}, "
                                        f"this kernel cannot follow",
                                 c["note"], "none possible on this kernel (not recommended here)", "info"))
+    for key, (old, new) in (ACTIVE.changed.items() if ACTIVE is not None else ()):
+        rows.append(finding(f"host:{host}", f"{key} tuned for this run: {old} -> {new}",
+                            "--tune-tcp applied ESnet fasterdata's value for the run only",
+                            f"restored to {old} when the run ended; to keep it: sysctl -w {key}='{new}'",
+                            "info"))
     return rows
 
 

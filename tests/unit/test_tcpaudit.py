@@ -98,6 +98,8 @@ def test_tuning_sets_the_fixes_and_puts_every_old_value_back(tmp_path, no_probe)
         assert tcpaudit.read_sysctl("net.ipv4.tcp_congestion_control", root) == "htcp"
         assert tcpaudit.read_sysctl("net.core.default_qdisc", root) == "pfifo_fast"
         assert tcpaudit.manifest_entry(r)["tuned"]["net.ipv4.tcp_mtu_probing"] == {"was": "0", "set": "1"}
+        tuned = [f for f in tcpaudit.findings(tcpaudit.audit(root=root)) if "tuned for this run" in f["what"]]
+        assert len(tuned) == len(t.changed) == 6 and all(f["severity"] == "info" for f in tuned)
     assert {k: tcpaudit.read_sysctl(k, root) for k in HOST} == before
     assert tcpaudit.ACTIVE is None and "tuned" not in tcpaudit.manifest_entry(r)
 
