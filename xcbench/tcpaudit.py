@@ -162,7 +162,7 @@ def audit(addresses: list[str] | tuple[str, ...] = ("127.0.0.1",), *,
                             None if ok in (True, None) else f"sysctl -w {name}={core_max}"))
     for name, rec in (("net.ipv4.tcp_rmem", rmem), ("net.ipv4.tcp_wmem", wmem)):
         v = read_sysctl(name, root)
-        have, want = _triple_max(v), _triple_max(rec)
+        have, want = _triple_max(v), int(rec.split()[-1])
         ok = None if have is None else have >= want
         checks.append(Check(name, v, rec, ok, f"max {have} vs {want} ({tier} Gb/s tier)",
                             None if ok in (True, None) else f"sysctl -w {name}='{rec}'"))
