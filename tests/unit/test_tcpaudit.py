@@ -140,3 +140,33 @@ def test_a_value_that_cannot_be_set_restores_what_was_already_set(tmp_path, no_p
 def test_tuned_is_a_no_op_unless_asked():
     with tcpaudit.tuned(False) as t:
         assert t is None and tcpaudit.ACTIVE is None
+
+
+def test_run_tune_tcp_wraps_the_whole_run_and_restores_after_a_fault(monkeypatch):
+    import contextlib
+
+    from xcbench import runner
+    from xcbench.cli import build_parser
+    from xcbench.commands import run as run_cmd
+    events = []
+
+    @contextlib.contextmanager
+    def fake_tuned(enabled, addresses=("127.0.0.1",)):
+        events.append(("tuned", enabled))
+        try:
+            yield
+        finally:
+            events.append(("restored", enabled))
+
+    def fake_run_matrix(*a, **kw):
+        events.append(("run",))
+        raise RuntimeError("a fault inside the run")
+    monkeypatch.setattr(tcpaudit, "tuned", fake_tuned)
+    monkeypatch.setattr(runner, "run_matrix", fake_run_matrix)
+    args = build_parser().parse_args(["run", "layouts/quick.yaml", "--tune-tcp"])
+    opts = run_cmd.options(args)
+    assert opts.extra["tune_tcp"] is True
+    with pytest.raises(RuntimeError):
+        run_cmd.execute(None, None, opts)
+    assert events == [("tuned", True), ("run",), ("restored", True)]
+    assert run_cmd.options(build_parser().parse_args(["run", "x.yaml"])).extra["tune_tcp"] is False
