@@ -32,6 +32,10 @@ STREAMS = (1, 2, 4, 8, 12, 16, 24, 32)
 DIRECTIONS = ("write", "read")
 SECONDS = 2  # per point: 8 stream counts x 2 directions stay around 40 s on loopback
 LOCAL_PAIRS = ((LOOPBACK, LOOPBACK),)
+# iperf3 3.12's server takes one test at a time and resets the control connection of a client
+# that arrives while it is still closing the previous test (seen here on a busy box): retry those.
+TRANSIENT = ("control message", "server is busy", "Connection reset")
+RETRIES = 2
 
 
 class Runner(Protocol):
@@ -154,16 +158,21 @@ def _point(runner: Runner, client: str, gateway: str, port: int, streams: int, d
                            "host": gateway, "client": client, "gateway": gateway,
                            "direction": direction, "cpu_host": None, "cpu_remote": None,
                            "error": None}
-    out = runner.run(client, client_cmd(client, gateway, port, streams, direction, seconds),
-                     timeout=seconds + 30)
-    if raw_dir is not None:
-        raw_dir.mkdir(parents=True, exist_ok=True)
-        (raw_dir / f"{client}-{gateway}-P{streams}-{direction}.json").write_text(out.stdout)
-    try:
-        got = parse_iperf3(out.stdout)
-    except XcbError as e:
-        row["error"] = str(e) if out.stdout.strip() else f"{e}; stderr: {out.stderr.strip()[-200:]}"
-        return row
+    for attempt in range(RETRIES + 1):
+        out = runner.run(client, client_cmd(client, gateway, port, streams, direction, seconds),
+                         timeout=seconds + 30)
+        if raw_dir is not None:
+            raw_dir.mkdir(parents=True, exist_ok=True)
+            (raw_dir / f"{client}-{gateway}-P{streams}-{direction}.json").write_text(out.stdout)
+        try:
+            got = parse_iperf3(out.stdout)
+            break
+        except XcbError as e:
+            row["error"] = str(e) if out.stdout.strip() else f"{e}; stderr: {out.stderr.strip()[-200:]}"
+            if attempt == RETRIES or not any(m in str(e) for m in TRANSIENT):
+                return row
+            time.sleep(0.5)  # the server was still closing the previous test
+    row["error"] = None
     row.update({k: got[k] for k in ("bits_per_second", "retransmits", "cpu_host", "cpu_remote")})
     return row
 

@@ -137,3 +137,20 @@ def test_rows_carry_the_declared_baseline_columns(no_wait):
     from xcbench.records import BASELINE
     rows = baseline.sweep(streams=[1], runner=RecordingRunner())
     assert all(set(x) == set(BASELINE) for x in rows)
+
+
+def test_a_control_connection_reset_is_retried(no_wait, monkeypatch):
+    monkeypatch.setattr(baseline.time, "sleep", lambda s: None)
+    reset = json.dumps({"start": {}, "intervals": [], "end": {},
+                        "error": "unable to receive control message: Connection reset by peer"})
+
+    class Flaky(RecordingRunner):
+        def run(self, host, cmd, *, timeout):
+            done = super().run(host, cmd, timeout=timeout)
+            return done if len(self.runs) > 1 else proc.Completed(done.args, 1, reset, "", 0.1)
+    r = Flaky()
+    rows = baseline.sweep(streams=[1], directions=["write"], runner=r)
+    assert len(r.runs) == 2 and rows[0]["error"] is None and rows[0]["bits_per_second"] > 0
+    r = RecordingRunner(fail_streams=1)  # "unable to connect": not transient, not retried
+    rows = baseline.sweep(streams=[1], directions=["write"], runner=r)
+    assert len(r.runs) == 1 and "unable to connect" in rows[0]["error"]
