@@ -14,7 +14,7 @@ from xcbench import __version__
 from xcbench.errors import XcbError
 
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
-            "report", "compare", "plan", "telemetry")
+            "report", "compare", "plan", "telemetry", "baseline")
 
 
 def build_parser() -> argparse.ArgumentParser:

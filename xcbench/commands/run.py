@@ -30,6 +30,8 @@ def add_run_args(p) -> None:
                    help="map EC k+m pools that do not fit the cluster onto what fits (recorded)")
     p.add_argument("--fio-hosts", help="comma-separated fio servers for multi-host probes")
     p.add_argument("--no-baseline", action="store_true", help="skip the iperf3 baseline")
+    p.add_argument("--tune-tcp", action="store_true",
+                   help="set ESnet fasterdata's TCP sysctls for the run, restore them after (root)")
     p.add_argument("--no-probes", action="store_true", help="skip the fio probes")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
@@ -49,7 +51,7 @@ def options(args):
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,
                       report=not args.no_report, report_format=args.format,
-                      telemetry=args.telemetry)
+                      telemetry=args.telemetry, extra={"tune_tcp": args.tune_tcp})
 
 
 def matrix_path(matrix: str | None, opts) -> str:
@@ -80,8 +82,10 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
     from xcbench.progress import MatrixView
     from xcbench.runner import Interrupted, run_matrix
+    from xcbench.tcpaudit import tuned
     try:
-        run = run_matrix(matrix, cluster, opts, view=MatrixView())
+        with tuned(opts.extra.get("tune_tcp", False)):  # old sysctls back on any exit
+            run = run_matrix(matrix, cluster, opts, view=MatrixView())
     except Interrupted as e:
         print(f"interrupted: what was measured is in {e}; continue with "
               f"`xcbench run --resume {e}`", file=sys.stderr)

@@ -12,7 +12,7 @@ from xcbench.errors import XcbError
 from xcbench.sizes import format_size, parse_size
 
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
-TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include")
+TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference")
 DIM_KEYS = ("origins", "modes", "concurrency", "file_size", "files", "size_dist", "repeats",
             "probe", "gateway", "campaign")
 BACKEND_KEYS = {"tmpfs": ("size",) + DIM_KEYS, "cephfs": ("layouts", "pools") + DIM_KEYS,
