@@ -36,11 +36,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from xcbench.cell import BACKENDS, MODES, Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
+from xcbench.net import check_bind
 from xcbench.sizes import format_size, parse_size
+from xcbench.userfiles import read_yaml
 
 STRIPE_ALIGN = 64 << 10  # CephFS/libradosstriper: stripe_unit must be a multiple of 64 KiB
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
@@ -239,7 +239,22 @@ def _dims(errors: _Errors, where: str, src: dict) -> dict[str, Any]:
                 continue
             _unknown(errors, f"{where}.{key}", src[key], allowed)
             out[key] = _normalise_tunables(errors, f"{where}.{key}", src[key])
+            _add_new(errors, f"{where}.{key}", key, src[key])
     return out
+
+
+def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
+    """Campaign values (every one finite and in range) and the gateway's bind (never empty),
+    checked by their owners; fields already reported here are not reported twice."""
+    problems: list[tuple[str, str]] = []
+    if key == "campaign":
+        from xcbench.campaign.spec import check_campaign_settings
+        problems = check_campaign_settings(section, unknown=False)
+    elif key == "gateway" and "bind" in section:
+        problems = check_bind(section["bind"])
+    for fld, msg in problems:
+        if not any(ln.startswith(f"{errors.path}: {where}: {fld}:") for ln in errors.lines):
+            errors.add(where, fld, msg)
 
 
 def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
@@ -253,7 +268,8 @@ def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
         errors.add(where, "buffers_maxbsz", f"{format_size(bsz)} must be above 2M and at most 1G")
     for key in ("runtime", "iodepth", "numjobs", "ramp", "streams", "retries"):
         if key in out:
-            out[key] = _posint(errors, where, key, out[key], minimum=0 if key == "ramp" else 1)
+            out[key] = _posint(errors, where, key, out[key],
+                               minimum=0 if key in ("ramp", "retries") else 1)
     for key in ("async", "cksio", "overwrite", "delete_after_verify", "direct"):
         if key in out and not isinstance(out[key], bool):
             errors.add(where, key, f"{out[key]!r} is not true/false")
@@ -464,16 +480,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
     """Parse, expand and validate a matrix. Raises XcbError (first error, one line); the
     error's ``lines`` attribute holds every error."""
     path = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise XcbError(f"{path}: cannot read matrix ({e.strerror})") from e
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f"line {mark.line + 1}" if mark else "top level"
-        raise XcbError(f"{path}: {at}: yaml: {getattr(e, 'problem', None) or e}") from e
+    raw = read_yaml(path)  # xcbench.userfiles: unreadable/non-UTF-8/bad YAML -> one line
     errors = _Errors(path)
     cells = expand(raw, path, errors)
     errors.raise_if_any()

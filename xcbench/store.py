@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.secrets import redact, scrub_known
 
 SCHEMA_VERSION = 2
 CELL_STATUSES = ("pending", "running", "complete", "degraded", "failed", "skipped", "interrupted")
@@ -57,12 +58,8 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
 
 
 def load_json(path: str | os.PathLike) -> Any:
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError as e:
-        raise XcbError(f"{path}: no such file") from e
-    except json.JSONDecodeError as e:
-        raise XcbError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from e
+    from xcbench.userfiles import read_json
+    return read_json(path)
 
 
 class RunDir:
@@ -128,11 +125,11 @@ class RunDir:
 
     def save_manifest(self) -> None:
         with self._lock:
-            write_json(self.path / "manifest.json", self.manifest)
+            write_json(self.path / "manifest.json", redact(self.manifest))
 
     def append(self, table: str, records: Iterable[dict[str, Any]]) -> None:
         """Append records to ``records/<table>.jsonl`` and flush them to the OS at once."""
-        lines = "".join(json.dumps(r, default=str) + "\n" for r in records)
+        lines = scrub_known("".join(json.dumps(r, default=str) + "\n" for r in records))
         if not lines:
             return
         with self._lock:

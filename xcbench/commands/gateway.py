@@ -56,12 +56,16 @@ def _cluster(args, backend: str):
 
 
 def up(args) -> int:
+    from xcbench import argcheck
     from xcbench.backends.base import get_backend
     from xcbench.gateway import start_gateway
     from xcbench.matrix import load_matrix
     from xcbench.proc import ProcessSet
     if not args.matrix or not args.cell:
         raise XcbError("gateway up: give --matrix FILE and --cell ID")
+    argcheck.number("--origins", args.origins, 1, 64)
+    argcheck.host_port("--report", args.report)
+    argcheck.directory("--workdir", args.workdir)
     workdir = Path(args.workdir).absolute()
     state_file = workdir / STATE
     if state_file.exists():

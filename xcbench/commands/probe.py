@@ -48,16 +48,16 @@ def _gib(v) -> str:
 
 
 def run(args) -> int:
+    from xcbench import argcheck
     from xcbench.backends import get_backend
     from xcbench.fio import summary
     from xcbench.matrix import load_matrix
     from xcbench.probe import run_probe
     from xcbench.proc import ProcessSet
     from xcbench.sizes import format_size
-
-    if args.runtime is not None and args.runtime < 1:
-        raise XcbError(f"--runtime: {args.runtime} must be >= 1")
-    hosts = [h for h in (args.fio_hosts or "").split(",") if h.strip()] or None
+    argcheck.number("--runtime", args.runtime, 1, 86400)
+    argcheck.directory("--raw", args.raw)
+    hosts = argcheck.hosts("--fio-hosts", args.fio_hosts)
     matrix = load_matrix(args.matrix)
     cells = [matrix.cell(key) for key in args.cell] if args.cell else list(matrix.cells)
     cluster = None

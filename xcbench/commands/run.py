@@ -32,9 +32,12 @@ def add_run_args(p) -> None:
 
 
 def options(args):
+    from xcbench import argcheck
     from xcbench.runner import RunOptions
-    if args.repeats is not None and args.repeats < 1:
-        raise XcbError(f"--repeats: {args.repeats} must be >= 1")
+    argcheck.number("--repeats", args.repeats, 1, 10_000)
+    argcheck.name("--name", args.name)
+    argcheck.directory("--out", args.out)
+    argcheck.hosts("--fio-hosts", args.fio_hosts)
     return RunOptions(out=Path(args.out), repeats=args.repeats, name=args.name,
                       resume=Path(args.resume) if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
@@ -64,12 +67,29 @@ def execute(matrix, cluster, opts) -> int:
     return 1 if failed else 0
 
 
+def check_resume(path: str) -> str:
+    """The matrix path of a run that `--resume` can continue (XcbError otherwise)."""
+    from xcbench.store import RunDir
+    prev = RunDir.open(path)
+    m = prev.manifest.get("matrix")
+    kind = prev.manifest.get("kind")
+    if kind not in (None, "run") or not isinstance(m, dict):
+        raise XcbError(f"{path}: --resume: not a run of `xcbench run` (it was made by "
+                       f"`xcbench {kind or 'unknown'}`); start a new one instead")
+    mpath = m.get("path")
+    if not isinstance(mpath, str) or not Path(mpath).is_file():
+        raise XcbError(f"{path}: --resume: the run's matrix file {mpath!r} is gone")
+    return mpath
+
+
 def run(args) -> int:
+    from xcbench.matrix import load_matrix
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
+    if args.resume:  # bad input fails before anything touches a cluster
+        load_matrix(check_resume(args.resume))
     if args.matrix:
-        from xcbench.matrix import load_matrix
-        load_matrix(args.matrix)  # bad input fails before anything touches a cluster
+        load_matrix(args.matrix)
     opts = options(args)
     cluster = cluster_from_args(args)
     return execute(args.matrix, cluster, opts)
