@@ -112,6 +112,12 @@ class RunDir:
                            f"xcbench understands ({SCHEMA_VERSION}); upgrade xcbench to read it")
         if version < SCHEMA_VERSION:
             manifest = upgrade_manifest(manifest, path)
+        cells = manifest.get("cells")
+        if not isinstance(cells, dict) or not all(isinstance(c, dict) for c in cells.values()):
+            raise XcbError(f"{path}/manifest.json: cells: not a mapping of cell records")
+        for key in ("matrix", "fingerprint", "options", "cluster"):
+            if manifest.get(key) is not None and not isinstance(manifest[key], dict):
+                raise XcbError(f"{path}/manifest.json: {key}: not a mapping")
         return cls(path, manifest)
 
     @property
@@ -256,9 +262,7 @@ def read_jsonl(path: str | os.PathLike):
             else:
                 cols[name] = col.to_pandas()
         return pd.DataFrame(cols)
-    with open(path) as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
-    df = pd.DataFrame.from_records(rows)
+    df = pd.DataFrame.from_records(_json_records(path))
     for col in [c for c in df.columns if pd.api.types.is_object_dtype(df[c])]:
         if df[col].map(lambda v: isinstance(v, (dict, list))).any():
             df[col] = df[col].map(_json_text)
@@ -266,6 +270,32 @@ def read_jsonl(path: str | os.PathLike):
         if len(kinds) > 1 and not kinds <= {int, float}:  # e.g. 1 and "n/a": keep both, as text
             df[col] = df[col].map(lambda v: v if v is None or v != v else str(v))
     return df
+
+
+def _json_records(path: Path) -> list[dict]:
+    """The records of a JSONL file. A torn last line (a hard kill mid-write) is skipped with a
+    warning; anything else that is not one JSON object per line is an XcbError naming it."""
+    import sys
+
+    from xcbench.userfiles import read_bytes
+    data = read_bytes(path, limit=1 << 40)
+    lines = data.split(b"\n")
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line.decode("utf-8"))
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+            if n == len(lines) and not data.endswith(b"\n"):
+                print(f"xcbench: warning: {path}: line {n}: torn last record skipped",
+                      file=sys.stderr)
+                continue
+            raise XcbError(f"{path}: line {n}: not a JSON record ({e})") from None
+        rows.append(row)
+    return rows
 
 
 def upgrade_manifest(manifest: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,12 @@ def read_bytes(path: str | os.PathLike, what: str = "", *, limit: int = MAX_BYTE
         if p.is_dir():
             raise XcbError(f"{where}: cannot read: is a directory, not a file")
         with open(p, "rb") as fh:
-            data = fh.read(limit + 1)
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) and not stat.S_ISCHR(st.st_mode):
+                raise XcbError(f"{where}: cannot read: not a regular file")
+            if st.st_size > limit:
+                raise XcbError(f"{where}: larger than {limit >> 20} MiB: not a file xcbench reads")
+            data = fh.read(limit + 1) if not st.st_size else fh.read()
     except FileNotFoundError:
         raise XcbError(f"{where}: cannot read: no such file") from None
     except IsADirectoryError:

@@ -144,3 +144,22 @@ def test_token_file_is_read_and_empty_one_refused(tmp_path, capsys):
     (tmp_path / "t").write_text("\n")
     assert main(["campaign", "--gateway", "tmpfs", "--fts-token-file", str(tmp_path / "t")]) == 2
     assert "is empty" in capsys.readouterr().err
+
+
+def test_jsonl_torn_tail_is_skipped_garbage_inside_is_one_line(tmp_path, capsys):
+    from xcbench.store import read_jsonl
+    jl = tmp_path / "t.jsonl"
+    jl.write_text('{"a": 1, "b": "x"}\n{"a": 2, "b": 5}\n{"a": 3, "b"')
+    df = read_jsonl(jl)
+    assert list(df["a"]) == [1, 2] and "torn last record skipped" in capsys.readouterr().err
+    jl.write_bytes(b'{"a": 1, "b": "x"}\n\xff\n{"a": 2, "b": 5}\n')
+    with pytest.raises(XcbError, match=rf"^{jl}: line 2: not a JSON record"):
+        read_jsonl(jl)
+
+
+def test_manifest_with_cells_of_the_wrong_shape_is_one_line(tmp_path):
+    run = RunDir.create(tmp_path, name="r", fingerprint=False)
+    run.manifest["cells"] = {"c1": 5}
+    run.save_manifest()
+    with pytest.raises(XcbError, match="cells: not a mapping of cell records"):
+        RunDir.open(run.path)

@@ -129,6 +129,8 @@ def check_args(args) -> None:
         raise XcbError(f"campaign: --fts: {args.fts!r} is not an http(s):// URL")
     if args.fts_token is not None and args.fts_token_file:
         raise XcbError("campaign: give --fts-token or --fts-token-file, not both")
+    argcheck.number("--optimizer-interval", args.optimizer_interval, 0, 86400, lo_open=True)
+    argcheck.number("--optimizer-min", args.optimizer_min, 1, 100_000)
     argcheck.name("--name", args.name)
     argcheck.directory("--out", args.out)
 
