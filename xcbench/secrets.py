@@ -34,6 +34,7 @@ _TEXT_PATTERNS = (
                r"['\"]?\s*[=:]\s*['\"]?)[^\s'\",}&]+"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
 )
+_KEEP = ("fingerprint",)  # versions and digests (of a keyring file too): no secret, kept exact
 _MIN_LEN = 4  # shorter registered values would blank out ordinary words
 
 _lock = threading.Lock()
@@ -122,7 +123,9 @@ def redact(value: Any) -> Any:
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
-            if is_secret_name(k) and v not in (None, "", False):
+            if k in _KEEP:
+                out[k] = v
+            elif is_secret_name(k) and v not in (None, "", False):
                 out[k] = REDACTED if not isinstance(v, bool) else v
             elif str(k).lower() in ("argv", "command", "cmd", "cmdline") and \
                     isinstance(v, (list, tuple)):

@@ -85,3 +85,9 @@ def test_the_store_writes_no_secret(tmp_path):
     assert TOKEN.encode() not in blob
     assert run.manifest["options"]["fts_token"] == TOKEN  # only what is written is redacted
     assert RunDir.open(tmp_path / "r").manifest["command"] == ["campaign", f"--fts-token={REDACTED}"]
+
+
+def test_fingerprints_are_kept_exact():
+    fp = {"packages": {"python3-keyring": "23.13"}, "configs": {"ceph.client.x.keyring": "ab12"}}
+    assert redact({"fingerprint": fp, "cells": {"c": {"fingerprint": fp}}})["cells"]["c"] == \
+        {"fingerprint": fp}

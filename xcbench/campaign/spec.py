@@ -201,9 +201,11 @@ class CampaignSpec:
         return replace(self, **kw)
 
     def settings(self) -> dict[str, Any]:
+        """The settings as recorded (CAMPAIGN rows, manifests): secrets in ``extra`` redacted."""
+        from xcbench.secrets import redact
         d = asdict(self)
         d["optimizer"] = asdict(self.optimizer) if self.optimizer else None
-        return d
+        return redact(d)
 
     @classmethod
     def field_names(cls) -> list[str]:

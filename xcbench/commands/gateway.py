@@ -120,8 +120,9 @@ def down(args) -> int:
     state_file = workdir / STATE
     if not state_file.exists():
         raise XcbError(f"{state_file}: no gateway recorded here (nothing to stop)")
+    from xcbench.userfiles import read_json
     try:
-        state = json.loads(state_file.read_text())
+        state = read_json(state_file)
         target = _target_from_json(state["target"])
     except (ValueError, KeyError, TypeError) as e:
         raise XcbError(f"{state_file}: unreadable gateway state ({e})") from e
