@@ -218,12 +218,17 @@ class RunDir:
         pq = self.path / f"{name}.parquet"
         jl = self.path / "records" / f"{name}.jsonl"
         if pq.exists():
-            if columns is not None:
-                import pyarrow.parquet as papq
-                have = set(papq.read_schema(pq).names)
-                df = pd.read_parquet(pq, columns=[c for c in columns if c in have])
-            else:
-                df = pd.read_parquet(pq)
+            import pyarrow as pa
+            try:
+                if columns is not None:
+                    import pyarrow.parquet as papq
+                    have = set(papq.read_schema(pq).names)
+                    df = pd.read_parquet(pq, columns=[c for c in columns if c in have])
+                else:
+                    df = pd.read_parquet(pq)
+            except (pa.ArrowException, OSError) as e:  # truncated or not Parquet at all
+                raise XcbError(f"{pq}: not a readable Parquet table "
+                               f"({' '.join(str(e).split())[:120]})") from None
         elif jl.exists() and jl.stat().st_size:
             df = read_jsonl(jl)
         else:

@@ -413,7 +413,8 @@ def _good_run(d: Path) -> Path:
 @st.composite
 def damages(draw):
     kind = draw(st.sampled_from(["absent", "truncated", "garbage", "not-object", "schema",
-                                 "cells", "manifest-dir", "jsonl-garbage", "bytes", "campaign"]))
+                                 "cells", "manifest-dir", "jsonl-garbage", "bytes", "campaign",
+                                 "parquet"]))
     arg = draw(st.integers(0, 10**6))
     return kind, arg, draw(st.sampled_from(["show", "resume", "report", "calibrate"]))
 
@@ -444,6 +445,12 @@ def damage(run: Path, kind: str, arg: int) -> None:
         m.mkdir()
     elif kind == "bytes":
         m.write_bytes(text.encode()[:arg % len(text)] + b"\xff\xfe" + text.encode()[arg % len(text):])
+    elif kind == "parquet":  # a finalized table cut short, or overwritten
+        from xcbench.store import read_jsonl
+        pq = run / "transfers.parquet"
+        read_jsonl(run / "records" / "transfers.jsonl").to_parquet(pq, index=False)
+        data = pq.read_bytes()
+        pq.write_bytes(data[:arg % len(data)] if arg % 2 else b"PAR1" + bytes(arg % 251 for _ in range(64)))
     elif kind == "campaign":
         d = json.loads(text)
         d.update(kind="campaign", matrix=None)
@@ -467,7 +474,7 @@ def test_fuzz_damaged_run_dirs(base, capsys, case):
         d = box.dir
         run = _good_run(d)
         damage(run, kind, arg)
-        if kind == "jsonl-garbage":
+        if kind in ("jsonl-garbage", "parquet"):
             cmd = "report"  # `runs show` reads the manifest only, calibration other tables
         if kind == "campaign":
             cmd = "resume"  # a campaign's run is fine to show and report, not to resume
