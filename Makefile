@@ -10,7 +10,7 @@ DEB_PACKAGES := ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common ceph-fuse python
 	python3-xrootd python3-gfal2 gfal2-plugin-xrootd gfal2-plugin-http gfal2-plugin-file gfal2-util-scripts attr iperf3 python3-venv \
 	uuid-runtime procps curl chromium python3-m2crypto fuse openssl iproute2
 
-.PHONY: setup deb venv test unit integration lint demo bench clean
+.PHONY: setup deb venv test unit integration lint typecheck mypy-run demo bench clean
 
 setup: deb venv
 
@@ -45,6 +45,18 @@ integration: setup
 
 lint: setup
 	$(BIN)/ruff check xcbench backends analysis tests benchmarks
+	@$(MAKE) --no-print-directory mypy-run
+
+# mypy on the package as installed: backends/ and analysis/ are xcbench.backends and
+# xcbench.analysis, so a tree of symlinks gives mypy that layout (settings: mypy.ini).
+typecheck: venv
+	@$(MAKE) --no-print-directory mypy-run
+
+mypy-run:
+	@rm -rf .typecheck && mkdir -p .typecheck/xcbench && \
+	for f in xcbench/*; do case $$f in */__pycache__) ;; *) ln -s ../../$$f .typecheck/xcbench/ ;; esac; done && \
+	ln -s ../../backends .typecheck/xcbench/backends && ln -s ../../analysis .typecheck/xcbench/analysis
+	MYPYPATH=.typecheck $(BIN)/mypy --cache-dir .typecheck/.cache -p xcbench
 
 demo: setup
 	$(BIN)/xcbench demo
@@ -54,4 +66,4 @@ bench: setup
 
 clean:
 	-$(BIN)/xcbench cluster down 2>/dev/null
-	rm -rf $(VENV) .tox .xcbench build *.egg-info
+	rm -rf $(VENV) .tox .xcbench .typecheck build *.egg-info

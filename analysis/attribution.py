@@ -302,13 +302,21 @@ def attribute(run: RunDir | RunData, others: tuple = ()) -> list[dict[str, Any]]
 
 def write_verdicts(run: RunDir, others: tuple = ()) -> list[dict[str, Any]]:
     """Attribute a run and store the rows as its ``verdicts`` table (Parquet if the run is
-    finalized, else appended to records/verdicts.jsonl for finalize() to convert)."""
+    finalized, else records/verdicts.jsonl for finalize() to convert). Verdicts already stored
+    for the cells attributed now are replaced (a resumed run); those of other cells are kept."""
     import pandas as pd
 
     from xcbench.records import VERDICT
     rows = attribute(run, others)
-    if run.manifest.get("status") != "running":  # finalized: the Parquet tables exist
-        pd.DataFrame(rows, columns=list(VERDICT)).to_parquet(run.path / "verdicts.parquet", index=False)
+    done = {r["cell_id"] for r in rows}
+    old = run.table("verdicts")
+    keep: list[dict[str, Any]] = []
+    if len(old):
+        old = old[~old["cell_id"].isin(done)]
+        keep = old.astype(object).where(old.notna(), None).to_dict("records")
+    if run.status != "running":  # finalized: the Parquet tables exist
+        pd.DataFrame(keep + rows, columns=list(VERDICT)).to_parquet(run.path / "verdicts.parquet",
+                                                                    index=False)
     else:
-        run.append("verdicts", rows)
+        run.replace_table("verdicts", keep + rows)
     return rows

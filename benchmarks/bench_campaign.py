@@ -31,10 +31,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xcbench import proc  # noqa: E402
-from xcbench.backends.tmpfs import BACKEND  # noqa: E402
 from xcbench.campaign import CampaignSpec, Dataset, run_campaign  # noqa: E402
 from xcbench.cell import Cell  # noqa: E402
-from xcbench.gateway import start_gateway  # noqa: E402
+from xcbench.session import CellSession  # noqa: E402
 
 FILES, SIZE, CONC = 16, 256 << 20, 16
 REPEATS = 3
@@ -196,12 +195,9 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(prefix="xcb-bench-campaign-"))
         work.chmod(0o755)
         stack.callback(shutil.rmtree, work, True)
-        backend = BACKEND(None, work, procs)
-        target = backend.prepare(Cell(id="bench-campaign", label="bench", backend="tmpfs",
-                                      tmpfs_size=6 << 30))
-        stack.callback(backend.cleanup, target)
-        gw = start_gateway(target, workdir=work, procs=procs, name="bench-campaign")
-        stack.callback(gw.stop)
+        cell = Cell(id="bench-campaign", label="bench", backend="tmpfs", tmpfs_size=6 << 30)
+        gw = stack.enter_context(CellSession(cell, cluster=None, workdir=work, procs=procs,
+                                             name="bench-campaign")).gateway
 
         # the loop's local source files hold the driver's dataset (same bytes for both)
         src = Path(tempfile.mkdtemp(prefix="xcb-bench-src-", dir="/dev/shm"))

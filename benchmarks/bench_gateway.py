@@ -16,15 +16,15 @@ import argparse
 import statistics
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import requests
 
 from xcbench import proc
-from xcbench.backends.tmpfs import BACKEND
 from xcbench.cell import Cell
-from xcbench.gateway import start_gateway
 from xcbench.proc import ProcessSet
+from xcbench.session import CellSession
 from xcbench.sizes import format_size, parse_size
 
 TARGET_START_S = 2.0
@@ -37,37 +37,34 @@ def timed(fn) -> float:
 
 
 def one_round(wd: Path, size: int, i: int) -> dict[str, float]:
+    """Times include the tmpfs target's prepare (a mount: milliseconds beside the gateway)."""
     procs = ProcessSet()
-    backend = BACKEND(None, wd, procs)
-    targets = [backend.prepare(Cell(id=f"bench{i}{n}", label="bench", backend="tmpfs",
-                                    tmpfs_size=max(4 * size, 64 << 20))) for n in range(3)]
+    cells = [Cell(id=f"bench{i}{n}", label="bench", backend="tmpfs", origins=2 if n == 1 else 1,
+                  tmpfs_size=max(4 * size, 64 << 20)) for n in range(3)]
+    wd.mkdir(parents=True, exist_ok=True)
     src_file = wd / "src.bin"
     src_file.write_bytes(bytes(size))
     out: dict[str, float] = {}
-    gws = []
     try:
-        t0 = time.monotonic()
-        gws.append(start_gateway(targets[0], workdir=wd, procs=procs))
-        out["start 1 origin"] = time.monotonic() - t0
-        t0 = time.monotonic()
-        gws.append(start_gateway(targets[1], workdir=wd, procs=procs, origins=2))
-        out["start 2 origins"] = time.monotonic() - t0
-        gws.append(start_gateway(targets[2], workdir=wd, procs=procs))
-        single, redir, other = gws
-        out["push direct"] = timed(lambda: proc.run(["xrdcp", "-f", "--nopbar", src_file, single.url("f")]))
-        out["push via redirector"] = timed(
-            lambda: proc.run(["xrdcp", "-f", "--nopbar", src_file, redir.url(f"f{i}")]))
-        out["root TPC"] = timed(lambda: proc.run(["xrdcp", "--tpc", "only", "--nopbar",
-                                                  single.url("f"), other.url("rt")]))
-        out["HTTP-TPC"] = timed(lambda: requests.request(
-            "COPY", other.url("ht", "http"), headers={"Source": single.url("f", "http")},
-            timeout=300).raise_for_status())
+        with ExitStack() as stack:
+            gws = []
+            for n, key in enumerate(("start 1 origin", "start 2 origins", None)):
+                t0 = time.monotonic()
+                s = stack.enter_context(CellSession(cells[n], cluster=None, workdir=wd, procs=procs))
+                if key:
+                    out[key] = time.monotonic() - t0
+                gws.append(s.gateway)
+            single, redir, other = gws
+            out["push direct"] = timed(lambda: proc.run(["xrdcp", "-f", "--nopbar", src_file, single.url("f")]))
+            out["push via redirector"] = timed(
+                lambda: proc.run(["xrdcp", "-f", "--nopbar", src_file, redir.url(f"f{i}")]))
+            out["root TPC"] = timed(lambda: proc.run(["xrdcp", "--tpc", "only", "--nopbar",
+                                                      single.url("f"), other.url("rt")]))
+            out["HTTP-TPC"] = timed(lambda: requests.request(
+                "COPY", other.url("ht", "http"), headers={"Source": single.url("f", "http")},
+                timeout=300).raise_for_status())
     finally:
-        for gw in gws:
-            gw.stop()
         procs.stop_all()
-        for t in targets:
-            backend.cleanup(t)
     return out
 
 

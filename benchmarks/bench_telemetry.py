@@ -24,9 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from xcbench import proc
-from xcbench.backends import get_backend
 from xcbench.cell import Cell
-from xcbench.gateway import start_gateway
+from xcbench.session import CellSession
 from xcbench.store import RunDir
 from xcbench.telemetry import CephSampler, GatewaySampler, HostSampler, ReportListener, TelemetryRunner
 
@@ -108,8 +107,6 @@ def main() -> int:
     data = os.urandom(size)
     names = [f"bench-{i % 16}" for i in range(args.files)]  # 16 names: tmpfs holds 16 files
     cell = Cell(id="bench-telemetry", label="telemetry bench", backend="tmpfs", tmpfs_size=17 * size)
-    backend = get_backend("tmpfs")(None, work, procs)
-    target = backend.prepare(cell)
     variants = ["off"] + [f"{float(i):g}s" for i in args.intervals.split(",")]
     rates: dict[str, list[float]] = {v: [] for v in variants}
     cost: dict[str, list[float]] = {v: [] for v in variants[1:]}
@@ -117,8 +114,9 @@ def main() -> int:
     by_sampler: dict[tuple[str, str], list[float]] = {}
     run = RunDir.create(work / "store", name="bench")  # samples go where a real run puts them
     try:
-        with ReportListener() as listener:
-            gw = start_gateway(target, workdir=work, report_addr=listener.addr, procs=procs, name="bench")
+        with ReportListener() as listener, CellSession(cell, cluster=None, workdir=work, procs=procs,
+                                                       name="bench", report_addr=listener.addr) as s:
+            gw = s.gateway
             push_round(gw.root_url, names[:4], data, 8 * M, args.concurrency)  # warm-up
             for r in range(args.rounds):
                 order = variants[r % len(variants):] + variants[:r % len(variants)]
@@ -144,10 +142,8 @@ def main() -> int:
                             by_sampler.setdefault((v, k), []).append((c - by0.get(k, 0.0)) / dt)
                 print(f"round {r + 1}: " + ", ".join(f"{v} {rates[v][-1] / M:.0f} MiB/s" for v in order),
                       flush=True)
-            gw.stop()
     finally:
         procs.stop_all()
-        backend.cleanup(target)
         samples = run.path / "records" / "samples.jsonl"
         sample_bytes = samples.stat().st_size if samples.exists() else 0
         shutil.rmtree(work, ignore_errors=True)

@@ -7,43 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from xcbench.ceph.layout import Layout
+from xcbench.ceph.protection import PoolSpec, Protection
+
+__all__ = ["BACKENDS", "MODES", "Cell", "Layout", "PoolSpec", "Protection"]
+
 BACKENDS = ("tmpfs", "cephfs", "rados")
 MODES = ("push", "tpc-root", "tpc-http")
-
-
-@dataclass(frozen=True)
-class Layout:
-    """CephFS dir layout, or the XrdCeph striper (stripe_count = nb_stripes). Bytes."""
-    stripe_unit: int
-    stripe_count: int
-    object_size: int
-
-
-@dataclass(frozen=True)
-class PoolSpec:
-    """A pool as the matrix asks for it; ``name`` is the Ceph pool xcbench creates/uses."""
-    kind: str  # "replicated" | "erasure"
-    size: int = 1  # replicated copies
-    k: int = 0
-    m: int = 0
-
-    @property
-    def name(self) -> str:
-        return f"xcb-rep{self.size}" if self.kind == "replicated" else f"xcb-ec{self.k}-{self.m}"
-
-    @property
-    def profile(self) -> str | None:
-        """EC profile name (erasure pools only)."""
-        return f"xcb-ec{self.k}-{self.m}" if self.kind == "erasure" else None
-
-    @property
-    def raw_ratio(self) -> float:
-        """Raw bytes written per logical byte, by construction."""
-        return float(self.size) if self.kind == "replicated" else (self.k + self.m) / self.k
-
-    @property
-    def label(self) -> str:
-        return f"rep{self.size}" if self.kind == "replicated" else f"ec{self.k}+{self.m}"
 
 
 @dataclass(frozen=True)
@@ -52,7 +22,7 @@ class Cell:
     label: str  # readable, e.g. "cephfs su=4M sc=1 os=4M ec2+1 o1 push"
     backend: str  # one of BACKENDS
     layout: Layout | None = None  # cephfs and rados
-    pool: PoolSpec | None = None  # cephfs and rados
+    pool: Protection | None = None  # cephfs and rados
     tmpfs_size: int | None = None  # tmpfs
     origins: int = 1  # data servers behind a cmsd redirector when > 1
     mode: str = "push"  # one of MODES

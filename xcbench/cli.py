@@ -14,7 +14,7 @@ from xcbench import __version__
 from xcbench.errors import XcbError
 
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
-            "report", "compare", "plan")
+            "report", "compare", "plan", "telemetry")
 
 
 class _Parser(argparse.ArgumentParser):

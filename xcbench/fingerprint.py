@@ -100,6 +100,7 @@ def _os_release() -> str | None:
 
 
 def _cpu_model() -> str | None:
+    # psutil does not name the CPU model: /proc/cpuinfo it is
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -110,21 +111,22 @@ def _cpu_model() -> str | None:
 
 
 def _mem_total() -> int | None:
+    import psutil
     try:
-        m = re.search(r"MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text())
-        return int(m.group(1)) * 1024 if m else None
-    except OSError:
+        return int(psutil.virtual_memory().total)
+    except (psutil.Error, OSError):
         return None
 
 
 def host_info() -> dict[str, Any]:
     """The host the run ran on: enough to tell two machines apart and to scale CPU figures."""
+    import psutil
     try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count()
+        usable: int | None = len(psutil.Process().cpu_affinity() or [])
+    except (AttributeError, psutil.Error, OSError):  # no affinity on this platform
+        usable = psutil.cpu_count()
     return {"hostname": socket.gethostname(), "os": _os_release(), "kernel": platform.release(),
-            "arch": platform.machine(), "cpu_model": _cpu_model(), "cpus": os.cpu_count(),
+            "arch": platform.machine(), "cpu_model": _cpu_model(), "cpus": psutil.cpu_count(),
             "cpus_usable": usable, "mem_bytes": _mem_total()}
 
 

@@ -2,8 +2,9 @@
 
     run_probe(cell, target, *, cluster, workdir, sink, raw_dir, hosts, patterns) -> PROBE rows
 
-rados targets get ``fio-jobs/rados.fio.j2`` (ioengine=rados on the cell's pool); tmpfs and
-CephFS targets get ``fio-jobs/files.fio.j2`` in the target dir. Patterns: ``randwrite`` (4 KiB
+The target says which engine (``Target.fio_engine``): "rados" gets ``fio-jobs/rados.fio.j2``
+(ioengine=rados on the cell's pool), "files" (tmpfs, CephFS) gets ``fio-jobs/files.fio.j2`` in
+the target dir. Patterns: ``randwrite`` (4 KiB
 random writes: IOPS), ``write`` and ``read`` (object-sized sequential I/O: bandwidth).
 
 The cell's ``probe`` settings (matrix: runtime, ramp, iodepth, numjobs, size, bs, ss, ss_dur,
@@ -62,7 +63,8 @@ def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
     if p.get("bs"):
         p["bw_bs"] = int(p["bs"])
     else:  # object-sized, within what one OSD op and one file (or object) can take
-        room = p["object_size"] if cell.backend == "rados" else p["size"]
+        from xcbench.backends.base import backend_class
+        room = backend_class(cell.backend).probe_room(p["object_size"], p["size"])
         p["bw_bs"] = min(lay.object_size if lay else DEFAULT_BS, MAX_BS, room)
     if p.get("ss"):
         ramp = p.get("ss_ramp", 0)
@@ -110,7 +112,7 @@ def direct_io_supported(directory: str | os.PathLike) -> bool:
 def check_target(cell, target, cluster=None) -> None:
     """One-line errors before anything runs."""
     where = f"cell {cell.id}"
-    if target.backend == "rados":
+    if target.fio_engine == "rados":
         fio.check_fio("rados")
         if cluster is None:
             raise XcbError(f"{where}: probe: the rados engine needs a Ceph cluster")
@@ -183,7 +185,7 @@ def render_jobs(cell, target, p: dict[str, Any], *, prefixes: list[str], conf: s
               "bw_bs": p["bw_bs"], "ss": p["ss_spec"]}
     out = []
     for pre in prefixes:
-        if target.backend == "rados":
+        if target.fio_engine == "rados":
             bw, iops = _rados_objects(p)
             out.append(render(TEMPLATES, "rados.fio.j2", **common, conf=conf, client_id=client_id,
                               pool=target.pool, prefix=pre, iodepth=p["iodepth"], objects=bw,
@@ -248,7 +250,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     raw_dir.mkdir(parents=True, exist_ok=True)
     prefixes = _prefixes(cell, hosts)
     findings: list[dict] = []
-    rados_engine = target.backend == "rados"
+    rados_engine = target.fio_engine == "rados"
     direct = True
     names: list[str] = []
     if rados_engine:

@@ -211,3 +211,84 @@ class ProcessSet:
             procs, self._procs = list(reversed(self._procs)), []
         for p in procs:
             stop(p, timeout=timeout)
+
+
+def stop_pids(grace: Mapping[int, float], *, sig: int | Mapping[int, int] = signal.SIGTERM,
+              give_up: float = 5.0) -> None:
+    """Stop several processes (not necessarily ours) together: send each ``sig`` (one signal for
+    all, or one per pid), wait, SIGKILL a pid still alive after its own ``grace[pid]`` seconds,
+    and forget one still alive ``give_up`` s after that (unkillable, D state). Our own children
+    are reaped so that none is left a zombie."""
+    for pid in grace:
+        s = sig if isinstance(sig, int) else sig.get(pid, signal.SIGTERM)
+        try:
+            os.kill(pid, s)
+        except (ProcessLookupError, PermissionError):
+            pass
+    t0 = time.monotonic()
+    alive = dict(grace)
+    while alive:
+        now = time.monotonic() - t0
+        for pid, g in list(alive.items()):
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            if not pid_alive(pid) or now > g + give_up:
+                del alive[pid]
+            elif now > g:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        if alive:
+            time.sleep(0.05)
+
+
+# --- a process by pid, through psutil: its command line and what it uses ---------------------
+
+def _process(pid: int):
+    import psutil
+    return psutil.Process(pid)
+
+
+def cmdline(pid: int) -> list[str] | None:
+    """argv of process ``pid``; None when it is gone, a zombie or not ours to read."""
+    import psutil
+    try:
+        argv = _process(pid).cmdline()
+    except (psutil.Error, OSError):
+        return None
+    return argv or None  # a zombie (or a kernel thread) has an empty command line
+
+
+def rss(pid: int) -> int:
+    """Resident bytes of process ``pid`` (0 when it is gone or not ours to read)."""
+    import psutil
+    try:
+        return int(_process(pid).memory_info().rss)
+    except (psutil.Error, OSError):
+        return 0
+
+
+def usage(pid: int) -> dict[str, float]:
+    """CPU seconds (user+system), CPU of its reaped children, RSS bytes and threads of ``pid``.
+
+    ``children_cpu_seconds`` is where a root:// TPC destination's work goes (xrootd runs each
+    pull as a child `xrdcp --server`). A process that is gone (or a zombie) raises
+    ProcessLookupError, one we may not read PermissionError: both OSError, as /proc reads were.
+    """
+    import psutil
+    try:
+        p = _process(pid)
+        with p.oneshot():
+            if p.status() == psutil.STATUS_ZOMBIE:
+                raise ProcessLookupError(f"pid {pid} is a zombie")
+            t = p.cpu_times()
+            return {"cpu_seconds": t.user + t.system,
+                    "children_cpu_seconds": t.children_user + t.children_system,
+                    "rss_bytes": p.memory_info().rss, "threads": p.num_threads()}
+    except psutil.AccessDenied as e:
+        raise PermissionError(f"pid {pid}: {e}") from e
+    except psutil.Error as e:  # NoSuchProcess, ZombieProcess
+        raise ProcessLookupError(f"pid {pid} is gone") from e

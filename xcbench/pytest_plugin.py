@@ -115,20 +115,13 @@ def ceph_fuse_mount(ceph_cluster, tmp_path_factory):
 def tmpfs_gateway(tmp_path):
     """A started xcbench.gateway.Gateway on a fresh 512 MiB tmpfs target; stopped and the
     target removed afterwards. (Owner: gateway engineer; see tests/integration/gwcheck.py.)"""
-    from xcbench.backends.tmpfs import BACKEND
     from xcbench.cell import Cell
-    from xcbench.gateway import start_gateway
     from xcbench.proc import ProcessSet
+    from xcbench.session import CellSession
     procs = ProcessSet()
-    backend = BACKEND(None, tmp_path, procs)
-    target = backend.prepare(Cell(id="tmpfs-fixture", label="tmpfs fixture", backend="tmpfs",
-                                  tmpfs_size=512 << 20))
+    cell = Cell(id="tmpfs-fixture", label="tmpfs fixture", backend="tmpfs", tmpfs_size=512 << 20)
     try:
-        gw = start_gateway(target, workdir=tmp_path, procs=procs, name="fixture")
-        try:
-            yield gw
-        finally:
-            gw.stop()
+        with CellSession(cell, cluster=None, workdir=tmp_path, procs=procs, name="fixture") as s:
+            yield s.gateway
     finally:
         procs.stop_all()
-        backend.cleanup(target)

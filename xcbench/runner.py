@@ -22,15 +22,22 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from xcbench import proc
+from xcbench import proc, telemetry
+from xcbench.analysis.attribution import write_verdicts
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
-from xcbench.matrix import Matrix, load_matrix
+from xcbench.interfaces import Cluster, Gateway, Target
+from xcbench.manifest import DONE
+from xcbench.matrix import Matrix
 from xcbench.store import RunDir
+from xcbench.telemetry import ReportListener, TelemetryRunner
 
-DONE = ("complete", "degraded")  # cell states --resume does not run again
+if TYPE_CHECKING:
+    from xcbench.ceph.cluster import Cluster as CephCluster
+
+__all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_create", "run_matrix"]
 
 
 class Interrupted(Exception):
@@ -51,6 +58,7 @@ class RunOptions:
     report_format: str = "html"
     progress: bool = True
     name: str | None = None
+    telemetry: str | None = None  # devices and intervals, "host:0.5,ceph" (None: all, defaults)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -67,12 +75,12 @@ class StopFlag:
                 self._old[sig] = signal.signal(sig, self._handle)
         return self
 
-    def _handle(self, signum, frame) -> None:
+    def _handle(self, signum: int, frame: Any) -> None:
         if self.event.is_set():
             raise KeyboardInterrupt
         self.event.set()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         for sig, old in self._old.items():
             signal.signal(sig, old)
 
@@ -81,8 +89,11 @@ class StopFlag:
             raise Interrupted()
 
 
-def _copy_artifacts(gateway: Any, dest: Path) -> None:
-    """Rendered configs and logs into the run (never keyrings)."""
+def _copy_artifacts(session: Any, dest: Path) -> None:
+    """Rendered configs and logs of the session's gateway into the run (never keyrings)."""
+    gateway = getattr(session, "gateway", session)
+    if gateway is None:
+        return
     dest.mkdir(parents=True, exist_ok=True)
     for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
         p = Path(p)
@@ -91,9 +102,11 @@ def _copy_artifacts(gateway: Any, dest: Path) -> None:
 
 
 class Runner:
-    def __init__(self, matrix: Matrix, cluster: Any, run: RunDir, opts: RunOptions,
+    def __init__(self, matrix: Matrix, cluster: Cluster | None, run: RunDir, opts: RunOptions,
                  stop: StopFlag, view: Any = None):
-        self.matrix, self.cluster, self.run, self.opts = matrix, cluster, run, opts
+        self.matrix, self.run, self.opts = matrix, run, opts
+        # the backends and the gateway still take the concrete handle (xcbench.ceph.cluster)
+        self.cluster = cast("CephCluster | None", cluster)
         self.stop, self.view = stop, view
         self.procs = proc.ProcessSet()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"xcbench-{run.path.name}-", dir="/var/tmp"))
@@ -110,11 +123,11 @@ class Runner:
     # -- the run ---------------------------------------------------------------------------
     def execute(self) -> None:
         try:
-            if self.opts.baseline and not self.run.manifest.get("baseline_done"):
+            if self.opts.baseline and not self.run.state.baseline_done:
                 self._baseline()
             for cell in self.matrix.cells:
-                state = self.run.manifest["cells"].get(cell.id, {}).get("status")
-                if state in DONE:
+                state = self.run.cells.get(cell.id)
+                if state is not None and state.done:
                     continue
                 self.stop.check()
                 self._cell(cell)
@@ -129,10 +142,10 @@ class Runner:
             self.view.phase("baseline", "iperf3 on loopback")
         try:
             self.sink("baseline", [iperf3(procs=self.procs)])
-            self.run.manifest["baseline_done"] = True
+            self.run.state.baseline_done = True
             self.run.save_manifest()
         except XcbError as e:
-            self.run.manifest.setdefault("warnings", []).append(f"baseline: {e}")
+            self.run.warn(f"baseline: {e}")
 
     def _cell(self, cell: Cell) -> None:
         t0 = time.time()
@@ -158,32 +171,27 @@ class Runner:
             self.view.end_cell(cell, status, error)
 
     def _measure(self, cell: Cell, stack: contextlib.ExitStack) -> tuple[str, str | None]:
-        from xcbench.backends import get_backend
-        from xcbench.gateway import start_gateway
+        from xcbench.session import CellSession
         workdir = self.scratch / cell.id
         workdir.mkdir(parents=True, exist_ok=True)
         os.chmod(workdir, 0o755)
-        backend = get_backend(cell.backend)(self.cluster, workdir, self.procs)
-        self._phase(cell, "prepare")
-        target = backend.prepare(cell)
-        stack.callback(backend.cleanup, target)
         listener = self._listener(stack)
-        self._phase(cell, "gateway")
-        gateway = start_gateway(target, workdir=workdir, cluster=self.cluster, origins=cell.origins,
-                                tunables=dict(cell.gateway),
-                                report_addr=listener.addr if listener else None,
-                                procs=self.procs, name=f"gw-{cell.id}", cell=cell)
-        stack.callback(_copy_artifacts, gateway, self.run.path / "raw" / "gateways" / cell.id)
-        stack.callback(gateway.stop)
-        self.sink("findings", [{**f, "cell_id": cell.id} for f in gateway.findings])
+        session = CellSession(cell, cluster=self.cluster, workdir=workdir, procs=self.procs,
+                              name=f"gw-{cell.id}", report_addr=listener.addr if listener else None)
+        # after the session's exit (gateway stopped: its logs are final)
+        stack.callback(_copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
+        self._phase(cell, "prepare, gateway")
+        stack.enter_context(session)
+        backend, target, gateway = session.backend, session.target, session.gateway
+        self.sink("findings", [{**f, "cell_id": cell.id} for f in session.findings])
         self._phase(cell, "verify")
-        evidence = self._verify(backend, target, gateway)
+        evidence = self._verify(session)
         self.run.set_cell(cell.id, target=target.info, verify=evidence, pool=target.pool,
                           backend_info=backend.describe())
-        self._fingerprint(cell, target, gateway)
-        telemetry = self._telemetry(cell, target, gateway, listener)
-        if telemetry is not None:
-            stack.enter_context(telemetry)
+        self._fingerprint(cell, session)
+        devices = self._telemetry(cell, target, gateway, listener)
+        if devices is not None:
+            stack.enter_context(devices)
         self.stop.check()
         if self.opts.probes:
             self._phase(cell, "fio probe")
@@ -206,48 +214,34 @@ class Runner:
                                 "(see the transfers table: reason, error_scope, error_phase)")
         return "complete", None
 
-    def _fingerprint(self, cell: Cell, target: Any, gateway: Any) -> None:
+    def _fingerprint(self, cell: Cell, session: Any) -> None:
         from xcbench import fingerprint as fp
-        layout = fp.layout_xattrs(target.path) if cell.backend == "cephfs" and target.path else None
-        if layout is None and target.layout is not None:
-            layout = {"stripe_unit": target.layout.stripe_unit, "object_size": target.layout.object_size,
-                      "stripe_count": target.layout.stripe_count, "source": "xrdceph striper"}
+        target = session.target
+        layout = session.backend.layout_evidence(target)
         pool = fp.pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
         self.run.set_cell_fingerprint(cell.id, layout=layout, pool=pool,
-                                      configs=fp.config_hashes(getattr(gateway, "config_paths", [])))
+                                      configs=fp.config_hashes(getattr(session.gateway, "config_paths", [])))
 
     def _phase(self, cell: Cell, what: str) -> None:
         if self.view:
             self.view.phase(cell.label, what)
 
-    def _verify(self, backend: Any, target: Any, gateway: Any) -> dict:
-        import inspect
-        if "gateway" in inspect.signature(backend.verify).parameters:
-            return backend.verify(target, gateway=gateway)
-        return backend.verify(target)
+    def _verify(self, session: Any) -> dict:
+        return session.verify()
 
-    def _listener(self, stack: contextlib.ExitStack) -> Any:
-        try:
-            from xcbench.telemetry import ReportListener
-        except ImportError:
-            return None
+    def _listener(self, stack: contextlib.ExitStack) -> ReportListener | None:
+        if not telemetry.wants(self.opts.telemetry, "gateway"):
+            return None  # no gateway device: no xrd.report stream to listen to
         listener = ReportListener()
         stack.callback(listener.close)
         return listener
 
-    def _telemetry(self, cell: Cell, target: Any, gateway: Any, listener: Any) -> Any:
-        try:
-            from xcbench.telemetry import CephSampler, GatewaySampler, HostSampler, TelemetryRunner
-        except ImportError:
-            return None
-        samplers = [HostSampler()]
-        if listener is not None:
-            samplers.append(GatewaySampler(listener, gateway))
-        if self.cluster is not None and target.pool:
-            samplers.append(CephSampler(self.cluster, [target.pool]))
-        return TelemetryRunner(samplers, interval=1.0, sink=self.sink, cell_id=cell.id)
+    def _telemetry(self, cell: Cell, target: Target, gateway: Gateway,
+                   listener: ReportListener | None) -> TelemetryRunner | None:
+        return telemetry.build(self.opts.telemetry, cell=cell, target=target, gateway=gateway,
+                               listener=listener, cluster=self.cluster, sink=self.sink)
 
-    def _probe(self, cell: Cell, target: Any) -> None:
+    def _probe(self, cell: Cell, target: Target) -> None:
         from xcbench.probe import run_probe
         raw = self.run.path / "raw" / "fio" / cell.id
         raw.mkdir(parents=True, exist_ok=True)
@@ -259,23 +253,20 @@ class Runner:
         if self._source is None:
             from dataclasses import replace
 
-            from xcbench.backends import get_backend
-            from xcbench.gateway import start_gateway
+            from xcbench.session import CellSession
             src_cell = replace(self.matrix.cells[0], backend="tmpfs", layout=None, pool=None,
                                tmpfs_size=max(c.file_size * c.files for c in self.matrix.cells) * 2,
-                               id="source", label="tpc source")
+                               id="source", label="tpc source", origins=1, gateway={})
             workdir = self.scratch / "source"
             workdir.mkdir(exist_ok=True)
             os.chmod(workdir, 0o755)
-            backend = get_backend("tmpfs")(None, workdir, self.procs)
-            target = backend.prepare(src_cell)
-            self._source_stack.callback(backend.cleanup, target)
-            gw = start_gateway(target, workdir=workdir, procs=self.procs, name="gw-source")
-            self._source_stack.callback(gw.stop)
-            self._source = gw
+            session = self._source_stack.enter_context(
+                CellSession(src_cell, cluster=None, workdir=workdir, procs=self.procs,
+                            name="gw-source"))
+            self._source = session.gateway
         return self._source
 
-    def _campaign(self, cell: Cell, gateway: Any, level: int, repeat: int) -> dict:
+    def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
         from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
         settings = dict(cell.campaign)
         opt = settings.pop("optimizer", None)
@@ -292,53 +283,18 @@ class Runner:
 
 
 def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:
+    """The run to record into: ``opts.resume``'s (made ready to go on), or a new one."""
     if opts.resume:
         run = RunDir.open(opts.resume)
-        for pq in run.path.glob("*.parquet"):  # derived from the JSONL; rewritten at the end
-            pq.unlink()
-        _supersede_partial(run)
-        run.manifest["status"] = "running"
-        run.manifest.setdefault("resumed", []).append(time.time())
-        run.save_manifest()
+        run.resume()
         return run
     return RunDir.create(opts.out, name=opts.name, matrix=matrix.manifest(), **info)
 
 
-def _supersede_partial(run: RunDir) -> None:
-    """Records of cells that did not finish move to records/superseded/: kept, not analysed."""
-    import json
-    redo = {cid for cid, c in run.manifest.get("cells", {}).items() if c.get("status") not in DONE}
-    if not redo:
-        return
-    old = run.path / "records" / "superseded"
-    old.mkdir(exist_ok=True)
-    for jl in (run.path / "records").glob("*.jsonl"):
-        keep, moved = [], []
-        for line in jl.read_text().splitlines(keepends=True):
-            try:
-                cid = json.loads(line).get("cell_id")
-            except ValueError:
-                continue  # a torn last line from a hard kill
-            (moved if cid in redo else keep).append(line)
-        if moved:
-            with open(old / jl.name, "a") as fh:
-                fh.writelines(moved)
-            jl.write_text("".join(keep))
-
-
-def run_matrix(matrix_path: str | Path | None, cluster: Any, opts: RunOptions,
+def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
                view: Any = None) -> RunDir:
-    """Run a matrix (or resume a run) and return its RunDir; raises Interrupted on Ctrl-C
-    after everything was flushed and stopped."""
-    if opts.resume:
-        prev = RunDir.open(opts.resume)
-        matrix_path = prev.manifest.get("matrix", {}).get("path")
-        opts.scale_ec = bool(prev.manifest.get("matrix", {}).get("scaled_ec")) or opts.scale_ec
-        if not matrix_path or not Path(matrix_path).exists():
-            raise XcbError(f"{opts.resume}: the run's matrix file {matrix_path!r} is gone")
-    load_matrix(matrix_path)  # structure first: bad input fails before the cluster is asked
-    matrix = load_matrix(matrix_path, cluster, scale_ec=opts.scale_ec) if cluster is not None \
-        else load_matrix(matrix_path)
+    """Run a parsed matrix (for --resume: the run's own, see commands.run.load_run_matrix) and
+    return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped."""
     run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
                                                 "fio_hosts": opts.fio_hosts},
                          cluster=_cluster_info(cluster))
@@ -361,7 +317,7 @@ def run_matrix(matrix_path: str | Path | None, cluster: Any, opts: RunOptions,
     return run
 
 
-def _cluster_info(cluster: Any) -> dict[str, Any]:
+def _cluster_info(cluster: Cluster | None) -> dict[str, Any]:
     """What the plan's calibration and the report need to know of the cluster (no secrets)."""
     if cluster is None:
         return {}
@@ -375,31 +331,22 @@ def _cluster_info(cluster: Any) -> dict[str, Any]:
 
 def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
     """Verdicts, Parquet, report — each best effort, so a failure here loses no record."""
-    cells = run.manifest["cells"].values()
-    if status == "complete" and any(c.get("status") not in DONE for c in cells):
+    if status == "complete" and any(not c.done for c in run.cells.values()):
         status = "partial"
     try:
-        from xcbench.analysis.attribution import attribute
         run.close()
-        verdicts = attribute(run)
-        done = {v["cell_id"] for v in verdicts}
-        old = run.table("verdicts")
-        if len(old):  # a resumed run: replace the verdicts of cells attributed again
-            keep = old[~old["cell_id"].isin(done)].to_dict("records")
-            (run.path / "records" / "verdicts.jsonl").unlink(missing_ok=True)
-            run.append("verdicts", keep)
-        run.append("verdicts", verdicts)
+        write_verdicts(run)  # a resumed run: the verdicts of cells attributed again are replaced
     except Exception as e:
-        run.manifest.setdefault("warnings", []).append(f"attribution: {type(e).__name__}: {e}")
+        run.warn(f"attribution: {type(e).__name__}: {e}")
     run.finalize(status)
     if opts.report:
         try:
             from xcbench.analysis.report import render_report
             path = render_report([run.path], fmt=opts.report_format)
-            run.manifest["report"] = str(path)
+            run.state.report = str(path)
             if opts.report_format == "html":
                 md = render_report([run.path], fmt="md")
-                run.manifest["report_md"] = str(md)
+                run.state.report_md = str(md)
         except Exception as e:
-            run.manifest.setdefault("warnings", []).append(f"report: {type(e).__name__}: {e}")
+            run.warn(f"report: {type(e).__name__}: {e}")
         run.save_manifest()

@@ -20,7 +20,8 @@ Manifest (schema 2)::
 
 Cell status: pending -> running -> complete | degraded (measured, some transfers failed) |
 failed | skipped | interrupted.
-open() refuses a newer schema (upgrade xcbench) and upgrades an older one in memory.
+open() refuses a newer schema (upgrade xcbench) and upgrades an older one in memory. The typed
+form (Manifest, CellState), the schema version and the upgrade live in xcbench.manifest.
 """
 
 from __future__ import annotations
@@ -29,15 +30,17 @@ import datetime as _dt
 import json
 import os
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.manifest import CELL_STATUSES, DONE, SCHEMA_VERSION, CellState, Manifest, upgrade
 from xcbench.secrets import redact, scrub_known
 
-SCHEMA_VERSION = 2
-CELL_STATUSES = ("pending", "running", "complete", "degraded", "failed", "skipped", "interrupted")
+__all__ = ["CELL_STATUSES", "DONE", "SCHEMA_VERSION", "CellState", "Manifest", "RunDir",
+           "list_runs", "read_jsonl", "resolve_run", "upgrade_manifest", "write_json"]
 DEFAULT_STORE = "results"  # the `--store` default; XCBENCH_STORE overrides it
 
 
@@ -63,11 +66,17 @@ def load_json(path: str | os.PathLike) -> Any:
 
 
 class RunDir:
-    def __init__(self, path: str | os.PathLike, manifest: dict[str, Any]):
+    def __init__(self, path: str | os.PathLike, manifest: Manifest | dict[str, Any]):
         self.path = Path(path)
-        self.manifest = manifest
+        self.state = manifest if isinstance(manifest, Manifest) else \
+            Manifest.from_dict(manifest, self.path)
         self._lock = threading.Lock()
         self._files: dict[str, Any] = {}
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest as its JSON (a snapshot for readers: change ``state`` instead)."""
+        return self.state.to_dict()
 
     @classmethod
     def create(cls, store: str | os.PathLike, *, name: str | None = None,
@@ -86,9 +95,10 @@ class RunDir:
             n += 1
             path = Path(store) / f"{name}-{n}"
         (path / "records").mkdir(parents=True)
-        manifest = {"schema_version": SCHEMA_VERSION, "run_id": path.name,
-                    "start": now.isoformat(), "end": None, "status": "running",
-                    "matrix": matrix, "cells": {}, "fingerprint": fingerprint or {}, **info}
+        manifest = Manifest.from_dict(
+            {"schema_version": SCHEMA_VERSION, "run_id": path.name, "start": now.isoformat(),
+             "end": None, "status": "running", "matrix": matrix, "cells": {},
+             "fingerprint": fingerprint or {}, **info}, path)
         run = cls(path, manifest)
         run.save_manifest()
         return run
@@ -101,24 +111,52 @@ class RunDir:
             path = path.parent
         if not (path / "manifest.json").exists():
             raise XcbError(f"{path}: not a run directory (no manifest.json)")
-        manifest = load_json(path / "manifest.json")
-        if not isinstance(manifest, dict):
-            raise XcbError(f"{path}/manifest.json: not a run manifest (expected a JSON object)")
-        version = manifest.get("schema_version", 0)
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise XcbError(f"{path}/manifest.json: schema_version: {version!r} is not a version")
-        if version > SCHEMA_VERSION:
-            raise XcbError(f"{path}/manifest.json: schema_version {version} is newer than this "
-                           f"xcbench understands ({SCHEMA_VERSION}); upgrade xcbench to read it")
-        if version < SCHEMA_VERSION:
-            manifest = upgrade_manifest(manifest, path)
-        cells = manifest.get("cells")
-        if not isinstance(cells, dict) or not all(isinstance(c, dict) for c in cells.values()):
-            raise XcbError(f"{path}/manifest.json: cells: not a mapping of cell records")
-        for key in ("matrix", "fingerprint", "options", "cluster"):
-            if manifest.get(key) is not None and not isinstance(manifest[key], dict):
-                raise XcbError(f"{path}/manifest.json: {key}: not a mapping")
-        return cls(path, manifest)
+        return cls(path, Manifest.from_dict(load_json(path / "manifest.json"), path))
+
+    def resume(self) -> None:
+        """Make a stopped run ready to go on: its derived Parquet files go (finalize() rewrites
+        them), the records of cells that did not finish are superseded, status is running."""
+        for pq in self.path.glob("*.parquet"):
+            pq.unlink()
+        self.supersede_partial()
+        self.state.status = "running"
+        self.state.resumed = [*(self.state.resumed or []), time.time()]
+        self.save_manifest()
+
+    def supersede_partial(self) -> None:
+        """Records of cells that did not finish move to records/superseded/: kept, not analysed.
+        A torn last line (a hard kill mid-write) is dropped."""
+        redo = {cid for cid, c in self.state.cells.items() if not c.done}
+        if not redo:
+            return
+        old = self.path / "records" / "superseded"
+        old.mkdir(exist_ok=True)
+        for jl in (self.path / "records").glob("*.jsonl"):
+            keep: list[str] = []
+            moved: list[str] = []
+            for line in jl.read_text().splitlines(keepends=True):
+                try:
+                    cid = json.loads(line).get("cell_id")
+                except ValueError:
+                    continue  # a torn last line from a hard kill
+                (moved if cid in redo else keep).append(line)
+            if moved:
+                with open(old / jl.name, "a") as fh:
+                    fh.writelines(moved)
+                jl.write_text("".join(keep))
+
+    def replace_table(self, table: str, records: Iterable[dict[str, Any]]) -> None:
+        """records/<table>.jsonl holds exactly ``records`` from now on."""
+        with self._lock:
+            fh = self._files.pop(table, None)
+            if fh is not None:
+                fh.close()
+            (self.path / "records" / f"{table}.jsonl").unlink(missing_ok=True)
+        self.append(table, records)
+
+    def warn(self, message: str) -> None:
+        """A warning for the run's user (printed by `xcbench run`, kept in the manifest)."""
+        self.state.warn(message)
 
     @property
     def run_id(self) -> str:
@@ -126,12 +164,16 @@ class RunDir:
         return self.path.name
 
     @property
-    def cells(self) -> dict[str, dict[str, Any]]:
-        return self.manifest["cells"]
+    def cells(self) -> dict[str, CellState]:
+        return self.state.cells
+
+    @property
+    def status(self) -> str:
+        return self.state.status
 
     def save_manifest(self) -> None:
         with self._lock:
-            write_json(self.path / "manifest.json", redact(self.manifest))
+            write_json(self.path / "manifest.json", redact(self.state.to_dict()))
 
     def append(self, table: str, records: Iterable[dict[str, Any]]) -> None:
         """Append records to ``records/<table>.jsonl`` and flush them to the OS at once."""
@@ -158,9 +200,9 @@ class RunDir:
         if status is not None and status not in CELL_STATUSES:
             raise XcbError(f"cell {cell_id}: status: {status!r} is not one of "
                            f"{', '.join(CELL_STATUSES)}")
-        cell = self.manifest["cells"].setdefault(cell_id, {})
+        cell = self.state.cell(cell_id)
         if status == "running":
-            cell.setdefault("start", _now())
+            cell.start = cell.start or _now()
         elif status not in (None, "pending"):
             info.setdefault("end", _now())
         cell.update(info)
@@ -169,7 +211,7 @@ class RunDir:
     def register_cells(self, cells: Iterable[Any]) -> None:
         """Record every cell of the matrix (xcbench.cell.Cell) as pending: id, label, settings."""
         for c in cells:
-            self.manifest["cells"].setdefault(c.id, {}).update(
+            self.state.cell(c.id).update(
                 {"label": c.label, "backend": c.backend, "settings": c.settings(),
                  "status": "pending"})
         self.save_manifest()
@@ -178,7 +220,7 @@ class RunDir:
         """Merge fingerprint parts (layout=, pool=, configs=, ...) into the cell's fingerprint
         and recompute its digest (xcbench.fingerprint.cell_fingerprint)."""
         from xcbench.fingerprint import cell_fingerprint
-        old = dict(self.manifest["cells"].get(cell_id, {}).get("fingerprint") or {})
+        old = dict(self.state.cell(cell_id).fingerprint or {})
         old.pop("digest", None)
         old.update(parts)
         fp = cell_fingerprint(**old)
@@ -198,11 +240,11 @@ class RunDir:
         for jl in sorted((self.path / "records").glob("*.jsonl")):
             read_jsonl(jl).to_parquet(self.path / f"{jl.stem}.parquet", index=False)
         if status != "complete":
-            for cell in self.manifest["cells"].values():
-                if cell.get("status") in ("pending", "running"):
-                    cell["status"] = "interrupted"
-        self.manifest["end"] = _now()
-        self.manifest["status"] = status
+            for cell in self.state.cells.values():
+                if cell.status in ("pending", "running"):
+                    cell.status = "interrupted"
+        self.state.end = _now()
+        self.state.status = status
         self.save_manifest()
 
     def has_table(self, name: str) -> bool:
@@ -304,26 +346,8 @@ def _json_records(path: Path) -> list[dict]:
 
 
 def upgrade_manifest(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
-    """Bring an older manifest up to SCHEMA_VERSION, in memory (save_manifest() writes it)."""
-    m = dict(manifest)
-    old = m.get("schema_version", 0)
-    # 0 -> 1: the skeleton's fields; very early runs kept cells as a list
-    m.setdefault("run_id", path.name)
-    for key in ("start", "end", "matrix"):
-        m.setdefault(key, None)
-    m.setdefault("status", "unknown")
-    if not isinstance(m.get("cells"), dict):
-        m["cells"] = {c["id"]: dict(c) for c in (m.get("cells") or [])
-                      if isinstance(c, dict) and "id" in c}
-    # 1 -> 2: run fingerprint; per-cell status, label, settings
-    m.setdefault("fingerprint", {})
-    for cid, cell in m["cells"].items():
-        cell.setdefault("status", "complete" if m["status"] == "complete" else "unknown")
-        cell.setdefault("label", cid)
-        cell.setdefault("settings", {})
-    m["schema_version"] = SCHEMA_VERSION
-    m["upgraded_from"] = old
-    return m
+    """Bring an older manifest up to SCHEMA_VERSION, in memory (see xcbench.manifest.upgrade)."""
+    return upgrade(manifest, path)
 
 
 def list_runs(store: str | os.PathLike) -> list[RunDir]:
@@ -338,7 +362,7 @@ def list_runs(store: str | os.PathLike) -> list[RunDir]:
                 runs.append(RunDir.open(d))
             except XcbError:
                 continue  # unreadable or newer: `runs show` on it says why
-    runs.sort(key=lambda r: (str(r.manifest.get("start") or ""), r.path.name))
+    runs.sort(key=lambda r: (str(r.state.start or ""), r.path.name))
     return runs
 
 

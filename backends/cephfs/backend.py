@@ -14,45 +14,28 @@ from __future__ import annotations
 
 import errno
 import os
-import pwd
 import secrets
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from xcbench.backends.base import Backend, Target
-from xcbench.backends.cephfs import mount as cmount
-from xcbench.backends.rados.striping import Striping, cephfs_objects, cephfs_oid
+from xcbench.ceph import mounts as cmount
+from xcbench.ceph.layout import Layout, cephfs_objects, cephfs_oid
+from xcbench.ceph.layout import parse_xattr as parse_layout
 from xcbench.errors import XcbError
+from xcbench.findings import object_size_findings, plain_gateway_findings
+from xcbench.xrootd_user import own, xrootd_ids_if_any
 
 TOP = "xcbench"  # the one top-level directory xcbench writes in a file system
-XROOTD_USER = "xrootd"
 VERIFY_FILE = ".xcbench-verify"
 VERIFY_MAX = 32 << 20  # bytes written by verify at most
 SETXATTR_RETRY = 5.0  # seconds
 
 
-def layout_value(s: Striping, pool: str | int) -> str:
-    """The whole ceph.dir.layout value. Give the pool by id: the MDS of Ceph 16.2 parses the
-    whole-layout string with a grammar that rejects '-' in values (EINVAL for "pool=xcb-rep1";
-    ceph/ceph#35063 widened it later), while ceph.dir.layout.pool alone takes the name."""
-    return (f"stripe_unit={s.stripe_unit} stripe_count={s.stripe_count} "
-            f"object_size={s.object_size} pool={pool}")
-
-
-def parse_layout(text: str | bytes) -> dict[str, Any]:
-    """'stripe_unit=4194304 stripe_count=1 object_size=4194304 pool=p' -> dict (ints where numeric)."""
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    out: dict[str, Any] = {}
-    for word in text.strip("\0 \n").split():
-        key, _, value = word.partition("=")
-        out[key] = int(value) if value.isdigit() else value
-    return out
-
-
-def compare_layout(got: dict[str, Any], s: Striping, pool: str, where: str) -> None:
+def compare_layout(got: dict[str, Any], s: Layout, pool: str, where: str) -> None:
     want = {"stripe_unit": s.stripe_unit, "stripe_count": s.stripe_count,
             "object_size": s.object_size, "pool": pool}
     for key, value in want.items():
@@ -62,11 +45,10 @@ def compare_layout(got: dict[str, Any], s: Striping, pool: str, where: str) -> N
 
 class CephFSBackend(Backend):
     name = "cephfs"
+    needs_cluster = True
 
     def __init__(self, cluster, workdir, procs=None):
         super().__init__(cluster, workdir, procs)
-        if cluster is None:
-            raise XcbError("backend cephfs: needs a Ceph cluster (--ceph-conf, or the embedded one)")
         self.mountpoint = (self.workdir / "cephfs").absolute()
         self.mount_kind: str | None = None  # set while this instance holds the mount
         self.mount_note = ""
@@ -95,7 +77,7 @@ class CephFSBackend(Backend):
         where = f"cell {cell.id}"
         if cell.layout is None or cell.pool is None:
             raise XcbError(f"{where}: backend cephfs needs a layout and a pool")
-        s = Striping.of(cell.layout)
+        s = Layout.of(cell.layout)
         s.check(self.cluster.osd_max_object_size(), where=where)
         pool = self.cluster.ensure_pool(cell.pool, cephfs=True)
         self._ensure_mounted()
@@ -110,15 +92,12 @@ class CephFSBackend(Backend):
         d.mkdir()
         self._live.add(fs_path)
         try:
-            value = layout_value(s, self.cluster.rados().pool_lookup(pool))
+            value = s.xattr(self.cluster.rados().pool_lookup(pool))
             self._set_layout(d, value, f"{where}: layout: CephFS rejected ceph.dir.layout=\"{value}\" "
                              f"on {fs_path}")
             compare_layout(parse_layout(os.getxattr(d, "ceph.dir.layout")), s, pool, where)
-            try:
-                xrd = pwd.getpwnam(XROOTD_USER)
-                os.chown(d, xrd.pw_uid, xrd.pw_gid)
-            except KeyError:
-                pass  # no xrootd installed: fio probes still work; the gateway says what's missing
+            # no xrootd installed: fio probes still work; the gateway says what's missing
+            own(d, xrootd_ids_if_any())
             d.chmod(0o755)
         except BaseException:
             self._remove(fs_path)
@@ -131,10 +110,11 @@ class CephFSBackend(Backend):
                             "mountpoint": str(self.mountpoint), "mount": self.mount_kind,
                             "mount_note": self.mount_note, "layout": value})
 
-    def verify(self, target: Target) -> dict[str, Any]:
-        """Write a file in the dir; check its layout and where its data objects went."""
+    def verify(self, target: Target, gateway: Any = None) -> dict[str, Any]:
+        """Write a file in the dir (through the mount: ``gateway`` is not needed); check its
+        layout and where its data objects went."""
         where = f"cell {target.cell_id}"
-        s = Striping.of(target.layout)
+        s = Layout.of(target.layout)
         d = Path(target.path)
         f = d / VERIFY_FILE
         # One full stripe: stripe_count objects of stripe_unit bytes each (capped).
@@ -191,6 +171,17 @@ class CephFSBackend(Backend):
                     pass  # other cells (maybe of other runs) still live there
                 self._made_top = False
             self.close()
+
+    def layout_evidence(self, target: Target) -> dict[str, Any] | None:
+        """The layout CephFS reports on the cell's dir (ceph.dir.layout), else the cell's."""
+        from xcbench import fingerprint
+        got = fingerprint.layout_xattrs(target.path) if target.path else None
+        return got if got is not None else super().layout_evidence(target)
+
+    @classmethod
+    def findings(cls, cell_id: str, tunables: Mapping[str, Any],
+                 facts: Mapping[str, Any]) -> list[dict]:
+        return plain_gateway_findings(cell_id, tunables) + object_size_findings(cell_id, facts)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "fs_name": self.cluster.fs_name if self.cluster else None,

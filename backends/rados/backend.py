@@ -4,7 +4,8 @@ prepare: makes sure the pool exists and returns the XrdCeph parameters a gateway
 (``ofs.osslib +cksio libXrdCeph.so <ceph_user>@<pool>,<nb_stripes>,<stripe_unit>,<object_size>``)
 plus a per-cell name prefix: every file of the cell must be written under it
 (``Target.info["name_prefix"]``), so that cleanup removes exactly the cell's objects.
-verify: writes a file through a gateway and checks its RADOS objects (count and sizes, as the
+verify: writes a file through the cell's gateway (the session starts it: XrdCeph is the only way
+in that is the gateway's own) and checks its RADOS objects (count and sizes, as the
 striping arithmetic says), the striper metadata and the adler32 that +cksio stored.
 cleanup: removes every object under the cell's prefix.
 """
@@ -13,16 +14,27 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 from xcbench import proc
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.rados import objects
-from xcbench.backends.rados.striping import Striping, striper_objects, striper_oid
+from xcbench.ceph.layout import Layout, striper_objects, striper_oid
 from xcbench.errors import XcbError
+from xcbench.findings import finding, object_size_findings
+from xcbench.sizes import format_size
 
 PREFIX_ROOT = "xcb-rados"
 VERIFY_MAX = 48 << 20  # bytes verify uploads at most
+OSSLIB = "libXrdCeph.so"
+XATTRLIB = "libXrdCephXattr.so"
+OSS_KEYS = ("ceph_user", "pool", "nb_stripes", "stripe_unit", "object_size")
+# XrdCeph defaults (measured 24x faster than xrootd's: async 64 KiB pieces are slow on RADOS)
+GATEWAY_DEFAULTS = {"async": False, "buffers_maxbsz": 16 << 20, "cksio": True}
+XRDCEPH_MIN_MAXBSZ = 16 << 20
+# XRootD 5.5 clients read with pgread by default and XrdCeph 5.5 crashes on it
+CLIENT_ENV = {"XRD_CPUSEPGWRTRD": "0"}
 
 
 def object_name(path: str) -> str:
@@ -31,7 +43,7 @@ def object_name(path: str) -> str:
     return path
 
 
-def verify_size(s: Striping) -> int:
+def verify_size(s: Layout) -> int:
     """Spans every object of the first object set and one stripe unit beyond (so the count
     and the round-robin order are both visible), capped at VERIFY_MAX."""
     return min(s.stripe_unit * s.stripe_count + s.stripe_unit // 2 + 1, VERIFY_MAX)
@@ -39,18 +51,18 @@ def verify_size(s: Striping) -> int:
 
 class RadosBackend(Backend):
     name = "rados"
-
-    def __init__(self, cluster, workdir, procs=None):
-        super().__init__(cluster, workdir, procs)
-        if cluster is None:
-            raise XcbError("backend rados: needs a Ceph cluster (--ceph-conf, or the embedded one)")
+    needs_cluster = True
+    verify_needs_gateway = True
+    target_defaults = {
+        "osslib": OSSLIB, "gateway_env": {}, "ceph_conf_env": True, "client_env": CLIENT_ENV,
+        "shared_store": True, "gateway_defaults": GATEWAY_DEFAULTS, "fio_engine": "rados"}
 
     def prepare(self, cell) -> Target:
         where = f"cell {cell.id}"
         if cell.layout is None or cell.pool is None:
             raise XcbError(f"{where}: backend rados needs a layout (nb_stripes, stripe_unit, "
                            "object_size) and a pool")
-        s = Striping.of(cell.layout)
+        s = Layout.of(cell.layout)
         s.check(self.cluster.osd_max_object_size(), where=where)
         pool = self.cluster.ensure_pool(cell.pool)
         prefix = f"/{PREFIX_ROOT}/{cell.id}-{secrets.token_hex(3)}/"
@@ -59,27 +71,19 @@ class RadosBackend(Backend):
         return Target(cell_id=cell.id, backend=self.name, path=None, pool=pool, layout=cell.layout,
                       oss=oss, created=[f"rados:{pool}/{object_name(prefix)}*"],
                       info={"name_prefix": prefix, "object_prefix": object_name(prefix),
-                            "osslib_params": f"{oss['ceph_user']}@{pool},{s.stripe_count},"
-                                             f"{s.stripe_unit},{s.object_size}"})
+                            "osslib_params": s.striper_params(oss["ceph_user"], pool)})
 
     def verify(self, target: Target, gateway=None) -> dict[str, Any]:
-        """Upload a file through ``gateway`` (or a gateway started here for the check), then
-        inspect its objects. Returns the evidence; XcbError naming the field on a mismatch."""
-        own = None
+        """Upload a file through ``gateway``, then inspect its objects. Returns the evidence;
+        XcbError naming the field on a mismatch."""
         if gateway is None:
-            from xcbench.gateway import start_gateway
-            own = gateway = start_gateway(target, workdir=self.workdir / f"verify-{target.cell_id}",
-                                          cluster=self.cluster, procs=self.procs,
-                                          name=f"verify-{target.cell_id}")
-        try:
-            return self._verify(target, gateway)
-        finally:
-            if own is not None:
-                own.stop()
+            raise XcbError(f"cell {target.cell_id}: verify: a rados target is checked through its "
+                           "gateway (start one: xcbench.session.CellSession)")
+        return self._verify(target, gateway)
 
     def _verify(self, target: Target, gw) -> dict[str, Any]:
         where = f"cell {target.cell_id}"
-        s = Striping.of(target.layout)
+        s = Layout.of(target.layout)
         size = verify_size(s)
         local = self.workdir / f"verify-{target.cell_id}.bin"
         local.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +118,7 @@ class RadosBackend(Backend):
         evidence.update({"adler32": want_cks, "gateway": gw.root_url, "path": path})
         return evidence
 
-    def _inspect(self, target: Target, name: str, size: int, s: Striping, where: str) -> dict[str, Any]:
+    def _inspect(self, target: Target, name: str, size: int, s: Layout, where: str) -> dict[str, Any]:
         expected = striper_objects(name, size, s)
         with self.cluster.ioctx(target.pool) as io:
             found = {oid: objects.stat(io, oid) for oid in expected}
@@ -156,6 +160,71 @@ class RadosBackend(Backend):
             raise XcbError(f"cell {target.cell_id}: cleanup: {prefix!r} is not an xcbench object prefix")
         with self.cluster.ioctx(target.pool) as io:
             target.info["removed"] = len(objects.remove_prefix(io, prefix))
+
+    # ---- what gateways, probes and findings need to know -------------------------------------
+    @classmethod
+    def gateway_oss(cls, target: Target, tunables: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``ofs.osslib [+cksio] libXrdCeph.so <ceph_user>@<pool>,<nb_stripes>,<stripe_unit>,
+        <object_size>``, with XrdCeph's xattr library (where +cksio stores the adler32)."""
+        missing = [k for k in OSS_KEYS if target.oss.get(k) in (None, "")]
+        if missing:
+            raise XcbError(f"gateway: rados target of cell {target.cell_id}: oss lacks {', '.join(missing)}")
+        o = target.oss
+        return {"lib": target.osslib or OSSLIB, "xattrlib": XATTRLIB,
+                "cksio": bool(tunables.get("cksio", True)),
+                "params": f"{o['ceph_user']}@{o['pool']},{o['nb_stripes']},{o['stripe_unit']},"
+                          f"{o['object_size']}"}
+
+    @classmethod
+    def probe_room(cls, object_size: int, file_size: int) -> int:
+        return object_size  # one object: fio's rados engine writes objects, not files
+
+    @classmethod
+    def findings(cls, cell_id: str, tunables: Mapping[str, Any],
+                 facts: Mapping[str, Any]) -> list[dict]:
+        t = dict(tunables or {})
+        mode, client = facts.get("mode"), facts.get("client")
+        rows: list[dict] = []
+        if t.get("async", True) is not False:
+            rows.append(finding(
+                cell_id, "XrdCeph with xrootd.async on",
+                "XrdCeph 5.5 then writes in 64 KiB asynchronous pieces: a 256 MiB upload took 31 s, "
+                "against 1.3 s with async off and 16 MiB buffers",
+                "gateway: {async: false, buffers_maxbsz: 16M}"))
+        maxbsz = t.get("buffers_maxbsz")
+        if t.get("async") is False and maxbsz is not None and maxbsz < XRDCEPH_MIN_MAXBSZ:
+            rows.append(finding(
+                cell_id, f"XrdCeph with xrd.buffers maxbsz {format_size(maxbsz)}",
+                "with async off every client write becomes one RADOS write of at most maxbsz; "
+                "small buffers multiply the round trips to the OSDs",
+                "gateway: {buffers_maxbsz: 16M}"))
+        if not t.get("cksio", True):
+            rows.append(finding(
+                cell_id, "XrdCeph without +cksio",
+                "without +cksio on ofs.osslib XrdCeph cannot compute or store the adler32 "
+                "checksum (a RADOS xattr): checksum queries fail and transfers cannot be verified",
+                "gateway: {cksio: true} (ofs.osslib +cksio libXrdCeph.so ...)", "error"))
+        rows.append(finding(
+            cell_id, "pgread/pgwrite clients against XrdCeph 5.5",
+            "XRootD 5.5 clients read with pgread by default and XrdCeph 5.5 crashes on it "
+            "(*** stack smashing detected ***; the client gets a corrupt partial file)",
+            "clients use the gateway's client_env (XRD_CPUSEPGWRTRD=0, set before importing "
+            "XRootD); xcbench sets it for its own clients and the gateway's TPC xrdcp", "info"))
+        if mode == "tpc-root":
+            rows.append(finding(
+                cell_id, "root TPC into XrdCeph",
+                "the destination runs `xrdcp --server` into the file's local path; an XrdCeph "
+                "gateway has none, so every pull fails with 'Local error: permission denied' "
+                "(measured with XRootD 5.5.3); HTTP-TPC into the same gateway works",
+                "use mode tpc-http for XrdCeph destinations", "error"))
+        if client == "gfal2" and mode in (None, "push"):
+            rows.append(finding(
+                cell_id, "gfal2 over root:// into XrdCeph",
+                "gfal2's xrootd plugin chmods the new file and XrdCeph refuses chmod "
+                "([3016] Unable to fchmod ...; is a directory): every transfer fails",
+                "use http:// (davs:// with TLS) for gfal2 into XrdCeph, as RAL's Echo does",
+                "error"))
+        return rows + object_size_findings(cell_id, facts)
 
     def describe(self) -> dict[str, Any]:
         return {"backend": self.name, "ceph_user": self.cluster.gateway_id if self.cluster else None,

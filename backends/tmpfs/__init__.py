@@ -17,8 +17,8 @@ from typing import Any
 from xcbench import proc
 from xcbench.backends.base import Backend, Target
 from xcbench.errors import XcbError
-from xcbench.gateway import reachable_by, xrootd_ids
 from xcbench.sizes import format_size
+from xcbench.xrootd_user import reachable_by, xrootd_ids
 
 DEFAULT_SIZE = 1 << 30
 SHM = "/dev/shm"
@@ -63,7 +63,7 @@ class TmpfsBackend(Backend):
             os.chown(target.path, *ids)
         return target
 
-    def verify(self, target: Target) -> dict[str, Any]:
+    def verify(self, target: Target, gateway: Any = None) -> dict[str, Any]:
         path = target.path
         if not path or not os.path.isdir(path):
             raise XcbError(f"tmpfs: cell {target.cell_id}: {path} is not a directory")

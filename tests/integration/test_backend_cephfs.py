@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.gwcheck import xrootd_workdir
 from xcbench import proc
-from xcbench.backends.cephfs import BACKEND
-from xcbench.backends.cephfs.backend import TOP, parse_layout
-from xcbench.backends.rados.striping import Striping, cephfs_objects
+from xcbench.backends.cephfs import BACKEND  # noqa: F401 - the conftest backend fixture
+from xcbench.backends.cephfs.backend import TOP
 from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.ceph.layout import cephfs_objects, parse_xattr
 from xcbench.errors import XcbError
 
 pytestmark = pytest.mark.integration
@@ -28,25 +27,9 @@ def cell(ident: str, layout: Layout, pool: PoolSpec) -> Cell:
                 layout=layout, pool=pool)
 
 
-@pytest.fixture(scope="module")
-def workdir():
-    # not pytest's tmp_path: the xrootd user must reach the mount and the gateway dirs below it
-    with xrootd_workdir("xcb-test-cephfs-") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
-def backend(ceph_cluster, workdir):
-    procs = proc.ProcessSet()
-    b = BACKEND(ceph_cluster, workdir, procs)
-    yield b
-    b.close()
-    procs.stop_all()
-
-
 def getfattr(path: Path, name: str) -> dict:
     out = proc.run(["getfattr", "--only-values", "-n", name, path]).stdout
-    return parse_layout(out)
+    return parse_xattr(out)
 
 
 def wait_gone(io, oids, timeout=60.0) -> list[str]:
@@ -96,7 +79,7 @@ def test_layout_dir_objects_and_cleanup(ceph_cluster, backend, ident, layout, po
             fh.flush()
             os.fsync(fh.fileno())
         assert {k: v for k, v in getfattr(f, "ceph.file.layout").items() if k in want} == want
-        expected = cephfs_objects(f.stat().st_ino, len(data), Striping.of(layout))
+        expected = cephfs_objects(f.stat().st_ino, len(data), layout)
         with ceph_cluster.ioctx(pool.name) as io:
             assert {oid: io.stat(oid)[0] for oid in expected} == expected
     finally:
@@ -147,7 +130,7 @@ def test_uploads_through_gateway(backend, workdir):
                 assert f.stat().st_size == 9 * M + 777  # on the mount, in the cell's dir
                 lay = getfattr(f, "ceph.file.layout")
                 assert (lay["stripe_unit"], lay["stripe_count"], lay["pool"]) == (1 * M, 2, REP.name)
-                objs = cephfs_objects(f.stat().st_ino, ev["size"], Striping.of(layout))
+                objs = cephfs_objects(f.stat().st_ino, ev["size"], layout)
                 with backend.cluster.ioctx(REP.name) as io:
                     assert {oid: io.stat(oid)[0] for oid in objs} == objs
     finally:

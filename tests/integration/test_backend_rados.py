@@ -8,11 +8,12 @@ import os
 
 import pytest
 
-from tests.integration.gwcheck import adler32_hex, xrootd_workdir
+from tests.integration.gwcheck import adler32_hex
 from xcbench import proc
-from xcbench.backends.rados import BACKEND, objects
-from xcbench.backends.rados.striping import Striping, striper_objects
+from xcbench.backends.rados import BACKEND, objects  # noqa: F401 - BACKEND: conftest backend fixture
 from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.ceph.layout import striper_objects
+from xcbench.errors import XcbError
 
 pytestmark = pytest.mark.integration
 M = 1 << 20
@@ -23,25 +24,6 @@ EC = PoolSpec("erasure", k=2, m=1)
 def cell(ident: str, layout: Layout, pool: PoolSpec = REP) -> Cell:
     return Cell(id=f"bk-{ident}", label=f"backends test {ident}", backend="rados",
                 layout=layout, pool=pool)
-
-
-@pytest.fixture(scope="module")
-def workdir():
-    # not pytest's tmp_path: the xrootd user must reach the mount and the gateway dirs below it
-    with xrootd_workdir("xcb-test-rados-") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
-def backend(ceph_cluster, workdir):
-    procs = proc.ProcessSet()
-    yield BACKEND(ceph_cluster, workdir, procs)
-    procs.stop_all()
-
-
-@pytest.fixture(scope="module")
-def gateway_mod():
-    return pytest.importorskip("xcbench.gateway")
 
 
 def test_prepare_gives_xrdceph_params(ceph_cluster, backend):
@@ -72,7 +54,7 @@ def test_object_count_and_cleanup(ceph_cluster, backend, gateway_mod, workdir, i
             proc.run(["xrdcp", "-f", "-s", src, gw.url(path)], env=gw.client_env)
             out = proc.run(["xrdfs", gw.root_url, "query", "checksum", path], env=gw.client_env)
             assert out.stdout.replace("\0", " ").split()[-1] == adler32_hex(data)
-        expected = striper_objects(path, len(data), Striping.of(layout))
+        expected = striper_objects(path, len(data), layout)
         assert len(expected) == count
         with ceph_cluster.ioctx(pool.name) as io:
             listed = objects.list_prefix(io, target.info["object_prefix"])
@@ -103,7 +85,7 @@ def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, work
                                    prefix=target.info["name_prefix"].strip("/") + "/gw")
             assert ev["gfal2_scheme"] == "http"
             xrdcp_put(gw, workdir / "gwcheck" / "src.bin", other.info["name_prefix"] + "keep")
-        s = Striping.of(layout)
+        s = layout
         with ceph_cluster.ioctx(REP.name) as io:
             for name in ev["names"].values():
                 expected = striper_objects("/" + name, size, s)  # 4M + 2M+
@@ -122,19 +104,23 @@ def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, work
         assert objects.list_prefix(io, other.info["object_prefix"]) == []
 
 
-def test_verify_starts_its_own_gateway(ceph_cluster, backend):
+def test_a_session_without_gateway_verifies_through_its_own(ceph_cluster, workdir):
+    from xcbench.session import CellSession
     K = 1 << 10
     layout = Layout(64 * K, 3, 128 * K)
-    target = backend.prepare(cell("own-gw", layout, EC))
-    try:
-        ev = backend.verify(target)  # no gateway given: starts and stops one
+    procs = proc.ProcessSet()
+    with CellSession(cell("own-gw", layout, EC), cluster=ceph_cluster, workdir=workdir / "own-gw",
+                     procs=procs, gateway=False) as s:
+        with pytest.raises(XcbError, match="checked through its gateway"):
+            s.backend.verify(s.target)  # the backend itself never starts a gateway
+        ev = s.verify()  # the session starts and stops one for the check
         # 64K*3 + 32K + 1 bytes: units 0,1,2 on objects 0,1,2; the rest on object 0, row 2
         assert list(ev["objects"].values()) == [64 * K + 32 * K + 1, 64 * K, 64 * K]
         assert ev["striper"]["striper.size"] == ev["bytes"] and ev["checksums"]["adler32"] == ev["adler32"]
-    finally:
-        backend.cleanup(target)
+        assert not [p for p in procs._procs if p.alive()]  # the check's gateway is gone
+        prefix = s.target.info["object_prefix"]
     with ceph_cluster.ioctx(EC.name) as io:
-        assert objects.list_prefix(io, target.info["object_prefix"]) == []
+        assert objects.list_prefix(io, prefix) == []
 
 
 def test_verify_names_the_field_that_differs(ceph_cluster, backend, gateway_mod, workdir):

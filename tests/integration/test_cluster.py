@@ -14,6 +14,8 @@ import pytest
 
 from xcbench.cell import PoolSpec
 from xcbench.ceph import conf as cephconf
+from xcbench.ceph import mounts
+from xcbench.ceph import pools as cephpools
 from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
@@ -120,6 +122,56 @@ def test_fuse_mount(ceph_fuse_mount):
         assert "stripe_unit=" in layout and "pool=" in layout
     finally:
         f.unlink()
+    assert mounts.is_mount_point(ceph_fuse_mount) and mounts.is_mounted(ceph_fuse_mount)
+    assert ceph_fuse_mount in mounts.ceph_fuse_mounts()
+    assert ceph_fuse_mount in mounts.mounts_under(ceph_fuse_mount.parent)
+
+
+def _drop_pool(cluster: Cluster, name: str) -> None:
+    cluster.mon_command("osd pool rm", pool=name, pool2=name, yes_i_really_really_mean_it=True)
+
+
+def test_pools_create_exists_use(ceph_cluster):
+    """create twice (idempotent, as two processes may), then it exists and takes writes."""
+    if not ceph_cluster.embedded:
+        pytest.skip("creates and deletes pools: only on a cluster xcbench made")
+    tag = uuid.uuid4().hex[:6]
+    rep, ec, profile = f"xcb-t{tag}-rep", f"xcb-t{tag}-ec", f"xcb-t{tag}-prof"
+    try:
+        for _ in range(2):
+            cephpools.create_replicated(ceph_cluster, rep, 2, 8)
+            cephpools.create_erasure(ceph_cluster, ec, profile, 2, 1, 8, "osd")
+        detail = {p["pool_name"]: p for p in ceph_cluster.mon_command("osd pool ls", detail="detail")}
+        assert {rep, ec} <= set(ceph_cluster.pool_names())
+        assert detail[rep]["size"] == 2 and detail[rep]["min_size"] == 1
+        assert "rados" in detail[rep]["application_metadata"]
+        assert detail[ec]["erasure_code_profile"] == profile and detail[ec]["size"] == 3
+        assert detail[ec]["flags_names"].find("ec_overwrites") >= 0
+        prof = ceph_cluster.mon_command("osd erasure-code-profile get", name=profile)
+        assert (prof["k"], prof["m"], prof["crush-failure-domain"]) == ("2", "1", "osd")
+        for name in (rep, ec):
+            with ceph_cluster.ioctx(name) as io:
+                io.write_full("probe", b"y" * 100000)
+                io.write("probe", b"z", 5)  # a partial overwrite: EC pools need ec_overwrites
+                assert io.read("probe", 10) == b"yyyyyzyyyy"
+                io.remove_object("probe")
+    finally:
+        for name in (rep, ec):
+            if name in ceph_cluster.pool_names():
+                _drop_pool(ceph_cluster, name)
+        ceph_cluster.mon_command("osd erasure-code-profile rm", name=profile)
+
+
+def test_pools_refused_on_the_real_cluster(ceph_cluster):
+    before = set(ceph_cluster.pool_names())
+    with pytest.raises(XcbError, match="only creates or writes pools named xcb-"):
+        cephpools.create_replicated(ceph_cluster, f"t{uuid.uuid4().hex[:6]}", 1, 8)
+    too_wide = ceph_cluster.num_osds() + 1
+    with pytest.raises(XcbError, match=f"needs {too_wide} OSDs"):
+        cephpools.ensure_pool(ceph_cluster, PoolSpec("replicated", size=too_wide))
+    with pytest.raises(XcbError, match="no such file system"):
+        cephpools.add_fs_data_pool(ceph_cluster, "no-such-fs", ceph_cluster.pools["replicated"])
+    assert set(ceph_cluster.pool_names()) == before
 
 
 def test_up_down_cycle(tmp_path):

@@ -114,7 +114,7 @@ def test_a_start_killed_by_a_signal_is_retried_and_recorded(tmp_path, monkeypatc
     retried, and the gateway's findings say so. Here the first xrootd really gets SIGSEGV."""
     import signal
 
-    import xcbench.gateway as gateway_mod
+    import xcbench.gateway.launch as gateway_mod
     from tests.integration.gwcheck import (
         adler32_hex,
         gateway_checksum,
@@ -122,7 +122,7 @@ def test_a_start_killed_by_a_signal_is_retried_and_recorded(tmp_path, monkeypatc
         tmpfs_gateways,
         xrdcp_put,
     )
-    real_wait, crashed = gateway_mod._wait_server, []
+    real_wait, crashed = gateway_mod.wait_server, []
 
     def crash_the_first(gw, s, deadline):
         if not crashed and s.daemon == "xrootd":
@@ -131,7 +131,7 @@ def test_a_start_killed_by_a_signal_is_retried_and_recorded(tmp_path, monkeypatc
             s.proc.popen.wait(10)
         return real_wait(gw, s, deadline)
 
-    monkeypatch.setattr(gateway_mod, "_wait_server", crash_the_first)
+    monkeypatch.setattr(gateway_mod, "wait_server", crash_the_first)
     with tmpfs_gateways(tmp_path, ("crash",)) as (gw,):
         assert crashed and gw.servers[0].proc.pid != crashed[0]
         (f,) = [f for f in gw.findings if f["what"] == "xrootd crashed while starting"]

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from xcbench import proc
+from xcbench.commands.run import load_run_matrix
 from xcbench.progress import MatrixView
 from xcbench.runner import RunOptions, run_matrix
 from xcbench.store import RunDir
@@ -77,7 +78,8 @@ def complete_records(run: RunDir, cell_id: str, files: int, levels: int) -> None
 
 def test_end_to_end_tiny_matrix(ceph_cluster, tmp_path):
     opts = RunOptions(out=tmp_path / "results", name="e2e")
-    run = run_matrix(matrix(tmp_path), ceph_cluster, opts, view=MatrixView())
+    run = run_matrix(load_run_matrix(matrix(tmp_path), ceph_cluster, opts), ceph_cluster, opts,
+                     view=MatrixView())
     m = json.loads((run.path / "manifest.json").read_text())
     assert m["status"] == "complete", m.get("warnings")
     cells = m["cells"]
@@ -140,8 +142,8 @@ def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
                     .replace("files: 6", "files: 60").replace("file_size: 2M", "file_size: 4M"))
     hook = Hook(lambda: os.kill(pid, signal.SIGKILL))
     try:
-        run = run_matrix(path, ceph_cluster, RunOptions(out=tmp_path / "r", probes=False,
-                                                        baseline=False), view=hook)
+        opts = RunOptions(out=tmp_path / "r", probes=False, baseline=False)
+        run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts, view=hook)
     finally:
         if hook.fired_at is not None:  # the OSD was killed: start it again for the next tests
             deadline = time.time() + 30
@@ -177,8 +179,8 @@ def test_gateway_dies_during_campaign(ceph_cluster, tmp_path):
     path = matrix(tmp_path, "  tmpfs: {size: 128M}")
     path.write_text(path.read_text().replace("concurrency: [1, 3]", "concurrency: [2]")
                     .replace("files: 6", "files: 400").replace("file_size: 2M", "file_size: 8M"))
-    run = run_matrix(path, ceph_cluster, RunOptions(out=tmp_path / "r", name="gwkill",
-                                                    probes=False, baseline=False),
+    opts = RunOptions(out=tmp_path / "r", name="gwkill", probes=False, baseline=False)
+    run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts,
                      view=Hook(kill_gateway))
     assert killed, "the test did not find the gateway to kill"
     (cid, cell), = run.manifest["cells"].items()
@@ -232,7 +234,7 @@ def test_sigint_mid_matrix_then_resume(ceph_cluster, tmp_path):
                         capture_output=True, text=True, timeout=300)
     assert cp.returncode == 0, cp.stderr
     run = RunDir.open(run_path)
-    assert {c["status"] for c in run.cells.values()} == {"complete"}
+    assert {c.status for c in run.cells.values()} == {"complete"}
     after = run.table("transfers")
     assert int((after["cell_id"] == done_cell).sum()) == n_done  # not run again
     for cid in run.cells:

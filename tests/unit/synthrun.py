@@ -30,7 +30,7 @@ import pandas as pd
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.matrix import cell_id as _cell_id
 from xcbench.sizes import format_size
-from xcbench.store import RunDir, write_json
+from xcbench.store import RunDir
 
 MIB, GIB = float(1 << 20), float(1 << 30)
 T0 = 1_760_000_000.0  # run start (epoch s)
@@ -315,6 +315,6 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
     if write == "store":
         run.finalize("complete")
     else:
-        run.manifest["status"], run.manifest["end"] = "complete", "2025-10-09T09:00:00+00:00"
-        write_json(run.path / "manifest.json", run.manifest)
+        run.state.status, run.state.end = "complete", "2025-10-09T09:00:00+00:00"
+        run.save_manifest()
     return run.path, truth

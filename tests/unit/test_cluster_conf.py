@@ -2,19 +2,18 @@
 
 import base64
 import struct
-from pathlib import Path
 
 import pytest
 
 from xcbench.ceph import conf as cephconf
-from xcbench.ceph.cluster import default_state_dir, parse_ceph_args
-from xcbench.ceph.mini import (
+from xcbench.ceph.bootstrap import (
     EXPECTED_WARNINGS,
     build_conf,
     gen_key,
     keyring_text,
     unexpected_checks,
 )
+from xcbench.ceph.cluster import default_state_dir, parse_ceph_args
 from xcbench.errors import XcbError
 from xcbench.net import free_ports
 from xcbench.proc import run
@@ -121,5 +120,5 @@ def test_health_classification():
 
 
 def test_unescape_mountinfo():
-    from xcbench.ceph.fuse import _unescape
-    assert Path(_unescape(r"/tmp/a\040b")) == Path("/tmp/a b")
+    from xcbench.ceph.mounts import _unescape
+    assert _unescape(r"/tmp/a\040b") == "/tmp/a b"

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
-from xcbench.findings import findings_for, gateway_findings
 from xcbench.gateway import effective_tunables
+from xcbench.gateway.findings import findings_for, gateway_findings
 from xcbench.records import FINDING
 
 

@@ -103,18 +103,67 @@ def test_ec_iops_bound_hdd_without_flash():
     assert ceiling(st2, "drive IOPS")["theoretical"] == pytest.approx(2 * iops["theoretical"])
 
 
-def test_hdd_auto_adds_seek_and_transfer_time():
-    s = spec(drives={"per_host": 10, "kind": "hdd", "size": "10TB", "iops": 200, "bandwidth": "250MB/s"},
-             flash={"per_host": 1, "size": "2TB"}, protection="ec8+3",
-             network={"public": {"nics": 4, "speed": "100Gb/s"}},
-             hosts=11, write={"object_size": "8M", "op_size": "8M"})
-    st = storage_model(s, 1.0, 0.0, 8 << 20, Assumptions(ops_per_file=0))
-    # One 8 MiB op per file -> 11 shard writes of 1 MiB: per byte 11 / 8 MiB drive ops and
-    # 11/8 disk bytes. 110 OSDs: drive-seconds per byte = 11/(8 MiB x 200) + 1.375/250e6.
-    t = 11 / ((8 << 20) * 200) + 1.375 / 250e6
-    both = ceiling(st, "drives (IOPS + bandwidth time)")
-    assert both["theoretical"] == pytest.approx(110 / t)
-    assert st.binding == "drives (IOPS + bandwidth time)"
+def hdd_ec83(op, flash=True, **a):
+    d = dict(drives={"per_host": 10, "kind": "hdd", "size": "10TB", "iops": 200, "bandwidth": "250MB/s"},
+             protection="ec8+3", network={"public": {"nics": 4, "speed": "100Gb/s"}}, hosts=11,
+             write={"object_size": "8M", "stripe_unit": op, "op_size": op})
+    if flash:
+        d["flash"] = {"per_host": 1, "size": "2TB"}
+    return spec(**d)
+
+
+def test_hdd_small_shard_writes_are_deferred_and_additive():
+    # 256 KiB ops on EC 8+3 -> 32 KiB shard writes < 64 KiB (bluestore_prefer_deferred_size_hdd):
+    # deferred through the WAL, then applied in place: seek + transfer add up (additive model).
+    a = Assumptions(ops_per_file=0)
+    st = storage_model(hdd_ec83("256K"), 1.0, 0.0, 8 << 20, a)
+    assert st.write_path["model"] == "additive" and st.write_path["shard_size"] == 32 << 10
+    # 8 MiB file = 32 ops x 11 shards per 8 MiB; disk bytes 11/8 per byte (WAL on flash: once).
+    t = 32 * 11 / ((8 << 20) * 200) + 1.375 / 250e6
+    assert ceiling(st, "drives (IOPS + bandwidth time)")["theoretical"] == pytest.approx(110 / t)
+    # Without flash the WAL is on the HDD: a metadata seek more per shard write (1 + 1 ops) and
+    # every byte written twice (WAL, then in place).
+    st2 = storage_model(hdd_ec83("256K", flash=False), 1.0, 0.0, 8 << 20, a)
+    t2 = 32 * 11 * 2 / ((8 << 20) * 200) + 2 * 1.375 / 250e6
+    assert ceiling(st2, "drives (IOPS + bandwidth time)")["theoretical"] == pytest.approx(110 / t2)
+    assert st2.write_path["model"] == "additive" and not st2.write_path["db_flash"]
+
+
+def test_hdd_large_shard_writes_stream():
+    # 8 MiB ops -> 1 MiB shard writes >= 64 KiB: direct, sequential allocation, no seek per op.
+    # With flash: transfer time only; 110 OSDs x 250e6 / (11/8) = 20e9 B/s, and the plan says why.
+    a = Assumptions(ops_per_file=0)
+    st = storage_model(hdd_ec83("8M"), 1.0, 0.0, 8 << 20, a)
+    assert st.write_path["model"] == "streaming" and "prefer_deferred" in st.write_path["why"]
+    assert ceiling(st, "drives (streaming: transfer + metadata seeks)")["theoretical"] == pytest.approx(
+        110 * 250e6 / 1.375)
+    assert any("additive model" in n for n in st.notes)  # the other model's figure is printed
+    # Without flash the metadata commit lands on the HDD: one seek per shard write per op.
+    st2 = storage_model(hdd_ec83("8M", flash=False), 1.0, 0.0, 8 << 20, a)
+    t2 = 11 / ((8 << 20) * 200) + 1.375 / 250e6
+    assert ceiling(st2, "drives (streaming: transfer + metadata seeks)")["theoretical"] == pytest.approx(
+        110 / t2)
+    # Per-file metadata ops cost seeks in both cases: 3 ops x 11 shards per file.
+    st3 = storage_model(hdd_ec83("8M"), 1.0, 0.0, 8 << 20, Assumptions())
+    t3 = 1.375 / 250e6 + 3 * 11 / ((8 << 20) * 200)
+    assert st3.theoretical == pytest.approx(110 / t3)
+    # The threshold is the assumption: raise it above the shard and the additive model applies.
+    st4 = storage_model(hdd_ec83("8M"), 1.0, 0.0, 8 << 20, Assumptions(prefer_deferred_size=2 << 20))
+    assert st4.write_path["model"] == "additive"
+    # A chosen model is said to be chosen; SSDs keep separate ceilings.
+    st5 = storage_model(hdd_ec83("8M"), 1.0, 0.0, 8 << 20, Assumptions(drive_limits="additive"))
+    assert st5.write_path["model"] == "additive" and "chosen" in st5.write_path["why"]
+    assert storage_model(spec(), 1.0, 0.0, GiB, A).write_path["model"] == "min"
+
+
+def test_failure_domain_osd_keeps_local_shards_off_the_network():
+    # EC 8+3 on 4 hosts (failure domain osd): 3/4 of the 10 other shards sit on other hosts, so a
+    # host receives 1 + 10/8 x 3/4 = 1.9375 bytes per byte written; 4 x 25 Gb/s / 1.9375 = 51.6 Gb/s.
+    s = spec(hosts=4, network={"public": {"nics": 1, "speed": "25Gb/s"}}, protection="ec8+3",
+             failure_domain="osd")
+    st = storage_model(s, 1.0, 0.0, 4 * GiB, A)
+    assert ceiling(st, "network in (public, shared)")["theoretical"] == pytest.approx(12.5e9 / 1.9375)
+    assert st.network_theoretical == pytest.approx(12.5e9 / 1.9375)
 
 
 def test_ec_mixed_read_write_network():
@@ -215,6 +264,13 @@ def test_presets():
     assert PRESETS["uscms-t2"].rate * 8 == pytest.approx(400e9)
     # 400 PB/year -> 400e15 x 8 / 31,557,600 s = 101.4 Gb/s on average.
     assert PRESETS["ska-aa4"].average_rate * 8 / 1e9 == pytest.approx(101.4, abs=0.1)
+    # SKA AA4 as published (SKAO, via RAL's CHEP 2024 slide): low 216 PB/yr at 55 Gb/s, mid
+    # 400 PB/yr at 100 Gb/s; the rates are the volumes' averages (216e15 x 8 / 31.56e6 s = 54.8).
+    assert PRESETS["ska-aa4-low"].rate * 8 == pytest.approx(55e9)
+    assert PRESETS["ska-aa4-low"].average_rate * 8 / 1e9 == pytest.approx(54.8, abs=0.1)
+    assert PRESETS["ska-aa4-mid"].rate * 8 == pytest.approx(100e9)
+    assert PRESETS["ska-aa4-mid"].volume_per_year == pytest.approx(400e15)
+    assert all(t.source for t in PRESETS.values())
 
 
 def test_plan_dict_is_json_and_complete():

@@ -74,7 +74,7 @@ def test_missing_tables_and_columns_come_back_empty_with_the_declared_columns(tm
 
 def test_open_refuses_a_newer_schema_clearly(tmp_path):
     run = _run(tmp_path)
-    run.manifest["schema_version"] = SCHEMA_VERSION + 1
+    run.state.schema_version = SCHEMA_VERSION + 1
     run.save_manifest()
     with pytest.raises(XcbError, match=r"schema_version 3 is newer than this xcbench understands \(2\); upgrade"):
         RunDir.open(run.path)
@@ -120,18 +120,18 @@ def test_cells_status_and_fingerprint(tmp_path):
     cell = SynthCell("cephfs", (4 << 20, 1, 4 << 20), "ec2+1").cell()
     run.register_cells([cell])
     c = run.cells[cell.id]
-    assert c["status"] == "pending" and c["settings"]["pool"]["k"] == 2 and c["label"] == cell.label
+    assert c.status == "pending" and c.settings["pool"]["k"] == 2 and c.label == cell.label
     run.set_cell(cell.id, status="running")
-    assert run.cells[cell.id]["start"]
+    assert run.cells[cell.id].start
     run.set_cell(cell.id, status="failed", error="fio: EFBIG")
-    assert run.cells[cell.id]["end"] and run.cells[cell.id]["error"] == "fio: EFBIG"
+    assert run.cells[cell.id].end and run.cells[cell.id].error == "fio: EFBIG"
     with pytest.raises(XcbError, match=f"cell {cell.id}: status: 'done' is not one of"):
         run.set_cell(cell.id, status="done")
     fp1 = run.set_cell_fingerprint(cell.id, layout={"stripe_unit": 4 << 20}, configs={"xrootd.cfg": "ab"})
     fp2 = run.set_cell_fingerprint(cell.id, pool={"name": "xcb-ec2-1"})
     assert fp2["layout"] == {"stripe_unit": 4 << 20} and fp2["pool"]["name"] == "xcb-ec2-1"
     assert fp1["digest"] != fp2["digest"] and len(fp2["digest"]) == 64
-    assert RunDir.open(run.path).cells[cell.id]["fingerprint"]["digest"] == fp2["digest"]
+    assert RunDir.open(run.path).manifest["cells"][cell.id]["fingerprint"]["digest"] == fp2["digest"]
 
 
 def test_a_failed_run_marks_unfinished_cells_interrupted(tmp_path):
@@ -141,7 +141,7 @@ def test_a_failed_run_marks_unfinished_cells_interrupted(tmp_path):
     run.set_cell("c", status="pending")
     run.finalize("interrupted")
     cells = RunDir.open(run.path).cells
-    assert [cells[k]["status"] for k in "abc"] == ["complete", "interrupted", "interrupted"]
+    assert [cells[k].status for k in "abc"] == ["complete", "interrupted", "interrupted"]
 
 
 def test_list_and_resolve_runs(tmp_path):

@@ -15,7 +15,7 @@ class Endpoint:
     label: str
     root_url: str | None = None
     http_url: str | None = None
-    backend: str = "unknown"            # tmpfs | cephfs | rados | unknown
+    backend: str = "unknown"            # tmpfs | cephfs | rados | unknown (for the records)
     client_env: dict[str, str] = field(default_factory=dict)
     local_dirs: list[str] = field(default_factory=list)  # where its files live on this host
     name_prefix: str = ""               # e.g. a rados target's per-cell object name prefix
@@ -58,12 +58,11 @@ def endpoint(x: Any, label: str) -> Endpoint:
         raise XcbError(f"campaign: {label}: {x!r} is not a root:// or http:// URL")
     target = getattr(x, "target", None)
     backend = getattr(target, "backend", "unknown") or "unknown"
-    dirs: list[str] = []
-    if backend != "rados":
-        origins = getattr(x, "origins", None) or []
-        dirs = [o.localroot for o in origins if getattr(o, "localroot", None)]
-        if not dirs and getattr(target, "path", None):
-            dirs = [target.path]
+    # local dirs of a POSIX export (an object store has none: no localroot, no path)
+    origins = getattr(x, "origins", None) or []
+    dirs: list[str] = [o.localroot for o in origins if getattr(o, "localroot", None)]
+    if not dirs and getattr(target, "path", None):
+        dirs = [target.path]
     prefix = str((getattr(target, "info", None) or {}).get("name_prefix") or "")
     return Endpoint(label, root_url=getattr(x, "root_url", None), http_url=getattr(x, "http_url", None),
                     backend=backend, client_env=dict(getattr(x, "client_env", {}) or {}),
@@ -71,7 +70,9 @@ def endpoint(x: Any, label: str) -> Endpoint:
 
 
 def is_xrdceph(ep: Endpoint) -> bool:
-    return ep.backend == "rados" or ep.client_env.get("XRD_CPUSEPGWRTRD") == "0"
+    """An XrdCeph gateway: its clients must avoid pgread/pgwrite (the gateway's client_env,
+    set by the backend, says so), and it refuses chmod and root TPC."""
+    return ep.client_env.get("XRD_CPUSEPGWRTRD") == "0"
 
 
 def choose(mode: str, client: str, dest: Endpoint, source: Endpoint | None) -> tuple[str, str, list[dict]]:

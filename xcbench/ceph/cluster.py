@@ -40,9 +40,11 @@ from typing import Any
 
 from xcbench import proc
 from xcbench.ceph import conf as cephconf
+from xcbench.ceph import mounts, pools
+from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 
-POOL_PREFIX = "xcb-"
+__all__ = ["POOL_PREFIX", "Cluster", "add_ceph_args", "cluster_from_args"]
 GATEWAY_ID = "xcb-gw"
 FS_CLIENT_ID = "xcb-fs"
 FS_NAME = "xcb-fs"
@@ -217,10 +219,9 @@ class Cluster:
         return [p["pool_name"] if isinstance(p, dict) else p for p in self.mon_command("osd pool ls")]
 
     # ---- pools --------------------------------------------------------------------------
-    def ensure_pool(self, spec, *, cephfs: bool = False, pg_num: int = 32) -> str:
-        """Create the xcb- pool of ``spec`` (a xcbench.cell.PoolSpec) if missing; return its name."""
-        from xcbench.ceph import pools as cephpools
-        return cephpools.ensure_pool(self, spec, cephfs=cephfs, pg_num=pg_num)
+    def ensure_pool(self, spec: Protection, *, cephfs: bool = False, pg_num: int = 32) -> str:
+        """Create the xcb- pool of ``spec`` if missing; return its name."""
+        return pools.ensure_pool(self, spec, cephfs=cephfs, pg_num=pg_num)
 
     # ---- gateways -----------------------------------------------------------------------
     def gateway_conf(self, directory: str | os.PathLike) -> Path:
@@ -286,12 +287,10 @@ class Cluster:
     # ---- CephFS via ceph-fuse ----------------------------------------------------------
     def fuse_mount(self, mountpoint: str | os.PathLike, procs: proc.ProcessSet | None = None,
                    timeout: float = 30) -> None:
-        from xcbench.ceph import fuse as cephfuse
-        cephfuse.mount(self, Path(mountpoint), procs=procs, timeout=timeout)
+        mounts.fuse_mount(self, Path(mountpoint), procs=procs, timeout=timeout)
 
     def fuse_umount(self, mountpoint: str | os.PathLike) -> None:
-        from xcbench.ceph import fuse as cephfuse
-        cephfuse.umount(Path(mountpoint), state_dir=self.state_dir)
+        mounts.fuse_umount(Path(mountpoint), state_dir=self.state_dir)
 
     def __enter__(self) -> Cluster:
         return self

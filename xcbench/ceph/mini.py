@@ -11,12 +11,10 @@ which also catches daemons whose pid file is stale or missing after a crash.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
 import signal
-import struct
 import threading
 import time
 import uuid
@@ -25,8 +23,23 @@ from pathlib import Path
 
 from xcbench import proc
 from xcbench.ceph import conf as cephconf
-from xcbench.ceph import fuse as cephfuse
-from xcbench.ceph import pools as cephpools
+from xcbench.ceph import mounts as cephmounts
+from xcbench.ceph.bootstrap import (  # noqa: F401 (public names of the mini cluster)
+    BINARIES,
+    EXPECTED_WARNINGS,
+    PG_NUM,
+    POOLS,
+    auth_key,
+    build_conf,
+    check_prerequisites,
+    gen_key,
+    keyring_text,
+    make_pools,
+    mds_active,
+    pgs_clean,
+    unexpected_checks,
+    write_secret,
+)
 from xcbench.ceph.cluster import (
     CLUSTER_JSON,
     FS_CLIENT_ID,
@@ -40,79 +53,10 @@ from xcbench.errors import XcbError
 from xcbench.net import free_ports
 
 MARKER = "written by xcbench: embedded mini cluster"
-BINARIES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "ceph")
 OBJECTSTORES = ("bluestore", "memstore")
 DAEMON_PROGS = (b"ceph-mon", b"ceph-mgr", b"ceph-osd", b"ceph-mds", b"ceph-fuse")
-POOLS = {"replicated": "xcb-rep1", "erasure": "xcb-ec2-1",
-         "fs_metadata": "xcb-fs-meta", "fs_data": "xcb-fs-data"}
-PG_NUM = {"xcb-rep1": 32, "xcb-ec2-1": 32, "xcb-fs-meta": 16, "xcb-fs-data": 32}
-# Health checks that may remain on a one-host throw-away cluster, and why they are harmless.
-EXPECTED_WARNINGS = {
-    "POOL_NO_REDUNDANCY": "size-1 pools are deliberate on a one-host test cluster",
-    "MON_DISK_LOW": "the mon store is tiny; a nearly full disk does not matter for a throw-away cluster",
-    "MGR_MODULE_ERROR": "an optional mgr module (e.g. influx) lacks its Python dependency; xcbench does not use it",
-}
 Log = Callable[[str], None]
 
-
-def gen_key() -> str:
-    """A cephx secret as ceph-authtool --gen-print-key makes it (AES, 16 random bytes)."""
-    now = time.time()
-    header = struct.pack("<HIIH", 1, int(now), int((now % 1) * 1e9), 16)
-    return base64.b64encode(header + os.urandom(16)).decode()
-
-
-def keyring_text(entity: str, key: str, caps: dict[str, str] | None = None) -> str:
-    lines = [f"[{entity}]", f"\tkey = {key}"]
-    lines += [f'\tcaps {svc} = "{cap}"' for svc, cap in (caps or {}).items()]
-    return "\n".join(lines) + "\n"
-
-
-def build_conf(state: Path, run_dir: Path, fsid: str, ports: list[int], objectstore: str) -> dict:
-    log = state / "log"
-    g = {
-        "fsid": fsid,
-        "mon host": f"[v2:127.0.0.1:{ports[0]},v1:127.0.0.1:{ports[1]}]",
-        "public addr": "127.0.0.1",
-        "auth cluster required": "cephx", "auth service required": "cephx",
-        "auth client required": "cephx",
-        "keyring": state / "ceph.$name.keyring",
-        "run dir": run_dir, "admin socket": run_dir / "$name.asok", "pid file": run_dir / "$name.pid",
-        "log file": log / "$name.log", "mon cluster log file": log / "cluster.log",
-        "crash dir": state / "crash",
-        "osd pool default size": 1, "osd pool default min size": 1,
-        "osd pool default pg num": 8, "osd pool default pgp num": 8,
-        "osd pool default pg autoscale mode": "off",
-        "osd crush chooseleaf type": 0,  # one host: replicate across OSDs
-        "mon allow pool delete": True, "mon allow pool size one": True,
-        "mon warn on pool no redundancy": False,
-        "mon data avail warn": 1, "mon data avail crit": 0,  # small disks here
-        "auth allow insecure global id reclaim": False,
-        "mon warn on insecure global id reclaim allowed": False,
-        "ms bind ipv6": False,
-        "osd max object size": 128 << 20,
-        # PG states reach `pg stat` through the mgr: the 5 s defaults made waiting for
-        # active+clean the slowest part of bring-up
-        "osd mon report interval": 1, "mgr stats period": 1, "mgr tick period": 1,
-    }
-    if objectstore == "memstore":
-        g["mon debug no require bluestore for ec overwrites"] = True
-    return {
-        "global": g,
-        "mon": {"mon data": state / "mon.$id", "keyring": "$mon_data/keyring",
-                "paxos propose interval": 0.1},  # default 1 s: every osdmap change waits
-        "mgr": {"mgr data": state / "mgr.$id", "keyring": "$mgr_data/keyring"},
-        "osd": {"osd data": state / "osd.$id", "keyring": "$osd_data/keyring",
-                "osd objectstore": objectstore,
-                "bluestore block create": True, "bluestore block size": 20 << 30,  # sparse file
-                "bluestore fsck on mount": False, "memstore device bytes": 4 << 30,
-                "osd memory target": 900 << 20,
-                "osd op num shards": 1, "osd op num threads per shard": 2},
-        "mds": {"mds data": state / "mds.$id", "keyring": "$mds_data/keyring",
-                "mds cache memory limit": 256 << 20},
-        # clients (CLI, python, ceph-fuse): no pid file, one admin socket per process
-        "client": {"pid file": "", "admin socket": run_dir / "$name.$pid.asok"},
-    }
 
 
 class MiniCluster:
@@ -238,10 +182,10 @@ class MiniCluster:
         admin_key = gen_key()
         admin_caps = {"mon": "allow *", "osd": "allow *", "mds": "allow *", "mgr": "allow *"}
         admin_keyring = st / "ceph.client.admin.keyring"
-        _write_secret(admin_keyring, keyring_text("client.admin", admin_key, admin_caps))
+        write_secret(admin_keyring, keyring_text("client.admin", admin_key, admin_caps))
         mon_keyring = st / "mon.keyring"
-        _write_secret(mon_keyring, keyring_text("mon.", gen_key(), {"mon": "allow *"})
-                      + keyring_text("client.admin", admin_key, admin_caps))
+        write_secret(mon_keyring, keyring_text("mon.", gen_key(), {"mon": "allow *"})
+                     + keyring_text("client.admin", admin_key, admin_caps))
         mon_addr = f"[v2:127.0.0.1:{ports[0]},v1:127.0.0.1:{ports[1]}]"
         proc.run(["monmaptool", "--create", "--clobber", "--fsid", fsid, "--enable-all-features",
                   "--addv", "a", mon_addr, st / "monmap"], timeout=30)
@@ -265,7 +209,7 @@ class MiniCluster:
             cluster.mon_command("osd new", uuid=osd_uuid, id=i,
                                 inbuf=json.dumps({"cephx_secret": secret}).encode())
             (st / f"osd.{i}").mkdir()
-            _write_secret(st / f"osd.{i}" / "keyring", keyring_text(f"osd.{i}", secret))
+            write_secret(st / f"osd.{i}" / "keyring", keyring_text(f"osd.{i}", secret))
             t = threading.Thread(target=self._make_osd, args=(i, osd_uuid, secret, procs, errors),
                                  daemon=True)
             t.start()
@@ -275,7 +219,7 @@ class MiniCluster:
                                               "mgr": "allow profile mds"}, procs)
         step("mgr.x, mds.a started; OSDs being made")
 
-        self._make_pools(cluster)
+        make_pools(cluster, st)
         step("pools, CephFS and client keys made")
         for t in threads:
             t.join()
@@ -307,9 +251,9 @@ class MiniCluster:
     def _start_daemon(self, cluster: Cluster, name: str, caps: dict[str, str],
                       procs: proc.ProcessSet) -> None:
         kind, ident = name.split(".", 1)
-        key = _auth_key(cluster, name, caps)
+        key = auth_key(cluster, name, caps)
         (self.state / name).mkdir()
-        _write_secret(self.state / name / "keyring", keyring_text(name, key))
+        write_secret(self.state / name / "keyring", keyring_text(name, key))
         self._spawn([f"ceph-{kind}", "-f", "-c", self.conf, "-i", ident], name, procs)
 
     def _make_osd(self, i: int, osd_uuid: str, secret: str, procs: proc.ProcessSet,
@@ -320,26 +264,6 @@ class MiniCluster:
             self._spawn(["ceph-osd", "-f", "-c", self.conf, "-i", i], f"osd.{i}", procs)
         except BaseException as e:  # noqa: B036 - handed to the main thread
             errors.append(e)
-
-    def _make_pools(self, c: Cluster) -> None:
-        p = POOLS
-        cephpools.create_replicated(c, p["replicated"], 1, PG_NUM[p["replicated"]], rados=False)
-        cephpools.create_erasure(c, p["erasure"], p["erasure"], 2, 1, PG_NUM[p["erasure"]],
-                                 "osd", rados=False)
-        for role in ("fs_metadata", "fs_data"):
-            cephpools.create_replicated(c, p[role], 1, PG_NUM[p[role]], rados=False)
-        c.mon_command("fs new", fs_name=FS_NAME, metadata=p["fs_metadata"], data=p["fs_data"])
-        for role in ("replicated", "erasure"):
-            cephpools.add_fs_data_pool(c, FS_NAME, p[role])  # also tags them rados
-        c.mon_command("fs set", fs_name=FS_NAME, var="standby_count_wanted", val="0")
-        gw = _auth_key(c, f"client.{GATEWAY_ID}", {"mon": "allow r"})
-        _write_secret(self.state / f"ceph.client.{GATEWAY_ID}.keyring",
-                      keyring_text(f"client.{GATEWAY_ID}", gw))
-        cephpools.grant_gateway(c)
-        out = c.mon_command("fs authorize", filesystem=FS_NAME, entity=f"client.{FS_CLIENT_ID}",
-                            caps=["/", "rwp"])  # p: layouts and quotas through xattrs
-        _write_secret(self.state / f"ceph.client.{FS_CLIENT_ID}.keyring",
-                      keyring_text(f"client.{FS_CLIENT_ID}", _key_of(out)))
 
     def _wait_healthy(self, c: Cluster, n_osds: int, deadline: float, step: Log) -> None:
         osds_ok = mds_ok = False
@@ -400,13 +324,13 @@ class MiniCluster:
         return n
 
     def _stop_processes(self, *, log: Log, timeout: float = 10) -> int:
-        mounts = {Path(m["mountpoint"]): m.get("pid") for m in cephfuse.recorded_mounts(self.state)}
-        for mnt in cephfuse.ceph_fuse_mounts():
+        mounts = {Path(m["mountpoint"]): m.get("pid") for m in cephmounts.recorded_mounts(self.state)}
+        for mnt in cephmounts.ceph_fuse_mounts():
             if mnt.is_relative_to(self.state):
                 mounts.setdefault(mnt, None)
         for mnt, pid in mounts.items():
             log(f"unmounting {mnt}")
-            cephfuse.umount(mnt, state_dir=self.state, pid=pid)
+            cephmounts.fuse_umount(mnt, state_dir=self.state, pid=pid)
         found = self.processes()
         n = len(found)
         memstore = self.meta().get("objectstore") == "memstore"
@@ -414,12 +338,16 @@ class MiniCluster:
         # mon gone they wait osd_mon_shutdown_timeout (5 s) and more.
         for stage in (("ceph-fuse", "mds.", "osd."), ("mgr.",), ("mon.", "")):
             pids = {p: n for p, n in found.items() if n.startswith(stage)}
-            for pid, name in pids.items():
+            for pid in pids:
                 found.pop(pid)
-                # memstore dumps its whole RAM store on SIGTERM; the data is thrown away anyway
-                _kill(pid, signal.SIGKILL if memstore and name.startswith("osd.") else signal.SIGTERM)
             t = time.monotonic()
-            _wait_gone(pids, timeout)
+            # An MDS spends ~8 s "shutting down rank 0" on SIGTERM; its state is thrown away
+            # with the cluster, so it gets 2 s. memstore dumps its whole RAM store on SIGTERM:
+            # its OSDs get SIGKILL (the data is thrown away anyway).
+            proc.stop_pids({p: min(timeout, 2.0) if n.startswith("mds.") else timeout
+                            for p, n in pids.items()},
+                           sig={p: signal.SIGKILL if memstore and n.startswith("osd.") else signal.SIGTERM
+                                for p, n in pids.items()})
             if pids:
                 log(f"stopped {', '.join(sorted(pids.values()))} in {time.monotonic() - t:.1f} s")
         return n
@@ -427,34 +355,6 @@ class MiniCluster:
     def rss(self) -> dict[str, int]:
         """{daemon: resident bytes} of the running daemons."""
         return {name: proc_rss(pid) for name, pid in self.daemons().items()}
-
-
-def check_prerequisites() -> None:
-    for b in BINARIES:
-        proc.which(b)
-
-
-def mds_active(c: Cluster) -> bool:
-    dump = c.mon_command("fs dump")
-    for fs in dump.get("filesystems", []):
-        if fs["mdsmap"]["fs_name"] == FS_NAME:
-            return any(i.get("state") == "up:active" for i in fs["mdsmap"].get("info", {}).values())
-    return False
-
-
-def pgs_clean(c: Cluster) -> bool:
-    """Every PG of every pool exists and is active+clean."""
-    expected = sum(p["pg_num"] for p in c.mon_command("osd pool ls", detail="detail"))
-    summary = c.mon_command("pg stat").get("pg_summary", {})
-    states = {s["name"]: s["num"] for s in summary.get("num_pg_by_state", [])}
-    return summary.get("num_pgs") == expected and states.get("active+clean") == expected
-
-
-def unexpected_checks(health: dict) -> list[str]:
-    if health.get("status") == "HEALTH_OK":
-        return []
-    return [code for code in health.get("checks", {}) if code not in EXPECTED_WARNINGS] or \
-        ([] if health.get("checks") else ["(no checks)"])
 
 
 def proc_rss(pid: int) -> int:
@@ -465,23 +365,6 @@ def proc_rss(pid: int) -> int:
     except OSError:
         pass
     return 0
-
-
-def _auth_key(c: Cluster, entity: str, caps: dict[str, str]) -> str:
-    flat = [x for kv in caps.items() for x in kv]
-    return _key_of(c.mon_command("auth get-or-create", entity=entity, caps=flat))
-
-
-def _key_of(out) -> str:
-    if isinstance(out, list) and out and "key" in out[0]:
-        return out[0]["key"]
-    raise XcbError(f"unexpected answer from the mon while creating a key: {str(out)[:80]}")
-
-
-def _write_secret(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
 
 
 def _daemon_name(argv: list[bytes]) -> str:
@@ -498,39 +381,3 @@ def _cmdline_has(pid: int, needle: bytes) -> bool:
         return needle in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _wait_gone(pids: dict[int, str], timeout: float) -> None:
-    """Wait for ``pids`` to exit; SIGKILL each one left after its grace time.
-
-    An MDS spends ~8 s "shutting down rank 0" on SIGTERM; its state is thrown away with the
-    cluster, so it gets 2 s.
-    """
-    t0 = time.monotonic()
-    grace = {p: min(timeout, 2.0) if n.startswith("mds.") else timeout for p, n in pids.items()}
-    alive = dict(grace)
-    while alive:
-        now = time.monotonic() - t0
-        for pid, g in list(alive.items()):
-            if not _alive_reap(pid):
-                del alive[pid]
-            elif now > g + 5:
-                del alive[pid]  # unkillable (D state?): give up on it
-            elif now > g:
-                _kill(pid, signal.SIGKILL)
-        time.sleep(0.05)
-
-
-def _alive_reap(pid: int) -> bool:
-    try:
-        os.waitpid(pid, os.WNOHANG)  # our own child (pytest session): do not leave a zombie
-    except ChildProcessError:
-        pass
-    return proc.pid_alive(pid)

@@ -1,5 +1,8 @@
 """xcb- pools: create replicated / erasure-coded pools, add them to CephFS, grant the gateway.
 
+Functions take a cluster handle (mon_command, pool_names, num_osds ...); this module does not
+import xcbench.ceph.cluster, which imports it.
+
 xcbench only ever creates or writes pools whose name starts with ``xcb-`` (on a bring-your-own
 cluster too); every mon command is idempotent so two processes may ensure the same pool.
 """
@@ -8,13 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 
 if TYPE_CHECKING:
-    from xcbench.cell import PoolSpec
     from xcbench.ceph.cluster import Cluster
 
-POOL_PREFIX = "xcb-"
+__all__ = ["POOL_PREFIX", "add_fs_data_pool", "check_name", "create_erasure", "create_replicated",
+           "ensure_pool", "grant_gateway"]
 
 
 def check_name(name: str) -> None:
@@ -80,26 +84,17 @@ def grant_gateway(cluster: Cluster) -> None:
                         caps=["mon", "allow r", "osd", osd])
 
 
-def ensure_pool(cluster: Cluster, spec: PoolSpec, *, cephfs: bool = False, pg_num: int = 32) -> str:
+def ensure_pool(cluster: Cluster, spec: Protection, *, cephfs: bool = False, pg_num: int = 32) -> str:
     name = spec.name
     check_name(name)
     if name not in cluster.pool_names():
-        osds = cluster.num_osds()
+        spec.check_creatable(cluster.num_osds())
         if spec.kind == "erasure":
-            width = spec.k + spec.m
-            if spec.k < 2 or spec.m < 1:
-                raise XcbError(f"pool {name}: erasure coding needs k >= 2 and m >= 1")
-            if width > osds:
-                raise XcbError(f"pool {name}: k+m = {width} needs {width} OSDs, the cluster has {osds}")
-            domain = "host" if cluster.num_hosts() >= width else "osd"
-            create_erasure(cluster, name, spec.profile, spec.k, spec.m, pg_num, domain, rados=not cephfs)
-        elif spec.kind == "replicated":
-            if spec.size > osds:
-                raise XcbError(f"pool {name}: size {spec.size} needs {spec.size} OSDs, "
-                               f"the cluster has {osds}")
-            create_replicated(cluster, name, spec.size, pg_num, rados=not cephfs)
+            domain = "host" if cluster.num_hosts() >= spec.shards else "osd"
+            create_erasure(cluster, name, spec.profile or name, spec.k, spec.m, pg_num, domain,
+                           rados=not cephfs)
         else:
-            raise XcbError(f"pool {name}: unknown pool kind {spec.kind!r} (replicated | erasure)")
+            create_replicated(cluster, name, spec.size, pg_num, rados=not cephfs)
     if cephfs:
         if not cluster.fs_name:
             raise XcbError(f"pool {name}: no CephFS file system to add it to (give --fs NAME)")

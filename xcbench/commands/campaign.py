@@ -82,17 +82,13 @@ def _spec(args):
 
 
 def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
-    from xcbench.backends import get_backend
     from xcbench.cell import Cell
-    from xcbench.gateway import start_gateway
+    from xcbench.session import CellSession
     workdir = Path(tempfile.mkdtemp(prefix=f"xcb-campaign-{name}-"))
     workdir.chmod(0o755)  # the backend hands a dir under it to the xrootd user
-    backend = get_backend("tmpfs")(None, workdir, procs)
-    target = backend.prepare(Cell(id=name, label=name, backend="tmpfs", tmpfs_size=size))
-    stack.callback(backend.cleanup, target)
-    gw = start_gateway(target, workdir=workdir, procs=procs, name=name)
-    stack.callback(gw.stop)
-    return gw
+    cell = Cell(id=name, label=name, backend="tmpfs", tmpfs_size=size)
+    return stack.enter_context(CellSession(cell, cluster=None, workdir=workdir, procs=procs,
+                                           name=name)).gateway
 
 
 def _token(args) -> str | None:

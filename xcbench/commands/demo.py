@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from importlib.resources import files
 
-from xcbench.commands.run import add_run_args, execute, options
+from xcbench.commands.run import add_run_args, execute, load_run_matrix, matrix_path, options
 
 
 def add_parser(sub):
@@ -22,15 +22,15 @@ def run(args) -> int:
     from xcbench.ceph.cluster import default_state_dir
     from xcbench.ceph.mini import MiniCluster
     from xcbench.matrix import load_matrix
-    matrix = args.matrix or str(files("xcbench.layouts") / "quick.yaml")
-    load_matrix(matrix)  # bad input fails before a cluster is started
     opts = options(args)
+    matrix = matrix_path(args.matrix or str(files("xcbench.layouts") / "quick.yaml"), opts)
+    load_matrix(matrix)  # bad input fails before a cluster is started
     mini = MiniCluster(default_state_dir(args.state_dir))
     cluster, started = mini.up(log=lambda s: print(s, file=sys.stderr, flush=True))
     print(f"mini cluster {'started' if started else 'already running'}: {cluster.conf}",
           file=sys.stderr)
     try:
-        return execute(matrix, cluster, opts)
+        return execute(load_run_matrix(matrix, cluster, opts), cluster, opts)
     finally:
         cluster.close()
         if started and not args.keep_cluster:

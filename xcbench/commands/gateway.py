@@ -48,8 +48,9 @@ def _target_from_json(d: dict):
 
 
 def _cluster(args, backend: str):
-    """The cluster (none for tmpfs: a tmpfs gateway never talks to Ceph)."""
-    if backend == "tmpfs":
+    """The cluster (none for a backend that never talks to Ceph, e.g. tmpfs)."""
+    from xcbench.backends.base import backend_class
+    if not backend_class(backend).needs_cluster:
         return None
     from xcbench.ceph.cluster import cluster_from_args
     return cluster_from_args(args)
@@ -57,10 +58,9 @@ def _cluster(args, backend: str):
 
 def up(args) -> int:
     from xcbench import argcheck
-    from xcbench.backends.base import get_backend
-    from xcbench.gateway import start_gateway
     from xcbench.matrix import load_matrix
     from xcbench.proc import ProcessSet
+    from xcbench.session import CellSession
     if not args.matrix or not args.cell:
         raise XcbError("gateway up: give --matrix FILE and --cell ID")
     argcheck.number("--origins", args.origins, 1, 64)
@@ -74,21 +74,20 @@ def up(args) -> int:
     peek = load_matrix(args.matrix, scale_ec=args.scale_ec).cell(args.cell)
     cluster = _cluster(args, peek.backend)
     cell = load_matrix(args.matrix, cluster, scale_ec=args.scale_ec).cell(args.cell) if cluster else peek
+    if args.origins:
+        cell = dataclasses.replace(cell, origins=args.origins)
     workdir.mkdir(parents=True, exist_ok=True)
     procs = ProcessSet()
-    backend = get_backend(cell.backend)(cluster, workdir, procs)
-    target = backend.prepare(cell)
-    try:
-        backend.verify(target)
-        gw = start_gateway(target, workdir=workdir, cluster=cluster, origins=args.origins or cell.origins,
-                           tunables=cell.gateway, report_addr=args.report, procs=procs, cell=cell)
-    except BaseException:
-        procs.stop_all()
-        backend.cleanup(target)
-        raise
-    state = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label, "backend": cell.backend,
-             "target": dataclasses.asdict(target), "gateway": gw.state()}
-    state_file.write_text(json.dumps(state, indent=2, default=str))
+    session = CellSession(cell, cluster=cluster, workdir=workdir, procs=procs,
+                          report_addr=args.report)
+    with session:
+        session.verify()
+        target, gw = session.target, session.gateway
+        state = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label,
+                 "backend": cell.backend, "target": dataclasses.asdict(target),
+                 "gateway": gw.state()}
+        state_file.write_text(json.dumps(state, indent=2, default=str))
+        session.keep()  # left running on purpose: `down` undoes what gateway.json records
     print(f"cell {cell.id} ({cell.label}): {target.backend} target {target.path or target.pool}")
     print(f"gateway {gw.name} up in {gw.start_seconds:.2f} s: {gw.root_url}  {gw.http_url}")
     for s in gw.servers:

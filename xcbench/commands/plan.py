@@ -46,6 +46,14 @@ def add_parser(sub):
                    help="spec of the measured cluster: carry its efficiency (achieved / theoretical) "
                         "over to the planned spec")
     c.add_argument("--calibrate-osds", type=int, help="OSDs of the measured cluster, if the run lacks it")
+    c.add_argument("--efficiency", metavar="ACHIEVED/THEORETICAL",
+                   help="a published achieved rate over its theoretical, e.g. 24/50 (same unit) or 0.48: "
+                        "the planned theoretical is multiplied by it (an 'extrapolated' column)")
+    c.add_argument("--because", default="", metavar="TEXT",
+                   help="where the --efficiency figures come from, e.g. \"RAL dev cluster, CHEP 2024\"")
+    c.add_argument("--gateway-cpu", action="append", default=[], metavar="CHECKSUM/MODE=S",
+                   help="gateway CPU seconds per GB measured elsewhere (e.g. benchmarks/bench_campaign.py), "
+                        "CHECKSUM none|on-the-fly|read-back, MODE push|tpc, e.g. on-the-fly/push=1.59 (repeatable)")
     a = p.add_argument_group("assumptions (printed in every report)")
     for d in Assumptions.describe():
         f = next(x for x in fields(Assumptions) if x.name == d["name"])
@@ -68,6 +76,7 @@ def _spec_path(value: str | None) -> str | None:
 
 def run(args) -> int:
     from xcbench.plan.calibrate import load_calibration
+    from xcbench.plan.gatewaycpu import parse_gateway_cpu
     from xcbench.plan.planner import make_plan
     from xcbench.plan.presets import PRESETS, resolve_target
     from xcbench.plan.report import render_plan
@@ -99,8 +108,12 @@ def run(args) -> int:
             raise XcbError("--calibrate-spec: needs --calibrate RUN (the measurements of that cluster)")
         dev_spec, dev_section = load_cluster(_spec_path(args.calibrate_spec))
         dev_gw = load_gateway(None, dev_section, dev_spec.source) if dev_section else None
+    eff = parse_efficiency(args.efficiency)
+    if args.because and eff is None:
+        raise XcbError("--because: goes with --efficiency (where the achieved/theoretical figures come from)")
     plan = make_plan(target, spec, gateway, assumptions, cal, dev_spec, dev_gw,
-                     carry_over=bool(args.calibrate_spec))
+                     carry_over=bool(args.calibrate_spec), efficiency=eff, because=args.because,
+                     gateway_cpu=parse_gateway_cpu(args.gateway_cpu))
     out = args.out
     if out is None and args.format in ("html", "md"):
         out = f"xcbench-plan-{target.name}.{args.format}"
@@ -110,3 +123,18 @@ def run(args) -> int:
     else:
         print(f"plan written to {out}")
     return 0
+
+
+def parse_efficiency(value: str | None) -> tuple[float, float] | None:
+    """'24/50' -> (24, 50); '0.48' -> (0.48, 1). XcbError names the flag."""
+    if value is None:
+        return None
+    a, slash, b = value.partition("/")
+    try:
+        ach, theo = float(a), float(b) if slash else 1.0
+    except ValueError:
+        raise XcbError(f"--efficiency {value!r}: write ACHIEVED/THEORETICAL (e.g. 24/50) or a fraction (0.48)") from None
+    import math
+    if not (math.isfinite(ach) and math.isfinite(theo) and ach > 0 and theo > 0 and ach <= theo):
+        raise XcbError(f"--efficiency {value!r}: needs 0 < achieved <= theoretical")
+    return ach, theo

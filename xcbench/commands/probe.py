@@ -49,11 +49,12 @@ def _gib(v) -> str:
 
 def run(args) -> int:
     from xcbench import argcheck
-    from xcbench.backends import get_backend
+    from xcbench.backends.base import backend_class
     from xcbench.fio import summary
     from xcbench.matrix import load_matrix
     from xcbench.probe import run_probe
     from xcbench.proc import ProcessSet
+    from xcbench.session import CellSession
     from xcbench.sizes import format_size
     argcheck.number("--runtime", args.runtime, 1, 86400)
     argcheck.directory("--raw", args.raw)
@@ -61,7 +62,7 @@ def run(args) -> int:
     matrix = load_matrix(args.matrix)
     cells = [matrix.cell(key) for key in args.cell] if args.cell else list(matrix.cells)
     cluster = None
-    if any(c.backend != "tmpfs" for c in cells):
+    if any(backend_class(c.backend).needs_cluster for c in cells):
         cluster = cluster_from_args(args)
         matrix = load_matrix(args.matrix, cluster)  # validated against the cluster's limits
         cells = [matrix.cell(c.id) for c in cells]
@@ -79,26 +80,18 @@ def run(args) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="xcb-probe-"))
     workdir.chmod(0o755)  # backends hand dirs under it to the xrootd user
     procs = ProcessSet()
-    backends: dict[str, object] = {}
     try:
         with ExitStack() as stack:
             stack.callback(procs.stop_all)
             for c in todo:
-                if c.backend not in backends:
-                    b = backends[c.backend] = get_backend(c.backend)(cluster, workdir / c.backend,
-                                                                     procs)
-                    if hasattr(b, "close"):
-                        stack.callback(b.close)
-                backend = backends[c.backend]
                 print(f"probe: {c.id} {c.label} ...", file=sys.stderr, flush=True)
                 try:
-                    target = backend.prepare(c)
-                    try:
+                    with CellSession(c, cluster=cluster, workdir=workdir / c.backend, procs=procs,
+                                     gateway=False) as session:
                         raw = Path(args.raw) / c.id if args.raw else None
-                        rows = run_probe(c, target, cluster=cluster, workdir=workdir / "fio" / c.id,
-                                         sink=None, raw_dir=raw, hosts=hosts)
-                    finally:
-                        backend.cleanup(target)
+                        rows = run_probe(c, session.target, cluster=cluster,
+                                         workdir=workdir / "fio" / c.id, sink=None, raw_dir=raw,
+                                         hosts=hosts)
                 except XcbError as e:
                     results.append((c, None, str(e)))
                     print(f"xcbench: error: {e}", file=sys.stderr)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xcbench.store import default_store, resolve_run
+
+if TYPE_CHECKING:
+    from xcbench.analysis.dataset import RunData
 
 
 def add_parser(sub):
@@ -24,7 +28,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     from xcbench.analysis.report import render_report
-    runs = [resolve_run(r, args.store).path for r in args.runs]
+    runs: list[Path | str | RunData] = [resolve_run(r, args.store).path for r in args.runs]
     out = render_report(runs, args.format, args.out)
     print(out)
     return 0

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from xcbench.ceph.cluster import add_ceph_args, cluster_from_args
 from xcbench.errors import XcbError
+
+if TYPE_CHECKING:
+    from xcbench.matrix import Matrix
 
 
 def add_parser(sub):
@@ -29,6 +33,9 @@ def add_run_args(p) -> None:
     p.add_argument("--no-probes", action="store_true", help="skip the fio probes")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
+    p.add_argument("--telemetry", metavar="DEVICES",
+                   help="telemetry devices and intervals, e.g. host,gateway or host:0.5,ceph:2, "
+                        "or none (default: every device; see `xcbench telemetry list`)")
 
 
 def options(args):
@@ -38,14 +45,46 @@ def options(args):
     argcheck.name("--name", args.name)
     argcheck.directory("--out", args.out)
     argcheck.hosts("--fio-hosts", args.fio_hosts)
+    from xcbench.telemetry.devices import parse_selection
+    parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     return RunOptions(out=Path(args.out), repeats=args.repeats, name=args.name,
                       resume=Path(args.resume) if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,
-                      report=not args.no_report, report_format=args.format)
+                      report=not args.no_report, report_format=args.format,
+                      telemetry=args.telemetry)
 
 
-def execute(matrix, cluster, opts) -> int:
+def matrix_path(matrix: str | None, opts) -> str:
+    """The matrix file to run: MATRIX, or with --resume the run's own (and its --scale-ec)."""
+    if opts.resume:
+        from xcbench.store import RunDir
+        prev = RunDir.open(opts.resume).state
+        kind = prev.extra.get("kind")
+        if kind not in (None, "run"):
+            raise XcbError(f"{opts.resume}: --resume: not a run of `xcbench run` (it was made by "
+                           f"`xcbench {kind}`); start a new one instead")
+        given = prev.matrix or {}
+        path = given.get("path")
+        opts.scale_ec = bool(given.get("scaled_ec")) or opts.scale_ec
+        if not isinstance(path, str) or not Path(path).is_file():
+            raise XcbError(f"{opts.resume}: the run's matrix file {path!r} is gone")
+        return str(path)
+    if not matrix:
+        raise XcbError("run: give a MATRIX file (or --resume RUN)")
+    return matrix
+
+
+def load_run_matrix(path: str | Path, cluster, opts) -> Matrix:
+    """The matrix parsed once for the run: with the cluster's facts when there is a cluster
+    (call load_matrix(path) first, before the cluster is asked, to fail fast on bad input)."""
+    from xcbench.matrix import load_matrix
+    if cluster is None:
+        return load_matrix(path)
+    return load_matrix(path, cluster, scale_ec=opts.scale_ec)
+
+
+def execute(matrix: Matrix, cluster, opts) -> int:
     """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
     from xcbench.progress import MatrixView
     from xcbench.runner import Interrupted, run_matrix
@@ -55,41 +94,23 @@ def execute(matrix, cluster, opts) -> int:
         print(f"interrupted: what was measured is in {e}; continue with "
               f"`xcbench run --resume {e}`", file=sys.stderr)
         return 130
-    cells = run.manifest["cells"].values()
-    failed = [c for c in cells if c.get("status") == "failed"]
+    failed = [c for c in run.cells.values() if c.status == "failed"]
     print(f"run: {run.path.resolve()}")
-    if run.manifest.get("report"):
-        print(f"report: {Path(run.manifest['report']).resolve()}")
-    for w in run.manifest.get("warnings", []):
+    if run.state.report:
+        print(f"report: {Path(run.state.report).resolve()}")
+    for w in run.state.warnings or []:
         print(f"warning: {w}", file=sys.stderr)
     for c in failed:
-        print(f"failed cell {c.get('label')}: {c.get('error')}", file=sys.stderr)
+        print(f"failed cell {c.label}: {c.error}", file=sys.stderr)
     return 1 if failed else 0
-
-
-def check_resume(path: str) -> str:
-    """The matrix path of a run that `--resume` can continue (XcbError otherwise)."""
-    from xcbench.store import RunDir
-    prev = RunDir.open(path)
-    m = prev.manifest.get("matrix")
-    kind = prev.manifest.get("kind")
-    if kind not in (None, "run") or not isinstance(m, dict):
-        raise XcbError(f"{path}: --resume: not a run of `xcbench run` (it was made by "
-                       f"`xcbench {kind or 'unknown'}`); start a new one instead")
-    mpath = m.get("path")
-    if not isinstance(mpath, str) or not Path(mpath).is_file():
-        raise XcbError(f"{path}: --resume: the run's matrix file {mpath!r} is gone")
-    return mpath
 
 
 def run(args) -> int:
     from xcbench.matrix import load_matrix
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
-    if args.resume:  # bad input fails before anything touches a cluster
-        load_matrix(check_resume(args.resume))
-    if args.matrix:
-        load_matrix(args.matrix)
     opts = options(args)
+    path = matrix_path(args.matrix, opts)
+    load_matrix(path)  # structure first: bad input fails before anything touches a cluster
     cluster = cluster_from_args(args)
-    return execute(args.matrix, cluster, opts)
+    return execute(load_run_matrix(path, cluster, opts), cluster, opts)

@@ -43,7 +43,7 @@ def table_rows(run: RunDir) -> dict[str, int]:
 def _cell_counts(run: RunDir) -> str:
     counts: dict[str, int] = {}
     for c in run.cells.values():
-        counts[c.get("status", "unknown")] = counts.get(c.get("status", "unknown"), 0) + 1
+        counts[c.status] = counts.get(c.status, 0) + 1
     return " ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "0"
 
 
@@ -97,8 +97,8 @@ def _show(args) -> int:
         vt = run.table("verdicts")
         for r in vt.itertuples():
             verdicts[r.cell_id] = r.verdict  # the last row (highest level) wins
-    rows = [[cid, c.get("label", ""), c.get("status", ""), verdicts.get(cid, ""),
-             (c.get("fingerprint") or {}).get("digest", "")[:12], (c.get("error") or "")[:70]]
+    rows = [[cid, c.label, c.status, verdicts.get(cid, ""),
+             (c.fingerprint or {}).get("digest", "")[:12], (c.error or "")[:70]]
             for cid, c in run.cells.items()]
     print()
     print(text_table(["cell", "label", "status", "verdict", "fingerprint", "error"], rows))

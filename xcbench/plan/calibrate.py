@@ -6,10 +6,11 @@ From runs in the result store (xcbench.store.RunDir):
   gateway ceiling comes from tmpfs cells (no storage behind the gateway) when there are some;
 - per-OSD IOPS and bandwidth: ``probes`` (fio against the pool), pool rate x shards (or raw
   ratio) / OSDs -- a lower bound when the fio client, not the OSDs, was the limit;
-- EC amplification: ``samples`` pool.bytes_used / pool.stored (raw / logical; also spelled
-  pool_raw_bytes / pool_stored_bytes), labels {"pool": ...},
-  growth over the run when the pool grew, else the final ratio; without them (k+m)/k, said so;
-- the network baseline: ``baseline`` (iperf3).
+- EC amplification: ``samples`` pool.bytes_used / pool.stored (or pool_raw_bytes / pool_stored_bytes),
+  labels {"pool": ...}, growth over the run, else the final ratio; without them (k+m)/k, said so;
+- the network baseline: ``baseline`` (iperf3);
+- gateway CPU per GB per cell, mode and checksum kind: ``campaigns.gateway_cpu_s_per_gb``
+  (xcbench.plan.gatewaycpu says how the checksum kind is found).
 An efficiency (achieved / theoretical) needs the measured cluster's own spec (--calibrate-spec);
 for the gateway the iperf3 baseline serves as its theoretical when no gateway spec is given.
 """
@@ -24,6 +25,7 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.plan.gateway import GatewayInputs, gateway_model
+from xcbench.plan.gatewaycpu import gateway_cpu_rows, pick_gateway_cpu
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec, Protection
 from xcbench.plan.storage import StorageInputs, storage_model
 from xcbench.plan.units import fmt_rate
@@ -49,6 +51,7 @@ class Calibration:
     pool_write: dict[str, dict] = field(default_factory=dict)  # label -> best large write (client B/s)
     baseline: float | None = None  # bytes/s (iperf3)
     num_osds: int | None = None
+    gateway_cpu: list[dict] = field(default_factory=list)  # checksum, mode, s_per_gb, from
     notes: list[str] = field(default_factory=list)
     notes_osds: bool = False
 
@@ -178,6 +181,8 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
             "concurrency": int(conc), "rate": st or whole, "campaign_rate": whole,
             "rate_from": "steady window (analysis.steady)" if st else "campaign median over repeats",
             "repeats": len(g)})
+    if "gateway_cpu_s_per_gb" in df:
+        cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells)
 
 
 def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) -> None:
@@ -310,6 +315,8 @@ def storage_inputs(cal: Calibration, spec: ClusterSpec, file_size: int, a: Assum
         inp.notes.append(f"storage efficiency {eff:.3f} = achieved {fmt_rate(best['rate'])} ({best['from']}) / "
                          f"theoretical {fmt_rate(theo)} of {dev_spec.name} with {label}; carried over to "
                          f"{spec.name}")
+        inp.chain = {"achieved": best["rate"], "achieved_from": best["from"], "dev_theoretical": theo,
+                     "dev": f"{dev_spec.name} ({label}, datasheet theoretical)", "because": "measured run"}
     elif dev_spec is not None:
         inp.notes.append("no large-block write probe on a pool: storage efficiency not carried over")
     if not o and inp.efficiency is None:
@@ -344,6 +351,11 @@ def gateway_inputs(cal: Calibration, g: GatewaySpec, a: Assumptions, *, carry_ov
     """Measured per-gateway rate; with ``carry_over`` (a --calibrate-spec was given) also the
     efficiency against the measured gateway's spec, or else against the iperf3 baseline."""
     inp = GatewayInputs(label="calibrated")
+    cpu = pick_gateway_cpu(cal.gateway_cpu, g.checksum, g.mode)
+    if cpu is not None:
+        inp.cpu_s_per_gb = cpu["s_per_gb"]
+        inp.notes.append(f"gateway CPU {cpu['s_per_gb']:.3g} core-s/GB measured ({cpu['checksum']}, "
+                         f"{cpu['mode']}; {cpu['from']}) replaces core_rate/checksum_rate")
     pts = [c for c in cal.curve if (c["mode"] == "push") == (g.mode == "push")]
     if not pts:
         pts = cal.curve
@@ -385,3 +397,4 @@ def gateway_inputs(cal: Calibration, g: GatewaySpec, a: Assumptions, *, carry_ov
         inp.notes.append(f"gateway efficiency {inp.efficiency:.3f} = measured {fmt_rate(best['rate'])} / "
                          f"theoretical {fmt_rate(theo)} ({how}); carried over to the planned gateway spec")
     return inp
+

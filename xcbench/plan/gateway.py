@@ -34,6 +34,7 @@ class GatewayInputs:
     label: str = "datasheet"
     measured_rate: float | None = None  # a measured per-gateway rate used as is
     efficiency: float | None = None  # achieved/theoretical carried over
+    cpu_s_per_gb: float | None = None  # measured gateway CPU seconds per 1e9 bytes moved
     notes: list[str] = field(default_factory=list)
 
 
@@ -109,12 +110,20 @@ def gateway_model(g: GatewaySpec, write_fraction: float, a: Assumptions,
     summed = W + R * rr  # bytes checksummed per external byte
     tpc = a.tpc_cpu_factor if g.mode == "tpc" else 1.0
     cpu_s = tpc * (moved / g.core_rate + summed / g.checksum_rate)
-    ceilings.append({"resource": "CPU", "theoretical": g.cores / cpu_s, "derate": a.cpu_utilisation,
-                     "derate_source": "--cpu-utilisation", "per_byte": cpu_s,
-                     "formula": "cores / (tpc x (moved / core_rate + checksummed / checksum_rate))",
-                     "inputs": {"cores": str(g.cores), "moved": f"{moved:.3g}", "checksummed": f"{summed:.3g}",
-                                "core_rate": fmt_rate(g.core_rate), "checksum_rate": fmt_rate(g.checksum_rate),
-                                "tpc": f"{tpc:g} ({g.mode})"}})
+    if inp.cpu_s_per_gb:
+        cpu_s = inp.cpu_s_per_gb / 1e9  # measured for this checksum kind and mode: used as is
+        ceilings.append({"resource": "CPU", "theoretical": g.cores / cpu_s, "derate": a.cpu_utilisation,
+                         "derate_source": "--cpu-utilisation", "per_byte": cpu_s,
+                         "formula": "cores / measured CPU seconds per byte",
+                         "inputs": {"cores": str(g.cores), "measured": f"{inp.cpu_s_per_gb:.3g} core-s/GB "
+                                    f"({g.checksum}, {g.mode})"}})
+    else:
+        ceilings.append({"resource": "CPU", "theoretical": g.cores / cpu_s, "derate": a.cpu_utilisation,
+                         "derate_source": "--cpu-utilisation", "per_byte": cpu_s,
+                         "formula": "cores / (tpc x (moved / core_rate + checksummed / checksum_rate))",
+                         "inputs": {"cores": str(g.cores), "moved": f"{moved:.3g}", "checksummed": f"{summed:.3g}",
+                                    "core_rate": fmt_rate(g.core_rate), "checksum_rate": fmt_rate(g.checksum_rate),
+                                    "tpc": f"{tpc:g} ({g.mode})"}})
     if math.isfinite(g.origin_rate):
         ceilings.append({"resource": "origins", "theoretical": g.origins_per_host * g.origin_rate,
                          "derate": 1.0, "derate_source": "-", "per_byte": 1.0,

@@ -12,10 +12,12 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from xcbench.plan.calibrate import Calibration, gateway_inputs, storage_inputs
+from xcbench.plan.crosscheck import check_published
 from xcbench.plan.gateway import GatewayInputs, gateway_model, gateways_figure
+from xcbench.plan.gatewaycpu import USCMS_REFERENCE, cores_rows
 from xcbench.plan.presets import PRESETS, Target
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec
-from xcbench.plan.storage import StorageInputs, storage_model
+from xcbench.plan.storage import StorageInputs, remote_share, storage_model
 from xcbench.plan.units import Figure, fmt_capacity, fmt_rate, gbps
 
 PLAN_VERSION = 1
@@ -66,8 +68,11 @@ def _column(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
         "label": sin.label,
         "storage": {"figures": [f.to_dict() for f in st.figures], "ceilings": _clean(st.ceilings),
                     "binding": st.binding, "usable": st.usable, "theoretical": st.theoretical,
+                    "theoretical_binding": min(st.ceilings, key=lambda c: c["theoretical"])["resource"],
                     "per_host": st.per_host, "min_hosts": st.min_hosts, "notes": st.notes,
-                    "demand": {"W": W, "R": R}},
+                    "demand": {"W": W, "R": R}, "write_path": st.write_path,
+                    "network_theoretical": st.network_theoretical},
+        "chain": sin.chain,
         "gateway": {"figures": [f.to_dict() for f in gw.figures], "ceilings": _clean(gw.ceilings),
                     "binding": gw.binding, "per_gateway": gw.per_gateway, "theoretical": gw.theoretical,
                     "budget": gw.budget, "budget_at_target": gw.budget_at(rate, n_gw, g), "notes": gw.notes},
@@ -84,13 +89,26 @@ def sweep_rates(rate: float, n: int = 96) -> list[float]:
 
 def make_plan(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
               cal: Calibration | None = None, dev_spec: ClusterSpec | None = None,
-              dev_gateway: GatewaySpec | None = None, carry_over: bool = False) -> dict[str, Any]:
+              dev_gateway: GatewaySpec | None = None, carry_over: bool = False,
+              efficiency: tuple[float, float] | None = None, because: str = "",
+              gateway_cpu: list[dict] = ()) -> dict[str, Any]:
+    """``efficiency`` = (achieved, theoretical) published for another cluster (--efficiency 24/50):
+    an "extrapolated" column = this spec's theoretical x achieved / theoretical."""
     a.check()
     cols = [_column(target, spec, g, a, StorageInputs(), GatewayInputs())]
     if cal is not None:
         sin = storage_inputs(cal, spec, target.file_size, a, dev_spec)
         gin = gateway_inputs(cal, g, a, carry_over=carry_over, dev_gateway=dev_gateway)
         cols.append(_column(target, spec, g, a, sin, gin))
+    if efficiency is not None:
+        ach, theo = efficiency
+        why = because or "no source given (--because)"
+        sin = StorageInputs(label="extrapolated", efficiency=ach / theo,
+                            chain={"achieved": ach, "dev_theoretical": theo, "achieved_from": why,
+                                   "dev": why, "because": why, "unitless": True},
+                            notes=[f"storage efficiency {ach / theo:.3f} = achieved {ach:g} / theoretical "
+                                   f"{theo:g} ({why}); carried over to {spec.name}"])
+        cols.append(_column(target, spec, g, a, sin, GatewayInputs(label="extrapolated")))
     sweep = []
     for r in sweep_rates(target.rate):
         row = {"rate": r, "rate_gbps": gbps(r)}
@@ -105,9 +123,18 @@ def make_plan(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
     assumptions = [{**d, "value": getattr(a, d["name"]),
                     "changed": getattr(a, d["name"]) != getattr(defaults, d["name"])}
                    for d in Assumptions.describe()]
+    entries = list(cal.gateway_cpu if cal is not None else []) + list(gateway_cpu)
     return _clean({
         "plan_version": PLAN_VERSION,
+        "extrapolation": [extrapolation(c, cols[0]) for c in cols[1:] if c.get("chain")],
+        "write_path": cols[0]["storage"]["write_path"],
+        "site_network": site_network(spec, cols[0]["storage"]["network_theoretical"]),
+        "published": check_published(spec, g, a) if spec.published else [],
+        "published_source": spec.published[0]["source"] if spec.published else None,
+        "gateway_cores": cores_rows(entries, cols[0]["gateway"]["per_gateway"], a.cpu_utilisation),
+        "gateway_cpu_measured": bool(entries), "gateway_reference": USCMS_REFERENCE,
         "target": {**asdict(target), "rate_gbps": gbps(target.rate), "rate_text": fmt_rate(target.rate),
+                   "preset": target.name if target.name in PRESETS else None,
                    "average_rate": target.average_rate,
                    "average_rate_text": fmt_rate(target.average_rate) if target.average_rate else None},
         "cluster": _spec_dict(spec), "gateway_spec": _spec_dict(g),
@@ -121,10 +148,58 @@ def make_plan(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
     })
 
 
+def extrapolation(col: dict, datasheet: dict) -> dict[str, Any]:
+    """RAL's chain, one line per factor: planned theoretical x achieved / theoretical of the
+    measured cluster, beside the datasheet (derated) figure."""
+    ch, st = col["chain"], col["storage"]
+    eff = ch["achieved"] / ch["dev_theoretical"]
+    r = (lambda v: f"{v:g}") if ch.get("unitless") else fmt_rate
+    lines = [
+        {"factor": "planned cluster, theoretical (datasheet, no derate)", "value": fmt_rate(st["theoretical"]),
+         "from": f"binding: {st['theoretical_binding']}"},
+        {"factor": "x achieved on the measured cluster", "value": r(ch["achieved"]), "from": ch["achieved_from"]},
+        {"factor": "/ theoretical of the measured cluster", "value": r(ch["dev_theoretical"]), "from": ch["dev"]},
+        {"factor": "= efficiency carried over", "value": f"{eff:.3f}", "from": "achieved / theoretical"},
+        {"factor": "= planned rate", "value": fmt_rate(st["theoretical"] * eff),
+         "from": "planned theoretical x efficiency"},
+        {"factor": "datasheet plan (derated by the assumptions), for comparison",
+         "value": fmt_rate(datasheet["storage"]["usable"]), "from": f"binding: {datasheet['storage']['binding']}"},
+    ]
+    return {"label": col["label"], "efficiency": eff, "planned": st["theoretical"] * eff,
+            "because": ch.get("because", ""), "lines": lines}
+
+
+def site_network(spec: ClusterSpec, model_theoretical: float) -> dict[str, Any] | None:
+    """RAL's rule of thumb for EC (usable ~ host NIC total x 50 %) beside the model's network ceiling."""
+    p = spec.protection
+    if p.kind != "erasure":
+        return None
+    total = spec.hosts * (spec.nics * spec.nic_speed + spec.cluster_nics * spec.cluster_nic_speed)
+    share = remote_share(spec)
+    fo = p.fanout_write * share
+    return {
+        "site": total * 0.5, "site_text": fmt_rate(total * 0.5), "model": model_theoretical,
+        "model_text": fmt_rate(model_theoretical), "nic_total_text": fmt_rate(total),
+        "site_rule": f"host NIC total {fmt_rate(total)} x ~50 % (RAL, CHEP 2024, stated for EC 8+3)",
+        "model_rule": (f"per host and direction on full-duplex NICs: in = client -> primary (1) + shards "
+                       f"from other primaries ({p.k + p.m - 1}/{p.k} x {share:.3g} on other hosts = {fo:.3g}); "
+                       f"writes only: NIC total / {1 + fo:.3g}" if spec.cluster_nics == 0 else
+                       "public NICs carry client -> primary, the cluster NICs the shards"),
+        "sentence": ("The site rule counts the NIC total once and halves it because most of each byte "
+                     "leaves the primary again as shards; the model counts each direction of each NIC: "
+                     "client -> primary and primary -> shards both arrive on the shared NICs "
+                     f"({p.k + p.m - 1}/{p.k} shard bytes per client byte, not {p.k + p.m - 1}/{p.k + p.m}), "
+                     "and shards that stay on the primary's host never reach a NIC."),
+    }
+
+
 def _spec_dict(s: Any) -> dict[str, Any]:
     d = {f.name: getattr(s, f.name) for f in fields(s)}
     if "protection" in d:
         d["protection"] = d["protection"].label
+    d.pop("published", None)  # the checked rows are in plan["published"]
+    if "drives_total" in d:
+        d["osds"] = s.osds
     return d
 
 

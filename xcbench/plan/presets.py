@@ -22,6 +22,7 @@ class Target:
     file_size: int  # bytes (powers of 1024, as xcbench.sizes)
     description: str = ""
     volume_per_year: float | None = None  # bytes stored per year, if the target states one
+    source: str = ""  # where the rate (and volume) were published; "" for a custom target
 
     @property
     def average_rate(self) -> float | None:
@@ -29,24 +30,43 @@ class Target:
         return self.volume_per_year / SECONDS_PER_YEAR if self.volume_per_year else None
 
 
+RAL_CHEP2024 = ("J. Walder, J. Thomas, T. Byrne (STFC RAL), 'Achieving 100Gb/s data rates with XRootD - "
+                "Preparing for HL-LHC and SKA', CHEP 2024, 21 Oct 2024, "
+                "https://indico.cern.ch/event/1338689/contributions/6010880/")
+SKA_SOURCE = ("SKAO figures for AA4 as quoted in " + RAL_CHEP2024 + " (as transcribed in xcbench issue 17; "
+              "the slide itself was not re-read by xcbench)")
+HLLHC_SOURCE = ("HL-LHC Tier-1 network scenarios for RAL (minimal / flexible) as given in xcbench issue 17 "
+                "from " + RAL_CHEP2024 + "; not re-read by xcbench")
+USCMS_SOURCE = ("US-CMS Tier-2 HL-LHC requirement of 400 Gb/s to storage: A. Arora et al., '400Gbps "
+                "benchmark of XRootD HTTP-TPC', CHEP 2023, EPJ Web Conf. 295, 01001 (2024), "
+                "doi:10.1051/epjconf/202429501001")
+
 PRESETS: dict[str, Target] = {
+    "ska-aa4-low": Target(
+        "ska-aa4-low", from_gbps(55), 0.8, parse_size("6.5G"),
+        "SKA at AA4, low estimate: 216 PB/year, i.e. 55 Gb/s sustained. Mostly ingest (write "
+        "fraction 0.8 assumed).", volume_per_year=216e15, source=SKA_SOURCE),
+    "ska-aa4-mid": Target(
+        "ska-aa4-mid", from_gbps(100), 0.8, parse_size("6.5G"),
+        "SKA at AA4, mid estimate: 400 PB/year, i.e. 100 Gb/s sustained. Mostly ingest (write "
+        "fraction 0.8 assumed).", volume_per_year=400e15, source=SKA_SOURCE),
     "ska-aa4": Target(
         "ska-aa4", from_gbps(200), 0.8, parse_size("6.5G"),
-        "SKA at AA4: about 100 Gb/s per telescope, two telescopes (SKA-Low, SKA-Mid) = 200 Gb/s; "
-        "~400 PB/year at the mid estimate. Mostly ingest (write fraction 0.8 assumed).",
-        volume_per_year=400e15),
+        "SKA at AA4, full operations: 100 Gb/s per telescope for each of two telescopes (SKA-Low, "
+        "SKA-Mid) = 200 Gb/s peak; volume: the mid estimate, 400 PB/year. Mostly ingest (write "
+        "fraction 0.8 assumed).", volume_per_year=400e15, source=SKA_SOURCE),
     "hl-lhc-t1": Target(
         "hl-lhc-t1", from_gbps(610), 0.5, parse_size("4G"),
         "HL-LHC Tier-1 (RAL), minimal scenario: 610 Gb/s. Tier-1s both take in RAW/derived data "
-        "and serve it out (write fraction 0.5 assumed)."),
+        "and serve it out (write fraction 0.5 assumed).", source=HLLHC_SOURCE),
     "hl-lhc-t1-flex": Target(
         "hl-lhc-t1-flex", from_gbps(1220), 0.5, parse_size("4G"),
         "HL-LHC Tier-1 (RAL), flexible scenario: 1.22 Tb/s (twice the minimal). Write fraction 0.5 "
-        "assumed."),
+        "assumed.", source=HLLHC_SOURCE),
     "uscms-t2": Target(
         "uscms-t2", from_gbps(400), 0.3, parse_size("3G"),
         "US-CMS Tier-2: 400 Gb/s. Tier-2s mostly serve analysis reads (write fraction 0.3 "
-        "assumed)."),
+        "assumed).", source=USCMS_SOURCE),
 }
 
 CUSTOM_DEFAULTS = {"write_fraction": 1.0, "file_size": parse_size("4G")}

@@ -69,12 +69,16 @@ def headline(plan: dict) -> list[str]:
              f"files {fmt_bytes(t['file_size'])}"]
     if t["description"]:
         lines.append(t["description"])
+    if t.get("preset"):
+        lines.append(f"preset used: {t['preset']}" + (f" (source: {t['source']})" if t.get("source") else ""))
     if t["volume_per_year"]:
         lines.append(f"volume {fmt_capacity(t['volume_per_year'])} per year = an average ingest of "
                      f"{t['average_rate_text']}")
     c, g = plan["cluster"], plan["gateway_spec"]
     cl = (f", cluster network {c['cluster_nics']} x {gbps(c['cluster_nic_speed']):g} Gb/s"
           if c["cluster_nics"] else ", no separate cluster network")
+    if c.get("description"):
+        lines.append(c["description"])
     lines.append(f"cluster {c['name']} ({c['source']}): {c['hosts']} hosts x {c['drives_per_host']} "
                  f"{c['drive_kind']} {fmt_capacity(c['drive_size'])}, {c['nics']} x "
                  f"{gbps(c['nic_speed']):g} Gb/s public{cl}, {c['protection']}, "
@@ -99,9 +103,60 @@ def _table(rows: list[dict], cols: list[tuple[str, str]]) -> list[str]:
     return out
 
 
+def published_rows(plan: dict, html: bool = False) -> list[dict]:
+    """Text: plain strings; HTML: the rule, source location and binding as tooltips (a narrow table)."""
+    out = []
+    for r in plan.get("published") or ():
+        row = {**r, "holds_text": r["status"]}
+        if html:
+            row.update(what={"text": r["what"], "title": r["where"]},
+                       usable_text={"text": r["usable_text"], "title": f"binding: {r['binding']}"},
+                       holds_text={"text": r["status"], "title": r["rule"],
+                                   "cls": "ok" if r["holds"] else "bad"})
+        out.append(row)
+    return out
+
+
+def reference_lines(plan: dict) -> list[str]:
+    """The published reference beside the model: write model, published figures, the site's
+    network arithmetic, extrapolation chains, gateway cores (text form)."""
+    wp = plan["write_path"]
+    L = ["", f"WRITE MODEL: {wp['model']} -- {wp['why']}"]
+    if plan.get("published"):
+        L += ["", f"PUBLISHED FIGURES beside the model (source: {plan['published_source']})"]
+        L += _table(published_rows(plan), [("what", "published figure"), ("published", "published"),
+                                           ("theoretical_text", "model theoretical"),
+                                           ("usable_text", "model usable"), ("ratio_text", "model/pub"),
+                                           ("holds_text", "check")])
+        for r in plan["published"]:
+            L.append(f"  - {r['what']}: {r['rule']}: {r['status']}" + (f" (binding: {r['binding']})"))
+            if r["model_difference"]:
+                L.append(f"    model difference: {r['model_difference']}")
+    sn = plan.get("site_network")
+    if sn:
+        L += ["", "NETWORK: the site's arithmetic beside the model's (writes)",
+              f"  site rule of thumb: {sn['site_text']}  = {sn['site_rule']}",
+              f"  model (theoretical): {sn['model_text']}  = {sn['model_rule']}", f"  {sn['sentence']}"]
+    for ex in plan.get("extrapolation") or ():
+        L += ["", f"EXTRAPOLATION ({ex['label']}): efficiency carried over, one line per factor"]
+        L += _table(ex["lines"], [("factor", "factor"), ("value", "value"), ("from", "from")])
+    ref = plan["gateway_reference"]
+    L += ["", "GATEWAY CORES from measured CPU per GB (cores = per-gateway rate x s/GB / --cpu-utilisation)"]
+    if plan.get("gateway_cpu_measured"):
+        L += _table(plan["gateway_cores"], [("checksum", "checksum"), ("mode", "mode"),
+                                            ("s_per_gb_text", "core-s/GB"), ("cores_text", "cores/gateway"),
+                                            ("cores_100g_text", "cores at 100 Gb/s"), ("from", "from")])
+    else:
+        L.append("  no gateway CPU measured (a run's campaigns.gateway_cpu_s_per_gb, or --gateway-cpu)")
+    L += [f"  reference: {ref['figures']}; {ref['derived']}", f"  ({ref['source']})"]
+    return L
+
+
 def render_text(plan: dict) -> str:
     labels = [c["label"] for c in plan["columns"]]
-    L = ["xcbench plan", *("  " + x for x in headline(plan)), "", "SIZING"]
+    L = ["xcbench plan", *("  " + x for x in headline(plan))]
+    L += reference_lines(plan)
+    L += ["", "SIZING"]
     L += _table(sizing_rows(plan), [("what", "figure"), *((lab, lab) for lab in labels), ("formula", "formula")])
     for col in plan["columns"]:
         L += ["", f"STORAGE CEILINGS ({col['label']}), external rate; binds: {col['storage']['binding']}"]
@@ -207,6 +262,19 @@ def report_context(plan: dict) -> dict:
                            ("rate_from", "rate from", False), ("repeats", "repeats", True)),
         "curve": [{**c, "rate_text": fmt_rate(c["rate"])} for c in cal.get("curve", [])],
         "calibration": cal or None,
+        "write_path": plan["write_path"], "published": published_rows(plan, html=True),
+        "published_source": plan.get("published_source"),
+        "published_columns": C(("what", "published figure", False), ("published", "published", True),
+                               ("theoretical_text", "model theoretical", True),
+                               ("usable_text", "model usable (planned)", True), ("ratio_text", "model / published", True),
+                               ("holds_text", "check (hover: the rule)", False)),
+        "site_network": plan.get("site_network"), "extrapolation": plan.get("extrapolation") or [],
+        "chain_columns": C(("factor", "factor", False), ("value", "value", True), ("from", "from", False)),
+        "gateway_cores": plan["gateway_cores"] if plan.get("gateway_cpu_measured") else [],
+        "cores_columns": C(("checksum", "checksum", False), ("mode", "mode", False),
+                           ("s_per_gb_text", "core-s/GB", True), ("cores_text", "cores per gateway", True),
+                           ("cores_100g_text", "cores at 100 Gb/s", True), ("from", "from", False)),
+        "gateway_reference": plan["gateway_reference"],
     }
 
 

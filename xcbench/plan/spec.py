@@ -20,55 +20,19 @@ A bad spec is one XcbError line naming the file (or ``--set``) and the field.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from xcbench.ceph.layout import Layout
+from xcbench.ceph.protection import Protection
 from xcbench.errors import XcbError
+from xcbench.plan.published import parse_published
+from xcbench.plan.reader import Reader, protection_of
 from xcbench.plan.units import parse_capacity, parse_rate
 from xcbench.sizes import parse_size
-
-_REQ = object()
-
-
-@dataclass(frozen=True)
-class Protection:
-    kind: str  # replicated | erasure
-    size: int = 1
-    k: int = 0
-    m: int = 0
-
-    @property
-    def label(self) -> str:
-        return f"rep{self.size}" if self.kind == "replicated" else f"ec{self.k}+{self.m}"
-
-    @property
-    def raw_ratio(self) -> float:
-        """Raw bytes stored per logical byte, by construction."""
-        return float(self.size) if self.kind == "replicated" else (self.k + self.m) / self.k
-
-    @property
-    def shards(self) -> int:
-        """OSDs written per client write op (replicas or k+m shards)."""
-        return self.size if self.kind == "replicated" else self.k + self.m
-
-    @property
-    def read_shards(self) -> int:
-        """OSDs read per client read op (the primary, or the k data shards)."""
-        return 1 if self.kind == "replicated" else self.k
-
-    @property
-    def fanout_write(self) -> float:
-        """Bytes the primary OSD sends to other OSDs per client byte written."""
-        return self.size - 1.0 if self.kind == "replicated" else (self.k + self.m - 1) / self.k
-
-    @property
-    def fanin_read(self) -> float:
-        """Bytes the primary gathers from other OSDs per client byte read."""
-        return 0.0 if self.kind == "replicated" else (self.k - 1) / self.k
 
 
 @dataclass(frozen=True)
@@ -94,10 +58,13 @@ class ClusterSpec:
     op_size: int  # bytes per client RADOS write op
     failure_domain: str = "host"
     source: str = ""
+    drives_total: int = 0  # 0 = hosts x drives per host; else the spec'd cluster's data drives
+    published: tuple = ()  # published figures of this cluster (xcbench.plan.published)
+    description: str = ""
 
     @property
     def osds(self) -> int:
-        return self.hosts * self.drives_per_host
+        return self.drives_total or self.hosts * self.drives_per_host
 
     @property
     def has_db_flash(self) -> bool:
@@ -148,7 +115,13 @@ class Assumptions:
         "client metadata ops per written file (create/lock, checksum xattr, close)", lo=0))
     drive_limits: str = field(default="auto", metadata=_a(
         "min: drive IOPS and bandwidth are separate ceilings; additive: an op's seek and transfer "
-        "time add up; auto: additive for HDDs, min for SSD/NVMe", choices=("auto", "min", "additive")))
+        "time add up (small/deferred writes); streaming: large shard writes go straight to "
+        "sequentially allocated space, transfer time only; auto: for HDDs streaming when a shard "
+        "write is >= --prefer-deferred-size, else additive; min for SSD/NVMe",
+        choices=("auto", "min", "additive", "streaming")))
+    prefer_deferred_size: int = field(default=65536, metadata=_a(
+        "bytes: BlueStore defers (WAL) HDD writes smaller than this (bluestore_prefer_deferred_size_hdd, "
+        "Ceph default 64 KiB)", lo=0))
     read_checksum: str = field(default="stored", metadata=_a(
         "source checksum of reads: stored (xattr) or read-back (the gateway reads the file again)",
         choices=("stored", "read-back")))
@@ -175,97 +148,7 @@ class Assumptions:
         return self
 
 
-# --- reading YAML with field names in the errors ---------------------------------------------
-
-class _Reader:
-    def __init__(self, data: Any, source: str, path: str = "", overridden: frozenset = frozenset()):
-        self.source, self.path, self.overridden = source, path, overridden
-        if not isinstance(data, dict):
-            self.fail("", f"must be a mapping, got {type(data).__name__}")
-        self.data, self.used = data, set()
-
-    def _where(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path and key else (key or self.path or "(top)")
-
-    def fail(self, key: str, msg: str):
-        where = self._where(key)
-        src = "--set" if where in self.overridden else self.source
-        raise XcbError(f"{src}: {where}: {msg}")
-
-    def raw(self, key: str, default: Any = _REQ) -> Any:
-        self.used.add(key)
-        if key not in self.data or self.data[key] is None:
-            if default is _REQ:
-                self.fail(key, "missing")
-            return default
-        return self.data[key]
-
-    def sub(self, key: str, required: bool = True) -> _Reader | None:
-        v = self.raw(key, _REQ if required else None)
-        return None if v is None else _Reader(v, self.source, self._where(key), self.overridden)
-
-    def number(self, key: str, default: Any = _REQ, *, integer: bool = False, lo: float = 0,
-               strict: bool = False) -> Any:
-        v = self.raw(key, default)
-        if v is default and default is not _REQ:
-            return v
-        if isinstance(v, float) and not math.isfinite(v):  # before int(v): int(nan) raises
-            self.fail(key, f"{v} is not a finite number")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and v != int(v)):
-            self.fail(key, f"{v!r} is not {'a whole number' if integer else 'a number'}")
-        if v < lo or (strict and v == lo):
-            self.fail(key, f"must be {'>' if strict else '>='} {lo:g} (got {v})")
-        return int(v) if integer else float(v)
-
-    def conv(self, key: str, parse, default: Any = _REQ, *, positive: bool = True) -> Any:
-        v = self.raw(key, default)
-        if v is default and default is not _REQ:
-            return v
-        try:
-            out = parse(v)
-        except (ValueError, TypeError, OverflowError) as e:
-            self.fail(key, str(e))
-        if positive and not out > 0:
-            self.fail(key, f"must be > 0 (got {v!r})")
-        return out
-
-    def choice(self, key: str, choices: tuple[str, ...], default: Any = _REQ) -> str:
-        v = self.raw(key, default)
-        if v not in choices:
-            self.fail(key, f"{v!r} is not one of {', '.join(choices)}")
-        return v
-
-    def done(self) -> None:
-        extra = sorted(set(self.data) - self.used)
-        if extra:
-            self.fail(extra[0], f"unknown field (known here: {', '.join(sorted(self.used))})")
-
-
-_PROT = re.compile(r"^(?:rep|replicated|r)(-?\d+)$|^ec(-?\d+)[+-](-?\d+)$", re.IGNORECASE)
-
-
-def _protection(r: _Reader) -> Protection:
-    v = r.raw("protection")
-    if isinstance(v, str):
-        m = _PROT.match(v.strip())
-        if not m:
-            r.fail("protection", f"{v!r} is not rep<N> or ec<k>+<m> (e.g. rep3, ec8+3)")
-        v = ({"kind": "replicated", "size": int(m.group(1))} if m.group(1) is not None
-             else {"kind": "erasure", "k": int(m.group(2)), "m": int(m.group(3))})
-        p = _Reader(v, r.source, r._where("protection"), r.overridden)
-    else:
-        p = r.sub("protection")
-    kind = p.choice("kind", ("replicated", "erasure"))
-    if kind == "replicated":
-        out = Protection("replicated", size=p.number("size", integer=True, lo=1))
-    else:
-        out = Protection("erasure", k=p.number("k", integer=True, lo=1),
-                         m=p.number("m", integer=True, lo=1))
-    p.done()
-    return out
-
-
-def _nic(r: _Reader, key: str, required: bool) -> tuple[int, float]:
+def _nic(r: Reader, key: str, required: bool) -> tuple[int, float]:
     s = r.sub(key, required)
     if s is None:
         return 0, 0.0
@@ -275,7 +158,7 @@ def _nic(r: _Reader, key: str, required: bool) -> tuple[int, float]:
 
 
 def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset()) -> ClusterSpec:
-    r = _Reader(data, source, overridden=overridden)
+    r = Reader(data, source, overridden=overridden)
     net = r.sub("network")
     nics, speed = _nic(net, "public", True)
     cnics, cspeed = _nic(net, "cluster", False)
@@ -287,20 +170,21 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
                  bw=d.conv("bandwidth", parse_rate))
     rd_iops = d.number("read_iops", None, strict=True)
     rd_bw = d.conv("read_bandwidth", parse_rate, None)
+    total = d.number("total", 0, integer=True, lo=1)
     d.done()
     f = r.sub("flash", False)
     flash = (0, 0.0)
     if f is not None:
         flash = (f.number("per_host", integer=True), f.conv("size", parse_capacity, 0.0, positive=False))
         f.done()
-    w = r.sub("write", False) or _Reader({}, source, "write", overridden)
+    w = r.sub("write", False) or Reader({}, source, "write", overridden)
     obj = w.conv("object_size", parse_size, 4 << 20)
     su = w.conv("stripe_unit", parse_size, obj)
     op = w.conv("op_size", parse_size, su)
-    if obj % su:
-        w.fail("object_size", f"{obj} is not a multiple of stripe_unit {su}")
+    for fieldname, why in Layout(su, 1, obj).problems():
+        w.fail(fieldname, why)
     w.done()
-    prot = _protection(r)
+    prot = protection_of(r)
     hosts = r.number("hosts", integer=True, lo=1)
     fd = r.choice("failure_domain", ("host", "osd"), "host")
     if fd == "host" and prot.shards > hosts:
@@ -311,6 +195,8 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
                              f"{hosts * drive['per_host']}")
     name = r.raw("name", Path(source).stem if source not in ("", "--set") else "cluster")
     r.raw("gateway", None)  # read by gateway_from_dict
+    desc = str(r.raw("description", ""))
+    pub = parse_published(r.raw("published", None), r)
     r.done()
     return ClusterSpec(
         name=str(name), hosts=hosts, nics=nics, nic_speed=speed, cluster_nics=cnics,
@@ -318,12 +204,13 @@ def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
         drive_size=drive["size"], drive_iops=drive["iops"], drive_bandwidth=drive["bw"],
         drive_read_iops=rd_iops or drive["iops"], drive_read_bandwidth=rd_bw or drive["bw"],
         flash_per_host=flash[0], flash_size=flash[1], protection=prot, object_size=obj,
-        stripe_unit=su, op_size=op, failure_domain=fd, source=source)
+        stripe_unit=su, op_size=op, failure_domain=fd, source=source, drives_total=total,
+        published=pub, description=desc)
 
 
 def gateway_from_dict(data: Any, source: str, overridden: frozenset = frozenset(),
                       path: str = "") -> GatewaySpec:
-    r = _Reader(data or {}, source, path, overridden)
+    r = Reader(data or {}, source, path, overridden)
     d = GatewaySpec()
     internal = r.sub("internal", False)
     inics, ispeed = 0, d.internal_nic_speed

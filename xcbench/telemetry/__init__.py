@@ -6,14 +6,21 @@
         with TelemetryRunner(samplers, interval=1.0, sink=run.append, cell_id=cell.id):
             run_campaign(...)
 
+Or by device name, as `xcbench run --telemetry host:0.5,ceph:2` does (``devices.py``)::
+
+    runner = build("host:0.5,ceph:2", cell=cell, target=target, gateway=gw, listener=listener,
+                   cluster=cluster, sink=run.append)
+
 Rows go to the SAMPLE table, failures of a sampler to the GAP table (xcbench.records).
 """
 
 from xcbench.telemetry.base import Rates, SampleGap, Sampler, TelemetryRunner
 from xcbench.telemetry.ceph import CephSampler
+from xcbench.telemetry.devices import DEVICES, Device, build, parse_selection, wants
 from xcbench.telemetry.gateway import GatewaySampler
 from xcbench.telemetry.host import HostSampler
 from xcbench.telemetry.xrdreport import Report, ReportListener, parse_report
 
-__all__ = ["CephSampler", "GatewaySampler", "HostSampler", "Rates", "Report", "ReportListener",
-           "SampleGap", "Sampler", "TelemetryRunner", "parse_report"]
+__all__ = ["DEVICES", "CephSampler", "Device", "GatewaySampler", "HostSampler", "Rates", "Report",
+           "ReportListener", "SampleGap", "Sampler", "TelemetryRunner", "build", "parse_report",
+           "parse_selection", "wants"]

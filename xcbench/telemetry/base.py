@@ -78,22 +78,27 @@ class Rates:
 
 
 class TelemetryRunner:
-    """Samples every sampler each ``interval`` seconds in a background thread.
+    """Samples each sampler at its own interval in one background thread.
 
-    Ticks are scheduled on the monotonic clock (start + k*interval); a tick that comes too late
-    (slow sampler) skips the missed ones rather than bursting. ``clock``, ``mono`` and ``sleep``
-    are injectable so the loop can be driven by a fake clock in tests; with ``sleep=None`` the
-    loop waits on an event, so stop() returns at once.
+    A sampler's period is ``intervals[name]`` (default ``interval``), never shorter than its
+    ``min_interval``. Each sampler has its own grid on the monotonic clock (start + k*period);
+    the loop wakes at the earliest due point and samples whoever is due, so ``host:0.5`` and
+    ``ceph:2`` keep their own pace. A sampler that comes too late (slow sampler) skips its missed
+    points rather than bursting. ``clock``, ``mono`` and ``sleep`` are injectable so the loop can
+    be driven by a fake clock in tests; with ``sleep=None`` the loop waits on an event, so
+    stop() returns at once.
     """
 
     def __init__(self, samplers: Iterable[Sampler], *, interval: float = 1.0, sink: Sink,
-                 cell_id: str = "", clock: Callable[[], float] = time.time,
+                 cell_id: str = "", intervals: dict[str, float] | None = None,
+                 clock: Callable[[], float] = time.time,
                  mono: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], Any] | None = None):
-        if interval <= 0:
+        if interval <= 0 or any(v <= 0 for v in (intervals or {}).values()):
             raise ValueError("interval must be > 0")
         self.samplers = list(samplers)
         self.interval = float(interval)
+        self.intervals = {k: float(v) for k, v in (intervals or {}).items()}
         self.sink = sink
         self.cell_id = cell_id
         self.clock, self.mono = clock, mono
@@ -154,26 +159,41 @@ class TelemetryRunner:
         return self._thread is not None and self._thread.is_alive()
 
     # -- the loop ----------------------------------------------------------------------------
+    def period(self, s: Sampler) -> float:
+        """Seconds between two samples of ``s``."""
+        return max(self.intervals.get(s.name, self.interval), s.min_interval)
+
     def _loop(self) -> None:
         t0 = self.mono()
-        k = 0
+        k: dict[int, int] = {}  # id(sampler) -> index of its next grid point
         while not self._stop.is_set():
-            self.tick()
-            k += 1
+            started = list(self._started)
             now = self.mono()
-            if now >= t0 + k * self.interval:  # a slow tick: skip what was missed, keep the grid
-                nk = int((now - t0) // self.interval) + 1
-                self.skipped += nk - k
-                k = nk
-            self._sleep(t0 + k * self.interval - now)
+            due = [s for s in started if t0 + k.get(id(s), 0) * self.period(s) <= now + 1e-6]
+            self._round(due, check_last=False)
+            now = self.mono()
+            for s in due:
+                p, n = self.period(s), k.get(id(s), 0) + 1
+                if now >= t0 + n * p:  # a slow round: skip what was missed, keep the grid
+                    nk = int((now - t0) // p) + 1
+                    self.skipped += nk - n
+                    n = nk
+                k[id(s)] = n
+            wake = min((t0 + k.get(id(s), 0) * self.period(s) for s in started),
+                       default=now + self.interval)
+            self._sleep(max(wake - now, 0.0))
 
     def tick(self) -> None:
-        """One sampling round over all started samplers."""
+        """One sampling round over all started samplers (except those sampled less than their
+        ``min_interval`` ago): the final sample at stop()."""
+        self._round(list(self._started), check_last=True)
+
+    def _round(self, samplers: list[Sampler], check_last: bool) -> None:
         cpu0 = time.thread_time()
-        for s in list(self._started):
+        for s in samplers:
             wall, mono = self.clock(), self.mono()
             last = self._last.get(id(s))
-            if last is not None and mono - last < s.min_interval - 1e-6:
+            if check_last and last is not None and mono - last < s.min_interval - 1e-6:
                 continue
             self._last[id(s)] = mono
             cpu = time.thread_time()

@@ -82,7 +82,7 @@ class CephSampler(Sampler):
         self.osd_perf = osd_perf  # None: when OSD admin sockets are found on this host
         self.timeout = timeout
         self.max_backoff = max_backoff
-        self._rados = None
+        self._rados: Any = None
         self._retry_at = 0.0
         self._backoff = 0.0
         self._last_error = ""

@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.proc import usage
 from xcbench.telemetry.base import Rates, SampleGap, Sampler
-from xcbench.telemetry.host import read_proc
 from xcbench.telemetry.xrdreport import ReportListener, parse_report
 
 COUNTERS = (
@@ -99,7 +99,7 @@ class GatewaySampler(Sampler):
                     rows.append(self.row(p.wall, p.mono, f"xrd.{key}", rep.values[key], labels))
         for pid, pname in self.servers():
             try:
-                st = read_proc(pid)
+                st = usage(pid)
             except OSError:
                 problems.append(f"{pname} pid {pid} is gone")
                 continue

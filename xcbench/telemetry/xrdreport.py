@@ -76,7 +76,8 @@ def _flatten(el: ET.Element, prefix: str, values: dict, info: dict) -> None:
     elif not children and el.text and el.text.strip():
         info[prefix] = el.text.strip().strip('"')
     for c in children:
-        name = c.get("id") if c.tag == "stats" and c.get("id") is not None else c.tag
+        sid = c.get("id")
+        name = sid if c.tag == "stats" and sid is not None else c.tag
         _flatten(c, f"{prefix}.{name}" if prefix else name, values, info)
 
 

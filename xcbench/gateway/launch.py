@@ -1,34 +1,9 @@
-"""XRootD gateways for a cell's target: one xrootd, or N origins behind a cmsd redirector.
-
-Every xrootd serves root:// and HTTP(S) (XrdHttp), adler32 checksums, root TPC (``ofs.tpc``: the
-destination pulls with ``xrdcp --server``) and HTTP-TPC (libXrdHttpTPC). Configs are rendered
-from ``xrootd-configs/*.j2`` and kept, with the logs, in ``workdir/gateway-<name>/``.
-
-Measured on this machine (XRootD 5.5.3), and why the code looks like this:
-- xrootd has no directive to bind one address, but takes systemd-style pre-bound sockets: every
-  listening port is bound by :mod:`xcbench.sdlisten` on ``bind`` (loopback). The exception is a
-  data server's cmsd: XrdCmsConfig forces it onto an ephemeral wildcard port, fenced here with
-  ``xrd.allow host localhost``.
-- xrootd refuses to run as root: it runs with ``-R xrootd`` and its dirs are chowned to that
-  user. Unix sockets live under a short private dir (a socket path must fit in 108 bytes).
-- URLs say ``localhost``, not 127.0.0.1: a root TPC addressed by IP literal hangs until the TPC
-  TTL (the client names the destination ``[::ffff:127.0.0.1]``, the source sees ``localhost``).
-- XrdHttp loads HTTP-TPC only when TLS is configured: each gateway gets a throwaway self-signed
-  certificate (the HTTP port then speaks http and https).
-- A redirector sends HTTP clients to an origin's xroot port: XrdHttp shares that port.
-- ``if exec xrootd`` does not apply to ``xrd.protocol`` lines: each daemon gets its own file.
-- cmsd: the 10 GB default minimum free space makes small origins unwritable; a new file waits
-  for the query deadline (origins never say "not here"), 1 s here instead of 5.
-"""
+"""Gateway launch: start (with retries), stop, restart, and stop a recorded gateway."""
 
 from __future__ import annotations
 
-import http.client
 import os
-import pwd
 import shutil
-import socket
-import struct
 import sys
 import tempfile
 import time
@@ -39,75 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 from xcbench import proc
 from xcbench.errors import XcbError
-from xcbench.findings import WILDCARD_BINDS, finding, findings_for
+from xcbench.findings import WILDCARD_BINDS, finding
+from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
+from xcbench.gateway.findings import findings_for
+from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
 from xcbench.net import free_port
-from xcbench.sdlisten import EXIT_BIND
-from xcbench.templates import render
+from xcbench.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Target
     from xcbench.ceph.cluster import Cluster
 
-XROOTD_USER = "xrootd"
-TEMPLATES = "xcbench.xrootd_configs"
-TUNABLE_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
-# XrdCeph defaults (measured 24x faster than xrootd's: async 64 KiB pieces are slow on RADOS)
-RADOS_DEFAULTS = {"async": False, "buffers_maxbsz": 16 << 20, "cksio": True}
 START_TIMEOUT = 30.0
-TPC_XFR = 64  # concurrent TPC pulls a destination runs
-CMS_SPACE = ("16m", "32m")  # min free space / high-water mark an origin needs to get new files
-
-
-def effective_tunables(backend: str, tunables: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The cell's gateway tunables over the backend's defaults."""
-    tunables = dict(tunables or {})
-    unknown = sorted(set(tunables) - set(TUNABLE_KEYS))
-    if unknown:
-        raise XcbError(f"gateway tunables: unknown key {unknown[0]!r} (known: {', '.join(TUNABLE_KEYS)})")
-    out = dict(RADOS_DEFAULTS) if backend == "rados" else {}
-    out.update(tunables)
-    ceph = out.get("ceph") or {}
-    if not isinstance(ceph, Mapping):
-        raise XcbError(f"gateway tunables: ceph: {ceph!r} is not a mapping of ceph.* directives")
-    out["ceph"] = dict(ceph)
-    return out
-
-
-def _xrd_size(n: int) -> str:
-    for unit, mult in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
-        if n % mult == 0:
-            return f"{n // mult}{unit}"
-    return str(n)
-
-
-def render_config(daemon: str, *, role: str, name: str, target: Target, port: int,
-                  adminpath: str | os.PathLike, http_port: int | None = None,
-                  manager: str | None = None, localroot: str | None = None,
-                  tunables: Mapping[str, Any] | None = None, report_addr: str | None = None,
-                  allow_hosts: tuple[str, ...] = (), origins: int = 1, gateway: str = "",
-                  tls: tuple[str, str] = ("cert.pem", "key.pem")) -> str:
-    """Text of one daemon's config (``daemon`` xrootd|cmsd; ``role`` standalone|server|manager)."""
-    t = effective_tunables(target.backend, {k: v for k, v in (tunables or {}).items() if k != "bind"})
-    rados = None
-    if target.backend == "rados":
-        missing = [k for k in ("ceph_user", "pool", "nb_stripes", "stripe_unit", "object_size")
-                   if target.oss.get(k) in (None, "")]
-        if missing:
-            raise XcbError(f"gateway: rados target of cell {target.cell_id}: oss lacks {', '.join(missing)}")
-        rados = {**target.oss, "cksio": bool(t.get("cksio", True))}
-    elif role != "manager" and not (localroot or target.path):
-        raise XcbError(f"gateway: {target.backend} target of cell {target.cell_id} has no path")
-    maxbsz = t.get("buffers_maxbsz")
-    return render(
-        TEMPLATES, f"{daemon}.cfg.j2",
-        name=name, gateway=gateway or name, cell_id=target.cell_id, backend=target.backend,
-        role=role, manager=manager, adminpath=str(adminpath), port=port, http_port=http_port,
-        allow_hosts=list(allow_hosts), localroot=localroot or target.path, rados=rados,
-        ceph=sorted(t["ceph"].items()), origins=origins, report_addr=report_addr,
-        tls_cert=str(tls[0]), tls_key=str(tls[1]), shared=target.backend == "rados",
-        space_min=CMS_SPACE[0], space_hwm=CMS_SPACE[1], async_off=t.get("async") is False,
-        tpc_xfr=TPC_XFR, xrdcp=shutil.which("xrdcp") or "xrdcp",
-        buffers_maxbsz=_xrd_size(int(maxbsz)) if maxbsz else None)
 
 
 @dataclass
@@ -236,100 +154,6 @@ def stop_recorded(state: Mapping[str, Any]) -> list[int]:
     return stopped
 
 
-# --- readiness: talk the protocols, do not just look for a pid -------------------------------
-
-def xroot_handshake(host: str, port: int, timeout: float = 2.0) -> int | None:
-    """XRootD initial handshake; the server type (0 redirector, 1 data server) or None."""
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as s:
-            s.sendall(struct.pack(">5i", 0, 0, 0, 4, 2012))
-            buf = b""
-            while len(buf) < 16:
-                chunk = s.recv(16 - len(buf))
-                if not chunk:
-                    return None
-                buf += chunk
-    except OSError:
-        return None
-    _sid, status, dlen, _protover, kind = struct.unpack(">HHiii", buf)
-    return kind if status == 0 and dlen == 8 else None
-
-
-def http_answers(host: str, port: int, timeout: float = 2.0) -> bool:
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request("HEAD", "/")
-        return conn.getresponse().status > 0
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        conn.close()
-
-
-def tcp_answers(host: str, port: int, timeout: float = 2.0) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def url_host_for(addr: str) -> str:
-    """Host name for URLs: 'localhost' when it means exactly ``addr`` (root TPC needs names)."""
-    if addr != "127.0.0.1":
-        return addr
-    try:
-        found = {ai[4][0] for ai in socket.getaddrinfo("localhost", None, type=socket.SOCK_STREAM)}
-    except OSError:
-        return addr
-    return "localhost" if found == {"127.0.0.1"} else addr
-
-
-# --- directories, users, certificate ---------------------------------------------------------
-
-def xrootd_ids() -> tuple[int, int] | None:
-    """uid/gid to run as (None when not root: then xrootd runs as the current user)."""
-    if os.geteuid() != 0:
-        return None
-    try:
-        pw = pwd.getpwnam(XROOTD_USER)
-    except KeyError:
-        raise XcbError(f"gateway: user {XROOTD_USER!r} missing (install the Debian package "
-                       "xrootd-server): xrootd refuses to run as root") from None
-    return pw.pw_uid, pw.pw_gid
-
-
-def reachable_by(path: Path, ids: tuple[int, int] | None) -> bool:
-    """Can user ``ids`` traverse every directory down to ``path``?"""
-    if ids is None:
-        return True
-    uid, gid = ids
-    p = Path(path).resolve()
-    for d in [*reversed(p.parents), p]:
-        st = d.stat()
-        bit = 0o100 if st.st_uid == uid else 0o010 if st.st_gid == gid else 0o001
-        if not st.st_mode & bit:
-            return False
-    return True
-
-
-def _own(path: Path, ids: tuple[int, int] | None) -> None:
-    if ids is not None:
-        os.chown(path, *ids)
-
-
-def _make_tls(directory: Path, ids, host: str) -> tuple[Path, Path]:
-    directory.mkdir(mode=0o700)
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    san = f"DNS:localhost,IP:127.0.0.1{',IP:' + host if host[:1].isdigit() and host != '127.0.0.1' else ''}"
-    proc.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-              "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=localhost",
-              "-addext", f"subjectAltName={san}"], timeout=60)
-    for p in (directory, cert, key):
-        _own(p, ids)
-    return cert, key
-
-
 # --- start / stop ----------------------------------------------------------------------------
 
 def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = None,
@@ -342,7 +166,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     ``tunables`` (a cell's ``gateway`` mapping): async, buffers_maxbsz, cksio, bind, ceph.
     A ``bind`` tunable overrides ``bind``. ``cell`` (optional) adds campaign-aware findings.
     """
-    t = effective_tunables(target.backend, tunables)
+    t = effective_tunables(target, tunables)
     bind = str(t.pop("bind", None) or bind or "127.0.0.1").strip()  # empty: loopback, never *
     if origins < 1:
         raise XcbError(f"gateway: origins must be >= 1, not {origins}")
@@ -360,24 +184,25 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     keep.mkdir(parents=True)
     admin = Path(tempfile.mkdtemp(prefix="xcbgw-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
     try:
-        _own(admin, ids)
+        own(admin, ids)
         if reachable_by(keep, ids):
             live = keep
-            _own(keep, ids)
+            own(keep, ids)
         else:
             live = admin / "live"
             live.mkdir()
-            _own(live, ids)
-        tls = _make_tls(admin / "tls", ids, addr)
-        env = {"XRD_CPUSEPGWRTRD": "0"}  # also for the xrdcp that root TPC runs inside the gateway
-        client_env: dict[str, str] = {}
+            own(live, ids)
+        tls = make_tls(admin / "tls", ids, addr)
+        # XRD_CPUSEPGWRTRD also for the xrdcp that root TPC runs inside the gateway
+        env = {"XRD_CPUSEPGWRTRD": "0", **(target.gateway_env or {})}
+        client_env: dict[str, str] = dict(target.client_env or {})
         osd_max = None
-        if target.backend == "rados":
+        if target.ceph_conf_env:
             if cluster is None:
-                raise XcbError(f"gateway: rados target of cell {target.cell_id} needs a cluster")
+                raise XcbError(f"gateway: {target.backend} target of cell {target.cell_id} "
+                               "needs a cluster")
             env["CEPH_CONF"] = str(cluster.gateway_conf(live))  # read by xrootd, as user xrootd
-            client_env["XRD_CPUSEPGWRTRD"] = "0"
-        if cluster is not None and target.backend in ("rados", "cephfs"):
+        if cluster is not None and target.layout is not None:  # a layout: the target is on Ceph
             try:
                 osd_max = cluster.osd_max_object_size()
             except Exception:  # a fact for findings only: never block a start on it
@@ -406,10 +231,10 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
             gw.start_seconds = time.monotonic() - t0
             gw._relaunch = (env, ids, wildcard, procs, start_timeout)
             return gw
-        except _PortTaken as e:
+        except PortTaken as e:
             last_error = e
             _stop_servers(gw)
-        except _Crashed as e:
+        except Crashed as e:
             last_error = e.error
             _stop_servers(gw)
             findings.append(finding(
@@ -423,16 +248,6 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     if isinstance(last_error, XcbError):
         raise last_error
     raise XcbError(f"gateway {name}: could not bind free ports ({last_error})")
-
-
-class _PortTaken(Exception):
-    pass
-
-
-class _Crashed(Exception):
-    def __init__(self, error: XcbError):
-        super().__init__(str(error))
-        self.error = error
 
 
 def _stop_servers(gw: Gateway) -> None:
@@ -463,7 +278,7 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
         hp = p if with_http else None
         adminpath = admin / sname
         adminpath.mkdir(exist_ok=True)
-        _own(adminpath, ids)
+        own(adminpath, ids)
         text = render_config(daemon, role=role, name=sname, target=target, port=p, http_port=hp,
                              adminpath=adminpath, manager=manager, localroot=localroot,
                              tunables=t, report_addr=report_addr, allow_hosts=allow,
@@ -482,19 +297,18 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
     add("cmsd", "manager", "mgr", manager=manager, with_http=False, p=mport)
     add("xrootd", "manager", "mgr", manager=manager)
     for i in range(1, origins + 1):
-        root = None
-        if target.backend != "rados":  # own subdir per origin, so files can be counted per origin
-            root = os.path.join(target.path, f"origin-{i}")
+        root = target.origin_path(i)
+        if root is not None:
             os.makedirs(root, exist_ok=True)
-            _own(Path(root), ids)
+            own(Path(root), ids)
         add("cmsd", "server", f"o{i}", manager=manager, localroot=root, with_http=False)
         add("xrootd", "server", f"o{i}", manager=manager, localroot=root)
     return servers
 
 
 def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) -> None:
-    if gw.target.path and gw.target.backend != "rados":
-        _own(Path(gw.target.path), ids)  # the export root must be writable by xrootd
+    if gw.target.path and not gw.target.shared_store:
+        own(Path(gw.target.path), ids)  # the export root must be writable by xrootd
     deadline = time.monotonic() + timeout
     for s in gw.servers:
         cmd = [s.daemon] + (["-R", XROOTD_USER] if ids is not None else [])
@@ -508,51 +322,8 @@ def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) 
                             env=env, cwd=gw._admin_dir / s.name, procs=procs)
         if s.daemon == "cmsd" and s.role == "manager":
             # an origin's cmsd that finds the manager port closed retries only after 6 s
-            _wait_server(gw, s, deadline)
+            wait_server(gw, s, deadline)
     for s in gw.servers:
-        _wait_server(gw, s, deadline)
+        wait_server(gw, s, deadline)
     if len(gw.origins) > 1:
-        _wait_cluster(gw, deadline)
-
-
-def _failed(gw: Gateway, s: Server, why: str) -> XcbError:
-    lines = [ln for ln in (proc.tail(s.log, 8) + "\n" + proc.tail(s.log.with_suffix(".out"), 4))
-             .splitlines() if ln.strip()]
-    return XcbError(f"gateway {gw.name}: {s.daemon} {s.name} (cell {gw.target.cell_id}) {why}; "
-                    f"config {s.config}; log {s.log}: " + " | ".join(lines[-8:]))
-
-
-def _wait_server(gw: Gateway, s: Server, deadline: float) -> None:
-    while True:
-        if not s.proc.alive():
-            rc = s.proc.popen.returncode
-            if rc == EXIT_BIND:
-                raise _PortTaken(proc.tail(s.log.with_suffix(".out"), 1))
-            if rc is not None and rc < 0:
-                raise _Crashed(_failed(gw, s, f"was killed by signal {-rc} while starting"))
-            raise _failed(gw, s, f"exited with status {rc} while starting")
-        if s.daemon == "xrootd":
-            ok = xroot_handshake(gw.addr, s.port) is not None and http_answers(gw.addr, s.http_port)
-        elif s.role == "manager":
-            ok = tcp_answers(gw.addr, s.port)
-        else:  # a data server's cmsd: its login is checked as part of the cluster below
-            ok = "initialization completed" in proc.tail(s.log, 200)
-        if ok:
-            return
-        if time.monotonic() > deadline:
-            raise _failed(gw, s, "did not answer in time")
-        time.sleep(0.05)
-
-
-def _wait_cluster(gw: Gateway, deadline: float) -> None:
-    """Wait until the manager cmsd has every origin logged in and redirects."""
-    mgr = next(s for s in gw.servers if s.daemon == "cmsd" and s.role == "manager")
-    want = len(gw.origins)
-    while True:
-        lines = proc.tail(mgr.log, 2000).splitlines()
-        logged = sum("Primary server" in ln and "logged in" in ln for ln in lines)
-        if logged >= want and any("manager service enabled" in ln for ln in lines):
-            return
-        if time.monotonic() > deadline:
-            raise _failed(gw, mgr, f"saw {logged} of {want} origins log in")
-        time.sleep(0.05)
+        wait_cluster(gw, deadline)

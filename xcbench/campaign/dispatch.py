@@ -1,10 +1,11 @@
-"""run_campaign: an FTS-style campaign from one process.
+"""run_campaign: an FTS-style campaign from one process; this module is its dispatcher.
 
 A dispatcher (the calling thread) starts a transfer only while fewer than ``limit`` are
 active (the fixed concurrency, or the optimizer's decision); each transfer runs in a worker
 thread of its own, blocking in the XRootD/gfal2/HTTP client with the GIL released, so one
-process holds 1200 transfers. A monitor thread samples the 1 s timeline, runs the optimizer
-every interval, feeds the live view and hands rows to the sink (sinks see one caller at a time).
+process holds 1200 transfers. A monitor thread (monitor.py) samples the 1 s timeline, runs the
+optimizer every interval, feeds the live view and hands rows to the sink (sinks see one caller
+at a time).
 
 FTS semantics: the per-file timeout (600 s + 2 s/MiB by default); checksum mode none / source
 (the file's known adler32 against the source, before the copy) / target (against the
@@ -36,13 +37,13 @@ from xcbench.campaign.clients import (
 )
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
-from xcbench.campaign.optimizer import AttemptView, Optimizer, observe
-from xcbench.campaign.records import Buffered, Timeline, campaign_row, optimizer_row, transfer_row
+from xcbench.campaign.monitor import SLOW_CHECKSUM, CampaignMonitor
+from xcbench.campaign.optimizer import AttemptView, Optimizer
+from xcbench.campaign.records import Buffered, Timeline, transfer_row
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import LocalSource, stage_source
 from xcbench.findings import finding
 
-SLOW_CHECKSUM = 20.0  # s: a checksum query this slow is the server's kXR_wait, not adler32
 # XrdHttp 5.5.3 now and then answers a checksum HEAD with 500 when HTTP connections close and
 # open quickly (seen with gfal2's fresh davix sessions): the query, not the transfer, is retried
 CHECKSUM_500_RETRIES = 2
@@ -62,7 +63,7 @@ class _Job:
     retry: int = 0
 
 
-class Campaign:
+class Campaign(CampaignMonitor):
     def __init__(self, spec: CampaignSpec, dest: Any, source: Any = None, sink=None,
                  cell_id: str = "", hooks: CampaignHooks | None = None):
         self.spec, self.cell_id, self.hooks = spec, cell_id, hooks or CampaignHooks()
@@ -271,41 +272,6 @@ class Campaign:
                                              f"{type(e).__name__}: {e}", "report a bug", "error"))
                 self.cond.notify_all()
 
-    # --- monitor: timeline, optimizer, sink, live view ------------------------------------
-    def totals(self) -> tuple[int, int, int, int]:
-        with self.cond:
-            moved = self.bytes_done + sum(p.transferred for _, p, _ in self.live.values())
-            done = sum(1 for s in self.final.values() if s == "FINISHED")
-            return moved, self.active, done, len(self.final) - done
-
-    def _optimize(self, now: float) -> None:
-        with self.cond:
-            waiting = list(self.ready) + list(self.delayed)
-            for v, p, _ in self.live.values():
-                v.transferred = p.transferred
-            state = observe(list(self.views), queue_size=len(waiting),
-                            retry_waiting=sum(j.retry for j in waiting), now=now,
-                            scale=self.spec.optimizer.interval / 60.0)
-            d = self.optimizer.step(state)
-            if d is not None:
-                self.limit = d.decision
-                self.cond.notify_all()
-        if d is not None:
-            self.out.add("optimizer", [optimizer_row(self.cell_id, self.spec.campaign_id, d)])
-
-    def _monitor(self, done: threading.Event, timeline: Timeline, view) -> None:
-        next_opt = time.time() + (self.spec.optimizer.interval if self.optimizer else 1e18)
-        while not done.wait(1.0):
-            now = time.time()
-            moved, active, ok, failed = self.totals()
-            r = timeline.sample(now, moved, active, ok, failed)
-            self.out.add("timeline", [r])
-            if self.optimizer and now >= next_opt:
-                self._optimize(now)
-                next_opt = now + self.spec.optimizer.interval
-            if view is not None:
-                view.update(r, moved, self.limit)
-            self.out.flush()
 
     # --- the dispatcher ------------------------------------------------------------------
     def _next_job(self, stop_event) -> _Job | None:
@@ -409,54 +375,6 @@ class Campaign:
                 error_code=E.ECANCELED, error_scope="TRANSFER", error_phase="TRANSFER_PREPARATION",
                 reason="campaign stopped before this file was transferred"))
         self.out.add("transfers", rows)
-
-    def _findings(self) -> list[dict]:
-        rows = list(self.findings)
-        if self.mismatches:
-            rows.append(finding(self.cell_id, f"{self.mismatches} transfers were acknowledged by "
-                                "the gateway but the stored file differs (checksum/size mismatch)",
-                                "seen with XRootD 5.5.3 on a full file system: short writes are "
-                                "acknowledged and the file is stored truncated",
-                                "keep checksum verification on; leave room on the target "
-                                "(delete_after_verify)", "error"))
-        if self.slow_checksums:
-            rows.append(finding(self.cell_id, f"{self.slow_checksums} checksum queries took > "
-                                f"{SLOW_CHECKSUM:.0f} s",
-                                "the gateway answers kXR_wait when more checksums run than "
-                                "`xrootd.chksum max` allows; the client then sleeps",
-                                "raise `xrootd.chksum max` (xcbench's configs use 1024)"))
-        return rows
-
-    def _summary(self, start: float, end: float) -> dict:
-        spec, rows = self.spec, self.out.kept.get("transfers", [])
-        ok_rows = [r for r in rows if r["file_state"] == "FINISHED"]
-        first = min((r["start_time"] for r in rows if r["start_time"]), default=start)
-        last = max((r["finish_time"] for r in rows if r["finish_time"]), default=end)
-        moved = sum(r["file_size"] for r in ok_rows)
-        settings = {
-            "spec": spec.settings(), "dataset": self.dataset.describe(),
-            "dest": {"label": self.dest.label, "root_url": self.dest.root_url,
-                     "http_url": self.dest.http_url, "backend": self.dest.backend},
-            "source": None if self.source is None else {
-                "root_url": self.source.root_url, "http_url": self.source.http_url,
-                "backend": self.source.backend, "staging": self.staging},
-            "scheme": self.scheme, "transfer_client": self.kind, "choices": self.choices,
-            "xrdcl_env": XRDCL_ENV, "engine": "threads: one blocking transfer per worker thread",
-            "timeout": f"{spec.timeout:g} s + {spec.timeout_per_mib:g} s/MiB",
-            "delete_after_verify": spec.delete_after_verify,
-            "delete_failures": self.delete_failures,
-            "checksum_queries_retried_after_http_500": self.checksum_retries,
-            "local_source": self.local.describe() if self.local else None,
-            "attempts": len([r for r in rows if r["start_time"]]),
-            "retried": sum(1 for r in rows if r["retry"]),
-        }
-        return campaign_row(
-            cell_id=self.cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
-            repeat=spec.repeat, mode=spec.mode, client=spec.client, files=len(self.dataset),
-            bytes=moved, start_time=first, finish_time=last,
-            rate=moved / (last - first) if last > first else 0.0,
-            finished=sum(1 for s in self.final.values() if s == "FINISHED"),
-            failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings)
 
 
 def run_campaign(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None,

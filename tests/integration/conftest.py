@@ -1,0 +1,34 @@
+"""Fixtures the backend tests share: a workdir the xrootd user can reach, the module's backend
+(``BACKEND`` of the test module) on the session's cluster, and the gateway module."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.gwcheck import xrootd_workdir
+
+
+@pytest.fixture(scope="module")
+def workdir(request):
+    # not pytest's tmp_path: the xrootd user must reach the mount and the gateway dirs below it
+    name = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_").replace("_", "-")
+    with xrootd_workdir(f"xcb-test-{name}-") as d:
+        yield d
+
+
+@pytest.fixture(scope="module")
+def backend(request, ceph_cluster, workdir):
+    """An instance of the test module's ``BACKEND``; closed (unmounted) after the module."""
+    from xcbench.proc import ProcessSet
+    procs = ProcessSet()
+    b = request.module.BACKEND(ceph_cluster, workdir, procs)
+    try:
+        yield b
+    finally:
+        b.close()
+        procs.stop_all()
+
+
+@pytest.fixture(scope="module")
+def gateway_mod():
+    return pytest.importorskip("xcbench.gateway")

@@ -1,0 +1,135 @@
+"""The runner on constructed runs (no cluster): resume supersedes what did not finish, a torn
+JSONL line is dropped, verdicts of cells attributed again are replaced, the stop flag."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+
+import pytest
+
+from tests.unit.synthrun import SynthCell
+from xcbench.analysis import attribution
+from xcbench.matrix import Matrix
+from xcbench.runner import Interrupted, Runner, RunOptions, StopFlag, _conclude, open_or_create
+from xcbench.store import RunDir
+
+
+def _cells():
+    return [SynthCell("tmpfs", None, None).cell(),
+            SynthCell("cephfs", (4 << 20, 1, 4 << 20), "rep1").cell()]
+
+
+def _matrix(cells) -> Matrix:
+    return Matrix("m.yaml", "m", "", cells, {})
+
+
+def _stopped_run(tmp_path):
+    """A run whose first cell completed and whose second was interrupted mid-campaign."""
+    a, b = _cells()
+    run = RunDir.create(tmp_path, name="r", matrix={"path": "m.yaml"}, fingerprint=False)
+    run.register_cells([a, b])
+    run.set_cell(a.id, status="complete")
+    run.set_cell(b.id, status="interrupted")
+    run.append("transfers", [{"cell_id": a.id, "n": 1}, {"cell_id": b.id, "n": 2},
+                             {"cell_id": a.id, "n": 3}])
+    run.finalize("interrupted")
+    with open(run.path / "records" / "transfers.jsonl", "a") as fh:
+        fh.write('{"cell_id": "' + b.id[:4])  # a hard kill mid-write
+    return run, a, b
+
+
+def test_resume_supersedes_the_records_of_unfinished_cells_and_drops_a_torn_line(tmp_path):
+    run, a, b = _stopped_run(tmp_path)
+    assert (run.path / "transfers.parquet").exists()
+    again = open_or_create(_matrix([a, b]), RunOptions(resume=run.path))
+    kept = [json.loads(x) for x in (run.path / "records" / "transfers.jsonl").read_text().splitlines()]
+    assert [r["n"] for r in kept] == [1, 3]
+    old = [json.loads(x) for x in
+           (run.path / "records" / "superseded" / "transfers.jsonl").read_text().splitlines()]
+    assert [r["n"] for r in old] == [2]
+    assert not list(run.path.glob("*.parquet"))  # derived: rewritten by finalize()
+    m = json.loads((run.path / "manifest.json").read_text())
+    assert m["status"] == "running" and len(m["resumed"]) == 1
+    assert again.cells[a.id].done and not again.cells[b.id].done
+
+
+def test_resume_of_a_finished_run_moves_nothing(tmp_path):
+    a, _ = _cells()
+    run = RunDir.create(tmp_path, name="r", fingerprint=False)
+    run.register_cells([a])
+    run.set_cell(a.id, status="degraded")
+    run.append("transfers", [{"cell_id": a.id}])
+    run.finalize("complete")
+    RunDir.open(run.path).resume()
+    assert not (run.path / "records" / "superseded").exists()
+    assert len((run.path / "records" / "transfers.jsonl").read_text().splitlines()) == 1
+
+
+def test_execute_runs_only_the_cells_not_done(tmp_path, monkeypatch):
+    run, a, b = _stopped_run(tmp_path)
+    run = open_or_create(_matrix([a, b]), RunOptions(resume=run.path))
+    ran = []
+    monkeypatch.setattr(Runner, "_cell", lambda self, cell: ran.append(cell.id))
+    with StopFlag() as stop:
+        runner = Runner(_matrix([a, b]), None, run, RunOptions(baseline=False), stop)
+        runner.execute()
+    assert ran == [b.id]
+    assert not runner.scratch.exists()
+
+
+def test_conclude_replaces_the_verdicts_of_cells_attributed_again(tmp_path, monkeypatch):
+    run, a, b = _stopped_run(tmp_path)
+    run = open_or_create(_matrix([a, b]), RunOptions(resume=run.path))
+    run.append("verdicts", [{"cell_id": a.id, "verdict": "gateway", "concurrency": 1},
+                            {"cell_id": b.id, "verdict": "old", "concurrency": 1}])
+    run.set_cell(b.id, status="complete")
+    monkeypatch.setattr(attribution, "attribute", lambda rd, others=(): [
+        {"cell_id": b.id, "verdict": "storage-bandwidth", "concurrency": 1}])
+    _conclude(run, "complete", RunOptions(report=False))
+    v = RunDir.open(run.path).table("verdicts")
+    assert sorted(zip(v["cell_id"], v["verdict"], strict=True)) == sorted(
+        [(a.id, "gateway"), (b.id, "storage-bandwidth")])
+    m = json.loads((run.path / "manifest.json").read_text())
+    assert m["status"] == "complete" and not m.get("warnings")
+
+
+def test_conclude_records_an_attribution_failure_as_a_warning(tmp_path, monkeypatch):
+    run, a, b = _stopped_run(tmp_path)
+    run = open_or_create(_matrix([a, b]), RunOptions(resume=run.path))
+
+    def boom(rd, others=()):
+        raise ValueError("no data")
+    monkeypatch.setattr(attribution, "attribute", boom)
+    _conclude(run, "complete", RunOptions(report=False))
+    m = json.loads((run.path / "manifest.json").read_text())
+    assert m["status"] == "partial"  # cell b is not done
+    assert m["warnings"] == ["attribution: ValueError: no data"]
+
+
+def test_stop_flag_first_signal_asks_second_interrupts_then_handlers_restored():
+    before = signal.getsignal(signal.SIGINT)
+    with StopFlag() as stop:
+        stop.check()  # nothing asked yet
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.event.wait(5)
+        with pytest.raises(Interrupted):
+            stop.check()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            threading.Event().wait(5)  # the handler raises in the main thread
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_stop_flag_outside_the_main_thread_installs_no_handler():
+    seen = []
+
+    def body():
+        with StopFlag() as stop:
+            seen.append(stop._old)
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert seen == [{}]

@@ -1,0 +1,108 @@
+"""Gateway configs: the cell's tunables over the backend's defaults, rendered xrootd/cmsd config
+text, URL host names, and the per-gateway TLS certificate (see xcbench.gateway)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xcbench import proc
+from xcbench.errors import XcbError
+from xcbench.templates import render
+from xcbench.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
+
+if TYPE_CHECKING:
+    from xcbench.backends.base import Target
+
+__all__ = ["XROOTD_USER", "reachable_by", "xrootd_ids"]  # re-exported for callers of old
+
+TEMPLATES = "xcbench.xrootd_configs"
+TUNABLE_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
+TPC_XFR = 64  # concurrent TPC pulls a destination runs
+CMS_SPACE = ("16m", "32m")  # min free space / high-water mark an origin needs to get new files
+
+
+def _defaults(backend: str | Mapping[str, Any] | Target) -> Mapping[str, Any]:
+    if isinstance(backend, Mapping):
+        return backend
+    if isinstance(backend, str):
+        from xcbench.backends.base import backend_class
+        return backend_class(backend).target_defaults.get("gateway_defaults") or {}
+    return backend.gateway_defaults or {}
+
+
+def effective_tunables(backend: str | Mapping[str, Any] | Target,
+                       tunables: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The cell's gateway tunables over the backend's defaults (``backend``: a Target, a
+    backend name, or the defaults themselves)."""
+    tunables = dict(tunables or {})
+    unknown = sorted(set(tunables) - set(TUNABLE_KEYS))
+    if unknown:
+        raise XcbError(f"gateway tunables: unknown key {unknown[0]!r} (known: {', '.join(TUNABLE_KEYS)})")
+    out = dict(_defaults(backend))
+    out.update(tunables)
+    ceph = out.get("ceph") or {}
+    if not isinstance(ceph, Mapping):
+        raise XcbError(f"gateway tunables: ceph: {ceph!r} is not a mapping of ceph.* directives")
+    out["ceph"] = dict(ceph)
+    return out
+
+
+def _xrd_size(n: int) -> str:
+    for unit, mult in (("g", 1 << 30), ("m", 1 << 20), ("k", 1 << 10)):
+        if n % mult == 0:
+            return f"{n // mult}{unit}"
+    return str(n)
+
+
+def render_config(daemon: str, *, role: str, name: str, target: Target, port: int,
+                  adminpath: str | os.PathLike, http_port: int | None = None,
+                  manager: str | None = None, localroot: str | None = None,
+                  tunables: Mapping[str, Any] | None = None, report_addr: str | None = None,
+                  allow_hosts: tuple[str, ...] = (), origins: int = 1, gateway: str = "",
+                  tls: tuple[str, str] = ("cert.pem", "key.pem")) -> str:
+    """Text of one daemon's config (``daemon`` xrootd|cmsd; ``role`` standalone|server|manager)."""
+    from xcbench.backends.base import backend_class
+    t = effective_tunables(target, {k: v for k, v in (tunables or {}).items() if k != "bind"})
+    osslib = backend_class(target.backend).gateway_oss(target, t) if target.osslib else None
+    if osslib is None and role != "manager" and not (localroot or target.path):
+        raise XcbError(f"gateway: {target.backend} target of cell {target.cell_id} has no path")
+    maxbsz = t.get("buffers_maxbsz")
+    return render(
+        TEMPLATES, f"{daemon}.cfg.j2",
+        name=name, gateway=gateway or name, cell_id=target.cell_id, backend=target.backend,
+        role=role, manager=manager, adminpath=str(adminpath), port=port, http_port=http_port,
+        allow_hosts=list(allow_hosts), localroot=localroot or target.path, osslib=osslib,
+        ceph=sorted(t["ceph"].items()), origins=origins, report_addr=report_addr,
+        tls_cert=str(tls[0]), tls_key=str(tls[1]), shared=bool(target.shared_store),
+        space_min=CMS_SPACE[0], space_hwm=CMS_SPACE[1], async_off=t.get("async") is False,
+        tpc_xfr=TPC_XFR, xrdcp=shutil.which("xrdcp") or "xrdcp",
+        buffers_maxbsz=_xrd_size(int(maxbsz)) if maxbsz else None)
+
+
+def url_host_for(addr: str) -> str:
+    """Host name for URLs: 'localhost' when it means exactly ``addr`` (root TPC needs names)."""
+    if addr != "127.0.0.1":
+        return addr
+    try:
+        found = {ai[4][0] for ai in socket.getaddrinfo("localhost", None, type=socket.SOCK_STREAM)}
+    except OSError:
+        return addr
+    return "localhost" if found == {"127.0.0.1"} else addr
+
+
+def make_tls(directory: Path, ids, host: str) -> tuple[Path, Path]:
+    """A throwaway self-signed certificate (XrdHttp loads HTTP-TPC only with TLS configured)."""
+    directory.mkdir(mode=0o700)
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    san = f"DNS:localhost,IP:127.0.0.1{',IP:' + host if host[:1].isdigit() and host != '127.0.0.1' else ''}"
+    proc.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+              "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=localhost",
+              "-addext", f"subjectAltName={san}"], timeout=60)
+    for p in (directory, cert, key):
+        own(p, ids)
+    return cert, key

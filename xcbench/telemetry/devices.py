@@ -1,0 +1,114 @@
+"""Telemetry devices: the samplers a run can switch on, each with what it records and its pace.
+
+As in rally's telemetry devices: a device is chosen by name on the command line
+(``xcbench run --telemetry host,ceph`` or with intervals, ``--telemetry host:0.5,ceph:2``),
+``xcbench telemetry list`` says what each one records, and :func:`build` turns a selection into
+the cell's TelemetryRunner. A device that does not apply to a cell (ceph for a tmpfs target, the
+gateway without a report listener) is left out of that cell, silently: the selection is per run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from xcbench.errors import XcbError
+from xcbench.telemetry.base import Sampler, Sink, TelemetryRunner
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a device may need to build its sampler for one cell."""
+    cell: Any
+    target: Any
+    gateway: Any
+    listener: Any
+    cluster: Any
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    records: str  # one line: what its rows are (metric families)
+    interval: float  # default seconds between samples
+    applies: str  # when a cell gets it
+    make: Callable[[Context], Sampler | None]
+
+
+def _host(ctx: Context) -> Sampler:
+    from xcbench.telemetry.host import HostSampler
+    return HostSampler()
+
+
+def _gateway(ctx: Context) -> Sampler | None:
+    from xcbench.telemetry.gateway import GatewaySampler
+    return GatewaySampler(ctx.listener, ctx.gateway) if ctx.listener is not None else None
+
+
+def _ceph(ctx: Context) -> Sampler | None:
+    from xcbench.telemetry.ceph import CephSampler
+    pool = getattr(ctx.target, "pool", None)
+    return CephSampler(ctx.cluster, [pool]) if ctx.cluster is not None and pool else None
+
+
+DEVICES: dict[str, Device] = {d.name: d for d in (
+    Device("host", "CPU busy/iowait per core, memory (total, available, cached, dirty, writeback), "
+           "bytes/packets/drops per network interface", 1.0, "every cell", _host),
+    Device("gateway", "xrootd/cmsd xrd.report counters (link bytes, ops, errors, threads) and "
+           "CPU, children's CPU, RSS and threads of each server process", 1.0,
+           "every cell", _gateway),
+    Device("ceph", "per-pool client rates and df counters (stored, raw used, ops, bytes), OSD "
+           "commit/apply latency and local OSD perf counters, health, PG states", 1.0,
+           "cells with a Ceph pool", _ceph),
+)}
+DEFAULT = tuple(DEVICES)  # every device, at its default interval
+NONE = "none"
+
+
+def parse_selection(text: str | None) -> dict[str, float]:
+    """``"host:0.5,ceph"`` -> {"host": 0.5, "ceph": 1.0}; None -> every device at its default.
+
+    A bad name or interval is an XcbError of one line (exit 2), raised before any cluster work.
+    """
+    if text is None:
+        return {name: DEVICES[name].interval for name in DEFAULT}
+    if text.strip() == NONE:
+        return {}
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        name, sep, value = (part.strip() for part in item.partition(":"))
+        if name not in DEVICES:
+            raise XcbError(f"--telemetry: unknown device {name!r} in {text!r} "
+                           f"(known: {', '.join(DEVICES)}, or {NONE}; see `xcbench telemetry list`)")
+        if name in out:
+            raise XcbError(f"--telemetry: device {name!r} given twice in {text!r}")
+        interval = DEVICES[name].interval
+        if sep:
+            try:
+                interval = float(value)
+            except ValueError:
+                interval = float("nan")
+            if not interval > 0 or interval == float("inf"):
+                raise XcbError(f"--telemetry: {item.strip()!r}: the interval must be a number of "
+                               "seconds > 0 (e.g. host:0.5)")
+        out[name] = interval
+    return out
+
+
+def wants(selection: str | None, device: str) -> bool:
+    """Whether ``device`` is part of the selection."""
+    return device in parse_selection(selection)
+
+
+def build(selection: str | None, *, cell: Any, target: Any, gateway: Any, listener: Any,
+          cluster: Any, sink: Sink) -> TelemetryRunner | None:
+    """The cell's TelemetryRunner with the chosen devices that apply to it (None if none does)."""
+    chosen = parse_selection(selection)
+    ctx = Context(cell=cell, target=target, gateway=gateway, listener=listener, cluster=cluster)
+    samplers = [s for s in (DEVICES[name].make(ctx) for name in chosen) if s is not None]
+    if not samplers:
+        return None
+    intervals = {s.name: chosen[s.name] for s in samplers}
+    return TelemetryRunner(samplers, interval=min(intervals.values()), intervals=intervals,
+                           sink=sink, cell_id=cell.id)
