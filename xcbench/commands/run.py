@@ -41,9 +41,12 @@ def add_run_args(p) -> None:
 
 
 def options(args):
+    from xcbench import argcheck
     from xcbench.runner import RunOptions
-    if args.repeats is not None and args.repeats < 1:
-        raise XcbError(f"--repeats: {args.repeats} must be >= 1")
+    argcheck.number("--repeats", args.repeats, 1, 10_000)
+    argcheck.name("--name", args.name)
+    argcheck.directory("--out", args.out)
+    argcheck.hosts("--fio-hosts", args.fio_hosts)
     from xcbench.telemetry.devices import parse_selection
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     return RunOptions(out=Path(args.out), repeats=args.repeats, name=args.name,
@@ -58,10 +61,15 @@ def matrix_path(matrix: str | None, opts) -> str:
     """The matrix file to run: MATRIX, or with --resume the run's own (and its --scale-ec)."""
     if opts.resume:
         from xcbench.store import RunDir
-        given = (RunDir.open(opts.resume).state.matrix or {})
+        prev = RunDir.open(opts.resume).state
+        kind = prev.extra.get("kind")
+        if kind not in (None, "run"):
+            raise XcbError(f"{opts.resume}: --resume: not a run of `xcbench run` (it was made by "
+                           f"`xcbench {kind}`); start a new one instead")
+        given = prev.matrix or {}
         path = given.get("path")
         opts.scale_ec = bool(given.get("scaled_ec")) or opts.scale_ec
-        if not path or not Path(path).exists():
+        if not isinstance(path, str) or not Path(path).is_file():
             raise XcbError(f"{opts.resume}: the run's matrix file {path!r} is gone")
         return str(path)
     if not matrix:

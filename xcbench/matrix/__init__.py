@@ -34,14 +34,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.matrix.expand import _finish, cell_id, expand
 from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_layout, parse_pool
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
 from xcbench.reference import check_reference
+from xcbench.userfiles import read_yaml
 
 __all__ = ["STRIPE_ALIGN", "ClusterFacts", "Matrix", "cell_id", "check_layout", "check_lines",
            "expand", "load_matrix", "parse_pool", "scale_ec_pool", "validate"]
@@ -76,16 +75,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
     """Parse, expand and validate a matrix. Raises XcbError (first error, one line); the
     error's ``lines`` attribute holds every error."""
     path = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise XcbError(f"{path}: cannot read matrix ({e.strerror})") from e
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f"line {mark.line + 1}" if mark else "top level"
-        raise XcbError(f"{path}: {at}: yaml: {getattr(e, 'problem', None) or e}") from e
+    raw = read_yaml(path)  # xcbench.userfiles: unreadable/non-UTF-8/bad YAML -> one line
     errors = _Errors(path)
     cells = expand(raw, path, errors)
     reference = check_reference(raw, cells, errors)
