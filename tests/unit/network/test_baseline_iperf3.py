@@ -11,7 +11,7 @@ import pytest
 from xcbench import baseline, proc
 from xcbench.errors import XcbError
 
-DATA = Path(__file__).parent.parent / "data" / "iperf3"
+DATA = Path(__file__).parents[2] / "data" / "iperf3"
 
 
 def _load(name: str) -> tuple[str, dict]:

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from xcbench.cli import main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUICK = ROOT / "layouts" / "quick.yaml"
 PLAN_EXAMPLES = sorted((ROOT / "xcbench" / "plan" / "examples").glob("*.yaml"))
 MARK = f"xcbench-fuzz-{uuid.uuid4().hex}"
