@@ -148,7 +148,7 @@ class CellRoleSampler(RoleSampler):
                 and r["labels"]["role"] in SOMETIMES and r["labels"].get("source") == NO_PROCESS}
         rows = [r for r in rows if r["labels"].get("role") not in idle]
         for role in self.remote:
-            rows.append(self.row(wall, mono, "role_cpu_limit_cores", None,  # type: ignore[arg-type]
+            rows.append(self.row(wall, mono, "role_cpu_limit_cores", None,
                                  {"role": role, "source": self.remote_note}))
         return rows
 
