@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +26,7 @@ from xcbench.ceph.layout import Layout, cephfs_objects, cephfs_oid
 from xcbench.ceph.layout import parse_xattr as parse_layout
 from xcbench.errors import XcbError
 from xcbench.findings import object_size_findings, plain_gateway_findings
+from xcbench.fsutil import remove_tree
 from xcbench.xrootd_user import own, xrootd_ids_if_any
 
 TOP = "xcbench"  # the one top-level directory xcbench writes in a file system
@@ -192,7 +192,7 @@ class CephFSBackend(Backend):
     def _remove(self, fs_path: str) -> None:
         d = self.local(fs_path)
         if d.exists():
-            shutil.rmtree(d)
+            remove_tree(d, check=True, what=f"cephfs {fs_path}")
         self._live.discard(fs_path)
 
     @staticmethod

@@ -27,7 +27,6 @@ embedded cluster's state dir). Interface (fields may be added, not renamed):
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import pwd
@@ -41,6 +40,7 @@ from typing import Any
 from xcbench import proc
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph import mounts, pools
+from xcbench.ceph.keys import KeyDir
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 
@@ -101,6 +101,7 @@ class Cluster:
     info: dict[str, Any] = field(default_factory=dict)  # the rest of cluster.json (pids, ports)
     _rados: Any = field(default=None, repr=False, compare=False)
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+    _keys: KeyDir = field(default_factory=KeyDir, repr=False, compare=False)
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
@@ -160,6 +161,11 @@ class Cluster:
             if self._rados is not None:
                 self._rados.shutdown()
                 self._rados = None
+        self._keys.close()
+
+    def keep_keys(self) -> str | None:
+        """Keep the key copies past this process (for a gateway left running); their dir."""
+        return self._keys.keep()
 
     def ioctx(self, pool: str):
         import rados
@@ -225,8 +231,8 @@ class Cluster:
         """A ceph.conf for xrootd/XrdCeph (which runs as user xrootd); returns its path.
 
         Same [global] as the cluster's conf plus a [client.<gateway_id>] section naming a copy
-        of the gateway keyring that the xrootd user can read, kept in a private directory (the
-        state dir, or a 0750 dir under /tmp for a bring-your-own cluster), never in ``directory``.
+        of the gateway keyring that the xrootd user can read, kept in this handle's private key
+        directory (xcbench.ceph.keys), never in ``directory``.
         """
         directory = Path(directory).absolute()
         directory.mkdir(parents=True, exist_ok=True)
@@ -235,17 +241,14 @@ class Cluster:
             xrd = pwd.getpwnam(XROOTD_USER)
         except KeyError as e:
             raise XcbError(f"user {XROOTD_USER} missing (install xrootd-server, or `make setup`)") from e
-        private = self._private_dir(xrd.pw_gid)
         src = self.gateway_keyring or self._default_keyring(self.gateway_id)
         if src is None or not Path(src).exists():
             raise XcbError(f"{self.conf}: no keyring for client.{self.gateway_id} "
-                           "(give --keyring, or use the embedded cluster)")
-        key_copy = private / f"ceph.client.{self.gateway_id}.keyring"
-        tmp = key_copy.with_suffix(".tmp")
-        tmp.write_bytes(Path(src).read_bytes())
-        os.chown(tmp, xrd.pw_uid, xrd.pw_gid)
-        os.chmod(tmp, 0o640)
-        tmp.replace(key_copy)
+                           "(give --gateway-id/--gateway-keyring, or use the embedded cluster)")
+        # xrootd cannot read root's keyring: a copy of that one file, the xrootd user's, 0400,
+        # in this handle's private key dir (removed on close / exit / by the next command)
+        key_copy = self._keys.write(f"ceph.client.{self.gateway_id}.keyring", Path(src).read_bytes(),
+                                    owner=(xrd.pw_uid, xrd.pw_gid))
         logdir = directory / "ceph-client-logs"
         logdir.mkdir(exist_ok=True)
         os.chown(logdir, xrd.pw_uid, xrd.pw_gid)
@@ -258,15 +261,6 @@ class Cluster:
                                              f"client.{self.gateway_id} of {self.conf}"))
         path.chmod(0o644)
         return path
-
-    def _private_dir(self, gid: int) -> Path:
-        d = gateway_key_dir(self.conf, self.state_dir)
-        if d.parent != self.state_dir:
-            d.parent.mkdir(mode=0o711, exist_ok=True)
-        d.mkdir(mode=0o750, exist_ok=True)
-        os.chown(d, os.getuid(), gid)
-        d.chmod(0o750)
-        return d
 
     def _default_keyring(self, client_id: str) -> Path | None:
         """The keyring the conf's `keyring` option names for client.<id> (first existing)."""
@@ -294,25 +288,6 @@ class Cluster:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def gateway_key_dir(conf: Path, state_dir: Path | None) -> Path:
-    """Where gateway keyring copies live: in the state dir when the xrootd user can reach it
-    (not under pytest's 0700 tmp dirs), else in a per-conf dir under /tmp."""
-    if state_dir is not None and _world_traversable(Path(state_dir)):
-        return Path(state_dir) / "gateway-keys"
-    h = hashlib.sha256(str(conf).encode()).hexdigest()[:10]
-    return Path("/tmp") / f"xcbench-keys-{os.getuid()}" / h
-
-
-def _world_traversable(path: Path) -> bool:
-    for p in [path, *path.parents]:
-        try:
-            if not p.stat().st_mode & 0o001:
-                return False
-        except OSError:
-            return False
-    return True
 
 
 def wait_connect(cluster: Cluster, timeout: float) -> None:

@@ -233,10 +233,15 @@ def mount(cluster: Cluster, mountpoint: Path, *, procs=None, secret_dir: Path) -
     return "fuse", note
 
 
+def umount_path(mountpoint: Path) -> None:
+    """umount, lazily if busy (a kernel mount has no process to stop first)."""
+    r = proc.run(["umount", mountpoint], check=False, timeout=60)
+    if r.returncode != 0 and is_mount_point(mountpoint):
+        proc.run(["umount", "-l", mountpoint], check=False, timeout=60)
+
+
 def umount(cluster: Cluster, mountpoint: Path, kind: str) -> None:
     if kind == "kernel":
-        r = proc.run(["umount", mountpoint], check=False, timeout=60)
-        if r.returncode != 0:
-            proc.run(["umount", "-l", mountpoint], check=False, timeout=60)
+        umount_path(mountpoint)
     else:
         fuse_umount(mountpoint, state_dir=cluster.state_dir)
