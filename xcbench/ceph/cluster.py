@@ -20,7 +20,7 @@ embedded cluster's state dir). Interface (fields may be added, not renamed):
     Cluster.osd_max_object_size(), Cluster.num_osds(), Cluster.num_hosts()
     Cluster.ensure_pool(spec, cephfs=False), gateway_conf(dir), fuse_mount(mnt), fuse_umount(mnt)
 
-    add_ceph_args(parser)         --ceph-conf --ceph-id --keyring --fs --state-dir
+    add_ceph_args(parser)         --ceph-conf --ceph-id --keyring --fs --gateway-id --gateway-keyring --state-dir
     cluster_from_args(args)       -> Cluster (one-line XcbError if conf missing/garbage)
 """
 
@@ -39,7 +39,7 @@ from typing import Any
 
 from xcbench import proc
 from xcbench.ceph import conf as cephconf
-from xcbench.ceph import mounts, pools
+from xcbench.ceph import keys, mounts, pools
 from xcbench.ceph.keys import KeyDir
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
@@ -106,7 +106,9 @@ class Cluster:
     # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_conf(cls, conf: str | os.PathLike, client_id: str | None = "admin",
-                  keyring: str | os.PathLike | None = None, fs_name: str | None = None) -> Cluster:
+                  keyring: str | os.PathLike | None = None, fs_name: str | None = None,
+                  gateway_id: str | None = None,
+                  gateway_keyring: str | os.PathLike | None = None) -> Cluster:
         """A handle for ``conf``; roles come from ``cluster.json`` beside it if xcbench made it.
 
         The conf is checked (exists, parses, names mons) before anything connects.
@@ -125,15 +127,19 @@ class Cluster:
 
             def path(key: str) -> Path | None:
                 return Path(meta[key]) if meta.get(key) else None
+            gkr = Path(gateway_keyring).absolute() if gateway_keyring else None
             return cls(conf=conf, client_id=cid,
                        keyring=kr or (path("keyring") if cid == meta["client_id"] else None),
-                       gateway_id=meta["gateway_id"], gateway_keyring=path("gateway_keyring"),
+                       gateway_id=gateway_id or meta["gateway_id"],
+                       gateway_keyring=gkr or (path("gateway_keyring") if not gateway_id else None),
                        fs_name=fs_name or meta.get("fs_name"), fs_client_id=meta["fs_client_id"],
                        fs_keyring=path("fs_keyring"), pools=dict(meta["pools"]), embedded=True,
                        state_dir=Path(meta.get("state_dir") or conf.parent), info=meta)
-        # Bring-your-own cluster: one user for everything; xcbench writes only xcb- pools.
+        # Bring-your-own cluster: xcbench writes only xcb- pools and /xcbench; the gateway has a
+        # key of its own (`xcbench cluster caps`), never the run's (which may be admin's).
         cid = client_id or "admin"
-        return cls(conf=conf, client_id=cid, keyring=kr, gateway_id=cid, gateway_keyring=kr,
+        return cls(conf=conf, client_id=cid, keyring=kr, gateway_id=gateway_id or GATEWAY_ID,
+                   gateway_keyring=Path(gateway_keyring).absolute() if gateway_keyring else None,
                    fs_name=fs_name, fs_client_id=cid, fs_keyring=kr, embedded=False)
 
     # ---- talking to Ceph ----------------------------------------------------------------
@@ -242,9 +248,14 @@ class Cluster:
         except KeyError as e:
             raise XcbError(f"user {XROOTD_USER} missing (install xrootd-server, or `make setup`)") from e
         src = self.gateway_keyring or self._default_keyring(self.gateway_id)
+        if not self.embedded and self.gateway_id in ("admin", self.client_id):
+            raise XcbError(f"gateway: client.{self.gateway_id} is the run's own key; a gateway on a "
+                           "site's cluster runs with its own key limited to the xcb- pools "
+                           "(`xcbench cluster caps` prints it; give --gateway-id/--gateway-keyring)")
         if src is None or not Path(src).exists():
-            raise XcbError(f"{self.conf}: no keyring for client.{self.gateway_id} "
-                           "(give --gateway-id/--gateway-keyring, or use the embedded cluster)")
+            raise XcbError(f"{self.conf}: no keyring for the gateway's key client.{self.gateway_id}"
+                           " (give --gateway-keyring PATH; `xcbench cluster caps` prints the line"
+                           " that creates the key)")
         # xrootd cannot read root's keyring: a copy of that one file, the xrootd user's, 0400,
         # in this handle's private key dir (removed on close / exit / by the next command)
         key_copy = self._keys.write(f"ceph.client.{self.gateway_id}.keyring", Path(src).read_bytes(),
@@ -311,6 +322,9 @@ def add_ceph_args(parser) -> None:
     g.add_argument("--ceph-id", metavar="NAME", help="client id (without 'client.'; default admin)")
     g.add_argument("--keyring", metavar="PATH", help="keyring of that client")
     g.add_argument("--fs", metavar="NAME", help="CephFS file system to use (default: the only one)")
+    g.add_argument("--gateway-id", metavar="NAME",
+                   help="the XrdCeph gateways' own key (default xcb-gw; see `xcbench cluster caps`)")
+    g.add_argument("--gateway-keyring", metavar="PATH", help="keyring of that key")
     g.add_argument("--state-dir", metavar="DIR",
                    help="embedded cluster state (default: $XCBENCH_HOME/cluster or ./.xcbench/cluster)")
 
@@ -327,15 +341,18 @@ def cluster_from_args(args, *, connect: bool = True) -> Cluster:
     client_id = getattr(args, "ceph_id", None) or env_args.get("id")
     keyring = getattr(args, "keyring", None) or env_args.get("keyring")
     fs = getattr(args, "fs", None)
+    gw = {"gateway_id": getattr(args, "gateway_id", None),
+          "gateway_keyring": getattr(args, "gateway_keyring", None)}
+    keys.sweep()  # key copies an earlier xcbench left when it was killed
     if conf:
-        cluster = Cluster.from_conf(conf, client_id, keyring, fs_name=fs)
+        cluster = Cluster.from_conf(conf, client_id, keyring, fs_name=fs, **gw)
     else:
         state = default_state_dir(explicit_state)
         if not (state / CLUSTER_JSON).exists():
             raise XcbError(f"{state}: no embedded cluster here (run `xcbench cluster up"
                            f"{' --state-dir ' + str(state) if explicit_state else ''}`,"
                            " or give --ceph-conf PATH)")
-        cluster = Cluster.from_conf(state / "ceph.conf", client_id, keyring, fs_name=fs)
+        cluster = Cluster.from_conf(state / "ceph.conf", client_id, keyring, fs_name=fs, **gw)
     if connect:
         cluster.rados()
         cluster.discover_fs()

@@ -70,6 +70,9 @@ def up(args) -> int:
     peek = load_matrix(args.matrix, scale_ec=args.scale_ec).cell(args.cell)
     cluster = _cluster(args, peek.backend)
     cell = load_matrix(args.matrix, cluster, scale_ec=args.scale_ec).cell(args.cell) if cluster else peek
+    if cluster is not None:
+        from xcbench.ceph.access import check_access
+        check_access(cluster, [cell])
     if args.origins:
         cell = dataclasses.replace(cell, origins=args.origins)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -66,6 +66,8 @@ def run(args) -> int:
         cluster = cluster_from_args(args)
         matrix = load_matrix(args.matrix, cluster)  # validated against the cluster's limits
         cells = [matrix.cell(c.id) for c in cells]
+        from xcbench.ceph.access import check_access
+        check_access(cluster, cells)
     seen: dict[tuple, str] = {}
     todo = []
     for c in cells:
