@@ -162,7 +162,7 @@ class CephFSBackend(Backend):
             default_pool = self._default_data_pool()
             backtrace = None
             if default_pool and default_pool != target.pool:
-                backtrace = self._stat(default_pool, cephfs_oid(ino, 0))
+                backtrace = self._stat_if_readable(default_pool, cephfs_oid(ino, 0))
                 if backtrace:
                     raise XcbError(f"{where}: pool: {backtrace} bytes of data landed in the default "
                                    f"data pool {default_pool}, not in {target.pool}")
@@ -242,6 +242,15 @@ class CephFSBackend(Backend):
             return None
         finally:
             io.close()
+
+    def _stat_if_readable(self, pool: str, oid: str) -> int | None:
+        """_stat, or None when the key may not read ``pool`` (a site's least-privilege key has
+        no cap on the file system's default data pool)."""
+        import rados
+        try:
+            return self._stat(pool, oid)
+        except rados.PermissionError:
+            return None
 
     def _stat_objects(self, pool: str, expected: dict[str, int], where: str) -> dict[str, int]:
         found = {}
