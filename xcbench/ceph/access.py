@@ -115,7 +115,7 @@ def caps_lines(needs: Needs, fs_name: str | None, *, bench_id: str = BENCH_ID,
 
 
 # ---- the check -----------------------------------------------------------------------------------
-def _ask(cluster: Any, prefix: str, mgr: bool = False, **args: Any) -> tuple[int, str]:
+def _ask(cluster: Any, prefix: str, *, mgr: bool = False, **args: Any) -> tuple[int, str]:
     cmd = json.dumps({"prefix": prefix, "format": "json", **args})
     r = cluster.rados()
     ret, _out, outs = (r.mgr_command if mgr else r.mon_command)(cmd, b"")
@@ -156,7 +156,7 @@ def check_access(cluster: Any, cells: Iterable[Any]) -> None:
             stop(f"mon 'allow command \"osd pool create\" with pool prefix {POOL_PREFIX}'",
                  f"create pool {missing[0]} (or have the admin create it: {'; '.join(pool_lines(needs.pools[missing[0]]))})")
         for prefix in ("osd pool set", "osd pool application enable"):
-            kw = {"var": "size", "val": "1"} if prefix == "osd pool set" else {"app": "rados"}
+            kw: dict[str, Any] = {"var": "size", "val": "1"} if prefix == "osd pool set" else {"app": "rados"}
             ret, _ = _ask(cluster, prefix, pool=probe, **kw)
             if _denied(ret):
                 stop(f"mon 'allow command \"{prefix}\" with pool prefix {POOL_PREFIX}'",
@@ -179,7 +179,8 @@ def _check_cephfs(cluster: Any, needs: Needs, who: str, stop: Any) -> None:
     fs = cluster.fs_name
     if not fs:
         raise XcbError("the matrix has cephfs cells and the cluster no single file system: give --fs NAME")
-    data = next((f.get("data_pools", []) for f in cluster.mon_command("fs ls") if f.get("name") == fs), [])
+    data: list[str] = next((f.get("data_pools", []) for f in cluster.mon_command("fs ls")
+                            if f.get("name") == fs), [])
     todo = [p for p in needs.cephfs_pools if p not in data]
     if todo:
         ret, _ = _ask(cluster, "fs add_data_pool", fs_name=fs, pool=PROBE + secrets.token_hex(4))
