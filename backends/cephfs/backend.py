@@ -49,6 +49,7 @@ def compare_layout(got: dict[str, Any], s: Layout, pool: str, where: str) -> Non
 class CephFSBackend(Backend):
     name = "cephfs"
     needs_cluster = True
+    uses_fs = True  # the cluster key needs the file system (xcbench.ceph.access)
 
     def __init__(self, cluster, workdir, procs=None):
         super().__init__(cluster, workdir, procs)

@@ -49,13 +49,16 @@ class Needs:
 
 
 def needs_of(cells: Iterable[Any]) -> Needs:
+    from xcbench.backends.base import backend_class
     n = Needs()
     for c in cells:
-        if c.pool is None or c.backend not in ("cephfs", "rados"):
+        cls = backend_class(c.backend)
+        if c.pool is None or not cls.needs_cluster:
             continue
         spec = c.pool if isinstance(c.pool, Protection) else Protection.parse(c.pool)
         n.pools.setdefault(spec.name, spec)
-        group = n.cephfs_pools if c.backend == "cephfs" else n.rados_pools
+        # a backend on a file system (cephfs) vs one whose gateway talks to RADOS (its own key)
+        group = n.cephfs_pools if getattr(cls, "uses_fs", False) else n.rados_pools
         if spec.name not in group:
             group.append(spec.name)
     return n

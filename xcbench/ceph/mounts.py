@@ -211,9 +211,8 @@ def kernel_mount(cluster: Cluster, mountpoint: Path, secret_dir: Path, root: str
     """mount -t ceph, monitors found from the conf by mount.ceph itself."""
     opts = [f"name={cluster.fs_client_id}", f"conf={cluster.conf}", f"mds_namespace={cluster.fs_name}"]
     if cluster.fs_keyring:
-        from xcbench.ceph.keys import KeyDir
-        keydir = getattr(cluster, "_keys", None) or KeyDir()  # private, removed with the handle
-        sf = keydir.write(f"client.{cluster.fs_client_id}.secret",
+        # the handle's private key dir (xcbench.ceph.keys), removed with the handle
+        sf = cluster._keys.write(f"client.{cluster.fs_client_id}.secret",
                           _secret(Path(cluster.fs_keyring), cluster.fs_client_id).encode())
         opts.append(f"secretfile={sf}")
     mountpoint.mkdir(parents=True, exist_ok=True)
