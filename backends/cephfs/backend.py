@@ -223,6 +223,9 @@ class CephFSBackend(Backend):
                 os.setxattr(d, "ceph.dir.layout", value.encode())
                 return
             except OSError as e:
+                if e.errno in (errno.EACCES, errno.EPERM):
+                    raise XcbError(f"{what}: the key may not set layouts (missing the p of mds "
+                                   "'allow rwp'; `xcbench cluster caps` prints the line)") from e
                 if e.errno != errno.EINVAL or time.monotonic() > deadline:
                     raise XcbError(f"{what} ({errno.errorcode.get(e.errno, e.errno)}: {e.strerror})") from e
                 time.sleep(0.25)

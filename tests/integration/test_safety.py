@@ -267,3 +267,29 @@ def _fs_exists(cluster, path: str) -> bool:
         return False
     finally:
         fs.shutdown()
+
+
+def test_issue_bench_key_without_p_names_the_cap(ceph_cluster, site):
+    """The issue's bench key (mds 'allow rw': no p) cannot set a layout: prepare says which cap,
+    and leaves neither a mount nor its run dir behind."""
+    from xcbench.backends.cephfs import BACKEND
+    from xcbench.cell import Cell, Layout, PoolSpec
+    from xcbench.ceph.cluster import Cluster
+    from xcbench.errors import XcbError
+    from xcbench.proc import ProcessSet
+    pool = PoolSpec("replicated", size=1)
+    ceph_cluster.ensure_pool(pool, cephfs=True)
+    kr, _ = site.key("xcbt-nop", ISSUE_CAPS)
+    c = Cluster.from_conf(site.conf, "xcbt-nop", kr, fs_name=ceph_cluster.fs_name)
+    work = Path(tempfile.mkdtemp(prefix="xcb-safety-"))
+    work.chmod(0o755)
+    b = BACKEND(c, work, ProcessSet())
+    try:
+        with pytest.raises(XcbError, match="missing the p of mds 'allow rwp'"):
+            b.prepare(Cell(id="nop", label="nop", backend="cephfs",
+                           layout=Layout(1 << 20, 1, 4 << 20), pool=pool))
+        assert not mounts.is_mount_point(b.mountpoint) and b.run is None
+    finally:
+        b.close()
+        c.close()
+        shutil.rmtree(work, ignore_errors=True)
