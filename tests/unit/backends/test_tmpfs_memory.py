@@ -26,15 +26,18 @@ def test_campaign_larger_than_memory_refused_before_any_mount(tmp_path):
     avail = psutil.virtual_memory().available
     size = 64 << 20
     files = int(avail / size) + 50  # the dataset alone is larger than what is available
-    before = _tmpfs_mounts()
+    scratch = tmp_path / "tmp"  # the campaign's workdirs (mkdtemp) would appear here first
+    scratch.mkdir()
     r = subprocess.run(XCBENCH + ["campaign", "--gateway", "tmpfs", "--files", str(files), "--size", "64M",
                                   "--out", str(tmp_path / "results"), "--no-progress"],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TMPDIR": str(scratch)})
     assert r.returncode == 2, r.stderr
     err = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(err) == 1 and "Traceback" not in r.stderr
     assert "does not fit in memory" in err[0] and "--delete-after-verify" in err[0]
-    assert _tmpfs_mounts() == before
+    assert list(scratch.iterdir()) == []  # no workdir made: nothing mounted, no gateway
+    assert not [m for m in _tmpfs_mounts() if str(tmp_path) in m]
     assert not (tmp_path / "results").exists()  # nothing recorded: nothing ran
 
 
