@@ -184,7 +184,7 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
                  out: Path = Path("results"), fraction: float = FRACTION,
                  log: Log = _stderr) -> dict[str, Any]:
     """Run the scenarios; return {"checks": [Check...], "not_yet": [...], "runs": {...}, ...}."""
-    from xcbench.cgroups import CpuGroups, detect, sweep_stale
+    from xcbench.cgroups import detect, sweep_stale
     scenarios = plan(names, quick)
     sizes = QUICK if quick else FULL
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -234,27 +234,59 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
             cores[key] = max(0.01, round(fraction * use, 3))
         if not cores:
             continue
-        name = f"selftest-{stamp}-{s.name}"
-        log(f"selftest: {s.name}: {s.cap} capped at "
-            + ", ".join(f"{k} {c:g} cores" for k, c in cores.items()))
-        doc = matrix_yaml([CELLS[k] for k in cores], sizes, name)
-        mtx_path = workdir / f"{name}.yaml"
-        mtx_path.write_text(yaml.safe_dump(doc, sort_keys=False))
-        from xcbench.matrix import load_matrix
-        cap_ids = _cell_ids(load_matrix(mtx_path, cluster))
-        mini_pids = _mini_pids(cluster) if s.cap == "osd" else None
-        with CpuGroups(None, run=f"selftest{os.getpid()}-{s.name}") as groups:
-            capped = Cap(s.cap, {cap_ids[k]: c for k, c in cores.items()}, groups, mini_pids)
-            run, _ = _run(doc, name, cluster, out, workdir, runner=capping_runner(capped))
-        result["runs"][s.name] = str(run.path)
-        got, failed_s = _verdicts(run), _failed(run)
-        for key, c in cores.items():
-            use = _least_use(base, ids[key], s.cap, sizes.levels)
-            cap = {"role": s.cap, "cores": c, "fraction": fraction, "uncapped_least_cores": use,
-                   **{k: v for k, v in capped.applied.get(cap_ids[key], {}).items() if k == "group"}}
-            result["checks"] += _judge(s, key, cap_ids[key], sizes.levels, got, failed_s, cap)
+        for attempt in (1, 2):
+            name = f"selftest-{stamp}-{s.name}" + ("" if attempt == 1 else "-again")
+            log(f"selftest: {s.name}: {s.cap} capped at "
+                + ", ".join(f"{k} {c:g} cores" for k, c in cores.items()))
+            checks, path = _capped_run(s, cores, name, ids, base, sizes, fraction, cluster, out, workdir)
+            result["runs"][s.name if attempt == 1 else f"{s.name}-again"] = path
+            unbound = [c for c in checks if not c.ok and _unbound(c)]
+            if attempt == 2 or not unbound:
+                break
+            # the kernel never throttled the group: other load on the host took the CPU first,
+            # so the bottleneck was not made (not a verdict to judge); try once more
+            log(f"selftest: {s.name}: the quota did not bind at "
+                + ", ".join(f"{c.cell} c={c.level}" for c in unbound) + ": running it again")
+            result["retried"] = result.get("retried", []) + [
+                {"scenario": s.name, "checks": [(c.cell, c.level, c.verdict) for c in unbound]}]
+        result["checks"] += checks
     result["ok"] = all(c.ok for c in result["checks"]) and bool(result["checks"])
     return result
+
+
+UNBOUND = 0.05  # throttled in fewer CFS periods than this: the kernel says the quota never bound
+
+
+def _unbound(c: Check) -> bool:
+    """The capped role's group was (almost) never throttled: the cap was not what limited it."""
+    x = c.roles.get(c.cap["role"]) if c.cap else None
+    thr = (x or {}).get("throttled")
+    return isinstance(thr, (int, float)) and thr < UNBOUND
+
+
+def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, str], base: dict,
+                sizes: Any, fraction: float, cluster: Any, out: Path, workdir: Path
+                ) -> tuple[list[Check], str]:
+    """One run of the scenario's cells with its role capped, judged level by level."""
+    from xcbench.cgroups import CpuGroups
+    from xcbench.matrix import load_matrix
+    assert s.cap is not None
+    doc = matrix_yaml([CELLS[k] for k in cores], sizes, name)
+    mtx_path = workdir / f"{name}.yaml"
+    mtx_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cap_ids = _cell_ids(load_matrix(mtx_path, cluster))
+    mini_pids = _mini_pids(cluster) if s.cap == "osd" else None
+    with CpuGroups(None, run=f"selftest{os.getpid()}-{s.name}") as groups:
+        capped = Cap(s.cap, {cap_ids[k]: c for k, c in cores.items()}, groups, mini_pids)
+        run, _ = _run(doc, name, cluster, out, workdir, runner=capping_runner(capped))
+    got, failed = _verdicts(run), _failed(run)
+    checks: list[Check] = []
+    for key, c in cores.items():
+        use = _least_use(base, ids[key], s.cap, sizes.levels)
+        cap = {"role": s.cap, "cores": c, "fraction": fraction, "uncapped_least_cores": use,
+               **{k: v for k, v in capped.applied.get(cap_ids[key], {}).items() if k == "group"}}
+        checks += _judge(s, key, cap_ids[key], sizes.levels, got, failed, cap)
+    return checks, str(run.path)
 
 
 def _mini_pids(cluster: Any) -> Callable[[], dict[str, list[int]]]:

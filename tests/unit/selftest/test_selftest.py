@@ -129,3 +129,15 @@ def test_capping_the_osds_of_a_cluster_elsewhere_is_refused_before_any_run(tmp_p
     with pytest.raises(XcbError, match="OSDs elsewhere"):
         run_selftest(byo, names=["storage"], out=tmp_path / "r", log=lambda s: None)
     assert not (tmp_path / "r").exists()
+
+
+def test_a_quota_the_kernel_never_throttled_did_not_make_the_bottleneck():
+    from xcbench.selftest.runner import _unbound
+    c = _result(False)["checks"][0]
+    assert not _unbound(c)  # throttled in 100 % of its periods
+    c.roles["gateway"]["throttled"] = 0.0
+    assert _unbound(c)
+    c.roles["gateway"]["throttled"] = None  # not measured: not evidence that it did not bind
+    assert not _unbound(c)
+    r = {**_result(False), "retried": [{"scenario": "gateway", "checks": [("tmpfs", 4, "host-cpu")]}]}
+    assert "gateway ran twice" in output.text(r) and "tmpfs c=4 (host-cpu)" in output.text(r)
