@@ -141,3 +141,8 @@ def test_a_quota_the_kernel_never_throttled_did_not_make_the_bottleneck():
     assert not _unbound(c)
     r = {**_result(False), "retried": [{"scenario": "gateway", "checks": [("tmpfs", 4, "host-cpu")]}]}
     assert "gateway ran twice" in output.text(r) and "tmpfs c=4 (host-cpu)" in output.text(r)
+
+
+def test_the_command_lists_a_not_yet_scenario_without_a_cluster(tmp_path, capsys):
+    assert main(["selftest", "--scenario", "network", "--state-dir", str(tmp_path / "c")]) == 0
+    assert "not yet" in capsys.readouterr().out and not (tmp_path / "c").exists()
