@@ -49,6 +49,11 @@ class CampaignMonitor:
     kind: str
     choices: list
     local: Any
+    rule: Any  # LevelRule of a time-based level, or None
+    level_end: dict | None
+
+    def _judge_level(self, timeline: Timeline, now: float) -> None:  # dispatch.Campaign's
+        raise NotImplementedError
 
     def totals(self) -> tuple[int, int, int, int]:
         with self.cond:
@@ -78,6 +83,8 @@ class CampaignMonitor:
             moved, active, ok, failed = self.totals()
             r = timeline.sample(now, moved, active, ok, failed)
             self.out.add("timeline", [r])
+            if self.rule is not None:
+                self._judge_level(timeline, now)
             if self.optimizer and now >= next_opt:
                 self._optimize(now)
                 next_opt = now + self.spec.optimizer.interval
@@ -122,12 +129,15 @@ class CampaignMonitor:
             "delete_failures": self.delete_failures,
             "checksum_queries_retried_after_http_500": self.checksum_retries,
             "local_source": self.local.describe() if self.local else None,
+            "level": self.level_end,
             "attempts": len([r for r in rows if r["start_time"]]),
             "retried": sum(1 for r in rows if r["retry"]),
         }
         return campaign_row(
             cell_id=self.cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
-            repeat=spec.repeat, mode=spec.mode, client=spec.client, files=len(self.dataset),
+            repeat=spec.repeat, mode=spec.mode, client=spec.client,
+            # a time-based level counts its transfers (the dataset's files are in settings)
+            files=len(self.final) if self.rule is not None else len(self.dataset),
             bytes=moved, start_time=first, finish_time=last,
             rate=moved / (last - first) if last > first else 0.0,
             finished=sum(1 for s in self.final.values() if s == "FINISHED"),

@@ -39,6 +39,7 @@ import yaml
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.matrix.expand import _finish, cell_id, expand
+from xcbench.matrix.schema import check_levels
 from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_layout, parse_pool
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
 
@@ -85,6 +86,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
         raise XcbError(f"{path}: {at}: yaml: {getattr(e, 'problem', None) or e}") from e
     errors = _Errors(path)
     cells = expand(raw, path, errors)
+    check_levels(errors, cells)
     errors.raise_if_any()
     if not cells:
         raise XcbError(f"{path}: top level: cells: the matrix expands to no cells")
