@@ -44,6 +44,7 @@ from xcbench.campaign.clients import (
 )
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
+from xcbench.campaign.level import LevelMixin, _Job
 from xcbench.campaign.monitor import SLOW_CHECKSUM, CampaignMonitor
 from xcbench.campaign.optimizer import AttemptView, Optimizer
 from xcbench.campaign.records import Buffered, Timeline, transfer_row
@@ -63,14 +64,7 @@ class CampaignHooks:
     after_transfer: Callable[[int, str], None] | None = None
 
 
-@dataclass(order=True)
-class _Job:
-    not_before: float
-    seq: int  # the transfer's number: file index + cycle * files (file-count mode: the index)
-    retry: int = 0
-
-
-class Campaign(CampaignMonitor):
+class Campaign(LevelMixin, CampaignMonitor):
     def __init__(self, spec: CampaignSpec, dest: Any, source: Any = None, sink=None,
                  cell_id: str = "", hooks: CampaignHooks | None = None):
         self.spec, self.cell_id, self.hooks = spec, cell_id, hooks or CampaignHooks()
@@ -119,10 +113,6 @@ class Campaign(CampaignMonitor):
                 "use HTTP-TPC (mode tpc-http) into XrdCeph gateways", "error"))
 
     # --- names ---------------------------------------------------------------------------
-    def index(self, seq: int) -> int:
-        """The dataset file a transfer moves."""
-        return seq % len(self.dataset)
-
     def dest_name(self, seq: int) -> str:
         i, cycle = divmod(seq, len(self.dataset))[::-1]
         # delete-cycling gives each cycle new names (a file still being verified is never hit);
@@ -327,59 +317,6 @@ class Campaign(CampaignMonitor):
                 if self.delayed:
                     wait = min(wait, max(self.delayed[0].not_before - now, 0.01))
                 self.cond.wait(wait)
-
-    def _cycle(self) -> None:
-        """Time-based level: queue the next transfer of the cycled dataset (under ``cond``),
-        preferring a file not in flight; overwrite-cycling and a local gfal2 source never move
-        one file twice at once (they wait for a free one instead)."""
-        n = len(self.dataset)
-        for k in range(n):
-            if not self.busy.get(self.index(self.next_seq + k)):
-                self.next_seq += k
-                break
-        else:
-            if self.local or not self.spec.delete_after_verify:
-                return
-        self.ready.append(_Job(0.0, self.next_seq))
-        self.next_seq += 1
-
-    def _judge_level(self, timeline: Timeline, now: float) -> None:
-        """The monitor's check, once a second: end the level when its rule holds after the
-        minimum duration, at the maximum, or when transfers keep failing (no point going on)."""
-        rule, elapsed = self.rule, now - timeline.start
-        with self.cond:
-            if self.level_end is not None:
-                return
-            streak = self.fail_streak
-        ended_by, spread = None, float("nan")
-        if elapsed >= rule.max:
-            ended_by = "max"
-        elif streak >= max(8, 2 * self.limit):
-            ended_by = "failing"
-        elif elapsed >= rule.min:
-            rows = timeline.rows
-            steady, spread = rule.check([r["t"] for r in rows], [r["bytes"] for r in rows])
-            ended_by = "steady" if steady else None
-        if ended_by is not None:
-            self._end_level(ended_by, elapsed, spread)
-
-    def _end_level(self, ended_by: str, elapsed: float, spread: float = float("nan")) -> None:
-        rule = self.rule
-        end = {"ended_by": ended_by, "steady": ended_by == "steady", "t_end": round(elapsed, 3),
-               "window": [round(max(0.0, elapsed - rule.window), 3), round(elapsed, 3)],
-               "spread": None if spread != spread else round(spread, 4),
-               "rule": rule.settings(), "text": rule.describe(),
-               "dataset_files": len(self.dataset), "transfers_started": self.next_seq}
-        with self.cond:
-            if self.level_end is None:
-                self.level_end = end
-                self.cond.notify_all()
-
-    def _release(self, i: int) -> None:
-        if self.busy.get(i, 0) > 1:
-            self.busy[i] -= 1
-        else:
-            self.busy.pop(i, None)
 
     def run(self, progress: bool = False, stop_event=None) -> dict:
         spec = self.spec

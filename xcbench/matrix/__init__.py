@@ -39,8 +39,7 @@ import yaml
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.matrix.expand import _finish, cell_id, expand
-from xcbench.matrix.schema import check_levels
-from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_layout, parse_pool
+from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_layout, check_levels, parse_pool
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
 
 __all__ = ["STRIPE_ALIGN", "ClusterFacts", "Matrix", "cell_id", "check_layout", "check_lines",
