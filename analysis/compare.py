@@ -4,8 +4,9 @@ Cells are matched by id (a hash of their settings: the same cell in two runs has
 and concurrency level. A difference is called *significant* when the 95 % bootstrap CIs do not
 overlap and both runs have at least MIN_REPEATS repeats (with two repeats a bootstrap CI is
 just the range of the two values: shown, but not trusted for a call).
-The cell fingerprints (layout, pool, configs) and the stack versions are compared too, since a
-difference may come from a changed configuration rather than from the change under test.
+The cell fingerprints (layout, pool, gateway template inputs, versions) are compared too, since a
+difference may come from a changed configuration rather than from the change under test; each
+row names the fingerprint fields that changed (``config_fields``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.stats import ci_overlap, pct_diff
+from xcbench.fingerprint import fingerprint_diff
 
 MIN_REPEATS = 3
 
@@ -29,8 +31,8 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
     cp = {(r["cell_id"], float(r["concurrency"])): r for r in contender.points.to_dict("records")}
     bv, cv = _verdicts(base), _verdicts(contender)
     labels = {**contender.cells["label"].to_dict(), **base.cells["label"].to_dict()}
-    bfp = {cid: (c.get("fingerprint") or {}).get("digest") for cid, c in base.manifest.get("cells", {}).items()}
-    cfp = {cid: (c.get("fingerprint") or {}).get("digest") for cid, c in contender.manifest.get("cells", {}).items()}
+    bfp = {cid: c.get("fingerprint") for cid, c in base.manifest.get("cells", {}).items()}
+    cfp = {cid: c.get("fingerprint") for cid, c in contender.manifest.get("cells", {}).items()}
     rows = []
     for key in sorted(set(bp) | set(cp), key=lambda k: (labels.get(k[0], k[0]), k[1])):
         b, c = bp.get(key), cp.get(key)
@@ -39,6 +41,7 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
         overlap = ci_overlap(b["ci_low"], b["ci_high"], c["ci_low"], c["ci_high"]) if b and c else None
         vb, vc = bv.get(key), cv.get(key)
         fb, fc = bfp.get(key[0]), cfp.get(key[0])
+        changed = fingerprint_diff(fb, fc) if fb and fc else []
         rows.append({
             "cell_id": key[0], "label": labels.get(key[0], key[0]), "concurrency": key[1],
             "base_rate": brate, "base_ci": (b["ci_low"], b["ci_high"]) if b else (nan, nan),
@@ -48,7 +51,7 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
             "significant": overlap is False and min(b["repeats"], c["repeats"]) >= MIN_REPEATS,
             "base_verdict": vb, "contender_verdict": vc,
             "verdict_changed": bool(vb and vc and vb != vc),
-            "config_changed": bool(fb and fc and fb != fc),
+            "config_changed": bool(changed), "config_fields": changed,
             "only_in": "base" if c is None else ("contender" if b is None else ""),
         })
     return rows

@@ -209,3 +209,48 @@ def test_a_level_that_hit_its_maximum_is_not_steady():
     assert row["window_n"] == 4
     plain = steady_table(tl).iloc[0]
     assert plain["ended_by"] == "files" and plain["method"] != "not steady"
+
+
+# ---- fingerprints ----------------------------------------------------------------------------
+def test_fingerprints_ignore_ports_and_paths_and_name_what_changed():
+    from xcbench.fingerprint import cell_fingerprint, fingerprint_diff
+    gw = {"backend": "cephfs", "origins": 1, "tunables": {"async": False, "buffers_maxbsz": 16 << 20},
+          "oss": None, "templates": {"xrootd.cfg.j2": "ab"}}
+    pool = {"name": "xcb-rep3", "settings": {"size": 3, "pool_id": 4, "pg_num": 32}}
+    a = cell_fingerprint(layout={"stripe_unit": 4 << 20, "pool": "xcb-rep3"}, pool=pool, gateway=gw,
+                         versions="v1", configs={"xrootd-gw.cfg": "1111"})
+    b = cell_fingerprint(layout={"stripe_unit": 4 << 20, "pool": "xcb-rep3"},
+                         pool={**pool, "settings": {**pool["settings"], "pool_id": 9}},
+                         gateway=gw, versions="v1", configs={"xrootd-gw.cfg": "2222"})
+    assert a["digest"] == b["digest"] and fingerprint_diff(a, b) == []
+    c = cell_fingerprint(layout={"stripe_unit": 4 << 20, "pool": "xcb-rep3"}, pool=pool, versions="v1",
+                         gateway={**gw, "tunables": {**gw["tunables"], "buffers_maxbsz": 8 << 20}})
+    assert c["digest"] != a["digest"] and fingerprint_diff(a, c) == ["gateway.tunables.buffers_maxbsz"]
+    assert fingerprint_diff(a, {**a, "versions": "v2"}) == ["versions"]
+
+
+def test_compare_flags_only_the_cells_whose_fingerprint_changed(tmp_path):
+    from tests.unit.synthrun import SynthCell, make_run
+    from xcbench.analysis.compare import compare_data
+    from xcbench.analysis.dataset import RunData
+    from xcbench.fingerprint import cell_fingerprint
+    cells = [SynthCell("tmpfs", None, None, concurrency=(4,), files=8, repeats=1)]
+    p1, ids = make_run(tmp_path / "a", cells)
+    p2, _ = make_run(tmp_path / "b", cells)
+    runs = []
+    for p, maxbsz in ((p1, 16), (p2, 16)):
+        from xcbench.store import RunDir
+        rd = RunDir.open(p)
+        for cid in rd.cells:
+            rd.set_cell_fingerprint(cid, gateway={"tunables": {"buffers_maxbsz": maxbsz}},
+                                    configs={"x.cfg": str(p)})
+        rd.save_manifest()
+        runs.append(RunData(p))
+    assert not any(r["config_changed"] for r in compare_data(*runs))
+    rd = RunDir.open(p2)
+    for cid in rd.cells:
+        rd.set_cell_fingerprint(cid, gateway={"tunables": {"buffers_maxbsz": 8}})
+    rd.save_manifest()
+    rows = compare_data(runs[0], RunData(p2))
+    assert rows and all(r["config_fields"] == ["gateway.tunables.buffers_maxbsz"] for r in rows)
+    assert cell_fingerprint  # imported for the reader: the digest rules are the same
