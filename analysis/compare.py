@@ -26,13 +26,34 @@ def _verdicts(rd: RunData) -> dict[tuple[str, float], str]:
     return {(r.cell_id, float(r.concurrency)): r.verdict for r in v.itertuples()}
 
 
+def _pair_by_label(base: RunData, contender: RunData) -> dict[str, str]:
+    """{contender cell id: base cell id} for cells whose settings changed (so did their id) but
+    whose label did not, each label unique and the id in one run only: the same cell, changed
+    (e.g. a gateway tunable), which the fingerprint diff then names."""
+    bl, cl = base.cells["label"].to_dict(), contender.cells["label"].to_dict()
+    b_by, c_by = {}, {}
+    for ids, by in ((bl, b_by), (cl, c_by)):
+        for cid, label in ids.items():
+            by.setdefault(label, []).append(cid)
+    out = {}
+    for label, cids in c_by.items():
+        bids = b_by.get(label, [])
+        if len(cids) == 1 and len(bids) == 1 and cids[0] not in bl and bids[0] not in cl:
+            out[cids[0]] = bids[0]
+    return out
+
+
 def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
+    pair = _pair_by_label(base, contender)
     bp = {(r["cell_id"], float(r["concurrency"])): r for r in base.points.to_dict("records")}
-    cp = {(r["cell_id"], float(r["concurrency"])): r for r in contender.points.to_dict("records")}
-    bv, cv = _verdicts(base), _verdicts(contender)
+    cp = {(pair.get(r["cell_id"], r["cell_id"]), float(r["concurrency"])): r
+          for r in contender.points.to_dict("records")}
+    bv = _verdicts(base)
+    cv = {(pair.get(k[0], k[0]), k[1]): v for k, v in _verdicts(contender).items()}
     labels = {**contender.cells["label"].to_dict(), **base.cells["label"].to_dict()}
     bfp = {cid: c.get("fingerprint") for cid, c in base.manifest.get("cells", {}).items()}
-    cfp = {cid: c.get("fingerprint") for cid, c in contender.manifest.get("cells", {}).items()}
+    cfp = {pair.get(cid, cid): c.get("fingerprint")
+           for cid, c in contender.manifest.get("cells", {}).items()}
     rows = []
     for key in sorted(set(bp) | set(cp), key=lambda k: (labels.get(k[0], k[0]), k[1])):
         b, c = bp.get(key), cp.get(key)
