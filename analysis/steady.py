@@ -19,6 +19,10 @@ The rule (RULE, quoted in every report):
    such bucket (at least 2).
 3. **Whole run** (last resort): every bucket, flagged ``method = "whole"`` (no steady state).
 
+A time-based level (campaign.duration, see LevelRule below) has its own window: the one its
+rule judged when the level ended (``steady_table(levels=...)``), named by the rule if it held,
+or "not steady" if the maximum duration came first.
+
 Mean, median, standard deviation and CV of ``rate`` are given over the window and over the
 whole run. Two more facts feed the attribution: ``plateau_frac`` (share of buckets at the
 limit) and ``starved_frac`` (share of buckets where slots were free while files were still
