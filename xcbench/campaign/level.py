@@ -63,15 +63,16 @@ class LevelMixin:
             if self.level_end is not None:
                 return
             streak = self.fail_streak
-        ended_by, spread = None, float("nan")
-        if elapsed >= rule.max:
+        ended_by, steady, spread = None, False, float("nan")
+        if elapsed >= rule.min or elapsed >= rule.max:  # the spread is recorded at max too
+            rows = timeline.rows
+            steady, spread = rule.check([r["t"] for r in rows], [r["bytes"] for r in rows])
+        if steady:
+            ended_by = "steady"
+        elif elapsed >= rule.max:
             ended_by = "max"
         elif streak >= max(8, 2 * self.limit):
             ended_by = "failing"
-        elif elapsed >= rule.min:
-            rows = timeline.rows
-            steady, spread = rule.check([r["t"] for r in rows], [r["bytes"] for r in rows])
-            ended_by = "steady" if steady else None
         if ended_by is not None:
             self._end_level(ended_by, elapsed, spread)
 
