@@ -49,6 +49,7 @@ class CampaignMonitor:
     kind: str
     choices: list
     local: Any
+    cpu: Any  # DriverCpu: the driver's own CPU and its limit
     rule: Any  # LevelRule of a time-based level, or None
     level_end: dict | None
 
@@ -82,6 +83,7 @@ class CampaignMonitor:
             now = time.time()
             moved, active, ok, failed = self.totals()
             r = timeline.sample(now, moved, active, ok, failed)
+            r.update(self.cpu.sample(now))
             self.out.add("timeline", [r])
             if self.rule is not None:
                 self._judge_level(timeline, now)
@@ -129,6 +131,7 @@ class CampaignMonitor:
             "delete_failures": self.delete_failures,
             "checksum_queries_retried_after_http_500": self.checksum_retries,
             "local_source": self.local.describe() if self.local else None,
+            "local_source_staging": self.staging if self.local else None,
             "level": self.level_end,
             "attempts": len([r for r in rows if r["start_time"]]),
             "retried": sum(1 for r in rows if r["retry"]),
@@ -141,4 +144,5 @@ class CampaignMonitor:
             bytes=moved, start_time=first, finish_time=last,
             rate=moved / (last - first) if last > first else 0.0,
             finished=sum(1 for s in self.final.values() if s == "FINISHED"),
-            failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings)
+            failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings,
+            **self.cpu.total(end))
