@@ -82,6 +82,7 @@ class Campaign(LevelMixin, CampaignMonitor):
                                  "why": "forced in the shell: XrdCeph 5.5 crashes on pgread"})
         self.out = Buffered(sink)
         self.cond = threading.Condition()
+        spec.check_cycling()
         self.rule = spec.level  # time-based level (None: file-count mode)
         self.ready: deque[_Job] = deque() if self.rule else \
             deque(_Job(0.0, i) for i in range(len(self.dataset)))

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from xcbench.analysis.steady import LevelRule, parse_fraction, parse_seconds
+from xcbench.analysis.steady import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
 from xcbench.errors import XcbError
 from xcbench.sizes import parse_size
 
@@ -195,8 +195,17 @@ class CampaignSpec:
 
     # --- time-based levels ---------------------------------------------------------------
     def _check_level(self) -> None:
-        rule = self.level  # raises XcbError on bad settings
-        if rule is None:
+        """The level's own settings (field by field, as check_campaign_settings asks: a
+        ``steady`` alone is checked against the longest level). How the dataset is cycled is
+        checked when a campaign starts (check_cycling) and per matrix cell (level_problems)."""
+        if self.duration is None and self.steady is not None:
+            level_rule({"max": MAX_SECONDS}, self.steady)
+        else:
+            level_rule(self.duration, self.steady)
+
+    def check_cycling(self) -> None:
+        """A time-based level must be able to cycle its dataset (XcbError if not)."""
+        if self.level is None:
             return
         if not (self.delete_after_verify or self.overwrite):
             raise XcbError("campaign: duration: a time-based level cycles the dataset: set "

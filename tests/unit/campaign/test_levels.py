@@ -122,10 +122,14 @@ def test_defaults_and_the_minimum_is_at_least_the_window():
 
 def test_a_time_based_spec_must_be_able_to_cycle_its_dataset():
     with pytest.raises(XcbError, match="delete_after_verify"):
-        CampaignSpec(duration={"max": 10})
+        CampaignSpec(duration={"max": 10}).check_cycling()
     with pytest.raises(XcbError, match="files"):
-        CampaignSpec(duration={"max": 10}, overwrite=True, files=2, concurrency=4)
-    assert CampaignSpec(duration={"max": 10}, overwrite=True, files=4, concurrency=4).level.max == 10
+        CampaignSpec(duration={"max": 10}, overwrite=True, files=2, concurrency=4).check_cycling()
+    spec = CampaignSpec(duration={"max": 10}, overwrite=True, files=4, concurrency=4)
+    spec.check_cycling()
+    assert spec.level.max == 10
+    with pytest.raises(XcbError, match="steady.rule"):  # a steady alone is checked on its own
+        CampaignSpec(steady={"rule": "magic"})
     assert CampaignSpec().level is None  # the file-count mode stays the default
 
 
@@ -151,8 +155,11 @@ def test_bad_level_keys_in_a_matrix_name_file_cell_field(tmp_path, campaign, fie
     with pytest.raises(XcbError) as exc:
         load_matrix(path, facts=FACTS)
     msg = str(exc.value)
-    assert "\n" not in msg and msg.startswith(f"{path}: {CELL} (")
-    assert f": {field}:" in msg
+    # a field of the section is named where it is written (defaults.campaign: duration.min),
+    # a rule across fields on the cell (cell ...: campaign.delete_after_verify)
+    assert "\n" not in msg and msg.startswith(f"{path}: ")
+    assert f"{path}: defaults.campaign: {field.removeprefix('campaign.')}:" in msg or \
+        (msg.startswith(f"{path}: {CELL} (") and f": {field}:" in msg)
 
 
 def test_level_keys_merge_from_defaults_and_backend(tmp_path):
@@ -177,7 +184,7 @@ def test_cli_rejects_a_bad_duration_with_exit_2(tmp_path):
 
 
 def test_the_demo_gives_every_level_a_steady_window_of_at_least_15_s():
-    m = load_matrix(str(Path(__file__).resolve().parents[2] / "layouts" / "quick.yaml"), facts=FACTS)
+    m = load_matrix(str(Path(__file__).resolve().parents[3] / "layouts" / "quick.yaml"), facts=FACTS)
     for c in m.cells:
         rule = CampaignSpec(delete_after_verify=True, **c.campaign).level
         assert rule is not None and rule.window >= 15 and rule.min >= rule.window
