@@ -187,7 +187,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                         _num(p.ci_low)),
             "median": _rate(p.window_median), "cv": _cell(fmt_pct(p.window_cv * 100), _num(p.window_cv)),
             "run_rate": _rate(p.run_rate), "run_cv": _cell(fmt_pct(p.run_cv * 100), _num(p.run_cv)),
-            "method": p.method, "failed": _cell(fmt_num(p.failed), _num(p.failed)),
+            "method": _level_end(p), "failed": _cell(fmt_num(p.failed), _num(p.failed)),
             "verdict": _verdict_cell(v.verdict) if v is not None else "–", "_src": n})
 
     # per-transfer distributions
@@ -231,7 +231,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                                 fmt_num(ev.get("raw_per_logical")))})
         ec_rows.append({"cell": labels.get(v.cell_id, v.cell_id), "conc": _cell(str(int(v.concurrency)), v.concurrency),
                         "ec": _rate(ev.get("rate")), "rep": _rate(ev.get("rep_rate")),
-                        "rep_pool": ev.get("rep_pool", ""),
+                        "rep_pool": _replicated_size(ev.get("rep_pool")),
                         "ratio": _cell(fmt_pct((ev.get("ec_ratio") or math.nan) * 100), _num(ev.get("ec_ratio"))),
                         "rho": _cell(fmt_num(ev.get("raw_per_logical")), _num(ev.get("raw_per_logical"))),
                         "rho0": _cell(fmt_num(ev.get("raw_expected")), _num(ev.get("raw_expected"))), "_src": n})
@@ -289,6 +289,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "upgraded_from": m.get("upgraded_from"), "status_counts": status_counts,
         "summary": summary, "verdict_counts": counts, "layout_rows": layout_rows,
         "point_rows": point_rows, "dist_rows": dist_rows, "fio_rows": fio_rows, "ec_rows": ec_rows,
+        "level_rules": sorted({lv.get("text", "") for lv in rd.levels.values()} - {""}),
         "figures": figures, "timelines": timelines, "dist_uri": dist_uri, "fio_uri": fio_uri,
         "findings": rd.findings.fillna("").to_dict("records"),
         "gaps": rd.gaps.fillna("").to_dict("records"), "failed": failed,
@@ -299,6 +300,23 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "timeline_derived": rd.timeline_derived,
         "netbase": netbase.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
     }
+
+
+def _replicated_size(label: Any) -> str:
+    """'rep3' -> 'rep3 (size 3)': the EC comparison says which replicated size it used."""
+    from xcbench.ceph.protection import label_fields
+    f = label_fields(str(label)) if label else None
+    return f"{label} (size {f['size']})" if f and f.get("size") else str(label or "")
+
+
+def _level_end(p: Any) -> str:
+    """The window rule of a point and, for a time-based level, what ended it."""
+    ended = getattr(p, "ended_by", "") or ""
+    if not ended or ended == "files":
+        return p.method
+    if ended == "steady":
+        return f"{p.method}: steady at {p.steady_at:.0f} s"
+    return f"not steady ({'max duration hit' if ended == 'max' else ended})"
 
 
 def _matrix_name(matrix: Any) -> str:
@@ -328,7 +346,7 @@ COLUMNS = {
             ("hosts", "hosts", True), ("iops", "IOPS", True), ("bw", "bandwidth (GiB/s)", True),
             ("lat", "mean latency (µs)", True), ("p99", "p99 latency (µs)", True)],
     "ec": [("cell", "EC cell"), ("conc", "concurrency", True), ("ec", "EC rate (GiB/s)", True),
-           ("rep", "replicated rate (GiB/s)", True), ("rep_pool", "replicated pool"),
+           ("rep", "replicated rate (GiB/s)", True), ("rep_pool", "replicated pool (copies)"),
            ("ratio", "EC / replicated", True), ("rho", "raw/logical measured", True),
            ("rho0", "raw/logical expected", True)],
 }

@@ -222,8 +222,13 @@ class Runner:
         target = session.target
         layout = session.backend.layout_evidence(target)
         pool = fp.pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
-        self.run.set_cell_fingerprint(cell.id, layout=layout, pool=pool,
-                                      configs=fp.config_hashes(getattr(session.gateway, "config_paths", [])))
+        # hashed: what defines the measurement; the rendered configs (ports, temp paths) are
+        # recorded for tracing only
+        self.run.set_cell_fingerprint(
+            cell.id, layout=layout, pool=pool,
+            gateway=fp.gateway_inputs(target, cell.gateway, cell.origins),
+            versions=fp.versions_digest(),
+            configs=fp.config_hashes(getattr(session.gateway, "config_paths", [])))
 
     def _phase(self, cell: Cell, what: str) -> None:
         if self.view:

@@ -22,7 +22,7 @@ PROBE_KEYS = ("runtime", "iodepth", "numjobs", "size", "ramp", "ss", "ss_dur", "
               "patterns", "bs", "direct")
 GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
 CAMPAIGN_KEYS = ("client", "streams", "timeout", "retries", "retry_delay", "checksum", "overwrite",
-                 "delete_after_verify", "optimizer", "seed")
+                 "delete_after_verify", "optimizer", "seed", "duration", "steady")
 RULE_KEYS = ("backend", "pool", "stripe_unit", "stripe_count", "object_size", "size", "origins",
              "mode", "concurrency", "file_size", "files")
 
@@ -187,3 +187,12 @@ def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
 DEFAULTS: dict[str, Any] = {"origins": [1], "modes": ["push"], "concurrency": (4,), "file_size": 64 << 20,
             "files": 16, "size_dist": "fixed", "repeats": 1, "probe": {}, "gateway": {},
             "campaign": {}}
+
+
+def check_levels(errors: _Errors, cells: list) -> None:
+    """Time-based levels (campaign.duration / campaign.steady), checked per cell once the
+    defaults and the backend's settings are merged: bounds, rule, and dataset cycling."""
+    from xcbench.campaign.spec import level_problems
+    for c in cells:
+        for fieldname, why in level_problems(c.campaign, c.files, max(c.concurrency, default=1)):
+            errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)
