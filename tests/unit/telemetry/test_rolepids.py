@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -22,6 +24,10 @@ def sleeper_with(tmp_path):
     def start(*args: str) -> subprocess.Popen:
         p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *args])
         started.append(p)
+        deadline = time.monotonic() + 10  # its command line is readable once exec is done
+        while args and args[-1].encode() not in Path(f"/proc/{p.pid}/cmdline").read_bytes():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         return p
     yield start
     for p in started:
