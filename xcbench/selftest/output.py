@@ -7,6 +7,8 @@ import math
 from dataclasses import asdict
 from typing import Any
 
+from xcbench.selftest.scenarios import expected_text
+
 ROLE_ORDER = ("gateway", "mount", "client", "osd", "mds", "mon", "mgr", "probe")
 
 
@@ -46,7 +48,7 @@ def text(result: dict[str, Any]) -> str:
              "they used uncapped)", ""]
     lines.append(f"{'scenario':<12} {'cell':<11} {'c':>3}  {'expected':<34} {'attributed':<18} result")
     for c in result["checks"]:
-        exp = " or ".join(c.expected)
+        exp = expected_text(c.expected)
         lines.append(f"{c.scenario:<12} {c.cell:<11} {c.level:>3}  {exp:<34} {c.verdict:<18} "
                      f"{'ok' if c.ok else 'MISMATCH'}")
     for n in result.get("not_yet", []):
@@ -60,7 +62,7 @@ def text(result: dict[str, Any]) -> str:
     lines.append("evidence:")
     for c in result["checks"]:
         lines.append(f"- {c.scenario} / {c.cell} c={c.level}: {c.verdict}"
-                     + ("" if c.ok else f" (expected {' or '.join(c.expected)})"))
+                     + ("" if c.ok else f" (expected {expected_text(c.expected)})"))
         if c.cap:
             lines.append(f"    cap: {c.cap['role']} at {c.cap['cores']:g} cores = {c.cap['fraction']} x "
                          f"{_n(c.cap.get('uncapped_least_cores'))} used uncapped"
