@@ -128,3 +128,33 @@ def test_cores_dimension_holds_the_origin_at_its_quota():
     assert used <= bound, f"origin used {used:.3f} CPU s in {elapsed:.2f} s, quota {cores} cores"
     # and the quota was what held it (otherwise the bound above proves nothing)
     assert int(stat.get("nr_throttled", 0)) > 0, stat
+
+
+def test_a_cell_with_cores_runs_its_origins_in_quota_groups_removed_on_exit():
+    try:
+        detect()
+    except CgroupError as e:
+        pytest.skip(f"needs CPU-quota cgroups: {e}")
+    from xcbench.cell import Cell
+    from xcbench.proc import ProcessSet
+    from xcbench.session import CellSession
+    cell = Cell(id="dims-sess", label="dims", backend="tmpfs", tmpfs_size=64 << 20, origins=2,
+                cores=0.3)
+    procs = ProcessSet()
+    with xrootd_workdir("xcb-test-dims-") as wd:
+        try:
+            with CellSession(cell, cluster=None, workdir=wd, procs=procs) as s:
+                groups = []
+                for server in s.gateway.origins:
+                    line = next(ln for ln in open(f"/proc/{server.pid}/cgroup")
+                                if ln.split(":")[1] in ("cpu,cpuacct", "cpu", ""))
+                    path = line.strip().split(":", 2)[2]
+                    assert path.rsplit("/", 1)[-1].startswith("xcb-"), line
+                    groups.append(path)
+                assert len(set(groups)) == 2  # one group per origin
+                from xcbench.limits import cpu_limit
+                assert cpu_limit(s.gateway.origins[0].pid).quota_cores == pytest.approx(0.3)
+        finally:
+            procs.stop_all()
+    mount = detect().base
+    assert not any((mount / g.lstrip("/").rsplit("/", 1)[-1]).exists() for g in groups)
