@@ -20,13 +20,20 @@ from xcbench.analysis.render import GIB, fig_to_data_uri, fmt_num, new_figure
 
 CLASS_ORDER = ("small", "medium", "large")
 AXES = {"streams": ("streams",), "size_class": ("size_class", "size_scale", "file_size",
-                                                "size_dist"),
+                                                "size_dist", "files", "tmpfs_size"),
         "cores": ("origins", "cores")}
 
 
-def frame(points: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
-    """One row per measured cell: its settings of interest and best steady rate (B/s)."""
+def frame(points: pd.DataFrame, manifest: dict[str, Any],
+          campaigns: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per measured cell: its settings of interest and best steady rate (B/s); a cell
+    with no steady window (a few large files) falls back to its best whole-campaign rate."""
     best = points.groupby("cell_id")["rate"].max() if not points.empty else pd.Series(dtype=float)
+    whole = campaigns.groupby("cell_id")["rate"].max() \
+        if campaigns is not None and len(campaigns) and "rate" in campaigns else pd.Series(dtype=float)
+    rate_from = {cid: "steady" for cid in best.index}
+    for cid in whole.index.difference(best.index):
+        best[cid], rate_from[cid] = float(whole[cid]), "whole campaign"
     rows = []
     for cid, c in (manifest.get("cells") or {}).items():
         s = dict(c.get("settings") or {})
@@ -34,6 +41,7 @@ def frame(points: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
             continue
         s.pop("concurrency", None)
         rows.append({"cell_id": cid, "label": c.get("label") or cid, "rate": float(best[cid]),
+                     "rate_from": rate_from[cid],
                      "streams": s.get("streams"), "size_class": s.get("size_class"),
                      "size_scale": s.get("size_scale") or 1, "cores": s.get("cores"),
                      "origins": s.get("origins", 1), "file_size": s.get("file_size"),
@@ -81,7 +89,7 @@ def streams_plot(groups: dict[str, pd.DataFrame]) -> str | None:
         ax.set_xscale("log", base=2)
     ax.set_xticks(levels, [str(s) for s in levels])
     ax.set_xlabel("TCP streams per transfer")
-    ax.set_ylabel("best steady rate (GiB/s)")
+    ax.set_ylabel("best rate (GiB/s)")
     ax.legend(fontsize=7, frameon=False)
     return fig_to_data_uri(fig)
 
@@ -97,7 +105,7 @@ def classes_plot(groups: dict[str, pd.DataFrame]) -> str | None:
         ax.bar(g["_r"] + i * width, g["rate"] / GIB, width, label=label)
     ax.set_xticks(np.arange(len(CLASS_ORDER)) + 0.4 - width / 2, CLASS_ORDER)
     ax.set_xlabel("file-size class (Fermilab 100GE study, scaled as the table says)")
-    ax.set_ylabel("best steady rate (GiB/s)")
+    ax.set_ylabel("best rate (GiB/s)")
     ax.legend(fontsize=7, frameon=False)
     return fig_to_data_uri(fig)
 
@@ -116,7 +124,8 @@ def cores_heatmap(label: str, g: pd.DataFrame) -> str | None:
     ax.set_xlabel("cores per origin (cgroup CPU quota)")
     ax.set_ylabel("origins")
     ax.set_title(label, fontsize=9)
-    fig.colorbar(im, ax=ax, label="best steady rate (GiB/s)")
+    ax.grid(False)
+    fig.colorbar(im, ax=ax, label="best rate (GiB/s)")
     return fig_to_data_uri(fig)
 
 
@@ -131,9 +140,10 @@ def rate_per_core(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def section(points: pd.DataFrame, manifest: dict[str, Any]) -> dict[str, Any] | None:
+def section(points: pd.DataFrame, manifest: dict[str, Any],
+            campaigns: pd.DataFrame | None = None) -> dict[str, Any] | None:
     """The report's "Experiment dimensions" block, or None when the run sweeps none of them."""
-    df = frame(points, manifest)
+    df = frame(points, manifest, campaigns)
     if df.empty or df[["streams", "size_class", "cores"]].isna().all().all():
         return None
     figures, rows = [], []
@@ -141,12 +151,13 @@ def section(points: pd.DataFrame, manifest: dict[str, Any]) -> dict[str, Any] | 
     uri = streams_plot(streams)
     if uri:
         figures.append({"id": "fig-streams", "title": "Rate vs TCP streams per transfer", "uri": uri,
-                        "caption": "Best steady rate over concurrency levels of each cell; one line "
+                        "caption": "Best steady rate over concurrency levels of each cell (whole-campaign rate where no steady window was found: see the table); one line "
                         "per set of cells that differ only in streams."})
     for label, g in streams.items():
         for r in g.sort_values("streams").itertuples():
             rows.append({"dimension": "streams", "cells": label, "value": str(int(r.streams)),
-                         "rate_gib": r.rate / GIB, "files_per_s": math.nan, "cell_id": r.cell_id})
+                         "rate_gib": r.rate / GIB, "files_per_s": math.nan, "cell_id": r.cell_id,
+                         "rate_from": r.rate_from})
     classes = _groups(df, "size_class") if df["size_class"].notna().any() else {}
     uri = classes_plot(classes)
     if uri:
@@ -154,11 +165,12 @@ def section(points: pd.DataFrame, manifest: dict[str, Any]) -> dict[str, Any] | 
                         "caption": "Small files pay the per-file protocol cost (open, checksum, "
                         "close): compare files/s in the table."})
     for label, g in classes.items():
-        for r in g.itertuples():
+        rank = {c: n for n, c in enumerate(CLASS_ORDER)}
+        for r in g.assign(_r=g["size_class"].map(rank)).sort_values("_r").itertuples():
             scale = f" /{int(r.size_scale)}" if r.size_scale and r.size_scale > 1 else ""
             rows.append({"dimension": "size_class", "cells": label, "value": f"{r.size_class}{scale}",
                          "rate_gib": r.rate / GIB, "files_per_s": r.rate / float(r.file_size),
-                         "cell_id": r.cell_id})
+                         "cell_id": r.cell_id, "rate_from": r.rate_from})
     for label, g in (_groups(df, "cores") if df["cores"].notna().any() else {}).items():
         uri = cores_heatmap(label, g)
         if uri:
@@ -168,5 +180,5 @@ def section(points: pd.DataFrame, manifest: dict[str, Any]) -> dict[str, Any] | 
         for r in g.sort_values(["origins", "cores"]).itertuples():
             rows.append({"dimension": "origins x cores", "cells": label,
                          "value": f"o{int(r.origins)} x {r.cores:g}c", "rate_gib": r.rate / GIB,
-                         "files_per_s": math.nan, "cell_id": r.cell_id})
+                         "files_per_s": math.nan, "cell_id": r.cell_id, "rate_from": r.rate_from})
     return {"figures": figures, "rows": rows, "per_core": rate_per_core(df)}

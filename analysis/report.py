@@ -297,7 +297,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,
         "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if _num(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
-        "dims": dims_section(rd.points, m),  # streams, size classes, origins x cores
+        "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
     }
 
 

@@ -50,29 +50,6 @@ def test_streams_dimension_sets_the_tcp_connections_per_channel():
         assert seen[4] == 4 * seen[1], seen
 
 
-def test_streams_reach_the_destinations_root_tpc_pull():
-    """root TPC: the destination's pull (xrdcp --server) opens ``streams`` connections to the
-    source, asked through tpc.str; counted by the source's own xrd.report."""
-    with ReportListener() as listener, xrootd_workdir("xcb-test-dims-") as wd, \
-            tmpfs_gateways(wd, ("dims-tdst", "dims-tsrc"), size=256 << 20,
-                           report_addr=listener.addr) as (dst, src):
-        pid = src.origins[0].pid
-        seen = {}
-        for streams in (1, 4):
-            spec = CampaignSpec(files=3, file_size="2M", mode="tpc-root", client="xrootd",
-                                concurrency=1, streams=streams, timeout=60,
-                                checksum="none")  # the driver itself opens no channel to src
-            before = _links_total(listener, pid)
-            summary = run_campaign(spec, dest=dst, source=src, sink=lambda *a: None,
-                                   cell_id="dims")
-            assert (summary["finished"], summary["failed"]) == (3, 0)
-            seen[streams] = _links_total(listener, pid) - before
-        # each of the 3 pulls opens more connections to the source with 4 streams (measured
-        # here: 8 connections for the campaign with 1 stream, 15 with 4; the client's own
-        # rendezvous channel to the source is made once)
-        assert seen[4] - seen[1] >= spec.files, seen
-
-
 def _cpu_seconds(pid: int) -> float:
     t = psutil.Process(pid).cpu_times()
     return t.user + t.system

@@ -7,9 +7,10 @@ File.write with callbacks), and every XrdCl channel opens ``streams`` TCP connec
 is made, and the URL user carries the stream count so that a channel made with another count is
 never reused (XrdCl opens one channel per user@host). Measured here (XRootD 5.5): a channel with
 4 streams opens 4 connections to the gateway, but XrdCl sends kXR_write on the first only (268 MB
-on it, 68 bytes on each substream); reads and the destination's TPC pull use them all. For root
-TPC the count also goes to the destination (XrdCl reads ``XRD_SUBSTREAMSPERCHANNEL`` and asks
-for ``tpc.str``).
+on it, 68 bytes on each substream): for pushes the dimension changes connections, not the data
+path. For root TPC ``XRD_SUBSTREAMSPERCHANNEL`` is set too, from which XrdCl asks the destination
+for ``tpc.str`` streams in its pull; not verified here (the source's connection counts varied
+between trials more than between stream counts).
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ class XrootdClient(Client):
 
     def __init__(self) -> None:
         self._fs: dict[str, xc.FileSystem] = {}
+        self._streams = 1  # of the last transfer: checksum/stat/rm share its channels
 
     def _filesystem(self, base: str) -> xc.FileSystem:
         fs = self._fs.get(base)
@@ -107,6 +109,7 @@ class XrootdClient(Client):
     def push(self, dataset, index, dest, *, overwrite, streams, deadline, progress: Progress,
              source_path=None) -> Outcome:
         use_streams(streams)
+        self._streams = streams
         dest = with_streams(dest, streams)
         f = xc.File()
         flags = OpenFlags.DELETE if overwrite else OpenFlags.NEW
@@ -189,6 +192,7 @@ class XrootdClient(Client):
     def tpc(self, source, dest, *, overwrite, streams, deadline, progress, size=0) -> Outcome:
         left = _left(deadline)
         use_streams(streams)
+        self._streams = streams
         cp = xc.CopyProcess()
         cp.add_job(source, dest, force=overwrite, thirdparty="only", checksummode="none",
                    inittimeout=min(left, 120), tpctimeout=left)
@@ -206,19 +210,19 @@ class XrootdClient(Client):
         return Outcome(True, size, transfer_type="3rd pull")
 
     def checksum(self, url: str, deadline: float) -> str:
-        base, path = split_url(url)
+        base, path = split_url(with_streams(url, self._streams))
         st, resp = self._filesystem(base).query(QueryCode.CHECKSUM, path, timeout=_left(deadline))
         if not st.ok:
             raise status_error(st, "CHECKSUM QUERY", "DESTINATION", "TRANSFER_FINALIZATION")
         return normalise_adler32(resp.decode(errors="replace"))
 
     def size(self, url: str, deadline: float) -> int | None:
-        base, path = split_url(url)
+        base, path = split_url(with_streams(url, self._streams))
         st, info = self._filesystem(base).stat(path, timeout=_left(deadline))
         return info.size if st.ok else None
 
     def delete(self, url: str) -> bool:
-        base, path = split_url(url)
+        base, path = split_url(with_streams(url, self._streams))
         try:
             st, _ = self._filesystem(base).rm(path, timeout=30)
         except Exception:
