@@ -185,7 +185,7 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
             "repeats": len(g)})
     if "gateway_cpu_s_per_gb" in df:
         cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells)
-    add_rate_per_core(cal, run.path.name, cells, df)  # the cores sweep
+    add_rate_per_core(cal, run, cells, df)  # the cores sweep
 
 
 def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) -> None:

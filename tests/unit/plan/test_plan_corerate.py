@@ -29,9 +29,32 @@ def test_rate_per_core_of_quota_held_cells():
     assert len(notes) == 1 and "cell b" in notes[0] and "0.8 of its 2 cores" in notes[0]
 
 
+class _Run:
+    path = type("P", (), {"name": "r1"})()
+
+    def __init__(self, samples=None):
+        self.samples = samples if samples is not None else pd.DataFrame()
+
+    def table(self, name):
+        return self.samples
+
+
+def test_samples_decide_when_the_campaigns_have_no_gateway_cpu():
+    def rows(cid, pid, values):
+        return [{"cell_id": cid, "sampler": "gateway", "metric": "proc.cpu_seconds.rate",
+                 "labels": f'{{"name": "xrootd:xcb", "pid": {pid}}}', "value": v} for v in values]
+    # a: its origin at its 0.5-core quota; b: two origins, the busiest at 0.3 of 1 core
+    samples = pd.DataFrame(rows("a", 1, [0.5] * 10) + rows("b", 2, [0.3] * 10) + rows("b", 3, [0.1] * 10))
+    cal = Calibration(runs=["r1"], curve=[{"run": "r1", "cell_id": c, "concurrency": n, "rate": r}
+                                          for (c, n), r in RATES.items()])
+    add_rate_per_core(cal, _Run(samples), CELLS, None)
+    assert [r["rate_per_core"] for r in cal.rate_per_core] == [0.5e9]
+    assert any("busiest origin used 0.3 of its 1 cores" in n for n in cal.notes)
+
+
 def test_without_gateway_cpu_every_cores_cell_counts():
     cal = Calibration(runs=["r1"], curve=[{"run": "r1", "cell_id": c, "concurrency": n, "rate": r}
                                           for (c, n), r in RATES.items()])
-    add_rate_per_core(cal, "r1", CELLS, None)
+    add_rate_per_core(cal, _Run(), CELLS, None)
     assert sorted(r["rate_per_core"] for r in cal.rate_per_core) == [0.2e9, 0.5e9]
     assert cal.gateway_cpu == cal.rate_per_core
