@@ -25,6 +25,7 @@ from xcbench.analysis import netbase, plots
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.dataset import RunData, source_text
+from xcbench.analysis.dims import section as dims_section
 from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
 from xcbench.analysis.roles import role_series
 from xcbench.analysis.steady import RULE
@@ -298,6 +299,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,
         "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if _num(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
+        "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
         "netbase": netbase.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
     }
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.plan.corerate import add_rate_per_core
 from xcbench.plan.gateway import GatewayInputs, gateway_model
 from xcbench.plan.gatewaycpu import gateway_cpu_rows, pick_gateway_cpu
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec, Protection
@@ -52,6 +53,7 @@ class Calibration:
     baseline: float | None = None  # bytes/s (iperf3)
     num_osds: int | None = None
     gateway_cpu: list[dict] = field(default_factory=list)  # checksum, mode, s_per_gb, from
+    rate_per_core: list[dict] = field(default_factory=list)  # the cores sweep (plan.corerate)
     notes: list[str] = field(default_factory=list)
     notes_osds: bool = False
 
@@ -176,13 +178,14 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
         cal.curve.append({
             "run": run.path.name, "cell_id": cid, "label": info.get("label", cid),
             "backend": s.get("backend", "?"), "pool": prot.label if prot else "-",
-            "origins": int(s.get("origins") or 1),
+            "origins": int(s.get("origins") or 1), "cores": s.get("cores"),
             "mode": str(g["mode"].iloc[0] if "mode" in g else s.get("mode", "push")),
             "concurrency": int(conc), "rate": st or whole, "campaign_rate": whole,
             "rate_from": "steady window (analysis.steady)" if st else "campaign median over repeats",
             "repeats": len(g)})
     if "gateway_cpu_s_per_gb" in df:
         cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells)
+    add_rate_per_core(cal, run, cells, df)  # the cores sweep
 
 
 def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) -> None:
@@ -361,6 +364,7 @@ def gateway_inputs(cal: Calibration, g: GatewaySpec, a: Assumptions, *, carry_ov
         pts = cal.curve
         if pts:
             inp.notes.append(f"no {g.mode} campaigns measured: using the other mode's")
+    pts = [c for c in pts if not c.get("cores")] or pts  # a CPU quota is not the gateway's ceiling
     tm = [c for c in pts if c["backend"] == "tmpfs"]
     if tm:
         pts, what = tm, "tmpfs-backed gateway (gateway ceiling, no storage behind it)"
