@@ -17,7 +17,6 @@ for the gateway the iperf3 baseline serves as its theoretical when no gateway sp
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,10 +26,10 @@ from xcbench.errors import XcbError
 from xcbench.plan.corerate import add_rate_per_core
 from xcbench.plan.gateway import GatewayInputs, gateway_model
 from xcbench.plan.gatewaycpu import gateway_cpu_rows, pick_gateway_cpu
+from xcbench.plan.runfacts import _bs, _find_int, _labels, _protection
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec, Protection
 from xcbench.plan.storage import StorageInputs, storage_model
 from xcbench.plan.units import fmt_rate
-from xcbench.sizes import parse_size
 from xcbench.store import RunDir
 
 SMALL_BS, LARGE_BS = 64 << 10, 1 << 20
@@ -60,52 +59,6 @@ class Calibration:
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
         return asdict(self)
-
-
-def _protection(settings: dict | None) -> Protection | None:
-    pool = (settings or {}).get("pool")
-    if not isinstance(pool, dict) or pool.get("kind") not in ("replicated", "erasure"):
-        return None
-    if pool["kind"] == "replicated":
-        return Protection("replicated", size=int(pool.get("size") or 1))
-    return Protection("erasure", k=int(pool["k"]), m=int(pool["m"]))
-
-
-def _find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
-    """First int under any of ``keys`` anywhere in a JSON-like manifest."""
-    if isinstance(obj, dict):
-        for k in keys:
-            v = obj.get(k)
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                return v
-        for v in obj.values():
-            found = _find_int(v, keys)
-            if found:
-                return found
-    elif isinstance(obj, list):
-        for v in obj:
-            found = _find_int(v, keys)
-            if found:
-                return found
-    return None
-
-
-def _bs(v: Any) -> int | None:
-    try:
-        return parse_size(v if not isinstance(v, float) else int(v))
-    except (ValueError, TypeError):
-        return None
-
-
-def _labels(v: Any) -> dict:
-    if isinstance(v, dict):
-        return v
-    if isinstance(v, str) and v.startswith("{"):
-        try:
-            return json.loads(v)
-        except ValueError:
-            return {}
-    return {}
 
 
 def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Calibration:
