@@ -31,7 +31,8 @@ def _pair_by_label(base: RunData, contender: RunData) -> dict[str, str]:
     whose label did not, each label unique and the id in one run only: the same cell, changed
     (e.g. a gateway tunable), which the fingerprint diff then names."""
     bl, cl = base.cells["label"].to_dict(), contender.cells["label"].to_dict()
-    b_by, c_by = {}, {}
+    b_by: dict[str, list[str]] = {}
+    c_by: dict[str, list[str]] = {}
     for ids, by in ((bl, b_by), (cl, c_by)):
         for cid, label in ids.items():
             by.setdefault(label, []).append(cid)
