@@ -10,7 +10,7 @@ DEB_PACKAGES := ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common ceph-fuse python
 	python3-xrootd python3-gfal2 gfal2-plugin-xrootd gfal2-plugin-http gfal2-plugin-file gfal2-util-scripts attr iperf3 python3-venv \
 	uuid-runtime procps curl chromium python3-m2crypto fuse openssl iproute2
 
-.PHONY: setup deb venv test unit integration lint typecheck mypy-run demo selftest bench clean
+.PHONY: setup deb venv test slow unit integration lint typecheck mypy-run demo selftest bench clean
 
 setup: deb venv
 
@@ -34,8 +34,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # pytest exit 5 = no tests collected: not a failure of the suite.
+# the default suite: long scenarios (marker `slow`) have a short variant in it and run with `make slow`
 test: setup
-	$(BIN)/python -m pytest -ra tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+	$(BIN)/python -m pytest -ra -m "not slow" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+
+slow: setup
+	$(BIN)/python -m pytest -ra -m slow tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
 unit: setup
 	$(BIN)/python -m pytest -ra tests/unit
