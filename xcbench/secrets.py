@@ -35,6 +35,8 @@ _TEXT_PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
 )
 _KEEP = ("fingerprint",)  # versions and digests (of a keyring file too): no secret, kept exact
+# a mapping's "key" names something (a sysctl, a table column): only an option --key is a secret
+_MAPPING_NAMES = ("key",)
 _MIN_LEN = 4  # shorter registered values would blank out ordinary words
 
 _lock = threading.Lock()
@@ -125,6 +127,8 @@ def redact(value: Any) -> Any:
         for k, v in value.items():
             if k in _KEEP:
                 out[k] = v
+            elif str(k).lower() in _MAPPING_NAMES:
+                out[k] = redact(v)
             elif is_secret_name(k) and v not in (None, "", False):
                 out[k] = REDACTED if not isinstance(v, bool) else v
             elif str(k).lower() in ("argv", "command", "cmd", "cmdline") and \

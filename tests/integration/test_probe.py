@@ -234,13 +234,13 @@ def test_probe_command_prints_a_ral_table(ceph_cluster, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "IO rate (GiB/s)" in out and "IOPS" in out and "stripe unit" in out
-    lines = [ln for ln in out.splitlines() if "tmpfs 256M" in ln or "rep1" in ln]
+    lines = [ln for ln in out.splitlines() if "tmpfs 256M" in ln or "rep3" in ln]
     assert len(lines) == 2  # one row per storage, not per concurrency level
     rados_line = next(ln for ln in lines if "rados" in ln)
     assert "4M" in rados_line and "error" not in rados_line
     raws = sorted(p.name for p in (tmp_path / "raw").rglob("*.json"))
     assert len(raws) == 2
-    assert leftover_objects(ceph_cluster, "xcb-rep1") == []
+    assert leftover_objects(ceph_cluster, "xcb-rep3") == []
 
 
 def test_steady_state_on_a_tmpfs_dir(shm_dir, tmp_path):

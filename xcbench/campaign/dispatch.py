@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from xcbench.campaign.cancel import CancelMixin
 from xcbench.campaign.clients import (
     XRDCL_ENV,
     Outcome,
@@ -65,7 +66,7 @@ class CampaignHooks:
     after_transfer: Callable[[int, str], None] | None = None
 
 
-class Campaign(LevelMixin, CampaignMonitor):
+class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
     def __init__(self, spec: CampaignSpec, dest: Any, source: Any = None, sink=None,
                  cell_id: str = "", hooks: CampaignHooks | None = None):
         self.spec, self.cell_id, self.hooks = spec, cell_id, hooks or CampaignHooks()
@@ -314,7 +315,8 @@ class Campaign(LevelMixin, CampaignMonitor):
                 if not self.ready and not self.delayed and self.active == 0 and \
                         (not self.rule or self.level_end is not None):
                     return None
-                wait = 0.5
+                # a stop is seen within 50 ms (copies in flight get cancelled while they run)
+                wait = 0.05 if stop_event is not None else 0.5
                 if self.delayed:
                     wait = min(wait, max(self.delayed[0].not_before - now, 0.01))
                 self.cond.wait(wait)
@@ -374,39 +376,6 @@ class Campaign(LevelMixin, CampaignMonitor):
         if interrupted is not None:
             raise interrupted
         return row
-
-    def _cancel_running(self) -> None:
-        with self.cond:
-            live = list(self.live.values())
-        for _, progress, client in live:
-            progress.cancelled = True
-            try:
-                client.cancel()
-            except Exception:  # best effort: the attempt still ends at its timeout
-                pass
-
-    def _cancel_rest(self, now: float) -> None:
-        """Files never finished because the campaign stopped: a CANCELED final row each."""
-        with self.cond:
-            rest = sorted({j.seq: j.retry for j in list(self.ready) + self.delayed}.items())
-            self.ready.clear()
-            self.delayed.clear()
-        rows = []
-        for seq, retry in rest:
-            if seq in self.final:
-                continue
-            self.final[seq] = "CANCELED"
-            i = self.index(seq)
-            rows.append(transfer_row(
-                cell_id=self.cell_id, campaign_id=self.spec.campaign_id,
-                concurrency=self.spec.concurrency, repeat=self.spec.repeat,
-                transfer_id=f"{self.spec.campaign_id}-{seq:06d}-{retry}", file_index=i, retry=retry,
-                source=self.source_url(i), destination=self.dest_url(seq), mode=self.spec.mode,
-                client=self.kind, nstreams=self.spec.streams, file_size=self.dataset.size(i),
-                transferred=0, start_time=None, finish_time=now, file_state="CANCELED",
-                error_code=E.ECANCELED, error_scope="TRANSFER", error_phase="TRANSFER_PREPARATION",
-                reason="campaign stopped before this file was transferred"))
-        self.out.add("transfers", rows)
 
 
 def run_campaign(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None,
