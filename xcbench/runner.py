@@ -6,8 +6,9 @@ concurrency level (x repeats), stop telemetry, clean up — records go to the st
 At the end: verdicts, Parquet tables, the report.
 
 Faults: a failed cell is recorded with its error and the matrix goes on. The first Ctrl-C
-(or SIGTERM) lets the current record finish, stops every process the run started, flushes and
-leaves the run resumable (`--resume`); a second one stops at once (cleanup still runs).
+(SIGINT, SIGTERM or SIGHUP: xcbench.signals) lets the current record finish, stops every
+process the run started, flushes and leaves the run resumable (`--resume`); a second one stops
+at once (cleanup still runs).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from xcbench.errors import XcbError
 from xcbench.interfaces import Cluster, Gateway, Target
 from xcbench.manifest import DONE
 from xcbench.matrix import Matrix
+from xcbench.signals import Interrupted, StopFlag
 from xcbench.store import RunDir
 from xcbench.telemetry import ReportListener, TelemetryRunner
 
@@ -38,10 +38,6 @@ if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster as CephCluster
 
 __all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_create", "run_matrix"]
-
-
-class Interrupted(Exception):
-    """The user asked the run to stop (Ctrl-C / SIGTERM)."""
 
 
 @dataclass
@@ -60,33 +56,6 @@ class RunOptions:
     name: str | None = None
     telemetry: str | None = None  # devices and intervals, "host:0.5,ceph" (None: all, defaults)
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-class StopFlag:
-    """Signal handling for the run: first signal asks politely, the second interrupts."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self._old: dict[int, Any] = {}
-
-    def __enter__(self) -> StopFlag:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.event.is_set():
-            raise KeyboardInterrupt
-        self.event.set()
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-
-    def check(self) -> None:
-        if self.event.is_set():
-            raise Interrupted()
 
 
 def _copy_artifacts(session: Any, dest: Path) -> None:
@@ -300,12 +269,13 @@ def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
                          cluster=_cluster_info(cluster))
     run.register_cells(c for c in matrix.cells if c.id not in run.cells)
     status = "complete"
-    with StopFlag() as stop:
+    with StopFlag() as stop:  # the command's own flag when there is one (cli.main)
         runner = Runner(matrix, cluster, run, opts, stop, view)
         if view:
             view.begin(run, matrix)
         try:
-            runner.execute()
+            with stop.polite():
+                runner.execute()
         except (Interrupted, KeyboardInterrupt):
             status = "interrupted"
         finally:

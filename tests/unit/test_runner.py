@@ -107,29 +107,3 @@ def test_conclude_records_an_attribution_failure_as_a_warning(tmp_path, monkeypa
     m = json.loads((run.path / "manifest.json").read_text())
     assert m["status"] == "partial"  # cell b is not done
     assert m["warnings"] == ["attribution: ValueError: no data"]
-
-
-def test_stop_flag_first_signal_asks_second_interrupts_then_handlers_restored():
-    before = signal.getsignal(signal.SIGINT)
-    with StopFlag() as stop:
-        stop.check()  # nothing asked yet
-        os.kill(os.getpid(), signal.SIGINT)
-        assert stop.event.wait(5)
-        with pytest.raises(Interrupted):
-            stop.check()
-        with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGTERM)
-            threading.Event().wait(5)  # the handler raises in the main thread
-    assert signal.getsignal(signal.SIGINT) is before
-
-
-def test_stop_flag_outside_the_main_thread_installs_no_handler():
-    seen = []
-
-    def body():
-        with StopFlag() as stop:
-            seen.append(stop._old)
-    t = threading.Thread(target=body)
-    t.start()
-    t.join()
-    assert seen == [{}]
