@@ -115,5 +115,11 @@ def active() -> StopFlag | None:
     return _active
 
 
+def current() -> StopFlag:
+    """The running command's StopFlag; a caller without one (a library user, a test) gets a
+    flag of its own that no signal sets."""
+    return _active or StopFlag()
+
+
 def name(signum: int | None) -> str:
     return signal.Signals(signum).name if signum else "a signal"

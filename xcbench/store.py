@@ -26,20 +26,33 @@ form (Manifest, CellState), the schema version and the upgrade live in xcbench.m
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
 import json
+import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.manifest import CELL_STATUSES, DONE, SCHEMA_VERSION, CellState, Manifest, upgrade
+from xcbench.manifest import (
+    CELL_STATUSES,
+    DONE,
+    SCHEMA_VERSION,
+    CellState,
+    LostRows,
+    Manifest,
+    upgrade,
+)
 
-__all__ = ["CELL_STATUSES", "DONE", "SCHEMA_VERSION", "CellState", "Manifest", "RunDir",
+__all__ = ["CELL_STATUSES", "DONE", "SCHEMA_VERSION", "CellState", "LostRows", "Manifest", "RunDir",
            "list_runs", "read_jsonl", "resolve_run", "upgrade_manifest", "write_json"]
+log = logging.getLogger(__name__)
 DEFAULT_STORE = "results"  # the `--store` default; XCBENCH_STORE overrides it
 
 
@@ -59,6 +72,60 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     os.replace(tmp, path)
 
 
+RESERVE = 256 << 10  # bytes kept free for the manifest and the report once the store is full
+BALLAST = ".reserve"  # a file of RESERVE bytes made with the run, removed when the disk fills
+
+
+def _make_ballast(run: Path) -> None:
+    try:
+        fd = os.open(run / BALLAST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:
+        return
+    try:
+        os.posix_fallocate(fd, 0, RESERVE)
+    except OSError:
+        os.close(fd)
+        (run / BALLAST).unlink(missing_ok=True)  # no room even for it: nothing to keep
+        return
+    os.close(fd)
+
+
+def _release_ballast(run: Path) -> None:
+    with contextlib.suppress(OSError):
+        (run / BALLAST).unlink()
+
+
+def _open_append(path: Path) -> int:
+    """An O_APPEND fd; a torn last line (a hard kill mid-write) is ended first, so new records
+    start on a line of their own (the torn one is skipped when read)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size:
+            with open(path, "rb") as fh:
+                fh.seek(size - 1)
+                if fh.read(1) != b"\n":
+                    _write_all(fd, b"\n")
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` or none of it: a short write (disk full) is cut back off."""
+    start = os.lseek(fd, 0, os.SEEK_END)
+    view = memoryview(data)
+    try:
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        raise
+
+
 def load_json(path: str | os.PathLike) -> Any:
     try:
         return json.loads(Path(path).read_text())
@@ -74,7 +141,9 @@ class RunDir:
         self.state = manifest if isinstance(manifest, Manifest) else \
             Manifest.from_dict(manifest, self.path)
         self._lock = threading.Lock()
-        self._files: dict[str, Any] = {}
+        self._files: dict[str, int] = {}  # table -> fd opened O_APPEND
+        self._full = False  # a write met ENOSPC: append only while has_room()
+        self._lost_saved = 0.0
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -104,6 +173,7 @@ class RunDir:
              "fingerprint": fingerprint or {}, **info}, path)
         run = cls(path, manifest)
         run.save_manifest()
+        _make_ballast(path)
         return run
 
     @classmethod
@@ -125,35 +195,50 @@ class RunDir:
         self.state.status = "running"
         self.state.resumed = [*(self.state.resumed or []), time.time()]
         self.save_manifest()
+        _make_ballast(self.path)
 
     def supersede_partial(self) -> None:
         """Records of cells that did not finish move to records/superseded/: kept, not analysed.
-        A torn last line (a hard kill mid-write) is dropped."""
+        A torn line (a hard kill mid-write) is dropped, with a warning. Each table is rewritten
+        atomically (tmp + rename): a kill during the resume loses nothing either."""
         redo = {cid for cid, c in self.state.cells.items() if not c.done}
-        if not redo:
-            return
         old = self.path / "records" / "superseded"
-        old.mkdir(exist_ok=True)
-        for jl in (self.path / "records").glob("*.jsonl"):
+        for jl in sorted((self.path / "records").glob("*.jsonl")):
             keep: list[str] = []
             moved: list[str] = []
-            for line in jl.read_text().splitlines(keepends=True):
-                try:
-                    cid = json.loads(line).get("cell_id")
-                except ValueError:
-                    continue  # a torn last line from a hard kill
-                (moved if cid in redo else keep).append(line)
+            torn = 0
+            with open(jl, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    try:
+                        rec = json.loads(line)
+                        cid = rec.get("cell_id") if isinstance(rec, dict) else None
+                    except ValueError:
+                        torn += line.strip() != ""
+                        continue
+                    (moved if cid in redo else keep).append(line if line.endswith("\n") else line + "\n")
+            if torn:
+                self.warn(f"records/{jl.name}: {torn} torn line(s) dropped (a hard kill mid-write)")
+            if not moved and not torn:
+                continue
             if moved:
+                old.mkdir(exist_ok=True)
                 with open(old / jl.name, "a") as fh:
                     fh.writelines(moved)
-                jl.write_text("".join(keep))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            tmp = jl.with_suffix(".jsonl.tmp")
+            with open(tmp, "w") as fh:
+                fh.writelines(keep)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, jl)
 
     def replace_table(self, table: str, records: Iterable[dict[str, Any]]) -> None:
         """records/<table>.jsonl holds exactly ``records`` from now on."""
         with self._lock:
-            fh = self._files.pop(table, None)
-            if fh is not None:
-                fh.close()
+            fd = self._files.pop(table, None)
+            if fd is not None:
+                os.close(fd)
             (self.path / "records" / f"{table}.jsonl").unlink(missing_ok=True)
         self.append(table, records)
 
@@ -179,16 +264,49 @@ class RunDir:
             write_json(self.path / "manifest.json", self.state.to_dict())
 
     def append(self, table: str, records: Iterable[dict[str, Any]]) -> None:
-        """Append records to ``records/<table>.jsonl`` and flush them to the OS at once."""
-        lines = "".join(json.dumps(r, default=str) + "\n" for r in records)
-        if not lines:
+        """Append records to ``records/<table>.jsonl``, handed to the OS at once (a crash of
+        xcbench loses none). Writing never raises: rows that cannot be written (disk full, I/O
+        error) are counted in the manifest's ``lost_rows`` and the run goes on measuring."""
+        rows = list(records)
+        data = "".join(json.dumps(r, default=str) + "\n" for r in rows).encode()
+        if not data:
             return
         with self._lock:
-            fh = self._files.get(table)
-            if fh is None:
-                fh = self._files[table] = open(self.path / "records" / f"{table}.jsonl", "a")
-            fh.write(lines)
-            fh.flush()
+            try:
+                if self._full and not self.has_room():
+                    raise OSError(errno.ENOSPC, "no room left in the result store (kept for "
+                                  "the manifest)")
+                fd = self._files.get(table)
+                if fd is None:
+                    fd = self._files[table] = _open_append(self.path / "records" / f"{table}.jsonl")
+                _write_all(fd, data)
+                return
+            except OSError as e:
+                error = e
+        self._lost(table, len(rows), error)
+
+    def has_room(self, need: int = 0) -> bool:
+        """Free space in the store above the reserve kept for the manifest and the report."""
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize > RESERVE + need
+
+    def _lost(self, table: str, n: int, error: OSError) -> None:
+        if error.errno == errno.ENOSPC and not self._full:
+            self._full = True
+            _release_ballast(self.path)  # room for the manifest that says what was lost
+        why = f"{type(error).__name__}: [Errno {error.errno}] {error.strerror or error}"
+        first = self.state.lost(table, n, why)
+        if first:
+            log.warning("%s: rows of %s cannot be written (%s); counting them as lost",
+                        self.path, table, why)
+        now = time.monotonic()
+        if first or now - self._lost_saved > 5:  # say it on disk, without a rewrite per row
+            self._lost_saved = now
+            with contextlib.suppress(OSError):
+                self.save_manifest()
 
     def raw_path(self, *parts: str) -> Path:
         """A path under raw/ (parents created), for fio JSON, logs, rendered configs."""
@@ -232,8 +350,9 @@ class RunDir:
 
     def close(self) -> None:
         with self._lock:
-            for fh in self._files.values():
-                fh.close()
+            for fd in self._files.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             self._files.clear()
 
     def finalize(self, status: str = "complete") -> None:
@@ -241,13 +360,23 @@ class RunDir:
         Cells left pending/running are marked 'interrupted' when the run did not complete."""
         self.close()
         for jl in sorted((self.path / "records").glob("*.jsonl")):
-            read_jsonl(jl).to_parquet(self.path / f"{jl.stem}.parquet", index=False)
+            pq = self.path / f"{jl.stem}.parquet"
+            try:  # derived data: without it the JSONL is read (table()), so a full disk is no crash
+                if self._full and not self.has_room(jl.stat().st_size):
+                    raise OSError(errno.ENOSPC, "no room left in the result store")
+                read_jsonl(jl).to_parquet(pq, index=False)
+            except OSError as e:
+                pq.unlink(missing_ok=True)
+                self.warn(f"{pq.name} not written ({e}); the records stay in records/{jl.name}")
         if status != "complete":
             for cell in self.state.cells.values():
                 if cell.status in ("pending", "running"):
                     cell.status = "interrupted"
         self.state.end = _now()
         self.state.status = status
+        if self.state.lost_rows:
+            self.warn(self.state.lost_summary() or "")
+        _release_ballast(self.path)  # the run is written; a resume makes it again
         self.save_manifest()
 
     def has_table(self, name: str) -> bool:
@@ -307,8 +436,23 @@ def read_jsonl(path: str | os.PathLike):
             else:
                 cols[name] = col.to_pandas()
         return pd.DataFrame(cols)
-    with open(path) as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
+    rows, torn = [], 0
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                torn += 1  # a torn line (a hard kill mid-write): skipped, said, never a traceback
+                continue
+            if isinstance(rec, dict):
+                rows.append(rec)
+            else:
+                torn += 1
+    if torn:
+        log.warning("%s: %d torn line(s) skipped", path, torn)
+        warnings.warn(f"{path}: {torn} torn line(s) skipped (a hard kill mid-write)", stacklevel=2)
     df = pd.DataFrame.from_records(rows)
     for col in [c for c in df.columns if pd.api.types.is_object_dtype(df[c])]:
         if df[col].map(lambda v: isinstance(v, (dict, list))).any():
