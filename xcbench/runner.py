@@ -63,11 +63,14 @@ def _copy_artifacts(session: Any, dest: Path) -> None:
     gateway = getattr(session, "gateway", session)
     if gateway is None:
         return
-    dest.mkdir(parents=True, exist_ok=True)
-    for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
-        p = Path(p)
-        if p.is_file() and "keyring" not in p.name:
-            shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
+            p = Path(p)
+            if p.is_file() and "keyring" not in p.name:
+                shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
+    except OSError:  # a full result store: the copies are lost, not the cell's measurements
+        pass
 
 
 class Runner:
@@ -133,7 +136,8 @@ class Runner:
             status, error = "failed", str(e)
         except Exception as e:  # a bug or an unexpected fault: record it, go on with the matrix
             status, error = "failed", f"{type(e).__name__}: {e}"
-            (self.run.raw_path("errors", f"{cell.id}.txt")).write_text(traceback.format_exc())
+            with contextlib.suppress(OSError):  # a full result store must not end the run
+                (self.run.raw_path("errors", f"{cell.id}.txt")).write_text(traceback.format_exc())
         self.run.set_cell(cell.id, status=status, error=error, finished=time.time(),
                           seconds=round(time.time() - t0, 1))
         if self.view:
@@ -160,6 +164,7 @@ class Runner:
         self._fingerprint(cell, session)
         devices = self._telemetry(cell, target, gateway, listener)
         if devices is not None:
+            stack.callback(self._count_lost, devices.lost)  # after the device stopped
             stack.enter_context(devices)
         self.stop.check()
         if self.opts.probes:
@@ -182,6 +187,13 @@ class Runner:
             return "degraded", (f"{failed} of {total} transfers failed after their retries "
                                 "(see the transfers table: reason, error_scope, error_phase)")
         return "complete", None
+
+    def _count_lost(self, lost: dict[str, dict]) -> None:
+        """Rows a sink refused upstream of the store (the store counts its own): the manifest."""
+        for table, v in lost.items():
+            self.run.state.lost(table, int(v["rows"]), str(v["error"]))
+        if lost:
+            self.run.save_manifest()
 
     def _fingerprint(self, cell: Cell, session: Any) -> None:
         from xcbench import fingerprint as fp
@@ -309,7 +321,10 @@ def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
     except Exception as e:
         run.warn(f"attribution: {type(e).__name__}: {e}")
     run.finalize(status)
-    if opts.report:
+    if opts.report and not run.has_room():
+        run.warn("report: not rendered, the result store is full "
+                 "(render it later with `xcbench report` once there is room)")
+    elif opts.report:
         try:
             from xcbench.analysis.report import render_report
             path = render_report([run.path], fmt=opts.report_format)

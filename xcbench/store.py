@@ -68,8 +68,12 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     """Atomic JSON write (tmp + rename)."""
     path = Path(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk: the old file stays whole
+        raise
 
 
 RESERVE = 256 << 10  # bytes kept free for the manifest and the report once the store is full
@@ -260,8 +264,18 @@ class RunDir:
         return self.state.status
 
     def save_manifest(self) -> None:
+        """Write manifest.json. On a full disk the old one stays whole and the state is kept
+        in memory: the next save writes it (the ballast gives it room once the disk fills)."""
         with self._lock:
-            write_json(self.path / "manifest.json", self.state.to_dict())
+            try:
+                write_json(self.path / "manifest.json", self.state.to_dict())
+            except OSError as e:
+                if e.errno == errno.ENOSPC and not self._full:
+                    self._full = True
+                    _release_ballast(self.path)
+                    write_json(self.path / "manifest.json", self.state.to_dict())
+                else:
+                    log.warning("%s: manifest not saved (%s); kept in memory", self.path, e)
 
     def append(self, table: str, records: Iterable[dict[str, Any]]) -> None:
         """Append records to ``records/<table>.jsonl``, handed to the OS at once (a crash of

@@ -4,16 +4,11 @@ JSONL line is dropped, verdicts of cells attributed again are replaced, the stop
 from __future__ import annotations
 
 import json
-import os
-import signal
-import threading
-
-import pytest
 
 from tests.unit.synthrun import SynthCell
 from xcbench.analysis import attribution
 from xcbench.matrix import Matrix
-from xcbench.runner import Interrupted, Runner, RunOptions, StopFlag, _conclude, open_or_create
+from xcbench.runner import Runner, RunOptions, StopFlag, _conclude, open_or_create
 from xcbench.store import RunDir
 
 
