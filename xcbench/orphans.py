@@ -52,11 +52,21 @@ def identity(pid: int) -> dict[str, Any] | None:
         return None
 
 
+def _same_command(then: list[str], now: list[str]) -> bool:
+    """The recorded argv, or what it exec'd: a shim (xcbench.sdlisten ... -- xrootd ...)
+    becomes the tail of its argv with the same pid and start time."""
+    def norm(argv: list[str]) -> list[str]:
+        return [os.path.basename(argv[0]), *argv[1:]] if argv else []
+    then, now = norm(list(then or [])), norm(list(now or []))
+    return bool(now) and (now == then or (len(now) < len(then) and then[-len(now):] == now))
+
+
 def same_process(rec: dict[str, Any]) -> bool:
-    """Is the process recorded in ``rec`` still the one running under its pid?"""
+    """Is the process recorded in ``rec`` still the one running under its pid? pid, start
+    time and command line must all match: a recycled pid is never taken for it."""
     now = identity(int(rec.get("pid") or 0)) if rec.get("pid") else None
     return (now is not None and abs(now["start"] - float(rec.get("start") or 0)) < 0.05
-            and now["cmdline"] == rec.get("cmdline"))
+            and _same_command(rec.get("cmdline") or [], now["cmdline"]))
 
 
 class Recorder:

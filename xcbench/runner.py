@@ -152,7 +152,7 @@ class Runner:
         session = CellSession(cell, cluster=self.cluster, workdir=workdir, procs=self.procs,
                               name=f"gw-{cell.id}", report_addr=listener.addr if listener else None)
         # after the session's exit (gateway stopped: its logs are final)
-        stack.callback(_copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
+        stack.callback(self._copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
         self._phase(cell, "prepare, gateway")
         stack.enter_context(session)
         backend, target, gateway = session.backend, session.target, session.gateway
@@ -187,6 +187,10 @@ class Runner:
             return "degraded", (f"{failed} of {total} transfers failed after their retries "
                                 "(see the transfers table: reason, error_scope, error_phase)")
         return "complete", None
+
+    def _copy_artifacts(self, session: Any, dest: Path) -> None:
+        if self.run.has_room():  # a full store keeps its reserve for the manifest
+            _copy_artifacts(session, dest)
 
     def _count_lost(self, lost: dict[str, dict]) -> None:
         """Rows a sink refused upstream of the store (the store counts its own): the manifest."""
