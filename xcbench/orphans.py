@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import threading
 import time
@@ -44,12 +45,18 @@ def identity(pid: int) -> dict[str, Any] | None:
     import psutil
     try:
         p = psutil.Process(pid)
-        with p.oneshot():
-            if p.status() == psutil.STATUS_ZOMBIE:
-                return None
-            return {"pid": pid, "start": p.create_time(), "cmdline": p.cmdline()}
+        for _ in range(100):
+            with p.oneshot():
+                if p.status() == psutil.STATUS_ZOMBIE:
+                    return None
+                argv = p.cmdline()
+                if argv:
+                    return {"pid": pid, "start": p.create_time(), "cmdline": argv}
+            # just after Popen returns, exec may not have set up the new argv yet
+            time.sleep(0.005)
     except (psutil.Error, OSError):
-        return None
+        pass
+    return None
 
 
 def _same_command(then: list[str], now: list[str]) -> bool:
@@ -78,6 +85,7 @@ class Recorder:
         self.owner = identity(os.getpid()) or {"pid": os.getpid()}
         self.procs: dict[int, dict[str, Any]] = {}
         self.mounts: dict[str, dict[str, Any]] = {}
+        self.dirs: list[str] = []
         self._lock = threading.Lock()
 
     def add(self, pid: int, name: str, args: list[str]) -> None:
@@ -98,6 +106,12 @@ class Recorder:
     def add_mount(self, path: str, fstype: str) -> None:
         with self._lock:
             self.mounts[str(path)] = {"path": str(path), "fstype": fstype, "at": time.time()}
+            self._save()
+
+    def add_dir(self, path: str) -> None:
+        """A scratch dir the command made: removed after the reap (never across a mount)."""
+        with self._lock:
+            self.dirs.append(str(path))
             self._save()
 
     def drop_mount(self, path: str) -> None:
@@ -122,6 +136,7 @@ class Recorder:
         with self._lock:
             self.procs.clear()
             self.mounts.clear()
+            self.dirs.clear()
             self._save()
 
     def prune(self) -> None:
@@ -129,17 +144,19 @@ class Recorder:
         with self._lock:
             self.procs = {pid: p for pid, p in self.procs.items() if same_process(p)}
             self.mounts = {k: m for k, m in self.mounts.items() if _mounted(k)}
+            self.dirs = [d for d in self.dirs if os.path.isdir(d)]
             self._save()
 
     def _save(self) -> None:
-        if not self.procs and not self.mounts:
+        if not self.procs and not self.mounts and not self.dirs:
             self.path.unlink(missing_ok=True)
             return
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(".tmp")
             tmp.write_text(json.dumps({"owner": self.owner, "procs": list(self.procs.values()),
-                                       "mounts": list(self.mounts.values())}, indent=1))
+                                       "mounts": list(self.mounts.values()), "dirs": self.dirs},
+                                      indent=1))
             os.replace(tmp, self.path)
         except OSError:
             pass  # a read-only or full state dir must not stop the command
@@ -217,6 +234,8 @@ def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
         for m in reversed(rec.get("mounts") or []):
             if _unmount(m):
                 mounts.append(m["path"])
+        for d in rec.get("dirs") or []:
+            remove_dir(d)
         owners.append(str(owner.get("pid")))
         f.unlink(missing_ok=True)
     if not names and not mounts:
@@ -242,6 +261,22 @@ def _stop(procs: list[dict[str, Any]], grace: float) -> None:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(same_process(p) for p in procs):
         time.sleep(0.05)
+
+
+def note_dir(path: str | os.PathLike) -> None:
+    """Record a scratch dir of the running command (no-op when recording is off)."""
+    if _recorder is not None:
+        _recorder.add_dir(os.path.abspath(path))
+
+
+def remove_dir(path: str | os.PathLike) -> bool:
+    """Remove a scratch dir xcbench made, unless something is mounted at or below it (a
+    delete never crosses a mount point: the mount stays, and so does the dir)."""
+    real = Path(os.path.realpath(path))
+    if not real.is_dir() or any(m == real or m.is_relative_to(real) for m, _ in mount_table()):
+        return False
+    shutil.rmtree(real, ignore_errors=True)
+    return not real.exists()
 
 
 def _mounted(path: str) -> bool:

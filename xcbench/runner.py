@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from xcbench import proc, telemetry
+from xcbench import orphans, proc, telemetry
 from xcbench.analysis.attribution import write_verdicts
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
@@ -83,6 +83,7 @@ class Runner:
         self.procs = proc.ProcessSet()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"xcbench-{run.path.name}-", dir="/var/tmp"))
         os.chmod(self.scratch, 0o755)  # xrootd runs as its own user and must traverse it
+        orphans.note_dir(self.scratch)  # after a kill -9, the next command removes it
         self._source: Any = None  # tmpfs source gateway for TPC modes, started on first need
         self._source_stack = contextlib.ExitStack()
 

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,7 @@ def test_kill9_of_the_run_then_orphans_reaped_then_resume(ceph_cluster):
         assert all(ln in kept for ln in before if ln.endswith("\n"))  # kept or superseded, not lost
         check_complete(out / name, files=200)
         s.assert_clean("after the resume reaped the orphans")
+        assert not list(Path("/var/tmp").glob(f"xcbench-{name}-*"))  # the killed run's scratch too
 
 
 def _fill(path) -> int:

@@ -81,10 +81,13 @@ def _spec(args):
 
 
 def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
+    from xcbench import orphans
     from xcbench.cell import Cell
     from xcbench.session import CellSession
     workdir = Path(tempfile.mkdtemp(prefix=f"xcb-campaign-{name}-"))
     workdir.chmod(0o755)  # the backend hands a dir under it to the xrootd user
+    orphans.note_dir(workdir)
+    stack.callback(orphans.remove_dir, workdir)  # after the session's exit (never across a mount)
     cell = Cell(id=name, label=name, backend="tmpfs", tmpfs_size=size)
     return stack.enter_context(CellSession(cell, cluster=None, workdir=workdir, procs=procs,
                                            name=name)).gateway

@@ -80,6 +80,8 @@ def run(args) -> int:
     all_rows: list[dict] = []
     workdir = Path(tempfile.mkdtemp(prefix="xcb-probe-"))
     workdir.chmod(0o755)  # backends hand dirs under it to the xrootd user
+    from xcbench import orphans
+    orphans.note_dir(workdir)  # after a kill -9, the next command removes it
     procs = ProcessSet()
     interrupted = None
     try:
