@@ -288,8 +288,8 @@ class RunDir:
         with self._lock:
             try:
                 if self._full and not self.has_room():
-                    raise OSError(errno.ENOSPC, "no room left in the result store (kept for "
-                                  "the manifest)")
+                    raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (its last "
+                                  f"{RESERVE >> 10} KiB are kept for the manifest)")
                 fd = self._files.get(table)
                 if fd is None:
                     fd = self._files[table] = _open_append(self.path / "records" / f"{table}.jsonl")
@@ -377,7 +377,7 @@ class RunDir:
             pq = self.path / f"{jl.stem}.parquet"
             try:  # derived data: without it the JSONL is read (table()), so a full disk is no crash
                 if self._full and not self.has_room(jl.stat().st_size):
-                    raise OSError(errno.ENOSPC, "no room left in the result store")
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 read_jsonl(jl).to_parquet(pq, index=False)
             except OSError as e:
                 pq.unlink(missing_ok=True)

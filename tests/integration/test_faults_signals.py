@@ -155,3 +155,29 @@ def test_fts_campaign_streams_records_and_cancels_its_job_on_a_signal():
         assert "CANCELED" in states and states <= {"FINISHED", "CANCELED"}
         assert json.loads((out / "f" / "manifest.json").read_text())["status"] == "interrupted"
         s.assert_clean("after SIGTERM to an --fts campaign")
+
+
+GATEWAY_MATRIX = """
+name: fault-gateway
+backends:
+  tmpfs: {size: 40M}
+"""
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+def test_gateway_up_stopped_while_starting(sig):
+    """`gateway up --wait` signalled once its xrootd is spawned: the gateway and its tmpfs go."""
+    with scene("xcb-fault-gw-") as s:
+        m = s.root / "m.yaml"
+        m.write_text(GATEWAY_MATRIX)
+        from xcbench.matrix import load_matrix
+        cid = load_matrix(m).cells[0].id
+        cli = s.start("gateway", "up", "--matrix", str(m), "--cell", cid,
+                      "--workdir", str(s.tmp / "gw"), "--wait")
+        cli.wait_for(lambda: any("xrootd" in c for c in s.processes().values()), "xrootd spawned")
+        cli.p.send_signal(sig)
+        rc = cli.finish()
+        assert rc in (0, 130), cli.stderr  # 0: it was already up, and `down` ran
+        assert "Traceback" not in cli.stderr
+        assert not (s.tmp / "gw" / "gateway.json").exists()
+        s.assert_clean(f"after {signal.Signals(sig).name}")
