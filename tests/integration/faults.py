@@ -64,12 +64,15 @@ class Scene:
     def mounts(self) -> list[str]:
         return sorted(str(m) for m, _ in mount_table() if any(t in str(m) for t in self.tokens))
 
-    def assert_clean(self, what: str = "") -> None:
+    def assert_clean(self, what: str = "", keep: tuple[str, ...] = ()) -> None:
+        """No process, mount (but the test's own ``keep``) or process record left."""
+        def mounts() -> list[str]:
+            return [m for m in self.mounts() if m not in keep]
         deadline = time.monotonic() + 10  # a process reaped by init a moment after its parent
-        while (self.processes() or self.mounts()) and time.monotonic() < deadline:
+        while (self.processes() or mounts()) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert self.processes() == {}, f"processes left behind {what}"
-        assert self.mounts() == [], f"mounts left behind {what}"
+        assert mounts() == [], f"mounts left behind {what}"
         records = list((self.home / "procs").glob("*.json")) if (self.home / "procs").exists() else []
         assert records == [], f"process records left {what}: {[r.read_text()[:300] for r in records]}"
 

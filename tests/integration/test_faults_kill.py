@@ -43,7 +43,7 @@ def test_kill9_of_the_run_then_orphans_reaped_then_resume(ceph_cluster):
         assert "Traceback" not in cp.stderr
         kept = lines(records / "transfers.jsonl") + lines(records / "superseded" / "transfers.jsonl")
         assert all(ln in kept for ln in before if ln.endswith("\n"))  # kept or superseded, not lost
-        check_complete(out / name, files=200)
+        check_complete(out / name, files=100)
         s.assert_clean("after the resume reaped the orphans")
         assert not list(Path("/var/tmp").glob(f"xcbench-{name}-*"))  # the killed run's scratch too
 
@@ -62,7 +62,7 @@ def _fill(path) -> int:
 
 def test_a_result_store_that_fills_up_mid_run(ceph_cluster):
     with scene("xcb-fault-full-") as s:
-        m, name = run_matrix(s, files=120)
+        m, name = run_matrix(s, files=60, sizes="72M")
         store = s.root / "store"
         store.mkdir()
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M", "xcb-fault-full", str(store)],
@@ -84,7 +84,7 @@ def test_a_result_store_that_fills_up_mid_run(ceph_cluster):
             assert all("No space left on device" in v["error"] for v in lost.values())
             assert "records lost" in cli.stderr  # said to the user too, not only in a file
             assert {c["status"] for c in man["cells"].values()} <= {"complete", "degraded"}
-            s.assert_clean("after a full result store")
+            s.assert_clean("after a full result store", keep=(str(store),))
         finally:
             subprocess.run(["umount", "-l", str(store)], check=False)
             os.rmdir(store)

@@ -87,7 +87,7 @@ backends:
 """
 
 
-def run_matrix(s, files: int = 200, sizes: str = "72M, 88M"):
+def run_matrix(s, files: int = 100, sizes: str = "72M, 88M"):
     m = s.root / "m.yaml"
     m.write_text(RUN_MATRIX.format(files=files, sizes=sizes))
     name = f"r{s.mark}"
@@ -129,7 +129,7 @@ def test_run_stops_on_a_signal_and_resumes(ceph_cluster, sig):
 
         cp = s.run("run", "--resume", str(out / name), *common)
         assert cp.returncode == 0, cp.stderr
-        check_complete(out / name, files=200)
+        check_complete(out / name, files=100)
         s.assert_clean("after --resume")
 
 
