@@ -13,33 +13,50 @@ Figures (all from the same run unless other runs are passed as references):
   E      R / R_rep: the same layout on the replicated pool, same level (EC cells)
   rho    measured raw/logical bytes of the pool over the cell (positive increments of
          pool.bytes_used / pool.stored), quoted against the expected (k+m)/k or size
+  roles  per role (client = the xcbench driver, gateway = xrootd+cmsd, mount = ceph-fuse, osd,
+         mds, probe = fio): cores busy, its CPU limit (cgroup quota, cpuset or host cores; an
+         unreadable limit is *unknown*, never the host) and the limit's source (analysis.roles)
 
 Utilisations: u_net = R/N, u_iops = ops/I, u_gw = max(R/G, cpu), u_bw = R/F. A layer is
-*at its limit* when its utilisation is >= NEAR (0.85). Rules, first match wins:
+*at its limit* when its utilisation is >= NEAR (0.85); a role is *saturated* when its cores
+busy are >= NEAR of its own CPU limit, or its CFS quota group was throttled in >= half of the
+periods it ran (a busy host can keep a capped role's average below NEAR of its quota). Rules,
+first match wins:
 
   1. network            u_net >= NEAR
-  2. storage-iops       u_iops >= NEAR
-  3. gateway            u_gw >= NEAR and u_gw >= u_bw (the nearer ceiling is the gateway's);
-                        R/G counts only when the tmpfs cell itself stopped scaling (its best
-                        higher level is < 1.25 x G): matching an unsaturated tmpfs rate only
-                        says both are limited by the concurrency, see rule 6
+  2. role-limit         the saturated role with the highest cores/limit decides: gateway or
+                        ceph-fuse -> gateway (tmpfs cells too); client -> client ("client
+                        (xcbench driver)", its CPU, and the advice: more client hosts, or FTS);
+                        OSDs or MDS -> storage-iops or storage-bandwidth (the higher of the
+                        probe utilisations; without probes, client ops < 1 MiB -> IOPS)
+  3. storage-iops       u_iops >= NEAR
   4. ec-overhead        EC cell, replicated twin measured, E <= NEAR (EC costs >= 15 %),
                         and the gateway is not at its limit
-  5. storage-bandwidth  u_bw >= NEAR
-  6. client             the client left transfer slots idle while files were queued in
+  5. host-cpu           role telemetry present, host CPU busy >= NEAR of its cores and no role at
+                        its own limit: the roles share one host and its CPU runs out; the reason
+                        names each role's share of the busy cores (separate them)
+  6. gateway            u_gw >= NEAR and u_gw >= u_bw (the nearer ceiling is the gateway's);
+                        R/G counts only when the tmpfs cell itself stopped scaling (its best
+                        higher level is < 1.25 x G): matching an unsaturated tmpfs rate only
+                        says both are limited by the concurrency, see rule 8; nor when the
+                        tmpfs cell's gateway ran under another CPU limit than this cell's
+  7. storage-bandwidth  u_bw >= NEAR
+  8. client             the client left transfer slots idle while files were queued in
                         >= 25 % of the buckets (steady.starved_frac), or the tmpfs twin did,
                         or the same cell ran >= 1.25x faster at a higher concurrency level
                         (more transfers in flight would go faster: FTS's concurrency is the knob)
   A storage probe the chain beats by more than 15 % (u > OVER) is no ceiling of the chain's
   path (e.g. a direct-I/O fio probe vs the gateway's buffered writes through ceph-fuse): it is
-  left out of rules 2, 3 and 5 and the reason of the verdict says so.
+  left out of rules 3, 6 and 7 and the reason of the verdict says so.
 
-  7. inconclusive       nothing within 15 % of a ceiling, or no ceiling measured; the reason
+  9. inconclusive       nothing within 15 % of a ceiling, or no ceiling measured; the reason
                         says which ceilings were not measured and how busy the host CPU was
                         (client, gateway and OSDs share it on a one-box test).
 
 Each verdict row: cell_id, concurrency, verdict, reason (one sentence quoting the figures),
-evidence (JSON: every figure, the utilisations, the thresholds and the source of each figure).
+evidence (JSON: every figure, the utilisations, the thresholds, each role's cpu/limit/source
+under "roles" ({} and "roles_note" for runs without role telemetry) and the source of each
+figure). Rules 2 and 5 need role telemetry; older runs get rules 1, 3, 4 and 6-9 as before.
 """
 
 from __future__ import annotations
@@ -50,12 +67,13 @@ from typing import Any
 
 import numpy as np
 
+from xcbench.analysis import roles as _roles
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.render import fmt_num
 from xcbench.store import RunDir
 
 VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "network",
-            "inconclusive")
+            "host-cpu", "inconclusive")
 NEAR = 0.85
 OVER = 1.15  # the chain beats a storage probe by more than this: the probe is not its ceiling
 STARVED = 0.25
@@ -122,6 +140,11 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                                 "query": s.query(cid, "gateway_cores", None, win),
                                 "agg": "sum per wall, then mean"}
     ev["host_busy"] = s.window_mean(cid, "host_busy", win)
+    ev["roles"] = _roles.role_usage(s, cid, win, NEAR)
+    if ev["roles"]:
+        src["roles"] = _roles.source_note(rd.run_id, cid, win)
+    else:
+        ev["roles_note"] = "no role telemetry in this run (role_cpu_cores)"
     ev["network_bps"], src["network"] = rd.network
     if cell["backend"] != "tmpfs":
         tw = _twin_gateway(cell, conc, [rd, *others])
@@ -131,6 +154,9 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
             ev.update(gateway_ceiling=tp["rate"], gateway_cell=t["cell_id"], gateway_run=trd.run_id,
                       gateway_starved=tp["starved_frac"],
                       gateway_growth=max(higher) / tp["rate"] if higher and tp["rate"] else math.nan)
+            tgw = _roles.role_usage(trd.samples, t["cell_id"], tp["windows"], NEAR).get("gateway")
+            if tgw:
+                ev.update(gateway_twin_limit=tgw["limit"], gateway_twin_limit_source=tgw["source"])
             src["gateway_ceiling"] = tp["source"]
         pc = rd.probe_ceilings
         if cid in pc.index:
@@ -177,6 +203,12 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
         u["storage-iops"] = ev["pool_write_ops"] / ev["fio_iops"]
     # the tmpfs rate is a gateway *ceiling* only if it stopped growing with concurrency
     ceiling = ev.get("gateway_ceiling") if not (ev.get("gateway_growth", 0) >= SCALING) else None
+    own = (ev.get("roles") or {}).get("gateway", {}).get("limit")
+    twin = ev.get("gateway_twin_limit")
+    if _ok(own) and _ok(twin) and abs(own - twin) > 0.01 * max(own, twin):
+        ceiling = None  # the tmpfs gateway ran under another CPU limit: not this gateway's ceiling
+        ev["gateway_ceiling_note"] = (f"tmpfs gateway limit {fmt_num(twin)} cores "
+                                      f"({ev.get('gateway_twin_limit_source')}) vs {fmt_num(own)} here")
     gw = [x for x in (r / ceiling if _ok(ceiling) and ceiling > 0 else None, ev.get("cpu")) if _ok(x)]
     if gw:
         u["gateway"] = max(gw)
@@ -203,12 +235,25 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
         return "network", (f"The chain moves {gib(r)} ({fmt_num(r * 8 / 1e9)} Gb/s) {at}, "
                            f"{pct(u['network'])} of the iperf3 baseline "
                            f"({fmt_num(ev['network_bps'] * 8 / 1e9)} Gb/s).")
+    limited = _roles.at_limit_verdict(ev, at, gib(r))
+    if limited:
+        return limited
     if u.get("storage-iops", 0) >= NEAR:
         return "storage-iops", (f"The pool {ev['pool']} sustains {fmt_num(ev['pool_write_ops'])} "
                                 f"write op/s {at}, {pct(u['storage-iops'])} of the "
                                 f"{fmt_num(ev['fio_iops'])} IOPS fio measured ({ev['fio_iops_job']}), "
                                 f"while the chain moves only {gib(r)}.")
     ugw, ubw = u.get("gateway", 0), u.get("storage-bandwidth", 0)
+    if _ok(ev.get("ec_ratio")) and ev["ec_ratio"] <= NEAR and ugw < NEAR:
+        rho = (f"; measured raw/logical {fmt_num(ev['raw_per_logical'])} "
+               f"(expected {fmt_num(ev['raw_expected'])})") if _ok(ev.get("raw_per_logical")) else ""
+        tail = f"; {host_txt}" if host_txt and ev.get("roles") else ""
+        return "ec-overhead", (f"On the EC pool the chain moves {gib(r)} {at}, "
+                               f"{pct(ev['ec_ratio'])} of the same layout on {ev['rep_pool']} "
+                               f"({gib(ev['rep_rate'])}){rho}{tail}.")
+    host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR)
+    if host:
+        return host
     if ugw >= NEAR and ugw >= ubw:
         parts = []
         if _ok(ev.get("gateway_ceiling")):
@@ -219,13 +264,6 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
         if _ok(ev.get("fio_bw")):
             parts.append(f"fio allows {gib(ev['fio_bw'])}")
         return "gateway", f"The chain moves {gib(r)} {at}: " + "; ".join(parts) + "."
-    gw_free = ugw < NEAR
-    if _ok(ev.get("ec_ratio")) and ev["ec_ratio"] <= NEAR and gw_free:
-        rho = (f"; measured raw/logical {fmt_num(ev['raw_per_logical'])} "
-               f"(expected {fmt_num(ev['raw_expected'])})") if _ok(ev.get("raw_per_logical")) else ""
-        return "ec-overhead", (f"On the EC pool the chain moves {gib(r)} {at}, "
-                               f"{pct(ev['ec_ratio'])} of the same layout on {ev['rep_pool']} "
-                               f"({gib(ev['rep_rate'])}){rho}.")
     if ubw >= NEAR:
         g = (f", while the tmpfs gateway does {gib(ev['gateway_ceiling'])}"
              if _ok(ev.get("gateway_ceiling")) else "")
@@ -258,7 +296,11 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
     if beaten:
         why += "; the chain beats " + ", ".join(f"{names[k]} ({pct(v)})" for k, v in beaten.items()) \
             + ", so that probe is no ceiling of this path (direct I/O vs the gateway's buffered writes?)"
+    if ev.get("gateway_ceiling_note"):
+        why += f"; the tmpfs cell is no gateway ceiling here ({ev['gateway_ceiling_note']})"
     tail = f"; {host_txt}" if host_txt else ""
+    if ev.get("roles") and _roles.summary(ev["roles"]):
+        tail += f"; role CPU/limit in cores: {_roles.summary(ev['roles'])}"
     return "inconclusive", f"The chain moves {gib(r)} {at}, {why}{tail}."
 
 

@@ -63,15 +63,18 @@ def throughput_vs_concurrency(points: pd.DataFrame, cells: pd.DataFrame) -> str 
 
 
 def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[str, pd.DataFrame],
-                  title: str, cores: float = math.nan) -> str | None:
+                  title: str, cores: float = math.nan, roles: dict | None = None) -> str | None:
     """Rate over the cell's campaigns with each steady window shaded; telemetry underneath.
-    ``telemetry``: {"gateway cores": df(wall, value), "host busy": ..., "pool write op/s": ...}."""
+    ``telemetry``: {"gateway cores": df(wall, value), "host busy": ..., "pool write op/s": ...}.
+    ``roles``: {role: (cpu df, limit df)} (analysis.roles.role_series): each role's CPU against
+    its limit (dashed, same colour; an unknown limit is drawn as none and says so)."""
     if timeline.empty:
         return None
     t0 = float(timeline["wall"].min())
     panels = [k for k, v in telemetry.items() if v is not None and not v.empty]
+    roles = {r: v for r, v in (roles or {}).items() if v[0] is not None and not v[0].empty}
     ratios = [2.2] + [1.0] * (1 if any(k != "pool write op/s" for k in panels) else 0) + \
-        [1.0] * ("pool write op/s" in panels)
+        [1.2] * bool(roles) + [1.0] * ("pool write op/s" in panels)
     fig, axes = new_figure(9.5, 2.2 + 1.3 * (len(ratios) - 1), nrows=len(ratios), sharex=True,
                            squeeze=False, gridspec_kw={"height_ratios": ratios})
     axes = axes[:, 0]
@@ -108,6 +111,9 @@ def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[
         a.set_ylim(bottom=0)
         a.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
         i += 1
+    if roles:
+        _role_panel(axes[i], roles, t0)
+        i += 1
     if "pool write op/s" in panels:
         a = axes[i]
         df = telemetry["pool write op/s"]
@@ -117,6 +123,32 @@ def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[
         a.set_ylim(bottom=0)
     axes[-1].set_xlabel("time since the cell's first campaign (s)")
     return fig_to_data_uri(fig, dpi=90)
+
+
+def _role_panel(a, roles: dict, t0: float) -> None:
+    """Each role's CPU (solid) and its CPU limit (dashed, same colour) in cores; the y range
+    ends above the busiest role and the tightest limit (higher limits are in the legend)."""
+    top, tight = 0.0, math.inf
+    for (role, (cpu, lim)), c in zip(roles.items(), _palette(len(roles)), strict=False):
+        x, y = _thin(cpu["wall"].to_numpy(dtype=float) - t0, cpu["value"].to_numpy(dtype=float))
+        label = role
+        if lim is not None and not lim.empty:
+            v = lim["value"].to_numpy(dtype=float)
+            if np.isfinite(v).any():
+                tight = min(tight, float(np.nanmin(v)))
+                lx, ly = _thin(lim["wall"].to_numpy(dtype=float) - t0, v)
+                a.step(lx, ly, where="post", color=c, ls="--", lw=1)
+                src = str((lim["labels"].iloc[-1] or {}).get("source", ""))
+                label += f" (limit {np.nanmax(v):g}: {src.split(' at ')[0][:40]})"
+            else:
+                label += " (limit unknown)"
+        a.plot(x, y, color=c, lw=1, label=label)
+        if np.isfinite(y).any():
+            top = max(top, float(np.nanmax(y)))
+    a.set_ylabel("role CPU (cores)")
+    a.set_ylim(0, max(top * 1.3, (tight * 1.15) if math.isfinite(tight) else 0, 0.1))
+    a.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+             title="solid: busy, dashed: limit", title_fontsize=6)
 
 
 def transfer_distributions(q: pd.DataFrame, labels: dict[str, str]) -> str | None:

@@ -26,6 +26,7 @@ from xcbench.analysis.attribution import NEAR, SCALING, STARVED
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.dataset import RunData, source_text
 from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
+from xcbench.analysis.roles import role_series
 from xcbench.analysis.steady import RULE
 from xcbench.errors import XcbError
 from xcbench.sizes import format_size
@@ -253,13 +254,14 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                "host busy": rd.samples.series(cid, "host_busy"),
                "pool write op/s": rd.samples.series(cid, "pool_write_ops", pool) if pool else None}
         uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]",
-                                  cores=rd.cores)
+                                  cores=rd.cores, roles=role_series(rd.samples, cid))
         if uri:
             timelines.append({"id": f"tl-{cid}", "title": labels.get(cid, cid), "uri": uri,
                               "caption": f"run {rd.run_id}, cell {cid}: timeline.query('cell_id == "
                               f"\"{cid}\"') rate per 1-s bucket; shaded: steady windows; telemetry: "
                               f"samples of the cell (gateway proc.cpu_seconds.rate summed over pids, "
-                              f"host cpu.busy, pool.client_write_ops_per_s of {pool or '–'})."})
+                              f"host cpu.busy, pool.client_write_ops_per_s of {pool or '–'}; per role: "
+                              f"role_cpu_cores against role_cpu_limit_cores, dashed)."})
     dist_uri = plots.transfer_distributions(q, labels)
     fio_uri = plots.fio_iops(ordered(rd.probe_jobs), labels)
 

@@ -129,6 +129,18 @@ class SampleIndex:
         self._cache[key] = out
         return out
 
+    def by_label(self, cell_id: str, metric: str, key: str) -> dict[str, pd.DataFrame]:
+        """{label value of ``key``: rows (wall, value, labels dict) sorted by wall} of one metric,
+        e.g. by_label(cid, "role_cpu_cores", "role") -> {"gateway": ..., "client": ...}."""
+        idx = self._groups.get((cell_id, metric)) if self._groups else None
+        if idx is None or not len(idx):
+            return {}
+        labs = [self._labels[i] for i in self._lab[idx]]
+        df = pd.DataFrame({"wall": self._wall[idx], "value": self._value[idx], "labels": labs})
+        df["_k"] = [lab.get(key) for lab in labs]
+        return {k: g.drop(columns="_k").sort_values("wall", kind="stable").reset_index(drop=True)
+                for k, g in df.groupby("_k", sort=True)}
+
     def window_mean(self, cell_id: str, quantity: str, windows, pool: str | None = None) -> float:
         """Mean of the quantity over the samples inside any of ``windows`` [(wall0, wall1), ...]."""
         s = self.series(cell_id, quantity, pool)

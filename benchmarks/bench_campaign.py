@@ -1,29 +1,33 @@
-"""Campaign driver vs bare xrdcp processes, and 1200 concurrent transfers from one process.
+"""The campaign driver beside its CLI-loop peer, for every client x mode, in one run (issue 18).
 
-1. The same 16 files of 256 MiB pushed into the same tmpfs gateway at concurrency 16, by
-   (a) 16 `xrdcp` processes started by a parallel loop (the files are local on /dev/shm) and
-   (b) the campaign driver (one process, XRootD Python client, one thread per transfer).
-   Prints the aggregate rate ratio (target >= 3) and the driver's CPU per GB over the loop's
-   (target <= 0.5). CPU: resource.getrusage — RUSAGE_CHILDREN for the xrdcp processes,
-   RUSAGE_SELF for the driver (this process does nothing else meanwhile). The gateway's own CPU
-   is read from /proc for both. The driver runs with checksum none like bare xrdcp, and once
-   more with checksum both (adler32 on the gateway) for reference. Runs alternate, median kept.
-2. A campaign of small files (4 MiB: long enough for 1200 to be in flight at once on this
-   machine) at concurrency 1200, threads in one process: every file must have
-   exactly one final record (zero lost), and the peak concurrency seen in the records is printed.
+The same FILES files of SIZE into the same tmpfs gateway at concurrency CONC, checksum none
+(bare CLI copies verify nothing either), by the campaign driver (one process) and by a parallel
+loop keeping CONC CLI processes running (the way sites and the US-CMS/RAL/FNAL studies test):
 
-Not a test: prints numbers (the machine has 2 cores shared with others: expect noise).
+    XRootD push             vs  xrdcp                       (root://)
+    gfal2 push              vs  gfal-copy                   (file:// -> root://)
+    HTTP push (XrdHttp PUT) vs  curl -T                     (the gfal2 client over http://)
+    root TPC (XRootD, gfal2) vs xrdcp --tpc only / gfal-copy (source gateway -> destination)
+    HTTP-TPC (COPY, gfal2)  vs  gfal-copy --copy-mode pull  (streaming fallback off)
+
+The loops read local files on /dev/shm written before their clock; the driver's rate is the
+campaign's (first attempt start to last finish: HTTP pushes stage their local files and TPC
+campaigns their source before that clock too). CPU: the driver's own figure (driver_cpu_cores,
+process CPU over the campaign) and the loop's children CPU over its wall time, in cores.
+Targets: every driver >= 3x its loop; gfal2 push >= 0.7x XRootD push. Not a test: prints
+numbers (a shared 2-core machine: expect noise; use --repeats for medians). ``--many N`` adds
+a campaign of N small files at concurrency N (threads in one process): every file must have
+exactly one final record, and the peak concurrency in the records is printed.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
 import resource
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -35,216 +39,181 @@ from xcbench.campaign import CampaignSpec, Dataset, run_campaign  # noqa: E402
 from xcbench.cell import Cell  # noqa: E402
 from xcbench.session import CellSession  # noqa: E402
 
-FILES, SIZE, CONC = 16, 256 << 20, 16
-REPEATS = 3
-SMALL_FILES, SMALL_SIZE, SMALL_CONC = 2400, 4 << 20, 1200
+GFAL_TPC_HTTP = ["--copy-mode", "pull", "-D", "HTTP PLUGIN:ENABLE_STREAM_COPY=false",
+                 "-D", "HTTP PLUGIN:ENABLE_FALLBACK_TPC_COPY=false"]
+# (label, campaign mode, campaign client, destination scheme, loop label, loop command)
+PAIRS = [
+    ("XRootD push", "push", "xrootd", "root", "xrdcp",
+     lambda s, d: ["xrdcp", "-f", "--nopbar", s, d]),
+    ("gfal2 push", "push", "gfal2", "root", "gfal-copy",
+     lambda s, d: ["gfal-copy", "-f", "file://" + s, d]),
+    ("HTTP push (XrdHttp PUT)", "push", "gfal2", "http", "curl -T",
+     lambda s, d: ["curl", "-sS", "-f", "-T", s, d]),
+    ("root TPC, XRootD client", "tpc-root", "xrootd", "root", "xrdcp --tpc only",
+     lambda s, d: ["xrdcp", "-f", "--nopbar", "--tpc", "only", s, d]),
+    ("root TPC, gfal2", "tpc-root", "gfal2", "root", "gfal-copy",
+     lambda s, d: ["gfal-copy", "-f", s, d]),
+    ("HTTP-TPC, COPY (XRootD client)", "tpc-http", "xrootd", "http", "gfal-copy (pull)",
+     lambda s, d: ["gfal-copy", "-f", *GFAL_TPC_HTTP, s, d]),
+    ("HTTP-TPC, gfal2", "tpc-http", "gfal2", "http", "gfal-copy (pull)",
+     lambda s, d: ["gfal-copy", "-f", *GFAL_TPC_HTTP, s, d]),
+]
 
 
-def cpu(kind) -> float:
-    r = resource.getrusage(kind)
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
-
-
-def proc_cpu(pids) -> float:
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-        except OSError:
-            pass
-    return total
 
 
 def clear(gw) -> None:
     for p in Path(gw.target.path).iterdir():
-        p.unlink()
+        if p.is_file():
+            p.unlink()
 
 
-def xrdcp_loop(gw, files: list[Path], tag: str) -> dict:
-    """A shell-style parallel loop: keep CONC xrdcp processes running until all are done."""
-    c0, g0, t0 = cpu(resource.RUSAGE_CHILDREN), proc_cpu(gw.pids), time.time()
-    running, todo = [], list(files)
+def cli_loop(cmds: list[list[str]], conc: int, env: dict, nbytes: int) -> dict:
+    """Keep ``conc`` processes running until every command has run; all must succeed."""
+    c0, t0 = children_cpu(), time.time()
+    running: list = []
+    todo = list(cmds)
     while todo or running:
-        while todo and len(running) < CONC:
-            f = todo.pop(0)
-            running.append(proc.spawn(["xrdcp", "-f", "--nopbar", f, gw.url(f"{tag}-{f.name}")]))
+        while todo and len(running) < conc:
+            running.append(proc.spawn(todo.pop(0), env=env))
         for p in list(running):
             if p.popen.poll() is not None:
-                p.popen.wait()
                 if p.popen.returncode != 0:
-                    raise SystemExit(f"xrdcp failed: exit {p.popen.returncode}")
+                    raise SystemExit(f"{p.popen.args}: exit {p.popen.returncode}")
                 running.remove(p)
         time.sleep(0.005)
     dt = time.time() - t0
-    n = sum(f.stat().st_size for f in files)
-    return {"rate": n / dt, "cpu_per_gb": (cpu(resource.RUSAGE_CHILDREN) - c0) / (n / 1e9),
-            "gw_cpu_per_gb": (proc_cpu(gw.pids) - g0) / (n / 1e9), "seconds": dt}
+    return {"rate": nbytes / dt, "cpu": (children_cpu() - c0) / dt}
 
 
-def driver(gw, checksum: str) -> dict:
-    spec = CampaignSpec(files=FILES, file_size=SIZE, concurrency=CONC, checksum=checksum,
-                        timeout=600)
-    c0, g0, t0 = cpu(resource.RUSAGE_SELF), proc_cpu(gw.pids), time.time()
-    row = run_campaign(spec, dest=gw)
-    dt = time.time() - t0
-    if row["finished"] != FILES:
-        raise SystemExit(f"driver: {row['failed']} transfers failed")
-    n = FILES * SIZE
-    return {"rate": n / dt, "cpu_per_gb": (cpu(resource.RUSAGE_SELF) - c0) / (n / 1e9),
-            "gw_cpu_per_gb": (proc_cpu(gw.pids) - g0) / (n / 1e9), "seconds": dt}
-
-
-def async_push(gw, files: int, size: int, conc: int) -> dict:
-    """The other design, measured: no thread per transfer; XRootD async callbacks chain
-    open -> write ... -> close, and a finished file starts the next (no checksum, no records)."""
-    from XRootD import client as xc
-    from XRootD.client.flags import AccessMode, OpenFlags
-    ds = Dataset.generate(files, size, block_size=4 << 20)
-    mode = AccessMode.UR | AccessMode.UW | AccessMode.GR | AccessMode.OR
-    done, lock, errors = threading.Event(), threading.Lock(), []
-    state = {"next": 0, "left": files}
-
-    def start() -> None:
-        with lock:
-            if state["next"] >= files:
-                return
-            i = state["next"]
-            state["next"] += 1
-        f, chunks = xc.File(), list(ds.chunks(i))
-
-        def finished(st) -> None:
-            if not st.ok:
-                errors.append(st.message)
-            with lock:
-                state["left"] -= 1
-                last = state["left"] == 0
-            if last:
-                done.set()
-            else:
-                start()
-
-        def write(k: int, off: int):
-            def cb(st, _resp, _hosts):
-                if not st.ok:
-                    return finished(st)
-                if k == len(chunks):
-                    return f.close(callback=lambda st2, r, h: finished(st2))
-                f.write(chunks[k], off, len(chunks[k]), callback=write(k + 1, off + len(chunks[k])))
-            return cb
-
-        f.open(gw.url(f"async-{i:06d}", "root").replace("root://", f"root://xcb{i % 16}@"),
-               OpenFlags.DELETE, mode, callback=write(0, 0))
-
-    c0, t0 = cpu(resource.RUSAGE_SELF), time.time()
-    for _ in range(min(conc, files)):
-        start()
-    done.wait()
-    dt = time.time() - t0
-    if errors:
-        raise SystemExit(f"async push: {len(errors)} errors, e.g. {errors[0]}")
-    n = files * size
-    return {"rate": n / dt, "cpu_per_gb": (cpu(resource.RUSAGE_SELF) - c0) / (n / 1e9),
-            "seconds": dt, "files_per_s": files / dt}
-
-
-def med(runs: list[dict], key: str) -> float:
-    return statistics.median(r[key] for r in runs)
-
-
-def small_files(gw) -> None:
+def driver(args, mode: str, client: str, dest, source) -> tuple[dict, list[dict]]:
     rows: dict[str, list] = {}
-    spec = CampaignSpec(files=SMALL_FILES, file_size=SMALL_SIZE, concurrency=SMALL_CONC,
-                        checksum="both", delete_after_verify=True, timeout=300, retries=0)
-    c0, t0 = cpu(resource.RUSAGE_SELF), time.time()
-    row = run_campaign(spec, dest=gw, sink=lambda t, r: rows.setdefault(t, []).extend(r))
-    dt, used = time.time() - t0, cpu(resource.RUSAGE_SELF) - c0
-    ts = rows["transfers"]
-    per_file: dict[int, int] = {}
-    for r in ts:
-        per_file[r["file_index"]] = per_file.get(r["file_index"], 0) + 1
-    lost = SMALL_FILES - len(per_file)
-    dup = sum(1 for v in per_file.values() if v > 1)
-    events = sorted([(r["start_time"], 1) for r in ts] + [(r["finish_time"], -1) for r in ts],
-                    key=lambda e: (e[0], e[1]))
-    peak = cur = 0
-    for _, d in events:
-        cur += d
-        peak = max(peak, cur)
-    print(f"\n1200-concurrent campaign: {SMALL_FILES} files x {SMALL_SIZE >> 10} KiB, checksum both, "
-          f"delete after verify")
-    print(f"  {row['finished']} finished, {row['failed']} failed, lost records: {lost}, "
-          f"files with >1 record: {dup}, peak concurrency in the records: {peak} (limit {SMALL_CONC})")
-    print(f"  {dt:.1f} s wall, {SMALL_FILES / dt:.0f} files/s, driver CPU {used:.1f} s, "
-          f"max timeline active {max(r['active'] for r in rows['timeline'])}")
-    reasons: dict[str, int] = {}
-    for r in ts:
-        if r["file_state"] != "FINISHED":
-            key = (r["reason"] or "")[:100]
-            reasons[key] = reasons.get(key, 0) + 1
-    for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:5]:
-        print(f"  failed x{n}: {why}")
-    print(f"  zero lost records: {'yes' if lost == 0 and dup == 0 else 'NO'}")
+    spec = CampaignSpec(files=args.files, file_size=args.size_mib << 20, mode=mode, client=client,
+                        concurrency=args.concurrency, checksum="none", timeout=600)
+    row = run_campaign(spec, dest=dest, source=source,
+                       sink=lambda t, r: rows.setdefault(t, []).extend(r))
+    if row["finished"] != args.files:
+        bad = [r["reason"] for r in rows["transfers"] if r["file_state"] != "FINISHED"]
+        raise SystemExit(f"{mode}/{client}: {row['failed']} transfers failed, e.g. {bad[:1]}")
+    return {"rate": row["rate"], "cpu": row["driver_cpu_cores"],
+            "limit": (row["driver_cpu_limit_cores"], row["driver_cpu_limit_source"])}, rows["transfers"]
+
+
+def run_pair(args, pair, dst, src, files: list[Path], k: int) -> tuple[dict, dict | None]:
+    label, mode, client, scheme, _, cmd = pair
+    dest = dst if scheme == "root" else dst.http_url
+    drv, transfers = driver(args, mode, client, dest, src if mode != "push" else None)
+    clear(dst)
+    if cmd(".", ".")[0] == "gfal-copy" and not shutil.which("gfal-copy"):
+        return drv, None
+    nbytes = args.files * (args.size_mib << 20)
+    if mode == "push":
+        sources = [str(f) for f in files]
+    else:  # the driver staged the dataset on the source gateway: the loop copies the same files
+        sources = [r["source"] for r in sorted(transfers, key=lambda r: r["file_index"])]
+    cmds = [cmd(s, dst.url(f"loop{k}-{i:06d}", scheme)) for i, s in enumerate(sources)]
+    loop = cli_loop(cmds, args.concurrency, dst.client_env, nbytes)
+    clear(dst)
+    return drv, loop
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--files", type=int, default=16)
+    ap.add_argument("--size-mib", type=int, default=64)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--repeats", type=int, default=1, help="runs per pair (median kept)")
+    ap.add_argument("--only", default="", help="run the pairs whose label contains this")
+    ap.add_argument("--many", type=int, default=0, metavar="N",
+                    help="also N files of 4 MiB at concurrency N, XRootD and gfal2 (e.g. 1200)")
+    args = ap.parse_args()
+    pairs = [p for p in PAIRS if args.only.lower() in p[0].lower()]
+    gib = args.files * (args.size_mib << 20)
     with ExitStack() as stack:
-        procs = ProcessSet()
+        procs = proc.ProcessSet()
         stack.callback(procs.stop_all)
         work = Path(tempfile.mkdtemp(prefix="xcb-bench-campaign-"))
         work.chmod(0o755)
         stack.callback(shutil.rmtree, work, True)
-        cell = Cell(id="bench-campaign", label="bench", backend="tmpfs", tmpfs_size=6 << 30)
-        gw = stack.enter_context(CellSession(cell, cluster=None, workdir=work, procs=procs,
-                                             name="bench-campaign")).gateway
+        gws = []
+        for name in ("bench-dst", "bench-src"):
+            cell = Cell(id=name, label=name, backend="tmpfs", tmpfs_size=gib + (512 << 20))
+            gws.append(stack.enter_context(CellSession(cell, cluster=None, workdir=work, procs=procs,
+                                                       name=name)).gateway)
+        dst, src = gws
+        local = Path(tempfile.mkdtemp(prefix="xcb-bench-src-", dir="/dev/shm"))
+        stack.callback(shutil.rmtree, local, True)
+        ds = Dataset.generate(args.files, args.size_mib << 20)
+        files = [ds.materialise(i, local / ds.name(i)) for i in range(args.files)]
 
-        # the loop's local source files hold the driver's dataset (same bytes for both)
-        src = Path(tempfile.mkdtemp(prefix="xcb-bench-src-", dir="/dev/shm"))
-        stack.callback(shutil.rmtree, src, True)
-        ds = Dataset.generate(FILES, SIZE)
-        files = [ds.materialise(i, src / ds.name(i)) for i in range(FILES)]
+        results: dict[str, tuple[list, list]] = {p[0]: ([], []) for p in pairs}
+        t0 = time.time()
+        for k in range(args.repeats):
+            for p in pairs:
+                drv, loop = run_pair(args, p, dst, src, files, k)
+                results[p[0]][0].append(drv)
+                if loop:
+                    results[p[0]][1].append(loop)
+        report(args, pairs, results, time.time() - t0)
+        for client in ("xrootd", "gfal2") if args.many else ():
+            many(dst, args.many, client)
 
-        loop, drv, drv_ck = [], [], []
-        for k in range(REPEATS):
-            loop.append(xrdcp_loop(gw, files, f"loop{k}"))
-            clear(gw)
-            drv.append(driver(gw, "none"))
-            clear(gw)
-        drv_ck.append(driver(gw, "both"))
-        clear(gw)
-        gb = FILES * SIZE / 1e9
-        print(f"push {FILES} x {SIZE >> 20} MiB at concurrency {CONC} into one tmpfs gateway "
-              f"({gb:.1f} GB), median of {REPEATS}:")
-        for name, runs in (("bare xrdcp loop", loop), ("driver (checksum none)", drv),
-                           ("driver (checksum both)", drv_ck)):
-            print(f"  {name:24s} {med(runs, 'rate') / 2**20:7.0f} MiB/s   client CPU "
-                  f"{med(runs, 'cpu_per_gb'):.2f} s/GB   gateway CPU {med(runs, 'gw_cpu_per_gb'):.2f} s/GB")
-        asy = async_push(gw, FILES, SIZE, CONC)
-        clear(gw)
-        print(f"  {'async callbacks (no rec.)':24s} {asy['rate'] / 2**20:7.0f} MiB/s   client CPU "
-              f"{asy['cpu_per_gb']:.2f} s/GB   (one run; the other design, for comparison)")
-        ratio = med(drv, "rate") / med(loop, "rate")
-        cpu_ratio = med(drv, "cpu_per_gb") / med(loop, "cpu_per_gb")
-        print(f"  aggregate rate ratio driver/loop: {ratio:.2f} (target >= 3)")
-        print(f"  CPU per GB ratio driver/loop: {cpu_ratio:.2f} (target <= 0.5)")
-        small_files(gw)
-        n = SMALL_CONC  # no delete in these two: as many files as fit, all at once
-        spec = CampaignSpec(files=n, file_size=SMALL_SIZE, concurrency=SMALL_CONC, checksum="none")
-        c0, t0 = cpu(resource.RUSAGE_SELF), time.time()
-        row = run_campaign(spec, dest=gw)
-        dt, used = time.time() - t0, cpu(resource.RUSAGE_SELF) - c0
-        clear(gw)
-        print(f"  driver (threads), {n} such files at {SMALL_CONC} (checksum none, size check, "
-              f"records): {dt:.1f} s, {n / dt:.0f} files/s, client CPU {used:.1f} s, "
-              f"{row['failed']} failed")
-        asy = async_push(gw, n, SMALL_SIZE, SMALL_CONC)
-        clear(gw)
-        print(f"  async callbacks, {n} such files at {SMALL_CONC} (no checksum, delete or records): "
-              f"{asy['seconds']:.1f} s, {asy['files_per_s']:.0f} files/s, "
-              f"client CPU {asy['cpu_per_gb'] * n * SMALL_SIZE / 1e9:.1f} s")
+
+def many(dst, n: int, client: str) -> None:
+    rows: dict[str, list] = {}
+    spec = CampaignSpec(files=n, file_size=4 << 20, concurrency=n, client=client, checksum="both",
+                        delete_after_verify=True, timeout=300)
+    t0 = time.time()
+    row = run_campaign(spec, dest=dst, sink=lambda t, r: rows.setdefault(t, []).extend(r))
+    dt = time.time() - t0
+    ts = rows["transfers"]
+    per_file: dict[int, int] = {}
+    for r in ts:
+        per_file[r["file_index"]] = per_file.get(r["file_index"], 0) + 1
+    events = sorted([(r["start_time"], 1) for r in ts if r["start_time"]] +
+                    [(r["finish_time"], -1) for r in ts if r["start_time"]])
+    peak = cur = 0
+    for _, d in events:
+        cur += d
+        peak = max(peak, cur)
+    lost = n - len(per_file) + sum(1 for v in per_file.values() if v > 1)
+    print(f"  {client}: {n} files x 4 MiB at concurrency {n}, checksum both: {row['finished']} "
+          f"finished, {row['failed']} failed, {dt:.1f} s, peak in flight {peak}, driver CPU "
+          f"{row['driver_cpu_cores']:.2f} cores, lost/duplicated records: {lost}")
+
+
+def report(args, pairs, results, seconds: float) -> None:
+    def med(runs, key):
+        return statistics.median(r[key] for r in runs)
+
+    print(f"{args.files} x {args.size_mib} MiB at concurrency {args.concurrency}, checksum none, "
+          f"tmpfs gateways, median of {args.repeats} ({seconds:.0f} s):")
+    print(f"  {'driver (client, mode)':32s} {'MiB/s':>7s} {'CPU':>6s}   {'CLI loop':18s} "
+          f"{'MiB/s':>7s} {'CPU':>6s}  {'ratio':>6s}  target")
+    for label, _, _, _, loop_label, _ in pairs:
+        drv, loop = results[label]
+        d = med(drv, "rate") / 2**20
+        line = f"  {label:32s} {d:7.0f} {med(drv, 'cpu'):6.2f}   "
+        if loop:
+            lr = med(loop, "rate") / 2**20
+            ratio = d / lr
+            line += (f"{loop_label:18s} {lr:7.0f} {med(loop, 'cpu'):6.2f}  {ratio:6.2f}  >= 3 "
+                     f"{'ok' if ratio >= 3 else 'MISSED'}")
+        else:
+            line += f"{loop_label:18s} not installed (gfal2-util-scripts: make setup)"
+        print(line)
+    if "gfal2 push" in results and "XRootD push" in results:
+        g = med(results["gfal2 push"][0], "rate") / med(results["XRootD push"][0], "rate")
+        print(f"  gfal2 push / XRootD push: {g:.2f} (target >= 0.7 {'ok' if g >= 0.7 else 'MISSED'})")
+    limit = next(iter(results.values()))[0][0]["limit"]
+    print(f"  CPU: cores used (driver: its process over the campaign; loop: its processes over "
+          f"its wall time); driver limit {limit[0]} cores ({limit[1]})")
+    print("  TODO reads (campaign reads do not exist yet): driver reads vs xrdcp / gfal-copy / "
+          "curl downloads")
 
 
 if __name__ == "__main__":
-    from xcbench.proc import ProcessSet
     main()

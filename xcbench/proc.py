@@ -58,10 +58,10 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def run(cmd: Sequence[str], *, timeout: float | None = 300, check: bool = True,
+def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = True,
         env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
         input: str | bytes | None = None, text: bool = True) -> Completed:
-    """Run ``cmd`` (never through a shell) and wait for it.
+    """Run ``cmd`` (never through a shell; each argument goes through str()) and wait for it.
 
     ``env`` is added to the current environment. With ``check`` a non-zero exit becomes an
     XcbError quoting the command and the last line of stderr.
@@ -128,7 +128,7 @@ def tail(path: str | os.PathLike | None, n: int = 20) -> str:
         return ""
 
 
-def spawn(cmd: Sequence[str], *, name: str | None = None, log: str | os.PathLike | None = None,
+def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathLike | None = None,
           env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
           procs: ProcessSet | None = None) -> Proc:
     """Start ``cmd`` in a new session (its own process group) and return at once."""

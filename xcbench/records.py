@@ -13,11 +13,13 @@ TRANSFER = (
     "error_code", "error_scope", "error_phase", "reason",
 )
 # Aggregate timelines of a campaign, 1 s buckets.
+# driver_cpu_*: the campaign driver's own CPU (cores over the bucket/campaign) and its limit.
+DRIVER_CPU = ("driver_cpu_cores", "driver_cpu_limit_cores", "driver_cpu_limit_source")
 TIMELINE = ("cell_id", "campaign_id", "concurrency", "repeat", "t", "wall", "bytes", "rate",
-            "active", "done", "failed")
+            "active", "done", "failed") + DRIVER_CPU
 # One row per campaign (a concurrency level of a cell, one repeat).
 CAMPAIGN = ("cell_id", "campaign_id", "concurrency", "repeat", "mode", "client", "files",
-            "bytes", "start_time", "finish_time", "rate", "finished", "failed", "settings")
+            "bytes", "start_time", "finish_time", "rate", "finished", "failed", "settings") + DRIVER_CPU
 # FTS optimizer emulation decisions.
 OPTIMIZER = ("cell_id", "campaign_id", "wall", "previous", "decision", "reason",
              "success_rate", "throughput", "ema")

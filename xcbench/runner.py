@@ -157,6 +157,7 @@ class Runner:
         self._phase(cell, "prepare, gateway")
         stack.enter_context(session)
         backend, target, gateway = session.backend, session.target, session.gateway
+        assert gateway is not None  # the session starts one unless told not to
         self.sink("findings", [{**f, "cell_id": cell.id} for f in session.findings])
         self._phase(cell, "verify")
         evidence = self._verify(session)

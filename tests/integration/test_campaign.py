@@ -237,8 +237,11 @@ def test_optimizer_and_stop_event(gateways):
     spec = CampaignSpec(files=400, file_size="1M", concurrency=12, delete_after_verify=True,
                         optimizer={"interval": 0.5, "min_active": 2}, timeout=60)
 
-    def stop_later(index, url):
-        if index == 150:
+    moved = []
+
+    def stop_later(index, url):  # after the 150th file whose data moved (whatever its index)
+        moved.append(index)
+        if len(moved) == 150:
             stop.set()
 
     summary = run_campaign(spec, dest=dst, sink=rows, stop_event=stop,
@@ -251,4 +254,6 @@ def test_optimizer_and_stop_event(gateways):
     assert sorted(last) == list(range(400))
     states = {r["file_state"] for r in last.values()}
     assert "CANCELED" in states and states <= {"FINISHED", "CANCELED"}
-    assert summary["finished"] + summary["failed"] == 400 and summary["finished"] >= 150
+    # a stop cancels what is in flight, checksum queries included: at most `concurrency` (12)
+    # of the 150 files whose data had moved can end CANCELED
+    assert summary["finished"] + summary["failed"] == 400 and summary["finished"] >= 150 - 12

@@ -58,6 +58,9 @@ class SynthCell:
     fail_rate: float = 0.01
     expect: str | None = None  # the verdict the attribution must give at the top level
     extra: dict[str, Any] = field(default_factory=dict)
+    # role telemetry (RoleSampler rows): role -> (cores busy at the cell's peak rate, CPU limit in
+    # cores or None for unknown, the limit's source); the host's busy CPU is then their sum + 0.1
+    roles: dict[str, tuple[float, float | None, str]] | None = None
 
     def cell(self) -> Cell:
         lay = Layout(*self.layout) if self.layout else None
@@ -118,6 +121,42 @@ def mixed_cells() -> list[SynthCell]:
     ]
 
 
+HOST8 = "host cores (8; no CFS quota or cpuset below them)"
+
+
+def _cg(role: str, quota: int) -> str:
+    return f"cgroup v1 cpu.cfs_quota_us={quota}/100000 at /sys/fs/cgroup/cpu/xcb-synth-{role}"
+
+
+def role_cells() -> list[SynthCell]:
+    """One cell per role rule: a role at its cgroup limit, or the shared host's CPU running out."""
+    M4 = 4 << 20
+    gw = {"gateway": (0.25, 0.25, _cg("gateway", 25000)), "client": (0.3, 8.0, HOST8)}
+    return [
+        # a quarter-core gateway on tmpfs: the gateway's limit, in a tmpfs cell too
+        SynthCell("tmpfs", gateway=0.3 * GIB, roles=gw, expect="gateway"),
+        # the same capped gateway on CephFS with plenty of storage
+        SynthCell("cephfs", (M4, 1, M4), "rep3", gateway=0.3 * GIB, fio_bw=6 * GIB, fio_iops=20000,
+                  roles={**gw, "osd": (0.5, 8.0, HOST8)}, expect="gateway"),
+        # the driver capped at half a core: client
+        SynthCell("rados", (M4, 1, M4), "rep3", gateway=4 * GIB, per_stream=40 * MIB, fio_bw=5 * GIB,
+                  fio_iops=20000, file_size=64 << 20,
+                  roles={"client": (0.5, 0.5, _cg("client", 50000)), "gateway": (0.4, 8.0, HOST8)},
+                  expect="client"),
+        # OSDs capped at one core: storage, bandwidth by the probe figures
+        SynthCell("cephfs", (M4, 1, M4), "rep1", gateway=4 * GIB, fio_bw=200 * MIB, fio_iops=20000,
+                  roles={"osd": (1.0, 1.0, _cg("osd", 100000)), "gateway": (0.3, 8.0, HOST8)},
+                  expect="storage-bandwidth"),
+        # nothing capped, everything on one 8-core box that is 97 % busy: host-cpu
+        SynthCell("cephfs", (M4, 2, 8 << 20), "rep3", fio_bw=5 * GIB, fio_iops=20000,
+                  per_stream=20 * MIB, concurrency=(8,), files=64, file_size=64 << 20,
+                  roles={"gateway": (3.0, 8.0, HOST8), "client": (2.5, 8.0, HOST8),
+                         "osd": (1.5, 8.0, HOST8), "mount": (0.4, 8.0, HOST8),
+                         "mds": (0.3, None, "unknown (cannot read /proc/77/cgroup: PermissionError)")},
+                  expect="host-cpu"),
+    ]
+
+
 def _schedule(rng, n: int, c: int, size: np.ndarray, slot_rate: float, gap: float, t0: float):
     """Start/finish of n transfers on c slots (file i on slot i % c), ramp-up 0.25 s/slot."""
     dur = size / slot_rate * rng.lognormal(0.0, 0.06, n)
@@ -165,6 +204,20 @@ def _samples(rng, cid: str, sc: SynthCell, pool: str | None, tl: pd.DataFrame, w
     osd = 0.0 if not pool else 0.3 * rate / (sc.fio_bw or 1e12) * CORES
     host = np.clip((gw_cores + osd + 0.3) / CORES, 0, 1)
     cols = []
+    if sc.roles:
+        load = rate / rate.max() if rate.max() > 0 else rate
+        total = np.zeros(n)
+        for role, (peak, limit, source) in sc.roles.items():
+            cpu = np.clip(peak * load * rng.normal(1.0, 0.02, n), 0, limit or CORES)
+            total += cpu
+            cols.append(pd.DataFrame({"wall": wall, "mono": wall - T0 + 1000.0, "sampler": "roles",
+                                      "metric": "role_cpu_cores", "value": cpu,
+                                      "labels": json.dumps({"role": role})}))
+            cols.append(pd.DataFrame({"wall": wall, "mono": wall - T0 + 1000.0, "sampler": "roles",
+                                      "metric": "role_cpu_limit_cores",
+                                      "value": math.nan if limit is None else limit,
+                                      "labels": json.dumps({"role": role, "source": source})}))
+        host = np.clip((total + 0.1) / CORES, 0, 1)
 
     def add(sampler, metric, values, labels):
         cols.append(pd.DataFrame({"wall": wall, "mono": wall - T0 + 1000.0, "sampler": sampler,

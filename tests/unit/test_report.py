@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.unit.synthrun import SynthCell, make_run, mixed_cells
+from tests.unit.synthrun import SynthCell, make_run, mixed_cells, role_cells
 from xcbench.analysis import plots, render
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.report import render_report
@@ -119,10 +119,32 @@ def test_every_plot_says_its_units(run_path, monkeypatch):
     monkeypatch.setattr(plots, "fig_to_data_uri", capture)
     render_report([run_path], "html", run_path / "units.html")
     assert len(seen) >= 4
-    unit = re.compile(r"\((GiB/s|MiB/s|%|op/s|s|cores busy|transfers in flight|op/s, log scale)\)|\(MiB/s\)")
+    unit = re.compile(r"\((GiB/s|MiB/s|%|op/s|s|cores busy|cores|transfers in flight|op/s, log scale)\)|\(MiB/s\)")
     for axes in seen:
         labelled = [lab for xy in axes for lab in xy if lab]
         assert labelled and all(unit.search(lab) for lab in labelled), labelled
+
+
+def test_the_timeline_shows_each_roles_cpu_against_its_limit(tmp_path, monkeypatch):
+    cells = [c for c in role_cells() if c.expect in ("client", "host-cpu")]
+    for c in cells:
+        c.concurrency, c.files = (8,), 24
+    path, _ = make_run(tmp_path, cells)
+    panels = []
+    real = plots.fig_to_data_uri
+
+    def capture(fig, dpi=100):
+        for a in fig.axes:
+            if a.get_ylabel() == "role CPU (cores)":
+                panels.append([t.get_text() for t in a.get_legend().get_texts()])
+        return real(fig, dpi)
+    monkeypatch.setattr(plots, "fig_to_data_uri", capture)
+    render_report([path], "html", path / "roles.html")
+    assert len(panels) == 2
+    client = next(p for p in panels if len(p) == 2)
+    host = next(p for p in panels if len(p) == 5)
+    assert "client (limit 0.5: cgroup v1 cpu.cfs_quota_us=50000/100000)" in client
+    assert "mds (limit unknown)" in host and any(t.startswith("gateway (limit 8: host cores") for t in host)
 
 
 def test_render_helper_is_strict_and_generic(tmp_path):

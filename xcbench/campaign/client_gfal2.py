@@ -1,6 +1,15 @@
-"""gfal2, the library FTS transfers with: push from a local file, root/HTTP TPC, checksums.
+"""gfal2, the library FTS transfers with: push, root/HTTP TPC, checksums.
 
-One context per thread (gfal2 contexts are not meant to be shared). For third-party copies the
+One context per thread (gfal2 contexts are not meant to be shared; the binding releases the GIL
+in every blocking call, measured: a CPU-bound Python thread keeps running beside a filecopy).
+
+A push over root:// streams the dataset's blocks through gfal2's POSIX API (``open``/``write``,
+the xrootd plugin's XrdPosix layer): no local copy of the file exists. Measured on this 2-core
+machine (16 x 96 MiB, concurrency 16, tmpfs gateway): staging each file on /dev/shm and
+``filecopy`` from ``file://`` cost 0.58 (staging) + 0.8-1.0 (XrdCl reading the staged file back)
+client CPU s/GB, against 0.55 s/GB streamed and 0.34 s/GB for the XRootD client; on a CPU-bound
+box that was the gfal2 path's 2-5x deficit. Over http:// gfal2's POSIX writes are slow (1.9 s/GB:
+davix), so HTTP pushes keep ``filecopy`` from a local file, staged before the campaign's clock. For third-party copies the
 HTTP plugin's fallbacks are switched off (ENABLE_STREAM_COPY / ENABLE_FALLBACK_TPC_COPY): by
 default gfal2 silently streams the data through the client when the COPY is refused (an XRootD
 5.5 gateway without TLS has no HTTP-TPC handler and answers 400), which would measure the client
@@ -73,11 +82,48 @@ class Gfal2Client(Client):
 
     def push(self, dataset, index, dest, *, overwrite, streams, deadline, progress,
              source_path=None) -> Outcome:
-        if not source_path:
-            raise TransferError("gfal2 push needs a staged local source file", E.EINVAL)
-        return self._copy("file://" + source_path, dest, tpc=False, overwrite=overwrite,
-                          streams=streams, deadline=deadline, progress=progress,
-                          size=dataset.size(index))
+        if source_path:
+            return self._copy("file://" + source_path, dest, tpc=False, overwrite=overwrite,
+                              streams=streams, deadline=deadline, progress=progress,
+                              size=dataset.size(index))
+        if not dest.startswith(("root://", "xroot://")):
+            raise TransferError(f"gfal2 streams pushes over root:// only; {dest} needs a local "
+                                "source file", E.EINVAL, "SOURCE", "TRANSFER_PREPARATION")
+        try:
+            self._stream(dataset.chunks(index), dest, overwrite, deadline, progress)
+        except TransferError as e:
+            return e.outcome(progress.transferred, STREAMED)
+        return Outcome(True, progress.transferred, transfer_type=STREAMED)
+
+    def _stream(self, chunks, dest: str, overwrite: bool, deadline: float,
+                progress: Progress) -> None:
+        """Write ``chunks`` to ``dest``; cancellation and the deadline are checked between
+        chunks (one 4 MiB write takes milliseconds)."""
+        _left(deadline)
+        if not overwrite and self.size(dest, deadline) is not None:
+            raise TransferError(f"DESTINATION {dest} exists and overwrite is not enabled",
+                                E.EEXIST, "DESTINATION", "TRANSFER_PREPARATION")
+        try:
+            f = self.ctx.open(dest, "w")
+        except gfal2.GError as e:
+            err = _error(e, "TRANSFER_PREPARATION")
+            err.scope = "DESTINATION"
+            raise err from None
+        try:
+            for chunk in chunks:
+                if progress.cancelled:
+                    raise TransferError("Transfer canceled: the campaign stopped", E.ECANCELED,
+                                        recoverable=False)
+                _left(deadline)
+                try:
+                    f.write(chunk)
+                except gfal2.GError as e:
+                    err = _error(e)
+                    err.scope = "DESTINATION"
+                    raise err from None
+                progress.transferred += len(chunk)
+        finally:
+            del f  # the binding closes the file when its object goes
 
     def tpc(self, source, dest, *, overwrite, streams, deadline, progress, size: int = 0) -> Outcome:
         return self._copy(source, dest, tpc=True, overwrite=overwrite, streams=streams,
@@ -104,6 +150,9 @@ class Gfal2Client(Client):
         except gfal2.GError as e:
             return e.code == E.ENOENT
         return True
+
+
+STREAMED = "push (gfal2 posix write)"
 
 
 def _kind(events) -> str:

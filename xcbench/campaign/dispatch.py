@@ -36,12 +36,13 @@ from xcbench.campaign.clients import (
     thread_client,
 )
 from xcbench.campaign.dataset import Dataset
+from xcbench.campaign.drivercpu import DriverCpu
 from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
 from xcbench.campaign.monitor import SLOW_CHECKSUM, CampaignMonitor
 from xcbench.campaign.optimizer import AttemptView, Optimizer
 from xcbench.campaign.records import Buffered, Timeline, transfer_row
 from xcbench.campaign.spec import CampaignSpec
-from xcbench.campaign.staging import LocalSource, stage_source
+from xcbench.campaign.staging import local_source, stage_source
 from xcbench.findings import finding
 
 # XrdHttp 5.5.3 now and then answers a checksum HEAD with 500 when HTTP connections close and
@@ -95,8 +96,7 @@ class Campaign(CampaignMonitor):
         self.checksum_retries = 0
         self.mismatches = 0
         self.delete_failures = 0
-        self.local = LocalSource(self.dataset, spec.campaign_id) \
-            if spec.mode == "push" and self.kind == "gfal2" else None
+        self.local = local_source(self.dataset, spec.campaign_id, spec.mode, self.kind, self.scheme)
         self.staging: dict | None = None
         if spec.mode == "tpc-root" and is_xrdceph(self.dest):
             self.findings.append(finding(
@@ -299,6 +299,8 @@ class Campaign(CampaignMonitor):
         if spec.mode != "push":
             self.staging = stage_source(self.dataset, self.source,
                                         [self.source_name(i) for i in range(len(self.dataset))])
+        elif self.local:
+            self.staging = self.local.stage_all()
         if self.optimizer:
             self._optimize(time.time())  # FTS's first decision: start halfway (or at max)
         timeline = Timeline(self.cell_id, spec.campaign_id, spec.concurrency, spec.repeat)
@@ -310,6 +312,7 @@ class Campaign(CampaignMonitor):
         done = threading.Event()
         monitor = threading.Thread(target=self._monitor, args=(done, timeline, view),
                                    name="xcb-campaign-monitor", daemon=True)
+        self.cpu = DriverCpu()
         start = time.time()
         monitor.start()
         interrupted = None
@@ -331,7 +334,8 @@ class Campaign(CampaignMonitor):
             end = time.time()
             self._cancel_rest(end)
             moved, active, ok, failed = self.totals()
-            self.out.add("timeline", [timeline.sample(end, moved, active, ok, failed)])
+            self.out.add("timeline", [{**timeline.sample(end, moved, active, ok, failed),
+                                       **self.cpu.sample(end)}])
             row = self._summary(start, end)
             self.out.add("findings", self._findings())
             self.out.add("campaigns", [row])

@@ -51,6 +51,7 @@ class CampaignMonitor:
     kind: str
     choices: list
     local: Any
+    cpu: Any  # DriverCpu: the driver's own CPU and its limit
 
     def totals(self) -> tuple[int, int, int, int]:
         with self.cond:
@@ -89,6 +90,7 @@ class CampaignMonitor:
         now = time.time()
         moved, active, ok, failed = self.totals()
         r = timeline.sample(now, moved, active, ok, failed)
+        r.update(self.cpu.sample(now))
         self.out.add("timeline", [r])
         if self.optimizer and now >= next_opt:
             self._optimize(now)
@@ -135,6 +137,7 @@ class CampaignMonitor:
             "delete_failures": self.delete_failures,
             "checksum_queries_retried_after_http_500": self.checksum_retries,
             "local_source": self.local.describe() if self.local else None,
+            "local_source_staging": self.staging if self.local else None,
             "attempts": len([r for r in rows if r["start_time"]]),
             "lost_rows": dict(self.out.lost) or None,  # rows its sink could not take
             "retried": sum(1 for r in rows if r["retry"]),
@@ -145,4 +148,5 @@ class CampaignMonitor:
             bytes=moved, start_time=first, finish_time=last,
             rate=moved / (last - first) if last > first else 0.0,
             finished=sum(1 for s in self.final.values() if s == "FINISHED"),
-            failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings)
+            failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings,
+            **self.cpu.total(end))

@@ -42,8 +42,9 @@ class Layout:
         """From a Layout, a mapping or anything with the three fields."""
         if isinstance(layout, cls):
             return layout
-        get = layout.get if isinstance(layout, dict) else lambda k: getattr(layout, k)
-        return cls(*(int(get(k)) for k in FIELDS))
+        if isinstance(layout, dict):
+            return cls(*(int(layout[k]) for k in FIELDS))
+        return cls(*(int(getattr(layout, k)) for k in FIELDS))
 
     def problems(self, max_object_size: int | None = None) -> list[tuple[str, str]]:
         """[(field, why)] for every rule Ceph enforces: EINVAL from setxattr / libradosstriper,

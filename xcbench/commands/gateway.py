@@ -78,6 +78,7 @@ def up(args) -> int:
     with session:
         session.verify()
         target, gw = session.target, session.gateway
+        assert gw is not None  # a session started with its gateway
         state = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label,
                  "backend": cell.backend, "target": dataclasses.asdict(target),
                  "gateway": gw.state()}

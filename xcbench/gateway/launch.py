@@ -62,6 +62,7 @@ class Gateway:
         self.keep_dir, self._live_dir, self._admin_dir, self._procs = keep_dir, live_dir, admin_dir, procs
         self.tls_cert = admin_dir / "tls" / "cert.pem"
         self.start_seconds = 0.0
+        self._relaunch: tuple = ()  # what _launch took, for restart()
         front = next(s for s in servers if s.daemon == "xrootd" and s.role != "server")
         netloc = f"[{url_host}]" if ":" in url_host else url_host
         self.root_url = f"root://{netloc}:{front.port}"
@@ -312,7 +313,7 @@ def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) 
     deadline = time.monotonic() + timeout
     for s in gw.servers:
         cmd = [s.daemon] + (["-R", XROOTD_USER] if ids is not None else [])
-        cmd += ["-c", s.config, "-l", f"={s.log}", "-n", s.name]
+        cmd += ["-c", str(s.config), "-l", f"={s.log}", "-n", s.name]
         listen = [] if wildcard or (s.daemon == "cmsd" and s.role == "server") else \
             sorted({s.port} | ({s.http_port} if s.http_port else set()))
         if listen:  # pre-bind on the loopback address (see the module docstring)

@@ -65,6 +65,7 @@ def failed(gw: Gateway, s: Server, why: str) -> XcbError:
 
 
 def wait_server(gw: Gateway, s: Server, deadline: float) -> None:
+    assert s.proc is not None  # launched before it is waited for
     while True:
         if not s.proc.alive():
             rc = s.proc.popen.returncode
@@ -74,7 +75,8 @@ def wait_server(gw: Gateway, s: Server, deadline: float) -> None:
                 raise Crashed(failed(gw, s, f"was killed by signal {-rc} while starting"))
             raise failed(gw, s, f"exited with status {rc} while starting")
         if s.daemon == "xrootd":
-            ok = xroot_handshake(gw.addr, s.port) is not None and http_answers(gw.addr, s.http_port)
+            ok = xroot_handshake(gw.addr, s.port) is not None and (
+                s.http_port is None or http_answers(gw.addr, s.http_port))
         elif s.role == "manager":
             ok = port_open(s.port, gw.addr, timeout=2.0)
         else:  # a data server's cmsd: its login is checked as part of the cluster below

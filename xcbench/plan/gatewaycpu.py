@@ -93,7 +93,7 @@ def parse_gateway_cpu(items: list[str]) -> list[dict]:
 
 def cores_rows(entries: list[dict], per_gateway: float, cpu_utilisation: float) -> list[dict]:
     """Cores per gateway at the planned per-gateway rate and at 100 Gb/s, per measured (checksum, mode)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for kind in CHECKSUM_KINDS:
         for mode in MODES:
             e = pick_gateway_cpu(entries, kind, mode)

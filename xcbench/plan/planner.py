@@ -8,6 +8,7 @@ with different inputs, so they can be compared line by line.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
@@ -91,7 +92,7 @@ def make_plan(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
               cal: Calibration | None = None, dev_spec: ClusterSpec | None = None,
               dev_gateway: GatewaySpec | None = None, carry_over: bool = False,
               efficiency: tuple[float, float] | None = None, because: str = "",
-              gateway_cpu: list[dict] = ()) -> dict[str, Any]:
+              gateway_cpu: Sequence[dict] = ()) -> dict[str, Any]:
     """``efficiency`` = (achieved, theoretical) published for another cluster (--efficiency 24/50):
     an "extrapolated" column = this spec's theoretical x achieved / theoretical."""
     a.check()

@@ -17,7 +17,8 @@ class Reader:
         self.source, self.path, self.overridden = source, path, overridden
         if not isinstance(data, dict):
             self.fail("", f"must be a mapping, got {type(data).__name__}")
-        self.data, self.used = data, set()
+        self.data: dict = data
+        self.used: set[str] = set()
 
     def _where(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path and key else (key or self.path or "(top)")
@@ -82,7 +83,9 @@ def protection_of(r: Reader) -> Protection:
             r.fail("protection", f"{v!r} is not rep<N> or ec<k>+<m> (e.g. rep3, ec8+3)")
         p = Reader(parsed, r.source, r._where("protection"), r.overridden)
     else:
-        p = r.sub("protection")
+        sub = r.sub("protection")
+        assert sub is not None  # required: sub() failed otherwise
+        p = sub
     kind = p.choice("kind", ("replicated", "erasure"))
     if kind == "replicated":
         out = Protection("replicated", size=p.number("size", integer=True, lo=1))
