@@ -154,3 +154,32 @@ def test_a_failing_campaign_sink_is_counted_and_the_flush_goes_on():
     out.flush()
     assert seen == ["transfers"]
     assert out.lost["timeline"]["rows"] == 3 and "I/O error" in out.lost["timeline"]["error"]
+
+
+def test_the_campaign_monitor_and_its_optimizer_outlive_a_failing_sink():
+    """Disk full behind the campaign's sink: the monitor keeps sampling the timeline and the
+    optimizer keeps deciding; the rows are counted as lost."""
+    import threading
+    import time
+
+    from xcbench.campaign import CampaignSpec, OptimizerSpec
+    from xcbench.campaign.dispatch import Campaign
+    from xcbench.campaign.drivercpu import DriverCpu
+    from xcbench.campaign.records import Timeline
+
+    def sink(table, rows):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    spec = CampaignSpec(files=4, file_size="1M", concurrency=4,
+                        optimizer=OptimizerSpec(interval=0.5))
+    c = Campaign(spec, "root://127.0.0.1:1", sink=sink)
+    c.cpu = DriverCpu()  # what run() sets up before the monitor starts
+    done = threading.Event()
+    t = threading.Thread(target=c._monitor, args=(done, Timeline("", "x", 4, 0), None))
+    t.start()
+    deadline = time.monotonic() + 30
+    while len(c.out.kept.get("timeline", [])) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    done.set()
+    t.join()
+    assert len(c.out.kept["timeline"]) >= 3 and c.out.kept.get("optimizer")
+    assert c.out.lost["timeline"]["rows"] >= 3 and "No space left" in c.out.lost["timeline"]["error"]
