@@ -281,19 +281,20 @@ def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:
 def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
                view: Any = None) -> RunDir:
     """Run a parsed matrix (for --resume: the run's own, see commands.run.load_run_matrix) and
-    return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped."""
-    run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
-                                                "fio_hosts": opts.fio_hosts},
-                         cluster=_cluster_info(cluster))
-    run.register_cells(c for c in matrix.cells if c.id not in run.cells)
-    status = "complete"
-    with StopFlag() as stop:  # the command's own flag when there is one (cli.main)
+    return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped.
+    A signal from the run directory's creation on is a polite stop: the run is concluded
+    (interrupted) and resumable, never left saying `running`."""
+    with StopFlag() as stop, stop.polite():  # the command's own flag when there is one (cli.main)
+        run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
+                                                    "fio_hosts": opts.fio_hosts},
+                             cluster=_cluster_info(cluster))
+        run.register_cells(c for c in matrix.cells if c.id not in run.cells)
+        status = "complete"
         runner = Runner(matrix, cluster, run, opts, stop, view)
         if view:
             view.begin(run, matrix)
         try:
-            with stop.polite():
-                runner.execute()
+            runner.execute()
         except (Interrupted, KeyboardInterrupt):
             status = "interrupted"
         finally:

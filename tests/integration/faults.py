@@ -38,7 +38,8 @@ class Scene:
         self.tmp = root / "tmp"
         self.tmp.mkdir(mode=0o755)
         self.env = {**os.environ, MARK: self.mark, "XCBENCH_HOME": str(self.home),
-                    "TMPDIR": str(self.tmp), "PYTHONUNBUFFERED": "1"}
+                    "TMPDIR": str(self.tmp), "PYTHONUNBUFFERED": "1",
+                    "PYTHONFAULTHANDLER": "1"}  # a crash shows where
         self.tokens = [str(root)]  # a mount whose path holds one of these is the test's
 
     def start(self, *args: str, env: dict | None = None) -> Cli:
