@@ -3,7 +3,7 @@
 Everything the attribution, the report and `xcbench compare` show comes from here, and each
 figure carries a *source*: a dict naming the run, the table, the pandas query selecting the
 rows and the aggregation that gives the figure (see :func:`source`), so it can be recomputed
-from the Parquet files (tests/unit/test_traceability.py does).
+from the Parquet files (tests/unit/analysis/test_traceability.py does).
 
 Column meanings: rates are bytes/s; ``rate`` of a point is the mean over repeats of each
 repeat's steady-window mean (analysis.steady.RULE), with a bootstrap CI over repeats.

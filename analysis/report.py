@@ -21,7 +21,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis import plots
+from xcbench.analysis import netbase, plots
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.dataset import RunData, source_text
@@ -282,6 +282,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                         if (f.get("pool") or {}).get("ec_profile") else "–",
                         "configs": ", ".join(f"{k} {str(v)[:12]}" for k, v in (f.get("configs") or {}).items()) or "–"})
     net_bps, _ = rd.network
+    layout_ref = netbase.reference_layout(m, layout_rows, _columns()["layout"])
     return {
         "id": rd.run_id, "path": str(rd.run.path), "status": m.get("status"), "start": m.get("start"),
         "end": m.get("end"), "matrix": _matrix_name(m.get("matrix")), "schema": m.get("schema_version"),
@@ -297,6 +298,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,
         "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if _num(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
+        "netbase": netbase.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
     }
 
 

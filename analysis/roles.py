@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -32,7 +32,8 @@ NAMES = {"gateway": "gateway (xrootd, cmsd)", "mount": "gateway's ceph-fuse moun
 MIB = float(1 << 20)
 
 
-def _ok(v: Any) -> bool:
+def _ok(v: Any) -> TypeGuard[float]:
+    """A finite number (None, NaN and non-numbers are not)."""
     return isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
 
 

@@ -18,15 +18,24 @@ from xcbench.signals import EXIT_CODE, Interrupted, StopFlag
 # what they start (xcbench.orphans) and first stop what a killed earlier command left behind
 STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "selftest")
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
-            "report", "compare", "plan", "telemetry")
+            "report", "compare", "plan", "telemetry", "baseline")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one-line error every other user error has (usage stays in --help)."""
+
+    def error(self, message: str):
+        self.exit(2, f"xcbench: error: {self.prog}: {' '.join(message.split())} "
+                     f"(see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="xcbench",
         description="Measure XRootD gateways into Ceph and attribute what caps them.")
     parser.add_argument("--version", action="version", version=f"xcbench {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                parser_class=_Parser)
     for name in COMMANDS:
         mod = importlib.import_module(f"xcbench.commands.{name.replace('-', '_')}")
         p = mod.add_parser(sub)

@@ -70,7 +70,7 @@ def proc_cgroups(pid: int, proc: Path = PROC) -> dict[str, str]:
 
 def _mounts(proc: Path = PROC) -> list[tuple[str, str, set[str]]]:
     """(fstype, mountpoint, super options) of cgroup mounts, from /proc/self/mounts."""
-    out = []
+    out: list[tuple[str, str, set[str]]] = []
     try:
         text = (proc / "self" / "mounts").read_text()
     except OSError:
@@ -221,9 +221,9 @@ def cpu_limit(pid: int, *, root: Path = CGROUP_ROOT, proc: Path = PROC,
     cpus, cpus_src = _cpuset(pid, cg, root, proc)
     if why:
         return CpuLimit(None, f"unknown ({why})", cpuset_cores=cpus, host_cores=host)
-    cands = [(quota, src)] if quota is not None else []
+    cands: list[tuple[float, str]] = [(quota, src or "CFS quota")] if quota is not None else []
     if cpus is not None and cpus < host:
-        cands.append((float(cpus), cpus_src))
+        cands.append((float(cpus), cpus_src or "cpuset"))
     if not cands:
         return CpuLimit(float(host), f"host cores ({host}; no CFS quota or cpuset below them)",
                         cpuset_cores=cpus, host_cores=host)

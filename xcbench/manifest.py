@@ -116,6 +116,12 @@ class Manifest:
                            f"xcbench understands ({SCHEMA_VERSION}); upgrade xcbench to read it")
         if version < SCHEMA_VERSION:
             data = upgrade(data, path)
+        cells = data.get("cells") or {}
+        if not isinstance(cells, dict) or not all(isinstance(c, dict) for c in cells.values()):
+            raise XcbError(f"{where}: cells: not a mapping of cell records")
+        for key in ("matrix", "fingerprint", "options", "cluster"):
+            if data.get(key) is not None and not isinstance(data[key], dict):
+                raise XcbError(f"{where}: {key}: not a mapping")
         known, extra = _split(cls, data)
         known["cells"] = {cid: CellState.from_dict(c) for cid, c in (known.get("cells") or {}).items()}
         if isinstance(known.get("lost_rows"), dict):

@@ -40,3 +40,24 @@ def port_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
             return True
     except OSError:
         return False
+
+
+def check_bind(value: object) -> list[tuple[str, str]]:
+    """Problems of a gateway ``bind`` setting as (field, message) pairs ([] if usable).
+
+    An empty or null bind is an error, never a silent wildcard: the gateway allows anonymous
+    writes. A wildcard must be written out (0.0.0.0 or ::) and is then reported as a finding."""
+    import ipaddress
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return [("bind", "empty: give an address (127.0.0.1 is the default); write 0.0.0.0 or "
+                 ":: to listen on every interface")]
+    if not isinstance(value, str):
+        return [("bind", f"{value!r} is not an address")]
+    v = value.strip()
+    if v == "localhost":
+        return []
+    try:
+        ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
+    except ValueError:
+        return [("bind", f"{value!r} is not an IP address (127.0.0.1, ::1, 0.0.0.0, ::)")]
+    return []

@@ -35,8 +35,10 @@ SAMPLE = ("cell_id", "wall", "mono", "sampler", "metric", "value", "labels")
 GAP = ("cell_id", "wall", "sampler", "error")
 # Known-bad configurations found for a cell.
 FINDING = ("cell_id", "what", "why", "fix", "severity")
-# Network/host baseline (iperf3).
-BASELINE = ("kind", "wall", "streams", "seconds", "bits_per_second", "retransmits", "host")
+# Network/host baseline (iperf3), one row per point (xcbench.baseline): host = the gateway address;
+# direction write = client -> gateway, read = gateway -> client (-R); cpu_* in % (iperf3's JSON).
+BASELINE = ("kind", "wall", "streams", "seconds", "bits_per_second", "retransmits", "host",
+            "client", "gateway", "direction", "cpu_host", "cpu_remote", "error")
 # Attributed bottleneck of a cell.
 VERDICT = ("cell_id", "concurrency", "verdict", "reason", "evidence")  # one row per campaign level
 

@@ -114,7 +114,7 @@ class Runner:
         if self.view:
             self.view.phase("baseline", "iperf3 on loopback")
         try:
-            self.sink("baseline", [iperf3(procs=self.procs)])
+            self.sink("baseline", iperf3(procs=self.procs, run=self.run, sink=self.sink))
             self.run.state.baseline_done = True
             self.run.save_manifest()
         except XcbError as e:

@@ -34,7 +34,6 @@ import logging
 import os
 import threading
 import time
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,7 @@ from xcbench.manifest import (
     Manifest,
     upgrade,
 )
+from xcbench.secrets import redact, scrub_known
 
 __all__ = ["CELL_STATUSES", "DONE", "SCHEMA_VERSION", "CellState", "LostRows", "Manifest", "RunDir",
            "list_runs", "read_jsonl", "resolve_run", "upgrade_manifest", "write_json"]
@@ -131,12 +131,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def load_json(path: str | os.PathLike) -> Any:
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError as e:
-        raise XcbError(f"{path}: no such file") from e
-    except json.JSONDecodeError as e:
-        raise XcbError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from e
+    from xcbench.userfiles import read_json
+    return read_json(path)
 
 
 class RunDir:
@@ -268,12 +264,12 @@ class RunDir:
         in memory: the next save writes it (the ballast gives it room once the disk fills)."""
         with self._lock:
             try:
-                write_json(self.path / "manifest.json", self.state.to_dict())
+                write_json(self.path / "manifest.json", redact(self.state.to_dict()))
             except OSError as e:
                 if e.errno == errno.ENOSPC and not self._full:
                     self._full = True
                     _release_ballast(self.path)
-                    write_json(self.path / "manifest.json", self.state.to_dict())
+                    write_json(self.path / "manifest.json", redact(self.state.to_dict()))
                 else:
                     log.warning("%s: manifest not saved (%s); kept in memory", self.path, e)
 
@@ -282,7 +278,7 @@ class RunDir:
         xcbench loses none). Writing never raises: rows that cannot be written (disk full, I/O
         error) are counted in the manifest's ``lost_rows`` and the run goes on measuring."""
         rows = list(records)
-        data = "".join(json.dumps(r, default=str) + "\n" for r in rows).encode()
+        data = scrub_known("".join(json.dumps(r, default=str) + "\n" for r in rows)).encode()
         if not data:
             return
         with self._lock:
@@ -406,12 +402,17 @@ class RunDir:
         pq = self.path / f"{name}.parquet"
         jl = self.path / "records" / f"{name}.jsonl"
         if pq.exists():
-            if columns is not None:
-                import pyarrow.parquet as papq
-                have = set(papq.read_schema(pq).names)
-                df = pd.read_parquet(pq, columns=[c for c in columns if c in have])
-            else:
-                df = pd.read_parquet(pq)
+            import pyarrow as pa
+            try:
+                if columns is not None:
+                    import pyarrow.parquet as papq
+                    have = set(papq.read_schema(pq).names)
+                    df = pd.read_parquet(pq, columns=[c for c in columns if c in have])
+                else:
+                    df = pd.read_parquet(pq)
+            except (pa.ArrowException, OSError) as e:  # truncated or not Parquet at all
+                raise XcbError(f"{pq}: not a readable Parquet table "
+                               f"({' '.join(str(e).split())[:120]})") from None
         elif jl.exists() and jl.stat().st_size:
             df = read_jsonl(jl)
         else:
@@ -450,24 +451,7 @@ def read_jsonl(path: str | os.PathLike):
             else:
                 cols[name] = col.to_pandas()
         return pd.DataFrame(cols)
-    rows, torn = [], 0
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                torn += 1  # a torn line (a hard kill mid-write): skipped, said, never a traceback
-                continue
-            if isinstance(rec, dict):
-                rows.append(rec)
-            else:
-                torn += 1
-    if torn:
-        log.warning("%s: %d torn line(s) skipped", path, torn)
-        warnings.warn(f"{path}: {torn} torn line(s) skipped (a hard kill mid-write)", stacklevel=2)
-    df = pd.DataFrame.from_records(rows)
+    df = pd.DataFrame.from_records(_json_records(path))
     for col in [c for c in df.columns if pd.api.types.is_object_dtype(df[c])]:
         if df[col].map(lambda v: isinstance(v, (dict, list))).any():
             df[col] = df[col].map(_json_text)
@@ -475,6 +459,32 @@ def read_jsonl(path: str | os.PathLike):
         if len(kinds) > 1 and not kinds <= {int, float}:  # e.g. 1 and "n/a": keep both, as text
             df[col] = df[col].map(lambda v: v if v is None or v != v else str(v))
     return df
+
+
+def _json_records(path: Path) -> list[dict]:
+    """The records of a JSONL file. A torn last line (a hard kill mid-write) is skipped with a
+    warning; anything else that is not one JSON object per line is an XcbError naming it."""
+    import sys
+
+    from xcbench.userfiles import read_bytes
+    data = read_bytes(path, limit=1 << 40)
+    lines = data.split(b"\n")
+    rows = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line.decode("utf-8"))
+            if not isinstance(row, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+            if n == len(lines) and not data.endswith(b"\n"):
+                print(f"xcbench: warning: {path}: line {n}: torn last record skipped",
+                      file=sys.stderr)
+                continue
+            raise XcbError(f"{path}: line {n}: not a JSON record ({e})") from None
+        rows.append(row)
+    return rows
 
 
 def upgrade_manifest(manifest: dict[str, Any], path: Path) -> dict[str, Any]:

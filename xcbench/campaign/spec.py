@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -13,6 +14,83 @@ MODES = ("push", "tpc-root", "tpc-http")
 CLIENTS = ("xrootd", "gfal2")
 CHECKSUM_MODES = ("none", "source", "target", "both")
 OPTIMIZER_MODES = ("conservative", "normal", "aggressive")
+SIZE_DISTS = ("fixed", "uniform", "lognormal")
+DAY = 86400.0
+
+# field: (type, minimum, maximum, minimum excluded). Every number is checked finite and in
+# range when a spec is made: `retry_delay: nan` looped a campaign forever, `timeout: -1` failed
+# every transfer after the gateway and the probes had run.
+OPTIMIZER_LIMITS: dict[str, tuple[type, float, float, bool]] = {
+    "min_active": (int, 1, 100_000, False), "max_active": (int, 0, 100_000, False),
+    "range_configured": (bool, 0, 1, False),
+    "interval": (float, 0, DAY, True), "steady_interval": (float, 0, DAY, True),
+    "ema_alpha": (float, 0, 1, True), "increase_step": (int, 1, 10_000, False),
+    "aggressive_increase_step": (int, 1, 10_000, False), "decrease_step": (int, 1, 10_000, False),
+    "low_success_rate": (float, 0, 100, False), "base_success_rate": (float, 0, 100, False),
+    "max_streams": (int, 1, 1024, False),
+}
+CAMPAIGN_LIMITS: dict[str, tuple[type, float, float, bool]] = {
+    "files": (int, 1, 100_000_000, False), "file_size": (int, 1, 1 << 50, False),
+    "size_spread": (float, 0, 10, False), "seed": (int, 0, 2**63 - 1, False),
+    "concurrency": (int, 1, 100_000, False), "streams": (int, 1, 1024, False),
+    "timeout": (float, 0, 30 * DAY, True), "timeout_per_mib": (float, 0, DAY, False),
+    "retries": (int, 0, 1000, False), "retry_delay": (float, 0, DAY, False),
+    "overwrite": (bool, 0, 1, False), "delete_after_verify": (bool, 0, 1, False),
+    "repeat": (int, 0, 1_000_000, False), "chunk_size": (int, 1, 1 << 30, False),
+    "connections": (int, 1, 4096, False),
+}
+
+
+def _check(obj: Any, limits: dict[str, tuple[type, float, float, bool]], prefix: str) -> None:
+    """Type, finiteness and range of every numeric/boolean field (XcbError naming the field)."""
+    for name, (kind, lo, hi, lo_open) in limits.items():
+        v = getattr(obj, name)
+        if kind is bool:
+            if not isinstance(v, bool):
+                raise XcbError(f"{prefix}{name}: {v!r} is not true/false")
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+                (kind is int and not isinstance(v, int) and not float(v).is_integer()):
+            what = "an integer" if kind is int else "a number"
+            raise XcbError(f"{prefix}{name}: {v!r} is not {what}")
+        if isinstance(v, float) and not math.isfinite(v):
+            raise XcbError(f"{prefix}{name}: {v} is not a finite number")
+        if v < lo or (lo_open and v == lo) or v > hi:
+            rng = f"{'>' if lo_open else '>='} {int(lo)} and <= {int(hi)}"
+            shown = "a number this large" if isinstance(v, int) and v.bit_length() > 64 else f"{v:g}"
+            raise XcbError(f"{prefix}{name}: {shown} is out of range (must be {rng})")
+        setattr(obj, name, int(v) if kind is int else float(v))
+
+
+def check_campaign_settings(settings: Any, *, unknown: bool = True) -> list[tuple[str, str]]:
+    """Problems of a campaign mapping (a matrix's ``campaign:``, or keyword arguments of
+    CampaignSpec) as (field, message) pairs, [] when a CampaignSpec can be made of it.
+    ``unknown=False`` leaves unknown keys to the caller (the matrix reports those itself)."""
+    if not isinstance(settings, dict):
+        return [("campaign", f"{settings!r} is not a mapping")]
+    names = set(CampaignSpec.field_names())
+    problems = [(str(k), "unknown setting") for k in settings if k not in names] if unknown else []
+    # one field at a time, so that every bad field is named (a spec stops at the first)
+    for key, value in settings.items():
+        if key not in names:
+            continue
+        try:
+            CampaignSpec(**{key: value})
+        except XcbError as e:
+            msg = str(e).removeprefix("campaign: ")
+            fld, _, why = msg.partition(": ")
+            problems.append((fld, why or msg))
+        except (TypeError, ValueError, OverflowError) as e:
+            problems.append((str(key), str(e)))
+    if not problems:
+        try:
+            CampaignSpec(**{k: v for k, v in settings.items() if k in names})
+        except XcbError as e:
+            fld, _, why = str(e).removeprefix("campaign: ").partition(": ")
+            problems.append((fld, why))
+        except (TypeError, ValueError, OverflowError) as e:
+            problems.append(("campaign", str(e)))
+    return problems
 
 
 @dataclass
@@ -38,14 +116,13 @@ class OptimizerSpec:
     max_streams: int = 10
 
     def __post_init__(self) -> None:
+        _check(self, OPTIMIZER_LIMITS, "campaign: optimizer.")
         if self.mode not in OPTIMIZER_MODES:
             raise XcbError(f"campaign: optimizer.mode: {self.mode!r} is not one of "
                            f"{', '.join(OPTIMIZER_MODES)}")
-        if self.min_active < 1 or (self.max_active and self.max_active < self.min_active):
-            raise XcbError(f"campaign: optimizer: need 1 <= min_active ({self.min_active}) "
+        if self.max_active and self.max_active < self.min_active:
+            raise XcbError(f"campaign: optimizer.max_active: need min_active ({self.min_active}) "
                            f"<= max_active ({self.max_active})")
-        if self.interval <= 0:
-            raise XcbError(f"campaign: optimizer.interval: {self.interval} must be > 0")
 
 
 @dataclass
@@ -75,26 +152,38 @@ class CampaignSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        try:
-            self.file_size = parse_size(self.file_size)
-            self.chunk_size = parse_size(self.chunk_size)
-        except ValueError as e:
-            raise XcbError(f"campaign: file_size/chunk_size: {e}") from None
+        for name in ("file_size", "chunk_size"):
+            try:
+                setattr(self, name, parse_size(getattr(self, name)))
+            except (ValueError, TypeError) as e:
+                raise XcbError(f"campaign: {name}: {e}") from None
         if isinstance(self.optimizer, dict):
+            bad = [k for k in self.optimizer if k not in OptimizerSpec.__dataclass_fields__]
+            if bad:
+                raise XcbError(f"campaign: optimizer.{bad[0]}: unknown setting (one of "
+                               f"{', '.join(OptimizerSpec.__dataclass_fields__)})")
             self.optimizer = OptimizerSpec(**self.optimizer)
         elif self.optimizer is True:
             self.optimizer = OptimizerSpec()
         elif self.optimizer is False:
             self.optimizer = None
+        elif self.optimizer is not None and not isinstance(self.optimizer, OptimizerSpec):
+            raise XcbError(f"campaign: optimizer: {self.optimizer!r} is not true/false "
+                           "or a mapping of optimizer settings")
         for name, value, allowed in (("mode", self.mode, MODES), ("client", self.client, CLIENTS),
-                                     ("checksum", self.checksum, CHECKSUM_MODES)):
-            if value not in allowed:
+                                     ("checksum", self.checksum, CHECKSUM_MODES),
+                                     ("size_dist", self.size_dist, SIZE_DISTS)):
+            if not isinstance(value, str) or value not in allowed:
                 raise XcbError(f"campaign: {name}: {value!r} is not one of {', '.join(allowed)}")
-        for name in ("files", "concurrency", "streams", "connections"):
-            if getattr(self, name) < 1:
-                raise XcbError(f"campaign: {name}: {getattr(self, name)} must be >= 1")
-        if self.retries < 0 or self.retry_delay < 0 or self.timeout <= 0:
-            raise XcbError("campaign: retries/retry_delay must be >= 0 and timeout > 0")
+        _check(self, CAMPAIGN_LIMITS, "campaign: ")
+        if self.size_dist == "uniform" and self.size_spread >= 1:
+            raise XcbError(f"campaign: size_spread: {self.size_spread} must be < 1 for uniform "
+                           "sizes (a fraction of the mean)")
+        for name in ("dest_prefix", "campaign_id"):
+            if not isinstance(getattr(self, name), str) or "\0" in getattr(self, name):
+                raise XcbError(f"campaign: {name}: {getattr(self, name)!r} is not a name")
+        if not isinstance(self.extra, dict):
+            raise XcbError(f"campaign: extra: {self.extra!r} is not a mapping")
         if not self.campaign_id:
             self.campaign_id = "c" + uuid.uuid4().hex[:8]
 
@@ -112,9 +201,11 @@ class CampaignSpec:
         return replace(self, **kw)
 
     def settings(self) -> dict[str, Any]:
+        """The settings as recorded (CAMPAIGN rows, manifests): secrets in ``extra`` redacted."""
+        from xcbench.secrets import redact
         d = asdict(self)
         d["optimizer"] = asdict(self.optimizer) if self.optimizer else None
-        return d
+        return redact(d)
 
     @classmethod
     def field_names(cls) -> list[str]:

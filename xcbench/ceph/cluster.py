@@ -114,6 +114,9 @@ class Cluster:
         ceph_args = os.environ.get("CEPH_ARGS", "")
         cephconf.check_conf(conf, need_mon_host="--mon-host" not in ceph_args and "--mon_host" not in ceph_args)
         kr = Path(keyring).absolute() if keyring else None
+        if kr is not None:  # a missing or unreadable keyring: one line, before connecting
+            from xcbench.userfiles import read_bytes
+            read_bytes(kr, "keyring")
         meta_path = conf.parent / CLUSTER_JSON
         if meta_path.exists():
             try:

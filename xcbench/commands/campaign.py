@@ -54,7 +54,9 @@ def add_parser(sub):
                    help="XRootD client TCP connections per gateway for push")
     p.add_argument("--fts", metavar="URL", help="submit to this FTS3 REST endpoint instead")
     p.add_argument("--fts-token", metavar="TOKEN",
-                   help="OAuth2 token for --fts (default: $FTS_TOKEN; else an X509 proxy)")
+                   help="OAuth2 token for --fts (default: $FTS_TOKEN; else an X509 proxy); "
+                   "never recorded: prefer --fts-token-file or $FTS_TOKEN (argv is visible in ps)")
+    p.add_argument("--fts-token-file", metavar="FILE", help="read the OAuth2 token for --fts from FILE")
     p.add_argument("--fts-cert", metavar="PEM", help="X509 proxy or certificate for --fts")
     p.add_argument("--fts-no-verify", action="store_true", help="do not verify the FTS server's TLS")
     p.add_argument("--out", metavar="DIR", help="result store (default: $XCBENCH_STORE or ./results)")
@@ -93,13 +95,54 @@ def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
                                            name=name)).gateway
 
 
+def _token(args) -> str | None:
+    """The FTS token from --fts-token, --fts-token-file or $FTS_TOKEN, registered as a secret
+    (xcbench.secrets) so no manifest, record, log or error text can carry it."""
+    from xcbench import secrets
+    from xcbench.userfiles import read_text
+    token = args.fts_token
+    if args.fts_token_file:
+        token = read_text(args.fts_token_file, "--fts-token-file").strip()
+        if not token:
+            raise XcbError(f"{args.fts_token_file}: --fts-token-file: the file is empty")
+    token = token or os.environ.get("FTS_TOKEN") or None
+    secrets.register(token)
+    return token
+
+
+def check_args(args) -> None:
+    """Every flag checked before anything starts (one line, exit 2)."""
+    from urllib.parse import urlsplit
+
+    from xcbench import argcheck
+    from xcbench.campaign.endpoints import endpoint
+    if args.mode == "push" and args.source:
+        raise XcbError("campaign: --source is for the TPC modes (tpc-root, tpc-http)")
+    for flag, value in (("--gateway", args.gateway), ("--source", args.source)):
+        if value is not None and value != "tmpfs":
+            endpoint(value, flag)
+            try:
+                _ = urlsplit(value).port
+            except ValueError as e:
+                raise XcbError(f"campaign: {flag}: {value!r}: {e}") from None
+    if args.fts is not None and not args.fts.startswith(("https://", "http://")):
+        raise XcbError(f"campaign: --fts: {args.fts!r} is not an http(s):// URL")
+    if args.fts_token is not None and args.fts_token_file:
+        raise XcbError("campaign: give --fts-token or --fts-token-file, not both")
+    argcheck.number("--optimizer-interval", args.optimizer_interval, 0, 86400, lo_open=True)
+    argcheck.number("--optimizer-min", args.optimizer_min, 1, 100_000)
+    argcheck.name("--name", args.name)
+    argcheck.directory("--out", args.out)
+
+
 def run(args) -> int:
     from xcbench.proc import ProcessSet
+    from xcbench.secrets import redact_argv
     from xcbench.store import RunDir, default_store
 
-    spec = _spec(args)
-    if spec.mode == "push" and args.source:
-        raise XcbError("campaign: --source is for the TPC modes (tpc-root, tpc-http)")
+    token = _token(args)
+    check_args(args)
+    spec = _spec(args)  # CampaignSpec checks every value: before any gateway starts
     procs = ProcessSet()
     with ExitStack() as stack:
         stack.callback(procs.stop_all)
@@ -113,14 +156,13 @@ def run(args) -> int:
             source = _tmpfs_gateway(stack, procs, "campaign-src",
                                     max(int(spec.file_size * spec.files * 1.3), 1 << 30))
         run_dir = RunDir.create(args.out or default_store(), name=args.name, fingerprint=False,
-                                kind="campaign", command=sys.argv[1:])
+                                kind="campaign", command=redact_argv(sys.argv[1:]))
         status = "failed"
         stop = current()
         try:
             with stop.polite() as stop_event:  # a signal: the campaign stops, flushes, cleans up
                 if args.fts:
                     from xcbench.campaign.fts3 import submit_campaign
-                    token = args.fts_token or os.environ.get("FTS_TOKEN")
                     row = submit_campaign(spec, fts=args.fts, dest=dest, source=source,
                                           sink=run_dir.append, token=token, ucert=args.fts_cert,
                                           ukey=args.fts_cert, verify=not args.fts_no_verify,

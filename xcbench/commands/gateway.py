@@ -56,11 +56,15 @@ def _cluster(args, backend: str):
 
 
 def up(args) -> int:
+    from xcbench import argcheck
     from xcbench.matrix import load_matrix
     from xcbench.proc import ProcessSet
     from xcbench.session import CellSession
     if not args.matrix or not args.cell:
         raise XcbError("gateway up: give --matrix FILE and --cell ID")
+    argcheck.number("--origins", args.origins, 1, 64)
+    argcheck.host_port("--report", args.report)
+    argcheck.directory("--workdir", args.workdir)
     workdir = Path(args.workdir).absolute()
     state_file = workdir / STATE
     if state_file.exists():
@@ -116,8 +120,9 @@ def down(args) -> int:
     state_file = workdir / STATE
     if not state_file.exists():
         raise XcbError(f"{state_file}: no gateway recorded here (nothing to stop)")
+    from xcbench.userfiles import read_json
     try:
-        state = json.loads(state_file.read_text())
+        state = read_json(state_file)
         target = _target_from_json(state["target"])
     except (ValueError, KeyError, TypeError) as e:
         raise XcbError(f"{state_file}: unreadable gateway state ({e})") from e

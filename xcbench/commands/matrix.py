@@ -22,12 +22,18 @@ def add_parser(sub):
 
 
 def _facts(args) -> ClusterFacts | None:
-    if args.osds is None:
-        return None
+    for flag, v in (("--osds", args.osds), ("--hosts", args.hosts)):
+        if v is not None and not 1 <= v <= 1_000_000:
+            raise XcbError(f"{flag}: {v if v.bit_length() < 64 else 'a number this large'} "
+                           "must be >= 1 and <= 1000000")
     try:
         maxobj = parse_size(args.max_object_size)
     except ValueError as e:
         raise XcbError(f"--max-object-size: {e}") from e
+    if not 0 < maxobj <= 1 << 40:
+        raise XcbError(f"--max-object-size: {args.max_object_size} must be > 0 and <= 1T")
+    if args.osds is None:
+        return None
     return ClusterFacts(maxobj, args.osds, args.hosts, args.failure_domain)
 
 

@@ -99,8 +99,8 @@ def run(args) -> int:
                            spec.source if gw_section else "defaults", sets)
     assumptions = Assumptions(**{f.name: getattr(args, f"a_{f.name}") for f in fields(Assumptions)}).check()
     cal = dev_spec = dev_gw = None
-    if args.calibrate_osds is not None and args.calibrate_osds < 1:
-        raise XcbError("--calibrate-osds: must be >= 1")
+    if args.calibrate_osds is not None and not 1 <= args.calibrate_osds <= 10_000_000:
+        raise XcbError("--calibrate-osds: must be >= 1 and <= 10000000")
     if args.calibrate:
         cal = load_calibration(args.calibrate, args.calibrate_osds)
     if args.calibrate_spec:

@@ -49,6 +49,7 @@ def _gib(v) -> str:
 
 
 def run(args) -> int:
+    from xcbench import argcheck
     from xcbench.backends.base import backend_class
     from xcbench.fio import summary
     from xcbench.matrix import load_matrix
@@ -56,10 +57,9 @@ def run(args) -> int:
     from xcbench.proc import ProcessSet
     from xcbench.session import CellSession
     from xcbench.sizes import format_size
-
-    if args.runtime is not None and args.runtime < 1:
-        raise XcbError(f"--runtime: {args.runtime} must be >= 1")
-    hosts = [h for h in (args.fio_hosts or "").split(",") if h.strip()] or None
+    argcheck.number("--runtime", args.runtime, 1, 86400)
+    argcheck.directory("--raw", args.raw)
+    hosts = argcheck.hosts("--fio-hosts", args.fio_hosts)
     matrix = load_matrix(args.matrix)
     cells = [matrix.cell(key) for key in args.cell] if args.cell else list(matrix.cells)
     cluster = None

@@ -30,6 +30,8 @@ def add_run_args(p) -> None:
                    help="map EC k+m pools that do not fit the cluster onto what fits (recorded)")
     p.add_argument("--fio-hosts", help="comma-separated fio servers for multi-host probes")
     p.add_argument("--no-baseline", action="store_true", help="skip the iperf3 baseline")
+    p.add_argument("--tune-tcp", action="store_true",
+                   help="set ESnet fasterdata's TCP sysctls for the run, restore them after (root)")
     p.add_argument("--no-probes", action="store_true", help="skip the fio probes")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
@@ -39,9 +41,12 @@ def add_run_args(p) -> None:
 
 
 def options(args):
+    from xcbench import argcheck
     from xcbench.runner import RunOptions
-    if args.repeats is not None and args.repeats < 1:
-        raise XcbError(f"--repeats: {args.repeats} must be >= 1")
+    argcheck.number("--repeats", args.repeats, 1, 10_000)
+    argcheck.name("--name", args.name)
+    argcheck.directory("--out", args.out)
+    argcheck.hosts("--fio-hosts", args.fio_hosts)
     from xcbench.telemetry.devices import parse_selection
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     return RunOptions(out=Path(args.out), repeats=args.repeats, name=args.name,
@@ -49,17 +54,22 @@ def options(args):
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,
                       report=not args.no_report, report_format=args.format,
-                      telemetry=args.telemetry)
+                      telemetry=args.telemetry, extra={"tune_tcp": args.tune_tcp})
 
 
 def matrix_path(matrix: str | None, opts) -> str:
     """The matrix file to run: MATRIX, or with --resume the run's own (and its --scale-ec)."""
     if opts.resume:
         from xcbench.store import RunDir
-        given = (RunDir.open(opts.resume).state.matrix or {})
+        prev = RunDir.open(opts.resume).state
+        kind = prev.extra.get("kind")
+        if kind not in (None, "run"):
+            raise XcbError(f"{opts.resume}: --resume: not a run of `xcbench run` (it was made by "
+                           f"`xcbench {kind}`); start a new one instead")
+        given = prev.matrix or {}
         path = given.get("path")
         opts.scale_ec = bool(given.get("scaled_ec")) or opts.scale_ec
-        if not path or not Path(path).exists():
+        if not isinstance(path, str) or not Path(path).is_file():
             raise XcbError(f"{opts.resume}: the run's matrix file {path!r} is gone")
         return str(path)
     if not matrix:
@@ -80,8 +90,10 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
     from xcbench.progress import MatrixView
     from xcbench.runner import Interrupted, run_matrix
+    from xcbench.tcpaudit import tuned
     try:
-        run = run_matrix(matrix, cluster, opts, view=MatrixView())
+        with tuned(opts.extra.get("tune_tcp", False)):  # old sysctls back on any exit
+            run = run_matrix(matrix, cluster, opts, view=MatrixView())
     except Interrupted as e:
         print(f"interrupted: what was measured is in {e}; continue with "
               f"`xcbench run --resume {e}`", file=sys.stderr)

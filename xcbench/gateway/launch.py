@@ -168,7 +168,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     A ``bind`` tunable overrides ``bind``. ``cell`` (optional) adds campaign-aware findings.
     """
     t = effective_tunables(target, tunables)
-    bind = str(t.pop("bind", bind) or "0.0.0.0").strip()
+    bind = str(t.pop("bind", None) or bind or "127.0.0.1").strip()  # empty: loopback, never *
     if origins < 1:
         raise XcbError(f"gateway: origins must be >= 1, not {origins}")
     wildcard = bind in WILDCARD_BINDS

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.matrix.expand import _finish, cell_id, expand
 from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_layout, parse_pool
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
+from xcbench.reference import check_reference
+from xcbench.userfiles import read_yaml
 
 __all__ = ["STRIPE_ALIGN", "ClusterFacts", "Matrix", "cell_id", "check_layout", "check_lines",
            "expand", "load_matrix", "parse_pool", "scale_ec_pool", "validate"]
@@ -54,6 +54,7 @@ class Matrix:
     cells: list[Cell]
     raw: dict[str, Any]
     scaled_ec: dict[str, str] = field(default_factory=dict)  # "ec8+3" -> "ec2+1" (--scale-ec)
+    reference: dict[str, Any] | None = None  # the published table reproduced (xcbench.reference)
 
     def cell(self, key: str) -> Cell:
         """A cell by id, id prefix or label."""
@@ -65,6 +66,7 @@ class Matrix:
 
     def manifest(self) -> dict[str, Any]:
         return {"path": self.path, "name": self.name, "raw": self.raw, "scaled_ec": self.scaled_ec,
+                "reference": self.reference,
                 "cells": {c.id: {"label": c.label, **c.settings()} for c in self.cells}}
 
 
@@ -73,18 +75,10 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
     """Parse, expand and validate a matrix. Raises XcbError (first error, one line); the
     error's ``lines`` attribute holds every error."""
     path = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise XcbError(f"{path}: cannot read matrix ({e.strerror})") from e
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        at = f"line {mark.line + 1}" if mark else "top level"
-        raise XcbError(f"{path}: {at}: yaml: {getattr(e, 'problem', None) or e}") from e
+    raw = read_yaml(path)  # xcbench.userfiles: unreadable/non-UTF-8/bad YAML -> one line
     errors = _Errors(path)
     cells = expand(raw, path, errors)
+    reference = check_reference(raw, cells, errors)
     errors.raise_if_any()
     if not cells:
         raise XcbError(f"{path}: top level: cells: the matrix expands to no cells")
@@ -105,7 +99,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
         validate(cells, facts, errors)
         errors.raise_if_any()
     name = raw.get("name") or Path(path).stem
-    return Matrix(path, str(name), str(raw.get("description") or ""), cells, raw, scaled)
+    return Matrix(path, str(name), str(raw.get("description") or ""), cells, raw, scaled, reference)
 
 
 def check_lines(path: str | Path, **kw: Any) -> list[str]:

@@ -12,7 +12,7 @@ from xcbench.errors import XcbError
 from xcbench.sizes import format_size, parse_size
 
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
-TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include")
+TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference")
 DIM_KEYS = ("origins", "modes", "concurrency", "file_size", "files", "size_dist", "repeats",
             "probe", "gateway", "campaign")
 BACKEND_KEYS = {"tmpfs": ("size",) + DIM_KEYS, "cephfs": ("layouts", "pools") + DIM_KEYS,
@@ -146,7 +146,23 @@ def _dims(errors: _Errors, where: str, src: dict) -> dict[str, Any]:
                 continue
             _unknown(errors, f"{where}.{key}", src[key], allowed)
             out[key] = _normalise_tunables(errors, f"{where}.{key}", src[key])
+            _add_new(errors, f"{where}.{key}", key, src[key])
     return out
+
+
+def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
+    """Campaign values (every one finite and in range) and the gateway's bind (never empty),
+    checked by their owners; fields already reported here are not reported twice."""
+    problems: list[tuple[str, str]] = []
+    if key == "campaign":
+        from xcbench.campaign.spec import check_campaign_settings
+        problems = check_campaign_settings(section, unknown=False)
+    elif key == "gateway" and "bind" in section:
+        from xcbench.net import check_bind
+        problems = check_bind(section["bind"])
+    for fld, msg in problems:
+        if not any(ln.startswith(f"{errors.path}: {where}: {fld}:") for ln in errors.lines):
+            errors.add(where, fld, msg)
 
 
 def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
@@ -160,7 +176,8 @@ def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
         errors.add(where, "buffers_maxbsz", f"{format_size(bsz)} must be above 2M and at most 1G")
     for key in ("runtime", "iodepth", "numjobs", "ramp", "streams", "retries"):
         if key in out:
-            out[key] = _posint(errors, where, key, out[key], minimum=0 if key == "ramp" else 1)
+            out[key] = _posint(errors, where, key, out[key],
+                               minimum=0 if key in ("ramp", "retries") else 1)
     for key in ("async", "cksio", "overwrite", "delete_after_verify", "direct"):
         if key in out and not isinstance(out[key], bool):
             errors.add(where, key, f"{out[key]!r} is not true/false")

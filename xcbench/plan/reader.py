@@ -45,9 +45,11 @@ class Reader:
         v = self.raw(key, default)
         if v is default and default is not _REQ:
             return v
+        if isinstance(v, float) and not math.isfinite(v):  # before int(v): int(nan) raises
+            self.fail(key, f"{v} is not a finite number")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (integer and v != int(v)):
             self.fail(key, f"{v!r} is not {'a whole number' if integer else 'a number'}")
-        if not math.isfinite(v) or v < lo or (strict and v == lo):
+        if v < lo or (strict and v == lo):
             self.fail(key, f"must be {'>' if strict else '>='} {lo:g} (got {v})")
         return int(v) if integer else float(v)
 
@@ -57,7 +59,7 @@ class Reader:
             return v
         try:
             out = parse(v)
-        except ValueError as e:
+        except (ValueError, TypeError, OverflowError) as e:
             self.fail(key, str(e))
         if positive and not out > 0:
             self.fail(key, f"must be > 0 (got {v!r})")

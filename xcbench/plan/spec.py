@@ -236,15 +236,9 @@ def gateway_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
 # --- files and --set overrides ---------------------------------------------------------------
 
 def load_yaml(path: str | Path) -> dict:
+    from xcbench.userfiles import read_yaml
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise XcbError(f"{p}: no such file") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise XcbError(f"{p}:{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    data = read_yaml(p)
     if not isinstance(data, dict):
         raise XcbError(f"{p}: (top): must be a mapping of fields")
     return data

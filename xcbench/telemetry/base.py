@@ -45,7 +45,7 @@ class Sampler:
     def stop(self) -> None:
         pass
 
-    def row(self, wall: float, mono: float, metric: str, value: float,
+    def row(self, wall: float, mono: float, metric: str, value: float | None,
             labels: dict[str, Any] | None = None) -> dict:
         return {"wall": wall, "mono": mono, "sampler": self.name, "metric": metric,
                 "value": value, "labels": dict(labels or {})}

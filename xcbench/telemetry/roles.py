@@ -44,6 +44,7 @@ def combine_limits(limits: dict[int, CpuLimit]) -> tuple[float | None, str]:
         return None, unknown[0].source
     by_source: dict[str, float] = {}
     for lim in limits.values():
+        assert lim.cores is not None  # unknown limits were returned above
         by_source[lim.source] = lim.cores  # processes under one group share its quota
     if len(by_source) == 1:
         (src, cores), = by_source.items()

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.unit.test_telemetry_runner import Collect, Counting, FakeTime
+from tests.unit.telemetry.test_telemetry_runner import Collect, Counting, FakeTime
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.telemetry import DEVICES, TelemetryRunner, build, parse_selection, wants
 
-MATRIX = Path(__file__).resolve().parents[2] / "layouts" / "quick.yaml"
+MATRIX = Path(__file__).resolve().parents[3] / "layouts" / "quick.yaml"
 
 
 def test_every_device_says_what_it_records_and_its_interval():

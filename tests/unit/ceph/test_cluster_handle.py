@@ -23,6 +23,9 @@ def _conf(path: Path, extra: str = "") -> Path:
 
 
 def test_from_conf_without_cluster_json_is_bring_your_own(tmp_path):
+    with pytest.raises(XcbError, match="keyring: cannot read: no such file"):
+        Cluster.from_conf(_conf(tmp_path / "ceph.conf"), "alice", tmp_path / "k")
+    (tmp_path / "k").write_text("[client.alice]\n\tkey = AQ==\n")
     c = Cluster.from_conf(_conf(tmp_path / "ceph.conf"), "alice", tmp_path / "k")
     assert not c.embedded and c.client_id == c.gateway_id == c.fs_client_id == "alice"
     assert c.keyring == tmp_path / "k" and c.fs_name is None

@@ -12,7 +12,7 @@ from xcbench import proc
 from xcbench.errors import XcbError
 from xcbench.telemetry import GatewaySampler, ReportListener, SampleGap, parse_report
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "xrd-report"
+DATA = Path(__file__).resolve().parents[2] / "data" / "xrd-report"
 MiB = 1 << 20
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from xcbench.backends.base import BACKENDS, Backend, Target, backend_class
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BRANCH = re.compile(r"backend\s*(==|!=)|\.backend\s+(not\s+)?in\b")
 
 

@@ -15,7 +15,7 @@ from xcbench import fio
 from xcbench.errors import XcbError
 from xcbench.records import PROBE
 
-DATA = Path(__file__).parent.parent / "data" / "fio"
+DATA = Path(__file__).parents[2] / "data" / "fio"
 
 
 def raw(name: str) -> dict:

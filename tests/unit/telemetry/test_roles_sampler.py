@@ -12,6 +12,18 @@ from xcbench.telemetry.roles import RoleSampler, combine_limits
 BUSY = "import time\nt=time.time()\nwhile time.time()-t<20: pass"
 
 
+def _wait_busy_child(pid: int, timeout: float = 30.0) -> None:
+    """Until the parent's busy child runs and the parent itself is done starting."""
+    import psutil
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        kids = psutil.Process(pid).children()
+        if kids and sum(kids[0].cpu_times()[:2]) > 0.2:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the busy child of {pid} did not start in {timeout:g} s")
+
+
 def _kill_tree(p: subprocess.Popen) -> None:
     import psutil
     try:
@@ -33,7 +45,7 @@ def test_a_busy_role_its_children_and_an_idle_role():
                                f"import subprocess,sys,time\np=subprocess.Popen([sys.executable,'-c',{BUSY!r}])\ntime.sleep(20)"])
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])
     try:
-        time.sleep(0.5)  # the child has started
+        _wait_busy_child(parent.pid)  # on a loaded box Python's start-up alone can take seconds
         lim2 = lambda pid: CpuLimit(2.0, "host cores (2; test)", host_cores=2)  # noqa: E731
         s = RoleSampler({"probe": lambda: [parent.pid], "gateway": lambda: [idle.pid], "mds": lambda: []},
                         limit=lim2)

@@ -11,7 +11,7 @@ import pytest
 from xcbench.errors import XcbError
 from xcbench.telemetry import CephSampler, SampleGap
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "ceph"
+DATA = Path(__file__).resolve().parents[2] / "data" / "ceph"
 POOL = (DATA / "pool.txt").read_text().strip()
 ANSWERS = {"osd pool stats": "osd_pool_stats", "df": "df_detail", "osd perf": "osd_perf",
            "health": "health", "pg stat": "pg_stat"}

@@ -155,7 +155,7 @@ def test_fio_ceilings_from_real_client_server_output_count_the_all_row_once(tmp_
 
     from xcbench import fio
     from xcbench.analysis.dataset import RunData
-    data = Path(__file__).parent.parent / "data" / "fio"
+    data = Path(__file__).parents[2] / "data" / "fio"
     run = RunDir.create(tmp_path, name="fio", fingerprint=False)
     run.append("probes", fio.parse(fio.load_file(data / "clientserver.json"), cell_id="cs",
                                    jobfile=(data / "clientserver.h0.fio").read_text()))
