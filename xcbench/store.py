@@ -39,6 +39,18 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.jsonl import (
+    BALLAST,
+    RESERVE,
+    append_lines,
+    make_ballast,
+    open_append,
+    read_jsonl,
+    release_ballast,
+    rewrite_lines,
+    split_lines,
+    write_all,
+)
 from xcbench.manifest import (
     CELL_STATUSES,
     DONE,
@@ -50,7 +62,8 @@ from xcbench.manifest import (
 )
 from xcbench.secrets import redact, scrub_known
 
-__all__ = ["CELL_STATUSES", "DONE", "SCHEMA_VERSION", "CellState", "LostRows", "Manifest", "RunDir",
+__all__ = ["BALLAST", "CELL_STATUSES", "DONE", "RESERVE", "SCHEMA_VERSION", "CellState", "LostRows",
+           "Manifest", "RunDir",
            "list_runs", "read_jsonl", "resolve_run", "upgrade_manifest", "write_json"]
 log = logging.getLogger(__name__)
 DEFAULT_STORE = "results"  # the `--store` default; XCBENCH_STORE overrides it
@@ -73,60 +86,6 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)  # a full disk: the old file stays whole
-        raise
-
-
-RESERVE = 256 << 10  # bytes kept free for the manifest and the report once the store is full
-BALLAST = ".reserve"  # a file of RESERVE bytes made with the run, removed when the disk fills
-
-
-def _make_ballast(run: Path) -> None:
-    try:
-        fd = os.open(run / BALLAST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError:
-        return
-    try:
-        os.posix_fallocate(fd, 0, RESERVE)
-    except OSError:
-        os.close(fd)
-        (run / BALLAST).unlink(missing_ok=True)  # no room even for it: nothing to keep
-        return
-    os.close(fd)
-
-
-def _release_ballast(run: Path) -> None:
-    with contextlib.suppress(OSError):
-        (run / BALLAST).unlink()
-
-
-def _open_append(path: Path) -> int:
-    """An O_APPEND fd; a torn last line (a hard kill mid-write) is ended first, so new records
-    start on a line of their own (the torn one is skipped when read)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as fh:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    _write_all(fd, b"\n")
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data`` or none of it: a short write (disk full) is cut back off."""
-    start = os.lseek(fd, 0, os.SEEK_END)
-    view = memoryview(data)
-    try:
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, start)
         raise
 
 
@@ -173,7 +132,7 @@ class RunDir:
              "fingerprint": fingerprint or {}, **info}, path)
         run = cls(path, manifest)
         run.save_manifest()
-        _make_ballast(path)
+        make_ballast(path)
         return run
 
     @classmethod
@@ -195,7 +154,7 @@ class RunDir:
         self.state.status = "running"
         self.state.resumed = [*(self.state.resumed or []), time.time()]
         self.save_manifest()
-        _make_ballast(self.path)
+        make_ballast(self.path)
 
     def supersede_partial(self) -> None:
         """Records of cells that did not finish move to records/superseded/: kept, not analysed.
@@ -204,34 +163,15 @@ class RunDir:
         redo = {cid for cid, c in self.state.cells.items() if not c.done}
         old = self.path / "records" / "superseded"
         for jl in sorted((self.path / "records").glob("*.jsonl")):
-            keep: list[str] = []
-            moved: list[str] = []
-            torn = 0
-            with open(jl, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    try:
-                        rec = json.loads(line)
-                        cid = rec.get("cell_id") if isinstance(rec, dict) else None
-                    except ValueError:
-                        torn += line.strip() != ""
-                        continue
-                    (moved if cid in redo else keep).append(line if line.endswith("\n") else line + "\n")
+            keep, moved, torn = split_lines(jl, lambda rec: rec.get("cell_id") in redo)
             if torn:
                 self.warn(f"records/{jl.name}: {torn} torn line(s) dropped (a hard kill mid-write)")
             if not moved and not torn:
                 continue
             if moved:
                 old.mkdir(exist_ok=True)
-                with open(old / jl.name, "a") as fh:
-                    fh.writelines(moved)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            tmp = jl.with_suffix(".jsonl.tmp")
-            with open(tmp, "w") as fh:
-                fh.writelines(keep)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, jl)
+                append_lines(old / jl.name, moved)
+            rewrite_lines(jl, keep)
 
     def replace_table(self, table: str, records: Iterable[dict[str, Any]]) -> None:
         """records/<table>.jsonl holds exactly ``records`` from now on."""
@@ -268,7 +208,7 @@ class RunDir:
             except OSError as e:
                 if e.errno == errno.ENOSPC and not self._full:
                     self._full = True
-                    _release_ballast(self.path)
+                    release_ballast(self.path)
                     write_json(self.path / "manifest.json", redact(self.state.to_dict()))
                 else:
                     log.warning("%s: manifest not saved (%s); kept in memory", self.path, e)
@@ -288,8 +228,8 @@ class RunDir:
                                   f"{RESERVE >> 10} KiB are kept for the manifest)")
                 fd = self._files.get(table)
                 if fd is None:
-                    fd = self._files[table] = _open_append(self.path / "records" / f"{table}.jsonl")
-                _write_all(fd, data)
+                    fd = self._files[table] = open_append(self.path / "records" / f"{table}.jsonl")
+                write_all(fd, data)
                 return
             except OSError as e:
                 error = e
@@ -306,7 +246,7 @@ class RunDir:
     def _lost(self, table: str, n: int, error: OSError) -> None:
         if error.errno == errno.ENOSPC and not self._full:
             self._full = True
-            _release_ballast(self.path)  # room for the manifest that says what was lost
+            release_ballast(self.path)  # room for the manifest that says what was lost
         why = f"{type(error).__name__}: [Errno {error.errno}] {error.strerror or error}"
         first = self.state.lost(table, n, why)
         if first:
@@ -386,7 +326,7 @@ class RunDir:
         self.state.status = status
         if self.state.lost_rows:
             self.warn(self.state.lost_summary() or "")
-        _release_ballast(self.path)  # the run is written; a resume makes it again
+        release_ballast(self.path)  # the run is written; a resume makes it again
         self.save_manifest()
 
     def has_table(self, name: str) -> bool:
@@ -421,70 +361,6 @@ class RunDir:
             if col not in df.columns:
                 df[col] = pd.Series(pd.NA, index=df.index, dtype="object")
         return df[list(columns)] if columns is not None else df
-
-
-def _json_text(v: Any) -> Any:
-    if isinstance(v, dict):  # pyarrow structs carry every key: drop those a row did not have
-        v = {k: x for k, x in v.items() if x is not None}
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-
-
-def read_jsonl(path: str | os.PathLike):
-    """A JSONL table as a DataFrame; nested dicts/lists become JSON text (sorted keys).
-    pyarrow's reader first (fast); Python's json when a column's type varies between rows."""
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.json as pj
-    path = Path(path)
-    if not path.stat().st_size:
-        return pd.DataFrame()
-    try:
-        tbl = pj.read_json(path, read_options=pj.ReadOptions(block_size=8 << 20))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        tbl = None
-    if tbl is not None:
-        cols = {}
-        for name in tbl.column_names:
-            col = tbl.column(name)
-            if pa.types.is_struct(col.type) or pa.types.is_list(col.type):
-                cols[name] = pd.Series([_json_text(v) for v in col.to_pylist()], dtype="object")
-            else:
-                cols[name] = col.to_pandas()
-        return pd.DataFrame(cols)
-    df = pd.DataFrame.from_records(_json_records(path))
-    for col in [c for c in df.columns if pd.api.types.is_object_dtype(df[c])]:
-        if df[col].map(lambda v: isinstance(v, (dict, list))).any():
-            df[col] = df[col].map(_json_text)
-        kinds = {type(v) for v in df[col] if v is not None and v == v}
-        if len(kinds) > 1 and not kinds <= {int, float}:  # e.g. 1 and "n/a": keep both, as text
-            df[col] = df[col].map(lambda v: v if v is None or v != v else str(v))
-    return df
-
-
-def _json_records(path: Path) -> list[dict]:
-    """The records of a JSONL file. A torn last line (a hard kill mid-write) is skipped with a
-    warning; anything else that is not one JSON object per line is an XcbError naming it."""
-    import sys
-
-    from xcbench.userfiles import read_bytes
-    data = read_bytes(path, limit=1 << 40)
-    lines = data.split(b"\n")
-    rows = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line.decode("utf-8"))
-            if not isinstance(row, dict):
-                raise ValueError("not a JSON object")
-        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
-            if n == len(lines) and not data.endswith(b"\n"):
-                print(f"xcbench: warning: {path}: line {n}: torn last record skipped",
-                      file=sys.stderr)
-                continue
-            raise XcbError(f"{path}: line {n}: not a JSON record ({e})") from None
-        rows.append(row)
-    return rows
 
 
 def upgrade_manifest(manifest: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def test_rows_that_cannot_be_written_are_counted_not_raised(tmp_path, monkeypatc
 
     def full(fd, data):
         raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(store, "_write_all", full)
+    monkeypatch.setattr(store, "write_all", full)
     run.append("samples", [{"v": 2}, {"v": 3}])
     run.append("samples", [{"v": 4}])
     run.append("transfers", [{"v": 5}])
