@@ -45,7 +45,7 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
             "contender_rate": crate, "contender_ci": (c["ci_low"], c["ci_high"]) if c else (nan, nan),
             "pct": pct_diff(brate, crate), "ci_overlap": overlap,
             "base_n": b["repeats"] if b else 0, "contender_n": c["repeats"] if c else 0,
-            "significant": overlap is False and min(b["repeats"], c["repeats"]) >= MIN_REPEATS,
+            "significant": overlap is False and b is not None and c is not None and min(b["repeats"], c["repeats"]) >= MIN_REPEATS,
             "base_verdict": vb, "contender_verdict": vc,
             "verdict_changed": bool(vb and vc and vb != vc),
             "config_changed": bool(fb and fc and fb != fc),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Set as AbstractSet
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def _bs(v: Any) -> float:
         return math.nan
 
 
-def cell_frame(manifest: dict[str, Any], extra_ids: set[str] = frozenset()) -> pd.DataFrame:
+def cell_frame(manifest: dict[str, Any], extra_ids: AbstractSet[str] = frozenset()) -> pd.DataFrame:
     """One row per cell from the manifest's settings (plus ids only seen in the tables)."""
     rows = []
     cells = dict(manifest.get("cells") or {})
@@ -88,7 +89,7 @@ def cell_frame(manifest: dict[str, Any], extra_ids: set[str] = frozenset()) -> p
             "error": c.get("error"), "backend": s.get("backend") or c.get("backend") or "",
             "mode": s.get("mode", ""), "origins": s.get("origins", 1),
             "stripe_unit": su, "stripe_count": sc, "object_size": osz,
-            "layout": (f"su={format_size(su)} sc={sc} os={format_size(osz)}" if su else ""),
+            "layout": (f"su={format_size(su)} sc={sc} os={None if osz is None else format_size(osz)}" if su else ""),
             "pool_kind": kind, "pool": c.get("pool_name") or fp_pool.get("name") or pname,
             "pool_label": plabel, "raw_ratio_expected": ratio,
             "file_size": s.get("file_size"), "files": s.get("files"),

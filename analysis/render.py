@@ -25,6 +25,7 @@ import base64
 import io
 import math
 import re
+from collections.abc import Set as AbstractSet
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -172,7 +173,7 @@ def fig_to_data_uri(fig, dpi: int = 100) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def text_table(headers: list[str], rows: list[list[Any]], right: set[int] = frozenset()) -> str:
+def text_table(headers: list[str], rows: list[list[Any]], right: AbstractSet[int] = frozenset()) -> str:
     """A plain fixed-width table for the terminal (columns in ``right`` right-aligned)."""
     cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]

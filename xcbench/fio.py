@@ -269,14 +269,15 @@ def _aggregate(cell_id: str, parts: list[tuple[Mapping, Mapping]], ddir: str, nd
         for k, v in (lat.get("bins") or {}).items():
             bins[int(k)] += int(v)
     pct = {p: percentile_from_bins(bins, p) for p in PERCENTILES} if bins else {}
+    p50, p99, p999 = (pct.get(p) for p in (50.0, 99.0, 99.9))
     row.update(
         iops=sum(float(st["iops"]) for st in stats),
         bw=sum(int(st["bw_bytes"]) for st in stats),
         lat_mean_us=(sum(float(lat.get("mean", 0.0)) * int(lat.get("N", 0)) for lat, _ in lats)
                      / n * 1e-3) if n else None,
-        lat_p50_us=None if pct.get(50.0) is None else pct[50.0] * 1e-3,
-        lat_p99_us=None if pct.get(99.0) is None else pct[99.0] * 1e-3,
-        lat_p999_us=None if pct.get(99.9) is None else pct[99.9] * 1e-3,
+        lat_p50_us=None if p50 is None else p50 * 1e-3,
+        lat_p99_us=None if p99 is None else p99 * 1e-3,
+        lat_p999_us=None if p999 is None else p999 * 1e-3,
         runtime_s=max(st["runtime"] for st in stats) / 1000.0,
         errors=sum(_errors(job) for job, _ in parts),
         numjobs=sum(_int_opt(job, g, "numjobs", 1) for job, g in parts),

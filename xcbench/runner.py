@@ -27,6 +27,7 @@ from xcbench import orphans, proc, telemetry
 from xcbench.analysis.attribution import write_verdicts
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
+from xcbench.fsutil import remove_tree
 from xcbench.interfaces import Cluster, Gateway, Target
 from xcbench.manifest import DONE
 from xcbench.matrix import Matrix
@@ -107,7 +108,7 @@ class Runner:
         finally:
             self._source_stack.close()
             self.procs.stop_all()
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            remove_tree(self.scratch, unmount=True, what="scratch")  # never crosses a mount
 
     def _baseline(self) -> None:
         from xcbench.baseline import iperf3

@@ -1,13 +1,15 @@
 """The cephfs backend: one CephFS directory per cell, with the cell's file layout.
 
-prepare: the cell's pool becomes a data pool of the file system; the file system is mounted
-once per backend instance under ``workdir/cephfs``; the cell gets ``/xcbench/<cell id>-<tag>``
+prepare: the cell's pool becomes a data pool of the file system; the run's own directory
+``/xcbench/<run>`` (made by this instance) is mounted, never the file system's root, under
+``workdir/cephfs`` (see rundir.py); the cell gets ``/xcbench/<run>/<cell id>-<tag>``
 with ``ceph.dir.layout`` set as a whole (setting the fields one by one can fail on ordering:
 object_size must stay a multiple of stripe_unit after every step); the dir is given to the xrootd
 user, as gateways run as xrootd.
 verify: a file written in the dir must carry the layout and its data objects
 ``<ino hex>.%08x`` must be in the cell's pool with the sizes the striping arithmetic gives.
-cleanup: removes the cell's dir, and the mount when the last target of this instance is gone.
+cleanup: removes the cell's dir (never crossing a mount point), and when the last target of
+this instance is gone the mount and the run's directory.
 """
 
 from __future__ import annotations
@@ -15,21 +17,22 @@ from __future__ import annotations
 import errno
 import os
 import secrets
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from xcbench.backends.base import Backend, Target
+from xcbench.backends.cephfs import rundir
 from xcbench.ceph import mounts as cmount
 from xcbench.ceph.layout import Layout, cephfs_objects, cephfs_oid
 from xcbench.ceph.layout import parse_xattr as parse_layout
 from xcbench.errors import XcbError
 from xcbench.findings import object_size_findings, plain_gateway_findings
+from xcbench.fsutil import remove_tree
 from xcbench.xrootd_user import own, xrootd_ids_if_any
 
-TOP = "xcbench"  # the one top-level directory xcbench writes in a file system
+TOP = rundir.TOP  # the one top-level directory xcbench writes in a file system
 VERIFY_FILE = ".xcbench-verify"
 VERIFY_MAX = 32 << 20  # bytes written by verify at most
 SETXATTR_RETRY = 5.0  # seconds
@@ -46,6 +49,7 @@ def compare_layout(got: dict[str, Any], s: Layout, pool: str, where: str) -> Non
 class CephFSBackend(Backend):
     name = "cephfs"
     needs_cluster = True
+    uses_fs = True  # the cluster key needs the file system (xcbench.ceph.access)
 
     def __init__(self, cluster, workdir, procs=None):
         super().__init__(cluster, workdir, procs)
@@ -53,24 +57,45 @@ class CephFSBackend(Backend):
         self.mount_kind: str | None = None  # set while this instance holds the mount
         self.mount_note = ""
         self._live: set[str] = set()  # fs paths of targets prepared and not yet cleaned up
+        self.run: str | None = None  # /xcbench/<run>: made by this instance, the mount's root
         self._made_top = False
+
+    @property
+    def run_root(self) -> str | None:
+        return f"/{TOP}/{self.run}" if self.run else None
 
     # ---- mount --------------------------------------------------------------------------
     def _ensure_mounted(self) -> None:
         if self.mount_kind is None:
             self.workdir.mkdir(parents=True, exist_ok=True)
+            if self.run is None:
+                self.run = rundir.new_run_name()
+                self._made_top = rundir.make(self.cluster, self.run)
             self.mount_kind, self.mount_note = cmount.mount(
-                self.cluster, self.mountpoint, procs=self.procs, secret_dir=self.workdir / "secrets")
+                self.cluster, self.mountpoint, procs=self.procs, root=self.run_root)
 
     def close(self) -> None:
-        """Unmount what this instance mounted (cleanup does it after the last target)."""
+        """Unmount what this instance mounted and remove its run dir if empty (cleanup does it
+        after the last target)."""
         if self.mount_kind is not None:
             cmount.umount(self.cluster, self.mountpoint, self.mount_kind)
             self.mount_kind = None
             self._live.clear()
+            if cmount.is_mount_point(self.mountpoint):
+                return  # still there: never remove the run dir under a live mount
+        if self.run is not None:
+            why = rundir.remove(self.cluster, self.run, self._made_top)
+            if why:
+                import sys
+                print(f"xcbench: warning: cephfs: {why}", file=sys.stderr)
+            self.run, self._made_top = None, False
 
     def local(self, fs_path: str) -> Path:
-        return self.mountpoint / fs_path.lstrip("/")
+        """Where ``fs_path`` (inside the run dir) is on the mount of the run dir."""
+        root = self.run_root or ""
+        if not fs_path.startswith(root + "/"):
+            raise XcbError(f"cephfs: {fs_path} is not inside this run's {root}")
+        return self.mountpoint / fs_path[len(root) + 1:]
 
     # ---- the interface ------------------------------------------------------------------
     def prepare(self, cell) -> Target:
@@ -81,13 +106,7 @@ class CephFSBackend(Backend):
         s.check(self.cluster.osd_max_object_size(), where=where)
         pool = self.cluster.ensure_pool(cell.pool, cephfs=True)
         self._ensure_mounted()
-        top = self.mountpoint / TOP
-        try:
-            top.mkdir()
-            self._made_top = True
-        except FileExistsError:
-            pass
-        fs_path = f"/{TOP}/{cell.id}-{secrets.token_hex(3)}"
+        fs_path = f"{self.run_root}/{cell.id}-{secrets.token_hex(3)}"
         d = self.local(fs_path)
         d.mkdir()
         self._live.add(fs_path)
@@ -108,7 +127,8 @@ class CephFSBackend(Backend):
                       oss={"localroot": str(d)}, created=[f"cephfs:{fs_path}"],
                       info={"fs_name": self.cluster.fs_name, "fs_path": fs_path,
                             "mountpoint": str(self.mountpoint), "mount": self.mount_kind,
-                            "mount_note": self.mount_note, "layout": value})
+                            "mount_note": self.mount_note, "layout": value,
+                            "mount_root": self.run_root})
 
     def verify(self, target: Target, gateway: Any = None) -> dict[str, Any]:
         """Write a file in the dir (through the mount: ``gateway`` is not needed); check its
@@ -143,7 +163,7 @@ class CephFSBackend(Backend):
             default_pool = self._default_data_pool()
             backtrace = None
             if default_pool and default_pool != target.pool:
-                backtrace = self._stat(default_pool, cephfs_oid(ino, 0))
+                backtrace = self._stat_if_readable(default_pool, cephfs_oid(ino, 0))
                 if backtrace:
                     raise XcbError(f"{where}: pool: {backtrace} bytes of data landed in the default "
                                    f"data pool {default_pool}, not in {target.pool}")
@@ -158,18 +178,15 @@ class CephFSBackend(Backend):
 
     def cleanup(self, target: Target) -> None:
         fs_path = target.info.get("fs_path", "")
-        if not fs_path.startswith(f"/{TOP}/") or "/" in fs_path[len(TOP) + 2:]:
+        parts = fs_path.split("/")
+        if len(parts) != 4 or parts[:2] != ["", TOP] or "" in parts[2:] or ".." in parts:
             raise XcbError(f"cell {target.cell_id}: cleanup: {fs_path!r} is not an xcbench cell dir")
-        if self.mount_kind is None:  # a target of an earlier instance: mount to remove it
+        if self.mount_kind is None:  # a target of an earlier instance: mount its run dir
+            if self.run is None:
+                self.run = parts[2]
             self._ensure_mounted()
         self._remove(fs_path)
         if not self._live:
-            if self._made_top:
-                try:
-                    (self.mountpoint / TOP).rmdir()
-                except OSError:
-                    pass  # other cells (maybe of other runs) still live there
-                self._made_top = False
             self.close()
 
     def layout_evidence(self, target: Target) -> dict[str, Any] | None:
@@ -192,7 +209,7 @@ class CephFSBackend(Backend):
     def _remove(self, fs_path: str) -> None:
         d = self.local(fs_path)
         if d.exists():
-            shutil.rmtree(d)
+            remove_tree(d, check=True, what=f"cephfs {fs_path}")
         self._live.discard(fs_path)
 
     @staticmethod
@@ -206,6 +223,9 @@ class CephFSBackend(Backend):
                 os.setxattr(d, "ceph.dir.layout", value.encode())
                 return
             except OSError as e:
+                if e.errno in (errno.EACCES, errno.EPERM):
+                    raise XcbError(f"{what}: the key may not set layouts (missing the p of mds "
+                                   "'allow rwp'; `xcbench cluster caps` prints the line)") from e
                 if e.errno != errno.EINVAL or time.monotonic() > deadline:
                     raise XcbError(f"{what} ({errno.errorcode.get(e.errno, e.errno)}: {e.strerror})") from e
                 time.sleep(0.25)
@@ -226,6 +246,15 @@ class CephFSBackend(Backend):
             return None
         finally:
             io.close()
+
+    def _stat_if_readable(self, pool: str, oid: str) -> int | None:
+        """_stat, or None when the key may not read ``pool`` (a site's least-privilege key has
+        no cap on the file system's default data pool)."""
+        import rados
+        try:
+            return self._stat(pool, oid)
+        except rados.PermissionError:
+            return None
 
     def _stat_objects(self, pool: str, expected: dict[str, int], where: str) -> dict[str, int]:
         found = {}

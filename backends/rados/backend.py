@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcbench import proc
 from xcbench.backends.base import Backend, Target
@@ -24,6 +24,9 @@ from xcbench.ceph.layout import Layout, striper_objects, striper_oid
 from xcbench.errors import XcbError
 from xcbench.findings import finding, object_size_findings
 from xcbench.sizes import format_size
+
+if TYPE_CHECKING:
+    from xcbench.ceph.cluster import Cluster
 
 PREFIX_ROOT = "xcb-rados"
 VERIFY_MAX = 48 << 20  # bytes verify uploads at most
@@ -63,15 +66,26 @@ class RadosBackend(Backend):
             raise XcbError(f"{where}: backend rados needs a layout (nb_stripes, stripe_unit, "
                            "object_size) and a pool")
         s = Layout.of(cell.layout)
-        s.check(self.cluster.osd_max_object_size(), where=where)
-        pool = self.cluster.ensure_pool(cell.pool)
+        cluster = self._ceph()
+        s.check(cluster.osd_max_object_size(), where=where)
+        pool = cluster.ensure_pool(cell.pool)
         prefix = f"/{PREFIX_ROOT}/{cell.id}-{secrets.token_hex(3)}/"
-        oss = {"ceph_user": self.cluster.gateway_id, "pool": pool, "nb_stripes": s.stripe_count,
+        oss = {"ceph_user": cluster.gateway_id, "pool": pool, "nb_stripes": s.stripe_count,
                "stripe_unit": s.stripe_unit, "object_size": s.object_size}
         return Target(cell_id=cell.id, backend=self.name, path=None, pool=pool, layout=cell.layout,
                       oss=oss, created=[f"rados:{pool}/{object_name(prefix)}*"],
                       info={"name_prefix": prefix, "object_prefix": object_name(prefix),
-                            "osslib_params": s.striper_params(oss["ceph_user"], pool)})
+                            "osslib_params": s.striper_params(cluster.gateway_id, pool)})
+
+    def _ceph(self) -> Cluster:
+        # needs_cluster: Backend.__init__ refuses to make a rados backend without a cluster
+        assert self.cluster is not None
+        return self.cluster
+
+    def _ioctx(self, target: Target) -> Any:
+        """A rados.Ioctx context on the target's pool (prepare gives every rados target one)."""
+        assert target.pool is not None
+        return self._ceph().ioctx(target.pool)
 
     def verify(self, target: Target, gateway=None) -> dict[str, Any]:
         """Upload a file through ``gateway``, then inspect its objects. Returns the evidence;
@@ -111,16 +125,16 @@ class RadosBackend(Backend):
                            "(is +cksio set on ofs.osslib, with ofs.xattrlib libXrdCephXattr.so?)")
         if stored != want_cks:
             raise XcbError(f"{where}: checksum: the stored adler32 is {stored}, the file has {want_cks}")
-        with self.cluster.ioctx(target.pool) as io:
-            left = [oid for oid in evidence["objects"] if objects.stat(io, oid) is not None]
-        if left:
-            raise XcbError(f"{where}: cleanup: `xrdfs rm` left {len(left)} objects ({left[0]}, ...)")
+        with self._ioctx(target) as io:
+            kept = [oid for oid in evidence["objects"] if objects.stat(io, oid) is not None]
+        if kept:
+            raise XcbError(f"{where}: cleanup: `xrdfs rm` left {len(kept)} objects ({kept[0]}, ...)")
         evidence.update({"adler32": want_cks, "gateway": gw.root_url, "path": path})
         return evidence
 
     def _inspect(self, target: Target, name: str, size: int, s: Layout, where: str) -> dict[str, Any]:
         expected = striper_objects(name, size, s)
-        with self.cluster.ioctx(target.pool) as io:
+        with self._ioctx(target) as io:
             found = {oid: objects.stat(io, oid) for oid in expected}
             extra = striper_oid(name, len(expected))
             extra_size = objects.stat(io, extra)
@@ -158,7 +172,7 @@ class RadosBackend(Backend):
         prefix = target.info.get("object_prefix", "")
         if not prefix.startswith(f"/{PREFIX_ROOT}/") or len(prefix) <= len(PREFIX_ROOT) + 3:
             raise XcbError(f"cell {target.cell_id}: cleanup: {prefix!r} is not an xcbench object prefix")
-        with self.cluster.ioctx(target.pool) as io:
+        with self._ioctx(target) as io:
             target.info["removed"] = len(objects.remove_prefix(io, prefix))
 
     # ---- what gateways, probes and findings need to know -------------------------------------

@@ -15,6 +15,7 @@ import os
 import struct
 import zlib
 from pathlib import Path
+from typing import TypedDict
 
 import rados
 
@@ -44,7 +45,14 @@ def striper_meta(attrs: dict[str, bytes]) -> dict[str, int]:
     return {k: int(attrs[k].rstrip(b"\0").decode()) for k in STRIPER_KEYS if k in attrs}
 
 
-def decode_cks(value: bytes) -> dict[str, object]:
+class CksRecord(TypedDict):
+    name: str  # algorithm, e.g. "adler32"
+    value: str  # hex
+    fm_time: int
+    cs_time: int
+
+
+def decode_cks(value: bytes) -> CksRecord:
     """An XrdCks.<alg> xattr -> {"name", "value" (hex), "fm_time", "cs_time"}."""
     if len(value) < _CKS.size:
         raise ValueError(f"XrdCks record of {len(value)} bytes, expected {_CKS.size}")
@@ -55,7 +63,7 @@ def decode_cks(value: bytes) -> dict[str, object]:
 
 def checksums(attrs: dict[str, bytes]) -> dict[str, str]:
     """{algorithm: hex value} of every XrdCks xattr, whatever prefix the xattr plugin added."""
-    out = {}
+    out: dict[str, str] = {}
     for key, value in attrs.items():
         if "XrdCks." in key:
             try:

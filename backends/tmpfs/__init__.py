@@ -9,7 +9,6 @@ private (e.g. pytest's 0700 tmp dirs) the mount point goes under /var/tmp instea
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,32 @@ from typing import Any
 from xcbench import proc
 from xcbench.backends.base import Backend, Target
 from xcbench.errors import XcbError
+from xcbench.fsutil import remove_tree
 from xcbench.sizes import format_size
 from xcbench.xrootd_user import reachable_by, xrootd_ids
 
 DEFAULT_SIZE = 1 << 30
 SHM = "/dev/shm"
+# What a tmpfs may not take of the memory available now: the OS, the gateways, Ceph daemons.
+RESERVE_MIN = 2 << 30
+RESERVE_FRACTION = 0.10  # of total memory, when that is more than RESERVE_MIN
+
+
+def memory_room() -> tuple[int, int]:
+    """(available memory, reserve): a tmpfs target may be at most available - reserve."""
+    import psutil
+    vm = psutil.virtual_memory()
+    return int(vm.available), max(RESERVE_MIN, int(vm.total * RESERVE_FRACTION))
+
+
+def check_fits(size: int, what: str, hint: str = "") -> None:
+    """Refuse (one line) a tmpfs of ``size`` bytes that filling would push the host out of
+    memory: a tmpfs holds its files in RAM (and swap), so its size must fit in what is free."""
+    available, reserve = memory_room()
+    if size > available - reserve:
+        raise XcbError(f"{what}: a tmpfs of {format_size(size)} does not fit in memory "
+                       f"({format_size(available)} available, {format_size(reserve)} kept in "
+                       f"reserve){'; ' + hint if hint else ''}")
 
 
 def _is_mount(path: str) -> bool:
@@ -35,6 +55,7 @@ class TmpfsBackend(Backend):
 
     def prepare(self, cell) -> Target:
         size = int(cell.tmpfs_size or DEFAULT_SIZE)
+        check_fits(size, f"cell {cell.id}: tmpfs_size", "give a smaller tmpfs_size, or fewer/smaller files")
         ids = xrootd_ids()
         self.workdir.mkdir(parents=True, exist_ok=True)
         base = self.workdir if reachable_by(self.workdir, ids) else Path("/var/tmp")
@@ -95,7 +116,7 @@ class TmpfsBackend(Backend):
                 if res.returncode != 0:
                     proc.run(["umount", "-l", path], check=False, timeout=60)
             elif kind == "dir" and os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path)
                 if os.path.isdir(path):
                     raise XcbError(f"tmpfs: cell {target.cell_id}: could not remove {path}")
         target.created.clear()

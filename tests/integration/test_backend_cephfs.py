@@ -58,7 +58,10 @@ def test_layout_dir_objects_and_cleanup(ceph_cluster, backend, ident, layout, po
     d = Path(target.path)
     try:
         assert target.pool == pool.name and target.info["mount"] in ("fuse", "kernel")
-        assert d.parent.name == TOP and d.parent.parent == backend.mountpoint
+        # the mount's root is the run's own dir /xcbench/<run>, never the file system's root
+        assert d.parent == backend.mountpoint and backend.run_root.startswith(f"/{TOP}/")
+        assert target.info["fs_path"] == f"{backend.run_root}/{d.name}"
+        assert target.info["mount_root"] == backend.run_root
         want = {"stripe_unit": layout.stripe_unit, "stripe_count": layout.stripe_count,
                 "object_size": layout.object_size, "pool": pool.name}
         assert {k: v for k, v in getfattr(d, "ceph.dir.layout").items() if k in want} == want

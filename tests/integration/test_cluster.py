@@ -79,8 +79,12 @@ def test_gateway_key_for_xrootd_user(ceph_cluster):
         conf = ceph_cluster.gateway_conf(gwdir / "gw")
         keyring = Path(cephconf.parse_conf(conf.read_text())[f"client.{ceph_cluster.gateway_id}"]["keyring"])
         st = keyring.stat()
-        assert not keyring.is_relative_to(gwdir) and st.st_mode & 0o777 == 0o640
+        assert not keyring.is_relative_to(gwdir) and st.st_mode & 0o777 == 0o400
         assert st.st_uid == pwd.getpwnam("xrootd").pw_uid
+        # a fresh private dir: nobody may list it, only the xrootd group may pass through it
+        kdir = keyring.parent.stat()
+        assert keyring.parent.name.startswith("xcbench-keys-") and kdir.st_mode & 0o777 == 0o710
+        assert kdir.st_gid == pwd.getpwnam("xrootd").pw_gid
         obj = _name("gw")
         as_xrootd = ["runuser", "-u", "xrootd", "--", "rados", "--id", ceph_cluster.gateway_id]
         env = {"CEPH_CONF": str(conf), "CEPH_ARGS": ""}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno as E
 import threading
 import time
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from XRootD import client as xc
@@ -53,6 +54,15 @@ def status_error(st, what: str, scope: str, phase: str) -> TransferError:
         else:
             code = E.EIO
     return TransferError(f"{what}: {msg}", code, scope, phase)
+
+
+@dataclass
+class _Chain:
+    """One file's write chain, shared by the worker and XrdCl's callback threads (under a lock)."""
+    off: int = 0  # where the next chunk goes
+    pending: int = 0  # writes in flight
+    error: TransferError | None = None  # the first failure
+    exhausted: bool = False  # every chunk was taken
 
 
 def _left(deadline: float) -> int:
@@ -100,35 +110,35 @@ class XrootdClient(Client):
         writes are in flight per file."""
         it = iter(chunks)
         lock, done = threading.Lock(), threading.Event()
-        st8 = {"off": 0, "pending": 0, "error": None, "exhausted": False}
+        st8 = _Chain()
         inflight: dict[int, bytes] = {}  # pyxrootd does not keep the buffer of an async write
 
         def take():
             with lock:
-                if progress.cancelled and st8["error"] is None:
-                    st8["error"] = TransferError("Transfer canceled: the campaign stopped",
-                                                 E.ECANCELED, recoverable=False)
-                if st8["error"] is None and not st8["exhausted"]:
+                if progress.cancelled and st8.error is None:
+                    st8.error = TransferError("Transfer canceled: the campaign stopped",
+                                              E.ECANCELED, recoverable=False)
+                if st8.error is None and not st8.exhausted:
                     chunk = next(it, None)
                     if chunk is not None:
-                        off = st8["off"]
-                        st8["off"] += len(chunk)
-                        st8["pending"] += 1
+                        off = st8.off
+                        st8.off += len(chunk)
+                        st8.pending += 1
                         inflight[off] = chunk
                         return chunk, off
-                    st8["exhausted"] = True
-                if st8["pending"] == 0:
+                    st8.exhausted = True
+                if st8.pending == 0:
                     done.set()
                 return None
 
         def result(st, n: int, off: int) -> None:
             with lock:
                 inflight.pop(off, None)
-                st8["pending"] -= 1
+                st8.pending -= 1
                 if st.ok:
                     progress.transferred += n
-                elif st8["error"] is None:
-                    st8["error"] = status_error(st, "DESTINATION WRITE", "DESTINATION", "TRANSFER")
+                elif st8.error is None:
+                    st8.error = status_error(st, "DESTINATION WRITE", "DESTINATION", "TRANSFER")
             send()
 
         def send() -> None:
@@ -148,11 +158,11 @@ class XrootdClient(Client):
         while not done.wait(1.0):
             if time.time() > deadline:
                 with lock:
-                    st8["error"] = st8["error"] or TransferError(
+                    st8.error = st8.error or TransferError(
                         "Transfer timed out (FTS timeout reached)", E.ETIMEDOUT)
                 break
-        if st8["error"] is not None:
-            raise st8["error"]
+        if st8.error is not None:
+            raise st8.error
 
     def tpc(self, source, dest, *, overwrite, streams, deadline, progress, size=0) -> Outcome:
         left = _left(deadline)

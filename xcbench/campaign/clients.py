@@ -51,7 +51,7 @@ _apply_xrdcl_env()
 def apply_client_env(env: dict[str, str], label: str) -> list[dict]:
     """Put a gateway's ``client_env`` (XRD_* variables) into this process's XrdCl environment;
     returns what was done, for the campaign's settings. XrdCl keys are case-insensitive."""
-    done = []
+    done: list[dict] = []
     try:
         from XRootD import client as xc
     except ImportError:
@@ -146,6 +146,7 @@ def thread_client(kind: str) -> Client:
         cache = _local.clients = {}
     c = cache.get(kind)
     if c is None:
+        cls: type[Client]
         if kind == "xrootd":
             from xcbench.campaign.client_xrootd import XrootdClient as cls
         elif kind == "gfal2":

@@ -61,8 +61,9 @@ def endpoint(x: Any, label: str) -> Endpoint:
     # local dirs of a POSIX export (an object store has none: no localroot, no path)
     origins = getattr(x, "origins", None) or []
     dirs: list[str] = [o.localroot for o in origins if getattr(o, "localroot", None)]
-    if not dirs and getattr(target, "path", None):
-        dirs = [target.path]
+    target_path = getattr(target, "path", None)
+    if not dirs and target_path:
+        dirs = [target_path]
     prefix = str((getattr(target, "info", None) or {}).get("name_prefix") or "")
     return Endpoint(label, root_url=getattr(x, "root_url", None), http_url=getattr(x, "http_url", None),
                     backend=backend, client_env=dict(getattr(x, "client_env", {}) or {}),

@@ -77,6 +77,7 @@ class Optimizer:
             cur.ema = cur.throughput
             return self._store(cur, decision, why)
         prev = self.previous
+        assert prev is not None  # _store keeps it with the first decision (value != 0)
         cur.ema = _ema(cur.throughput, s.ema_alpha, prev.ema)
         if self.min == self.max:
             return self._store(cur, self.min, "Range fixed")
@@ -165,9 +166,9 @@ def observe(attempts: Iterable[AttemptView], *, queue_size: int, retry_waiting: 
     """The optimizer input at ``now`` from the campaign's attempts (FTS's data source)."""
     now = time.time() if now is None else now
     attempts = list(attempts)
-    done = [a for a in attempts if a.end is not None and a.state == "FINISHED"
-            and a.end > now - 1800 * scale and a.end > a.start]
-    avg = sum(a.end - a.start for a in done) / len(done) if done else 0.0
+    done = [a.end - a.start for a in attempts if a.end is not None and a.state == "FINISHED"
+            and a.end > now - 1800 * scale and a.end > a.start]  # durations
+    avg = sum(done) / len(done) if done else 0.0
     window = _time_frame(avg, scale)
     start_w = now - window
     total, sizes = 0.0, []

@@ -4,7 +4,6 @@ for gfal2's file:// push source (HTTP pushes only: root:// pushes stream from th
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +13,7 @@ from xcbench.campaign.clients import Progress, thread_client
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.endpoints import Endpoint
 from xcbench.errors import XcbError
+from xcbench.fsutil import remove_tree
 
 
 def stage_source(dataset: Dataset, source: Endpoint, names: list[str], *, threads: int = 8,
@@ -101,7 +101,7 @@ class LocalSource:
             (self.dir / self.dataset.name(i)).unlink(missing_ok=True)
 
     def cleanup(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(self.dir)
 
     def describe(self) -> dict:
         return {"dir": str(self.dir), "kept_between_attempts": self.keep}

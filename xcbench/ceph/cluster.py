@@ -20,14 +20,13 @@ embedded cluster's state dir). Interface (fields may be added, not renamed):
     Cluster.osd_max_object_size(), Cluster.num_osds(), Cluster.num_hosts()
     Cluster.ensure_pool(spec, cephfs=False), gateway_conf(dir), fuse_mount(mnt), fuse_umount(mnt)
 
-    add_ceph_args(parser)         --ceph-conf --ceph-id --keyring --fs --state-dir
+    add_ceph_args(parser)         --ceph-conf --ceph-id --keyring --fs --gateway-id --gateway-keyring --state-dir
     cluster_from_args(args)       -> Cluster (one-line XcbError if conf missing/garbage)
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import pwd
@@ -40,7 +39,8 @@ from typing import Any
 
 from xcbench import proc
 from xcbench.ceph import conf as cephconf
-from xcbench.ceph import mounts, pools
+from xcbench.ceph import keys, mounts, pools
+from xcbench.ceph.keys import KeyDir
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 
@@ -101,11 +101,14 @@ class Cluster:
     info: dict[str, Any] = field(default_factory=dict)  # the rest of cluster.json (pids, ports)
     _rados: Any = field(default=None, repr=False, compare=False)
     _lock: Any = field(default_factory=threading.Lock, repr=False, compare=False)
+    _keys: KeyDir = field(default_factory=KeyDir, repr=False, compare=False)
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
     def from_conf(cls, conf: str | os.PathLike, client_id: str | None = "admin",
-                  keyring: str | os.PathLike | None = None, fs_name: str | None = None) -> Cluster:
+                  keyring: str | os.PathLike | None = None, fs_name: str | None = None,
+                  gateway_id: str | None = None,
+                  gateway_keyring: str | os.PathLike | None = None) -> Cluster:
         """A handle for ``conf``; roles come from ``cluster.json`` beside it if xcbench made it.
 
         The conf is checked (exists, parses, names mons) before anything connects.
@@ -127,15 +130,19 @@ class Cluster:
 
             def path(key: str) -> Path | None:
                 return Path(meta[key]) if meta.get(key) else None
+            gkr = Path(gateway_keyring).absolute() if gateway_keyring else None
             return cls(conf=conf, client_id=cid,
                        keyring=kr or (path("keyring") if cid == meta["client_id"] else None),
-                       gateway_id=meta["gateway_id"], gateway_keyring=path("gateway_keyring"),
+                       gateway_id=gateway_id or meta["gateway_id"],
+                       gateway_keyring=gkr or (path("gateway_keyring") if not gateway_id else None),
                        fs_name=fs_name or meta.get("fs_name"), fs_client_id=meta["fs_client_id"],
                        fs_keyring=path("fs_keyring"), pools=dict(meta["pools"]), embedded=True,
                        state_dir=Path(meta.get("state_dir") or conf.parent), info=meta)
-        # Bring-your-own cluster: one user for everything; xcbench writes only xcb- pools.
+        # Bring-your-own cluster: xcbench writes only xcb- pools and /xcbench; the gateway has a
+        # key of its own (`xcbench cluster caps`), never the run's (which may be admin's).
         cid = client_id or "admin"
-        return cls(conf=conf, client_id=cid, keyring=kr, gateway_id=cid, gateway_keyring=kr,
+        return cls(conf=conf, client_id=cid, keyring=kr, gateway_id=gateway_id or GATEWAY_ID,
+                   gateway_keyring=Path(gateway_keyring).absolute() if gateway_keyring else None,
                    fs_name=fs_name, fs_client_id=cid, fs_keyring=kr, embedded=False)
 
     # ---- talking to Ceph ----------------------------------------------------------------
@@ -163,6 +170,11 @@ class Cluster:
             if self._rados is not None:
                 self._rados.shutdown()
                 self._rados = None
+        self._keys.close()
+
+    def keep_keys(self) -> str | None:
+        """Keep the key copies past this process (for a gateway left running); their dir."""
+        return self._keys.keep()
 
     def ioctx(self, pool: str):
         import rados
@@ -228,8 +240,8 @@ class Cluster:
         """A ceph.conf for xrootd/XrdCeph (which runs as user xrootd); returns its path.
 
         Same [global] as the cluster's conf plus a [client.<gateway_id>] section naming a copy
-        of the gateway keyring that the xrootd user can read, kept in a private directory (the
-        state dir, or a 0750 dir under /tmp for a bring-your-own cluster), never in ``directory``.
+        of the gateway keyring that the xrootd user can read, kept in this handle's private key
+        directory (xcbench.ceph.keys), never in ``directory``.
         """
         directory = Path(directory).absolute()
         directory.mkdir(parents=True, exist_ok=True)
@@ -238,17 +250,19 @@ class Cluster:
             xrd = pwd.getpwnam(XROOTD_USER)
         except KeyError as e:
             raise XcbError(f"user {XROOTD_USER} missing (install xrootd-server, or `make setup`)") from e
-        private = self._private_dir(xrd.pw_gid)
         src = self.gateway_keyring or self._default_keyring(self.gateway_id)
+        if not self.embedded and self.gateway_id in ("admin", self.client_id):
+            raise XcbError(f"gateway: client.{self.gateway_id} is the run's own key; a gateway on a "
+                           "site's cluster runs with its own key limited to the xcb- pools "
+                           "(`xcbench cluster caps` prints it; give --gateway-id/--gateway-keyring)")
         if src is None or not Path(src).exists():
-            raise XcbError(f"{self.conf}: no keyring for client.{self.gateway_id} "
-                           "(give --keyring, or use the embedded cluster)")
-        key_copy = private / f"ceph.client.{self.gateway_id}.keyring"
-        tmp = key_copy.with_suffix(".tmp")
-        tmp.write_bytes(Path(src).read_bytes())
-        os.chown(tmp, xrd.pw_uid, xrd.pw_gid)
-        os.chmod(tmp, 0o640)
-        tmp.replace(key_copy)
+            raise XcbError(f"{self.conf}: no keyring for the gateway's key client.{self.gateway_id}"
+                           " (give --gateway-keyring PATH; `xcbench cluster caps` prints the line"
+                           " that creates the key)")
+        # xrootd cannot read root's keyring: a copy of that one file, the xrootd user's, 0400,
+        # in this handle's private key dir (removed on close / exit / by the next command)
+        key_copy = self._keys.write(f"ceph.client.{self.gateway_id}.keyring", Path(src).read_bytes(),
+                                    owner=(xrd.pw_uid, xrd.pw_gid))
         logdir = directory / "ceph-client-logs"
         logdir.mkdir(exist_ok=True)
         os.chown(logdir, xrd.pw_uid, xrd.pw_gid)
@@ -261,15 +275,6 @@ class Cluster:
                                              f"client.{self.gateway_id} of {self.conf}"))
         path.chmod(0o644)
         return path
-
-    def _private_dir(self, gid: int) -> Path:
-        d = gateway_key_dir(self.conf, self.state_dir)
-        if d.parent != self.state_dir:
-            d.parent.mkdir(mode=0o711, exist_ok=True)
-        d.mkdir(mode=0o750, exist_ok=True)
-        os.chown(d, os.getuid(), gid)
-        d.chmod(0o750)
-        return d
 
     def _default_keyring(self, client_id: str) -> Path | None:
         """The keyring the conf's `keyring` option names for client.<id> (first existing)."""
@@ -299,25 +304,6 @@ class Cluster:
         self.close()
 
 
-def gateway_key_dir(conf: Path, state_dir: Path | None) -> Path:
-    """Where gateway keyring copies live: in the state dir when the xrootd user can reach it
-    (not under pytest's 0700 tmp dirs), else in a per-conf dir under /tmp."""
-    if state_dir is not None and _world_traversable(Path(state_dir)):
-        return Path(state_dir) / "gateway-keys"
-    h = hashlib.sha256(str(conf).encode()).hexdigest()[:10]
-    return Path("/tmp") / f"xcbench-keys-{os.getuid()}" / h
-
-
-def _world_traversable(path: Path) -> bool:
-    for p in [path, *path.parents]:
-        try:
-            if not p.stat().st_mode & 0o001:
-                return False
-        except OSError:
-            return False
-    return True
-
-
 def wait_connect(cluster: Cluster, timeout: float) -> None:
     """Retry rados() until the mons answer (used while a cluster comes up)."""
     deadline = time.monotonic() + timeout
@@ -339,6 +325,9 @@ def add_ceph_args(parser) -> None:
     g.add_argument("--ceph-id", metavar="NAME", help="client id (without 'client.'; default admin)")
     g.add_argument("--keyring", metavar="PATH", help="keyring of that client")
     g.add_argument("--fs", metavar="NAME", help="CephFS file system to use (default: the only one)")
+    g.add_argument("--gateway-id", metavar="NAME",
+                   help="the XrdCeph gateways' own key (default xcb-gw; see `xcbench cluster caps`)")
+    g.add_argument("--gateway-keyring", metavar="PATH", help="keyring of that key")
     g.add_argument("--state-dir", metavar="DIR",
                    help="embedded cluster state (default: $XCBENCH_HOME/cluster or ./.xcbench/cluster)")
 
@@ -355,15 +344,18 @@ def cluster_from_args(args, *, connect: bool = True) -> Cluster:
     client_id = getattr(args, "ceph_id", None) or env_args.get("id")
     keyring = getattr(args, "keyring", None) or env_args.get("keyring")
     fs = getattr(args, "fs", None)
+    gw = {"gateway_id": getattr(args, "gateway_id", None),
+          "gateway_keyring": getattr(args, "gateway_keyring", None)}
+    keys.sweep()  # key copies an earlier xcbench left when it was killed
     if conf:
-        cluster = Cluster.from_conf(conf, client_id, keyring, fs_name=fs)
+        cluster = Cluster.from_conf(conf, client_id, keyring, fs_name=fs, **gw)
     else:
         state = default_state_dir(explicit_state)
         if not (state / CLUSTER_JSON).exists():
             raise XcbError(f"{state}: no embedded cluster here (run `xcbench cluster up"
                            f"{' --state-dir ' + str(state) if explicit_state else ''}`,"
                            " or give --ceph-conf PATH)")
-        cluster = Cluster.from_conf(state / "ceph.conf", client_id, keyring, fs_name=fs)
+        cluster = Cluster.from_conf(state / "ceph.conf", client_id, keyring, fs_name=fs, **gw)
     if connect:
         cluster.rados()
         cluster.discover_fs()

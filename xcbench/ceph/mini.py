@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -46,10 +45,10 @@ from xcbench.ceph.cluster import (
     FS_NAME,
     GATEWAY_ID,
     Cluster,
-    gateway_key_dir,
     wait_connect,
 )
 from xcbench.errors import XcbError
+from xcbench.fsutil import remove_tree
 from xcbench.net import free_ports
 
 MARKER = "written by xcbench: embedded mini cluster"
@@ -312,12 +311,9 @@ class MiniCluster:
             raise XcbError(f"{self.state}: not an xcbench cluster state dir; refusing to remove it")
         run_dir = self.run_dir()
         n = self._stop_processes(log=log, timeout=timeout)
-        keys = gateway_key_dir(self.conf, self.state)
-        if not keys.is_relative_to(self.state):
-            shutil.rmtree(keys, ignore_errors=True)
-        shutil.rmtree(self.state, ignore_errors=True)
+        remove_tree(self.state, unmount=True, what="cluster down")
         if run_dir.exists() and not run_dir.is_relative_to(self.state) and run_dir.name.startswith("xcb-run-"):
-            shutil.rmtree(run_dir, ignore_errors=True)
+            remove_tree(run_dir, what="cluster down")
         if self.state.exists():
             raise XcbError(f"{self.state}: could not remove all of it (a mount still busy?)")
         log(f"stopped {n} processes, removed {self.state}")

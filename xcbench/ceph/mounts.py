@@ -102,8 +102,9 @@ def recorded_mounts(state_dir: Path) -> list[dict]:
 
 
 def fuse_mount(cluster: Cluster, mountpoint: Path, *, procs: proc.ProcessSet | None = None,
-               timeout: float = 30) -> proc.Proc:
-    """ceph-fuse the cluster's file system (as its fs client) on ``mountpoint``; wait for it."""
+               timeout: float = 30, root: str | None = None) -> proc.Proc:
+    """ceph-fuse the cluster's file system (as its fs client) on ``mountpoint``; wait for it.
+    ``root``: the directory of the file system to mount (ceph-fuse -r), default its root."""
     check_fuse()
     if not cluster.fs_name:
         raise XcbError(f"{cluster.conf}: no CephFS file system to mount (give --fs NAME)")
@@ -115,6 +116,8 @@ def fuse_mount(cluster: Cluster, mountpoint: Path, *, procs: proc.ProcessSet | N
            "--client_fs", cluster.fs_name]
     if cluster.fs_keyring:
         cmd += ["-k", cluster.fs_keyring]
+    if root and root != "/":
+        cmd += ["--client_mountpoint", root]
     if cluster.state_dir is not None:
         log = Path(cluster.state_dir) / "log" / f"ceph-fuse.{mountpoint.name}.{os.getpid()}.out"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -204,39 +207,45 @@ def _secret(keyring: Path, client_id: str) -> str:
     raise XcbError(f"{keyring}: no key for client.{client_id}")
 
 
-def kernel_mount(cluster: Cluster, mountpoint: Path, secret_dir: Path) -> None:
+def kernel_mount(cluster: Cluster, mountpoint: Path, secret_dir: Path, root: str = "/") -> None:
     """mount -t ceph, monitors found from the conf by mount.ceph itself."""
     opts = [f"name={cluster.fs_client_id}", f"conf={cluster.conf}", f"mds_namespace={cluster.fs_name}"]
     if cluster.fs_keyring:
-        secret_dir.mkdir(parents=True, exist_ok=True)
-        sf = secret_dir / f"client.{cluster.fs_client_id}.secret"
-        fd = os.open(sf, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(_secret(Path(cluster.fs_keyring), cluster.fs_client_id))
+        # the handle's private key dir (xcbench.ceph.keys), removed with the handle
+        sf = cluster._keys.write(f"client.{cluster.fs_client_id}.secret",
+                          _secret(Path(cluster.fs_keyring), cluster.fs_client_id).encode())
         opts.append(f"secretfile={sf}")
     mountpoint.mkdir(parents=True, exist_ok=True)
-    proc.run(["mount", "-t", "ceph", ":/", mountpoint, "-o", ",".join(opts)], timeout=60)
+    proc.run(["mount", "-t", "ceph", f":{root}", mountpoint, "-o", ",".join(opts)], timeout=60)
 
 
-def mount(cluster: Cluster, mountpoint: Path, *, procs=None, secret_dir: Path) -> tuple[str, str]:
-    """Mount and return (kind, note): kind 'kernel' or 'fuse'; note says why fuse was used."""
+def mount(cluster: Cluster, mountpoint: Path, *, procs=None, secret_dir: Path | None = None,
+          root: str = "/") -> tuple[str, str]:
+    """Mount directory ``root`` of the file system; return (kind, note): kind 'kernel' or
+    'fuse'; note says why fuse was used. (``secret_dir`` is unused: secrets go to the
+    handle's private key dir.)"""
     if not cluster.fs_name:
         raise XcbError(f"{cluster.conf}: no CephFS file system to mount (give --fs NAME)")
     note = "no kernel ceph client on this host"
     if kernel_client_available():
         try:
-            kernel_mount(cluster, mountpoint, secret_dir)
+            kernel_mount(cluster, mountpoint, secret_dir or mountpoint.parent, root)
             return "kernel", ""
         except XcbError as e:
             note = f"kernel mount failed ({e})"
-    fuse_mount(cluster, mountpoint, procs=procs)
+    fuse_mount(cluster, mountpoint, procs=procs, root=root)
     return "fuse", note
+
+
+def umount_path(mountpoint: Path) -> None:
+    """umount, lazily if busy (a kernel mount has no process to stop first)."""
+    r = proc.run(["umount", mountpoint], check=False, timeout=60)
+    if r.returncode != 0 and is_mount_point(mountpoint):
+        proc.run(["umount", "-l", mountpoint], check=False, timeout=60)
 
 
 def umount(cluster: Cluster, mountpoint: Path, kind: str) -> None:
     if kind == "kernel":
-        r = proc.run(["umount", mountpoint], check=False, timeout=60)
-        if r.returncode != 0:
-            proc.run(["umount", "-l", mountpoint], check=False, timeout=60)
+        umount_path(mountpoint)
     else:
         fuse_umount(mountpoint, state_dir=cluster.state_dir)

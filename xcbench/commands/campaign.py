@@ -82,6 +82,28 @@ def _spec(args):
                         connections=args.connections)
 
 
+def tmpfs_sizes(spec, args) -> tuple[int | None, int | None]:
+    """Sizes of the tmpfs destination and source this campaign starts (None: not started).
+    Each must fit in available memory minus a reserve, else the campaign is refused in one
+    line before anything is mounted (the destination of --delete-after-verify holds only the
+    files in flight, so that is the way to run a campaign larger than memory)."""
+    from xcbench.backends.tmpfs import check_fits
+    dataset = int(spec.file_size * spec.files * 1.3)
+    dst = src = None
+    if args.gateway == "tmpfs":
+        dst = max(spec.file_size * max(4, 2 * spec.concurrency), 1 << 30)
+        if not args.delete_after_verify:
+            dst = max(dst, dataset)
+        check_fits(dst, "campaign: --gateway tmpfs",
+                   "add --delete-after-verify (only the files in flight are kept), or give fewer "
+                   "--files or a smaller --size" if not args.delete_after_verify
+                   else "give a smaller --size or --concurrency")
+    if spec.mode != "push" and args.source in (None, "tmpfs"):
+        src = max(dataset, 1 << 30)  # a TPC source holds the whole dataset
+        check_fits(src, "campaign: tmpfs source", "give fewer --files or a smaller --size, or --source URL")
+    return dst, src
+
+
 def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
     from xcbench import orphans
     from xcbench.cell import Cell
@@ -146,15 +168,9 @@ def run(args) -> int:
     procs = ProcessSet()
     with ExitStack() as stack:
         stack.callback(procs.stop_all)
-        size = max(spec.file_size * 4, 1 << 30)
-        if args.gateway == "tmpfs" and not args.delete_after_verify:
-            size = max(size, int(spec.file_size * spec.files * 1.3))
-        dest = _tmpfs_gateway(stack, procs, "campaign-dst", size) if args.gateway == "tmpfs" \
-            else args.gateway
-        source = args.source
-        if spec.mode != "push" and (source in (None, "tmpfs")):
-            source = _tmpfs_gateway(stack, procs, "campaign-src",
-                                    max(int(spec.file_size * spec.files * 1.3), 1 << 30))
+        dst_size, src_size = tmpfs_sizes(spec, args)  # checked against memory before any mount
+        dest = _tmpfs_gateway(stack, procs, "campaign-dst", dst_size) if dst_size else args.gateway
+        source = _tmpfs_gateway(stack, procs, "campaign-src", src_size) if src_size else args.source
         run_dir = RunDir.create(args.out or default_store(), name=args.name, fingerprint=False,
                                 kind="campaign", command=redact_argv(sys.argv[1:]))
         status = "failed"

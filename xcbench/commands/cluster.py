@@ -1,4 +1,4 @@
-"""xcbench cluster: embedded mini Ceph cluster: up | status | down | env."""
+"""xcbench cluster: embedded mini Ceph cluster: up | status | down | env; caps for a site's."""
 
 from __future__ import annotations
 
@@ -29,11 +29,37 @@ def add_parser(sub):
     down.add_argument("--state-dir", metavar="DIR", help="where the cluster lives")
     env = acts.add_parser("env", help="print the exports for the ceph CLI (eval \"$(xcbench cluster env)\")")
     add_ceph_args(env)
+    caps = acts.add_parser("caps", help="print the `ceph auth` lines a site's admin runs for xcbench",
+                           description="Print the exact lines a site's admin runs: a least-privilege "
+                                       "key for xcbench, the gateway's own key limited to the xcb- "
+                                       "pools, and the CephFS steps only an admin can do. Asks no cluster.")
+    caps.add_argument("--matrix", metavar="FILE", help="the matrix to run (default: layouts/quick.yaml)")
+    caps.add_argument("--fs", metavar="NAME", help="the CephFS file system cephfs cells use")
+    caps.add_argument("--id", dest="bench_id", default="xcb-bench", metavar="NAME",
+                      help="name of the key xcbench runs with (default xcb-bench)")
+    caps.add_argument("--gateway-id", default="xcb-gw", metavar="NAME",
+                      help="name of the gateways' key (default xcb-gw)")
     return p
 
 
 def run(args) -> int:
-    return {"up": _up, "status": _status, "down": _down, "env": _env}[args.action](args)
+    return {"up": _up, "status": _status, "down": _down, "env": _env,
+            "caps": _caps}[args.action](args)
+
+
+def _caps(args) -> int:
+    from xcbench.ceph.access import caps_lines, needs_of
+    from xcbench.matrix import load_matrix
+    path = args.matrix
+    if path is None:
+        from importlib.resources import files
+        path = str(files("xcbench.layouts") / "quick.yaml")
+    needs = needs_of(load_matrix(path).cells)
+    if needs.cephfs and not args.fs:
+        raise XcbError(f"{path}: the matrix has cephfs cells: give --fs NAME (the file system they use)")
+    for line in caps_lines(needs, args.fs, bench_id=args.bench_id, gateway_id=args.gateway_id):
+        print(line)
+    return 0
 
 
 def _up(args) -> int:

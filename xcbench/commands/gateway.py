@@ -73,6 +73,9 @@ def up(args) -> int:
     peek = load_matrix(args.matrix, scale_ec=args.scale_ec).cell(args.cell)
     cluster = _cluster(args, peek.backend)
     cell = load_matrix(args.matrix, cluster, scale_ec=args.scale_ec).cell(args.cell) if cluster else peek
+    if cluster is not None:
+        from xcbench.ceph.access import check_access
+        check_access(cluster, [cell])
     if args.origins:
         cell = dataclasses.replace(cell, origins=args.origins)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -86,6 +89,8 @@ def up(args) -> int:
         state = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label,
                  "backend": cell.backend, "target": dataclasses.asdict(target),
                  "gateway": gw.state()}
+        if cluster is not None:  # the gateway reads its key copy after this process exits
+            state["key_dir"] = cluster.keep_keys()
         state_file.write_text(json.dumps(state, indent=2, default=str))
         session.keep()  # left running on purpose: `down` undoes what gateway.json records
     print(f"cell {cell.id} ({cell.label}): {target.backend} target {target.path or target.pool}")
@@ -129,6 +134,8 @@ def down(args) -> int:
     pids = stop_recorded(state["gateway"])
     cluster = _cluster(args, state["backend"])
     get_backend(state["backend"])(cluster, workdir, None).cleanup(target)
+    from xcbench.ceph.keys import remove_kept
+    remove_kept(state.get("key_dir"))
     state_file.unlink()
     print(f"gateway {state['gateway']['name']} down ({len(pids)} processes stopped); "
           f"{state['backend']} target of cell {state['cell']} cleaned up; logs in {state['gateway']['keep_dir']}")

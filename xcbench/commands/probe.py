@@ -9,7 +9,6 @@ one probe. Prints a table like RAL's: stripe unit, stripe count, object size, po
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import tempfile
 from contextlib import ExitStack
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from xcbench.ceph.cluster import add_ceph_args, cluster_from_args
 from xcbench.errors import XcbError
+from xcbench.fsutil import remove_tree
 from xcbench.signals import EXIT_CODE, current
 
 GIB = float(1 << 30)
@@ -67,6 +67,8 @@ def run(args) -> int:
         cluster = cluster_from_args(args)
         matrix = load_matrix(args.matrix, cluster)  # validated against the cluster's limits
         cells = [matrix.cell(c.id) for c in cells]
+        from xcbench.ceph.access import check_access
+        check_access(cluster, cells)
     seen: dict[tuple, str] = {}
     todo = []
     for c in cells:
@@ -108,7 +110,7 @@ def run(args) -> int:
     except KeyboardInterrupt:  # SIGINT/SIGTERM/SIGHUP: fio and the targets are gone; report
         interrupted = current().name
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        remove_tree(workdir, unmount=True)
 
     if interrupted:
         print(f"interrupted ({interrupted}) after {len(results)} of {len(todo)} probes",

@@ -117,4 +117,7 @@ def run(args) -> int:
     path = matrix_path(args.matrix, opts)
     load_matrix(path)  # structure first: bad input fails before anything touches a cluster
     cluster = cluster_from_args(args)
-    return execute(load_run_matrix(path, cluster, opts), cluster, opts)
+    matrix = load_run_matrix(path, cluster, opts)
+    from xcbench.ceph.access import check_access
+    check_access(cluster, matrix.cells)  # the key can do what the matrix needs: asked, not tried
+    return execute(matrix, cluster, opts)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from xcbench import proc
 from xcbench.errors import XcbError
 from xcbench.findings import WILDCARD_BINDS, finding
+from xcbench.fsutil import remove_tree
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
 from xcbench.gateway.findings import findings_for
 from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
@@ -98,7 +99,7 @@ class Gateway:
         self.stopped = True
         _stop_servers(self)
         self.log_paths = _keep_live_files(self._live_dir, self.keep_dir, self.log_paths)
-        shutil.rmtree(self._admin_dir, ignore_errors=True)
+        remove_tree(self._admin_dir)
 
     def restart(self) -> None:
         """Stop every process of the gateway and start it again with the same configs and
@@ -151,7 +152,7 @@ def stop_recorded(state: Mapping[str, Any]) -> list[int]:
         proc.stop_pid(pid, group=os.getpgid(pid) == pid)
         stopped.append(pid)
     _keep_live_files(Path(state["live_dir"]), Path(state["keep_dir"]), [])
-    shutil.rmtree(state["admin_dir"], ignore_errors=True)
+    remove_tree(state["admin_dir"])
     return stopped
 
 
@@ -211,7 +212,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
         findings = findings_for(cell, target, t, bind=bind, osd_max_object_size=osd_max,
                                 origins=origins)
     except BaseException:
-        shutil.rmtree(admin, ignore_errors=True)
+        remove_tree(admin)
         raise
 
     last_error: Exception | None = None
@@ -222,7 +223,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
             servers = _plan(target, name, origins, addr, keep, live, admin, t, report_addr,
                             wildcard, ids, tls)
         except BaseException:
-            shutil.rmtree(admin, ignore_errors=True)
+            remove_tree(admin)
             raise
         gw = Gateway(name, target, addr, url_host_for(addr), servers, findings, client_env,
                      keep, live, admin, procs)

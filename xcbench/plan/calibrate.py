@@ -60,7 +60,7 @@ class Calibration:
         return asdict(self)
 
 
-def _protection(settings: dict) -> Protection | None:
+def _protection(settings: dict | None) -> Protection | None:
     pool = (settings or {}).get("pool")
     if not isinstance(pool, dict) or pool.get("kind") not in ("replicated", "erasure"):
         return None

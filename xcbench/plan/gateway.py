@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from xcbench.plan.spec import Assumptions, GatewaySpec
 from xcbench.plan.storage import ceil_count
@@ -95,7 +96,8 @@ def gateway_model(g: GatewaySpec, write_fraction: float, a: Assumptions,
     for b in budget:
         key = f"{b['nic']} {b['direction']}"
         loads[key] = loads.get(key, 0.0) + b["per_byte"]
-    ceilings = []
+    # resource, theoretical, derate, usable (bytes/s), per_byte, formula, inputs
+    ceilings: list[dict[str, Any]] = []
     for key, per_byte in loads.items():
         nic = key.rsplit(" ", 1)[0]
         n, speed = (g.internal_nics, g.internal_nic_speed) if nic == "internal" else (g.nics, g.nic_speed)

@@ -69,7 +69,9 @@ PRESETS: dict[str, Target] = {
         "assumed).", source=USCMS_SOURCE),
 }
 
-CUSTOM_DEFAULTS = {"write_fraction": 1.0, "file_size": parse_size("4G")}
+# a custom --rate target: all of it written, 4 GiB files
+CUSTOM_WRITE_FRACTION = 1.0
+CUSTOM_FILE_SIZE = parse_size("4G")
 
 
 def resolve_target(preset: str | None = None, rate: str | None = None,
@@ -87,7 +89,7 @@ def resolve_target(preset: str | None = None, rate: str | None = None,
             r = parse_rate(rate)
         except ValueError as e:
             raise XcbError(f"--rate: {e}") from None
-        t = Target("custom", r, CUSTOM_DEFAULTS["write_fraction"], CUSTOM_DEFAULTS["file_size"],
+        t = Target("custom", r, CUSTOM_WRITE_FRACTION, CUSTOM_FILE_SIZE,
                    f"custom target {rate}")
     else:
         raise XcbError("plan: give --target PRESET or --rate RATE (e.g. --rate 100Gb/s)")

@@ -20,6 +20,7 @@ A bad spec is one XcbError line naming the file (or ``--set``) and the field.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -160,10 +161,12 @@ def _nic(r: Reader, key: str, required: bool) -> tuple[int, float]:
 def cluster_from_dict(data: Any, source: str, overridden: frozenset = frozenset()) -> ClusterSpec:
     r = Reader(data, source, overridden=overridden)
     net = r.sub("network")
+    assert net is not None  # required: sub() failed otherwise
     nics, speed = _nic(net, "public", True)
     cnics, cspeed = _nic(net, "cluster", False)
     net.done()
     d = r.sub("drives")
+    assert d is not None  # required: sub() failed otherwise
     drive = dict(per_host=d.number("per_host", integer=True, lo=1),
                  kind=d.choice("kind", ("hdd", "ssd", "nvme"), "hdd"),
                  size=d.conv("size", parse_capacity), iops=d.number("iops", strict=True),
@@ -244,7 +247,7 @@ def load_yaml(path: str | Path) -> dict:
     return data
 
 
-def apply_sets(data: dict, sets: list[str], section: str) -> tuple[dict, frozenset]:
+def apply_sets(data: dict, sets: Sequence[str], section: str) -> tuple[dict, frozenset]:
     """Apply ``--set section.a.b=value`` items to a copy of ``data``; returns (data, paths set)."""
     import copy
     out, paths = copy.deepcopy(data), set()
@@ -268,7 +271,7 @@ def apply_sets(data: dict, sets: list[str], section: str) -> tuple[dict, frozens
     return out, frozenset(paths)
 
 
-def load_cluster(path: str | Path | None, sets: list[str] = ()) -> tuple[ClusterSpec, dict]:
+def load_cluster(path: str | Path | None, sets: Sequence[str] = ()) -> tuple[ClusterSpec, dict]:
     """(ClusterSpec, the raw gateway section or {}) from a file (default: the example Tier-1 spec)."""
     if path is None:
         path = example_path("tier1-hdd-ec8+3")
@@ -279,7 +282,7 @@ def load_cluster(path: str | Path | None, sets: list[str] = ()) -> tuple[Cluster
 
 
 def load_gateway(path: str | Path | None, embedded: dict | None, embedded_source: str,
-                 sets: list[str] = ()) -> GatewaySpec:
+                 sets: Sequence[str] = ()) -> GatewaySpec:
     if path is not None:
         data, source, prefix = load_yaml(path), str(path), ""
         if set(data) == {"gateway"}:

@@ -27,7 +27,8 @@ def test_from_conf_without_cluster_json_is_bring_your_own(tmp_path):
         Cluster.from_conf(_conf(tmp_path / "ceph.conf"), "alice", tmp_path / "k")
     (tmp_path / "k").write_text("[client.alice]\n\tkey = AQ==\n")
     c = Cluster.from_conf(_conf(tmp_path / "ceph.conf"), "alice", tmp_path / "k")
-    assert not c.embedded and c.client_id == c.gateway_id == c.fs_client_id == "alice"
+    assert not c.embedded and c.client_id == c.fs_client_id == "alice"
+    assert c.gateway_id == "xcb-gw" and c.gateway_keyring is None  # its own key, never alice's
     assert c.keyring == tmp_path / "k" and c.fs_name is None
     assert c.pools["replicated"].startswith("xcb-") and c.pools["erasure"].startswith("xcb-")
     assert c.ceph_cli("-s")[:5] == ["ceph", "-c", str(tmp_path / "ceph.conf"), "--id", "alice"]

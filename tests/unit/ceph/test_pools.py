@@ -147,3 +147,38 @@ def test_bring_your_own_cluster_caps_untouched():
 def test_create_refuses_foreign_profile_names():
     with pytest.raises(XcbError, match="pool default"):
         pools.create_erasure(Recorded(), "xcb-ec2-1", "default", 2, 1, 8)
+
+
+def test_embedded_cluster_with_another_key_changes_no_caps():
+    """`--ceph-id bench` on the embedded cluster's conf: bench is not the cluster's admin."""
+    c = Recorded()
+    c.client_id, c.info = "bench", {"client_id": "admin"}
+    pools.ensure_pool(c, Protection("erasure", k=2, m=1))
+    assert "auth caps" not in c.prefixes()
+    with pytest.raises(XcbError, match="changes the caps of no key"):
+        pools.grant_gateway(c)
+
+
+def test_existing_pool_used_as_it_is():
+    """A pool the admin made: no create, no set, no retag; only added to the fs if it is not."""
+    c = Recorded(embedded=False, existing=["xcb-rep1"], apps={"xcb-rep1": {"rbd": {}}})
+    pools.ensure_pool(c, Protection("replicated", size=1), cephfs=True)
+    reads = ("fs ls", "osd pool application get")
+    assert [p for p in c.prefixes() if p not in reads] == ["fs add_data_pool"]
+    c2 = Recorded(embedded=False, existing=["xcb-rep1"], fs_data_pools=["xcb-rep1"])
+    pools.ensure_pool(c2, Protection("replicated", size=1), cephfs=True)
+    assert [p for p in c2.prefixes() if p not in reads] == []
+
+
+def test_add_data_pool_denied_names_the_admin_command():
+    c = Recorded(embedded=False, existing=["xcb-rep1"])
+    c.client_id = "bench"
+    real = c.mon_command
+
+    def deny(prefix, **args):
+        if prefix == "fs add_data_pool":
+            raise XcbError("ceph fs add_data_pool: Permission denied: 'xcb-fs' (EPERM)")
+        return real(prefix, **args)
+    c.mon_command = deny
+    with pytest.raises(XcbError, match="ceph fs add_data_pool xcb-fs xcb-rep1"):
+        pools.ensure_pool(c, Protection("replicated", size=1), cephfs=True)
