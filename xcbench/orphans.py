@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import threading
 import time
@@ -272,11 +271,11 @@ def note_dir(path: str | os.PathLike) -> None:
 def remove_dir(path: str | os.PathLike) -> bool:
     """Remove a scratch dir xcbench made, unless something is mounted at or below it (a
     delete never crosses a mount point: the mount stays, and so does the dir)."""
+    from xcbench.fsutil import remove_tree
     real = Path(os.path.realpath(path))
     if not real.is_dir() or any(m == real or m.is_relative_to(real) for m, _ in mount_table()):
         return False
-    shutil.rmtree(real, ignore_errors=True)
-    return not real.exists()
+    return not remove_tree(real, what="scratch of a killed xcbench")
 
 
 def _mounted(path: str) -> bool:

@@ -72,8 +72,9 @@ class Scene:
         deadline = time.monotonic() + 10  # a process reaped by init a moment after its parent
         while (self.processes() or mounts()) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert self.processes() == {}, f"processes left behind {what}"
-        assert mounts() == [], f"mounts left behind {what}"
+        left = self.processes()
+        assert left == {}, f"processes left behind {what}: {left}"
+        assert mounts() == [], f"mounts left behind {what}: {mounts()}"
         records = list((self.home / "procs").glob("*.json")) if (self.home / "procs").exists() else []
         assert records == [], f"process records left {what}: {[r.read_text()[:300] for r in records]}"
 
