@@ -198,7 +198,21 @@ class RunData:
             files = dict(zip(cp["campaign_id"], pd.to_numeric(cp["files"], errors="coerce"), strict=False))
         elif len(self.transfers):
             files = self.transfers.groupby("campaign_id")["file_size"].size().to_dict()
-        return _steady.steady_table(self.timeline, files)
+        return _steady.steady_table(self.timeline, files, self.levels)
+
+    @cached_property
+    def levels(self) -> dict[str, dict]:
+        """{campaign_id: how its time-based level ended} (CAMPAIGN settings["level"])."""
+        cp, out = self.campaigns, {}
+        if len(cp) and "settings" in cp:
+            for cid, text in zip(cp["campaign_id"], cp["settings"], strict=False):
+                try:
+                    level = json.loads(text).get("level") if isinstance(text, str) else None
+                except ValueError:
+                    level = None
+                if level:
+                    out[cid] = level
+        return out
 
     def _rate_source(self, cell_id: str, conc: Any, windows: pd.DataFrame) -> dict[str, Any]:
         parts = " | ".join(f"(repeat == {_q(r.repeat)} & t >= {r.t_start!r} & t <= {r.t_end!r})"
@@ -235,6 +249,8 @@ class RunData:
                 "window_median": float(g["window_median"].mean()),
                 "run_rate": float(g["run_mean"].mean()), "run_cv": float(g["run_cv"].mean()),
                 "method": ",".join(sorted(set(g["method"]))),
+                "ended_by": ",".join(sorted(set(g["ended_by"].dropna()))) if "ended_by" in g else "",
+                "steady_at": float(g["steady_at"].mean()) if "steady_at" in g else math.nan,
                 "starved_frac": float(g["starved_frac"].mean()),
                 "wall_start": float(g["wall_start"].min()), "wall_end": float(g["wall_end"].max()),
                 "windows": [(float(a), float(b)) for a, b in zip(g["wall_start"], g["wall_end"], strict=True)],

@@ -24,71 +24,24 @@ from xcbench import __version__
 from xcbench.analysis import netbase, plots
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
-from xcbench.analysis.dataset import RunData, source_text
+from xcbench.analysis.cells import (
+    Sources,
+    _cell,
+    _level_end,
+    _load_evidence,
+    _matrix_name,
+    _num,
+    _rate,
+    _replicated_size,
+    _size,
+    _verdict_cell,
+)
+from xcbench.analysis.dataset import RunData
+from xcbench.analysis.dims import section as dims_section
 from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
 from xcbench.analysis.roles import role_series
 from xcbench.analysis.steady import RULE
 from xcbench.errors import XcbError
-from xcbench.sizes import format_size
-
-
-class Sources:
-    """Numbered sources (§N) of table rows: each names the figures of its row and their specs."""
-
-    def __init__(self):
-        self.items: list[dict[str, Any]] = []
-
-    def add(self, what: str, figures: dict[str, tuple[dict | None, float, str]]) -> int:
-        n = len(self.items) + 1
-        figs = {k: {"spec": spec, "value": _num(value), "shown": shown}
-                for k, (spec, value, shown) in figures.items() if spec}
-        lines = [f"{k} = {f['shown']}: {source_text(f['spec'])}" for k, f in figs.items()]
-        self.items.append({"n": n, "what": what, "figures": figs,
-                           "text": what + (" | " + " | ".join(lines) if lines else "")})
-        return n
-
-
-def _num(v: Any) -> float | None:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def _cell(text: str, sort: Any = None, title: str | None = None, cls: str | None = None,
-          html: Markup | None = None) -> dict[str, Any]:
-    d: dict[str, Any] = {"text": text}
-    if sort is not None:
-        d["sort"] = sort if not isinstance(sort, float) or math.isfinite(sort) else ""
-    if title:
-        d["title"] = title
-    if cls:
-        d["cls"] = cls
-    if html is not None:
-        d["html"] = html
-    return d
-
-
-def _verdict_cell(v: str) -> dict[str, Any]:
-    return _cell(v, v, html=Markup('<span class="verdict v-{0}">{0}</span>').format(v))
-
-
-def _rate(v: float) -> dict[str, Any]:
-    return _cell(fmt_gib(v), _num(v))
-
-
-def _size(v: Any) -> str:
-    return format_size(int(v)) if _num(v) is not None else "–"
-
-
-def _load_evidence(v: Any) -> dict:
-    if isinstance(v, dict):
-        return v
-    try:
-        return json.loads(v) if isinstance(v, str) else {}
-    except json.JSONDecodeError:
-        return {}
 
 
 def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[str, Any]:
@@ -187,7 +140,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                         _num(p.ci_low)),
             "median": _rate(p.window_median), "cv": _cell(fmt_pct(p.window_cv * 100), _num(p.window_cv)),
             "run_rate": _rate(p.run_rate), "run_cv": _cell(fmt_pct(p.run_cv * 100), _num(p.run_cv)),
-            "method": p.method, "failed": _cell(fmt_num(p.failed), _num(p.failed)),
+            "method": _level_end(p), "failed": _cell(fmt_num(p.failed), _num(p.failed)),
             "verdict": _verdict_cell(v.verdict) if v is not None else "–", "_src": n})
 
     # per-transfer distributions
@@ -231,7 +184,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                                 fmt_num(ev.get("raw_per_logical")))})
         ec_rows.append({"cell": labels.get(v.cell_id, v.cell_id), "conc": _cell(str(int(v.concurrency)), v.concurrency),
                         "ec": _rate(ev.get("rate")), "rep": _rate(ev.get("rep_rate")),
-                        "rep_pool": ev.get("rep_pool", ""),
+                        "rep_pool": _replicated_size(ev.get("rep_pool")),
                         "ratio": _cell(fmt_pct((ev.get("ec_ratio") or math.nan) * 100), _num(ev.get("ec_ratio"))),
                         "rho": _cell(fmt_num(ev.get("raw_per_logical")), _num(ev.get("raw_per_logical"))),
                         "rho0": _cell(fmt_num(ev.get("raw_expected")), _num(ev.get("raw_expected"))), "_src": n})
@@ -289,6 +242,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "upgraded_from": m.get("upgraded_from"), "status_counts": status_counts,
         "summary": summary, "verdict_counts": counts, "layout_rows": layout_rows,
         "point_rows": point_rows, "dist_rows": dist_rows, "fio_rows": fio_rows, "ec_rows": ec_rows,
+        "level_rules": sorted({lv.get("text", "") for lv in rd.levels.values()} - {""}),
         "figures": figures, "timelines": timelines, "dist_uri": dist_uri, "fio_uri": fio_uri,
         "findings": rd.findings.fillna("").to_dict("records"),
         "gaps": rd.gaps.fillna("").to_dict("records"), "failed": failed,
@@ -298,14 +252,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,
         "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if _num(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
+        "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
         "netbase": netbase.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
     }
-
-
-def _matrix_name(matrix: Any) -> str:
-    if isinstance(matrix, dict):
-        return str(matrix.get("name") or matrix.get("path") or "")
-    return str(matrix or "")
 
 
 COLUMNS = {
@@ -329,7 +278,7 @@ COLUMNS = {
             ("hosts", "hosts", True), ("iops", "IOPS", True), ("bw", "bandwidth (GiB/s)", True),
             ("lat", "mean latency (µs)", True), ("p99", "p99 latency (µs)", True)],
     "ec": [("cell", "EC cell"), ("conc", "concurrency", True), ("ec", "EC rate (GiB/s)", True),
-           ("rep", "replicated rate (GiB/s)", True), ("rep_pool", "replicated pool"),
+           ("rep", "replicated rate (GiB/s)", True), ("rep_pool", "replicated pool (copies)"),
            ("ratio", "EC / replicated", True), ("rho", "raw/logical measured", True),
            ("rho0", "raw/logical expected", True)],
 }

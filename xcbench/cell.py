@@ -35,6 +35,13 @@ class Cell:
     probe: Mapping[str, Any] = field(default_factory=dict)  # fio: iodepth, numjobs, runtime, size
     campaign: Mapping[str, Any] = field(default_factory=dict)  # client, timeout, retries, checksum ...
     source: str = ""  # the matrix file it came from
+    # dimensions added later: None = not set, left out of settings() so older ids stay stable
+    streams: int | None = None  # parallel TCP streams per transfer (overrides campaign.streams)
+    size_class: str | None = None  # small | medium | large (xcbench.matrix.classes)
+    size_scale: int | None = None  # size_class sizes divided by this (a small target)
+    cores: float | None = None  # CPU quota of each origin (xrootd), cgroup cfs quota
+
+    OPTIONAL = ("streams", "size_class", "size_scale", "cores")
 
     def settings(self) -> dict[str, Any]:
         """The settings the id is a hash of (JSON-able)."""
@@ -42,4 +49,7 @@ class Cell:
         d = asdict(self)
         for k in ("id", "label", "source"):
             d.pop(k)
+        for k in self.OPTIONAL:
+            if d[k] is None:
+                d.pop(k)
         return d

@@ -3,9 +3,13 @@
 Run level (``manifest["fingerprint"]``): versions of ceph / xrootd / fio / gfal2 / iperf3 /
 xcbench / python (tool ``--version`` and the Debian package versions) and host info.
 Cell level (``manifest["cells"][id]["fingerprint"]``): layout xattrs as applied, pool settings
-and EC profile as the cluster reports them, the sha256 of every rendered xrootd/cmsd config.
-Each gets a ``digest`` (sha256 of its canonical JSON): two runs with equal digests measured the
-same configuration; ``xcbench compare`` says so when they differ.
+and EC profile as the cluster reports them, the gateway's template inputs (backend, origins,
+effective tunables, oss library and its arguments, the sha256 of the config templates), and the
+stack versions' digest. Its ``digest`` hashes what defines the measurement and nothing
+ephemeral: the sha256 of each rendered config is kept (``configs``, for tracing) but left out,
+because rendered configs hold this run's ports and temporary paths; so are keys that name
+them (EPHEMERAL). Two runs of one matrix with the same software have equal digests;
+``xcbench compare`` names the fields that differ (fingerprint_diff).
 
 Everything here is best effort: a missing tool gives ``None``, never an exception, because a
 fingerprint must not stop a run.
@@ -179,10 +183,74 @@ def config_hashes(paths: list[str | os.PathLike]) -> dict[str, str | None]:
     return {Path(p).name: file_sha256(p) for p in paths}
 
 
+# keys whose values change from run to run without changing the measurement
+EPHEMERAL = frozenset({"path", "dir", "mount", "mountpoint", "port", "http_port", "pid", "addr",
+                       "pool_id", "conf", "keyring", "log", "adminpath", "localroot"})
+NOT_HASHED = ("digest", "configs")  # configs: rendered text holds ports and temp paths
+TEMPLATE_DIR = "xcbench.xrootd_configs"
+TEMPLATES = ("xrootd.cfg.j2", "cmsd.cfg.j2")
+
+
+def scrub(obj: Any) -> Any:
+    """``obj`` without EPHEMERAL keys (at any depth)."""
+    if isinstance(obj, dict):
+        return {k: scrub(v) for k, v in obj.items() if k not in EPHEMERAL}
+    if isinstance(obj, (list, tuple)):
+        return [scrub(v) for v in obj]
+    return obj
+
+
+@cache
+def template_hashes() -> dict[str, str | None]:
+    """sha256 of the gateway config templates (a template change is a config change)."""
+    from importlib.resources import files
+    out: dict[str, str | None] = {}
+    for name in TEMPLATES:
+        try:
+            out[name] = hashlib.sha256((files(TEMPLATE_DIR) / name).read_bytes()).hexdigest()
+        except (OSError, ModuleNotFoundError):
+            out[name] = None
+    return out
+
+
+def gateway_inputs(target: Any, tunables: Any = None, origins: int = 1) -> dict[str, Any]:
+    """What the gateway's configs are rendered from, minus ports and paths: backend, origins,
+    the effective tunables (bind excluded: an address), the oss library with its arguments,
+    and the templates' sha256."""
+    from xcbench.backends.base import backend_class
+    from xcbench.gateway.config import effective_tunables
+    t = effective_tunables(target, tunables)
+    t.pop("bind", None)
+    oss = backend_class(target.backend).gateway_oss(target, t) if target.osslib else None
+    return scrub({"backend": target.backend, "origins": origins, "tunables": t, "oss": oss,
+                  "templates": template_hashes()})
+
+
+def versions_digest() -> str:
+    return digest(versions())
+
+
 def cell_fingerprint(*, layout: dict | None = None, pool: dict | None = None,
                      configs: dict[str, str | None] | None = None, **extra: Any) -> dict[str, Any]:
     """A cell's fingerprint with its digest. Pass what applies: ``layout`` (layout_xattrs or the
-    XrdCeph striper settings), ``pool`` (pool_settings), ``configs`` (config_hashes)."""
+    XrdCeph striper settings), ``pool`` (pool_settings), ``gateway`` (gateway_inputs),
+    ``versions`` (versions_digest), ``configs`` (config_hashes: recorded, not hashed)."""
     fp = {"layout": layout, "pool": pool, "configs": configs or {}, **extra}
-    fp["digest"] = digest({k: v for k, v in fp.items() if k != "digest"})
+    fp["digest"] = digest(scrub({k: v for k, v in fp.items() if k not in NOT_HASHED}))
     return fp
+
+
+def fingerprint_diff(a: dict | None, b: dict | None, prefix: str = "") -> list[str]:
+    """Dotted names of the fields that differ between two cell fingerprints (hashed parts only;
+    a part recorded in one run only is named too, e.g. by an older xcbench)."""
+    a = scrub({k: v for k, v in (a or {}).items() if k not in NOT_HASHED})
+    b = scrub({k: v for k, v in (b or {}).items() if k not in NOT_HASHED})
+    out: list[str] = []
+    for key in sorted(set(a) | set(b), key=str):
+        va, vb = a.get(key), b.get(key)
+        name = f"{prefix}{key}"
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += fingerprint_diff(va, vb, name + ".")
+        elif va != vb:
+            out.append(name)
+    return out

@@ -207,8 +207,13 @@ class Runner:
         target = session.target
         layout = session.backend.layout_evidence(target)
         pool = fp.pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
-        self.run.set_cell_fingerprint(cell.id, layout=layout, pool=pool,
-                                      configs=fp.config_hashes(getattr(session.gateway, "config_paths", [])))
+        # hashed: what defines the measurement; the rendered configs (ports, temp paths) are
+        # recorded for tracing only
+        self.run.set_cell_fingerprint(
+            cell.id, layout=layout, pool=pool,
+            gateway=fp.gateway_inputs(target, cell.gateway, cell.origins),
+            versions=fp.versions_digest(),
+            configs=fp.config_hashes(getattr(session.gateway, "config_paths", [])))
 
     def _phase(self, cell: Cell, what: str) -> None:
         if self.view:
@@ -256,13 +261,16 @@ class Runner:
 
     def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
         from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
+        from xcbench.matrix.classes import campaign_sizes
         settings = dict(cell.campaign)
         opt = settings.pop("optimizer", None)
         if opt:  # true, or the optimizer's settings
             settings["optimizer"] = OptimizerSpec(**opt) if isinstance(opt, dict) else OptimizerSpec()
         # a small destination absorbs the campaign: each file goes once its checksum matched
         settings.setdefault("delete_after_verify", True)
-        spec = CampaignSpec(files=cell.files, file_size=cell.file_size, size_dist=cell.size_dist,
+        if cell.streams is not None:  # the streams dimension wins over campaign.streams
+            settings["streams"] = cell.streams
+        spec = CampaignSpec(files=cell.files, **campaign_sizes(cell),
                             mode=cell.mode, concurrency=level, repeat=repeat,
                             campaign_id=f"{cell.id}-c{level}-r{repeat}", **settings)
         source = self._source_gateway() if cell.mode != "push" else None

@@ -52,6 +52,10 @@ class CellSession:
             if self.with_gateway:
                 self.gateway = self._start()
                 stack.callback(self.gateway.stop)
+                cores = getattr(self.cell, "cores", None)
+                if cores:  # the cores dimension: a CPU quota per origin
+                    from xcbench.gateway.cores import limit_origins
+                    stack.callback(limit_origins(self.gateway, cores).close)
                 self.findings = list(self.gateway.findings)
         except BaseException:
             stack.close()  # undo what was done, in reverse; the first error is the one raised

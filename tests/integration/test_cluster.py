@@ -66,7 +66,8 @@ def test_status_json_and_env(ceph_cluster):
     assert names["xcb-ec2-1"]["type"] == "erasure" and "rados" in names["xcb-ec2-1"]["applications"]
     fs = {f["name"]: f for f in s["fs"]}[ceph_cluster.fs_name]
     assert any(m["state"] == "up:active" for m in fs["mds"])
-    assert {"xcb-rep1", "xcb-ec2-1"} <= set(fs["data_pools"])
+    assert {"xcb-rep3", "xcb-ec2-1"} <= set(fs["data_pools"])  # replicated = size 3
+    assert names["xcb-rep3"]["size"] == 3 and names["xcb-rep3"]["type"] == "replicated"
     env = run(XCBENCH + ["cluster", "env", "--ceph-conf", ceph_cluster.conf], env=NO_ENV).stdout
     assert f"export CEPH_CONF={ceph_cluster.conf}" in env and "CEPH_ARGS" in env
 

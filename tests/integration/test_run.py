@@ -106,7 +106,7 @@ def test_end_to_end_tiny_matrix(ceph_cluster, tmp_path):
     assert (run.path / "raw" / "gateways").exists()
     assert not list(run.path.rglob("*keyring*")), "a keyring was copied into the results"
     assert run_processes(run.path) == []
-    assert not [c for c in ceph_cluster.ioctx("xcb-rep1").list_objects()
+    assert not [c for c in ceph_cluster.ioctx("xcb-rep3").list_objects()
                 if "e2e" in c.key]  # nothing of the run left in the pools
 
 

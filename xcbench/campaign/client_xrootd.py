@@ -2,14 +2,21 @@
 
 Blocking calls release the GIL, so one thread per active transfer scales to ~1200 transfers in
 one process. With ``streams`` > 1 a push keeps that many writes in flight per file (async
-File.write with callbacks): XrdCl multiplexes every file to a host over one TCP connection,
-so "streams" here means pipelined chunks, not TCP streams; the driver spreads transfers over
-several connections with distinct URL users instead (XrdCl opens one channel per user@host).
+File.write with callbacks), and every XrdCl channel opens ``streams`` TCP connections: XrdCl's
+``SubStreamsPerChannel`` (xrdcp ``-S``, ``XRD_SUBSTREAMSPERCHANNEL``) is set before the channel
+is made, and the URL user carries the stream count so that a channel made with another count is
+never reused (XrdCl opens one channel per user@host). Measured here (XRootD 5.5): a channel with
+4 streams opens 4 connections to the gateway, but XrdCl sends kXR_write on the first only (268 MB
+on it, 68 bytes on each substream): for pushes the dimension changes connections, not the data
+path. For root TPC ``XRD_SUBSTREAMSPERCHANNEL`` is set too, from which XrdCl asks the destination
+for ``tpc.str`` streams in its pull; not verified here (the source's connection counts varied
+between trials more than between stream counts).
 """
 
 from __future__ import annotations
 
 import errno as E
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -56,6 +63,30 @@ def status_error(st, what: str, scope: str, phase: str) -> TransferError:
     return TransferError(f"{what}: {msg}", code, scope, phase)
 
 
+_STREAMS_LOCK = threading.Lock()
+_streams_now = {"n": 0}
+
+
+def use_streams(n: int) -> None:
+    """TCP connections per XrdCl channel made from now on (process-wide, as for xrdcp -S)."""
+    with _STREAMS_LOCK:
+        if _streams_now["n"] != n:
+            xc.EnvPutInt("SubStreamsPerChannel", n)
+            os.environ["XRD_SUBSTREAMSPERCHANNEL"] = str(n)  # read by XrdCl's root TPC job
+            _streams_now["n"] = n
+
+
+def with_streams(url: str, n: int) -> str:
+    """``url`` with the stream count in its user (``xcb3`` -> ``xcb3s4``), so XrdCl keeps a
+    separate channel per stream count; unchanged for one stream."""
+    if n <= 1:
+        return url
+    p = urlsplit(url)
+    host = p.netloc.rsplit("@", 1)[-1]
+    user = p.netloc.rsplit("@", 1)[0] if "@" in p.netloc else "xcb"
+    return url.replace(f"{p.scheme}://{p.netloc}", f"{p.scheme}://{user}s{n}@{host}", 1)
+
+
 @dataclass
 class _Chain:
     """One file's write chain, shared by the worker and XrdCl's callback threads (under a lock)."""
@@ -77,6 +108,7 @@ class XrootdClient(Client):
 
     def __init__(self) -> None:
         self._fs: dict[str, xc.FileSystem] = {}
+        self._streams = 1  # of the last transfer: checksum/stat/rm share its channels
 
     def _filesystem(self, base: str) -> xc.FileSystem:
         fs = self._fs.get(base)
@@ -86,6 +118,9 @@ class XrootdClient(Client):
 
     def push(self, dataset, index, dest, *, overwrite, streams, deadline, progress: Progress,
              source_path=None) -> Outcome:
+        use_streams(streams)
+        self._streams = streams
+        dest = with_streams(dest, streams)
         f = xc.File()
         flags = OpenFlags.DELETE if overwrite else OpenFlags.NEW
         try:
@@ -166,6 +201,8 @@ class XrootdClient(Client):
 
     def tpc(self, source, dest, *, overwrite, streams, deadline, progress, size=0) -> Outcome:
         left = _left(deadline)
+        use_streams(streams)
+        self._streams = streams
         cp = xc.CopyProcess()
         cp.add_job(source, dest, force=overwrite, thirdparty="only", checksummode="none",
                    inittimeout=min(left, 120), tpctimeout=left)
@@ -183,19 +220,19 @@ class XrootdClient(Client):
         return Outcome(True, size, transfer_type="3rd pull")
 
     def checksum(self, url: str, deadline: float) -> str:
-        base, path = split_url(url)
+        base, path = split_url(with_streams(url, self._streams))
         st, resp = self._filesystem(base).query(QueryCode.CHECKSUM, path, timeout=_left(deadline))
         if not st.ok:
             raise status_error(st, "CHECKSUM QUERY", "DESTINATION", "TRANSFER_FINALIZATION")
         return normalise_adler32(resp.decode(errors="replace"))
 
     def size(self, url: str, deadline: float) -> int | None:
-        base, path = split_url(url)
+        base, path = split_url(with_streams(url, self._streams))
         st, info = self._filesystem(base).stat(path, timeout=_left(deadline))
         return info.size if st.ok else None
 
     def delete(self, url: str) -> bool:
-        base, path = split_url(url)
+        base, path = split_url(with_streams(url, self._streams))
         try:
             st, _ = self._filesystem(base).rm(path, timeout=30)
         except Exception:

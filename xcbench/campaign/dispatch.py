@@ -13,6 +13,13 @@ destination, after it) / both; retries after ``retry_delay``; a failed destinati
 up unless the failure was "file exists" (not ours), and a retry first removes what an earlier
 attempt of this campaign left; ``delete_after_verify`` removes each verified file so a small
 destination absorbs any campaign. One TRANSFER row per attempt; a file's last row is final.
+
+Two modes. File count (the default): each file of the dataset once, the campaign ends when all
+are done. Time-based (``spec.duration``): the dispatcher keeps every slot busy by cycling the
+dataset (transfer ``seq`` moves file ``seq % files``; with delete_after_verify each cycle writes
+new names, with overwrite the same names again) until the monitor ends the level, by its
+LevelRule (steady, or the maximum duration); transfers in flight then finish (a drain, not a
+cancel), and the level's end goes into the CAMPAIGN row's settings["level"].
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from xcbench.campaign.clients import (
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.drivercpu import DriverCpu
 from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
+from xcbench.campaign.level import LevelMixin, _Job
 from xcbench.campaign.monitor import SLOW_CHECKSUM, CampaignMonitor
 from xcbench.campaign.optimizer import AttemptView, Optimizer
 from xcbench.campaign.records import Buffered, Timeline, transfer_row
@@ -57,14 +65,7 @@ class CampaignHooks:
     after_transfer: Callable[[int, str], None] | None = None
 
 
-@dataclass(order=True)
-class _Job:
-    not_before: float
-    index: int
-    retry: int = 0
-
-
-class Campaign(CampaignMonitor):
+class Campaign(LevelMixin, CampaignMonitor):
     def __init__(self, spec: CampaignSpec, dest: Any, source: Any = None, sink=None,
                  cell_id: str = "", hooks: CampaignHooks | None = None):
         self.spec, self.cell_id, self.hooks = spec, cell_id, hooks or CampaignHooks()
@@ -81,7 +82,14 @@ class Campaign(CampaignMonitor):
                                  "why": "forced in the shell: XrdCeph 5.5 crashes on pgread"})
         self.out = Buffered(sink)
         self.cond = threading.Condition()
-        self.ready: deque[_Job] = deque(_Job(0.0, i) for i in range(len(self.dataset)))
+        spec.check_cycling()
+        self.rule = spec.level  # time-based level (None: file-count mode)
+        self.ready: deque[_Job] = deque() if self.rule else \
+            deque(_Job(0.0, i) for i in range(len(self.dataset)))
+        self.next_seq = 0
+        self.busy: dict[int, int] = {}  # file index -> attempts in flight
+        self.level_end: dict | None = None
+        self.fail_streak = 0
         self.delayed: list[_Job] = []
         self.active = 0
         self.limit = spec.concurrency
@@ -106,16 +114,21 @@ class Campaign(CampaignMonitor):
                 "use HTTP-TPC (mode tpc-http) into XrdCeph gateways", "error"))
 
     # --- names ---------------------------------------------------------------------------
-    def dest_name(self, i: int) -> str:
-        return self.dest.name(f"{self.spec.dest_prefix}{self.spec.campaign_id}.{self.dataset.name(i)}")
+    def dest_name(self, seq: int) -> str:
+        i, cycle = divmod(seq, len(self.dataset))[::-1]
+        # delete-cycling gives each cycle new names (a file still being verified is never hit);
+        # overwrite-cycling writes the same names again
+        tail = f".{cycle}" if cycle and self.spec.delete_after_verify else ""
+        return self.dest.name(f"{self.spec.dest_prefix}{self.spec.campaign_id}."
+                              f"{self.dataset.name(i)}{tail}")
 
     def source_name(self, i: int) -> str:
         return self.source.name(f"{self.spec.dest_prefix}ds-{self.dataset.ident}.{self.dataset.name(i)}")
 
-    def dest_url(self, i: int) -> str:
+    def dest_url(self, seq: int) -> str:
         # push over root: spread files over ``connections`` XrdCl channels (one per URL user)
-        user = f"xcb{i % self.spec.connections}" if self.spec.mode == "push" else None
-        return self.dest.url(self.dest_name(i), self.scheme, user)
+        user = f"xcb{seq % self.spec.connections}" if self.spec.mode == "push" else None
+        return self.dest.url(self.dest_name(seq), self.scheme, user)
 
     def source_url(self, i: int) -> str:
         if self.spec.mode == "push":
@@ -147,9 +160,9 @@ class Campaign(CampaignMonitor):
             self.mismatches += 1
 
     def _attempt(self, job: _Job) -> None:
-        spec, i = self.spec, job.index
+        spec, i = self.spec, self.index(job.seq)
         size, expected = self.dataset.size(i), self.dataset.adler32(i)
-        dest, src = self.dest_url(i), self.source_url(i)
+        dest, src = self.dest_url(job.seq), self.source_url(i)
         client = thread_client(self.kind)
         progress = Progress()
         cks_src = cks_dst = None
@@ -215,10 +228,10 @@ class Campaign(CampaignMonitor):
         self._finish(job, out, view, start, finish, src, dest, cks_src, cks_dst, client)
 
     def _finish(self, job, out: Outcome, view, start, finish, src, dest, cks_src, cks_dst, client):
-        spec, i = self.spec, job.index
+        spec, i = self.spec, self.index(job.seq)
         row = transfer_row(
             cell_id=self.cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
-            repeat=spec.repeat, transfer_id=f"{spec.campaign_id}-{i:06d}-{job.retry}",
+            repeat=spec.repeat, transfer_id=f"{spec.campaign_id}-{job.seq:06d}-{job.retry}",
             file_index=i, retry=job.retry, source=src, destination=dest, mode=spec.mode,
             client=self.kind, nstreams=spec.streams, file_size=self.dataset.size(i),
             transferred=out.transferred, start_time=start, finish_time=finish,
@@ -244,10 +257,13 @@ class Campaign(CampaignMonitor):
             self.live.pop(id(view), None)
             self.bytes_done += out.transferred
             self.active -= 1
+            self._release(i)
             if retry and not self.stopping:
-                heapq.heappush(self.delayed, _Job(time.time() + spec.retry_delay, i, job.retry + 1))
+                heapq.heappush(self.delayed, _Job(time.time() + spec.retry_delay, job.seq,
+                                                  job.retry + 1))
             else:
-                self.final[i] = row["file_state"]
+                self.final[job.seq] = row["file_state"]
+                self.fail_streak = 0 if out.ok else self.fail_streak + 1
                 if self.local:
                     self.local.release(i)
             self.cond.notify_all()
@@ -260,14 +276,16 @@ class Campaign(CampaignMonitor):
             self.out.add("transfers", [transfer_row(
                 cell_id=self.cell_id, campaign_id=self.spec.campaign_id,
                 concurrency=self.spec.concurrency, repeat=self.spec.repeat,
-                transfer_id=f"{self.spec.campaign_id}-{job.index:06d}-{job.retry}",
-                file_index=job.index, retry=job.retry, mode=self.spec.mode, client=self.kind,
-                file_size=self.dataset.size(job.index), transferred=0, start_time=now,
+                transfer_id=f"{self.spec.campaign_id}-{job.seq:06d}-{job.retry}",
+                file_index=self.index(job.seq), retry=job.retry, mode=self.spec.mode,
+                client=self.kind, file_size=self.dataset.size(self.index(job.seq)),
+                transferred=0, start_time=now,
                 finish_time=now, file_state="FAILED", error_code=E.EIO, error_scope="TRANSFER",
                 error_phase="TRANSFER", reason=f"internal error: {type(e).__name__}: {e}")])
             with self.cond:
                 self.active -= 1
-                self.final[job.index] = "FAILED"
+                self._release(self.index(job.seq))
+                self.final[job.seq] = "FAILED"
                 self.findings.append(finding(self.cell_id, "campaign worker error",
                                              f"{type(e).__name__}: {e}", "report a bug", "error"))
                 self.cond.notify_all()
@@ -284,10 +302,17 @@ class Campaign(CampaignMonitor):
                     self.ready.append(heapq.heappop(self.delayed))
                 if self.stopping:
                     return None
+                if not self.ready and self.rule and self.level_end is None \
+                        and self.active < self.limit:
+                    self._cycle()
                 if self.ready and self.active < self.limit:
                     self.active += 1
-                    return self.ready.popleft()
-                if not self.ready and not self.delayed and self.active == 0:
+                    job = self.ready.popleft()
+                    i = self.index(job.seq)
+                    self.busy[i] = self.busy.get(i, 0) + 1
+                    return job
+                if not self.ready and not self.delayed and self.active == 0 and \
+                        (not self.rule or self.level_end is not None):
                     return None
                 wait = 0.5
                 if self.delayed:
@@ -332,6 +357,8 @@ class Campaign(CampaignMonitor):
             done.set()
             monitor.join()
             end = time.time()
+            if self.rule is not None and self.level_end is None:  # Ctrl-C / stop event
+                self._end_level("stopped", end - timeline.start)
             self._cancel_rest(end)
             moved, active, ok, failed = self.totals()
             self.out.add("timeline", [{**timeline.sample(end, moved, active, ok, failed),
@@ -361,19 +388,20 @@ class Campaign(CampaignMonitor):
     def _cancel_rest(self, now: float) -> None:
         """Files never finished because the campaign stopped: a CANCELED final row each."""
         with self.cond:
-            rest = sorted({j.index: j.retry for j in list(self.ready) + self.delayed}.items())
+            rest = sorted({j.seq: j.retry for j in list(self.ready) + self.delayed}.items())
             self.ready.clear()
             self.delayed.clear()
         rows = []
-        for i, retry in rest:
-            if i in self.final:
+        for seq, retry in rest:
+            if seq in self.final:
                 continue
-            self.final[i] = "CANCELED"
+            self.final[seq] = "CANCELED"
+            i = self.index(seq)
             rows.append(transfer_row(
                 cell_id=self.cell_id, campaign_id=self.spec.campaign_id,
                 concurrency=self.spec.concurrency, repeat=self.spec.repeat,
-                transfer_id=f"{self.spec.campaign_id}-{i:06d}-{retry}", file_index=i, retry=retry,
-                source=self.source_url(i), destination=self.dest_url(i), mode=self.spec.mode,
+                transfer_id=f"{self.spec.campaign_id}-{seq:06d}-{retry}", file_index=i, retry=retry,
+                source=self.source_url(i), destination=self.dest_url(seq), mode=self.spec.mode,
                 client=self.kind, nstreams=self.spec.streams, file_size=self.dataset.size(i),
                 transferred=0, start_time=None, finish_time=now, file_state="CANCELED",
                 error_code=E.ECANCELED, error_scope="TRANSFER", error_phase="TRANSFER_PREPARATION",

@@ -52,6 +52,11 @@ class CampaignMonitor:
     choices: list
     local: Any
     cpu: Any  # DriverCpu: the driver's own CPU and its limit
+    rule: Any  # LevelRule of a time-based level, or None
+    level_end: dict | None
+
+    def _judge_level(self, timeline: Timeline, now: float) -> None:  # dispatch.Campaign's
+        raise NotImplementedError
 
     def totals(self) -> tuple[int, int, int, int]:
         with self.cond:
@@ -92,6 +97,8 @@ class CampaignMonitor:
         r = timeline.sample(now, moved, active, ok, failed)
         r.update(self.cpu.sample(now))
         self.out.add("timeline", [r])
+        if self.rule is not None:
+            self._judge_level(timeline, now)
         if self.optimizer and now >= next_opt:
             self._optimize(now)
             next_opt = now + self.spec.optimizer.interval
@@ -138,13 +145,16 @@ class CampaignMonitor:
             "checksum_queries_retried_after_http_500": self.checksum_retries,
             "local_source": self.local.describe() if self.local else None,
             "local_source_staging": self.staging if self.local else None,
+            "level": self.level_end,
             "attempts": len([r for r in rows if r["start_time"]]),
             "lost_rows": dict(self.out.lost) or None,  # rows its sink could not take
             "retried": sum(1 for r in rows if r["retry"]),
         }
         return campaign_row(
             cell_id=self.cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
-            repeat=spec.repeat, mode=spec.mode, client=spec.client, files=len(self.dataset),
+            repeat=spec.repeat, mode=spec.mode, client=spec.client,
+            # a time-based level counts its transfers (the dataset's files are in settings)
+            files=len(self.final) if self.rule is not None else len(self.dataset),
             bytes=moved, start_time=first, finish_time=last,
             rate=moved / (last - first) if last > first else 0.0,
             finished=sum(1 for s in self.final.values() if s == "FINISHED"),

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from xcbench.analysis.steady import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
 from xcbench.errors import XcbError
 from xcbench.sizes import parse_size
 
@@ -150,6 +151,10 @@ class CampaignSpec:
     dest_prefix: str = "/xcb-"      # destination names: <prefix><campaign_id>.<file name>
     campaign_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # time-based levels: {min, max} (s or "20s"/"1m"), and the steady rule that may end a level
+    # before max ({rule, window, points, tolerance}); None: the file-count mode
+    duration: Any = None
+    steady: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         for name in ("file_size", "chunk_size"):
@@ -186,6 +191,33 @@ class CampaignSpec:
             raise XcbError(f"campaign: extra: {self.extra!r} is not a mapping")
         if not self.campaign_id:
             self.campaign_id = "c" + uuid.uuid4().hex[:8]
+        self._check_level()
+
+    # --- time-based levels ---------------------------------------------------------------
+    def _check_level(self) -> None:
+        """The level's own settings (field by field, as check_campaign_settings asks: a
+        ``steady`` alone is checked against the longest level). How the dataset is cycled is
+        checked when a campaign starts (check_cycling) and per matrix cell (level_problems)."""
+        if self.duration is None and self.steady is not None:
+            level_rule({"max": MAX_SECONDS}, self.steady)
+        else:
+            level_rule(self.duration, self.steady)
+
+    def check_cycling(self) -> None:
+        """A time-based level must be able to cycle its dataset (XcbError if not)."""
+        if self.level is None:
+            return
+        if not (self.delete_after_verify or self.overwrite):
+            raise XcbError("campaign: duration: a time-based level cycles the dataset: set "
+                           "delete_after_verify (or overwrite) so the target never fills up")
+        if not self.delete_after_verify and self.files < self.max_active:
+            raise XcbError(f"campaign: files: cycling by overwrite needs files ({self.files}) >= "
+                           f"concurrency ({self.max_active}), so no file is written twice at once")
+
+    @property
+    def level(self) -> LevelRule | None:
+        """The time-based level's bounds and rule (None: the file-count mode)."""
+        return level_rule(self.duration, self.steady)
 
     def timeout_for(self, size: int) -> float:
         """FTS's per-transfer timeout: base + per-MiB seconds."""
@@ -210,3 +242,75 @@ class CampaignSpec:
     @classmethod
     def field_names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+
+LEVEL_DURATION_KEYS = ("min", "max")
+LEVEL_STEADY_KEYS = ("rule", "window", "points", "tolerance")
+
+
+def level_rule(duration: Any, steady: Any) -> LevelRule | None:
+    """LevelRule from the campaign's ``duration`` ({min, max}, or one value: min = max) and
+    ``steady`` ({rule, window, points, tolerance}) settings; XcbError naming the field."""
+    if duration is None:
+        if steady is not None:
+            raise XcbError("campaign: steady: needs campaign.duration ({min, max}): the "
+                           "file-count mode ends when every file is transferred")
+        return None
+    kw: dict[str, Any] = {}
+    if isinstance(duration, dict):
+        for key, value in duration.items():
+            if key not in LEVEL_DURATION_KEYS:
+                raise XcbError(f"campaign: duration.{key}: unknown key (min, max)")
+            try:
+                kw[key] = parse_seconds(value)
+            except ValueError as e:
+                raise XcbError(f"campaign: duration.{key}: {e}") from None
+        if "max" not in kw:
+            raise XcbError("campaign: duration.max: missing (the longest a level may run)")
+    else:
+        try:
+            kw["min"] = kw["max"] = parse_seconds(duration)
+        except ValueError as e:
+            raise XcbError(f"campaign: duration: {e}") from None
+    st = steady or {}
+    if not isinstance(st, dict):
+        raise XcbError(f"campaign: steady: {st!r} is not a mapping ({', '.join(LEVEL_STEADY_KEYS)})")
+    for key, value in st.items():
+        try:
+            if key == "window":
+                kw[key] = parse_seconds(value)
+            elif key == "tolerance":
+                kw[key] = parse_fraction(value)
+            elif key in ("rule", "points"):
+                kw[key] = value
+            else:
+                raise XcbError(f"campaign: steady.{key}: unknown key ({', '.join(LEVEL_STEADY_KEYS)})")
+        except ValueError as e:
+            raise XcbError(f"campaign: steady.{key}: {e}") from None
+    if "min" not in kw:  # a level lasts at least its steady window
+        kw["min"] = min(kw.get("window", LevelRule.window), kw["max"])
+    rule = LevelRule(**kw)
+    for name, why in rule.problems():
+        section = "duration" if name in LEVEL_DURATION_KEYS else "steady"
+        raise XcbError(f"campaign: {section}.{name}: {why}")
+    return rule
+
+
+def level_problems(settings: Any, files: int, concurrency: int) -> list[tuple[str, str]]:
+    """[(field, why)] of a matrix cell's campaign settings for time-based levels (the runner
+    turns delete_after_verify on unless the matrix turns it off)."""
+    try:
+        rule = level_rule(settings.get("duration"), settings.get("steady"))
+    except XcbError as e:
+        fieldname, _, why = str(e).removeprefix("campaign: ").partition(": ")
+        return [(fieldname, why)]
+    if rule is None:
+        return []
+    if not settings.get("delete_after_verify", True):
+        if not settings.get("overwrite"):
+            return [("delete_after_verify", "a time-based level cycles the dataset: keep "
+                     "delete_after_verify (or set overwrite) so the target never fills up")]
+        if files < concurrency:
+            return [("overwrite", f"cycling by overwrite needs files ({files}) >= the highest "
+                     f"concurrency ({concurrency}), so no file is written twice at once")]
+    return []

@@ -18,9 +18,12 @@ from xcbench.ceph.cluster import FS_CLIENT_ID, FS_NAME, GATEWAY_ID, Cluster
 from xcbench.errors import XcbError
 
 BINARIES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "ceph")
-POOLS = {"replicated": "xcb-rep1", "erasure": "xcb-ec2-1",
+# the measured pools: replicated size 3 (failure domain osd: one host) against EC 2+1 on the
+# same 3 OSDs; CephFS's own metadata and default data pools stay size 1 (not measured)
+POOLS = {"replicated": "xcb-rep3", "erasure": "xcb-ec2-1",
          "fs_metadata": "xcb-fs-meta", "fs_data": "xcb-fs-data"}
-PG_NUM = {"xcb-rep1": 32, "xcb-ec2-1": 32, "xcb-fs-meta": 16, "xcb-fs-data": 32}
+POOL_SIZES = {"xcb-rep3": 3, "xcb-fs-meta": 1, "xcb-fs-data": 1}
+PG_NUM = {"xcb-rep3": 32, "xcb-ec2-1": 32, "xcb-fs-meta": 16, "xcb-fs-data": 32}
 # Health checks that may remain on a one-host throw-away cluster, and why they are harmless.
 EXPECTED_WARNINGS = {
     "POOL_NO_REDUNDANCY": "size-1 pools are deliberate on a one-host test cluster",
@@ -110,11 +113,12 @@ def build_conf(state: Path, run_dir: Path, fsid: str, ports: list[int], objectst
 def make_pools(c: Cluster, state: Path) -> None:
     """The pools, the CephFS and the client keys of a new mini cluster (keyrings into ``state``)."""
     p = POOLS
-    cephpools.create_replicated(c, p["replicated"], 1, PG_NUM[p["replicated"]], rados=False)
+    cephpools.create_replicated(c, p["replicated"], POOL_SIZES[p["replicated"]],
+                                PG_NUM[p["replicated"]], rados=False)
     cephpools.create_erasure(c, p["erasure"], p["erasure"], 2, 1, PG_NUM[p["erasure"]],
                              "osd", rados=False)
     for role in ("fs_metadata", "fs_data"):
-        cephpools.create_replicated(c, p[role], 1, PG_NUM[p[role]], rados=False)
+        cephpools.create_replicated(c, p[role], POOL_SIZES[p[role]], PG_NUM[p[role]], rados=False)
     c.mon_command("fs new", fs_name=FS_NAME, metadata=p["fs_metadata"], data=p["fs_data"])
     for role in ("replicated", "erasure"):
         cephpools.add_fs_data_pool(c, FS_NAME, p[role])  # also tags them rados

@@ -9,7 +9,7 @@ embedded cluster's state dir). Interface (fields may be added, not renamed):
     Cluster.gateway_id    client id XrdCeph gateways use (its [client.<id>] section names the keyring)
     Cluster.fs_name       CephFS file system xcbench uses (None if none)
     Cluster.fs_client_id  client id for ceph-fuse / libcephfs
-    Cluster.pools         {"replicated": "xcb-rep1", "erasure": "xcb-ec2-1", ...}
+    Cluster.pools         {"replicated": "xcb-rep3", "erasure": "xcb-ec2-1", ...}
     Cluster.embedded      True for a cluster xcbench made (it has a cluster.json beside its conf)
     Cluster.state_dir     its state dir (embedded), Cluster.info the rest of cluster.json
     Cluster.from_conf(conf, client_id="admin", keyring=None, fs_name=None)
@@ -48,7 +48,7 @@ __all__ = ["POOL_PREFIX", "Cluster", "add_ceph_args", "cluster_from_args"]
 GATEWAY_ID = "xcb-gw"
 FS_CLIENT_ID = "xcb-fs"
 FS_NAME = "xcb-fs"
-DEFAULT_POOLS = {"replicated": "xcb-rep1", "erasure": "xcb-ec2-1"}
+DEFAULT_POOLS = {"replicated": "xcb-rep3", "erasure": "xcb-ec2-1"}
 CLUSTER_JSON = "cluster.json"
 CONNECT_TIMEOUT = 10  # seconds: a dead cluster gives a one-line error, not a hang
 MON_OP_TIMEOUT = 60

@@ -2,9 +2,11 @@
 chunks). The one pool/protection class: the matrix asks for one per cell, the backends create
 the xcb- pool it names, the planner does arithmetic on it.
 
-Written forms (matrix pools, plan ``protection``): ``replicated`` / ``rep`` (size 1), ``rep3``,
-``replicated 3``, ``r3``, ``ec8+3``, ``ec8-3``, ``{replicated: 3}``, ``{ec: 8+3}``,
-``{ec: {k: 8, m: 3}}``, ``{kind: erasure, k: 8, m: 3}``, ``{kind: replicated, size: 3}``.
+Written forms (matrix pools, plan ``protection``): ``replicated`` / ``rep`` (size 3: what a
+site runs, and what it compares EC 8+3 against), ``rep3``, ``replicated 3``, ``r3``, ``rep1`` /
+``unprotected`` (one copy: a throw-away test pool, named explicitly), ``ec8+3``, ``ec8-3``,
+``{replicated: 3}``, ``{ec: 8+3}``, ``{ec: {k: 8, m: 3}}``, ``{kind: erasure, k: 8, m: 3}``,
+``{kind: replicated, size: 3}``.
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ from xcbench.errors import XcbError
 POOL_PREFIX = "xcb-"  # xcbench creates and writes only pools named so
 KINDS = ("replicated", "erasure")
 MIN_EC_K = 2  # Ceph's erasure-code plugins refuse k < 2 when the profile is used
+REPLICATED_SIZE = 3  # "replicated" without a size: a site's usual three copies
+UNPROTECTED = ("unprotected", "rep1")  # the explicit names of a one-copy pool
 _LABEL = re.compile(r"^(?:ec\s*(-?\d+)\s*[+-]\s*(-?\d+)|(?:rep(?:licated)?|r)\s*(-?\d*))$", re.IGNORECASE)
 
 
 def label_fields(text: str) -> dict[str, Any] | None:
     """'rep3' -> {kind: replicated, size: 3}; 'ec8+3' -> {kind: erasure, k: 8, m: 3};
-    'replicated' -> {kind: replicated} (no size written); None if it is neither. No range checks."""
+    'replicated' -> {kind: replicated} (no size written: REPLICATED_SIZE); 'unprotected' ->
+    {kind: replicated, size: 1}; None if it is neither. No range checks."""
+    if text.strip().lower() == "unprotected":
+        return {"kind": "replicated", "size": 1}
     m = _LABEL.match(text.strip())
     if not m:
         return None
@@ -36,7 +43,7 @@ def label_fields(text: str) -> dict[str, Any] | None:
 class Protection:
     """Fields may be added only with care: a cell's id is a hash of them."""
     kind: str  # "replicated" | "erasure"
-    size: int = 1  # replicated copies
+    size: int = REPLICATED_SIZE  # replicated copies
     k: int = 0
     m: int = 0
 
@@ -58,7 +65,8 @@ class Protection:
             fields = label_fields(value)
         if fields is None or fields.get("kind") not in KINDS or not all(
                 isinstance(v, int) and not isinstance(v, bool) for k, v in fields.items() if k != "kind"):
-            raise ValueError(f"{value!r} is not a pool (replicated, rep3, ec2+1, {{ec: 8+3}})")
+            raise ValueError(f"{value!r} is not a pool (replicated (= rep3), rep3, unprotected "
+                             f"(= rep1), ec2+1, {{ec: 8+3}})")
         p = cls(**fields)
         for _field, why in p.problems():
             raise ValueError(f"{value!r}: {why}")

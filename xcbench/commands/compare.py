@@ -51,7 +51,7 @@ def run(args) -> int:
         verdict = r["base_verdict"] or "-"
         if r["verdict_changed"]:
             verdict += f" -> {r['contender_verdict']}"
-        note = ("config changed " if r["config_changed"] else "") + (f"only in {r['only_in']}" if r["only_in"] else "")
+        note = (f"config changed ({', '.join(r.get('config_fields') or [])}) " if r["config_changed"] else "") + (f"only in {r['only_in']}" if r["only_in"] else "")
         table.append([r["label"], f"{r['concurrency']:g}", _gib(r["base_rate"]), _gib(r["contender_rate"]),
                       fmt_pct(r["pct"], 1, sign=True), ci, verdict, note.strip()])
     print(text_table(["cell", "conc", "base", "contender", "diff", "CIs", "verdict", "note"], table,

@@ -55,15 +55,21 @@ def run(args) -> int:
     for col in ("id", "backend", "stripe unit", "stripe count", "object size", "pool",
                 "origins", "mode", "concurrency", "files × size", "repeats"):
         t.add_column(col)
+    dims = any(c.streams or c.size_class or c.cores for c in m.cells)
+    if dims:  # only for matrices that use them: the demo's table stays as it was
+        t.add_column("streams / size class / cores")
     for c in m.cells:
         lay = c.layout
+        extra = [" ".join(x for x in (f"s{c.streams}" if c.streams else "",
+                                      c.label.split()[-1] if c.size_class else "",
+                                      f"{c.cores:g} cores" if c.cores else "") if x)] if dims else []
         t.add_row(c.id, c.backend,
                   format_size(lay.stripe_unit) if lay else "-",
                   str(lay.stripe_count) if lay else "-",
                   format_size(lay.object_size) if lay else "-",
                   c.pool.label if c.pool else f"tmpfs {format_size(c.tmpfs_size or 0)}",
                   str(c.origins), c.mode, ",".join(map(str, c.concurrency)),
-                  f"{c.files} × {format_size(c.file_size)}", str(c.repeats))
+                  f"{c.files} × {format_size(c.file_size)}", str(c.repeats), *extra)
     Console(width=160).print(t)
     for old, new in m.scaled_ec.items():
         print(f"scaled {old} -> {new} (--scale-ec)")

@@ -14,6 +14,10 @@ A matrix names backends and, per backend, the dimensions to cross::
       files: 8
       size_dist: fixed        # fixed | uniform | lognormal
       repeats: 1
+      streams: [1, 4, 16]     # optional: TCP streams per transfer (crossed like origins)
+      size_class: [small, large]  # optional: Fermilab's classes (matrix/classes.py) ...
+      size_scale: 8           # ... divided by this where the target is too small
+      cores: [0.5, 1]         # optional: CPU quota of each origin (cgroup), x origins
       probe: {runtime: 3, iodepth: 4, numjobs: 1, size: 64M}
       gateway: {async: false, buffers_maxbsz: 16M}
     backends:
@@ -22,6 +26,9 @@ A matrix names backends and, per backend, the dimensions to cross::
       rados:  {layouts: [...], pools: [rep1, {ec: 2+1}]}
     exclude: [{backend: rados, pool: ec2+1, stripe_count: 4}]   # drop matching cells
     include: [{backend: cephfs, stripe_unit: 64K, stripe_count: 1, object_size: 64K, pool: rep1}]
+
+A cell that does not set streams, size_class or cores leaves them out of its settings, so
+its id is the one it had before these dimensions existed.
 
 Expansion is the Cartesian product per backend (asv's iter_matrix: product, then exclude, then
 include). Validation follows Ceph's own rules and happens before anything touches a cluster;
@@ -37,7 +44,7 @@ from typing import Any
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.matrix.expand import _finish, cell_id, expand
-from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_layout, parse_pool
+from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_layout, check_levels, parse_pool
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
 from xcbench.reference import check_reference
 from xcbench.userfiles import read_yaml
@@ -78,6 +85,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
     raw = read_yaml(path)  # xcbench.userfiles: unreadable/non-UTF-8/bad YAML -> one line
     errors = _Errors(path)
     cells = expand(raw, path, errors)
+    check_levels(errors, cells)
     reference = check_reference(raw, cells, errors)
     errors.raise_if_any()
     if not cells:

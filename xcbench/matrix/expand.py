@@ -10,11 +10,13 @@ from dataclasses import replace
 from typing import Any
 
 from xcbench.cell import BACKENDS, Cell
+from xcbench.matrix.classes import class_range, class_sizes
 from xcbench.matrix.schema import (
     BACKEND_KEYS,
     DEFAULTS,
     DIM_KEYS,
     LAYOUT_KEYS,
+    OPTIONAL_DIMS,
     RULE_KEYS,
     TOP_KEYS,
     _as_list,
@@ -45,6 +47,12 @@ def _label(c: Cell) -> str:
     if c.tmpfs_size:
         parts.append(format_size(c.tmpfs_size))
     parts += [f"o{c.origins}", c.mode]
+    if c.cores is not None:
+        parts.append(f"{c.cores:g}c")
+    if c.streams is not None:
+        parts.append(f"s{c.streams}")
+    if c.size_class:
+        parts.append(c.size_class + (f"/{c.size_scale}" if (c.size_scale or 1) > 1 else ""))
     return " ".join(parts)
 
 
@@ -56,7 +64,8 @@ def _finish(cell: Cell) -> Cell:
 def _matches(rule: dict, cell: Cell) -> bool:
     facts = {"backend": cell.backend, "origins": cell.origins, "mode": cell.mode,
              "files": cell.files, "file_size": cell.file_size, "size": cell.tmpfs_size,
-             "concurrency": cell.concurrency}
+             "concurrency": cell.concurrency, "streams": cell.streams,
+             "size_class": cell.size_class, "cores": cell.cores}
     if cell.layout:
         facts.update(stripe_unit=cell.layout.stripe_unit, stripe_count=cell.layout.stripe_count,
                      object_size=cell.layout.object_size)
@@ -146,13 +155,24 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
                     check_layout(errors, f"{where}.layouts[{i}]", lay)
             targets = [{"layout": lay, "pool": p} for lay, p in
                        itertools.product([x for x in layouts if x], pools)]
-        for tgt, origins, mode in itertools.product(targets, dims["origins"], dims["modes"]):
+        optional = [dims.get(k) or [None] for k in OPTIONAL_DIMS]
+        for tgt, origins, mode, *opt in itertools.product(targets, dims["origins"], dims["modes"],
+                                                          *optional):
+            extra = dict(zip(OPTIONAL_DIMS, opt, strict=True))
+            sizes = {"file_size": dims["file_size"] or DEFAULTS["file_size"],
+                     "size_dist": dims["size_dist"]}
+            if extra["size_class"]:  # the class decides the sizes (uniform between its bounds)
+                scale = dims.get("size_scale") or 1
+                extra["size_scale"] = scale if scale > 1 else None
+                sizes = {k: v for k, v in class_sizes(extra["size_class"], scale).items()
+                         if k in sizes}
+                _check_class_fits(errors, where, extra["size_class"], scale,
+                                  max(dims["concurrency"]), tgt.get("tmpfs_size"))
             cells.append(_finish(Cell(
                 id="", label="", backend=bname, origins=origins, mode=mode,
-                concurrency=dims["concurrency"], file_size=dims["file_size"] or DEFAULTS["file_size"],
-                files=dims["files"] or 1, size_dist=dims["size_dist"], repeats=dims["repeats"] or 1,
-                gateway=dims["gateway"], probe=dims["probe"], campaign=dims["campaign"],
-                source=path, **tgt)))
+                concurrency=dims["concurrency"], files=dims["files"] or 1,
+                repeats=dims["repeats"] or 1, gateway=dims["gateway"], probe=dims["probe"],
+                campaign=dims["campaign"], source=path, **sizes, **extra, **tgt)))
     for i, rule in enumerate(_as_list(raw.get("exclude") or [])):
         r = _rule(errors, f"exclude[{i}]", rule)
         if r is not None:
@@ -163,6 +183,22 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
     for c in cells:
         unique.setdefault(c.id, c)
     return list(unique.values())
+
+
+def _check_class_fits(errors: _Errors, where: str, name: str, scale: int, level: int,
+                      room: int | None) -> None:
+    """A tmpfs target must hold the files in flight at the top concurrency level (each is
+    deleted once verified): otherwise ask for a size_scale, and say which would fit."""
+    if not room:
+        return
+    hi = class_range(name, scale)[1]
+    if hi * level > room:
+        need = 1
+        while class_range(name, need)[1] * level > room and need < 1 << 20:
+            need *= 2
+        errors.add(where, "size_class", f"{name} files up to {format_size(hi)} x concurrency "
+                   f"{level} do not fit the {format_size(room)} tmpfs: set size_scale: {need} "
+                   f"(or more) and say why in the matrix")
 
 
 def _include(errors: _Errors, where: str, spec: Any, base: dict, path: str) -> list[Cell]:

@@ -14,7 +14,9 @@ from xcbench.sizes import format_size, parse_size
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
 TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference")
 DIM_KEYS = ("origins", "modes", "concurrency", "file_size", "files", "size_dist", "repeats",
-            "probe", "gateway", "campaign")
+            "probe", "gateway", "campaign") + ("streams", "size_class", "size_scale", "cores")
+# dimensions whose cells leave the setting out of the id when it is not given (Cell.OPTIONAL)
+OPTIONAL_DIMS = ("streams", "size_class", "cores")
 BACKEND_KEYS = {"tmpfs": ("size",) + DIM_KEYS, "cephfs": ("layouts", "pools") + DIM_KEYS,
                 "rados": ("layouts", "pools") + DIM_KEYS}
 LAYOUT_KEYS = ("stripe_unit", "stripe_count", "object_size")
@@ -22,9 +24,9 @@ PROBE_KEYS = ("runtime", "iodepth", "numjobs", "size", "ramp", "ss", "ss_dur", "
               "patterns", "bs", "direct")
 GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
 CAMPAIGN_KEYS = ("client", "streams", "timeout", "retries", "retry_delay", "checksum", "overwrite",
-                 "delete_after_verify", "optimizer", "seed")
+                 "delete_after_verify", "optimizer", "seed", "duration", "steady")
 RULE_KEYS = ("backend", "pool", "stripe_unit", "stripe_count", "object_size", "size", "origins",
-             "mode", "concurrency", "file_size", "files")
+             "mode", "concurrency", "file_size", "files")  # + streams, size_class, cores (DIM_KEYS)
 
 
 
@@ -138,6 +140,7 @@ def _dims(errors: _Errors, where: str, src: dict) -> dict[str, Any]:
         if src["size_dist"] not in SIZE_DISTS:
             errors.add(where, "size_dist", f"{src['size_dist']!r} is not one of {', '.join(SIZE_DISTS)}")
         out["size_dist"] = src["size_dist"]
+    _new_dims(errors, where, src, out)
     for key, allowed in (("probe", PROBE_KEYS), ("gateway", GATEWAY_KEYS),
                          ("campaign", CAMPAIGN_KEYS)):
         if key in src:
@@ -148,6 +151,34 @@ def _dims(errors: _Errors, where: str, src: dict) -> dict[str, Any]:
             out[key] = _normalise_tunables(errors, f"{where}.{key}", src[key])
             _add_new(errors, f"{where}.{key}", key, src[key])
     return out
+
+
+def _new_dims(errors: _Errors, where: str, src: dict, out: dict[str, Any]) -> None:
+    """streams, size_class (+ size_scale) and cores: lists crossed like origins and modes."""
+    from xcbench.matrix.classes import SIZE_CLASSES
+    if "streams" in src:
+        out["streams"] = sorted({s for s in (_posint(errors, where, "streams", v)
+                                             for v in _as_list(src["streams"])) if s})
+    if "size_class" in src:
+        classes = []
+        for v in _as_list(src["size_class"]):
+            if v not in SIZE_CLASSES:
+                errors.add(where, "size_class", f"{v!r} is not one of {', '.join(SIZE_CLASSES)}")
+            elif v not in classes:
+                classes.append(v)
+        out["size_class"] = classes
+    if "size_scale" in src:
+        out["size_scale"] = _posint(errors, where, "size_scale", src["size_scale"])
+    if "cores" in src:
+        cores = []
+        for v in _as_list(src["cores"]):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                errors.add(where, "cores", f"{v!r} is not a positive number of cores")
+            elif v * 100_000 < 1000:  # the kernel's smallest CFS quota is 1 ms per 100 ms period
+                errors.add(where, "cores", f"{v} is below the smallest CPU quota (0.01 cores)")
+            else:
+                cores.append(float(v))
+        out["cores"] = sorted(set(cores))
 
 
 def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
@@ -187,3 +218,12 @@ def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
 DEFAULTS: dict[str, Any] = {"origins": [1], "modes": ["push"], "concurrency": (4,), "file_size": 64 << 20,
             "files": 16, "size_dist": "fixed", "repeats": 1, "probe": {}, "gateway": {},
             "campaign": {}}
+
+
+def check_levels(errors: _Errors, cells: list) -> None:
+    """Time-based levels (campaign.duration / campaign.steady), checked per cell once the
+    defaults and the backend's settings are merged: bounds, rule, and dataset cycling."""
+    from xcbench.campaign.spec import level_problems
+    for c in cells:
+        for fieldname, why in level_problems(c.campaign, c.files, max(c.concurrency, default=1)):
+            errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)

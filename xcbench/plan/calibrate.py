@@ -17,19 +17,19 @@ for the gateway the iperf3 baseline serves as its theoretical when no gateway sp
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.plan.corerate import add_rate_per_core
 from xcbench.plan.gateway import GatewayInputs, gateway_model
 from xcbench.plan.gatewaycpu import gateway_cpu_rows, pick_gateway_cpu
+from xcbench.plan.runfacts import _bs, _find_int, _labels, _protection
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec, Protection
 from xcbench.plan.storage import StorageInputs, storage_model
 from xcbench.plan.units import fmt_rate
-from xcbench.sizes import parse_size
 from xcbench.store import RunDir
 
 SMALL_BS, LARGE_BS = 64 << 10, 1 << 20
@@ -52,58 +52,13 @@ class Calibration:
     baseline: float | None = None  # bytes/s (iperf3)
     num_osds: int | None = None
     gateway_cpu: list[dict] = field(default_factory=list)  # checksum, mode, s_per_gb, from
+    rate_per_core: list[dict] = field(default_factory=list)  # the cores sweep (plan.corerate)
     notes: list[str] = field(default_factory=list)
     notes_osds: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
         return asdict(self)
-
-
-def _protection(settings: dict | None) -> Protection | None:
-    pool = (settings or {}).get("pool")
-    if not isinstance(pool, dict) or pool.get("kind") not in ("replicated", "erasure"):
-        return None
-    if pool["kind"] == "replicated":
-        return Protection("replicated", size=int(pool.get("size") or 1))
-    return Protection("erasure", k=int(pool["k"]), m=int(pool["m"]))
-
-
-def _find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
-    """First int under any of ``keys`` anywhere in a JSON-like manifest."""
-    if isinstance(obj, dict):
-        for k in keys:
-            v = obj.get(k)
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                return v
-        for v in obj.values():
-            found = _find_int(v, keys)
-            if found:
-                return found
-    elif isinstance(obj, list):
-        for v in obj:
-            found = _find_int(v, keys)
-            if found:
-                return found
-    return None
-
-
-def _bs(v: Any) -> int | None:
-    try:
-        return parse_size(v if not isinstance(v, float) else int(v))
-    except (ValueError, TypeError):
-        return None
-
-
-def _labels(v: Any) -> dict:
-    if isinstance(v, dict):
-        return v
-    if isinstance(v, str) and v.startswith("{"):
-        try:
-            return json.loads(v)
-        except ValueError:
-            return {}
-    return {}
 
 
 def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Calibration:
@@ -176,13 +131,14 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
         cal.curve.append({
             "run": run.path.name, "cell_id": cid, "label": info.get("label", cid),
             "backend": s.get("backend", "?"), "pool": prot.label if prot else "-",
-            "origins": int(s.get("origins") or 1),
+            "origins": int(s.get("origins") or 1), "cores": s.get("cores"),
             "mode": str(g["mode"].iloc[0] if "mode" in g else s.get("mode", "push")),
             "concurrency": int(conc), "rate": st or whole, "campaign_rate": whole,
             "rate_from": "steady window (analysis.steady)" if st else "campaign median over repeats",
             "repeats": len(g)})
     if "gateway_cpu_s_per_gb" in df:
         cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells)
+    add_rate_per_core(cal, run, cells, df)  # the cores sweep
 
 
 def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) -> None:
@@ -361,6 +317,7 @@ def gateway_inputs(cal: Calibration, g: GatewaySpec, a: Assumptions, *, carry_ov
         pts = cal.curve
         if pts:
             inp.notes.append(f"no {g.mode} campaigns measured: using the other mode's")
+    pts = [c for c in pts if not c.get("cores")] or pts  # a CPU quota is not the gateway's ceiling
     tm = [c for c in pts if c["backend"] == "tmpfs"]
     if tm:
         pts, what = tm, "tmpfs-backed gateway (gateway ceiling, no storage behind it)"

@@ -18,8 +18,9 @@ def _quick_needs():
 
 def test_needs_of_quick_matrix():
     n = _quick_needs()
-    assert set(n.pools) == {"xcb-rep1", "xcb-ec2-1"}
-    assert set(n.cephfs_pools) == set(n.rados_pools) == {"xcb-rep1", "xcb-ec2-1"}
+    # the quick matrix compares EC 2+1 with replicated = size 3
+    assert set(n.pools) == {"xcb-rep3", "xcb-ec2-1"}
+    assert set(n.cephfs_pools) == set(n.rados_pools) == {"xcb-rep3", "xcb-ec2-1"}
 
 
 def test_bench_caps_are_limited_to_xcb():
@@ -28,7 +29,7 @@ def test_bench_caps_are_limited_to_xcb():
     assert caps["mon"].startswith("allow r, ") and caps["mgr"] == "allow r"
     for part in caps["mon"].split(", ")[1:]:
         assert part.endswith("prefix xcb-")
-    assert caps["osd"] == "allow rwx pool=xcb-ec2-1, allow rwx pool=xcb-rep1"
+    assert caps["osd"] == "allow rwx pool=xcb-ec2-1, allow rwx pool=xcb-rep3"
     assert caps["mds"] == "allow rwp fsname=cephfs path=/xcbench"
 
 

@@ -70,11 +70,11 @@ def test_layout_spellings():
 
 # ---- Protection ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("value,label", [
-    ("replicated", "rep1"), ("rep", "rep1"), ("rep3", "rep3"), ("replicated 3", "rep3"), ("r3", "rep3"),
+    ("replicated", "rep3"), ("rep", "rep3"), ("unprotected", "rep1"), ("rep1", "rep1"), ("rep3", "rep3"), ("replicated 3", "rep3"), ("r3", "rep3"),
     ("REP2", "rep2"), ({"replicated": 2}, "rep2"), ({"rep": 4}, "rep4"),
     ("ec2+1", "ec2+1"), ("ec8-3", "ec8+3"), ("ec 4 + 2", "ec4+2"), ({"ec": "8+3"}, "ec8+3"),
     ({"ec": {"k": 4, "m": 2}}, "ec4+2"), ({"kind": "erasure", "k": 6, "m": 3}, "ec6+3"),
-    ({"kind": "replicated", "size": 3}, "rep3")])
+    ({"kind": "replicated", "size": 3}, "rep3"), ({"kind": "replicated"}, "rep3")])
 def test_protection_forms(value, label):
     assert Protection.parse(value).label == label
 

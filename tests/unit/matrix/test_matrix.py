@@ -38,7 +38,7 @@ def test_expansion_is_the_product_per_backend(tmp_path):
     c = by["rados"][0]
     assert (c.layout.stripe_unit, c.layout.object_size, c.pool.name) == (4 << 20, 4 << 20, "xcb-rep1")
     assert c.concurrency == (1, 4) and c.file_size == 4 << 20 and c.files == 2
-    assert {x.pool.name for x in by["cephfs"]} == {"xcb-rep1", "xcb-ec2-1"}
+    assert {x.pool.name for x in by["cephfs"]} == {"xcb-rep3", "xcb-ec2-1"}  # replicated = size 3
 
 
 def test_ids_are_stable_and_distinct(tmp_path):
@@ -71,7 +71,7 @@ def test_human_sizes(tmp_path):
     assert r.layout.object_size == 16 * 2**20
 
 
-@pytest.mark.parametrize("value,label", [("replicated", "rep1"), ("rep3", "rep3"),
+@pytest.mark.parametrize("value,label", [("replicated", "rep3"), ("unprotected", "rep1"), ("rep3", "rep3"),
                                          ({"replicated": 2}, "rep2"), ("ec2+1", "ec2+1"),
                                          ({"ec": "8+3"}, "ec8+3"), ({"ec": {"k": 4, "m": 2}}, "ec4+2")])
 def test_pool_forms(value, label):
