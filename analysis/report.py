@@ -246,6 +246,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "figures": figures, "timelines": timelines, "dist_uri": dist_uri, "fio_uri": fio_uri,
         "findings": rd.findings.fillna("").to_dict("records"),
         "gaps": rd.gaps.fillna("").to_dict("records"), "failed": failed,
+        "lost_rows": [{"table": t, **v} for t, v in sorted((m.get("lost_rows") or {}).items())],
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
         "packages": versions.get("packages") or {}, "host": fp.get("host") or {},
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,

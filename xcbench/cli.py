@@ -12,7 +12,11 @@ import sys
 
 from xcbench import __version__
 from xcbench.errors import XcbError
+from xcbench.signals import EXIT_CODE, Interrupted, StopFlag
 
+# commands that start processes: they stop on SIGINT/SIGTERM/SIGHUP (xcbench.signals), record
+# what they start (xcbench.orphans) and first stop what a killed earlier command left behind
+STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "selftest")
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
             "report", "compare", "plan", "telemetry", "baseline", "selftest")
 
@@ -43,17 +47,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command in STARTS_PROCESSES:
+            return _guarded(args)
         return int(args._run(args) or 0)
     except XcbError as e:
         print(f"xcbench: error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         print("xcbench: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_CODE
     except BrokenPipeError:  # `xcbench ... | head`: the reader left, that is not an error
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _guarded(args) -> int:
+    """Run a command that starts processes: orphans of a killed earlier command stopped first,
+    what this one starts recorded, signals turned into a clean stop."""
+    from xcbench import orphans
+    with StopFlag():
+        said = orphans.reap()
+        if said:
+            print(said, file=sys.stderr, flush=True)
+        orphans.start()
+        try:
+            return int(args._run(args) or 0)
+        finally:
+            orphans.stop()  # the record goes, unless something it names is still there
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ know are kept in ``extra`` and written back unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,24 @@ class CellState:
 
 
 @dataclass
+class LostRows:
+    """Rows of one table that could not be written (disk full, I/O error): how many, why, when."""
+    rows: int = 0
+    error: str = ""
+    first: str | None = None  # UTC ISO times of the first and the last loss
+    last: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> LostRows:
+        d = data if isinstance(data, dict) else {}
+        return cls(rows=int(d.get("rows") or 0), error=str(d.get("error") or ""),
+                   first=d.get("first"), last=d.get("last"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows": self.rows, "error": self.error, "first": self.first, "last": self.last}
+
+
+@dataclass
 class Manifest:
     """manifest.json of a run (schema SCHEMA_VERSION)."""
     run_id: str
@@ -80,6 +99,7 @@ class Manifest:
     report: str | None = None
     report_md: str | None = None
     upgraded_from: int | None = None
+    lost_rows: dict[str, LostRows] | None = None  # table -> what could not be written
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -104,13 +124,19 @@ class Manifest:
                 raise XcbError(f"{where}: {key}: not a mapping")
         known, extra = _split(cls, data)
         known["cells"] = {cid: CellState.from_dict(c) for cid, c in (known.get("cells") or {}).items()}
+        if isinstance(known.get("lost_rows"), dict):
+            known["lost_rows"] = {t: LostRows.from_dict(v) for t, v in known["lost_rows"].items()}
+        else:
+            known.pop("lost_rows", None)
         known.setdefault("run_id", path.name)
         known["fingerprint"] = known.get("fingerprint") or {}
         return cls(**known, extra=extra)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
-                             if f.name not in ("extra", "cells")}
+                             if f.name not in ("extra", "cells", "lost_rows")}
+        if self.lost_rows:
+            d["lost_rows"] = {t: v.to_dict() for t, v in self.lost_rows.items()}
         d = _drop_none(d, keep=("start", "end", "matrix"))
         d["cells"] = {cid: c.to_dict() for cid, c in self.cells.items()}
         return {**d, **self.extra}
@@ -120,6 +146,26 @@ class Manifest:
 
     def warn(self, message: str) -> None:
         self.warnings = [*(self.warnings or []), message]
+
+    def lost(self, table: str, rows: int, error: str) -> bool:
+        """Count ``rows`` of ``table`` as lost; True for the table's first loss."""
+        now = datetime.now(UTC).isoformat()
+        if self.lost_rows is None:
+            self.lost_rows = {}
+        entry = self.lost_rows.get(table)
+        first = entry is None
+        if entry is None:
+            entry = self.lost_rows[table] = LostRows(first=now)
+        entry.rows += rows
+        entry.error, entry.last = error, now
+        return first
+
+    def lost_summary(self) -> str | None:
+        """One line naming what was lost, or None."""
+        if not self.lost_rows:
+            return None
+        return "records lost: " + "; ".join(f"{t}: {v.rows} rows ({v.error})"
+                                            for t, v in sorted(self.lost_rows.items()))
 
 
 def upgrade(manifest: dict[str, Any], path: Path) -> dict[str, Any]:

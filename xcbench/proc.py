@@ -4,7 +4,8 @@ Everything xcbench runs (ceph daemons, xrootd/cmsd, fio, iperf3, ceph-fuse, CLI 
 through :func:`run` (wait for it) or :func:`spawn` (keep it running). Spawned processes get a new
 session so that :func:`stop` can terminate the whole process group: terminate -> wait -> kill,
 as rally's launcher does. A :class:`ProcessSet` remembers what a run started so that Ctrl-C or a
-failure stops every one of them.
+failure stops every one of them. While a command runs, what it starts (and mounts) is also
+written to a record on disk (xcbench.orphans), so that after a `kill -9` the next command stops it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from xcbench.errors import XcbError
 
@@ -69,12 +70,25 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
     full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
     t0 = time.monotonic()
-    try:
-        cp = subprocess.run(args, capture_output=True, timeout=timeout, env=full_env, cwd=cwd,
-                            input=input, text=text, start_new_session=True)
-    except subprocess.TimeoutExpired as e:
-        raise XcbError(f"{Path(args[0]).name}: timed out after {timeout:g} s "
-                       f"({' '.join(args[1:4])} ...)") from e
+    popen = subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else None,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
+                             text=text, start_new_session=True)
+    with popen:
+        _note(popen.pid, args, name=Path(args[0]).name)
+        try:
+            stdout, stderr = popen.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            _kill_group(popen)
+            raise XcbError(f"{Path(args[0]).name}: timed out after {timeout:g} s "
+                           f"({' '.join(args[1:4])} ...)") from e
+        except BaseException:  # Ctrl-C, SIGTERM: the child and its group go too (fio's jobs)
+            _kill_group(popen)
+            raise
+        finally:
+            _forget(popen.pid)
+    cp = subprocess.CompletedProcess(args, popen.returncode, stdout, stderr)
+    if cp.returncode == 0:
+        _note_mount_change(args)
     out = Completed(args, cp.returncode, cp.stdout, cp.stderr, time.monotonic() - t0)
     if check and cp.returncode != 0:
         why = _last_line(cp.stderr if text else cp.stderr.decode(errors="replace")) or \
@@ -128,7 +142,55 @@ def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathL
     p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
     if procs is not None:
         procs.add(p)
+        if procs.record:
+            _note(p.pid, args, name=p.name)
+            if Path(args[0]).name == "ceph-fuse":  # its mount point is its last argument
+                _note_mount(args[-1], "fuse.ceph-fuse")
     return p
+
+
+# --- the record of what this command started (xcbench.orphans.Recorder, while it is on) -------
+recorder: Any = None
+
+
+def _note(pid: int, args: list[str], name: str) -> None:
+    if recorder is not None:
+        recorder.add(pid, name, args)
+
+
+def _forget(pid: int) -> None:
+    if recorder is not None:
+        recorder.drop(pid)
+
+
+def _note_mount(path: str, fstype: str) -> None:
+    if recorder is not None:
+        recorder.add_mount(os.path.abspath(path), fstype)
+
+
+def _note_mount_change(args: list[str]) -> None:
+    if recorder is not None:
+        recorder.mount_change(args)
+
+
+def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+    """Signal ``pid``'s process group when it leads one (xcbench starts each in a new
+    session), else ``pid`` alone."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_group(popen: subprocess.Popen) -> None:
+    kill_group(popen.pid)
+    try:
+        popen.communicate(timeout=10)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
 
 
 def pid_alive(pid: int) -> bool:
@@ -182,15 +244,19 @@ def stop(p: Proc, *, timeout: float = 10.0) -> int | None:
         rc = None
     if p._fh:
         p._fh.close()
+    _forget(p.pid)
     return rc
 
 
 class ProcessSet:
     """Everything one run started, so that a fault or Ctrl-C stops all of it (last first)."""
 
-    def __init__(self) -> None:
+    def __init__(self, record: bool = True) -> None:
         self._procs: list[Proc] = []
         self._lock = threading.Lock()
+        # recorded for the next command after a kill -9 (xcbench.orphans); the mini cluster's
+        # daemons are not: the cluster is meant to outlive the command that started it
+        self.record = record
 
     def add(self, p: Proc) -> Proc:
         with self._lock:

@@ -6,8 +6,9 @@ concurrency level (x repeats), stop telemetry, clean up — records go to the st
 At the end: verdicts, Parquet tables, the report.
 
 Faults: a failed cell is recorded with its error and the matrix goes on. The first Ctrl-C
-(or SIGTERM) lets the current record finish, stops every process the run started, flushes and
-leaves the run resumable (`--resume`); a second one stops at once (cleanup still runs).
+(SIGINT, SIGTERM or SIGHUP: xcbench.signals) lets the current record finish, stops every
+process the run started, flushes and leaves the run resumable (`--resume`); a second one stops
+at once (cleanup still runs).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import tempfile
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from xcbench import proc, telemetry
+from xcbench import orphans, proc, telemetry
 from xcbench.analysis.attribution import write_verdicts
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
@@ -33,6 +32,7 @@ from xcbench.fsutil import remove_tree
 from xcbench.interfaces import Cluster, Gateway, Target
 from xcbench.manifest import DONE
 from xcbench.matrix import Matrix
+from xcbench.signals import Interrupted, StopFlag
 from xcbench.store import RunDir
 from xcbench.telemetry import ReportListener, TelemetryRunner
 
@@ -40,10 +40,6 @@ if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster as CephCluster
 
 __all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_create", "run_matrix"]
-
-
-class Interrupted(Exception):
-    """The user asked the run to stop (Ctrl-C / SIGTERM)."""
 
 
 @dataclass
@@ -64,43 +60,19 @@ class RunOptions:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class StopFlag:
-    """Signal handling for the run: first signal asks politely, the second interrupts."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self._old: dict[int, Any] = {}
-
-    def __enter__(self) -> StopFlag:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        if self.event.is_set():
-            raise KeyboardInterrupt
-        self.event.set()
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, old in self._old.items():
-            signal.signal(sig, old)
-
-    def check(self) -> None:
-        if self.event.is_set():
-            raise Interrupted()
-
-
 def _copy_artifacts(session: Any, dest: Path) -> None:
     """Rendered configs and logs of the session's gateway into the run (never keyrings)."""
     gateway = getattr(session, "gateway", session)
     if gateway is None:
         return
-    dest.mkdir(parents=True, exist_ok=True)
-    for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
-        p = Path(p)
-        if p.is_file() and "keyring" not in p.name:
-            shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
+            p = Path(p)
+            if p.is_file() and "keyring" not in p.name:
+                shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
+    except OSError:  # a full result store: the copies are lost, not the cell's measurements
+        pass
 
 
 class Runner:
@@ -113,6 +85,7 @@ class Runner:
         self.procs = proc.ProcessSet()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"xcbench-{run.path.name}-", dir="/var/tmp"))
         os.chmod(self.scratch, 0o755)  # xrootd runs as its own user and must traverse it
+        orphans.note_dir(self.scratch)  # after a kill -9, the next command removes it
         self._source: Any = None  # tmpfs source gateway for TPC modes, started on first need
         self._source_stack = contextlib.ExitStack()
 
@@ -166,7 +139,8 @@ class Runner:
             status, error = "failed", str(e)
         except Exception as e:  # a bug or an unexpected fault: record it, go on with the matrix
             status, error = "failed", f"{type(e).__name__}: {e}"
-            (self.run.raw_path("errors", f"{cell.id}.txt")).write_text(traceback.format_exc())
+            with contextlib.suppress(OSError):  # a full result store must not end the run
+                (self.run.raw_path("errors", f"{cell.id}.txt")).write_text(traceback.format_exc())
         self.run.set_cell(cell.id, status=status, error=error, finished=time.time(),
                           seconds=round(time.time() - t0, 1))
         if self.view:
@@ -181,7 +155,7 @@ class Runner:
         session = CellSession(cell, cluster=self.cluster, workdir=workdir, procs=self.procs,
                               name=f"gw-{cell.id}", report_addr=listener.addr if listener else None)
         # after the session's exit (gateway stopped: its logs are final)
-        stack.callback(_copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
+        stack.callback(self._copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
         self._phase(cell, "prepare, gateway")
         stack.enter_context(session)
         backend, target, gateway = session.backend, session.target, session.gateway
@@ -194,6 +168,7 @@ class Runner:
         self._fingerprint(cell, session)
         devices = self._telemetry(cell, target, gateway, listener)
         if devices is not None:
+            stack.callback(self._count_lost, devices.lost)  # after the device stopped
             stack.enter_context(devices)
         self.stop.check()
         if self.opts.probes:
@@ -216,6 +191,17 @@ class Runner:
             return "degraded", (f"{failed} of {total} transfers failed after their retries "
                                 "(see the transfers table: reason, error_scope, error_phase)")
         return "complete", None
+
+    def _copy_artifacts(self, session: Any, dest: Path) -> None:
+        if self.run.has_room():  # a full store keeps its reserve for the manifest
+            _copy_artifacts(session, dest)
+
+    def _count_lost(self, lost: dict[str, dict]) -> None:
+        """Rows a sink refused upstream of the store (the store counts its own): the manifest."""
+        for table, v in lost.items():
+            self.run.state.lost(table, int(v["rows"]), str(v["error"]))
+        if lost:
+            self.run.save_manifest()
 
     def _fingerprint(self, cell: Cell, session: Any) -> None:
         from xcbench import fingerprint as fp
@@ -306,13 +292,15 @@ def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
                view: Any = None, runner: Callable[..., Runner] | None = None) -> RunDir:
     """Run a parsed matrix (for --resume: the run's own, see commands.run.load_run_matrix) and
     return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped.
-    ``runner``: a Runner subclass (the self-test's, which caps a role of each cell)."""
-    run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
-                                                "fio_hosts": opts.fio_hosts},
-                         cluster=_cluster_info(cluster))
-    run.register_cells(c for c in matrix.cells if c.id not in run.cells)
-    status = "complete"
-    with StopFlag() as stop:
+    ``runner``: a Runner subclass (the self-test's, which caps a role of each cell).
+    A signal from the run directory's creation on is a polite stop: the run is concluded
+    (interrupted) and resumable, never left saying `running`."""
+    with StopFlag() as stop, stop.polite():  # the command's own flag when there is one (cli.main)
+        run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
+                                                    "fio_hosts": opts.fio_hosts},
+                             cluster=_cluster_info(cluster))
+        run.register_cells(c for c in matrix.cells if c.id not in run.cells)
+        status = "complete"
         r = (runner or Runner)(matrix, cluster, run, opts, stop, view)
         if view:
             view.begin(run, matrix)
@@ -351,7 +339,10 @@ def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
     except Exception as e:
         run.warn(f"attribution: {type(e).__name__}: {e}")
     run.finalize(status)
-    if opts.report:
+    if opts.report and not run.has_room():
+        run.warn("report: not rendered, the result store is full "
+                 "(render it later with `xcbench report` once there is room)")
+    elif opts.report:
         try:
             from xcbench.analysis.report import render_report
             path = render_report([run.path], fmt=opts.report_format)

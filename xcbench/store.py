@@ -26,8 +26,11 @@ form (Manifest, CellState), the schema version and the upgrade live in xcbench.m
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
 import json
+import logging
 import os
 import threading
 import time
@@ -36,11 +39,33 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.manifest import CELL_STATUSES, DONE, SCHEMA_VERSION, CellState, Manifest, upgrade
+from xcbench.jsonl import (
+    BALLAST,
+    RESERVE,
+    append_lines,
+    make_ballast,
+    open_append,
+    read_jsonl,
+    release_ballast,
+    rewrite_lines,
+    split_lines,
+    write_all,
+)
+from xcbench.manifest import (
+    CELL_STATUSES,
+    DONE,
+    SCHEMA_VERSION,
+    CellState,
+    LostRows,
+    Manifest,
+    upgrade,
+)
 from xcbench.secrets import redact, scrub_known
 
-__all__ = ["CELL_STATUSES", "DONE", "SCHEMA_VERSION", "CellState", "Manifest", "RunDir",
+__all__ = ["BALLAST", "CELL_STATUSES", "DONE", "RESERVE", "SCHEMA_VERSION", "CellState", "LostRows",
+           "Manifest", "RunDir",
            "list_runs", "read_jsonl", "resolve_run", "upgrade_manifest", "write_json"]
+log = logging.getLogger(__name__)
 DEFAULT_STORE = "results"  # the `--store` default; XCBENCH_STORE overrides it
 
 
@@ -56,8 +81,12 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     """Atomic JSON write (tmp + rename)."""
     path = Path(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk: the old file stays whole
+        raise
 
 
 def load_json(path: str | os.PathLike) -> Any:
@@ -71,7 +100,9 @@ class RunDir:
         self.state = manifest if isinstance(manifest, Manifest) else \
             Manifest.from_dict(manifest, self.path)
         self._lock = threading.Lock()
-        self._files: dict[str, Any] = {}
+        self._files: dict[str, int] = {}  # table -> fd opened O_APPEND
+        self._full = False  # a write met ENOSPC: append only while has_room()
+        self._lost_saved = 0.0
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -101,6 +132,7 @@ class RunDir:
              "fingerprint": fingerprint or {}, **info}, path)
         run = cls(path, manifest)
         run.save_manifest()
+        make_ballast(path)
         return run
 
     @classmethod
@@ -122,35 +154,31 @@ class RunDir:
         self.state.status = "running"
         self.state.resumed = [*(self.state.resumed or []), time.time()]
         self.save_manifest()
+        make_ballast(self.path)
 
     def supersede_partial(self) -> None:
         """Records of cells that did not finish move to records/superseded/: kept, not analysed.
-        A torn last line (a hard kill mid-write) is dropped."""
+        A torn line (a hard kill mid-write) is dropped, with a warning. Each table is rewritten
+        atomically (tmp + rename): a kill during the resume loses nothing either."""
         redo = {cid for cid, c in self.state.cells.items() if not c.done}
-        if not redo:
-            return
         old = self.path / "records" / "superseded"
-        old.mkdir(exist_ok=True)
-        for jl in (self.path / "records").glob("*.jsonl"):
-            keep: list[str] = []
-            moved: list[str] = []
-            for line in jl.read_text().splitlines(keepends=True):
-                try:
-                    cid = json.loads(line).get("cell_id")
-                except ValueError:
-                    continue  # a torn last line from a hard kill
-                (moved if cid in redo else keep).append(line)
+        for jl in sorted((self.path / "records").glob("*.jsonl")):
+            keep, moved, torn = split_lines(jl, lambda rec: rec.get("cell_id") in redo)
+            if torn:
+                self.warn(f"records/{jl.name}: {torn} torn line(s) dropped (a hard kill mid-write)")
+            if not moved and not torn:
+                continue
             if moved:
-                with open(old / jl.name, "a") as fh:
-                    fh.writelines(moved)
-                jl.write_text("".join(keep))
+                old.mkdir(exist_ok=True)
+                append_lines(old / jl.name, moved)
+            rewrite_lines(jl, keep)
 
     def replace_table(self, table: str, records: Iterable[dict[str, Any]]) -> None:
         """records/<table>.jsonl holds exactly ``records`` from now on."""
         with self._lock:
-            fh = self._files.pop(table, None)
-            if fh is not None:
-                fh.close()
+            fd = self._files.pop(table, None)
+            if fd is not None:
+                os.close(fd)
             (self.path / "records" / f"{table}.jsonl").unlink(missing_ok=True)
         self.append(table, records)
 
@@ -172,20 +200,63 @@ class RunDir:
         return self.state.status
 
     def save_manifest(self) -> None:
+        """Write manifest.json. On a full disk the old one stays whole and the state is kept
+        in memory: the next save writes it (the ballast gives it room once the disk fills)."""
         with self._lock:
-            write_json(self.path / "manifest.json", redact(self.state.to_dict()))
+            try:
+                write_json(self.path / "manifest.json", redact(self.state.to_dict()))
+            except OSError as e:
+                if e.errno == errno.ENOSPC and not self._full:
+                    self._full = True
+                    release_ballast(self.path)
+                    write_json(self.path / "manifest.json", redact(self.state.to_dict()))
+                else:
+                    log.warning("%s: manifest not saved (%s); kept in memory", self.path, e)
 
     def append(self, table: str, records: Iterable[dict[str, Any]]) -> None:
-        """Append records to ``records/<table>.jsonl`` and flush them to the OS at once."""
-        lines = scrub_known("".join(json.dumps(r, default=str) + "\n" for r in records))
-        if not lines:
+        """Append records to ``records/<table>.jsonl``, handed to the OS at once (a crash of
+        xcbench loses none). Writing never raises: rows that cannot be written (disk full, I/O
+        error) are counted in the manifest's ``lost_rows`` and the run goes on measuring."""
+        rows = list(records)
+        data = scrub_known("".join(json.dumps(r, default=str) + "\n" for r in rows)).encode()
+        if not data:
             return
         with self._lock:
-            fh = self._files.get(table)
-            if fh is None:
-                fh = self._files[table] = open(self.path / "records" / f"{table}.jsonl", "a")
-            fh.write(lines)
-            fh.flush()
+            try:
+                if self._full and not self.has_room():
+                    raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (its last "
+                                  f"{RESERVE >> 10} KiB are kept for the manifest)")
+                fd = self._files.get(table)
+                if fd is None:
+                    fd = self._files[table] = open_append(self.path / "records" / f"{table}.jsonl")
+                write_all(fd, data)
+                return
+            except OSError as e:
+                error = e
+        self._lost(table, len(rows), error)
+
+    def has_room(self, need: int = 0) -> bool:
+        """Free space in the store above the reserve kept for the manifest and the report."""
+        try:
+            st = os.statvfs(self.path)
+        except OSError:
+            return False
+        return st.f_bavail * st.f_frsize > RESERVE + need
+
+    def _lost(self, table: str, n: int, error: OSError) -> None:
+        if error.errno == errno.ENOSPC and not self._full:
+            self._full = True
+            release_ballast(self.path)  # room for the manifest that says what was lost
+        why = f"{type(error).__name__}: [Errno {error.errno}] {error.strerror or error}"
+        first = self.state.lost(table, n, why)
+        if first:
+            log.warning("%s: rows of %s cannot be written (%s); counting them as lost",
+                        self.path, table, why)
+        now = time.monotonic()
+        if first or now - self._lost_saved > 5:  # say it on disk, without a rewrite per row
+            self._lost_saved = now
+            with contextlib.suppress(OSError):
+                self.save_manifest()
 
     def raw_path(self, *parts: str) -> Path:
         """A path under raw/ (parents created), for fio JSON, logs, rendered configs."""
@@ -229,8 +300,9 @@ class RunDir:
 
     def close(self) -> None:
         with self._lock:
-            for fh in self._files.values():
-                fh.close()
+            for fd in self._files.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             self._files.clear()
 
     def finalize(self, status: str = "complete") -> None:
@@ -238,13 +310,23 @@ class RunDir:
         Cells left pending/running are marked 'interrupted' when the run did not complete."""
         self.close()
         for jl in sorted((self.path / "records").glob("*.jsonl")):
-            read_jsonl(jl).to_parquet(self.path / f"{jl.stem}.parquet", index=False)
+            pq = self.path / f"{jl.stem}.parquet"
+            try:  # derived data: without it the JSONL is read (table()), so a full disk is no crash
+                if self._full and not self.has_room(jl.stat().st_size):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                read_jsonl(jl).to_parquet(pq, index=False)
+            except OSError as e:
+                pq.unlink(missing_ok=True)
+                self.warn(f"{pq.name} not written ({e}); the records stay in records/{jl.name}")
         if status != "complete":
             for cell in self.state.cells.values():
                 if cell.status in ("pending", "running"):
                     cell.status = "interrupted"
         self.state.end = _now()
         self.state.status = status
+        if self.state.lost_rows:
+            self.warn(self.state.lost_summary() or "")
+        release_ballast(self.path)  # the run is written; a resume makes it again
         self.save_manifest()
 
     def has_table(self, name: str) -> bool:
@@ -279,70 +361,6 @@ class RunDir:
             if col not in df.columns:
                 df[col] = pd.Series(pd.NA, index=df.index, dtype="object")
         return df[list(columns)] if columns is not None else df
-
-
-def _json_text(v: Any) -> Any:
-    if isinstance(v, dict):  # pyarrow structs carry every key: drop those a row did not have
-        v = {k: x for k, x in v.items() if x is not None}
-    return json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
-
-
-def read_jsonl(path: str | os.PathLike):
-    """A JSONL table as a DataFrame; nested dicts/lists become JSON text (sorted keys).
-    pyarrow's reader first (fast); Python's json when a column's type varies between rows."""
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.json as pj
-    path = Path(path)
-    if not path.stat().st_size:
-        return pd.DataFrame()
-    try:
-        tbl = pj.read_json(path, read_options=pj.ReadOptions(block_size=8 << 20))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        tbl = None
-    if tbl is not None:
-        cols = {}
-        for name in tbl.column_names:
-            col = tbl.column(name)
-            if pa.types.is_struct(col.type) or pa.types.is_list(col.type):
-                cols[name] = pd.Series([_json_text(v) for v in col.to_pylist()], dtype="object")
-            else:
-                cols[name] = col.to_pandas()
-        return pd.DataFrame(cols)
-    df = pd.DataFrame.from_records(_json_records(path))
-    for col in [c for c in df.columns if pd.api.types.is_object_dtype(df[c])]:
-        if df[col].map(lambda v: isinstance(v, (dict, list))).any():
-            df[col] = df[col].map(_json_text)
-        kinds = {type(v) for v in df[col] if v is not None and v == v}
-        if len(kinds) > 1 and not kinds <= {int, float}:  # e.g. 1 and "n/a": keep both, as text
-            df[col] = df[col].map(lambda v: v if v is None or v != v else str(v))
-    return df
-
-
-def _json_records(path: Path) -> list[dict]:
-    """The records of a JSONL file. A torn last line (a hard kill mid-write) is skipped with a
-    warning; anything else that is not one JSON object per line is an XcbError naming it."""
-    import sys
-
-    from xcbench.userfiles import read_bytes
-    data = read_bytes(path, limit=1 << 40)
-    lines = data.split(b"\n")
-    rows = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line.decode("utf-8"))
-            if not isinstance(row, dict):
-                raise ValueError("not a JSON object")
-        except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
-            if n == len(lines) and not data.endswith(b"\n"):
-                print(f"xcbench: warning: {path}: line {n}: torn last record skipped",
-                      file=sys.stderr)
-                continue
-            raise XcbError(f"{path}: line {n}: not a JSON record ({e})") from None
-        rows.append(row)
-    return rows
 
 
 def upgrade_manifest(manifest: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -10,11 +10,18 @@ timeline rebuilt from the transfers' start/finish times.
 FTS moves data between storages, so the modes are tpc-root and tpc-http (a source is needed).
 FTS reports the user-defined checksum, not the destination's: a FINISHED file with checksum
 verification on has ``checksum_dest`` = the value FTS verified, and that is said in settings.
+
+Records stream: each poll writes the TRANSFER rows of the files that reached a final state
+since the last one, so a stop loses none; the timeline follows at the end. A stop (the
+command's SIGINT/SIGTERM/SIGHUP, or ``max_wait``) cancels the job through the fts3 client and
+harvests what FTS then marks CANCELED.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +35,7 @@ from xcbench.campaign.staging import stage_source
 from xcbench.errors import XcbError
 from xcbench.records import TIMELINE
 
+log = logging.getLogger(__name__)
 TERMINAL = ("FINISHED", "FAILED", "FINISHEDDIRTY", "CANCELED")
 
 
@@ -90,9 +98,12 @@ def build_job(spec: CampaignSpec, dataset: Dataset, sources: list[str], dests: l
                    metadata={"xcbench_campaign": spec.campaign_id})
 
 
-def harvest(ctx, job_id: str, spec: CampaignSpec, cell_id: str, kind: str) -> list[dict]:
-    """TRANSFER rows from FTS: each failed earlier attempt, then the file's final state."""
-    files = json.loads(ctx.get(f"/jobs/{job_id}/files"))
+def harvest(ctx, job_id: str, spec: CampaignSpec, cell_id: str, kind: str,
+            files: list[dict] | None = None) -> list[dict]:
+    """TRANSFER rows from FTS: each failed earlier attempt, then the file's final state (of
+    ``files``, FTS's file dicts; default: every file of the job)."""
+    if files is None:
+        files = json.loads(ctx.get(f"/jobs/{job_id}/files"))
     rows = []
     for f in files:
         meta = f.get("file_metadata") or {}
@@ -137,6 +148,17 @@ def harvest(ctx, job_id: str, spec: CampaignSpec, cell_id: str, kind: str) -> li
             error_scope=None if ok else "TRANSFER", error_phase=None if ok else "TRANSFER",
             reason=None if ok else (f.get("reason") or f"FTS file state {state}")))
     return rows
+
+
+def cancel(ctx, job_id: str) -> dict | None:
+    """Cancel the job with the fts3 client (DELETE /jobs/<id>); best effort: a job that just
+    finished, or a server that is gone, is not an error here."""
+    from fts3.rest.client import Submitter
+    try:
+        return Submitter(ctx).cancel(quote(job_id))
+    except Exception as e:  # noqa: BLE001
+        log.warning("fts3: cancelling job %s: %s: %s", job_id, type(e).__name__, e)
+        return None
 
 
 def timeline_from_transfers(rows: list[dict], spec: CampaignSpec, cell_id: str) -> list[dict]:
@@ -199,19 +221,41 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     out = Buffered(sink)
     start = time.time()
     state = "SUBMITTED"
-    while True:
-        info = json.loads(ctx.get(f"/jobs/{job_id}"))
-        state = info.get("job_state", state)
-        if state in TERMINAL:
-            break
-        if (stop_event is not None and stop_event.is_set()) or \
-                (max_wait is not None and time.time() - start > max_wait):
-            ctx.delete(f"/jobs/{quote(job_id)}")  # cancel: FTS marks what is left CANCELED
-            stop_event = None
-            max_wait = None
-        time.sleep(poll)
-    rows = harvest(ctx, job_id, spec, cell_id, "fts3")
-    out.add("transfers", rows)
+    rows: list[dict] = []
+    harvested: set = set()  # file ids whose rows are written
+
+    def stream(files: list[dict]) -> None:
+        """Rows of the files that reached a final state since the last poll, written now."""
+        done = [f for f in files if f.get("file_state") in TERMINAL and f.get("file_id") not in harvested]
+        if done:
+            new = harvest(ctx, job_id, spec, cell_id, "fts3", done)
+            harvested.update(f.get("file_id") for f in done)
+            rows.extend(new)
+            out.add("transfers", new)
+            out.flush()
+
+    cancelled = False
+    try:
+        while True:
+            info = json.loads(ctx.get(f"/jobs/{job_id}"))
+            state = info.get("job_state", state)
+            stream(json.loads(ctx.get(f"/jobs/{job_id}/files")))
+            if state in TERMINAL:
+                break
+            if not cancelled and ((stop_event is not None and stop_event.is_set()) or
+                                  (max_wait is not None and time.time() - start > max_wait)):
+                cancel(ctx, job_id)  # FTS marks what is left CANCELED; we harvest it
+                cancelled = True
+            if stop_event is not None and not cancelled:
+                stop_event.wait(poll)  # a stop is acted on at once, not a poll later
+            else:
+                time.sleep(poll)
+    except BaseException:  # a hard stop (second signal): the job must not run on without us
+        if not cancelled:
+            cancel(ctx, job_id)
+        with contextlib.suppress(Exception):
+            stream(json.loads(ctx.get(f"/jobs/{job_id}/files")))
+        raise
     out.add("timeline", timeline_from_transfers(rows, spec, cell_id))
     final = {}
     for r in rows:

@@ -8,6 +8,7 @@ campaign's condition, and sets the dispatcher's ``limit`` when the optimizer dec
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -18,6 +19,7 @@ from xcbench.campaign.records import Buffered, Timeline, campaign_row, optimizer
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.findings import finding
 
+log = logging.getLogger(__name__)
 SLOW_CHECKSUM = 20.0  # s: a checksum query this slow is the server's kXR_wait, not adler32
 
 
@@ -78,21 +80,32 @@ class CampaignMonitor:
             self.out.add("optimizer", [optimizer_row(self.cell_id, self.spec.campaign_id, d)])
 
     def _monitor(self, done: threading.Event, timeline: Timeline, view) -> None:
+        """Each second: a timeline row, the optimizer when due, the view, a flush. A failing
+        sink or view loses rows (Buffered.lost) but never stops this loop: the optimizer
+        must go on deciding while transfers run."""
         next_opt = time.time() + (self.spec.optimizer.interval if self.optimizer else 1e18)
         while not done.wait(1.0):
-            now = time.time()
-            moved, active, ok, failed = self.totals()
-            r = timeline.sample(now, moved, active, ok, failed)
-            r.update(self.cpu.sample(now))
-            self.out.add("timeline", [r])
-            if self.rule is not None:
-                self._judge_level(timeline, now)
-            if self.optimizer and now >= next_opt:
-                self._optimize(now)
-                next_opt = now + self.spec.optimizer.interval
-            if view is not None:
-                view.update(r, moved, self.limit)
-            self.out.flush()
+            try:
+                next_opt = self._tick(timeline, view, next_opt)
+            except Exception as e:  # noqa: BLE001 - a bug in a row or the view: keep going
+                log.warning("campaign monitor: %s: %s", type(e).__name__, e)
+
+    def _tick(self, timeline: Timeline, view, next_opt: float) -> float:
+        """One second of the monitor; returns when the optimizer decides next."""
+        now = time.time()
+        moved, active, ok, failed = self.totals()
+        r = timeline.sample(now, moved, active, ok, failed)
+        r.update(self.cpu.sample(now))
+        self.out.add("timeline", [r])
+        if self.rule is not None:
+            self._judge_level(timeline, now)
+        if self.optimizer and now >= next_opt:
+            self._optimize(now)
+            next_opt = now + self.spec.optimizer.interval
+        if view is not None:
+            view.update(r, moved, self.limit)
+        self.out.flush()
+        return next_opt
 
     def _findings(self) -> list[dict]:
         rows = list(self.findings)
@@ -134,6 +147,7 @@ class CampaignMonitor:
             "local_source_staging": self.staging if self.local else None,
             "level": self.level_end,
             "attempts": len([r for r in rows if r["start_time"]]),
+            "lost_rows": dict(self.out.lost) or None,  # rows its sink could not take
             "retried": sum(1 for r in rows if r["retry"]),
         }
         return campaign_row(

@@ -4,6 +4,7 @@ CAMPAIGN — exactly the columns of xcbench.records."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from typing import Any
 
 from xcbench.records import CAMPAIGN, OPTIMIZER, TIMELINE, TRANSFER
 
+log = logging.getLogger(__name__)
 Sink = Callable[[str, list[dict]], None]
 
 
@@ -69,13 +71,18 @@ class Timeline:
 
 
 class Buffered:
-    """Rows collected from worker threads, handed to the sink from one thread at a time."""
+    """Rows collected from worker threads, handed to the sink from one thread at a time.
+
+    A sink that raises (a full disk behind it) loses those rows, not the campaign: they are
+    counted in ``lost`` (table -> {rows, error}), logged once per table, and the monitor, the
+    optimizer and the transfers go on."""
 
     def __init__(self, sink: Sink | None):
         self.sink = sink
         self._lock = threading.Lock()
         self._pending: dict[str, list[dict]] = {}
         self.kept: dict[str, list[dict]] = {}
+        self.lost: dict[str, dict[str, Any]] = {}
 
     def add(self, table: str, rows: list[dict]) -> None:
         with self._lock:
@@ -88,4 +95,12 @@ class Buffered:
         if self.sink is not None:
             for table, rows in pending.items():
                 if rows:
-                    self.sink(table, rows)
+                    try:
+                        self.sink(table, rows)
+                    except Exception as e:  # noqa: BLE001 - count the loss, keep measuring
+                        lost = self.lost.setdefault(table, {"rows": 0, "error": ""})
+                        if not lost["rows"]:
+                            log.warning("campaign: rows of %s lost: %s: %s", table,
+                                        type(e).__name__, e)
+                        lost["rows"] += len(rows)
+                        lost["error"] = f"{type(e).__name__}: {e}"

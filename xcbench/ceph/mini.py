@@ -158,7 +158,7 @@ class MiniCluster:
             raise XcbError(f"--objectstore {objectstore}: choose one of {', '.join(OBJECTSTORES)}")
         check_prerequisites()
         self._prepare_dir(log)
-        procs = proc.ProcessSet()
+        procs = proc.ProcessSet(record=False)  # outlives the command: not an orphan
         try:
             cluster = self._bootstrap(objectstore, osds, timeout, procs, log)
         except BaseException:

@@ -16,6 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.signals import EXIT_CODE, current
 
 
 def add_parser(sub):
@@ -104,10 +105,13 @@ def tmpfs_sizes(spec, args) -> tuple[int | None, int | None]:
 
 
 def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
+    from xcbench import orphans
     from xcbench.cell import Cell
     from xcbench.session import CellSession
     workdir = Path(tempfile.mkdtemp(prefix=f"xcb-campaign-{name}-"))
     workdir.chmod(0o755)  # the backend hands a dir under it to the xrootd user
+    orphans.note_dir(workdir)
+    stack.callback(orphans.remove_dir, workdir)  # after the session's exit (never across a mount)
     cell = Cell(id=name, label=name, backend="tmpfs", tmpfs_size=size)
     return stack.enter_context(CellSession(cell, cluster=None, workdir=workdir, procs=procs,
                                            name=name)).gateway
@@ -170,22 +174,28 @@ def run(args) -> int:
         run_dir = RunDir.create(args.out or default_store(), name=args.name, fingerprint=False,
                                 kind="campaign", command=redact_argv(sys.argv[1:]))
         status = "failed"
+        stop = current()
         try:
-            if args.fts:
-                from xcbench.campaign.fts3 import submit_campaign
-                row = submit_campaign(spec, fts=args.fts, dest=dest, source=source,
-                                      sink=run_dir.append, token=token, ucert=args.fts_cert,
-                                      ukey=args.fts_cert, verify=not args.fts_no_verify)
-            else:
-                from xcbench.campaign import run_campaign
-                row = run_campaign(spec, dest=dest, source=source, sink=run_dir.append,
-                                   progress=not args.no_progress)
-            status = "complete"
+            with stop.polite() as stop_event:  # a signal: the campaign stops, flushes, cleans up
+                if args.fts:
+                    from xcbench.campaign.fts3 import submit_campaign
+                    row = submit_campaign(spec, fts=args.fts, dest=dest, source=source,
+                                          sink=run_dir.append, token=token, ucert=args.fts_cert,
+                                          ukey=args.fts_cert, verify=not args.fts_no_verify,
+                                          stop_event=stop_event)
+                else:
+                    from xcbench.campaign import run_campaign
+                    row = run_campaign(spec, dest=dest, source=source, sink=run_dir.append,
+                                       progress=not args.no_progress, stop_event=stop_event)
+            status = "interrupted" if stop.stopping else "complete"
         except KeyboardInterrupt:
             status = "interrupted"
             raise
         finally:
             run_dir.finalize(status)
+    if status == "interrupted":
+        print(f"interrupted ({stop.name}): what was measured is in {run_dir.path}", file=sys.stderr)
+        return EXIT_CODE
     if args.json:
         print(json.dumps(row, default=str))
     else:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import signal
-import threading
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.signals import current
 
 STATE = "gateway.json"
 
@@ -103,16 +102,17 @@ def up(args) -> int:
     if gw.client_env:
         print("  clients need: " + " ".join(f"{k}={v}" for k, v in gw.client_env.items()))
     if not args.wait:
+        from xcbench import orphans
+        orphans.release()  # left running on purpose, recorded in gateway.json: not an orphan
         print(f"state in {state_file}; stop with: xcbench gateway down --workdir {args.workdir}")
         return 0
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        while not stop.wait(1.0):
-            dead = [s for s in gw.servers if s.proc and not s.proc.alive()]
-            if dead:
-                print(f"{dead[0].daemon} {dead[0].name} exited; see {dead[0].log}")
-                break
+        with current().polite() as stop:  # SIGINT, SIGTERM, SIGHUP: down, as Ctrl-C does
+            while not stop.wait(1.0):
+                dead = [s for s in gw.servers if s.proc and not s.proc.alive()]
+                if dead:
+                    print(f"{dead[0].daemon} {dead[0].name} exited; see {dead[0].log}")
+                    break
     except KeyboardInterrupt:
         pass
     return down(args)

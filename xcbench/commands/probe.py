@@ -18,6 +18,7 @@ from pathlib import Path
 from xcbench.ceph.cluster import add_ceph_args, cluster_from_args
 from xcbench.errors import XcbError
 from xcbench.fsutil import remove_tree
+from xcbench.signals import EXIT_CODE, current
 
 GIB = float(1 << 30)
 
@@ -81,7 +82,10 @@ def run(args) -> int:
     all_rows: list[dict] = []
     workdir = Path(tempfile.mkdtemp(prefix="xcb-probe-"))
     workdir.chmod(0o755)  # backends hand dirs under it to the xrootd user
+    from xcbench import orphans
+    orphans.note_dir(workdir)  # after a kill -9, the next command removes it
     procs = ProcessSet()
+    interrupted = None
     try:
         with ExitStack() as stack:
             stack.callback(procs.stop_all)
@@ -100,32 +104,38 @@ def run(args) -> int:
                     continue
                 all_rows += rows
                 results.append((c, summary(rows), None))
+                if args.json:  # each cell's rows as soon as they are measured: a signal loses none
+                    for r in rows:
+                        print(json.dumps(r), flush=True)
+    except KeyboardInterrupt:  # SIGINT/SIGTERM/SIGHUP: fio and the targets are gone; report
+        interrupted = current().name
     finally:
         remove_tree(workdir, unmount=True)
 
+    if interrupted:
+        print(f"interrupted ({interrupted}) after {len(results)} of {len(todo)} probes",
+              file=sys.stderr)
     if args.json:
-        for r in all_rows:
-            print(json.dumps(r))
-    else:
-        from rich.console import Console
-        from rich.table import Table
-        t = Table(title=f"{matrix.name}: fio probes"
-                  + (f" from {len(hosts)} hosts" if hosts else ""))
-        for col in ("cell", "backend", "stripe unit", "stripe count", "object size", "pool",
-                    "IO rate (GiB/s)", "read (GiB/s)", "IOPS", "p99 (ms)"):
-            t.add_column(col, justify="right" if col[0].isupper() or "(" in col else "left")
-        for c, rows, err in results:
-            lay = c.layout
-            by = {r["job"]: r for r in rows or []}
-            w, rd, rw = by.get("write"), by.get("read"), by.get("randwrite")
-            t.add_row(c.id, c.backend,
-                      format_size(lay.stripe_unit) if lay else "-",
-                      str(lay.stripe_count) if lay else "-",
-                      format_size(lay.object_size) if lay else "-",
-                      c.pool.label if c.pool else f"tmpfs {format_size(c.tmpfs_size or 0)}",
-                      *((_gib(w and w["bw"]), _gib(rd and rd["bw"]),
-                         "-" if rw is None else f"{rw['iops']:,.0f}",
-                         "-" if not rw or rw["lat_p99_us"] is None else f"{rw['lat_p99_us'] / 1000:.2f}")
-                        if err is None else ("error", err[:60], "", "")))
-        Console(width=None if sys.stdout.isatty() else 160).print(t)
-    return 1 if any(err for _, _, err in results) else 0
+        return EXIT_CODE if interrupted else 1 if any(err for _, _, err in results) else 0
+    from rich.console import Console
+    from rich.table import Table
+    t = Table(title=f"{matrix.name}: fio probes"
+              + (f" from {len(hosts)} hosts" if hosts else ""))
+    for col in ("cell", "backend", "stripe unit", "stripe count", "object size", "pool",
+                "IO rate (GiB/s)", "read (GiB/s)", "IOPS", "p99 (ms)"):
+        t.add_column(col, justify="right" if col[0].isupper() or "(" in col else "left")
+    for c, rows, err in results:
+        lay = c.layout
+        by = {r["job"]: r for r in rows or []}
+        w, rd, rw = by.get("write"), by.get("read"), by.get("randwrite")
+        t.add_row(c.id, c.backend,
+                  format_size(lay.stripe_unit) if lay else "-",
+                  str(lay.stripe_count) if lay else "-",
+                  format_size(lay.object_size) if lay else "-",
+                  c.pool.label if c.pool else f"tmpfs {format_size(c.tmpfs_size or 0)}",
+                  *((_gib(w and w["bw"]), _gib(rd and rd["bw"]),
+                     "-" if rw is None else f"{rw['iops']:,.0f}",
+                     "-" if not rw or rw["lat_p99_us"] is None else f"{rw['lat_p99_us'] / 1000:.2f}")
+                    if err is None else ("error", err[:60], "", "")))
+    Console(width=None if sys.stdout.isatty() else 160).print(t)
+    return EXIT_CODE if interrupted else 1 if any(err for _, _, err in results) else 0

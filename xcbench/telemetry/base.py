@@ -114,6 +114,7 @@ class TelemetryRunner:
         self.cpu_by_sampler = {s.name: 0.0 for s in self.samplers}  # CPU time of this thread
         self.cpu_seconds = 0.0  # CPU time the sampling thread used (its own cost on the host)
         self._last: dict[int, float] = {}
+        self.lost: dict[str, dict[str, Any]] = {}  # rows the sink refused, per table
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> TelemetryRunner:
@@ -221,10 +222,17 @@ class TelemetryRunner:
                               "sampler": s.name, "error": error}])
 
     def _write(self, table: str, rows: list[dict]) -> None:
+        """Hand rows to the sink. A sink that raises (a full disk behind it) loses these rows,
+        not the sampling: they are counted in ``lost`` (table -> {rows, error}) for the run to
+        report (xcbench.store counts its own losses in the manifest), and the loop goes on."""
         try:
             self.sink(table, rows)
-        except Exception:  # noqa: BLE001 - a full disk must not kill the campaign either
-            log.exception("telemetry sink failed for %s", table)
+        except Exception as e:  # noqa: BLE001 - a full disk must not kill the campaign either
+            lost = self.lost.setdefault(table, {"rows": 0, "error": ""})
+            if not lost["rows"]:
+                log.warning("telemetry: rows of %s lost: %s", table, _why(e))
+            lost["rows"] += len(rows)
+            lost["error"] = _why(e)
 
 
 def _why(e: BaseException) -> str:

@@ -1,0 +1,157 @@
+"""What the fault tests share: an xcbench CLI subprocess that can be found again, and the
+checks that nothing it started (process, mount) is left behind.
+
+Each command runs with a marker in its environment (inherited by everything it starts: xrootd,
+fio, ceph-fuse, xrdcp ...), TMPDIR and XCBENCH_HOME in a scratch dir of the test; its mounts land
+under that dir or under /var/tmp/xcbench-<run name>-*. Other engineers' processes and mounts
+on this shared machine carry neither, so the checks see only what the test made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+from tests.integration.gwcheck import xrootd_workdir
+from xcbench import proc
+from xcbench.ceph.mounts import mount_table
+
+MARK = "XCB_FAULT_TEST"
+
+
+class Scene:
+    """Scratch dir, marker and environment for the xcbench commands of one test."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.mark = uuid.uuid4().hex[:12]
+        self.home = root / "home"
+        self.tmp = root / "tmp"
+        self.tmp.mkdir(mode=0o755)
+        self.env = {**os.environ, MARK: self.mark, "XCBENCH_HOME": str(self.home),
+                    "TMPDIR": str(self.tmp), "PYTHONUNBUFFERED": "1",
+                    "PYTHONFAULTHANDLER": "1"}  # a crash shows where
+        self.tokens = [str(root)]  # a mount whose path holds one of these is the test's
+
+    def start(self, *args: str, env: dict | None = None) -> Cli:
+        return Cli([sys.executable, "-m", "xcbench", *args], {**self.env, **(env or {})}, self.root)
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "xcbench", *args], env=self.env,
+                              cwd=self.root, capture_output=True, text=True, timeout=timeout)
+
+    # -- what is left behind ---------------------------------------------------------------------
+    def processes(self) -> dict[int, str]:
+        """{pid: command} of live processes carrying this scene's marker (the test's own
+        process and zombies excluded)."""
+        found = {}
+        for p in psutil.process_iter(["pid", "status"]):
+            if p.pid == os.getpid() or p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            with contextlib.suppress(psutil.Error, OSError):
+                if p.environ().get(MARK) == self.mark:
+                    found[p.pid] = " ".join(p.cmdline())[:200]
+        return found
+
+    def mounts(self) -> list[str]:
+        return sorted(str(m) for m, _ in mount_table() if any(t in str(m) for t in self.tokens))
+
+    def assert_clean(self, what: str = "", keep: tuple[str, ...] = ()) -> None:
+        """No process, mount (but the test's own ``keep``) or process record left."""
+        def mounts() -> list[str]:
+            return [m for m in self.mounts() if m not in keep]
+        deadline = time.monotonic() + 10  # a process reaped by init a moment after its parent
+        while (self.processes() or mounts()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = self.processes()
+        assert left == {}, f"processes left behind {what}: {left}"
+        assert mounts() == [], f"mounts left behind {what}: {mounts()}"
+        records = list((self.home / "procs").glob("*.json")) if (self.home / "procs").exists() else []
+        assert records == [], f"process records left {what}: {[r.read_text()[:300] for r in records]}"
+
+    def cleanup(self) -> None:
+        """After the test, whatever it asserted: nothing of it stays on the machine."""
+        for pid in self.processes():
+            proc.kill_group(pid)
+        for m in reversed(self.mounts()):
+            subprocess.run(["umount", "-l", m], check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def scene(prefix: str):
+    with xrootd_workdir(prefix) as root:
+        s = Scene(root)
+        try:
+            yield s
+        finally:
+            s.cleanup()
+
+
+class Cli:
+    """A running xcbench command; stdout and stderr read in the background."""
+
+    def __init__(self, argv: list[str], env: dict, cwd: Path):
+        self.p = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._threads = [threading.Thread(target=self._read, args=(s, b), daemon=True)
+                         for s, b in ((self.p.stdout, self.out), (self.p.stderr, self.err))]
+        for t in self._threads:
+            t.start()
+
+    @staticmethod
+    def _read(stream, buf: list[str]) -> None:
+        for line in stream:
+            buf.append(line)
+
+    def wait_for(self, cond, what: str, timeout: float = 180) -> None:
+        """Until ``cond()`` holds (the command must still be running)."""
+        deadline = time.monotonic() + timeout
+        while not cond():
+            assert self.p.poll() is None, f"exited ({self.p.returncode}) before {what}:\n{self.stderr}"
+            assert time.monotonic() < deadline, f"no {what} after {timeout} s:\n{self.stderr}"
+            time.sleep(0.1)
+
+    def finish(self, timeout: float = 120) -> int:
+        rc = self.p.wait(timeout=timeout)
+        for t in self._threads:
+            t.join(10)
+        return rc
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.err)
+
+    @property
+    def stdout(self) -> str:
+        return "".join(self.out)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines(keepends=True) if path.exists() else []
+
+
+def flushed(path: Path, n: int = 1):
+    """A condition: ``path`` holds at least ``n`` whole lines."""
+    return lambda: sum(1 for ln in lines(path) if ln.endswith("\n")) >= n
+
+
+def final_rows(path: Path) -> dict[tuple, dict]:
+    """(campaign_id, file_index) -> the file's last TRANSFER row."""
+    last: dict[tuple, dict] = {}
+    for ln in lines(path):
+        r = json.loads(ln)
+        k = (r["campaign_id"], r["file_index"])
+        if k not in last or r["retry"] >= last[k]["retry"]:
+            last[k] = r
+    return last

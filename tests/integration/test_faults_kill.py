@@ -1,0 +1,90 @@
+"""Harder faults on the real mini cluster: `kill -9` of the run driver (the next command stops
+the orphans it left and says so; `--resume` completes the run), and a result store that fills
+up mid-run (the loss is recorded, the run goes on and ends cleanly)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.integration.faults import flushed, lines, scene
+from tests.integration.test_faults_signals import check_complete, run_matrix
+
+pytestmark = pytest.mark.integration
+
+
+def test_kill9_of_the_run_then_orphans_reaped_then_resume(ceph_cluster):
+    with scene("xcb-fault-kill-") as s:
+        m, name = run_matrix(s)
+        out = s.root / "results"
+        common = ["--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline",
+                  "--telemetry", "host:0.5", "--no-report"]
+        cli = s.start("run", str(m), "--out", str(out), "--name", name, *common)
+        records = out / name / "records"
+        cli.wait_for(flushed(records / "transfers.jsonl", 5), "the first transfer records")
+        before = lines(records / "transfers.jsonl")
+        cli.p.send_signal(signal.SIGKILL)
+        assert cli.finish() == -signal.SIGKILL
+        left = s.processes()
+        assert any("xrootd" in c for c in left.values()), left  # orphans of the dead driver
+        assert s.mounts()  # and the cell's tmpfs
+        assert list((s.home / "procs").glob("*.json"))
+
+        cp = s.run("run", "--resume", str(out / name), *common)
+        assert cp.returncode == 0, cp.stderr
+        said = [ln for ln in cp.stderr.splitlines() if "was killed and left" in ln]
+        assert len(said) == 1 and "xrootd" in said[0] and "unmounted" in said[0], cp.stderr
+        assert "Traceback" not in cp.stderr
+        kept = lines(records / "transfers.jsonl") + lines(records / "superseded" / "transfers.jsonl")
+        assert all(ln in kept for ln in before if ln.endswith("\n"))  # kept or superseded, not lost
+        check_complete(out / name, files=100)
+        s.assert_clean("after the resume reaped the orphans")
+        assert not list(Path("/var/tmp").glob(f"xcbench-{name}-*"))  # the killed run's scratch too
+
+
+def _fill(path) -> int:
+    """Write into ``path`` until the file system is full; returns the bytes written."""
+    n = 0
+    with open(path, "wb", buffering=0) as fh:
+        while True:
+            try:
+                n += fh.write(b"\0" * (64 << 10))
+            except OSError as e:
+                assert e.errno == errno.ENOSPC
+                return n
+
+
+def test_a_result_store_that_fills_up_mid_run(ceph_cluster):
+    with scene("xcb-fault-full-") as s:
+        m, name = run_matrix(s, files=60, sizes="72M")
+        store = s.root / "store"
+        store.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M", "xcb-fault-full", str(store)],
+                       check=True)
+        try:
+            cli = s.start("run", str(m), "--out", str(store), "--name", name,
+                          "--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline",
+                          "--telemetry", "host:0.2")
+            records = store / name / "records"
+            cli.wait_for(flushed(records / "transfers.jsonl", 3), "the first transfer records")
+            _fill(store / "filler")  # the disk is full from here on, mid-campaign
+            rc = cli.finish(timeout=300)
+            assert rc in (0, 1), cli.stderr
+            assert "Traceback" not in cli.stderr
+            man = json.loads((store / name / "manifest.json").read_text())
+            assert man["status"] in ("complete", "partial"), man["status"]
+            lost = man["lost_rows"]
+            assert sum(v["rows"] for v in lost.values()) > 0
+            assert all("No space left on device" in v["error"] for v in lost.values())
+            assert "records lost" in cli.stderr  # said to the user too, not only in a file
+            assert {c["status"] for c in man["cells"].values()} <= {"complete", "degraded"}
+            s.assert_clean("after a full result store", keep=(str(store),))
+        finally:
+            subprocess.run(["umount", "-l", str(store)], check=False)
+            os.rmdir(store)

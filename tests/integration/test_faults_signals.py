@@ -1,0 +1,183 @@
+"""SIGTERM and SIGHUP to `xcbench campaign`, `probe` and `run` (real CLI subprocesses, the real
+mini cluster): each stops what it started, flushes every record up to the signal and after it,
+and a run stays resumable. Signals are sent once the first records are on disk (never after a
+fixed sleep)."""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import pytest
+
+from tests.integration.faults import final_rows, flushed, lines, scene
+from xcbench.store import RunDir
+
+pytestmark = pytest.mark.integration
+SIGNALS = [signal.SIGTERM, signal.SIGHUP]
+IDS = ["TERM", "HUP"]
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+def test_campaign_stops_on_a_signal_and_loses_no_record(sig):
+    with scene("xcb-fault-campaign-") as s:
+        out = s.root / "results"
+        cli = s.start("campaign", "--gateway", "tmpfs", "--files", "300", "--size", "8M",
+                      "--concurrency", "1", "--delete-after-verify", "--out", str(out),
+                      "--name", "c", "--no-progress")
+        records = out / "c" / "records"
+        cli.wait_for(flushed(records / "timeline.jsonl"), "first timeline row on disk")
+        before = lines(records / "transfers.jsonl")
+        assert s.processes() and s.mounts()  # the gateway and its tmpfs, while it runs
+        cli.p.send_signal(sig)
+        rc = cli.finish()
+        assert rc == 130, cli.stderr
+        assert "Traceback" not in cli.stderr and signal.Signals(sig).name in cli.stderr
+        after = lines(records / "transfers.jsonl")
+        assert after[:len(before)] == before  # what was flushed before the signal is all there
+        last = final_rows(records / "transfers.jsonl")
+        assert sorted(i for _, i in last) == list(range(300))  # every file has its final row
+        states = {r["file_state"] for r in last.values()}
+        assert "CANCELED" in states and states <= {"FINISHED", "CANCELED"}
+        assert len(lines(records / "campaigns.jsonl")) == 1
+        m = json.loads((out / "c" / "manifest.json").read_text())
+        assert m["status"] == "interrupted"
+        s.assert_clean(f"after {signal.Signals(sig).name}")
+
+
+PROBE_MATRIX = """
+name: fault-probe
+defaults:
+  probe: {{runtime: {runtime}, size: 8M, iodepth: 2}}
+backends:
+  tmpfs: {{size: 56M}}
+  cephfs: {{layouts: [{{stripe_unit: 1M, stripe_count: 1, object_size: 1M}}], pools: [replicated]}}
+"""
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+def test_probe_stops_fio_and_unmounts_on_a_signal(ceph_cluster, sig):
+    with scene("xcb-fault-probe-") as s:
+        m = s.root / "m.yaml"
+        m.write_text(PROBE_MATRIX.format(runtime=30))  # long enough to be mid-fio when signalled
+        cli = s.start("probe", "--matrix", str(m), "--runtime", "2", "--json",
+                      "--ceph-conf", str(ceph_cluster.conf))
+        cli.wait_for(lambda: cli.out, "the first cell's rows on stdout")
+        cli.wait_for(lambda: sum("probe:" in ln for ln in cli.err) >= 2, "the second probe")
+        cli.wait_for(lambda: any("fio" in c for c in s.processes().values()), "fio running")
+        first = list(cli.out)
+        cli.p.send_signal(sig)
+        rc = cli.finish()
+        assert rc == 130, cli.stderr
+        assert "Traceback" not in cli.stderr and "interrupted" in cli.stderr
+        assert cli.out[:len(first)] == first and all(json.loads(ln) for ln in cli.out)
+        assert {json.loads(ln)["cell_id"] for ln in cli.out} == {json.loads(first[0])["cell_id"]}
+        s.assert_clean(f"after {signal.Signals(sig).name}")
+
+
+RUN_MATRIX = """
+name: fault-run
+defaults:
+  concurrency: [1]
+  file_size: 8M
+  files: {files}
+  campaign: {{timeout: 60}}
+backends:
+  tmpfs: {{size: [{sizes}]}}
+"""
+
+
+def run_matrix(s, files: int = 100, sizes: str = "72M, 88M"):
+    m = s.root / "m.yaml"
+    m.write_text(RUN_MATRIX.format(files=files, sizes=sizes))
+    name = f"r{s.mark}"
+    s.tokens.append(f"xcbench-{name}-")  # the run's scratch dir and the mounts under it
+    return m, name
+
+
+def check_complete(run_path, files: int) -> None:
+    run = RunDir.open(run_path)
+    assert run.status == "complete", run.manifest
+    assert {c.status for c in run.cells.values()} == {"complete"}
+    last = final_rows(run_path / "records" / "transfers.jsonl")
+    for cid in run.cells:
+        got = sorted(i for (camp, i) in last if camp.startswith(cid))
+        assert got == list(range(files)), cid
+        assert {r["file_state"] for (camp, _), r in last.items() if camp.startswith(cid)} == {"FINISHED"}
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+def test_run_stops_on_a_signal_and_resumes(ceph_cluster, sig):
+    with scene("xcb-fault-run-") as s:
+        m, name = run_matrix(s)
+        out = s.root / "results"
+        common = ["--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline",
+                  "--telemetry", "host:0.5", "--no-report"]
+        cli = s.start("run", str(m), "--out", str(out), "--name", name, *common)
+        records = out / name / "records"
+        cli.wait_for(flushed(records / "transfers.jsonl", 5), "the first transfer records")
+        before = lines(records / "transfers.jsonl")
+        cli.p.send_signal(sig)
+        rc = cli.finish()
+        assert rc == 130, cli.stderr
+        assert "Traceback" not in cli.stderr and "--resume" in cli.stderr
+        assert lines(records / "transfers.jsonl")[:len(before)] == before
+        man = json.loads((out / name / "manifest.json").read_text())
+        assert man["status"] == "interrupted"
+        assert "interrupted" in {c["status"] for c in man["cells"].values()}
+        s.assert_clean(f"after {signal.Signals(sig).name}")
+
+        cp = s.run("run", "--resume", str(out / name), *common)
+        assert cp.returncode == 0, cp.stderr
+        check_complete(out / name, files=100)
+        s.assert_clean("after --resume")
+
+
+def test_fts_campaign_streams_records_and_cancels_its_job_on_a_signal():
+    from tests.integration.fts3_double import Fts3Double
+    with scene("xcb-fault-fts-") as s, Fts3Double() as fts:
+        out = s.root / "results"
+        cli = s.start("campaign", "--gateway", "tmpfs", "--source", "tmpfs", "--mode", "tpc-http",
+                      "--files", "60", "--size", "4M", "--concurrency", "1", "--fts", fts.url,
+                      "--out", str(out), "--name", "f", "--no-progress",
+                      env={"FTS_TOKEN": fts.token})
+        records = out / "f" / "records"
+        cli.wait_for(flushed(records / "transfers.jsonl"), "a streamed transfer record")
+        job = next(iter(fts.jobs.values()))
+        assert job["job_state"] == "ACTIVE"  # rows arrive while the job runs, not at its end
+        cli.p.send_signal(signal.SIGTERM)
+        rc = cli.finish()
+        assert rc == 130, cli.stderr
+        assert job["_cancel"] and job["job_state"] == "CANCELED"  # cancelled through the REST API
+        last = final_rows(records / "transfers.jsonl")
+        assert sorted(i for _, i in last) == list(range(60))
+        states = {r["file_state"] for r in last.values()}
+        assert "CANCELED" in states and states <= {"FINISHED", "CANCELED"}
+        assert json.loads((out / "f" / "manifest.json").read_text())["status"] == "interrupted"
+        s.assert_clean("after SIGTERM to an --fts campaign")
+
+
+GATEWAY_MATRIX = """
+name: fault-gateway
+backends:
+  tmpfs: {size: 40M}
+"""
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+def test_gateway_up_stopped_while_starting(sig):
+    """`gateway up --wait` signalled once its xrootd is spawned: the gateway and its tmpfs go."""
+    with scene("xcb-fault-gw-") as s:
+        m = s.root / "m.yaml"
+        m.write_text(GATEWAY_MATRIX)
+        from xcbench.matrix import load_matrix
+        cid = load_matrix(m).cells[0].id
+        cli = s.start("gateway", "up", "--matrix", str(m), "--cell", cid,
+                      "--workdir", str(s.tmp / "gw"), "--wait")
+        cli.wait_for(lambda: any("xrootd" in c for c in s.processes().values()), "xrootd spawned")
+        cli.p.send_signal(sig)
+        rc = cli.finish()
+        assert rc in (0, 130), cli.stderr  # 0: it was already up, and `down` ran
+        assert "Traceback" not in cli.stderr
+        assert not (s.tmp / "gw" / "gateway.json").exists()
+        s.assert_clean(f"after {signal.Signals(sig).name}")
