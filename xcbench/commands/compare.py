@@ -6,7 +6,8 @@ import json
 import math
 from pathlib import Path
 
-from xcbench.store import default_store, resolve_run
+from xcbench.catalog import resolve_run
+from xcbench.store import default_store
 
 
 def add_parser(sub):

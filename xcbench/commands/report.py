@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xcbench.store import default_store, resolve_run
+from xcbench.catalog import resolve_run
+from xcbench.store import default_store
 
 if TYPE_CHECKING:
     from xcbench.analysis.dataset import RunData

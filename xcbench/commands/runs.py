@@ -6,8 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
+from xcbench.catalog import list_runs, resolve_run
 from xcbench.records import TABLES
-from xcbench.store import RunDir, default_store, list_runs, resolve_run
+from xcbench.store import RunDir, default_store
 
 
 def add_parser(sub):
