@@ -362,3 +362,13 @@ def write_verdicts(run: RunDir, others: tuple = ()) -> list[dict[str, Any]]:
     else:
         run.replace_table("verdicts", keep + rows)
     return rows
+
+
+def verdicts_of(rd: RunData, others: tuple[RunData, ...] = ()):
+    """A run's verdicts: the stored table if the run wrote one, else attributed now."""
+    import pandas as pd
+
+    from xcbench.records import VERDICT
+    if len(rd.stored_verdicts) and not others:
+        return rd.stored_verdicts
+    return pd.DataFrame(attribute_data(rd, others), columns=list(VERDICT))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from xcbench.analysis.attribution import verdicts_of
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.stats import ci_overlap, pct_diff
 from xcbench.fingerprint import fingerprint_diff
@@ -22,7 +23,7 @@ MIN_REPEATS = 3
 
 
 def _verdicts(rd: RunData) -> dict[tuple[str, float], str]:
-    v = rd.verdicts()
+    v = verdicts_of(rd)
     return {(r.cell_id, float(r.concurrency)): r.verdict for r in v.itertuples()}
 
 

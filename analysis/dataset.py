@@ -347,14 +347,6 @@ class RunData:
                 source(self.run_id, "baseline", "kind == 'iperf3'", "bits_per_second", "max",
                        note="divided by 8 for B/s"))
 
-    def verdicts(self, others: tuple[RunData, ...] = ()) -> pd.DataFrame:
-        """The run's verdicts: the stored table if the run wrote one, else attributed now."""
-        if len(self.stored_verdicts) and not others:
-            return self.stored_verdicts
-        from xcbench.analysis.attribution import attribute_data
-        from xcbench.records import VERDICT
-        return pd.DataFrame(attribute_data(self, others), columns=list(VERDICT))
-
     def levels_rate(self, cell_id: str) -> list[tuple[float, float]]:
         """[(concurrency, steady rate)] of a cell."""
         return [(c, r["rate"]) for (cid, c), r in self._point_index.items() if cid == cell_id]

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from xcbench import __version__
 from xcbench.analysis import netbase, plots
-from xcbench.analysis.attribution import NEAR, SCALING, STARVED
+from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.cells import (
     Sources,
@@ -59,7 +59,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
             .drop(columns="_o")
     points = ordered(rd.points)
     labels = cells["label"].to_dict()
-    verdicts = rd.verdicts(others).copy()
+    verdicts = verdicts_of(rd, others).copy()
     verdict_table = "verdicts" if len(rd.stored_verdicts) and not others else None
     verdicts["concurrency"] = pd.to_numeric(verdicts["concurrency"], errors="coerce")
     vmap = {(r.cell_id, r.concurrency): r for r in verdicts.itertuples()}

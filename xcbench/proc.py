@@ -119,6 +119,8 @@ class Proc:
 
 def tail(path: str | os.PathLike | None, n: int = 20) -> str:
     """The last ``n`` lines of a log file ('' if missing)."""
+    if path is None:
+        return ""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)

@@ -80,7 +80,7 @@ class TmpfsBackend(Backend):
             target.info.update(kind="/dev/shm directory (tmpfs mount not permitted)",
                                fallback_reason=why[-1] if why else f"mount exit {res.returncode}",
                                size_enforced=False)
-        if ids is not None:
+        if ids is not None and target.path:
             os.chown(target.path, *ids)
         return target
 
@@ -96,7 +96,7 @@ class TmpfsBackend(Backend):
             fstype = {ln.split()[1]: ln.split()[2] for ln in fh if len(ln.split()) > 2}
         mount = next((m for m in sorted(fstype, key=len, reverse=True)
                       if os.path.realpath(path).startswith(m.rstrip("/") + "/") or m == os.path.realpath(path)), None)
-        evidence["fstype"] = fstype.get(mount)
+        evidence["fstype"] = fstype.get(mount) if mount else None
         if evidence["fstype"] != "tmpfs":
             raise XcbError(f"tmpfs: cell {target.cell_id}: {path} is on {evidence['fstype']}, not tmpfs")
         want = target.info.get("size")

@@ -16,13 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 # package directory -> the name it is imported as (pyproject's package-dir)
 PACKAGES = {"xcbench": "xcbench", "backends": "xcbench.backends", "analysis": "xcbench.analysis"}
-KNOWN = {
-    # clients.get_client imports the implementations lazily; they import its base classes
-    frozenset({"xcbench.campaign.clients", "xcbench.campaign.client_xrootd",
-               "xcbench.campaign.client_gfal2", "xcbench.campaign.client_http"}): "campaign clients",
-    # RunData.verdicts imports attribute_data lazily; attribution imports RunData
-    frozenset({"xcbench.analysis.attribution", "xcbench.analysis.dataset"}): "analysis verdicts",
-}
+KNOWN: dict[frozenset, str] = {}
 
 
 def module_files() -> dict[str, Path]:

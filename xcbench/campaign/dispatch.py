@@ -41,7 +41,6 @@ from xcbench.campaign.clients import (
     Progress,
     TransferError,
     apply_client_env,
-    thread_client,
 )
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.drivercpu import DriverCpu
@@ -49,6 +48,7 @@ from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
 from xcbench.campaign.level import LevelMixin, _Job
 from xcbench.campaign.monitor import SLOW_CHECKSUM, CampaignMonitor
 from xcbench.campaign.optimizer import AttemptView, Optimizer
+from xcbench.campaign.perthread import thread_client
 from xcbench.campaign.records import Buffered, Timeline, transfer_row
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import local_source, stage_source
@@ -151,6 +151,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                     with self.cond:
                         self.checksum_retries += 1
                     time.sleep(0.2)
+            raise AssertionError("the last checksum attempt returns or raises")
         finally:
             if time.time() - t0 > SLOW_CHECKSUM:
                 with self.cond:
@@ -167,6 +168,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
         client = thread_client(self.kind)
         progress = Progress()
         cks_src = cks_dst = None
+        prep_error: TransferError | None = None
         try:  # source preparation happens before the attempt's clock starts
             source_path = self.local.path(i) if self.local else None
             if job.retry and not spec.overwrite:

@@ -257,7 +257,7 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
             stream(json.loads(ctx.get(f"/jobs/{job_id}/files")))
         raise
     out.add("timeline", timeline_from_transfers(rows, spec, cell_id))
-    final = {}
+    final: dict[int, dict] = {}
     for r in rows:
         if r["file_index"] not in final or r["retry"] >= final[r["file_index"]]["retry"]:
             final[r["file_index"]] = r

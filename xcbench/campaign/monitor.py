@@ -58,6 +58,11 @@ class CampaignMonitor:
     def _judge_level(self, timeline: Timeline, now: float) -> None:  # dispatch.Campaign's
         raise NotImplementedError
 
+    def _opt_interval(self) -> float:
+        """The optimizer's interval (s): asked only while an optimizer runs."""
+        assert self.spec.optimizer is not None
+        return self.spec.optimizer.interval
+
     def totals(self) -> tuple[int, int, int, int]:
         with self.cond:
             moved = self.bytes_done + sum(p.transferred for _, p, _ in self.live.values())
@@ -71,7 +76,7 @@ class CampaignMonitor:
                 v.transferred = p.transferred
             state = observe(list(self.views), queue_size=len(waiting),
                             retry_waiting=sum(j.retry for j in waiting), now=now,
-                            scale=self.spec.optimizer.interval / 60.0)
+                            scale=self._opt_interval() / 60.0)
             d = self.optimizer.step(state)
             if d is not None:
                 self.limit = d.decision
@@ -83,7 +88,7 @@ class CampaignMonitor:
         """Each second: a timeline row, the optimizer when due, the view, a flush. A failing
         sink or view loses rows (Buffered.lost) but never stops this loop: the optimizer
         must go on deciding while transfers run."""
-        next_opt = time.time() + (self.spec.optimizer.interval if self.optimizer else 1e18)
+        next_opt = time.time() + (self._opt_interval() if self.optimizer else 1e18)
         while not done.wait(1.0):
             try:
                 next_opt = self._tick(timeline, view, next_opt)
@@ -101,7 +106,7 @@ class CampaignMonitor:
             self._judge_level(timeline, now)
         if self.optimizer and now >= next_opt:
             self._optimize(now)
-            next_opt = now + self.spec.optimizer.interval
+            next_opt = now + self._opt_interval()
         if view is not None:
             view.update(r, moved, self.limit)
         self.out.flush()

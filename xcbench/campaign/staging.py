@@ -9,9 +9,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from xcbench.campaign.clients import Progress, thread_client
+from xcbench.campaign.clients import Progress
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.endpoints import Endpoint
+from xcbench.campaign.perthread import thread_client
 from xcbench.errors import XcbError
 from xcbench.fsutil import remove_tree
 

@@ -33,6 +33,7 @@ import pwd
 import shlex
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from xcbench.ceph import keys, mounts, pools
 from xcbench.ceph.keys import KeyDir
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
+from xcbench.xrootd_user import XROOTD_USER
 
 __all__ = ["POOL_PREFIX", "Cluster", "add_ceph_args", "cluster_from_args"]
 GATEWAY_ID = "xcb-gw"
@@ -52,7 +54,6 @@ DEFAULT_POOLS = {"replicated": "xcb-rep3", "erasure": "xcb-ec2-1"}
 CLUSTER_JSON = "cluster.json"
 CONNECT_TIMEOUT = 10  # seconds: a dead cluster gives a one-line error, not a hang
 MON_OP_TIMEOUT = 60
-XROOTD_USER = "xrootd"
 
 
 def default_state_dir(explicit: str | os.PathLike | None = None) -> Path:
@@ -266,7 +267,7 @@ class Cluster:
         logdir = directory / "ceph-client-logs"
         logdir.mkdir(exist_ok=True)
         os.chown(logdir, xrd.pw_uid, xrd.pw_gid)
-        out = {"global": sections.get("global", {}),
+        out: dict[str, Mapping[str, object]] = {"global": sections.get("global", {}),
                f"client.{self.gateway_id}": {"keyring": key_copy,
                                              "log file": logdir / "ceph-client.$pid.log",
                                              "admin socket": "", "pid file": ""}}

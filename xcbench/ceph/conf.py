@@ -8,6 +8,7 @@ one-line XcbError *before* librados gets a chance to hang or print a C++ backtra
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from xcbench.errors import XcbError
@@ -68,7 +69,7 @@ def check_conf(path: str | Path, *, need_mon_host: bool = True) -> dict[str, dic
     return sections
 
 
-def render_conf(sections: dict[str, dict[str, object]], header: str = "") -> str:
+def render_conf(sections: Mapping[str, Mapping[str, object]], header: str = "") -> str:
     """ceph.conf text from {section: {key: value}} (keys written as given, in order)."""
     out = [f"# {ln}" for ln in header.splitlines()] if header else []
     for name, opts in sections.items():

@@ -20,6 +20,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from xcbench import proc
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph import mounts as cephmounts
@@ -93,18 +95,12 @@ class MiniCluster:
     def processes(self) -> dict[int, str]:
         """{pid: name} of every live process of this cluster (daemons and ceph-fuse)."""
         found: dict[int, str] = {}
-        needle = str(self.conf).encode()
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
+        needle = str(self.conf)
+        for p in psutil.process_iter(["cmdline"]):
+            argv = p.info["cmdline"] or []
             if argv and os.path.basename(argv[0]) in DAEMON_PROGS and needle in argv:
-                pid = int(entry.name)
-                if proc.pid_alive(pid):
-                    found[pid] = _daemon_name(argv)
+                if proc.pid_alive(p.pid):
+                    found[p.pid] = _daemon_name(argv)
         # pid files only add processes that run with this conf (a stale pid may be reused)
         for pf in self.run_dir().glob("*.pid"):
             try:
@@ -123,7 +119,7 @@ class MiniCluster:
         (cheap enough for every telemetry tick; a pid counts only while its command line still
         names this cluster's conf, so a stale or reused pid is never taken)."""
         out: dict[str, list[int]] = {"osd": [], "mds": [], "mon": [], "mgr": []}
-        needle = str(self.conf).encode()
+        needle = str(self.conf)
         for pf in sorted(self.run_dir().glob("*.pid")):
             kind = pf.stem.partition(".")[0]
             if kind not in out:
@@ -368,30 +364,17 @@ class MiniCluster:
 
     def rss(self) -> dict[str, int]:
         """{daemon: resident bytes} of the running daemons."""
-        return {name: proc_rss(pid) for name, pid in self.daemons().items()}
+        return {name: proc.rss(pid) for name, pid in self.daemons().items()}
 
 
-def proc_rss(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _daemon_name(argv: list[bytes]) -> str:
+def _daemon_name(argv: list[str]) -> str:
     argv = [a for a in argv if a]
-    prog = os.path.basename(argv[0]).decode(errors="replace")
+    prog = os.path.basename(argv[0])
     if prog == "ceph-fuse":
-        return f"ceph-fuse:{argv[-1].decode(errors='replace')}"
-    ident = argv[argv.index(b"-i") + 1].decode() if b"-i" in argv[:-1] else "?"
+        return f"ceph-fuse:{argv[-1]}"
+    ident = argv[argv.index("-i") + 1] if "-i" in argv[:-1] else "?"
     return f"{prog.removeprefix('ceph-')}.{ident}"
 
 
-def _cmdline_has(pid: int, needle: bytes) -> bool:
-    try:
-        return needle in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
+def _cmdline_has(pid: int, needle: str) -> bool:
+    return needle in (proc.cmdline(pid) or [])

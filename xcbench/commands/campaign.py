@@ -67,11 +67,11 @@ def add_parser(sub):
 
 
 def _spec(args):
-    from xcbench.campaign import CampaignSpec
+    from xcbench.campaign import CampaignSpec, OptimizerSpec
     opt = None
     if args.optimizer:
-        opt = {"interval": args.optimizer_interval, "min_active": args.optimizer_min,
-               "mode": args.optimizer_mode}
+        opt = OptimizerSpec(interval=args.optimizer_interval, min_active=args.optimizer_min,
+                            mode=args.optimizer_mode)
     return CampaignSpec(files=args.files, file_size=args.size, size_dist=args.size_dist,
                         size_spread=args.size_spread, seed=args.seed, mode=args.mode,
                         concurrency=args.concurrency, optimizer=opt, client=args.client,

@@ -143,11 +143,7 @@ def stop_recorded(state: Mapping[str, Any]) -> list[int]:
         pid = s.get("pid")
         if not pid or not proc.pid_alive(pid):
             continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if s["config"].encode() not in cmdline:
+        if str(s["config"]) not in (proc.cmdline(pid) or []):
             continue
         proc.stop_pid(pid, group=os.getpgid(pid) == pid)
         stopped.append(pid)

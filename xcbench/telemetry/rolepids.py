@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from xcbench import proc
 from xcbench.telemetry.roles import RoleSampler
 
 CLUSTER_ROLES = ("osd", "mds", "mon", "mgr")
@@ -48,10 +49,7 @@ def fio_pids() -> list[int]:
 
 
 def _argv(pid: int) -> list[str]:
-    try:
-        return [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
-    except OSError:
-        return []
+    return [a for a in (proc.cmdline(pid) or []) if a]
 
 
 def fuse_pids(mountpoint: str | Path, state_dir: str | Path | None = None) -> Provider:
