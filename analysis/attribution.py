@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -81,7 +81,8 @@ SCALING = 1.25
 GIB = float(1 << 30)
 
 
-def _ok(v: Any) -> bool:
+def _ok(v: Any) -> TypeGuard[float]:
+    """A finite number (None, NaN and non-numbers are not)."""
     return v is not None and isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
 
 
@@ -186,9 +187,9 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                           ec_ratio=p["rate"] / tp["rate"] if tp["rate"] else math.nan)
                 src["rep_rate"] = tp["source"]
     levels = rd.levels_rate(cid)
-    higher = [(c, r) for c, r in levels if c > conc and _ok(r)]
-    if higher:
-        c_best, r_best = max(higher, key=lambda x: x[1])
+    above = [(c, r) for c, r in levels if c > conc and _ok(r)]
+    if above:
+        c_best, r_best = max(above, key=lambda x: x[1])
         ev.update(best_higher_level=c_best, best_higher_rate=r_best)
     ev["sources"] = src
     return ev

@@ -20,7 +20,7 @@ class Sources:
     def __init__(self):
         self.items: list[dict[str, Any]] = []
 
-    def add(self, what: str, figures: dict[str, tuple[dict | None, float, str]]) -> int:
+    def add(self, what: str, figures: dict[str, tuple[Any, Any, str]]) -> int:
         n = len(self.items) + 1
         figs: dict[str, dict[str, Any]] = {k: {"spec": spec, "value": _num(value), "shown": shown}
                 for k, (spec, value, shown) in figures.items() if spec}
@@ -56,7 +56,7 @@ def _verdict_cell(v: str) -> dict[str, Any]:
     return _cell(v, v, html=Markup('<span class="verdict v-{0}">{0}</span>').format(v))
 
 
-def _rate(v: float) -> dict[str, Any]:
+def _rate(v: float | None) -> dict[str, Any]:
     return _cell(fmt_gib(v), _num(v))
 
 

@@ -75,10 +75,10 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                          f"& concurrency == {conc!r}"}
 
     # verdict summary: each cell at its highest measured concurrency level
-    summary = []
+    summary: list[dict[str, Any]] = []
     top = ordered(points.sort_values("concurrency", kind="stable").groupby("cell_id", sort=False).tail(1))
     for p in top.itertuples():
-        c = cells.loc[p.cell_id] if p.cell_id in cells.index else None
+        c: Any = cells.loc[p.cell_id] if p.cell_id in cells.index else None
         v = vmap.get((p.cell_id, p.concurrency))
         verdict = v.verdict if v is not None else "inconclusive"
         n = src.add(f"verdict summary: cell {p.cell_id} ({labels.get(p.cell_id, '')}) at concurrency "
@@ -306,7 +306,8 @@ def _rules() -> tuple[str, list[tuple[str, str]]]:
             cur += " " + s
     if cur:
         rules.append(cur)
-    return definitions, [tuple(" ".join(r.split()).split(" ", 1)) for r in rules]
+    pairs = [" ".join(r.split()).split(" ", 1) for r in rules]
+    return definitions, [(p[0], p[1] if len(p) > 1 else "") for p in pairs]
 
 
 def build_context(runs: list[RunData]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.cephfs import rundir
@@ -31,6 +31,9 @@ from xcbench.errors import XcbError
 from xcbench.findings import object_size_findings, plain_gateway_findings
 from xcbench.fsutil import remove_tree
 from xcbench.xrootd_user import own, xrootd_ids_if_any
+
+if TYPE_CHECKING:
+    from xcbench.ceph.cluster import Cluster
 
 TOP = rundir.TOP  # the one top-level directory xcbench writes in a file system
 VERIFY_FILE = ".xcbench-verify"
@@ -64,27 +67,34 @@ class CephFSBackend(Backend):
     def run_root(self) -> str | None:
         return f"/{TOP}/{self.run}" if self.run else None
 
+    def _ceph(self) -> Cluster:
+        # needs_cluster: Backend.__init__ refuses to make a cephfs backend without a cluster
+        assert self.cluster is not None
+        return self.cluster
+
     # ---- mount --------------------------------------------------------------------------
     def _ensure_mounted(self) -> None:
         if self.mount_kind is None:
             self.workdir.mkdir(parents=True, exist_ok=True)
             if self.run is None:
                 self.run = rundir.new_run_name()
-                self._made_top = rundir.make(self.cluster, self.run)
+                self._made_top = rundir.make(self._ceph(), self.run)
+            root = self.run_root
+            assert root is not None  # self.run was set just above
             self.mount_kind, self.mount_note = cmount.mount(
-                self.cluster, self.mountpoint, procs=self.procs, root=self.run_root)
+                self._ceph(), self.mountpoint, procs=self.procs, root=root)
 
     def close(self) -> None:
         """Unmount what this instance mounted and remove its run dir if empty (cleanup does it
         after the last target)."""
         if self.mount_kind is not None:
-            cmount.umount(self.cluster, self.mountpoint, self.mount_kind)
+            cmount.umount(self._ceph(), self.mountpoint, self.mount_kind)
             self.mount_kind = None
             self._live.clear()
             if cmount.is_mount_point(self.mountpoint):
                 return  # still there: never remove the run dir under a live mount
         if self.run is not None:
-            why = rundir.remove(self.cluster, self.run, self._made_top)
+            why = rundir.remove(self._ceph(), self.run, self._made_top)
             if why:
                 import sys
                 print(f"xcbench: warning: cephfs: {why}", file=sys.stderr)
@@ -103,15 +113,15 @@ class CephFSBackend(Backend):
         if cell.layout is None or cell.pool is None:
             raise XcbError(f"{where}: backend cephfs needs a layout and a pool")
         s = Layout.of(cell.layout)
-        s.check(self.cluster.osd_max_object_size(), where=where)
-        pool = self.cluster.ensure_pool(cell.pool, cephfs=True)
+        s.check(self._ceph().osd_max_object_size(), where=where)
+        pool = self._ceph().ensure_pool(cell.pool, cephfs=True)
         self._ensure_mounted()
         fs_path = f"{self.run_root}/{cell.id}-{secrets.token_hex(3)}"
         d = self.local(fs_path)
         d.mkdir()
         self._live.add(fs_path)
         try:
-            value = s.xattr(self.cluster.rados().pool_lookup(pool))
+            value = s.xattr(self._ceph().rados().pool_lookup(pool))
             self._set_layout(d, value, f"{where}: layout: CephFS rejected ceph.dir.layout=\"{value}\" "
                              f"on {fs_path}")
             compare_layout(parse_layout(os.getxattr(d, "ceph.dir.layout")), s, pool, where)
@@ -125,7 +135,7 @@ class CephFSBackend(Backend):
             raise
         return Target(cell_id=cell.id, backend=self.name, path=str(d), pool=pool, layout=cell.layout,
                       oss={"localroot": str(d)}, created=[f"cephfs:{fs_path}"],
-                      info={"fs_name": self.cluster.fs_name, "fs_path": fs_path,
+                      info={"fs_name": self._ceph().fs_name, "fs_path": fs_path,
                             "mountpoint": str(self.mountpoint), "mount": self.mount_kind,
                             "mount_note": self.mount_note, "layout": value,
                             "mount_root": self.run_root})
@@ -135,6 +145,7 @@ class CephFSBackend(Backend):
         layout and where its data objects went."""
         where = f"cell {target.cell_id}"
         s = Layout.of(target.layout)
+        assert target.path is not None and target.pool is not None  # prepare() sets both
         d = Path(target.path)
         f = d / VERIFY_FILE
         # One full stripe: stripe_count objects of stripe_unit bytes each (capped).
@@ -227,18 +238,18 @@ class CephFSBackend(Backend):
                     raise XcbError(f"{what}: the key may not set layouts (missing the p of mds "
                                    "'allow rwp'; `xcbench cluster caps` prints the line)") from e
                 if e.errno != errno.EINVAL or time.monotonic() > deadline:
-                    raise XcbError(f"{what} ({errno.errorcode.get(e.errno, e.errno)}: {e.strerror})") from e
+                    raise XcbError(f"{what} ({errno.errorcode.get(e.errno or 0, e.errno)}: {e.strerror})") from e
                 time.sleep(0.25)
 
     def _default_data_pool(self) -> str | None:
-        for fs in self.cluster.mon_command("fs ls"):
-            if fs.get("name") == self.cluster.fs_name:
+        for fs in self._ceph().mon_command("fs ls"):
+            if fs.get("name") == self._ceph().fs_name:
                 return (fs.get("data_pools") or [None])[0]
         return None
 
     def _stat(self, pool: str, oid: str) -> int | None:
         import rados
-        io = self.cluster.ioctx(pool)
+        io = self._ceph().ioctx(pool)
         try:
             size, _ = io.stat(oid)
             return int(size)
