@@ -34,12 +34,13 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # pytest exit 5 = no tests collected: not a failure of the suite.
-# the default suite: long scenarios (marker `slow`) have a short variant in it and run with `make slow`
+# the default suite: long scenarios (marker `slow`) have a short variant in it; they and the tests
+# marked known_flaky (each with its reason and open issue) run with `make slow`
 test: setup
-	$(BIN)/python -m pytest -ra -m "not slow" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+	$(BIN)/python -m pytest -ra -m "not slow and not known_flaky" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
 slow: setup
-	$(BIN)/python -m pytest -ra -m slow tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+	$(BIN)/python -m pytest -ra -m "slow or known_flaky" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
 unit: setup
 	$(BIN)/python -m pytest -ra tests/unit

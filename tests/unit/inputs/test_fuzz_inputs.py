@@ -77,12 +77,15 @@ class Sandbox:
 
     def snapshot(self) -> None:
         self.before = (_tree(self.dir), _marked_pids(), _mounts())
+        # children this pytest already had (e.g. the session's mini cluster in a full run)
+        self.children = {p.pid for p in psutil.Process().children(recursive=True)}
 
     def check(self) -> None:
         tree, pids, mounts = _tree(self.dir), _marked_pids(), _mounts()
         assert tree == self.before[0], "a file was written or changed"
         assert pids <= self.before[1], f"processes started: {pids - self.before[1]}"
-        assert psutil.Process().children(recursive=True) == [], "a child process is left"
+        left = [p for p in psutil.Process().children(recursive=True) if p.pid not in self.children]
+        assert left == [], f"a child process is left: {left}"
         new = set(mounts.splitlines()) - set(self.before[2].splitlines())
         assert not [m for m in new if str(self.dir) in m], f"a mount was made: {new}"
 
