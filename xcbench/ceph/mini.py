@@ -55,7 +55,7 @@ from xcbench.net import free_ports
 
 MARKER = "written by xcbench: embedded mini cluster"
 OBJECTSTORES = ("bluestore", "memstore")
-DAEMON_PROGS = (b"ceph-mon", b"ceph-mgr", b"ceph-osd", b"ceph-mds", b"ceph-fuse")
+DAEMON_PROGS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse")
 Log = Callable[[str], None]
 
 
