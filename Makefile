@@ -8,20 +8,23 @@ STAMP := $(VENV)/.xcbench-installed
 DEB_PACKAGES := ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common ceph-fuse python3-rados \
 	python3-cephfs fio xrootd-server xrootd-client xrootd-server-plugins xrootd-ceph-plugins \
 	python3-xrootd python3-gfal2 gfal2-plugin-xrootd gfal2-plugin-http gfal2-plugin-file gfal2-util-scripts attr iperf3 python3-venv \
-	uuid-runtime procps curl chromium python3-m2crypto fuse openssl iproute2
+	uuid-runtime procps curl chromium python3-m2crypto fuse openssl iproute2 openssh-server
 
 .PHONY: setup deb venv test slow unit integration lint typecheck mypy-run demo selftest bench clean
 
 setup: deb venv
 
-# apt-get update once, then install only what is missing: a second run does nothing.
+# apt-get update once, then install only what is missing: a second run does nothing. No daemon
+# may start at install (openssh-server's sshd on :22): policy-rc.d says no while apt runs.
 deb:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  guard=; [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; guard=1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; rc=$$?; \
+	  [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; exit $$rc; \
 	else echo "Debian packages: all present"; fi
 
 # The venv comes from the system python so the Debian bindings (rados, cephfs, XRootD, gfal2)
