@@ -303,3 +303,16 @@ def status(state: str | Path | None = None) -> list[dict[str, Any]]:
                     "complete": rec.data.get("complete"), "bridge": rec.data.get("bridge"),
                     "hosts": hosts})
     return out
+
+
+def free_network(rng=None) -> ipaddress.IPv4Network:
+    """A private /24 (10.200-249.x.0) no address on this machine is in: for tests and demos
+    that make emulated hosts beside others' (pick unique host and bridge names too)."""
+    import random
+    rng = rng or random.Random()
+    used = [a.network for a in _addresses() if a.version == 4]
+    for _ in range(200):
+        net = ipaddress.IPv4Network(f"10.{rng.randrange(200, 250)}.{rng.randrange(256)}.0/24")
+        if not any(net.overlaps(u) for u in used):
+            return net
+    raise XcbError("no free private /24 under 10.200.0.0/13 on this machine")
