@@ -280,3 +280,14 @@ def test_up_refuses_taken_names_and_bad_input_before_making_anything(hosts, tmp_
     else:
         cli("down", state=tmp_path / "s")
     assert not list((tmp_path / "s").glob("hosts-*.json"))
+
+
+def test_versions_and_clocks_through_netns(hosts):
+    from xcbench import __version__
+    from xcbench.hosts.checks import check_versions, clock_offsets
+    inv, _, _ = hosts
+    assert set(check_versions(inv).values()) == {__version__}
+    offs = clock_offsets(inv)
+    assert set(offs) == {h.name for h in inv.hosts}
+    for o in offs.values():
+        assert abs(o["offset_s"]) <= o["rtt_s"] / 2 + 0.005  # one clock underneath
