@@ -230,7 +230,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
         finish = time.time()
         self._finish(job, out, view, start, finish, src, dest, cks_src, cks_dst, client)
 
-    def _finish(self, job, out: Outcome, view, start, finish, src, dest, cks_src, cks_dst, client,
+    def _finish(self, job, out: Outcome, view, start, finish, src, dest, cks_src, cks_dst, xfer,
                 **fields):
         """The TRANSFER row (``fields``: a read's direction, checksum type), cleanup, books."""
         spec, i = self.spec, self.index(job.seq)
@@ -250,7 +250,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
             reason=None if out.ok else out.reason, **fields)
         self.out.add("transfers", [row])
         if row["direction"] == "write":  # a read leaves the dataset as it is
-            self._cleanup(out, dest, client)
+            self._cleanup(out, dest, xfer)
         retry = (not out.ok and out.recoverable and job.retry < spec.retries)
         with self.cond:
             view.end, view.transferred = finish, out.transferred

@@ -138,7 +138,7 @@ class Gfal2Reader(Reader):
                 while True:
                     _canceled(progress)
                     _left(deadline)
-                    data = f.read(CHUNK)
+                    data = f.read_bytes(CHUNK)  # read() decodes to str
                     if not data:
                         break
                     acc = zlib.adler32(data, acc)
