@@ -168,3 +168,31 @@ def test_cephfs_read_catches_a_corrupt_file(ceph_cluster, backend, workdir):
             assert all(r["transferred"] == c.dataset.size(r["file_index"]) for r in t)
     finally:
         backend.cleanup(target)
+
+
+def test_run_matrix_reads_each_level_from_one_dataset(ceph_cluster, tmp_path):
+    """Through the runner: a read cell writes its dataset at the first level only; a mixed
+    cell has both directions at every level; write cells are unchanged."""
+    from xcbench.commands.run import load_run_matrix
+    from xcbench.runner import RunOptions, run_matrix
+    p = tmp_path / "reads.yaml"
+    p.write_text("name: reads\ndefaults:\n  concurrency: [1, 2]\n  file_size: 2M\n  files: 4\n"
+                 "  direction: [read, mixed]\n  campaign: {timeout: 60}\n"
+                 "backends:\n  tmpfs: {size: 128M}\n")
+    opts = RunOptions(out=tmp_path / "r", name="reads", probes=False, baseline=False,
+                      report=False, progress=False, telemetry="host")
+    run = run_matrix(load_run_matrix(p, ceph_cluster, opts), ceph_cluster, opts)
+    cells = {c["label"].split()[-1]: (cid, c) for cid, c in run.manifest["cells"].items()}
+    assert {k: c["status"] for k, (_, c) in cells.items()} == {"read": "complete",
+                                                               "mixed": "complete"}
+    t, camps = run.table("transfers"), run.table("campaigns")
+    read_id, mixed_id = cells["read"][0], cells["mixed"][0]
+    rt = t[t["cell_id"] == read_id]
+    assert set(rt["direction"]) == {"read"} and set(rt["file_state"]) == {"FINISHED"}
+    assert len(rt) == 2 * 4
+    prep = [json.loads(s)["read_dataset"] for s in
+            camps[camps["cell_id"] == read_id].sort_values("concurrency")["settings"]]
+    assert [(d["written"], d["kept"]) for d in prep] == [(4, 0), (0, 4)]
+    mt = t[t["cell_id"] == mixed_id]
+    assert mt.groupby("concurrency")["direction"].nunique().tolist() == [2, 2]
+    assert set(camps[camps["cell_id"] == mixed_id]["direction"]) == {"mixed"}

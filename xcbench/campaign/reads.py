@@ -104,7 +104,7 @@ class ReadCampaign(Campaign):
                 raise TransferError("Transfer canceled: the campaign stopped", E.ECANCELED,
                                     recoverable=False)
             if access["pattern"] == "full":
-                n, got = reader.read_full(url, deadline, progress)
+                n, got = reader.read_full(url, deadline, progress, verify)
                 if verify:
                     cks_src, cks_dst = self.dataset.adler32(i), got
                 if n != size:
