@@ -118,7 +118,7 @@ def read_problems(cell: Any) -> list[tuple[str, str]]:
         out.append(("campaign.client", "http reads only (plain GET): a mixed campaign writes "
                     "too; use xrootd or gfal2"))
     room = cell.tmpfs_size
-    if room and cell.backend == "tmpfs":
+    if room:  # a tmpfs target (the others have no size of their own)
         need = cell.file_size * cell.files * (1.6 if cell.size_dist == "lognormal" else 1.0)
         if cell.direction == "mixed":
             need += cell.file_size * max(cell.concurrency, default=1)
