@@ -196,3 +196,38 @@ def test_run_matrix_reads_each_level_from_one_dataset(ceph_cluster, tmp_path):
     mt = t[t["cell_id"] == mixed_id]
     assert mt.groupby("concurrency")["direction"].nunique().tolist() == [2, 2]
     assert set(camps[camps["cell_id"] == mixed_id]["direction"]) == {"mixed"}
+
+
+def test_rados_read_catches_a_corrupt_object(ceph_cluster, workdir):
+    """XrdCeph: one RADOS object of one file changed after the dataset was verified; a random
+    read pass and a full read pass each fail that file only."""
+    from xcbench.backends.rados import BACKEND as RADOS
+    from xcbench.ceph.layout import striper_objects
+    from xcbench.gateway import start_gateway
+    from xcbench.proc import ProcessSet
+    procs = ProcessSet()
+    rados_backend = RADOS(ceph_cluster, workdir, procs)
+    layout, pool = Layout(1 * M, 1, 1 * M), PoolSpec("replicated", size=1)
+    target = rados_backend.prepare(Cell(id="rd-rados", label="reads", backend="rados",
+                                        layout=layout, pool=pool))
+    try:
+        with start_gateway(target, workdir=workdir / "gw-rados", cluster=ceph_cluster,
+                           procs=procs) as g:
+            s = spec(60, files=4, file_size=3 * M + 5)
+            c = written(g, s)
+            oids = striper_objects(c.read_name(3), c.dataset.size(3), layout)
+            with ceph_cluster.ioctx(target.pool) as io:
+                for oid in oids:  # every object of file 3: any random range hits one
+                    data = bytearray(io.read(oid, oids[oid]))
+                    io.write(oid, bytes(b ^ 0x5A for b in data), 0)
+            for access in (None, {"pattern": "random", "size": 4096, "count": 4}):
+                rows = Rows()
+                run_campaign(s.with_(access=access, campaign_id=f"rdr{access is None}"),
+                             dest=g, sink=rows, cell_id="cell-x")
+                t = rows["transfers"]
+                assert [r["file_index"] for r in t if r["file_state"] != "FINISHED"] == [3], \
+                    [r["reason"] for r in t]
+    finally:
+        rados_backend.cleanup(target)
+        rados_backend.close()
+        procs.stop_all()
