@@ -63,3 +63,15 @@ def test_spec_normalises_and_names_bad_fields():
         ("read_fraction", "0 is not a number between 0 and 1 (exclusive: a mixed campaign "
          "both reads and writes)"),
         ("access.pattern", "'zigzag' is not one of full, random, readv")]
+
+
+def test_timeline_splits_bytes_by_direction():
+    from xcbench.campaign.records import Timeline
+    tl = Timeline("c", "k", 4, 0, start=100.0)
+    a = tl.sample(101.0, 10_000, 2, 0, 0, read_bytes=3_000)
+    b = tl.sample(102.0, 25_000, 2, 1, 0, read_bytes=3_000)
+    c = tl.sample(103.0, 30_000, 0, 2, 0)  # a write-only caller never passes read bytes
+    assert (a["bytes_read"], a["bytes_written"]) == (3_000, 7_000)
+    assert (b["bytes_read"], b["bytes_written"]) == (0, 15_000)
+    assert (c["bytes_read"], c["bytes_written"]) == (0, 5_000)
+    assert all(r["bytes_read"] + r["bytes_written"] == r["bytes"] for r in (a, b, c))
