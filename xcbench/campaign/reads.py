@@ -56,6 +56,9 @@ class ReadCampaign(Campaign):
         if spec.direction == "mixed" and spec.client == "http":
             raise XcbError("campaign: client: http reads only; a mixed campaign writes too")
         super().__init__(spec, dest, None, sink, cell_id, hooks)
+        if self.local and spec.direction == "read":  # gfal2's push source: nothing is pushed
+            self.local.cleanup()
+            self.local = None
         self.read_kind = spec.client
         self.read_scheme = "http" if spec.client == "http" or not self.dest.root_url else "root"
         self.prepared: dict | None = None
