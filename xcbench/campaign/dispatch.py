@@ -391,9 +391,6 @@ def run_campaign(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None
                  cell_id: str = "", progress: bool = False, stop_event=None,
                  hooks: CampaignHooks | None = None) -> dict:
     """Run ``spec`` into ``dest`` (a Gateway or root:// / http:// URL), from ``source`` for TPC
-    modes; rows go to ``sink(table, rows)``; returns the CAMPAIGN row. Reads and mixed
-    campaigns (``spec.direction``): xcbench.campaign.reads."""
-    if spec.direction != "write":
-        from xcbench.campaign.reads import run_reads
-        return run_reads(spec, dest, sink, cell_id, progress, stop_event, hooks)
+    modes; rows go to ``sink(table, rows)``; returns the CAMPAIGN row. Writes only:
+    xcbench.campaign.run_campaign (reads.py) also runs read and mixed campaigns."""
     return Campaign(spec, dest, source, sink, cell_id, hooks).run(progress, stop_event)

@@ -28,6 +28,7 @@ from xcbench.campaign.access import direction_of, ranges
 from xcbench.campaign.clients import Outcome, Progress, TransferError
 from xcbench.campaign.dataset import format_adler32
 from xcbench.campaign.dispatch import Campaign, CampaignHooks
+from xcbench.campaign.dispatch import run_campaign as run_writes
 from xcbench.campaign.level import _Job
 from xcbench.campaign.optimizer import AttemptView
 from xcbench.campaign.perthread import thread_client
@@ -222,9 +223,13 @@ def prepare_dataset(c: ReadCampaign) -> dict:
     return info
 
 
-def run_reads(spec: CampaignSpec, dest: Any, sink=None, cell_id: str = "",
-              progress: bool = False, stop_event=None,
-              hooks: CampaignHooks | None = None) -> dict:
-    """A read or mixed campaign (``spec.direction``) from ``dest`` (a Gateway or URL);
-    returns the CAMPAIGN row (settings: access, directions, read_dataset)."""
+def run_campaign(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None,
+                 cell_id: str = "", progress: bool = False, stop_event=None,
+                 hooks: CampaignHooks | None = None) -> dict:
+    """Run ``spec`` (xcbench.campaign.run_campaign): a write campaign into ``dest`` (dispatch.py),
+    or, by ``spec.direction``, a read or mixed one from it; returns the CAMPAIGN row (reads:
+    settings access, directions, read_dataset)."""
+    if spec.direction == "write":
+        return run_writes(spec, dest=dest, source=source, sink=sink, cell_id=cell_id,
+                          progress=progress, stop_event=stop_event, hooks=hooks)
     return ReadCampaign(spec, dest, sink, cell_id, hooks).run(progress, stop_event)
