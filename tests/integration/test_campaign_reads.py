@@ -231,3 +231,20 @@ def test_rados_read_catches_a_corrupt_object(ceph_cluster, workdir):
         rados_backend.cleanup(target)
         rados_backend.close()
         procs.stop_all()
+
+
+def test_a_stopped_read_campaign_keeps_a_final_row_per_file(gw):
+    import threading
+    s = spec(70, direction="mixed", files=5)
+    written(gw, s)
+    stop = threading.Event()
+    stop.set()  # stopped before its first transfer: every file is CANCELED, none lost
+    rows = Rows()
+    run_campaign(s, dest=gw, sink=rows, cell_id="cell-s", stop_event=stop)
+    t = rows["transfers"]
+    assert sorted(r["file_index"] for r in t) == list(range(5))
+    assert {r["file_state"] for r in t} == {"CANCELED"}
+    reads = [r for r in t if r["direction"] == "read"]
+    assert len(reads) in (2, 3) and all(r["destination"] == "memory://" for r in reads)
+    assert all(r["direction"] == "write" and r["source"].startswith("dataset://")
+               for r in t if r not in reads)
