@@ -14,6 +14,9 @@ The loops read local files on /dev/shm written before their clock; the driver's 
 campaign's (first attempt start to last finish: HTTP pushes stage their local files and TPC
 campaigns their source before that clock too). CPU: the driver's own figure (driver_cpu_cores,
 process CPU over the campaign) and the loop's children CPU over its wall time, in cores.
+Reads: the same files read back by read campaigns (XRootD client, gfal2, HTTP GET; the dataset
+written into the gateway before the clock) vs xrdcp to /dev/null and curl -o /dev/null, and the
+read/write ratio of the XRootD client (RAL measured reads well above writes per gateway).
 Targets: every driver >= 3x its loop; gfal2 push >= 0.7x XRootD push. Not a test: prints
 numbers (a shared 2-core machine: expect noise; use --repeats for medians). ``--many N`` adds
 a campaign of N small files at concurrency N (threads in one process): every file must have
@@ -57,6 +60,12 @@ PAIRS = [
      lambda s, d: ["gfal-copy", "-f", *GFAL_TPC_HTTP, s, d]),
     ("HTTP-TPC, gfal2", "tpc-http", "gfal2", "http", "gfal-copy (pull)",
      lambda s, d: ["gfal-copy", "-f", *GFAL_TPC_HTTP, s, d]),
+]
+# (label, campaign client, loop label, loop command): reads from the gateway to nowhere
+READS = [
+    ("XRootD read", "xrootd", "xrdcp > /dev/null", lambda s: ["xrdcp", "-f", "--nopbar", s, "/dev/null"]),
+    ("gfal2 read", "gfal2", "xrdcp > /dev/null", lambda s: ["xrdcp", "-f", "--nopbar", s, "/dev/null"]),
+    ("HTTP GET read", "http", "curl -o /dev/null", lambda s: ["curl", "-sS", "-f", "-o", "/dev/null", s]),
 ]
 
 
@@ -102,6 +111,22 @@ def driver(args, mode: str, client: str, dest, source) -> tuple[dict, list[dict]
             "limit": (row["driver_cpu_limit_cores"], row["driver_cpu_limit_source"])}, rows["transfers"]
 
 
+def read_pair(args, pair, dst) -> tuple[dict, dict]:
+    label, client, _, cmd = pair
+    rows: dict[str, list] = {}
+    spec = CampaignSpec(files=args.files, file_size=args.size_mib << 20, direction="read",
+                        client=client, concurrency=args.concurrency, checksum="none", timeout=600)
+    row = run_campaign(spec, dest=dst, sink=lambda t, r: rows.setdefault(t, []).extend(r))
+    if row["finished"] != args.files:
+        bad = [r["reason"] for r in rows["transfers"] if r["file_state"] != "FINISHED"]
+        raise SystemExit(f"{label}: {row['failed']} reads failed, e.g. {bad[:1]}")
+    drv = {"rate": row["rate"], "cpu": row["driver_cpu_cores"]}
+    urls = [r["source"] for r in sorted(rows["transfers"], key=lambda r: r["file_index"])]
+    loop = cli_loop([cmd(u) for u in urls], args.concurrency, dst.client_env,
+                    args.files * (args.size_mib << 20))
+    return drv, loop
+
+
 def run_pair(args, pair, dst, src, files: list[Path], k: int) -> tuple[dict, dict | None]:
     label, mode, client, scheme, _, cmd = pair
     dest = dst if scheme == "root" else dst.http_url
@@ -126,11 +151,13 @@ def main() -> None:
     ap.add_argument("--size-mib", type=int, default=64)
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=1, help="runs per pair (median kept)")
-    ap.add_argument("--only", default="", help="run the pairs whose label contains this")
+    ap.add_argument("--only", default="", help="run the pairs whose label contains this "
+                    "(comma-separated: any of these)")
     ap.add_argument("--many", type=int, default=0, metavar="N",
                     help="also N files of 4 MiB at concurrency N, XRootD and gfal2 (e.g. 1200)")
     args = ap.parse_args()
-    pairs = [p for p in PAIRS if args.only.lower() in p[0].lower()]
+    wanted = [w.strip().lower() for w in args.only.split(",")]
+    pairs = [p for p in PAIRS if any(w in p[0].lower() for w in wanted)]
     gib = args.files * (args.size_mib << 20)
     with ExitStack() as stack:
         procs = proc.ProcessSet()
@@ -149,7 +176,8 @@ def main() -> None:
         ds = Dataset.generate(args.files, args.size_mib << 20)
         files = [ds.materialise(i, local / ds.name(i)) for i in range(args.files)]
 
-        results: dict[str, tuple[list, list]] = {p[0]: ([], []) for p in pairs}
+        reads = [p for p in READS if any(w in p[0].lower() for w in wanted)]
+        results: dict[str, tuple[list, list]] = {p[0]: ([], []) for p in pairs + reads}
         t0 = time.time()
         for k in range(args.repeats):
             for p in pairs:
@@ -157,7 +185,13 @@ def main() -> None:
                 results[p[0]][0].append(drv)
                 if loop:
                     results[p[0]][1].append(loop)
-        report(args, pairs, results, time.time() - t0)
+            for r in reads:
+                drv, loop = read_pair(args, r, dst)
+                results[r[0]][0].append(drv)
+                results[r[0]][1].append(loop)
+            clear(dst)
+        report(args, [p[0::4] for p in pairs] + [(r[0], r[2]) for r in reads], results,
+               time.time() - t0)
         for client in ("xrootd", "gfal2") if args.many else ():
             many(dst, args.many, client)
 
@@ -193,7 +227,7 @@ def report(args, pairs, results, seconds: float) -> None:
           f"tmpfs gateways, median of {args.repeats} ({seconds:.0f} s):")
     print(f"  {'driver (client, mode)':32s} {'MiB/s':>7s} {'CPU':>6s}   {'CLI loop':18s} "
           f"{'MiB/s':>7s} {'CPU':>6s}  {'ratio':>6s}  target")
-    for label, _, _, _, loop_label, _ in pairs:
+    for label, loop_label in pairs:
         drv, loop = results[label]
         d = med(drv, "rate") / 2**20
         line = f"  {label:32s} {d:7.0f} {med(drv, 'cpu'):6.2f}   "
@@ -208,11 +242,12 @@ def report(args, pairs, results, seconds: float) -> None:
     if "gfal2 push" in results and "XRootD push" in results:
         g = med(results["gfal2 push"][0], "rate") / med(results["XRootD push"][0], "rate")
         print(f"  gfal2 push / XRootD push: {g:.2f} (target >= 0.7 {'ok' if g >= 0.7 else 'MISSED'})")
-    limit = next(iter(results.values()))[0][0]["limit"]
+    if "XRootD read" in results and "XRootD push" in results:
+        rw = med(results["XRootD read"][0], "rate") / med(results["XRootD push"][0], "rate")
+        print(f"  XRootD read / XRootD push (same files, one gateway): {rw:.2f}")
+    limit = next((r[0][0]["limit"] for r in results.values() if "limit" in r[0][0]), ("?", "?"))
     print(f"  CPU: cores used (driver: its process over the campaign; loop: its processes over "
           f"its wall time); driver limit {limit[0]} cores ({limit[1]})")
-    print("  TODO reads (campaign reads do not exist yet): driver reads vs xrdcp / gfal-copy / "
-          "curl downloads")
 
 
 if __name__ == "__main__":

@@ -10,10 +10,11 @@ from typing import Any
 from xcbench.ceph.layout import Layout
 from xcbench.ceph.protection import PoolSpec, Protection
 
-__all__ = ["BACKENDS", "MODES", "Cell", "Layout", "PoolSpec", "Protection"]
+__all__ = ["BACKENDS", "DIRECTIONS", "MODES", "Cell", "Layout", "PoolSpec", "Protection"]
 
 BACKENDS = ("tmpfs", "cephfs", "rados")
 MODES = ("push", "tpc-root", "tpc-http")
+DIRECTIONS = ("write", "read", "mixed")  # into the gateway, out of it, both (campaign.read_fraction)
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Cell:
     size_class: str | None = None  # small | medium | large (xcbench.matrix.classes)
     size_scale: int | None = None  # size_class sizes divided by this (a small target)
     cores: float | None = None  # CPU quota of each origin (xrootd), cgroup cfs quota
+    direction: str = "write"  # one of DIRECTIONS; "write" is left out of settings() (old ids)
 
     OPTIONAL = ("streams", "size_class", "size_scale", "cores")
 
@@ -52,4 +54,6 @@ class Cell:
         for k in self.OPTIONAL:
             if d[k] is None:
                 d.pop(k)
+        if d["direction"] == "write":
+            d.pop("direction")
         return d

@@ -11,15 +11,18 @@ TRANSFER = (
     "file_size", "transferred", "start_time", "finish_time", "tx_duration", "throughput",
     "checksum_type", "checksum_source", "checksum_dest", "file_state",  # FINISHED|FAILED|CANCELED
     "error_code", "error_scope", "error_phase", "reason",
+    "direction",  # write (client -> gateway) | read (gateway -> client)
 )
 # Aggregate timelines of a campaign, 1 s buckets.
 # driver_cpu_*: the campaign driver's own CPU (cores over the bucket/campaign) and its limit.
 DRIVER_CPU = ("driver_cpu_cores", "driver_cpu_limit_cores", "driver_cpu_limit_source")
+# bytes_read/bytes_written: the bucket's bytes per direction (their sum is bytes)
 TIMELINE = ("cell_id", "campaign_id", "concurrency", "repeat", "t", "wall", "bytes", "rate",
-            "active", "done", "failed") + DRIVER_CPU
+            "active", "done", "failed") + DRIVER_CPU + ("bytes_read", "bytes_written")
 # One row per campaign (a concurrency level of a cell, one repeat).
 CAMPAIGN = ("cell_id", "campaign_id", "concurrency", "repeat", "mode", "client", "files",
-            "bytes", "start_time", "finish_time", "rate", "finished", "failed", "settings") + DRIVER_CPU
+            "bytes", "start_time", "finish_time", "rate", "finished", "failed", "settings") + DRIVER_CPU \
+    + ("direction",)  # write | read | mixed (reads: settings["access"], settings["directions"])
 # FTS optimizer emulation decisions.
 OPTIMIZER = ("cell_id", "campaign_id", "wall", "previous", "decision", "reason",
              "success_rate", "throughput", "ema")

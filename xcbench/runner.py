@@ -271,9 +271,12 @@ class Runner:
         settings.setdefault("delete_after_verify", True)
         if cell.streams is not None:  # the streams dimension wins over campaign.streams
             settings["streams"] = cell.streams
+        # direction read | mixed: the dataset is written into the gateway once per cell, then
+        # read at each level (xcbench.campaign.reads, through run_campaign)
         spec = CampaignSpec(files=cell.files, **campaign_sizes(cell),
                             mode=cell.mode, concurrency=level, repeat=repeat,
-                            campaign_id=f"{cell.id}-c{level}-r{repeat}", **settings)
+                            campaign_id=f"{cell.id}-c{level}-r{repeat}",
+                            direction=cell.direction, **settings)
         source = self._source_gateway() if cell.mode != "push" else None
         return run_campaign(spec, dest=gateway, source=source, sink=self.sink, cell_id=cell.id,
                             progress=False, stop_event=self.stop.event)

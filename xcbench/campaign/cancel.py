@@ -24,6 +24,7 @@ class CancelMixin:
     index: Any
     source_url: Any
     dest_url: Any
+    direction_of: Any
 
     def _cancel_running(self) -> None:
         with self.cond:
@@ -34,6 +35,10 @@ class CancelMixin:
                 client.cancel()
             except Exception:  # best effort: the attempt still ends at its timeout
                 pass
+
+    def urls_of(self, seq: int) -> tuple[str, str]:
+        """(source, destination) of transfer ``seq`` as its rows name them."""
+        return self.source_url(self.index(seq)), self.dest_url(seq)
 
     def _cancel_rest(self, now: float) -> None:
         """Files never finished because the campaign stopped: a CANCELED final row each."""
@@ -51,9 +56,10 @@ class CancelMixin:
                 cell_id=self.cell_id, campaign_id=self.spec.campaign_id,
                 concurrency=self.spec.concurrency, repeat=self.spec.repeat,
                 transfer_id=f"{self.spec.campaign_id}-{seq:06d}-{retry}", file_index=i, retry=retry,
-                source=self.source_url(i), destination=self.dest_url(seq), mode=self.spec.mode,
+                source=self.urls_of(seq)[0], destination=self.urls_of(seq)[1], mode=self.spec.mode,
                 client=self.kind, nstreams=self.spec.streams, file_size=self.dataset.size(i),
                 transferred=0, start_time=None, finish_time=now, file_state="CANCELED",
                 error_code=E.ECANCELED, error_scope="TRANSFER", error_phase="TRANSFER_PREPARATION",
-                reason="campaign stopped before this file was transferred"))
+                reason="campaign stopped before this file was transferred",
+                direction=self.direction_of(seq)))
         self.out.add("transfers", rows)

@@ -97,11 +97,12 @@ class TransferError(Exception):
 class Progress:
     """Bytes moved so far by an active attempt (read by the optimizer and the timeline), and
     the campaign's request to give up (``cancelled``, checked by clients between chunks)."""
-    __slots__ = ("transferred", "cancelled")
+    __slots__ = ("transferred", "cancelled", "direction")
 
-    def __init__(self) -> None:
+    def __init__(self, direction: str = "write") -> None:
         self.transferred = 0
         self.cancelled = False
+        self.direction = direction  # the timeline splits bytes into read and written
 
 
 class Client:

@@ -136,6 +136,21 @@ class Dataset:
         if tail:
             yield self._pool[tb][toff:toff + tail]
 
+    def read_range(self, i: int, offset: int, length: int) -> bytes:
+        """Bytes ``offset .. offset+length`` of file ``i`` (clipped at its end), regenerated
+        from the block pool: what a random or vector read of the stored file must return."""
+        blocks, tb, toff, tail = self._layout(i)
+        end, bs = min(offset + length, self.sizes[i]), self.block_size
+        parts, pos = [], max(offset, 0)
+        while pos < end:
+            k, within = divmod(pos, bs)
+            src = self._pool[blocks[k]] if k < len(blocks) else \
+                self._pool[tb][toff:toff + tail]
+            piece = src[within:within + (end - pos)]
+            parts.append(piece)
+            pos += len(piece)
+        return b"".join(parts)
+
     def adler32(self, i: int) -> str:
         """adler32 of file ``i`` as 8 hex digits, from the block checksums only."""
         value = self._adler.get(i)

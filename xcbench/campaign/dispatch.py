@@ -97,7 +97,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
         self.optimizer = Optimizer(spec.optimizer, spec.max_active) if spec.optimizer else None
         self.views: list[AttemptView] = []
         self.live: dict[int, tuple[AttemptView, Progress, Any]] = {}
-        self.bytes_done = 0
+        self.bytes_done = self.read_done = 0
         self.final: dict[int, str] = {}
         self.stopping = False
         self.findings: list[dict] = []
@@ -230,35 +230,34 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
         finish = time.time()
         self._finish(job, out, view, start, finish, src, dest, cks_src, cks_dst, client)
 
-    def _finish(self, job, out: Outcome, view, start, finish, src, dest, cks_src, cks_dst, client):
+    def _finish(self, job, out: Outcome, view, start, finish, src, dest, cks_src, cks_dst, xfer,
+                **fields):
+        """The TRANSFER row (``fields``: a read's direction, checksum type), cleanup, books."""
         spec, i = self.spec, self.index(job.seq)
+        fields = {"direction": "write", "checksum_type": None if spec.checksum == "none"
+                  else "adler32", "client": self.kind, **fields}
         row = transfer_row(
             cell_id=self.cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
             repeat=spec.repeat, transfer_id=f"{spec.campaign_id}-{job.seq:06d}-{job.retry}",
             file_index=i, retry=job.retry, source=src, destination=dest, mode=spec.mode,
-            client=self.kind, nstreams=spec.streams, file_size=self.dataset.size(i),
-            transferred=out.transferred, start_time=start, finish_time=finish,
-            checksum_type=None if spec.checksum == "none" else "adler32",
-            checksum_source=cks_src, checksum_dest=cks_dst,
+            nstreams=spec.streams, file_size=self.dataset.size(i), transferred=out.transferred,
+            start_time=start, finish_time=finish, checksum_source=cks_src, checksum_dest=cks_dst,
             file_state="FINISHED" if out.ok else "CANCELED" if out.error_code == E.ECANCELED
             and self.stopping else "FAILED",
             error_code=None if out.ok else out.error_code,
             error_scope=None if out.ok else out.error_scope,
             error_phase=None if out.ok else out.error_phase,
-            reason=None if out.ok else out.reason)
+            reason=None if out.ok else out.reason, **fields)
         self.out.add("transfers", [row])
-        if out.ok and spec.delete_after_verify:
-            if not client.delete(dest):
-                with self.cond:
-                    self.delete_failures += 1
-        elif not out.ok and out.error_code != E.EEXIST:
-            client.delete(dest)  # FTS removes a failed destination (best effort)
+        if row["direction"] == "write":  # a read leaves the dataset as it is
+            self._cleanup(out, dest, xfer)
         retry = (not out.ok and out.recoverable and job.retry < spec.retries)
         with self.cond:
             view.end, view.transferred = finish, out.transferred
             view.state, view.recoverable = ("FINISHED" if out.ok else "FAILED"), out.recoverable
             self.live.pop(id(view), None)
             self.bytes_done += out.transferred
+            self.read_done += out.transferred if row["direction"] == "read" else 0
             self.active -= 1
             self._release(i)
             if retry and not self.stopping:
@@ -271,6 +270,14 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                     self.local.release(i)
             self.cond.notify_all()
 
+    def _cleanup(self, out: Outcome, dest: str, client) -> None:
+        if out.ok and self.spec.delete_after_verify:
+            if not client.delete(dest):
+                with self.cond:
+                    self.delete_failures += 1
+        elif not out.ok and out.error_code != E.EEXIST:
+            client.delete(dest)  # FTS removes a failed destination (best effort)
+
     def _run_job(self, job: _Job) -> None:
         try:
             self._attempt(job)
@@ -282,9 +289,9 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                 transfer_id=f"{self.spec.campaign_id}-{job.seq:06d}-{job.retry}",
                 file_index=self.index(job.seq), retry=job.retry, mode=self.spec.mode,
                 client=self.kind, file_size=self.dataset.size(self.index(job.seq)),
-                transferred=0, start_time=now,
-                finish_time=now, file_state="FAILED", error_code=E.EIO, error_scope="TRANSFER",
-                error_phase="TRANSFER", reason=f"internal error: {type(e).__name__}: {e}")])
+                transferred=0, start_time=now, finish_time=now, file_state="FAILED", error_code=E.EIO, error_scope="TRANSFER",
+                error_phase="TRANSFER", reason=f"internal error: {type(e).__name__}: {e}",
+                direction=self.direction_of(job.seq))])
             with self.cond:
                 self.active -= 1
                 self._release(self.index(job.seq))
@@ -292,7 +299,6 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                 self.findings.append(finding(self.cell_id, "campaign worker error",
                                              f"{type(e).__name__}: {e}", "report a bug", "error"))
                 self.cond.notify_all()
-
 
     # --- the dispatcher ------------------------------------------------------------------
     def _next_job(self, stop_event) -> _Job | None:
@@ -365,7 +371,8 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                 self._end_level("stopped", end - timeline.start)
             self._cancel_rest(end)
             moved, active, ok, failed = self.totals()
-            self.out.add("timeline", [{**timeline.sample(end, moved, active, ok, failed),
+            self.out.add("timeline", [{**timeline.sample(end, moved, active, ok, failed,
+                                                         self.read_moved()),
                                        **self.cpu.sample(end)}])
             row = self._summary(start, end)
             self.out.add("findings", self._findings())
@@ -384,5 +391,6 @@ def run_campaign(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None
                  cell_id: str = "", progress: bool = False, stop_event=None,
                  hooks: CampaignHooks | None = None) -> dict:
     """Run ``spec`` into ``dest`` (a Gateway or root:// / http:// URL), from ``source`` for TPC
-    modes; rows go to ``sink(table, rows)``; returns the CAMPAIGN row."""
+    modes; rows go to ``sink(table, rows)``; returns the CAMPAIGN row. Writes only:
+    xcbench.campaign.run_campaign (reads.py) also runs read and mixed campaigns."""
     return Campaign(spec, dest, source, sink, cell_id, hooks).run(progress, stop_event)

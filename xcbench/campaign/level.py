@@ -36,6 +36,10 @@ class LevelMixin:
     fail_streak: int
     level_end: dict | None
 
+    def direction_of(self, seq: int) -> str:
+        """write | read: what transfer ``seq`` does (the read campaign decides per transfer)."""
+        return "write"
+
     def index(self, seq: int) -> int:
         """The dataset file a transfer moves."""
         return seq % len(self.dataset)

@@ -38,6 +38,7 @@ class CampaignMonitor:
     final: dict[int, str]
     active: int
     bytes_done: int
+    read_done: int
     findings: list[dict]
     mismatches: int
     slow_checksums: int
@@ -69,6 +70,12 @@ class CampaignMonitor:
             done = sum(1 for s in self.final.values() if s == "FINISHED")
             return moved, self.active, done, len(self.final) - done
 
+    def read_moved(self) -> int:
+        """Bytes read so far (finished attempts and the ones in flight): the timeline's split."""
+        with self.cond:
+            return self.read_done + sum(p.transferred for _, p, _ in self.live.values()
+                                        if p.direction == "read")
+
     def _optimize(self, now: float) -> None:
         with self.cond:
             waiting = list(self.ready) + list(self.delayed)
@@ -99,7 +106,7 @@ class CampaignMonitor:
         """One second of the monitor; returns when the optimizer decides next."""
         now = time.time()
         moved, active, ok, failed = self.totals()
-        r = timeline.sample(now, moved, active, ok, failed)
+        r = timeline.sample(now, moved, active, ok, failed, self.read_moved())
         r.update(self.cpu.sample(now))
         self.out.add("timeline", [r])
         if self.rule is not None:
@@ -164,4 +171,4 @@ class CampaignMonitor:
             rate=moved / (last - first) if last > first else 0.0,
             finished=sum(1 for s in self.final.values() if s == "FINISHED"),
             failed=sum(1 for s in self.final.values() if s != "FINISHED"), settings=settings,
-            **self.cpu.total(end))
+            direction=spec.direction, **self.cpu.total(end))

@@ -56,16 +56,21 @@ class Timeline:
                          repeat=repeat)
         self.start = time.time() if start is None else start
         self.rows: list[dict] = []
-        self._last_total = 0
+        self._last_total = self._last_read = 0
         self._last_wall = self.start
 
-    def sample(self, wall: float, total_bytes: int, active: int, done: int, failed: int) -> dict:
-        """One bucket ending at ``wall``: bytes moved since the previous sample."""
+    def sample(self, wall: float, total_bytes: int, active: int, done: int, failed: int,
+               read_bytes: int = 0) -> dict:
+        """One bucket ending at ``wall``: bytes moved since the previous sample (of which
+        ``read_bytes``, a running total too, were read; the rest written)."""
         moved = max(total_bytes - self._last_total, 0)
+        read = min(max(read_bytes - self._last_read, 0), moved)
         span = max(wall - self._last_wall, 1e-9)
         r = row(TIMELINE, **self.base, t=round(wall - self.start, 3), wall=wall, bytes=moved,
-                rate=moved / span, active=active, done=done, failed=failed)
+                rate=moved / span, active=active, done=done, failed=failed, bytes_read=read,
+                bytes_written=moved - read)
         self._last_total, self._last_wall = total_bytes, wall
+        self._last_read = max(read_bytes, self._last_read)
         self.rows.append(r)
         return r
 

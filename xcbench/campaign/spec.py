@@ -12,7 +12,8 @@ from xcbench.errors import XcbError
 from xcbench.sizes import parse_size
 
 MODES = ("push", "tpc-root", "tpc-http")
-CLIENTS = ("xrootd", "gfal2")
+CLIENTS = ("xrootd", "gfal2", "http")  # http: plain GET, read campaigns only
+DIRECTIONS = ("write", "read", "mixed")
 CHECKSUM_MODES = ("none", "source", "target", "both")
 OPTIMIZER_MODES = ("conservative", "normal", "aggressive")
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
@@ -155,6 +156,11 @@ class CampaignSpec:
     # before max ({rule, window, points, tolerance}); None: the file-count mode
     duration: Any = None
     steady: dict[str, Any] | None = None
+    # reads (xcbench.campaign.reads): the cell's direction, the read share of a mixed campaign,
+    # and how each file is read ({pattern: full|random|readv, size, count}; None: full)
+    direction: str = "write"
+    read_fraction: float = 0.5
+    access: Any = None
 
     def __post_init__(self) -> None:
         for name in ("file_size", "chunk_size"):
@@ -181,6 +187,7 @@ class CampaignSpec:
             if not isinstance(value, str) or value not in allowed:
                 raise XcbError(f"campaign: {name}: {value!r} is not one of {', '.join(allowed)}")
         _check(self, CAMPAIGN_LIMITS, "campaign: ")
+        self._check_reads()
         if self.size_dist == "uniform" and self.size_spread >= 1:
             raise XcbError(f"campaign: size_spread: {self.size_spread} must be < 1 for uniform "
                            "sizes (a fraction of the mean)")
@@ -192,6 +199,14 @@ class CampaignSpec:
         if not self.campaign_id:
             self.campaign_id = "c" + uuid.uuid4().hex[:8]
         self._check_level()
+
+    def _check_reads(self) -> None:
+        from xcbench.campaign.access import parse_access, read_fraction
+        if self.direction not in DIRECTIONS:
+            raise XcbError(f"campaign: direction: {self.direction!r} is not one of "
+                           f"{', '.join(DIRECTIONS)}")
+        self.read_fraction = read_fraction(self.read_fraction)
+        self.access = parse_access(self.access)
 
     # --- time-based levels ---------------------------------------------------------------
     def _check_level(self) -> None:

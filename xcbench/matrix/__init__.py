@@ -74,7 +74,8 @@ class Matrix:
     def manifest(self) -> dict[str, Any]:
         return {"path": self.path, "name": self.name, "raw": self.raw, "scaled_ec": self.scaled_ec,
                 "reference": self.reference,
-                "cells": {c.id: {"label": c.label, **c.settings()} for c in self.cells}}
+                "cells": {c.id: {"label": c.label, "direction": c.direction, **c.settings()}
+                          for c in self.cells}}
 
 
 def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | None = None,

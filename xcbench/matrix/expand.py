@@ -53,6 +53,8 @@ def _label(c: Cell) -> str:
         parts.append(f"s{c.streams}")
     if c.size_class:
         parts.append(c.size_class + (f"/{c.size_scale}" if (c.size_scale or 1) > 1 else ""))
+    if c.direction != "write":
+        parts.append(c.direction)
     return " ".join(parts)
 
 
@@ -65,7 +67,7 @@ def _matches(rule: dict, cell: Cell) -> bool:
     facts = {"backend": cell.backend, "origins": cell.origins, "mode": cell.mode,
              "files": cell.files, "file_size": cell.file_size, "size": cell.tmpfs_size,
              "concurrency": cell.concurrency, "streams": cell.streams,
-             "size_class": cell.size_class, "cores": cell.cores}
+             "size_class": cell.size_class, "cores": cell.cores, "direction": cell.direction}
     if cell.layout:
         facts.update(stripe_unit=cell.layout.stripe_unit, stripe_count=cell.layout.stripe_count,
                      object_size=cell.layout.object_size)
@@ -156,8 +158,9 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
             targets = [{"layout": lay, "pool": p} for lay, p in
                        itertools.product([x for x in layouts if x], pools)]
         optional = [dims.get(k) or [None] for k in OPTIONAL_DIMS]
-        for tgt, origins, mode, *opt in itertools.product(targets, dims["origins"], dims["modes"],
-                                                          *optional):
+        directions = dims.get("direction") or ["write"]
+        for tgt, origins, mode, direction, *opt in itertools.product(
+                targets, dims["origins"], dims["modes"], directions, *optional):
             extra = dict(zip(OPTIONAL_DIMS, opt, strict=True))
             sizes = {"file_size": dims["file_size"] or DEFAULTS["file_size"],
                      "size_dist": dims["size_dist"]}
@@ -172,7 +175,8 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
                 id="", label="", backend=bname, origins=origins, mode=mode,
                 concurrency=dims["concurrency"], files=dims["files"] or 1,
                 repeats=dims["repeats"] or 1, gateway=dims["gateway"], probe=dims["probe"],
-                campaign=dims["campaign"], source=path, **sizes, **extra, **tgt)))
+                campaign=dims["campaign"], source=path, direction=direction, **sizes, **extra,
+                **tgt)))
     for i, rule in enumerate(_as_list(raw.get("exclude") or [])):
         r = _rule(errors, f"exclude[{i}]", rule)
         if r is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from xcbench.cell import MODES, Layout, PoolSpec
+from xcbench.cell import DIRECTIONS, MODES, Layout, PoolSpec
 from xcbench.ceph.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
 from xcbench.sizes import format_size, parse_size
@@ -14,7 +14,7 @@ from xcbench.sizes import format_size, parse_size
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
 TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference")
 DIM_KEYS = ("origins", "modes", "concurrency", "file_size", "files", "size_dist", "repeats",
-            "probe", "gateway", "campaign") + ("streams", "size_class", "size_scale", "cores")
+            "probe", "gateway", "campaign") + ("streams", "size_class", "size_scale", "cores", "direction")
 # dimensions whose cells leave the setting out of the id when it is not given (Cell.OPTIONAL)
 OPTIONAL_DIMS = ("streams", "size_class", "cores")
 BACKEND_KEYS = {"tmpfs": ("size",) + DIM_KEYS, "cephfs": ("layouts", "pools") + DIM_KEYS,
@@ -24,7 +24,8 @@ PROBE_KEYS = ("runtime", "iodepth", "numjobs", "size", "ramp", "ss", "ss_dur", "
               "patterns", "bs", "direct")
 GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
 CAMPAIGN_KEYS = ("client", "streams", "timeout", "retries", "retry_delay", "checksum", "overwrite",
-                 "delete_after_verify", "optimizer", "seed", "duration", "steady")
+                 "delete_after_verify", "optimizer", "seed", "duration", "steady") + \
+    ("read_fraction", "access")  # read campaigns (direction read | mixed)
 RULE_KEYS = ("backend", "pool", "stripe_unit", "stripe_count", "object_size", "size", "origins",
              "mode", "concurrency", "file_size", "files")  # + streams, size_class, cores (DIM_KEYS)
 
@@ -179,6 +180,14 @@ def _new_dims(errors: _Errors, where: str, src: dict, out: dict[str, Any]) -> No
             else:
                 cores.append(float(v))
         out["cores"] = sorted(set(cores))
+    if "direction" in src:
+        directions = []
+        for v in _as_list(src["direction"]):
+            if v not in DIRECTIONS:
+                errors.add(where, "direction", f"{v!r} is not one of {', '.join(DIRECTIONS)}")
+            elif v not in directions:
+                directions.append(v)
+        out["direction"] = directions
 
 
 def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
@@ -227,3 +236,7 @@ def check_levels(errors: _Errors, cells: list) -> None:
     for c in cells:
         for fieldname, why in level_problems(c.campaign, c.files, max(c.concurrency, default=1)):
             errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)
+    from xcbench.campaign.access import read_problems
+    for c in cells:
+        for fieldname, why in read_problems(c):
+            errors.add(f"cell {c.label} ({c.id})", fieldname, why)
