@@ -37,6 +37,18 @@ def _facts(args) -> ClusterFacts | None:
     return ClusterFacts(maxobj, args.osds, args.hosts, args.failure_domain)
 
 
+def _direction(c) -> str:
+    """read / mixed 0.5 / read readv 64x64K: how a reading cell reads."""
+    camp = c.campaign or {}
+    text = c.direction + (f" {camp.get('read_fraction', 0.5):g}" if c.direction == "mixed" else "")
+    access = camp.get("access")
+    if isinstance(access, dict) and access.get("pattern", "full") != "full":
+        text += f" {access['pattern']} {access.get('count', 16)}x{access.get('size', '64K')}"
+    elif isinstance(access, str) and access != "full":
+        text += f" {access}"
+    return text
+
+
 def run(args) -> int:
     facts = _facts(args)
     if args.action == "check":
@@ -55,14 +67,16 @@ def run(args) -> int:
     for col in ("id", "backend", "stripe unit", "stripe count", "object size", "pool",
                 "origins", "mode", "concurrency", "files × size", "repeats"):
         t.add_column(col)
-    dims = any(c.streams or c.size_class or c.cores for c in m.cells)
+    dims = any(c.streams or c.size_class or c.cores or c.direction != "write" for c in m.cells)
     if dims:  # only for matrices that use them: the demo's table stays as it was
-        t.add_column("streams / size class / cores")
+        t.add_column("streams / size class / cores / direction")
     for c in m.cells:
         lay = c.layout
         extra = [" ".join(x for x in (f"s{c.streams}" if c.streams else "",
                                       c.label.split()[-1] if c.size_class else "",
-                                      f"{c.cores:g} cores" if c.cores else "") if x)] if dims else []
+                                      f"{c.cores:g} cores" if c.cores else "",
+                                      _direction(c) if c.direction != "write" else "") if x)] \
+            if dims else []
         t.add_row(c.id, c.backend,
                   format_size(lay.stripe_unit) if lay else "-",
                   str(lay.stripe_count) if lay else "-",
