@@ -15,6 +15,10 @@ Records stream: each poll writes the TRANSFER rows of the files that reached a f
 since the last one, so a stop loses none; the timeline follows at the end. A stop (the
 command's SIGINT/SIGTERM/SIGHUP, or ``max_wait``) cancels the job through the fts3 client and
 harvests what FTS then marks CANCELED.
+
+With ``delete_after_verify`` (a run's default: a small destination absorbs the campaign) xcbench
+reads each FINISHED file's adler32 back from the destination itself (``checksum_dest`` is then
+that value, not FTS's) and deletes the file: FTS never deletes what it wrote.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from xcbench.campaign.records import Buffered, campaign_row, row, transfer_row
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import stage_source
 from xcbench.errors import XcbError
+from xcbench.findings import finding
 from xcbench.records import TIMELINE
 
 log = logging.getLogger(__name__)
@@ -190,6 +195,45 @@ def timeline_from_transfers(rows: list[dict], spec: CampaignSpec, cell_id: str) 
     return out
 
 
+def links_finding(cell_id: str, links: dict, fts: str) -> dict:
+    """FTS refused the link limits (no config rights): FTS's own optimizer decides the level."""
+    return finding(
+        cell_id, f"FTS3 at {fts} refused the link limits (POST /config/links)",
+        f"{links.get('error')}: without config rights the concurrency of "
+        f"{links['requested']['source']} -> {links['requested']['destination']} is FTS's own "
+        f"(its optimizer, its link defaults), not the level's {links['requested']['max_active']}",
+        "ask the FTS operators for config rights on this link (or to set min/max active to the "
+        "levels), or read each level as 'what FTS chose' (recorded per level)", "warning")
+
+
+def verify_and_delete(rows: list[dict], spec: CampaignSpec, kind: str) -> int:
+    """After FTS said FINISHED: the destination's own adler32 into ``checksum_dest`` (a mismatch
+    turns the row FAILED and keeps the file), then the file is deleted. Returns the failures."""
+    from xcbench.campaign.perthread import thread_client
+    client, bad = thread_client(kind), 0
+    for r in rows:
+        if r["file_state"] != "FINISHED":
+            continue
+        if spec.checksum != "none":
+            try:
+                got = client.checksum(r["destination"], time.time() + spec.timeout_for(0))
+            except Exception as e:  # noqa: BLE001 - recorded in the row, the campaign goes on
+                got, why = None, f"{type(e).__name__}: {e}"
+            else:
+                why = f"DESTINATION CHECKSUM MISMATCH: FTS FINISHED, destination adler32 {got} " \
+                      f"!= {r['checksum_source']}"
+            r["checksum_dest"] = got
+            if got != r["checksum_source"]:
+                bad += 1
+                r.update(file_state="FAILED", transferred=0, throughput=None,
+                         error_scope="DESTINATION", error_phase="TRANSFER_FINALIZATION",
+                         reason=f"read back by xcbench: {why}")
+                continue
+        if not client.delete(r["destination"]):
+            log.warning("fts3: could not delete %s after its verification", r["destination"])
+    return bad
+
+
 def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sink=None,
                     cell_id: str = "", token: str | None = None, ucert: str | None = None,
                     ukey: str | None = None, verify: bool | str = True, link_limits: bool = True,
@@ -201,7 +245,7 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     dataset = Dataset.generate(spec.files, spec.file_size, spec.size_dist, spec.seed,
                                spec.size_spread, block_size=spec.chunk_size)
     dst, src = endpoint(dest, "destination"), endpoint(source, "source")
-    scheme, _kind, choices = choose(spec.mode, "gfal2", dst, src)  # FTS transfers with gfal2
+    scheme, kind, choices = choose(spec.mode, "gfal2", dst, src)  # FTS transfers with gfal2
     names = [src.name(f"{spec.dest_prefix}ds-{dataset.ident}.{dataset.name(i)}")
              for i in range(len(dataset))]
     staging = stage_source(dataset, src, names)
@@ -210,6 +254,10 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
              for i in range(len(dataset))]
     ctx = connect(fts, token=token, ucert=ucert, ukey=ukey, verify=verify)
     links = set_link_limits(ctx, _se(sources[0]), _se(dests[0]), spec) if link_limits else None
+    out = Buffered(sink)
+    if links and not links["set"]:
+        out.add("findings", [links_finding(cell_id, links, fts)])
+        out.flush()
     job = build_job(spec, dataset, sources, dests)
     from fts3.rest.client import Submitter
     params = job["params"]
@@ -218,7 +266,6 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     else:
         from fts3.rest.client.easy import submit
         job_id = submit(ctx, job)
-    out = Buffered(sink)
     start = time.time()
     state = "SUBMITTED"
     rows: list[dict] = []
@@ -230,6 +277,8 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
         if done:
             new = harvest(ctx, job_id, spec, cell_id, "fts3", done)
             harvested.update(f.get("file_id") for f in done)
+            if spec.delete_after_verify:
+                verify_and_delete(new, spec, kind)
             rows.extend(new)
             out.add("transfers", new)
             out.flush()
@@ -270,7 +319,9 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
                         "api": getattr(ctx, "endpoint_info", {}).get("api"),
                         "auth": "oauth2 token" if token else "x509", "link_limits": links},
                 "scheme": scheme, "choices": choices, "staging": staging,
-                "checksum_dest": "FTS reports the user-defined checksum it verified, not a "
+                "checksum_dest": "read back from the destination by xcbench, then the file is "
+                                 "deleted" if spec.delete_after_verify else
+                                 "FTS reports the user-defined checksum it verified, not a "
                                  "value read back from the destination"}
     summary = campaign_row(
         cell_id=cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
