@@ -101,7 +101,7 @@ def test_refused_link_limits_are_a_finding_and_fts_decides(ceph_cluster):
         assert fts.link_calls == [] and len(fts.submitted) == 1
         assert next(iter(fts.jobs.values()))["_max_active"] == 2  # FTS's own limit, not 3
         found = [f for f in table(run, "findings") if "refused the link limits" in f["what"]]
-        assert len(found) == 1 and "403" in found[0]["why"], table(run, "findings")
+        assert len(found) == 1 and "no config rights" in found[0]["why"], table(run, "findings")
         st = json.loads(table(run, "campaigns")[0]["settings"])
         assert st["fts"]["link_limits"]["set"] is False
         assert st["fts"]["link_limits"]["requested"]["max_active"] == 3
