@@ -90,7 +90,8 @@ def cell_problems(campaign: Any, mode: str) -> list[tuple[str, str]]:
     level needs (endpoint, a TPC mode, a file-count level) and that its credential is there."""
     if not isinstance(campaign, dict) or campaign.get("engine", "local") != "fts3":
         return []
-    fts = campaign.get("fts") if isinstance(campaign.get("fts"), dict) else {}
+    given = campaign.get("fts")
+    fts: dict = given if isinstance(given, dict) else {}
     out: list[tuple[str, str]] = []
     if not fts.get("endpoint"):
         out.append(("fts.endpoint", "missing: engine fts3 needs the FTS3 REST server's URL"))
