@@ -76,6 +76,7 @@ def test_run_with_fts3_engine_one_job_per_level(ceph_cluster):
             assert st["engine"] == "fts3" and st["fts"]["endpoint"] == fts.url
             assert st["fts"]["job_id"] == job["job_id"] and st["fts"]["link_limits"]["set"]
             assert c["finished"] == files and c["failed"] == 0
+            assert c["rate"] > 0 and c["finish_time"] > c["start_time"]  # FTS's 1 s datetimes
             rows = {i: r for (cid, i), r in final.items() if cid == c["campaign_id"]}
             assert sorted(rows) == list(range(files))
             wanted = {f["file_index"]: f["checksum"].split(":")[1].lower() for f in job["files"]}

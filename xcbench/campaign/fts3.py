@@ -314,10 +314,25 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     t0 = min((r["start_time"] for r in rows if r["start_time"]), default=start)
     t1 = max((r["finish_time"] for r in rows if r["finish_time"]), default=time.time())
     moved = sum(r["file_size"] or 0 for r in ok)
+    # FTS stores start/finish in whole seconds: a level shorter than a few seconds would read
+    # 0 s (rate 0). The url-copy durations (FTS's floats) bound the span below: the longest one,
+    # and with the link limited to max_active, their sum over max_active.
+    longest = max((r["tx_duration"] or 0.0 for r in ok), default=0.0)
+    busy = sum(r["tx_duration"] or 0.0 for r in ok) / spec.max_active if links and links["set"] \
+        else 0.0
+    fts_span = t1 - t0
+    t1 = t0 + max(fts_span, longest, busy)
+    timing = {"fts_span": fts_span, "longest_transfer": round(longest, 3),
+              "transfer_seconds_per_slot": round(busy, 3),
+              "observed": round(time.time() - start, 3),
+              "note": "FTS datetimes have 1 s resolution: the level's span is the largest of "
+                      "last finish - first start, the longest transfer and (link limited) the "
+                      "transfers' seconds per slot; observed = polled job time, an upper bound"}
     settings = {"spec": spec.settings(), "dataset": dataset.describe(), "engine": "fts3",
                 "fts": {"endpoint": fts, "job_id": job_id, "job_state": state,
                         "api": getattr(ctx, "endpoint_info", {}).get("api"),
-                        "auth": "oauth2 token" if token else "x509", "link_limits": links},
+                        "auth": "oauth2 token" if token else "x509", "link_limits": links,
+                        "timing": timing},
                 "scheme": scheme, "choices": choices, "staging": staging,
                 "checksum_dest": "read back from the destination by xcbench, then the file is "
                                  "deleted" if spec.delete_after_verify else
