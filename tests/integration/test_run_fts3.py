@@ -94,18 +94,19 @@ def test_run_with_fts3_engine_one_job_per_level(ceph_cluster):
 def test_refused_link_limits_are_a_finding_and_fts_decides(ceph_cluster):
     with scene("xcb-run-fts-") as s, Fts3Double(token=TOKEN, config_rights=False,
                                                 default_max_active=2) as fts:
-        m, name = start_matrix(s, fts, "[3]", 3)
+        m, name = start_matrix(s, fts, "[1, 3]", 3)
         out = s.root / "results"
         cp = s.run("run", m, "--out", str(out), "--name", name, *common(ceph_cluster))
         assert cp.returncode == 0, cp.stderr
         run = out / name
-        assert fts.link_calls == [] and len(fts.submitted) == 1
-        assert next(iter(fts.jobs.values()))["_max_active"] == 2  # FTS's own limit, not 3
+        assert fts.link_calls == [] and len(fts.submitted) == 2
+        assert [j["_max_active"] for j in fts.jobs.values()] == [2, 2]  # FTS's own, not 1, 3
         found = [f for f in table(run, "findings") if "refused the link limits" in f["what"]]
-        assert len(found) == 1 and "no config rights" in found[0]["why"], table(run, "findings")
-        st = json.loads(table(run, "campaigns")[0]["settings"])
-        assert st["fts"]["link_limits"]["set"] is False
-        assert st["fts"]["link_limits"]["requested"]["max_active"] == 3
+        assert len(found) == 1, found  # one finding for the cell, not one per level
+        assert "no config rights" in found[0]["why"]
+        for c in table(run, "campaigns"):  # each level records what it asked for
+            links = json.loads(c["settings"])["fts"]["link_limits"]
+            assert links["set"] is False and links["requested"]["max_active"] == c["concurrency"]
         assert {r["file_state"] for r in final_rows(run / "records" / "transfers.jsonl").values()} \
             == {"FINISHED"}
         s.assert_clean("after an fts3 run without config rights")

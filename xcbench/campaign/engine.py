@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ FTS_KEYS = ("endpoint", "token_file", "token_env", "cert", "verify", "link_limit
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 FTS_MODES = ("tpc-root", "tpc-http")
 POLL = 1.0  # seconds between polls of the job: a level of a few seconds still streams
+# per run (its stop event): the cells whose refused link limits are already a finding
+_SAID: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def engine_problems(section: Any) -> list[tuple[str, str]]:
@@ -161,4 +164,5 @@ def run_level(spec: Any, *, dest: Any, source: Any, sink: Any = None, cell_id: s
     return submit_campaign(spec, fts=fts["endpoint"], dest=dest, source=source, sink=sink,
                            cell_id=cell_id, token=token, ucert=cert, ukey=cert,
                            verify=fts.get("verify", True), link_limits=fts.get("link_limits", True),
-                           poll=POLL, stop_event=stop_event)
+                           poll=POLL, stop_event=stop_event,
+                           said=_SAID.setdefault(stop_event, set()) if stop_event else None)

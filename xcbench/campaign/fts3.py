@@ -237,8 +237,10 @@ def verify_and_delete(rows: list[dict], spec: CampaignSpec, kind: str) -> int:
 def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sink=None,
                     cell_id: str = "", token: str | None = None, ucert: str | None = None,
                     ukey: str | None = None, verify: bool | str = True, link_limits: bool = True,
-                    poll: float = 2.0, stop_event=None, max_wait: float | None = None) -> dict:
-    """Run ``spec`` through the FTS3 server at ``fts``; returns the CAMPAIGN row."""
+                    poll: float = 2.0, stop_event=None, max_wait: float | None = None,
+                    said: set | None = None) -> dict:
+    """Run ``spec`` through the FTS3 server at ``fts``; returns the CAMPAIGN row. ``said``:
+    the cells whose refused link limits are already a finding (one per cell, not per level)."""
     if spec.mode == "push":
         raise XcbError("campaign: --fts moves data between storages: use --mode tpc-root or "
                        "tpc-http with --source")
@@ -255,9 +257,11 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     ctx = connect(fts, token=token, ucert=ucert, ukey=ukey, verify=verify)
     links = set_link_limits(ctx, _se(sources[0]), _se(dests[0]), spec) if link_limits else None
     out = Buffered(sink)
-    if links and not links["set"]:
+    if links and not links["set"] and (said is None or (cell_id, fts) not in said):
         out.add("findings", [links_finding(cell_id, links, fts)])
         out.flush()
+        if said is not None:
+            said.add((cell_id, fts))
     job = build_job(spec, dataset, sources, dests)
     from fts3.rest.client import Submitter
     params = job["params"]
