@@ -112,6 +112,22 @@ def test_refused_link_limits_are_a_finding_and_fts_decides(ceph_cluster):
         s.assert_clean("after an fts3 run without config rights")
 
 
+def test_a_token_fts_refuses_fails_the_cell_in_one_line_without_the_token(ceph_cluster):
+    with scene("xcb-run-fts-") as s, Fts3Double(token="the-server-wants-another") as fts:
+        m, name = start_matrix(s, fts, "[1]", 1)
+        out = s.root / "results"
+        cp = s.run("run", m, "--out", str(out), "--name", name, *common(ceph_cluster))
+        assert cp.returncode == 1 and "Traceback" not in cp.stderr, cp.stderr
+        assert fts.submitted == [] and fts.link_calls == []
+        cells = json.loads((out / name / "manifest.json").read_text())["cells"]
+        [cell] = cells.values()
+        assert cell["status"] == "failed" and fts.url in cell["error"] and "Unauthorized" in cell["error"]
+        assert "\n" not in cell["error"]
+        assert TOKEN.encode() not in everything_in(out / name)
+        assert TOKEN not in cp.stdout + cp.stderr
+        s.assert_clean("after a refused token")
+
+
 def test_ctrl_c_during_an_fts3_level_cancels_the_job(ceph_cluster):
     """The double holds every file after the first two in flight: the signal surely lands on a
     running job with transfers in flight, whatever the machine's speed."""

@@ -159,10 +159,20 @@ def run_level(spec: Any, *, dest: Any, source: Any, sink: Any = None, cell_id: s
               progress: bool = False, stop_event: Any = None, fts: dict) -> dict:
     """One concurrency level of a cell as one FTS3 job; returns its CAMPAIGN row."""
     from xcbench.campaign.fts3 import submit_campaign
+    from xcbench.signals import Interrupted
     del progress  # FTS has its own monitoring; the run's view follows the streamed records
     token, cert = credentials(fts)
-    return submit_campaign(spec, fts=fts["endpoint"], dest=dest, source=source, sink=sink,
-                           cell_id=cell_id, token=token, ucert=cert, ukey=cert,
-                           verify=fts.get("verify", True), link_limits=fts.get("link_limits", True),
-                           poll=POLL, stop_event=stop_event,
-                           said=_SAID.setdefault(stop_event, set()) if stop_event else None)
+    try:
+        return submit_campaign(spec, fts=fts["endpoint"], dest=dest, source=source, sink=sink,
+                               cell_id=cell_id, token=token, ucert=cert, ukey=cert,
+                               verify=fts.get("verify", True),
+                               link_limits=fts.get("link_limits", True), poll=POLL,
+                               stop_event=stop_event,
+                               said=_SAID.setdefault(stop_event, set()) if stop_event else None)
+    except (XcbError, Interrupted, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        # the fts3 client's errors (401, 403, a server gone) end the cell as one line, scrubbed
+        # of the token: the runner writes an unexpected exception's traceback to a raw file
+        raise XcbError(secrets.scrub(f"fts3 at {fts['endpoint']}: {type(e).__name__}: {e}")) \
+            from None

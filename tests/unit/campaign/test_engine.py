@@ -161,3 +161,23 @@ def test_cli_matrix_check_exits_2_with_one_line(tmp_path):
     assert cp.returncode == 2 and "Traceback" not in cp.stderr
     out = cp.stdout + cp.stderr
     assert "fts.token" in out and TOKEN not in out
+
+
+def test_an_fts3_client_error_ends_the_level_as_one_scrubbed_line(token_file, monkeypatch):
+    """An error quoting the request (its Authorization header) must not carry the token into the
+    cell's error (the manifest) nor into a traceback file."""
+    import xcbench.campaign.fts3 as fts3
+    from xcbench.campaign.engine import run_level
+
+    def boom(*args, **kw):
+        raise RuntimeError(f"HTTP 500 for headers {{'Authorization': 'Bearer {kw['token']}'}}")
+    monkeypatch.setattr(fts3, "submit_campaign", boom)
+    secrets.forget_all()
+    try:
+        with pytest.raises(XcbError) as e:
+            run_level(object(), dest=None, source=None,
+                      fts={"endpoint": "https://f", "token_file": str(token_file)})
+    finally:
+        secrets.forget_all()
+    assert str(e.value).startswith("fts3 at https://f: RuntimeError: HTTP 500")
+    assert TOKEN not in str(e.value) and e.value.__suppress_context__
