@@ -79,8 +79,10 @@ def connect(fts_url: str, *, token: str | None = None, ucert: str | None = None,
 def set_link_limits(ctx, source_se: str, dest_se: str, spec: CampaignSpec) -> dict:
     """POST /config/links: min/max active (and optimizer mode) for the source->dest link."""
     opt = spec.optimizer
+    # with the optimizer FTS moves between min and max active; min never above the level's max
     body = {"symbolicname": f"xcbench-{spec.campaign_id}", "source": source_se,
-            "destination": dest_se, "min_active": opt.min_active if opt else spec.concurrency,
+            "destination": dest_se,
+            "min_active": min(opt.min_active, spec.max_active) if opt else spec.concurrency,
             "max_active": spec.max_active, "nostreams": spec.streams,
             "optimizer_mode": {"conservative": 1, "normal": 2, "aggressive": 3}[opt.mode] if opt else 0}
     try:

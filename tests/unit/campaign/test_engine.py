@@ -181,3 +181,42 @@ def test_an_fts3_client_error_ends_the_level_as_one_scrubbed_line(token_file, mo
         secrets.forget_all()
     assert str(e.value).startswith("fts3 at https://f: RuntimeError: HTTP 500")
     assert TOKEN not in str(e.value) and e.value.__suppress_context__
+
+
+class _Ctx:
+    def __init__(self, refuse: bool = False):
+        self.refuse, self.posted = refuse, []
+
+    def post_json(self, path, body):
+        if self.refuse:
+            raise PermissionError("403 User has no config rights")
+        self.posted.append((path, body))
+        return "{}"
+
+
+@pytest.mark.parametrize("optimizer, level, want", [
+    (None, 3, (3, 3, 0)),                              # the level, fixed: FTS's optimizer off
+    ({"mode": "aggressive"}, 8, (2, 8, 3)),            # FTS moves between min_active and the level
+    ({"min_active": 2}, 1, (1, 1, 2)),                 # min never above the level's max
+])
+def test_link_limits_follow_the_level(optimizer, level, want):
+    from xcbench.campaign.fts3 import set_link_limits
+    from xcbench.campaign.spec import CampaignSpec
+    ctx = _Ctx()
+    spec = CampaignSpec(concurrency=level, optimizer=optimizer, mode="tpc-http", campaign_id="c")
+    got = set_link_limits(ctx, "https://src", "https://dst", spec)
+    [(path, body)] = ctx.posted
+    assert got["set"] and path == "/config/links"
+    assert (body["min_active"], body["max_active"], body["optimizer_mode"]) == want
+    assert (body["source"], body["destination"]) == ("https://src", "https://dst")
+
+
+def test_refused_link_limits_are_recorded_with_the_request():
+    from xcbench.campaign.fts3 import links_finding, set_link_limits
+    from xcbench.campaign.spec import CampaignSpec
+    got = set_link_limits(_Ctx(refuse=True), "https://s", "https://d",
+                          CampaignSpec(concurrency=4, mode="tpc-http", campaign_id="c"))
+    assert got["set"] is False and got["requested"]["max_active"] == 4
+    assert "no config rights" in got["error"]
+    f = links_finding("cell1", got, "https://fts")
+    assert f["cell_id"] == "cell1" and "not the level's 4" in f["why"] and f["severity"] == "warning"
