@@ -262,8 +262,10 @@ class Runner:
 
     def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
         from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
+        from xcbench.campaign.engine import pop_engine
         from xcbench.matrix.classes import campaign_sizes
         settings = dict(cell.campaign)
+        run = pop_engine(settings) or run_campaign  # campaign.engine: local | fts3 (one job a level)
         opt = settings.pop("optimizer", None)
         if opt:  # true, or the optimizer's settings
             settings["optimizer"] = OptimizerSpec(**opt) if isinstance(opt, dict) else OptimizerSpec()
@@ -278,8 +280,8 @@ class Runner:
                             campaign_id=f"{cell.id}-c{level}-r{repeat}",
                             direction=cell.direction, **settings)
         source = self._source_gateway() if cell.mode != "push" else None
-        return run_campaign(spec, dest=gateway, source=source, sink=self.sink, cell_id=cell.id,
-                            progress=False, stop_event=self.stop.event)
+        return run(spec, dest=gateway, source=source, sink=self.sink, cell_id=cell.id,
+                   progress=False, stop_event=self.stop.event)
 
 
 def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:

@@ -7,6 +7,11 @@ GET /jobs/<id>/dm, DELETE /jobs/<id>, POST /config/links), and runs each job's f
 nostreams, timeout, retries with retry_delay, and at most ``max_active`` transfers per link
 (from /config/links, else ``default_max_active``). Datetimes are UTC with second resolution,
 as FTS stores them. It is a test double: no optimizer, no delegation, one bearer token.
+
+For tests: ``config_rights=False`` answers /config/links with 403 as FTS does for a user without
+config rights; ``hold_after=N`` keeps every file of a job after its first N ACTIVE (in flight)
+until ``release`` is set or the job is cancelled, so a test can act on a job that is surely
+running, whatever the machine's speed. ``link_calls`` lists every accepted /config/links body.
 """
 
 from __future__ import annotations
@@ -37,8 +42,12 @@ def _se(url: str) -> str:
 
 
 class Fts3Double:
-    def __init__(self, token: str = "xcbench-test", default_max_active: int = 4):
+    def __init__(self, token: str = "xcbench-test", default_max_active: int = 4, *,
+                 config_rights: bool = True, hold_after: int | None = None):
         self.token, self.default_max_active = token, default_max_active
+        self.config_rights, self.hold_after = config_rights, hold_after
+        self.release = threading.Event()
+        self.link_calls: list[dict] = []
         self.jobs: dict[str, dict] = {}
         self.submitted: list[dict] = []      # job JSON bodies as received
         self.links: dict[tuple[str, str], dict] = {}
@@ -137,12 +146,15 @@ class Fts3Double:
 
     def post(self, path: str, body: dict):
         if path == "/config/links":
+            if not self.config_rights:
+                return 403, {"status": "403 Forbidden", "message": "User has no config rights"}
             for k in ("symbolicname", "source", "destination"):
                 if not body.get(k):
                     return 400, {"message": f"Missing {k}"}
             if int(body.get("min_active", 2)) > int(body.get("max_active", 2)):
                 return 400, {"message": "max_active is lower than min_active"}
             self.links[(body["source"], body["destination"])] = dict(body)
+            self.link_calls.append(dict(body))
             return 200, body
         if path != "/jobs":
             return 404, {"message": f"no such resource {path}"}
@@ -159,7 +171,8 @@ class Fts3Double:
                "retry_delay": int(params.get("retry_delay") or 0),
                "job_metadata": params.get("job_metadata"),
                "source_se": _se(files[0]["sources"][0]), "dest_se": _se(files[0]["destinations"][0]),
-               "files": [], "_params": params, "_cancel": False}
+               "files": [], "_params": params, "_cancel": False, "_peak_active": 0,
+               "_active": 0, "_max_active": None}
         for i, f in enumerate(files):
             src, dst = f["sources"][0], f["destinations"][0]
             job["files"].append({
@@ -192,7 +205,8 @@ class Fts3Double:
     def _run_job(self, job: dict) -> None:
         job["job_state"] = "ACTIVE"
         link = (job["source_se"], job["dest_se"])
-        with ThreadPoolExecutor(max_workers=self._max_active(job)) as pool:
+        job["_max_active"] = self._max_active(job)
+        with ThreadPoolExecutor(max_workers=job["_max_active"]) as pool:
             list(pool.map(lambda f: self._run_file(job, f, link), job["files"]))
         states = {f["file_state"] for f in job["files"]}
         job["job_state"] = ("CANCELED" if "CANCELED" in states else "FINISHED" if states == {"FINISHED"}
@@ -218,6 +232,18 @@ class Fts3Double:
                 f.update(file_state="ACTIVE", start_time=_now())
                 self._active[link] = self._active.get(link, 0) + 1
                 self.peak_active[link] = max(self.peak_active.get(link, 0), self._active[link])
+                job["_active"] += 1
+                job["_peak_active"] = max(job["_peak_active"], job["_active"])
+            if self.hold_after is not None and f["file_index"] >= self.hold_after:
+                while not job["_cancel"] and not self.release.wait(0.05):
+                    pass
+                if job["_cancel"]:  # FTS kills the url-copy of a cancelled job
+                    with self._lock:
+                        self._active[link] -= 1
+                        job["_active"] -= 1
+                        f.update(file_state="CANCELED", finish_time=_now(),
+                                 reason="Job canceled by the user")
+                    return
             t0 = time.time()
             error = None
             try:
@@ -237,6 +263,7 @@ class Fts3Double:
             dur = time.time() - t0
             with self._lock:
                 self._active[link] -= 1
+                job["_active"] -= 1
                 if error is None:
                     f.update(file_state="FINISHED", finish_time=_now(), tx_duration=dur,
                              throughput=(f["filesize"] or 0) / dur / 2**20 if dur > 0 else None)

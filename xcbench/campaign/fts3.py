@@ -15,6 +15,10 @@ Records stream: each poll writes the TRANSFER rows of the files that reached a f
 since the last one, so a stop loses none; the timeline follows at the end. A stop (the
 command's SIGINT/SIGTERM/SIGHUP, or ``max_wait``) cancels the job through the fts3 client and
 harvests what FTS then marks CANCELED.
+
+With ``delete_after_verify`` (a run's default: a small destination absorbs the campaign) xcbench
+reads each FINISHED file's adler32 back from the destination itself (``checksum_dest`` is then
+that value, not FTS's) and deletes the file: FTS never deletes what it wrote.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from xcbench.campaign.records import Buffered, campaign_row, row, transfer_row
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import stage_source
 from xcbench.errors import XcbError
+from xcbench.findings import finding
 from xcbench.records import TIMELINE
 
 log = logging.getLogger(__name__)
@@ -74,8 +79,10 @@ def connect(fts_url: str, *, token: str | None = None, ucert: str | None = None,
 def set_link_limits(ctx, source_se: str, dest_se: str, spec: CampaignSpec) -> dict:
     """POST /config/links: min/max active (and optimizer mode) for the source->dest link."""
     opt = spec.optimizer
+    # with the optimizer FTS moves between min and max active; min never above the level's max
     body = {"symbolicname": f"xcbench-{spec.campaign_id}", "source": source_se,
-            "destination": dest_se, "min_active": opt.min_active if opt else spec.concurrency,
+            "destination": dest_se,
+            "min_active": min(opt.min_active, spec.max_active) if opt else spec.concurrency,
             "max_active": spec.max_active, "nostreams": spec.streams,
             "optimizer_mode": {"conservative": 1, "normal": 2, "aggressive": 3}[opt.mode] if opt else 0}
     try:
@@ -190,18 +197,59 @@ def timeline_from_transfers(rows: list[dict], spec: CampaignSpec, cell_id: str) 
     return out
 
 
+def links_finding(cell_id: str, links: dict, fts: str) -> dict:
+    """FTS refused the link limits (no config rights): FTS's own optimizer decides the level."""
+    return finding(
+        cell_id, f"FTS3 at {fts} refused the link limits (POST /config/links)",
+        f"{links.get('error')}: without config rights the concurrency of "
+        f"{links['requested']['source']} -> {links['requested']['destination']} is FTS's own "
+        f"(its optimizer, its link defaults), not the level's {links['requested']['max_active']}",
+        "ask the FTS operators for config rights on this link (or to set min/max active to the "
+        "levels), or read each level as 'what FTS chose' (recorded per level)", "warning")
+
+
+def verify_and_delete(rows: list[dict], spec: CampaignSpec, kind: str) -> int:
+    """After FTS said FINISHED: the destination's own adler32 into ``checksum_dest`` (a mismatch
+    turns the row FAILED and keeps the file), then the file is deleted. Returns the failures."""
+    from xcbench.campaign.perthread import thread_client
+    client, bad = thread_client(kind), 0
+    for r in rows:
+        if r["file_state"] != "FINISHED":
+            continue
+        if spec.checksum != "none":
+            try:
+                got = client.checksum(r["destination"], time.time() + spec.timeout_for(0))
+            except Exception as e:  # noqa: BLE001 - recorded in the row, the campaign goes on
+                got, why = None, f"{type(e).__name__}: {e}"
+            else:
+                why = f"DESTINATION CHECKSUM MISMATCH: FTS FINISHED, destination adler32 {got} " \
+                      f"!= {r['checksum_source']}"
+            r["checksum_dest"] = got
+            if got != r["checksum_source"]:
+                bad += 1
+                r.update(file_state="FAILED", transferred=0, throughput=None,
+                         error_scope="DESTINATION", error_phase="TRANSFER_FINALIZATION",
+                         reason=f"read back by xcbench: {why}")
+                continue
+        if not client.delete(r["destination"]):
+            log.warning("fts3: could not delete %s after its verification", r["destination"])
+    return bad
+
+
 def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sink=None,
                     cell_id: str = "", token: str | None = None, ucert: str | None = None,
                     ukey: str | None = None, verify: bool | str = True, link_limits: bool = True,
-                    poll: float = 2.0, stop_event=None, max_wait: float | None = None) -> dict:
-    """Run ``spec`` through the FTS3 server at ``fts``; returns the CAMPAIGN row."""
+                    poll: float = 2.0, stop_event=None, max_wait: float | None = None,
+                    said: set | None = None) -> dict:
+    """Run ``spec`` through the FTS3 server at ``fts``; returns the CAMPAIGN row. ``said``:
+    the cells whose refused link limits are already a finding (one per cell, not per level)."""
     if spec.mode == "push":
         raise XcbError("campaign: --fts moves data between storages: use --mode tpc-root or "
                        "tpc-http with --source")
     dataset = Dataset.generate(spec.files, spec.file_size, spec.size_dist, spec.seed,
                                spec.size_spread, block_size=spec.chunk_size)
     dst, src = endpoint(dest, "destination"), endpoint(source, "source")
-    scheme, _kind, choices = choose(spec.mode, "gfal2", dst, src)  # FTS transfers with gfal2
+    scheme, kind, choices = choose(spec.mode, "gfal2", dst, src)  # FTS transfers with gfal2
     names = [src.name(f"{spec.dest_prefix}ds-{dataset.ident}.{dataset.name(i)}")
              for i in range(len(dataset))]
     staging = stage_source(dataset, src, names)
@@ -210,6 +258,12 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
              for i in range(len(dataset))]
     ctx = connect(fts, token=token, ucert=ucert, ukey=ukey, verify=verify)
     links = set_link_limits(ctx, _se(sources[0]), _se(dests[0]), spec) if link_limits else None
+    out = Buffered(sink)
+    if links and not links["set"] and (said is None or (cell_id, fts) not in said):
+        out.add("findings", [links_finding(cell_id, links, fts)])
+        out.flush()
+        if said is not None:
+            said.add((cell_id, fts))
     job = build_job(spec, dataset, sources, dests)
     from fts3.rest.client import Submitter
     params = job["params"]
@@ -218,7 +272,6 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     else:
         from fts3.rest.client.easy import submit
         job_id = submit(ctx, job)
-    out = Buffered(sink)
     start = time.time()
     state = "SUBMITTED"
     rows: list[dict] = []
@@ -230,6 +283,8 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
         if done:
             new = harvest(ctx, job_id, spec, cell_id, "fts3", done)
             harvested.update(f.get("file_id") for f in done)
+            if spec.delete_after_verify:
+                verify_and_delete(new, spec, kind)
             rows.extend(new)
             out.add("transfers", new)
             out.flush()
@@ -265,12 +320,29 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     t0 = min((r["start_time"] for r in rows if r["start_time"]), default=start)
     t1 = max((r["finish_time"] for r in rows if r["finish_time"]), default=time.time())
     moved = sum(r["file_size"] or 0 for r in ok)
+    # FTS stores start/finish in whole seconds: a level shorter than a few seconds would read
+    # 0 s (rate 0). The url-copy durations (FTS's floats) bound the span below: the longest one,
+    # and with the link limited to max_active, their sum over max_active.
+    longest = max((r["tx_duration"] or 0.0 for r in ok), default=0.0)
+    busy = sum(r["tx_duration"] or 0.0 for r in ok) / spec.max_active if links and links["set"] \
+        else 0.0
+    fts_span = t1 - t0
+    t1 = t0 + max(fts_span, longest, busy)
+    timing = {"fts_span": fts_span, "longest_transfer": round(longest, 3),
+              "transfer_seconds_per_slot": round(busy, 3),
+              "observed": round(time.time() - start, 3),
+              "note": "FTS datetimes have 1 s resolution: the level's span is the largest of "
+                      "last finish - first start, the longest transfer and (link limited) the "
+                      "transfers' seconds per slot; observed = polled job time, an upper bound"}
     settings = {"spec": spec.settings(), "dataset": dataset.describe(), "engine": "fts3",
                 "fts": {"endpoint": fts, "job_id": job_id, "job_state": state,
                         "api": getattr(ctx, "endpoint_info", {}).get("api"),
-                        "auth": "oauth2 token" if token else "x509", "link_limits": links},
+                        "auth": "oauth2 token" if token else "x509", "link_limits": links,
+                        "timing": timing},
                 "scheme": scheme, "choices": choices, "staging": staging,
-                "checksum_dest": "FTS reports the user-defined checksum it verified, not a "
+                "checksum_dest": "read back from the destination by xcbench, then the file is "
+                                 "deleted" if spec.delete_after_verify else
+                                 "FTS reports the user-defined checksum it verified, not a "
                                  "value read back from the destination"}
     summary = campaign_row(
         cell_id=cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,

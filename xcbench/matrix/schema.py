@@ -26,6 +26,7 @@ GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
 CAMPAIGN_KEYS = ("client", "streams", "timeout", "retries", "retry_delay", "checksum", "overwrite",
                  "delete_after_verify", "optimizer", "seed", "duration", "steady") + \
     ("read_fraction", "access")  # read campaigns (direction read | mixed)
+ENGINE_KEYS = ("engine", "fts")  # the run's transfer engine (xcbench.campaign.engine)
 RULE_KEYS = ("backend", "pool", "stripe_unit", "stripe_count", "object_size", "size", "origins",
              "mode", "concurrency", "file_size", "files")  # + streams, size_class, cores (DIM_KEYS)
 
@@ -143,7 +144,7 @@ def _dims(errors: _Errors, where: str, src: dict) -> dict[str, Any]:
         out["size_dist"] = src["size_dist"]
     _new_dims(errors, where, src, out)
     for key, allowed in (("probe", PROBE_KEYS), ("gateway", GATEWAY_KEYS),
-                         ("campaign", CAMPAIGN_KEYS)):
+                         ("campaign", CAMPAIGN_KEYS + ENGINE_KEYS)):
         if key in src:
             if not isinstance(src[key], dict):
                 errors.add(where, key, f"{src[key]!r} is not a mapping")
@@ -197,6 +198,8 @@ def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
     if key == "campaign":
         from xcbench.campaign.spec import check_campaign_settings
         problems = check_campaign_settings(section, unknown=False)
+        from xcbench.campaign.engine import engine_problems
+        problems += engine_problems(section)  # engine: local | fts3, and fts: {...}
     elif key == "gateway" and "bind" in section:
         from xcbench.net import check_bind
         problems = check_bind(section["bind"])
@@ -240,3 +243,12 @@ def check_levels(errors: _Errors, cells: list) -> None:
     for c in cells:
         for fieldname, why in read_problems(c):
             errors.add(f"cell {c.label} ({c.id})", fieldname, why)
+    check_engines(errors, cells)
+
+
+def check_engines(errors: _Errors, cells: list) -> None:
+    """engine: fts3 per cell (merged settings): endpoint, a TPC mode, a credential that is there."""
+    from xcbench.campaign.engine import cell_problems
+    for c in cells:
+        for fieldname, why in cell_problems(c.campaign, c.mode):
+            errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)
