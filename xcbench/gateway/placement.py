@@ -108,8 +108,7 @@ def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | Non
 
 def _bridge_addr(hosts: Any) -> str | None:
     b = getattr(hosts, "bridge", None)
-    addr = getattr(b, "address", None) if b is not None else None
-    return str(addr).split("/")[0] if addr else None
+    return str(b.ip) if b is not None else None
 
 
 def _check_host(where: str, h: Any, target: Target, cluster: Any) -> None:
