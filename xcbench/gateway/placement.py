@@ -23,7 +23,6 @@ own directory when it has one, else from its own ``kXR_query stats``), and
 from __future__ import annotations
 
 import random
-import socket
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -151,21 +150,9 @@ def _mon_addrs(mon: str) -> list[str]:
 
 
 def report_host(hosts: Any) -> str:
-    """The address the run's xrd.report listener binds so every gateway host reaches it: the
-    bridge address for emulated hosts, else this machine's address on the route to the first
-    gateway host, else loopback (no inventory)."""
-    if hosts is None or not is_placed(hosts):
-        return "127.0.0.1"
-    bridge = _bridge_addr(hosts)
-    if bridge:
-        return bridge
-    dest = str(hosts.gateways[0].address)
-    with socket.socket(socket.AF_INET6 if ":" in dest else socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect((dest, 9))  # no packet is sent: this only picks the source address
-            return str(s.getsockname()[0])
-        except OSError as e:
-            raise XcbError(f"{hosts.source}: no route to gateway host {dest}: {e}") from e
+    """Where the run's xrd.report listener binds (see xcbench.telemetry.gateway.report_host)."""
+    from xcbench.telemetry.gateway import report_host as host_for
+    return host_for(hosts)
 
 
 def python_on(slot: Slot) -> str:
