@@ -99,10 +99,13 @@ def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | Non
     for h in used:
         _check_host(where, h, target, cluster)
     slots = {h.name: Slot(h, transport_for(h)) for h in used}
-    allow = tuple(sorted({"localhost", *(str(h.address) for h in hosts.hosts),
-                          *([_bridge_addr(hosts)] if _bridge_addr(hosts) else [])}))
+    # who may connect (xrd.allow takes IP literals): every host of the inventory and the bridge
+    allow = {"localhost", *(str(h.address) for h in hosts.hosts)}
+    bridge = _bridge_addr(hosts)
+    if bridge:
+        allow.add(bridge)
     return Placement(slots[front_host.name],
-                     [slots[gws[i % len(gws)].name] for i in range(origins)], allow)
+                     [slots[gws[i % len(gws)].name] for i in range(origins)], tuple(sorted(allow)))
 
 
 def _bridge_addr(hosts: Any) -> str | None:
