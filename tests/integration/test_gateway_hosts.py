@@ -216,3 +216,15 @@ def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
     with pytest.raises(XcbError, match=r"host ga\d+: the Ceph cluster listens on loopback"):
         start_gateway(t, workdir=scratch / "lo", cluster=Loopback(), hosts=inventory)
     assert not (scratch / "lo").exists()
+
+
+def test_cephfs_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
+    """ceph-fuse mounts in the root namespace; the origins in the hosts' namespaces see it (the
+    netns transport enters the network namespace only)."""
+    from xcbench.cell import Layout, PoolSpec
+    cell = Cell(id=f"gwh-cephfs-{TAG}", label="gateway hosts cephfs", backend="cephfs",
+                layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
+                origins=2)
+    out = _run_cell(cell, inventory, scratch, bridge_cluster, lambda t: "/")
+    assert sum(r["files"] for r in out["load"]) == FILES
+    assert sum(r["bytes"] for r in out["load"]) == FILES * SIZE
