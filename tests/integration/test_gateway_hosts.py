@@ -159,6 +159,13 @@ def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
             for o, h in zip(origins, inventory.gateways, strict=True):
                 _in_host(o.pid, h)
             pids = list(gw.pids)
+            # the roles device: the gateway role's limit is the two hosts' quotas together
+            from xcbench.telemetry.rolepids import make_sampler
+            rows = make_sampler(gateway=gw, target=s.target, cluster=None).sample(
+                time.time(), time.monotonic())
+            (lim,) = [r for r in rows if r["metric"] == "role_cpu_limit_cores"
+                      and r["labels"]["role"] == "gateway"]
+            assert lim["value"] == pytest.approx(2 * CORES), lim
             want, seconds = _push(gw, src, prefix_of(s.target))
             _checks(gw, want)
             load = s.origin_check()
@@ -168,6 +175,12 @@ def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
             assert listener.wait(4, timeout=10)
             senders = {p.sender[0] for p in listener.drain()}
             assert {h.address for h in inventory.gateways} <= senders, senders
+            # the gateway device samples each origin's own process (a pid of this machine)
+            from xcbench.telemetry.gateway import GatewaySampler
+            rows = GatewaySampler(listener, gw).sample(time.time(), time.monotonic())
+            rss = {r["labels"]["name"]: r["value"] for r in rows if r["metric"] == "proc.rss_bytes"}
+            for o in origins:
+                assert rss[f"xrootd:{o.name}@{o.host}"] > 1 << 20, rss
         assert not [p for p in pids if proc.pid_alive(p)]
         procs.stop_all()
         mib = FILES * SIZE / seconds / 2**20
