@@ -42,7 +42,7 @@ TIED = ('g=$1; f=$2; shift 2; exec 3<&0 0</dev/null; '
         'kill -s KILL -- -$c ) >/dev/null 2>&1 & w=$!; '
         'exec 3<&- 4>&-; wait $c; rc=$?; exec 2>/dev/null; kill $w; exit $rc')
 # a command reading its stdin (pipe=True) gets this long after EOF to end by itself
-PIPE_GRACE = 10
+PIPE_GRACE = 5
 
 
 def _env_argv(argv: Sequence[object], env: Mapping[str, object] | None) -> list[str]:
