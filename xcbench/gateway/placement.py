@@ -8,8 +8,10 @@ Every daemon is started through its host's Transport and listens on that host's 
 (pre-bound by xcbench.sdlisten inside the host's network namespace; never a wildcard). What the
 daemons read (configs, TLS, the gateway's ceph.conf and keyring copy) stays where it is when the
 host shares this machine's files (local, netns: same files, same mounts, so tmpfs mounts and
-ceph-fuse made in the root namespace are what the origin sees); an ssh host is refused with one
-line for now (its files would have to be put there and its targets prepared there).
+ceph-fuse made in the root namespace are what the origin sees). An ssh gateway host is refused
+with one line saying what the backend would need there (SSH_NEEDS): nothing is assumed shared.
+A Ceph-client gateway (rados) on a netns host needs the cluster on an address that host reaches
+(`xcbench cluster up --bind <bridge address>`): a loopback-only cluster is refused.
 
 The pids of a netns host's daemons are pids of this machine: ``Server.pid`` is the daemon's own
 pid (found below the spawned one), so the gateway sampler and the roles device read its CPU and
@@ -113,13 +115,23 @@ def _bridge_addr(hosts: Any) -> str | None:
     return str(b.ip) if b is not None else None
 
 
+# What an ssh gateway host would need, per backend: said in the refusal, never assumed
+SSH_NEEDS = {
+    "tmpfs": "the tmpfs is mounted on this machine; an ssh host sees its own files, so the "
+             "tmpfs would have to be mounted there",
+    "cephfs": "the ceph-fuse mount is made on this machine; the mount would have to be made on "
+              "that host",
+    "rados": "XrdCeph there needs the gateway's ceph.conf and key put on that host, which "
+             "xcbench does not do yet",
+}
+
+
 def _check_host(where: str, h: Any, target: Target, cluster: Any) -> None:
     if h.transport not in SHARED_FS:
-        # the target would have to be prepared on that host (a tmpfs mounted there, ceph-fuse
-        # there; for rados the conf and a key put there): not done yet, so said, not assumed
-        raise XcbError(f"{where}: host {h.name}: transport {h.transport}: gateways run on local "
-                       f"and netns hosts only so far (cell {target.cell_id}, backend "
-                       f"{target.backend}); put the gateway role on a local or netns host")
+        need = SSH_NEEDS.get(target.backend, "its target is prepared on this machine only")
+        raise XcbError(f"{where}: host {h.name}: transport {h.transport}: a {target.backend} "
+                       f"gateway (cell {target.cell_id}) runs on local and netns hosts only: "
+                       f"{need}; give the gateway role to a local or netns host")
     if target.ceph_conf_env and cluster is not None and h.transport != "local":
         mon = _mon_host(cluster)
         if mon and all(a.startswith("127.") for a in _mon_addrs(mon)):
