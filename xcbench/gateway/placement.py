@@ -85,7 +85,8 @@ def is_placed(hosts: Any) -> bool:
                for h in hosts.gateways)
 
 
-def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | None) -> Placement:
+def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | None,
+         report_addr: str | None = None) -> Placement:
     """The placement of a gateway of ``origins`` origins on ``hosts``; XcbError (one line,
     naming the inventory and host) for what cannot run there, before anything starts."""
     from xcbench.hosts import transport_for
@@ -100,6 +101,12 @@ def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | Non
     used = [front_host] + [gws[i % len(gws)] for i in range(origins)] if origins > 1 else [gws[0]]
     for h in used:
         _check_host(where, h, target, cluster)
+        if report_addr and h.transport != "local" and \
+                report_addr.rpartition(":")[0].strip("[]").startswith(("127.", "localhost", "::1")):
+            # the host's own loopback: its reports would be lost without a word
+            raise XcbError(f"{where}: host {h.name}: xrd.report to {report_addr} would stay on "
+                           "that host; bind the run's listener where it reaches "
+                           "(xcbench.telemetry.gateway.report_listener(hosts))")
     slots = {h.name: Slot(h, transport_for(h)) for h in used}
     # who may connect (xrd.allow takes IP literals): every host of the inventory and the bridge
     allow = {"localhost", *(str(h.address) for h in hosts.hosts)}

@@ -69,6 +69,13 @@ def test_ssh_gateway_host_is_refused_in_one_line():
         placement.plan(i, RADOS, None, 2, None)
 
 
+def test_reports_to_a_netns_host_loopback_are_refused():
+    i = inv(g1=gw("10.77.0.21"))
+    with pytest.raises(XcbError, match=r"host g1: xrd.report to 127.0.0.1:9931 would stay on"):
+        placement.plan(i, TMPFS, None, 1, None, "127.0.0.1:9931")
+    placement.plan(i, TMPFS, None, 1, None, "10.77.0.1:9931")
+
+
 def test_wildcard_bind_is_refused_with_hosts():
     with pytest.raises(XcbError, match="cell c1: gateway.bind: 0.0.0.0 with gateway hosts"):
         placement.plan(inv(g1=gw("10.77.0.21")), TMPFS, None, 1, "0.0.0.0")
