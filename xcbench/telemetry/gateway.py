@@ -17,6 +17,7 @@ that could still be read are kept.
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -43,16 +44,44 @@ GAUGES = (
 )
 
 
+def report_host(hosts: Any = None) -> str:
+    """The address the run's xrd.report listener binds so that every gateway host reaches it:
+    loopback without an inventory (or a local-only one); the bridge address for emulated hosts;
+    else this machine's source address on the route to the first gateway host."""
+    gws = list(getattr(hosts, "gateways", None) or [])
+    if not any(h.transport != "local" or h.address not in ("127.0.0.1", "localhost") for h in gws):
+        return "127.0.0.1"
+    bridge = getattr(hosts, "bridge", None)
+    if bridge is not None:
+        return str(bridge.ip)
+    dest = str(gws[0].address)
+    with socket.socket(socket.AF_INET6 if ":" in dest else socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect((dest, 9))  # no packet is sent: this only picks the source address
+            return str(s.getsockname()[0])
+        except OSError as e:
+            raise XcbError(f"{getattr(hosts, 'source', 'hosts')}: no route to gateway host "
+                           f"{dest}: {e}") from e
+
+
+def report_listener(hosts: Any = None, **kw: Any) -> ReportListener:
+    """The run's ReportListener, bound at :func:`report_host` (never a wildcard)."""
+    return ReportListener(host=report_host(hosts), **kw)
+
+
 def _pids(servers: Iterable[Any]) -> list[tuple[int, str]]:
     """(pid, name) of gateway.servers entries (xcbench.gateway.Server, xcbench.proc.Proc, or a
-    plain pid); name is "<daemon>:<instance>" when the entry says both, e.g. "xrootd:gw-1"."""
+    plain pid); name is "<daemon>:<instance>" when the entry says both, e.g. "xrootd:gw-1",
+    with "@<host>" for a server on an inventory's gateway host."""
     out = []
     for s in servers or ():
         pid = getattr(s, "pid", s)
         if isinstance(pid, int):
             name = str(getattr(s, "name", "xrootd"))
             daemon = getattr(s, "daemon", None)
-            out.append((pid, f"{daemon}:{name}" if daemon else name))
+            host = getattr(s, "host", None)  # on a gateway host: "xrootd:o2@g2"
+            name = f"{daemon}:{name}" if daemon else name
+            out.append((pid, f"{name}@{host}" if isinstance(host, str) else name))
     return out
 
 
