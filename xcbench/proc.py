@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from xcbench import signals
 from xcbench.errors import XcbError
 
 # Which Debian package provides a tool, for "how to fix" messages.
@@ -70,22 +71,29 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
     full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
     t0 = time.monotonic()
-    popen = subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else None,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
-                             text=text, start_new_session=True)
-    with popen:
-        _note(popen.pid, args, name=Path(args[0]).name)
-        try:
-            stdout, stderr = popen.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
+    popen: subprocess.Popen | None = None
+    try:
+        # a signal while the child starts and is written down raises only once this section
+        # ends, inside the try: the child is never left without someone to stop it
+        with signals.deferred():
+            popen = subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else None,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=full_env, cwd=cwd, text=text, start_new_session=True)
+            _note(popen.pid, args, name=Path(args[0]).name)
+        stdout, stderr = popen.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        assert popen is not None
+        _kill_group(popen)
+        raise XcbError(f"{Path(args[0]).name}: timed out after {timeout:g} s "
+                       f"({' '.join(args[1:4])} ...)") from e
+    except BaseException:  # Ctrl-C, SIGTERM: the child and its group go too (fio's jobs)
+        if popen is not None:
             _kill_group(popen)
-            raise XcbError(f"{Path(args[0]).name}: timed out after {timeout:g} s "
-                           f"({' '.join(args[1:4])} ...)") from e
-        except BaseException:  # Ctrl-C, SIGTERM: the child and its group go too (fio's jobs)
-            _kill_group(popen)
-            raise
-        finally:
+        raise
+    finally:
+        if popen is not None:
             _forget(popen.pid)
+            _close_pipes(popen)
     cp = subprocess.CompletedProcess(args, popen.returncode, stdout, stderr)
     if cp.returncode == 0:
         _note_mount_change(args)
@@ -138,16 +146,28 @@ def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathL
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
     full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
     fh = open(log, "ab") if log else None
-    popen = subprocess.Popen(args, stdout=fh or subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, env=full_env, cwd=cwd,
-                             start_new_session=True)
-    p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
-    if procs is not None:
-        procs.add(p)
-        if procs.record:
-            _note(p.pid, args, name=p.name)
-            if Path(args[0]).name == "ceph-fuse":  # its mount point is its last argument
-                _note_mount(args[-1], "fuse.ceph-fuse")
+    popen: subprocess.Popen | None = None
+    try:
+        # as in run(): a signal while the child starts raises once it is in ``procs`` and
+        # recorded, so that the caller's stop_all (or the next command's reap) finds it
+        with signals.deferred():
+            popen = subprocess.Popen(args, stdout=fh or subprocess.DEVNULL,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env=full_env, cwd=cwd, start_new_session=True)
+            p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
+            if procs is not None:
+                procs.add(p)
+                if procs.record:
+                    _note(p.pid, args, name=p.name)
+                    if Path(args[0]).name == "ceph-fuse":  # its mount point is its last argument
+                        _note_mount(args[-1], "fuse.ceph-fuse")
+    except BaseException:
+        if popen is None:
+            if fh:
+                fh.close()
+        elif procs is None:  # nobody else knows of it
+            stop(Proc(popen, name or Path(args[0]).name, None, fh), timeout=5)
+        raise
     return p
 
 
@@ -187,12 +207,60 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
+def kill_group_of(pgid: int, sig: int = signal.SIGKILL) -> None:
+    """Signal process group ``pgid`` whether or not its leader is still there."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _kill_group(popen: subprocess.Popen) -> None:
+    """SIGKILL the child's process group; wait for the child and for the rest of its group (fio's
+    job processes), so that what comes next (an unmount) does not find them still there."""
     kill_group(popen.pid)
     try:
         popen.communicate(timeout=10)
     except (subprocess.TimeoutExpired, ValueError, OSError):
         pass
+    wait_group(popen.pid, timeout=10)
+
+
+def _close_pipes(popen: subprocess.Popen) -> None:
+    for f in (popen.stdin, popen.stdout, popen.stderr):
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``."""
+    import psutil
+    out = []
+    for p in psutil.process_iter(["status"]):
+        try:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
+                out.append(p.pid)
+        except (psutil.Error, OSError):
+            pass
+    return out
+
+
+def wait_group(pgid: int, *, timeout: float) -> bool:
+    """Wait until process group ``pgid`` has no live process left; False on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return True  # no process at all in the group
+        if not group_members(pgid):
+            return True  # only zombies (reaped by whoever their parent is now)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def pid_alive(pid: int) -> bool:
@@ -244,6 +312,9 @@ def stop(p: Proc, *, timeout: float = 10.0) -> int | None:
         rc = p.popen.wait(timeout=5)
     except subprocess.TimeoutExpired:
         rc = None
+    if not wait_group(p.pid, timeout=0):  # the leader went, a member of its group did not
+        kill_group_of(p.pid)
+        wait_group(p.pid, timeout=5)
     if p._fh:
         p._fh.close()
     _forget(p.pid)

@@ -1,0 +1,181 @@
+"""A signal while xcbench.proc starts a child: the child is never left without someone to stop it.
+
+The race of issue 14 (a probe's fio left running after SIGHUP): the KeyboardInterrupt the
+command's StopFlag raises came between Popen and the code that stops the child (while the child
+was being written into the orphan record), so nobody stopped it. Here the signal is sent at
+exactly those points, so each test fails every time on the old code, not now and then.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import pytest
+
+from xcbench import proc, signals
+from xcbench.signals import StopFlag
+
+
+def _signal_self(sig: int, stop: StopFlag) -> None:
+    """Send ``sig`` to this process and let its handler run (it must not raise here)."""
+    os.kill(os.getpid(), sig)
+    assert stop.event.wait(5)
+
+
+class _Recorder:
+    """An orphan recorder that is signalled while it writes a child down."""
+
+    def __init__(self, stop: StopFlag, sig: int):
+        self.stop, self.sig, self.pids = stop, sig, []
+
+    def add(self, pid, name, args):
+        self.pids.append(pid)
+        _signal_self(self.sig, self.stop)
+
+    def drop(self, pid):
+        pass
+
+    def add_mount(self, path, fstype):
+        pass
+
+
+@pytest.fixture
+def signalled_recorder(monkeypatch):
+    def make(stop, sig):
+        rec = _Recorder(stop, sig)
+        monkeypatch.setattr(proc, "recorder", rec)
+        return rec
+    return make
+
+
+@pytest.mark.parametrize("sig", signals.SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_signal_while_a_run_child_is_recorded_stops_the_child(sig, signalled_recorder):
+    with StopFlag() as stop:
+        rec = signalled_recorder(stop, sig)
+        with pytest.raises(KeyboardInterrupt):
+            proc.run(["sleep", "30"], timeout=60)
+    assert len(rec.pids) == 1
+    assert not proc.pid_alive(rec.pids[0])
+
+
+class _SignalledPopen(subprocess.Popen):
+    """Popen with a signal arriving once the child exists but before Popen has returned."""
+    stop: StopFlag
+    sig: int
+    pids: list[int] = []
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.pids.append(self.pid)
+        _signal_self(self.sig, self.stop)
+
+
+@pytest.fixture
+def signalled_popen(monkeypatch):
+    def make(stop, sig):
+        cls = type("P", (_SignalledPopen,), {"stop": stop, "sig": sig, "pids": []})
+        monkeypatch.setattr(proc.subprocess, "Popen", cls)
+        return cls.pids
+    return make
+
+
+def test_a_signal_inside_popen_of_run_stops_the_child(signalled_popen):
+    with StopFlag() as stop:
+        pids = signalled_popen(stop, signal.SIGHUP)
+        with pytest.raises(KeyboardInterrupt):
+            proc.run(["sleep", "30"], timeout=60)
+    assert len(pids) == 1 and not proc.pid_alive(pids[0])
+
+
+def test_a_signal_inside_popen_of_spawn_leaves_the_child_in_its_set(signalled_popen):
+    ps = proc.ProcessSet(record=False)
+    with StopFlag() as stop:
+        pids = signalled_popen(stop, signal.SIGTERM)
+        with pytest.raises(KeyboardInterrupt):
+            proc.spawn(["sleep", "30"], procs=ps)
+    assert [p.pid for p in ps] == pids  # the caller's stop_all finds it
+    ps.stop_all(timeout=5)
+    assert not proc.pid_alive(pids[0])
+
+
+def test_a_signal_inside_popen_of_spawn_without_a_set_stops_the_child(signalled_popen):
+    with StopFlag() as stop:
+        pids = signalled_popen(stop, signal.SIGINT)
+        with pytest.raises(KeyboardInterrupt):
+            proc.spawn(["sleep", "30"])
+    assert len(pids) == 1 and not proc.pid_alive(pids[0])
+
+
+def test_a_deferred_section_finishes_and_then_raises():
+    done = []
+    with StopFlag() as stop:
+        with pytest.raises(KeyboardInterrupt):
+            with signals.deferred():
+                _signal_self(signal.SIGTERM, stop)
+                done.append("section finished")
+            done.append("not reached")
+        assert stop.signum == signal.SIGTERM
+    assert done == ["section finished"]
+
+
+def test_a_deferred_section_without_a_signal_raises_nothing():
+    with StopFlag() as stop, signals.deferred():
+        pass
+    assert not stop.stopping
+
+
+def test_a_signal_deferred_during_cleanup_is_not_raised():
+    with StopFlag() as stop:
+        try:
+            _signal_self(signal.SIGTERM, stop)  # raises: the cleanup below starts
+            pytest.fail("the first signal must raise")
+        except KeyboardInterrupt:
+            with signals.deferred():  # cleanup starting a process (umount): not cut short
+                os.kill(os.getpid(), signal.SIGHUP)
+                threading_wait(0.2)
+
+
+def threading_wait(seconds: float) -> None:
+    import threading
+    threading.Event().wait(seconds)
+
+
+def test_killing_a_run_child_waits_for_the_rest_of_its_group(tmp_path):
+    """fio's job processes are its children in its group: after a kill none is left, so an
+    unmount that follows does not find them holding files open."""
+    pidfile = tmp_path / "member"
+    script = f"sleep 60 & echo $! > {pidfile}; wait"
+    with StopFlag() as stop:
+        class Rec(_Recorder):
+            def add(self, pid, name, args):
+                for _ in range(500):
+                    if pidfile.exists() and pidfile.read_text().strip():
+                        break
+                    threading_wait(0.01)
+                self.pids.append(int(pidfile.read_text()))
+                _signal_self(signal.SIGTERM, self.stop)
+        rec = Rec(stop, signal.SIGTERM)
+        old, proc.recorder = proc.recorder, rec
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                proc.run(["sh", "-c", script], timeout=60)
+        finally:
+            proc.recorder = old
+    assert not proc.pid_alive(rec.pids[0])  # the group's other member is gone too
+
+
+def test_wait_group_sees_a_member_that_outlives_its_leader():
+    leader = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    member = int(leader.stdout.readline())
+    leader.wait()
+    leader.stdout.close()
+    try:
+        assert proc.group_members(leader.pid) == [member]
+        assert not proc.wait_group(leader.pid, timeout=0.3)
+        os.kill(member, signal.SIGKILL)
+        assert proc.wait_group(leader.pid, timeout=5)
+    finally:
+        proc.kill_group(member)
