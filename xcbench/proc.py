@@ -346,10 +346,16 @@ class ProcessSet:
             return iter(list(self._procs))
 
     def stop_all(self, timeout: float = 10.0) -> None:
-        with self._lock:
-            procs, self._procs = list(reversed(self._procs)), []
-        for p in procs:
-            stop(p, timeout=timeout)
+        """Stop them all, last started first. A signal meanwhile (the command's normal end
+        racing a Ctrl-C) is raised once all are stopped: it must not leave the rest running."""
+        with signals.deferred():
+            while True:
+                with self._lock:
+                    if not self._procs:
+                        return
+                    p = self._procs[-1]
+                stop(p, timeout=timeout)
+                self.discard(p)  # only once stopped: anything that cuts it short leaves it here
 
 
 def stop_pids(grace: Mapping[int, float], *, sig: int | Mapping[int, int] = signal.SIGTERM,

@@ -179,3 +179,22 @@ def test_wait_group_sees_a_member_that_outlives_its_leader():
         assert proc.wait_group(leader.pid, timeout=5)
     finally:
         proc.kill_group(member)
+
+
+def test_a_signal_while_a_set_is_stopped_does_not_leave_the_rest_running(monkeypatch):
+    """The command's normal end (stop_all) racing a first signal: every process still stops."""
+    ps = proc.ProcessSet(record=False)
+    a, b = proc.spawn(["sleep", "30"], procs=ps), proc.spawn(["sleep", "30"], procs=ps)
+    real_stop, calls = proc.stop, []
+
+    def stop(p, **kw):
+        calls.append(p.pid)
+        if len(calls) == 1:
+            _signal_self(signal.SIGTERM, flag)  # arrives while the first one is stopped
+        return real_stop(p, **kw)
+    monkeypatch.setattr(proc, "stop", stop)
+    with StopFlag() as flag:
+        with pytest.raises(KeyboardInterrupt):
+            ps.stop_all(timeout=5)
+    assert calls == [b.pid, a.pid] and list(ps) == []
+    assert not proc.pid_alive(a.pid) and not proc.pid_alive(b.pid)
