@@ -1,9 +1,10 @@
 """The project's one subprocess helper.
 
 Everything xcbench runs (ceph daemons, xrootd/cmsd, fio, iperf3, ceph-fuse, CLI tools) goes
-through :func:`run` (wait for it) or :func:`spawn` (keep it running). Spawned processes get a new
-session so that :func:`stop` can terminate the whole process group: terminate -> wait -> kill,
-as rally's launcher does. A :class:`ProcessSet` remembers what a run started so that Ctrl-C or a
+through :func:`run` (wait for it) or :func:`spawn` (keep it running). Children get a new session;
+:func:`stop_tree` stops one with everything it started (its group, and descendants that left it,
+as fio's job processes do): terminate -> wait -> kill, as rally's launcher does. A signal while a
+child starts is held back (xcbench.signals.deferred) until the child is where it will be stopped. A :class:`ProcessSet` remembers what a run started so that Ctrl-C or a
 failure stops every one of them. While a command runs, what it starts (and mounts) is also
 written to a record on disk (xcbench.orphans), so that after a `kill -9` the next command stops it.
 """
@@ -83,12 +84,12 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
         stdout, stderr = popen.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         assert popen is not None
-        _kill_group(popen)
+        _stop_child(popen)
         raise XcbError(f"{Path(args[0]).name}: timed out after {timeout:g} s "
                        f"({' '.join(args[1:4])} ...)") from e
-    except BaseException:  # Ctrl-C, SIGTERM: the child and its group go too (fio's jobs)
+    except BaseException:  # Ctrl-C, SIGTERM: the child and all it started go (fio's jobs)
         if popen is not None:
-            _kill_group(popen)
+            _stop_child(popen)
         raise
     finally:
         if popen is not None:
@@ -207,23 +208,13 @@ def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         pass
 
 
-def kill_group_of(pgid: int, sig: int = signal.SIGKILL) -> None:
-    """Signal process group ``pgid`` whether or not its leader is still there."""
+def _stop_child(popen: subprocess.Popen) -> None:
+    """A run() child cut short: it and everything it started are stopped and gone."""
+    stop_tree(popen, grace=5.0)
     try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _kill_group(popen: subprocess.Popen) -> None:
-    """SIGKILL the child's process group; wait for the child and for the rest of its group (fio's
-    job processes), so that what comes next (an unmount) does not find them still there."""
-    kill_group(popen.pid)
-    try:
-        popen.communicate(timeout=10)
+        popen.communicate(timeout=5)  # what is left in its pipes; closes them
     except (subprocess.TimeoutExpired, ValueError, OSError):
         pass
-    wait_group(popen.pid, timeout=10)
 
 
 def _close_pipes(popen: subprocess.Popen) -> None:
@@ -235,31 +226,62 @@ def _close_pipes(popen: subprocess.Popen) -> None:
                 pass
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group ``pgid``."""
+def descendants(pid: int) -> dict[int, float]:
+    """{pid: start time} of every live descendant of ``pid``, whatever session it is in."""
     import psutil
-    out = []
-    for p in psutil.process_iter(["status"]):
+    out: dict[int, float] = {}
+    try:
+        kids = psutil.Process(pid).children(recursive=True)
+    except (psutil.Error, OSError):
+        return out
+    for k in kids:
         try:
-            if p.info["status"] != psutil.STATUS_ZOMBIE and os.getpgid(p.pid) == pgid:
-                out.append(p.pid)
+            out[k.pid] = k.create_time()
         except (psutil.Error, OSError):
             pass
     return out
 
 
-def wait_group(pgid: int, *, timeout: float) -> bool:
-    """Wait until process group ``pgid`` has no live process left; False on timeout."""
-    deadline = time.monotonic() + timeout
+def _still(pid: int, start: float) -> bool:
+    """The process seen as (pid, start time) still runs (a recycled pid does not count)."""
+    import psutil
+    try:
+        p = psutil.Process(pid)
+        return p.create_time() == start and p.status() != psutil.STATUS_ZOMBIE
+    except (psutil.Error, OSError):
+        return False
+
+
+def stop_tree(popen: subprocess.Popen, *, grace: float = 5.0, give_up: float = 10.0) -> None:
+    """Stop a child of ours and every process it started, and wait until all are gone.
+
+    SIGTERM to the child's process group first (fio then ends its jobs and exits); after
+    ``grace`` s, SIGSTOP (it forks no more) and SIGKILL to it and to every descendant seen, each
+    with its group. A signal to the child's group alone is not enough: fio's job processes call
+    setsid(), so they are in no group of the child's, and a job forked just before fio died
+    waits forever for fio's go (issue 14: fio left running after a signal)."""
+    seen = descendants(popen.pid) if popen.poll() is None else {}
+    if popen.returncode is None:
+        kill_group(popen.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
     while True:
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return True  # no process at all in the group
-        if not group_members(pgid):
-            return True  # only zombies (reaped by whoever their parent is now)
+        if popen.poll() is None:
+            seen.update(descendants(popen.pid))  # while it lives, its tree is known
+        elif not any(_still(pid, t) for pid, t in seen.items()):
+            return
         if time.monotonic() > deadline:
-            return False
+            break
+        time.sleep(0.05)
+    if popen.poll() is None:
+        kill_group(popen.pid, signal.SIGSTOP)
+        seen.update(descendants(popen.pid))
+        kill_group(popen.pid, signal.SIGKILL)
+    for pid, t in seen.items():
+        if _still(pid, t):
+            kill_group(pid, signal.SIGKILL)
+    deadline = time.monotonic() + give_up
+    while time.monotonic() < deadline and (popen.poll() is None or
+                                           any(_still(pid, t) for pid, t in seen.items())):
         time.sleep(0.05)
 
 
@@ -300,21 +322,11 @@ def stop_pid(pid: int, *, timeout: float = 10.0, group: bool = False) -> None:
 def stop(p: Proc, *, timeout: float = 10.0) -> int | None:
     """Stop a spawned process and its whole group; returns its exit code."""
     if p.alive():
-        try:
-            pgid = os.getpgid(p.pid)
-        except ProcessLookupError:
-            pgid = None
-        if pgid == p.pid:
-            stop_pid(p.pid, timeout=timeout, group=True)
-        else:
-            stop_pid(p.pid, timeout=timeout)
+        stop_tree(p.popen, grace=timeout, give_up=5)
     try:
         rc = p.popen.wait(timeout=5)
     except subprocess.TimeoutExpired:
         rc = None
-    if not wait_group(p.pid, timeout=0):  # the leader went, a member of its group did not
-        kill_group_of(p.pid)
-        wait_group(p.pid, timeout=5)
     if p._fh:
         p._fh.close()
     _forget(p.pid)

@@ -166,19 +166,51 @@ def test_killing_a_run_child_waits_for_the_rest_of_its_group(tmp_path):
     assert not proc.pid_alive(rec.pids[0])  # the group's other member is gone too
 
 
-def test_wait_group_sees_a_member_that_outlives_its_leader():
-    leader = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE,
-                              text=True, start_new_session=True)
-    member = int(leader.stdout.readline())
-    leader.wait()
-    leader.stdout.close()
+def _interrupted_run(cmd: list[str], ready) -> None:
+    """proc.run(cmd) cut short by SIGTERM once ``ready()`` holds (checked while the child is
+    written down, so the signal lands while it runs)."""
+    with StopFlag() as stop:
+        class Rec(_Recorder):
+            def add(self, pid, name, args):
+                for _ in range(500):
+                    if ready():
+                        break
+                    threading_wait(0.01)
+                _signal_self(signal.SIGTERM, self.stop)
+        old, proc.recorder = proc.recorder, Rec(stop, signal.SIGTERM)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                proc.run(cmd, timeout=60)
+        finally:
+            proc.recorder = old
+
+
+def test_a_descendant_in_a_session_of_its_own_is_stopped_too(tmp_path):
+    """As fio's job processes (each calls setsid): no signal to the child's group reaches them."""
+    pidfile = tmp_path / "job"
+    def in_its_own_session() -> bool:
+        try:
+            job = int(pidfile.read_text())
+            return os.getsid(job) == job
+        except (OSError, ValueError):
+            return False
+    _interrupted_run(["sh", "-c", f"setsid sleep 60 & echo $! > {pidfile}; wait"],
+                     in_its_own_session)
+    assert in_its_own_session() or not proc.pid_alive(int(pidfile.read_text()))
+    job = int(pidfile.read_text())
     try:
-        assert proc.group_members(leader.pid) == [member]
-        assert not proc.wait_group(leader.pid, timeout=0.3)
-        os.kill(member, signal.SIGKILL)
-        assert proc.wait_group(leader.pid, timeout=5)
+        assert not proc.pid_alive(job)
     finally:
-        proc.kill_group(member)
+        proc.kill_group(job)
+
+
+def test_a_run_child_is_asked_politely_first(tmp_path):
+    """SIGTERM first (fio ends its jobs and writes its output), SIGKILL only after a grace."""
+    said = tmp_path / "said"
+    ready = tmp_path / "ready"
+    _interrupted_run(["sh", "-c", f"trap 'echo term > {said}; exit 0' TERM; touch {ready}; "
+                                  "sleep 60 & wait"], ready.exists)
+    assert said.read_text().strip() == "term"
 
 
 def test_a_signal_while_a_set_is_stopped_does_not_leave_the_rest_running(monkeypatch):
