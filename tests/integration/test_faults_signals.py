@@ -11,8 +11,7 @@ import time
 
 import pytest
 
-from tests.integration.faults import final_rows, flushed, lines, scene
-from xcbench.store import RunDir
+from tests.integration.faults import check_complete, final_rows, flushed, lines, scene, start_run
 
 pytestmark = pytest.mark.integration
 SIGNALS = [signal.SIGTERM, signal.SIGHUP]
@@ -76,61 +75,23 @@ def test_probe_stops_fio_and_unmounts_on_a_signal(ceph_cluster, sig):
         s.assert_clean(f"after {signal.Signals(sig).name}")
 
 
-RUN_MATRIX = """
-name: fault-run
-defaults:
-  concurrency: [1]
-  file_size: 8M
-  files: {files}
-  campaign: {{timeout: 60}}
-backends:
-  tmpfs: {{size: [{sizes}]}}
-"""
-
-
-def run_matrix(s, files: int = 100, sizes: str = "72M, 88M"):
-    m = s.root / "m.yaml"
-    m.write_text(RUN_MATRIX.format(files=files, sizes=sizes))
-    name = f"r{s.mark}"
-    s.tokens.append(f"xcbench-{name}-")  # the run's scratch dir and the mounts under it
-    return m, name
-
-
-def check_complete(run_path, files: int) -> None:
-    run = RunDir.open(run_path)
-    assert run.status == "complete", run.manifest
-    assert {c.status for c in run.cells.values()} == {"complete"}
-    last = final_rows(run_path / "records" / "transfers.jsonl")
-    for cid in run.cells:
-        got = sorted(i for (camp, i) in last if camp.startswith(cid))
-        assert got == list(range(files)), cid
-        assert {r["file_state"] for (camp, _), r in last.items() if camp.startswith(cid)} == {"FINISHED"}
-
-
 @pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
 def test_run_stops_on_a_signal_and_resumes(ceph_cluster, sig):
     with scene("xcb-fault-run-") as s:
-        m, name = run_matrix(s)
-        out = s.root / "results"
-        common = ["--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline",
-                  "--telemetry", "host:0.5", "--no-report"]
-        cli = s.start("run", str(m), "--out", str(out), "--name", name, *common)
-        records = out / name / "records"
-        cli.wait_for(flushed(records / "transfers.jsonl", 5), "the first transfer records")
-        before = lines(records / "transfers.jsonl")
-        cli.p.send_signal(sig)
-        rc = cli.finish()
-        assert rc == 130, cli.stderr
-        assert "Traceback" not in cli.stderr and "--resume" in cli.stderr
-        assert lines(records / "transfers.jsonl")[:len(before)] == before
-        man = json.loads((out / name / "manifest.json").read_text())
+        r = start_run(s, ceph_cluster.conf)
+        r.cli.p.send_signal(sig)
+        rc = r.cli.finish()
+        assert rc == 130, r.cli.stderr
+        assert "Traceback" not in r.cli.stderr and "--resume" in r.cli.stderr
+        assert lines(r.records / "transfers.jsonl")[:len(r.before)] == r.before
+        man = json.loads((r.out / r.name / "manifest.json").read_text())
         assert man["status"] == "interrupted"
         assert "interrupted" in {c["status"] for c in man["cells"].values()}
         s.assert_clean(f"after {signal.Signals(sig).name}")
 
-        cp = s.run("run", "--resume", str(out / name), *common)
+        cp = s.run("run", "--resume", str(r.out / r.name), *r.common)
         assert cp.returncode == 0, cp.stderr
-        check_complete(out / name, files=100)
+        check_complete(r.out / r.name, files=100)
         s.assert_clean("after --resume")
 
 
