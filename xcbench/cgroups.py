@@ -9,10 +9,11 @@ The mechanism is detected: cgroup v1's cpu controller (``cpu.cfs_quota_us``/``cf
 or cgroup v2's ``cpu.max`` (the cpu controller must be enabled in the parent's
 ``cgroup.subtree_control``). :func:`detect` says which, or why neither works.
 
-Every group created is recorded in ``<state_dir>/cgroups.json`` (default ``.xcbench``, or
-$XCBENCH_STATE) with the owner pid *before* it
-is made, so that after a kill -9 :func:`sweep_stale` (e.g. from the next command) removes the
-groups whose owner is dead. Removal moves the remaining pids to the parent first (rmdir of a
+Every group created is recorded in ``<state_dir>/cgroups.json`` (default: the state home,
+xcbench.statedir, where the process records of xcbench.orphans are too) with the owner pid
+*before* it is made, so that after a kill -9 :func:`sweep_stale` (e.g. from the next command)
+removes the groups whose owner is dead (also those in a registry an older xcbench kept under
+$XCBENCH_STATE). Removal moves the remaining pids to the parent first (rmdir of a
 group with members fails with EBUSY) and never touches a group xcbench did not record.
 """
 
@@ -27,17 +28,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from xcbench import statedir
 from xcbench.errors import XcbError
 from xcbench.limits import CGROUP_ROOT, PROC, v1_mount, v2_mount
 
 PERIOD_US = 100_000
-DEFAULT_STATE = ".xcbench"  # XCBENCH_STATE overrides it
 NAME_RE = re.compile(r"^xcb-[A-Za-z0-9_.-]+$")
 STATE_FILE = "cgroups.json"
 
 
 def default_state_dir() -> Path:
-    return Path(os.environ.get("XCBENCH_STATE") or DEFAULT_STATE)
+    return statedir.home()
 
 
 class CgroupError(XcbError):
@@ -220,17 +221,20 @@ def _alive(pid: int, start: float | None = None) -> bool:
 def sweep_stale(state_dir: str | Path | None = None, all_owners: bool = False) -> list[str]:
     """Remove recorded groups whose owner process is dead (or every recorded one with
     ``all_owners``). Only paths named xcb-* are touched. Returns the paths removed."""
-    reg = Registry(state_dir)
+    regs = [Registry(state_dir)]
+    if state_dir is None:  # the state home, and where an older xcbench kept its registry
+        regs += [Registry(d) for d in statedir.legacy() if (d / STATE_FILE).is_file()]
     removed = []
-    for e in reg.entries():
-        path = Path(e.get("path", ""))
-        if not NAME_RE.match(path.name):
-            continue
-        if not all_owners and _alive(int(e.get("owner", 0)), e.get("owner_start")):
-            continue
-        if remove_group(path):
-            reg.drop(path)
-            removed.append(str(path))
+    for reg in regs:
+        for e in reg.entries():
+            path = Path(e.get("path", ""))
+            if not NAME_RE.match(path.name):
+                continue
+            if not all_owners and _alive(int(e.get("owner", 0)), e.get("owner_start")):
+                continue
+            if remove_group(path):
+                reg.drop(path)
+                removed.append(str(path))
     return removed
 
 

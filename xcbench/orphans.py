@@ -6,7 +6,7 @@ waited for) and every mount it makes is written to
 
     <state>/procs/<owner pid>.json    {"owner": {pid, start, cmdline}, "procs": {...}, "mounts": {...}}
 
-(<state> = $XCBENCH_HOME, else ./.xcbench), atomically (tmp + rename). A command that ends
+(<state>: the state home of xcbench.statedir, $XCBENCH_HOME else ./.xcbench), atomically (tmp + rename). A command that ends
 normally removes its record. :func:`reap` (run by the next command) finds records whose owner is
 dead, stops the processes still alive that are the same ones (pid, start time and command line
 all match: a recycled pid is never signalled), unmounts the mounts still there and removes the
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xcbench import proc
+from xcbench import proc, statedir
 from xcbench.ceph.mounts import mount_table
 
 SUBDIR = "procs"
@@ -31,8 +31,7 @@ MOUNT_TOOLS = ("mount", "umount", "fusermount", "fusermount3")
 
 
 def state_home() -> Path:
-    home = os.environ.get("XCBENCH_HOME")
-    return (Path(home) if home else Path.cwd() / ".xcbench").absolute()
+    return statedir.home()
 
 
 def records_dir() -> Path:
@@ -112,6 +111,12 @@ class Recorder:
         with self._lock:
             self.dirs.append(str(path))
             self._save()
+
+    def drop_dir(self, path: str) -> None:
+        with self._lock:
+            if str(path) in self.dirs:
+                self.dirs.remove(str(path))
+                self._save()
 
     def drop_mount(self, path: str) -> None:
         with self._lock:
@@ -213,13 +218,12 @@ def _owner_alive(owner: dict[str, Any]) -> bool:
 
 
 def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
-    """Stop the processes and remove the mounts that commands killed earlier left behind.
-    Returns the one line saying what was done (None when there was nothing)."""
-    directory = directory or records_dir()
-    if not directory.is_dir():
-        return None
-    owners, names, mounts = [], [], []
-    for f in sorted(directory.glob("*.json")):
+    """Stop the processes, remove the mounts and the scratch dirs that commands killed earlier
+    left behind. Returns the one line saying what was done (None when there was nothing)."""
+    dirs = [directory] if directory else [records_dir(), *(d / SUBDIR for d in statedir.legacy())]
+    files = [f for d in dirs if d.is_dir() for f in sorted(d.glob("*.json"))]
+    owners, names, mounts, removed = [], [], [], []
+    for f in files:
         try:
             rec = json.loads(f.read_text())
             owner = rec["owner"]
@@ -234,16 +238,19 @@ def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
             if _unmount(m):
                 mounts.append(m["path"])
         for d in rec.get("dirs") or []:
-            remove_dir(d)
+            if remove_dir(d):
+                removed.append(d)
         owners.append(str(owner.get("pid")))
         f.unlink(missing_ok=True)
-    if not names and not mounts:
+    if not names and not mounts and not removed:
         return None
     what = []
     if names:
         what.append(f"stopped {len(names)} processes ({', '.join(sorted(set(names)))[:200]})")
     if mounts:
         what.append(f"unmounted {len(mounts)} ({', '.join(mounts)[:200]})")
+    if removed:
+        what.append(f"removed {len(removed)} scratch dirs ({', '.join(removed)[:200]})")
     return (f"xcbench: an earlier xcbench (pid {', '.join(owners)}) was killed and left things "
             f"behind: {' and '.join(what)}")
 
@@ -266,6 +273,12 @@ def note_dir(path: str | os.PathLike) -> None:
     """Record a scratch dir of the running command (no-op when recording is off)."""
     if _recorder is not None:
         _recorder.add_dir(os.path.abspath(path))
+
+
+def forget_dir(path: str | os.PathLike) -> None:
+    """The command removed a scratch dir it recorded itself: no longer the next one's to do."""
+    if _recorder is not None:
+        _recorder.drop_dir(os.path.abspath(path))
 
 
 def remove_dir(path: str | os.PathLike) -> bool:

@@ -1,10 +1,12 @@
 """The project's one subprocess helper.
 
 Everything xcbench runs (ceph daemons, xrootd/cmsd, fio, iperf3, ceph-fuse, CLI tools) goes
-through :func:`run` (wait for it) or :func:`spawn` (keep it running). Spawned processes get a new
-session so that :func:`stop` can terminate the whole process group: terminate -> wait -> kill,
-as rally's launcher does. A :class:`ProcessSet` remembers what a run started so that Ctrl-C or a
-failure stops every one of them. While a command runs, what it starts (and mounts) is also
+through :func:`run` (wait for it) or :func:`spawn` (keep it running). Children get a new session;
+:func:`stop_tree` (xcbench.proctree) stops one with everything it started, its group and the
+descendants that left it (fio's job processes): terminate -> wait -> kill, as rally's launcher
+does. A signal while a child starts is held back (xcbench.signals.deferred) until the child is
+where it will be stopped. A :class:`ProcessSet` remembers what a run started so that Ctrl-C or
+a failure stops every one of them. While a command runs, what it starts (and mounts) is also
 written to a record on disk (xcbench.orphans), so that after a `kill -9` the next command stops it.
 """
 
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -21,7 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from xcbench import signals
 from xcbench.errors import XcbError
+
+# re-exported: proc is where callers find them
+from xcbench.proctree import descendants, kill_group, pid_alive, stop_pid, stop_pids, stop_tree  # noqa: F401
 
 # Which Debian package provides a tool, for "how to fix" messages.
 PACKAGE_OF = {
@@ -70,22 +75,29 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
     full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
     t0 = time.monotonic()
-    popen = subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else None,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
-                             text=text, start_new_session=True)
-    with popen:
-        _note(popen.pid, args, name=Path(args[0]).name)
-        try:
-            stdout, stderr = popen.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired as e:
-            _kill_group(popen)
-            raise XcbError(f"{Path(args[0]).name}: timed out after {timeout:g} s "
-                           f"({' '.join(args[1:4])} ...)") from e
-        except BaseException:  # Ctrl-C, SIGTERM: the child and its group go too (fio's jobs)
-            _kill_group(popen)
-            raise
-        finally:
+    popen: subprocess.Popen | None = None
+    try:
+        # a signal while the child starts and is written down raises only once this section
+        # ends, inside the try: the child is never left without someone to stop it
+        with signals.deferred():
+            popen = subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else None,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=full_env, cwd=cwd, text=text, start_new_session=True)
+            _note(popen.pid, args, name=Path(args[0]).name)
+        stdout, stderr = popen.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        assert popen is not None
+        _stop_child(popen)
+        raise XcbError(f"{Path(args[0]).name}: timed out after {timeout:g} s "
+                       f"({' '.join(args[1:4])} ...)") from e
+    except BaseException:  # Ctrl-C, SIGTERM: the child and all it started go (fio's jobs)
+        if popen is not None:
+            _stop_child(popen)
+        raise
+    finally:
+        if popen is not None:
             _forget(popen.pid)
+            _close_pipes(popen)
     cp = subprocess.CompletedProcess(args, popen.returncode, stdout, stderr)
     if cp.returncode == 0:
         _note_mount_change(args)
@@ -141,18 +153,30 @@ def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathL
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
     full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
     fh = open(log, "ab") if log else None
-    out = subprocess.PIPE if pipe else fh or subprocess.DEVNULL
-    popen = subprocess.Popen(args, stdout=out, stderr=(fh or subprocess.DEVNULL) if pipe else
-                             subprocess.STDOUT, stdin=subprocess.PIPE if stdin else
-                             subprocess.DEVNULL, env=full_env, cwd=cwd,
-                             start_new_session=True)
-    p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
-    if procs is not None:
-        procs.add(p)
-        if procs.record:
-            _note(p.pid, args, name=p.name)
-            if Path(args[0]).name == "ceph-fuse":  # its mount point is its last argument
-                _note_mount(args[-1], "fuse.ceph-fuse")
+    popen: subprocess.Popen | None = None
+    try:
+        # as in run(): a signal while the child starts raises once it is in ``procs`` and
+        # recorded, so that the caller's stop_all (or the next command's reap) finds it
+        with signals.deferred():
+            popen = subprocess.Popen(
+                args, stdout=subprocess.PIPE if pipe else fh or subprocess.DEVNULL,
+                stderr=(fh or subprocess.DEVNULL) if pipe else subprocess.STDOUT,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                env=full_env, cwd=cwd, start_new_session=True)
+            p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
+            if procs is not None:
+                procs.add(p)
+                if procs.record:
+                    _note(p.pid, args, name=p.name)
+                    if Path(args[0]).name == "ceph-fuse":  # its mount point is its last argument
+                        _note_mount(args[-1], "fuse.ceph-fuse")
+    except BaseException:
+        if popen is None:
+            if fh:
+                fh.close()
+        elif procs is None:  # nobody else knows of it
+            stop(Proc(popen, name or Path(args[0]).name, None, fh), timeout=5)
+        raise
     return p
 
 
@@ -180,71 +204,28 @@ def _note_mount_change(args: list[str]) -> None:
         recorder.mount_change(args)
 
 
-def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
-    """Signal ``pid``'s process group when it leads one (xcbench starts each in a new
-    session), else ``pid`` alone."""
+def _stop_child(popen: subprocess.Popen) -> None:
+    """A run() child cut short: it and everything it started are stopped and gone."""
+    stop_tree(popen, grace=5.0)
     try:
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _kill_group(popen: subprocess.Popen) -> None:
-    kill_group(popen.pid)
-    try:
-        popen.communicate(timeout=10)
+        popen.communicate(timeout=5)  # what is left in its pipes; closes them
     except (subprocess.TimeoutExpired, ValueError, OSError):
         pass
 
 
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie child still answers kill(0); treat it as gone
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def stop_pid(pid: int, *, timeout: float = 10.0, group: bool = False) -> None:
-    """Terminate ``pid`` (or its process group), wait up to ``timeout``, then kill."""
-    def send(sig: int) -> None:
-        try:
-            os.killpg(pid, sig) if group else os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-    send(signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not pid_alive(pid):
-            return
-        time.sleep(0.05)
-    send(signal.SIGKILL)
-    deadline = time.monotonic() + 5
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
+def _close_pipes(popen: subprocess.Popen) -> None:
+    for f in (popen.stdin, popen.stdout, popen.stderr):
+        if f is not None:
+            try:
+                f.close()
+            except OSError:
+                pass
 
 
 def stop(p: Proc, *, timeout: float = 10.0) -> int | None:
     """Stop a spawned process and its whole group; returns its exit code."""
     if p.alive():
-        try:
-            pgid = os.getpgid(p.pid)
-        except ProcessLookupError:
-            pgid = None
-        if pgid == p.pid:
-            stop_pid(p.pid, timeout=timeout, group=True)
-        else:
-            stop_pid(p.pid, timeout=timeout)
+        stop_tree(p.popen, grace=timeout, give_up=5)
     try:
         rc = p.popen.wait(timeout=5)
     except subprocess.TimeoutExpired:
@@ -280,42 +261,16 @@ class ProcessSet:
             return iter(list(self._procs))
 
     def stop_all(self, timeout: float = 10.0) -> None:
-        with self._lock:
-            procs, self._procs = list(reversed(self._procs)), []
-        for p in procs:
-            stop(p, timeout=timeout)
-
-
-def stop_pids(grace: Mapping[int, float], *, sig: int | Mapping[int, int] = signal.SIGTERM,
-              give_up: float = 5.0) -> None:
-    """Stop several processes (not necessarily ours) together: send each ``sig`` (one signal for
-    all, or one per pid), wait, SIGKILL a pid still alive after its own ``grace[pid]`` seconds,
-    and forget one still alive ``give_up`` s after that (unkillable, D state). Our own children
-    are reaped so that none is left a zombie."""
-    for pid in grace:
-        s = sig if isinstance(sig, int) else sig.get(pid, signal.SIGTERM)
-        try:
-            os.kill(pid, s)
-        except (ProcessLookupError, PermissionError):
-            pass
-    t0 = time.monotonic()
-    alive = dict(grace)
-    while alive:
-        now = time.monotonic() - t0
-        for pid, g in list(alive.items()):
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
-            if not pid_alive(pid) or now > g + give_up:
-                del alive[pid]
-            elif now > g:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        if alive:
-            time.sleep(0.05)
+        """Stop them all, last started first. A signal meanwhile (the command's normal end
+        racing a Ctrl-C) is raised once all are stopped: it must not leave the rest running."""
+        with signals.deferred():
+            while True:
+                with self._lock:
+                    if not self._procs:
+                        return
+                    p = self._procs[-1]
+                stop(p, timeout=timeout)
+                self.discard(p)  # only once stopped: anything that cuts it short leaves it here
 
 
 # --- a process by pid, through psutil: its command line and what it uses ---------------------

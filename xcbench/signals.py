@@ -15,6 +15,12 @@ been raised, further signals are only noted: the cleanup that is running is neve
 
 A StopFlag entered while another is active (``run_matrix`` inside ``xcbench demo``) shares it.
 Handlers are installed from the main thread only; elsewhere the flag is a plain event.
+
+:func:`deferred` holds the KeyboardInterrupt back while a child is started and registered
+(xcbench.proc): raised inside Popen, or between Popen and the code that would stop the child, it
+would leave a child that nobody stops. The signal is noted at once and raised when the section
+ends. (Blocking it with pthread_sigmask instead would be inherited by the child through exec:
+fio and xrootd would then ignore the SIGTERM that stops them.)
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ class StopFlag:
         self._raised = False
         self._outer: StopFlag | None = None
         self._shared: StopFlag | None = None
+        self._deferred = 0  # depth of deferred() sections (main thread)
+        self._pending = False  # a KeyboardInterrupt held back by one
 
     # -- entering and leaving ------------------------------------------------------------------
     def __enter__(self) -> StopFlag:
@@ -80,6 +88,9 @@ class StopFlag:
             return  # cleanup is running: let it finish
         if self._polite and first:
             return  # the polite section sees the event and stops at the next record
+        if self._deferred:
+            self._pending = True  # deferred(): raised when the section ends
+            return
         self._raised = True
         raise KeyboardInterrupt
 
@@ -108,6 +119,28 @@ class StopFlag:
     @property
     def name(self) -> str:
         return signal.Signals(self.signum).name if self.signum else "a stop request"
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """A section no signal interrupts: a KeyboardInterrupt the running command's StopFlag would
+    raise inside it is raised as the section ends (whatever the section raised itself). Only the
+    main thread is interrupted by signals, so elsewhere (and without a StopFlag) it does nothing.
+    Keep it short: starting a process and writing down who it is."""
+    flag = _active
+    if flag is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    flag._deferred += 1
+    try:
+        yield
+    finally:
+        flag._deferred -= 1
+        if not flag._deferred and flag._pending:
+            flag._pending = False
+            if not flag._raised:
+                flag._raised = True
+                raise KeyboardInterrupt
 
 
 def active() -> StopFlag | None:

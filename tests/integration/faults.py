@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -24,6 +25,7 @@ import psutil
 from tests.integration.gwcheck import xrootd_workdir
 from xcbench import proc
 from xcbench.ceph.mounts import mount_table
+from xcbench.store import RunDir
 
 MARK = "XCB_FAULT_TEST"
 
@@ -155,3 +157,61 @@ def final_rows(path: Path) -> dict[tuple, dict]:
         if k not in last or r["retry"] >= last[k]["retry"]:
             last[k] = r
     return last
+
+
+# --- `xcbench run` of a small tmpfs matrix, signalled or killed mid-campaign ----------------------
+RUN_MATRIX = """
+name: fault-run
+defaults:
+  concurrency: [1]
+  file_size: 8M
+  files: {files}
+  campaign: {{timeout: 60}}
+backends:
+  tmpfs: {{size: [{sizes}]}}
+"""
+
+
+def run_matrix(s: Scene, files: int = 100, sizes: str = "72M, 88M") -> tuple[Path, str]:
+    m = s.root / "m.yaml"
+    m.write_text(RUN_MATRIX.format(files=files, sizes=sizes))
+    name = f"r{s.mark}"
+    s.tokens.append(f"xcbench-{name}-")  # the run's scratch dir and the mounts under it
+    return m, name
+
+
+@dataclass
+class StartedRun:
+    cli: Cli
+    out: Path        # the result store
+    name: str        # the run's name: out / name is its run dir
+    common: list[str]  # the options a --resume repeats
+    before: list[str]  # the transfer records on disk when the run was found running
+
+    @property
+    def records(self) -> Path:
+        return self.out / self.name / "records"
+
+
+def start_run(s: Scene, conf: Path) -> StartedRun:
+    """`xcbench run` of :func:`run_matrix`'s matrix against the cluster at ``conf``, returned
+    once its first transfer records are on disk (signal or kill it then)."""
+    m, name = run_matrix(s)
+    out = s.root / "results"
+    common = ["--ceph-conf", str(conf), "--no-probes", "--no-baseline",
+              "--telemetry", "host:0.5", "--no-report"]
+    cli = s.start("run", str(m), "--out", str(out), "--name", name, *common)
+    records = out / name / "records"
+    cli.wait_for(flushed(records / "transfers.jsonl", 5), "the first transfer records")
+    return StartedRun(cli, out, name, common, lines(records / "transfers.jsonl"))
+
+
+def check_complete(run_path: Path, files: int) -> None:
+    run = RunDir.open(run_path)
+    assert run.status == "complete", run.manifest
+    assert {c.status for c in run.cells.values()} == {"complete"}
+    last = final_rows(run_path / "records" / "transfers.jsonl")
+    for cid in run.cells:
+        got = sorted(i for (camp, i) in last if camp.startswith(cid))
+        assert got == list(range(files)), cid
+        assert {r["file_state"] for (camp, _), r in last.items() if camp.startswith(cid)} == {"FINISHED"}

@@ -13,33 +13,27 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.faults import flushed, lines, scene
-from tests.integration.test_faults_signals import check_complete, run_matrix
+from tests.integration.faults import check_complete, flushed, lines, run_matrix, scene, start_run
 
 pytestmark = pytest.mark.integration
 
 
 def test_kill9_of_the_run_then_orphans_reaped_then_resume(ceph_cluster):
     with scene("xcb-fault-kill-") as s:
-        m, name = run_matrix(s)
-        out = s.root / "results"
-        common = ["--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline",
-                  "--telemetry", "host:0.5", "--no-report"]
-        cli = s.start("run", str(m), "--out", str(out), "--name", name, *common)
-        records = out / name / "records"
-        cli.wait_for(flushed(records / "transfers.jsonl", 5), "the first transfer records")
-        before = lines(records / "transfers.jsonl")
-        cli.p.send_signal(signal.SIGKILL)
-        assert cli.finish() == -signal.SIGKILL
+        r = start_run(s, ceph_cluster.conf)
+        name, out, records, before = r.name, r.out, r.records, r.before
+        r.cli.p.send_signal(signal.SIGKILL)
+        assert r.cli.finish() == -signal.SIGKILL
         left = s.processes()
         assert any("xrootd" in c for c in left.values()), left  # orphans of the dead driver
         assert s.mounts()  # and the cell's tmpfs
         assert list((s.home / "procs").glob("*.json"))
 
-        cp = s.run("run", "--resume", str(out / name), *common)
+        cp = s.run("run", "--resume", str(out / name), *r.common)
         assert cp.returncode == 0, cp.stderr
         said = [ln for ln in cp.stderr.splitlines() if "was killed and left" in ln]
         assert len(said) == 1 and "xrootd" in said[0] and "unmounted" in said[0], cp.stderr
+        assert f"xcbench-{name}-" in said[0] and "scratch dirs" in said[0], cp.stderr
         assert "Traceback" not in cp.stderr
         kept = lines(records / "transfers.jsonl") + lines(records / "superseded" / "transfers.jsonl")
         assert all(ln in kept for ln in before if ln.endswith("\n"))  # kept or superseded, not lost

@@ -9,6 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from xcbench import orphans
 from xcbench.campaign.clients import Progress
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.endpoints import Endpoint
@@ -78,6 +79,9 @@ class LocalSource:
                  base: str = "/dev/shm"):
         self.dataset = dataset
         self.dir = Path(base if os.path.isdir(base) else "/tmp") / f"xcb-push-{campaign_id}"
+        # recorded before it is made: after a kill -9 of the driver the next command removes
+        # it (and says so); a signal's cleanup removes it at once
+        orphans.note_dir(self.dir)
         self.dir.mkdir(mode=0o755, parents=True, exist_ok=True)
         self.keep = dataset.total_bytes <= budget
 
@@ -102,7 +106,8 @@ class LocalSource:
             (self.dir / self.dataset.name(i)).unlink(missing_ok=True)
 
     def cleanup(self) -> None:
-        remove_tree(self.dir)
+        if not remove_tree(self.dir):
+            orphans.forget_dir(self.dir)
 
     def describe(self) -> dict:
         return {"dir": str(self.dir), "kept_between_attempts": self.keep}

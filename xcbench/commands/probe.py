@@ -111,6 +111,8 @@ def run(args) -> int:
         interrupted = current().name
     finally:
         remove_tree(workdir, unmount=True)
+        if cluster is not None:  # librados left connected at exit can crash the interpreter
+            cluster.close()      # (seen: exit -11 after an interrupted probe)
 
     if interrupted:
         print(f"interrupted ({interrupted}) after {len(results)} of {len(todo)} probes",
