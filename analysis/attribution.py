@@ -23,7 +23,9 @@ busy are >= NEAR of its own CPU limit, or its CFS quota group was throttled in >
 periods it ran (a busy host can keep a capped role's average below NEAR of its quota). Rules,
 first match wins:
 
-  1. network            u_net >= NEAR
+  1. network            a client host's shaped link moves >= NEAR of its shaped rate
+                        (analysis.links: link bytes over the steady window vs link.limit_bytes;
+                        evidence "links", "link_use"), or u_net >= NEAR
   2. role-limit         the saturated role with the highest cores/limit decides: gateway or
                         ceph-fuse -> gateway (tmpfs cells too); client -> client ("client
                         (xcbench driver)", its CPU, and the advice: more client hosts, or FTS);
@@ -67,6 +69,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from xcbench.analysis import links as _links
 from xcbench.analysis import roles as _roles
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.render import fmt_num
@@ -330,7 +333,8 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
                          "evidence": "{}"})
             continue
         ev = _figures(rd, cell, p, others)
-        verdict, reason = decide(ev)
+        _links.add_evidence(rd, p["cell_id"], p["windows"], ev)  # shaped client links (rule 1)
+        verdict, reason = _links.decide_links(ev, *decide(ev), NEAR)
         rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"], "verdict": verdict,
                      "reason": reason, "evidence": json.dumps(_jsonable(ev), sort_keys=True)})
     return rows
