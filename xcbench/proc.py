@@ -132,14 +132,19 @@ def tail(path: str | os.PathLike | None, n: int = 20) -> str:
 
 def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathLike | None = None,
           env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
-          procs: ProcessSet | None = None) -> Proc:
-    """Start ``cmd`` in a new session (its own process group) and return at once."""
+          procs: ProcessSet | None = None, pipe: bool = False, stdin: bool = False) -> Proc:
+    """Start ``cmd`` in a new session (its own process group) and return at once.
+
+    ``pipe``: its stdout is a pipe (``popen.stdout``; stderr still goes to ``log``). ``stdin``:
+    its stdin is a pipe held open by us (an ssh client whose remote side ends at its EOF)."""
     args = [str(a) for a in cmd]
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
     full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
     fh = open(log, "ab") if log else None
-    popen = subprocess.Popen(args, stdout=fh or subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, env=full_env, cwd=cwd,
+    out = subprocess.PIPE if pipe else fh or subprocess.DEVNULL
+    popen = subprocess.Popen(args, stdout=out, stderr=(fh or subprocess.DEVNULL) if pipe else
+                             subprocess.STDOUT, stdin=subprocess.PIPE if stdin else
+                             subprocess.DEVNULL, env=full_env, cwd=cwd,
                              start_new_session=True)
     p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
     if procs is not None:
