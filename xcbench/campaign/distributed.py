@@ -35,6 +35,7 @@ from xcbench.errors import XcbError
 
 GRACE = 30.0   # s an agent's own level bound lies beyond the coordinator's (only a safety)
 TICK = 0.5     # s between two judgements of the merged timeline
+CANCEL_WAIT = 20.0  # s agents get to cancel their transfers and flush before they are stopped
 Sink = Callable[[str, list[dict]], None]
 
 
@@ -46,6 +47,15 @@ def agent_argv(transport: Any) -> list[str]:
     if getattr(transport, "shares_fs", True):  # local, netns: this very installation
         return [sys.executable, "-m", "xcbench", "campaign-agent"]
     return ["xcbench", "campaign-agent"]
+
+
+def spawn_agent(transport: Any, argv: list[str], *, name: str, log: Path | None,
+                procs: proc.ProcessSet | None) -> proc.Proc:
+    """The agent on the transport's host with both pipes: stdout its stream, stdin held open by
+    us (the request, control lines; its end is a stop, and ends the remote side of an ssh)."""
+    transport.ready()
+    return proc.spawn(transport.wrap(argv, tied=True), name=name, log=log, procs=procs,
+                      pipe=True, stdin=True)
 
 
 def host_specs(spec: CampaignSpec, names: list[str]) -> dict[str, CampaignSpec]:
@@ -95,7 +105,7 @@ class Agent:
         if stdin is None:
             return
         with contextlib.suppress(OSError, ValueError):
-            stdin.write(word.encode() if not hasattr(stdin, "encoding") else word)
+            stdin.write(word.encode())
             stdin.flush()
 
     def failure(self) -> str | None:
@@ -117,6 +127,7 @@ class Coordinator:
         self.rule = spec.level
         self.lock = threading.Lock()  # sinks see one caller at a time
         self.level_end: dict | None = None
+        self.cancelled: float | None = None
         self.offsets = offsets
         specs = host_specs(spec, [h.name for h in hosts])
         self.agents = [Agent(h, transport_for(h), specs[h.name],
@@ -214,6 +225,7 @@ class Coordinator:
             failed = self._wait()
         finally:
             self._stop_all()
+        failed = failed or next((a for a in self.agents if a.failure()), None)
         return self._conclude(started, failed)
 
     def _start(self, a: Agent) -> None:
@@ -221,8 +233,8 @@ class Coordinator:
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
         try:
-            a.p = a.transport.spawn(agent_argv(a.transport), name=f"campaign-agent-{a.name}",
-                                    log=log, procs=self.procs, pipe=True)
+            a.p = spawn_agent(a.transport, agent_argv(a.transport),
+                              name=f"campaign-agent-{a.name}", log=log, procs=self.procs)
         except (OSError, XcbError) as e:
             raise XcbError(f"campaign: client host {a.name}: the agent did not start: {e}") from None
         a.reader = threading.Thread(target=self._read, args=(a,), daemon=True,
@@ -231,44 +243,54 @@ class Coordinator:
         a.say(request(a.spec, dest=self.dest, source=self.source, cell_id=self.cell_id,
                       host=a.name))
 
+    def _cancel(self) -> None:
+        if self.cancelled is None:
+            self.cancelled = time.time()
+            for a in self.agents:
+                a.say("cancel\n")
+
     def _wait(self) -> Agent | None:
-        """Until every stream ended; the first failing agent (the others are cancelled)."""
-        cancelled, stop_sent = False, None
+        """Until every stream ended; the first failing agent (the others are cancelled).
+        A stop drains for at most the transfers' timeout; a cancel waits CANCEL_WAIT s, then
+        the agents still there are stopped (their records so far are kept)."""
+        stop_sent: float | None = None
         drain = 2 * self.spec.timeout_for(self.spec.file_size) + GRACE
         while not all(a.done.is_set() for a in self.agents):
             time.sleep(TICK)
             bad = next((a for a in self.agents if a.failure()), None)
             if bad is not None:
-                for a in self.agents:
-                    a.say("cancel\n")
+                self._cancel()
                 return bad
-            if self.stop_event is not None and self.stop_event.is_set() and not cancelled:
-                cancelled = True
-                for a in self.agents:
-                    a.say("cancel\n")
-            if self.rule is not None and self.level_end is None and not cancelled:
+            if self.stop_event is not None and self.stop_event.is_set():
+                self._cancel()
+            if self.rule is not None and self.level_end is None and self.cancelled is None:
                 self._judge()
             if self.level_end is not None and stop_sent is None:
                 stop_sent = time.time()
-            # a drain lasts at most the transfers' timeout; then they are cancelled
-            if stop_sent and not cancelled and time.time() - stop_sent > drain:
-                cancelled = True
-                for a in self.agents:
-                    a.say("cancel\n")
+            if stop_sent and time.time() - stop_sent > drain:
+                self._cancel()
+            if self.cancelled and time.time() - self.cancelled > CANCEL_WAIT:
+                break
         return next((a for a in self.agents if a.failure()), None)
 
     def _stop_all(self) -> None:
-        for a in self.agents:
-            if a.p is None:
-                continue
+        """Every agent gone (those still there: cancelled, stdin closed, then stopped)."""
+        started = [a for a in self.agents if a.p is not None]
+        if any(a.p.alive() for a in started):  # type: ignore[union-attr]
+            self._cancel()
+        for a in started:
             with contextlib.suppress(OSError, ValueError):
-                if a.p.popen.stdin:
-                    a.p.popen.stdin.close()  # an agent still there drains and leaves
+                if a.p.popen.stdin:  # type: ignore[union-attr]
+                    a.p.popen.stdin.close()  # type: ignore[union-attr]
+        late = self.cancelled is not None and time.time() - self.cancelled > CANCEL_WAIT
+        deadline = time.time() + (0 if late else 10)
+        for a in started:
             with contextlib.suppress(Exception):
-                a.p.popen.wait(timeout=10)
-            proc.stop(a.p, timeout=5)
+                a.p.popen.wait(timeout=max(0.1, deadline - time.time()))  # type: ignore[union-attr]
+        for a in started:
+            proc.stop(a.p, timeout=5)  # type: ignore[arg-type]
             if self.procs is not None:
-                self.procs.discard(a.p)
+                self.procs.discard(a.p)  # type: ignore[arg-type]
             if a.reader is not None:
                 a.reader.join(timeout=5)
 
