@@ -30,7 +30,7 @@ TRANSPORTS = ("local", "netns", "ssh")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,10}$")
 BRIDGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,14}$")
 DEFAULT_BRIDGE = {"name": "xcb0", "address": "10.77.0.1/24"}
-HOST_KEYS = {"roles", "transport", "address", "ssh", "ssh_options", "cores", "link"}
+HOST_KEYS = {"roles", "transport", "address", "ssh", "ssh_options", "cores", "link", "xcbench"}
 # tc's rate units: bits ("200mbit") or bytes ("25mbps") per second, decimal or binary prefixes
 _TC_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(|k|m|g|t|ki|mi|gi|ti)(bit|bps)\s*$", re.I)
 _PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
@@ -83,6 +83,7 @@ class Host:
     ssh_options: tuple[str, ...] = ()
     cores: float | None = None
     link: Link | None = None
+    xcbench: tuple[str, ...] = ()  # how to run xcbench there (default: see Transport.xcbench_argv)
 
     @property
     def netns(self) -> str:
@@ -241,9 +242,16 @@ def _host(name: str, spec: Any, where: str) -> Host:
                 not (0.01 <= cores <= 1024) or not math.isfinite(cores):
             raise XcbError(f"{at}: cores: {cores!r} must be a number of cores in [0.01, 1024]")
     link = _link(spec.get("link"), transport, at)
+    xcb = spec.get("xcbench", [])
+    if isinstance(xcb, str):
+        import shlex
+        xcb = shlex.split(xcb)
+    if not isinstance(xcb, list) or not all(isinstance(x, str) and x for x in xcb):
+        raise XcbError(f"{at}: xcbench: must be the command that runs xcbench on the host "
+                       f"(e.g. /opt/xcbench/bin/xcbench)")
     return Host(name, tuple(dict.fromkeys(roles)), transport, str(ip), ssh if transport == "ssh"
                 else None, tuple(str(o) for o in opts) if transport == "ssh" else (),
-                float(cores) if cores is not None else None, link)
+                float(cores) if cores is not None else None, link, tuple(xcb))
 
 
 def _link(spec: Any, transport: str, at: str) -> Link | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,13 +30,19 @@ from xcbench.hosts.inventory import Host
 NETNS_DIR = Path("/run/netns")
 # ssh never prompts (a run must not hang on a password question) and never asks for a tty
 SSH_DEFAULTS = ("-o", "BatchMode=yes", "-T")
-# the remote side of a spawned ssh command: the command in its own process group; a watcher
-# that waits for EOF on stdin (the ssh channel: closed when the client dies or is stopped), then
-# stops that group (TERM, KILL after 3 s); the command's exit status is the session's
-TIED = ('exec 3<&0 0</dev/null; setsid "$@" 3<&- & c=$!; '
-        '( cat <&3 >/dev/null; kill -s TERM -- -$c || kill -s TERM $c; sleep 3; '
+# the remote side of a spawned ssh command ($1: grace seconds, $2: 1 to forward stdin): the
+# command in its own process group; a watcher that copies the ssh channel (stdin) to the command
+# (or to /dev/null) until EOF (the client stopped or died), closes the command's stdin, waits the
+# grace, then stops that group (TERM, KILL after 3 s); the command's exit status is the session's
+TIED = ('g=$1; f=$2; shift 2; exec 3<&0 0</dev/null; '
+        'if [ "$f" = 1 ]; then d=$(mktemp -d) && mkfifo "$d/i" || exit 125; '
+        'setsid "$@" <"$d/i" 3<&- & c=$!; exec 4>"$d/i"; rm -r "$d"; '
+        'else setsid "$@" 3<&- & c=$!; exec 4>/dev/null; fi; '
+        '( cat <&3 >&4; exec 4>&-; sleep $g; kill -s TERM -- -$c || kill -s TERM $c; sleep 3; '
         'kill -s KILL -- -$c ) >/dev/null 2>&1 & w=$!; '
-        'exec 3<&-; wait $c; rc=$?; exec 2>/dev/null; kill $w; exit $rc')
+        'exec 3<&- 4>&-; wait $c; rc=$?; exec 2>/dev/null; kill $w; exit $rc')
+# a command reading its stdin (pipe=True) gets this long after EOF to end by itself
+PIPE_GRACE = 5
 
 
 def _env_argv(argv: Sequence[object], env: Mapping[str, object] | None) -> list[str]:
@@ -60,10 +67,18 @@ class Transport:
         self.host = host
 
     def wrap(self, argv: Sequence[object], env: Mapping[str, object] | None = None, *,
-             tied: bool = False) -> list[str]:
+             tied: bool = False, stdin: bool = False) -> list[str]:
         """The argv that runs ``argv`` (with ``env`` added to its environment) on the host.
-        ``tied`` (ssh): the remote command stops when the ssh client's stdin closes."""
+        ``tied`` (ssh): the remote command stops when the ssh client's stdin closes (``stdin``:
+        it reads that stdin and gets PIPE_GRACE s after EOF to end by itself)."""
         return _env_argv(argv, env)
+
+    def xcbench_argv(self) -> list[str]:
+        """The argv that runs xcbench on the host (the inventory's ``xcbench:``, else this
+        interpreter's for local and netns, ``xcbench`` on an ssh host's PATH)."""
+        if self.host.xcbench:
+            return list(self.host.xcbench)
+        return ["xcbench"] if self.kind == "ssh" else [sys.executable, "-m", "xcbench"]
 
     def ready(self) -> None:
         """XcbError when the host cannot run commands now (an emulated host that is not up)."""
@@ -76,8 +91,12 @@ class Transport:
     def spawn(self, argv: Sequence[object], *, name: str, log: str | os.PathLike | None = None,
               env: Mapping[str, object] | None = None, procs: proc.ProcessSet | None = None,
               pipe: bool = False) -> proc.Proc:
+        """Start ``argv`` on the host; ``proc.stop`` stops it there. ``pipe``: its stdin and
+        stdout are pipes (``popen.stdin``/``popen.stdout``; stderr goes to ``log``); closing
+        stdin is its cue to end (ssh: it is stopped PIPE_GRACE s after that)."""
         self.ready()
-        return proc.spawn(self.wrap(argv, env), name=name, log=log, procs=procs, pipe=pipe)
+        return proc.spawn(self.wrap(argv, env), name=name, log=log, procs=procs, pipe=pipe,
+                          stdin=pipe)
 
     def put(self, local: str | os.PathLike, remote: str) -> None:
         """Copy a local file to ``remote`` on the host (its directory is made)."""
@@ -123,7 +142,7 @@ class NetnsTransport(Transport):
         return self._cgroup_dir / self.host.cgroup
 
     def wrap(self, argv: Sequence[object], env: Mapping[str, object] | None = None, *,
-             tied: bool = False) -> list[str]:
+             tied: bool = False, stdin: bool = False) -> list[str]:
         inner = ["nsenter", f"--net={self.netns_path}", "--", *_env_argv(argv, env)]
         cg = self.cgroup_path()
         if cg is None:
@@ -160,10 +179,11 @@ class SshTransport(Transport):
         return ["ssh", *self.host.ssh_options, *SSH_DEFAULTS]
 
     def wrap(self, argv: Sequence[object], env: Mapping[str, object] | None = None, *,
-             tied: bool = False) -> list[str]:
+             tied: bool = False, stdin: bool = False) -> list[str]:
         remote = _env_argv(argv, env)
         if tied:
-            remote = ["sh", "-c", TIED, "xcbench-tied", *remote]
+            grace = PIPE_GRACE if stdin else 0
+            remote = ["sh", "-c", TIED, "xcbench-tied", str(grace), str(int(stdin)), *remote]
         # ssh joins its arguments with spaces for the remote shell: hand it one quoted string
         return [*self._ssh(), str(self.host.ssh), "--", shlex.join(remote)]
 
@@ -177,8 +197,8 @@ class SshTransport(Transport):
     def spawn(self, argv: Sequence[object], *, name: str, log: str | os.PathLike | None = None,
               env: Mapping[str, object] | None = None, procs: proc.ProcessSet | None = None,
               pipe: bool = False) -> proc.Proc:
-        return proc.spawn(self.wrap(argv, env, tied=True), name=name, log=log, procs=procs,
-                          pipe=pipe, stdin=True)
+        return proc.spawn(self.wrap(argv, env, tied=True, stdin=pipe), name=name, log=log,
+                          procs=procs, pipe=pipe, stdin=True)
 
     def _scp(self, src: str, dst: str) -> None:
         proc.run(["scp", "-q", *_scp_options(self.host.ssh_options), "-o", "BatchMode=yes",

@@ -39,9 +39,13 @@ def test_local_wrap_and_run(tmp_path):
 
 def test_local_spawn_pipe():
     t = transport_for(LOCAL)
-    p = t.spawn(["sh", "-c", 'echo "{\\"n\\": $N}"; sleep 30'], name="t", env={"N": 7}, pipe=True)
+    assert t.xcbench_argv()[1:] == ["-m", "xcbench"]
+    p = t.spawn(["sh", "-c", 'read x; echo "{\\"n\\": $N, \\"x\\": \\"$x\\"}"; sleep 30'],
+                name="t", env={"N": 7}, pipe=True)
     try:
-        assert p.popen.stdout.readline() == b'{"n": 7}\n'
+        p.popen.stdin.write(b"hi\n")
+        p.popen.stdin.flush()
+        assert p.popen.stdout.readline() == b'{"n": 7, "x": "hi"}\n'
     finally:
         proc.stop(p)
     assert not p.alive()
@@ -73,7 +77,9 @@ def test_ssh_wrap_quotes_one_remote_string():
     assert argv[-3:-1] == ["g2-alias", "--"]
     assert shlex.split(argv[-1]) == ["env", "X=1 2", "printf", "%s|", "a b", "it's", "$HOME", ";rm"]
     tied = shlex.split(t.wrap(["sleep", "1"], tied=True)[-1])
-    assert tied[:3] == ["sh", "-c", TIED] and tied[-2:] == ["sleep", "1"]
+    assert tied[:6] == ["sh", "-c", TIED, "xcbench-tied", "0", "0"]
+    assert tied[-2:] == ["sleep", "1"]
+    assert t.xcbench_argv() == ["xcbench"]
 
 
 def test_scp_options_port():
@@ -81,8 +87,9 @@ def test_scp_options_port():
     assert _scp_options(["-F", "cfg", "-p", "2222"]) == ["-F", "cfg", "-P", "2222"]
 
 
-def _tied(argv):
-    return subprocess.Popen(["sh", "-c", TIED, "xcbench-tied", *argv], stdin=subprocess.PIPE,
+def _tied(argv, grace=0, forward=0):
+    return subprocess.Popen(["sh", "-c", TIED, "xcbench-tied", str(grace), str(forward), *argv],
+                            stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, start_new_session=True)
 
 
@@ -109,3 +116,20 @@ def test_tied_stops_the_command_when_stdin_closes():
 def test_tied_passes_exit_status():
     p = _tied(["sh", "-c", "echo out; exit 3"])
     assert p.stdout.read() == b"out\n" and p.wait(10) == 3
+
+
+def test_tied_forwards_stdin_and_lets_the_command_end_on_eof():
+    p = _tied(["sh", "-c", "while read l; do echo got $l; done; echo eof"], grace=10, forward=1)
+    p.stdin.write(b"a\nb\n")
+    p.stdin.close()
+    t0 = time.monotonic()
+    assert p.stdout.read() == b"got a\ngot b\neof\n" and p.wait(10) == 0
+    assert time.monotonic() - t0 < 5  # it ended by itself, not after the grace
+
+
+def test_tied_forwarding_still_stops_a_command_that_ignores_eof():
+    p = _tied(["sh", "-c", "echo up; sleep 60"], grace=0, forward=1)
+    assert p.stdout.readline() == b"up\n"
+    kids = psutil.Process(p.pid).children(recursive=True)
+    p.stdin.close()
+    assert p.wait(10) != 0 and all(_gone(k.pid) for k in kids)

@@ -1,0 +1,248 @@
+"""The ssh transport for real: an sshd started inside an emulated host (its own port, a
+throwaway host key and client key in the test's tmp dir) reached through a private ssh_config
+alias (`ssh -F cfg alias`, as users' ~/.ssh/config does it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from xcbench import proc
+from xcbench.hosts import load_inventory, transport_for
+from xcbench.hosts.emulate import free_network
+from xcbench.hosts.transport import PIPE_GRACE
+
+TAG = f"{os.getpid() % 10000}"
+SSHD = "/usr/sbin/sshd"
+PRIVSEP = Path("/run/sshd")  # sshd refuses to start without its privilege separation dir
+
+
+def _why_not() -> str:
+    if os.geteuid() != 0:
+        return "needs root (a network namespace for the sshd)"
+    if not os.path.exists(SSHD):
+        return "sshd is not installed (Debian package openssh-server)"
+    for tool in ("ssh", "scp", "ssh-keygen", "ip", "nsenter"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    return ""
+
+
+pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")
+
+
+def _wait_port(t, addr: str, port: int) -> None:
+    probe = (f"import socket,time\nfor _ in range(200):\n try: socket.create_connection("
+             f"('{addr}',{port}),timeout=1).close(); break\n except OSError: time.sleep(0.05)")
+    t.run([sys.executable, "-c", probe], timeout=30)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """An emulated host running sshd, and an inventory naming it by an ssh alias."""
+    from xcbench.hosts import emulate
+    d = tmp_path_factory.mktemp("ssh")
+    net = free_network()
+    addrs = list(net.hosts())
+    name = f"sx{TAG}"
+    inv_file = d / "emu.yaml"
+    inv_file.write_text(yaml.safe_dump({
+        "bridge": {"name": f"xcbs{TAG}", "address": f"{addrs[0]}/24"},
+        "hosts": {name: {"roles": ["gateway"], "transport": "netns", "address": str(addrs[9]),
+                         "cores": 1}}}))
+    emu = load_inventory(inv_file)
+    emulate.up(emu, d / "state")
+    made_privsep = not PRIVSEP.exists()
+    procs = proc.ProcessSet(record=False)
+    try:
+        if made_privsep:
+            PRIVSEP.mkdir(mode=0o755)
+        keys = d / "keys"
+        keys.mkdir(mode=0o700)
+        for k in ("host", "client"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "xcbench-test",
+                            "-f", str(keys / k)], check=True)
+        (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+        host = emu.hosts[0]
+        port = 2222
+        (d / "sshd_config").write_text(
+            f"Port {port}\nListenAddress {host.address}\nHostKey {keys / 'host'}\n"
+            f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile none\nStrictModes no\n"
+            "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nSubsystem sftp /usr/lib/openssh/sftp-server\n")
+        tn = transport_for(host)
+        tn.spawn([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], name="sshd",
+                 log=d / "sshd.log", procs=procs)
+        _wait_port(tn, host.address, port)
+        host_pub = (keys / "host.pub").read_text().split()[:2]
+        (keys / "known_hosts").write_text(f"[{host.address}]:{port} {' '.join(host_pub)}\n")
+        cfg = d / "ssh_config"
+        cfg.write_text(f"Host g-alias\n  HostName {host.address}\n  Port {port}\n  User root\n"
+                       f"  IdentityFile {keys / 'client'}\n  IdentitiesOnly yes\n"
+                       f"  UserKnownHostsFile {keys / 'known_hosts'}\n"
+                       f"  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n")
+        inv_ssh = d / "ssh.yaml"
+        inv_ssh.write_text(yaml.safe_dump({"hosts": {"g2": {
+            "roles": ["gateway"], "transport": "ssh", "ssh": "g-alias",
+            "ssh_options": ["-F", str(cfg)], "address": host.address,
+            "xcbench": [sys.executable, "-m", "xcbench"]}}}))
+        yield {"inv": load_inventory(inv_ssh), "emu": emu, "dir": d, "keys": keys}
+    finally:
+        procs.stop_all()
+        emulate.down(d / "state")
+        if made_privsep and not any(p.info["name"] == "sshd" for p in
+                                    psutil.process_iter(["name"])):
+            try:
+                PRIVSEP.rmdir()
+            except OSError:
+                pass
+
+
+def _ssh(site):
+    return transport_for(site["inv"].hosts[0])
+
+
+AWKWARD = ["a b", "it's", '"q"', "$HOME", "`id`", ";rm -rf /nonexistent", "*", "", "new\nline",
+           "tab\there", "ü", "-n", "back\\slash", "%s"]
+
+
+def test_run_quotes_awkward_arguments_and_passes_env(site):
+    t = _ssh(site)
+    out = t.run(["printf", "%s|", *AWKWARD])
+    assert out.stdout == "".join(a + "|" for a in AWKWARD)
+    out = t.run(["sh", "-c", 'printf %s "$XV"'], env={"XV": "a b $c 'd' `e`"})
+    assert out.stdout == "a b $c 'd' `e`"
+    # it ran on the emulated host: its address, not the root namespace's
+    emu = site["emu"].hosts[0]
+    addrs = t.run(["ip", "-o", "-4", "addr", "show"]).stdout
+    assert f" {emu.address}/24 " in addrs and f" {site['emu'].bridge.ip}/" not in addrs
+    bad = t.run(["sh", "-c", "echo oops >&2; exit 7"], check=False)
+    assert bad.returncode == 7 and bad.stderr.strip() == "oops"
+
+
+def test_round_trip(site):
+    t = _ssh(site)
+    times = []
+    for _ in range(5):
+        t0 = time.monotonic()
+        t.run(["true"])
+        times.append(time.monotonic() - t0)
+    print(f"\nssh round trip (new connection each, `true`): median {sorted(times)[2] * 1e3:.0f} ms")
+
+
+def _remote_pid(p) -> int:
+    line = p.popen.stdout.readline()
+    assert line.strip().isdigit(), line
+    return int(line)
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if not proc.pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_spawn_stop_kills_the_remote_process(site, tmp_path):
+    t = _ssh(site)
+    p = t.spawn(["sh", "-c", "echo $$; exec sleep 300"], name="sleeper", log=tmp_path / "log",
+                pipe=True)
+    pid = _remote_pid(p)  # same machine: the remote pid is visible here
+    assert psutil.Process(pid).cmdline()[:2] == ["sleep", "300"]
+    t0 = time.monotonic()
+    proc.stop(p)
+    # it ignores its stdin's EOF: stopped PIPE_GRACE s after it
+    assert _gone(pid, PIPE_GRACE + 5), "the remote sleep outlived proc.stop of its ssh client"
+    print(f"\nremote process gone {time.monotonic() - t0:.1f} s after proc.stop (grace {PIPE_GRACE} s)")
+    p = t.spawn(["sleep", "300"], name="sleeper", log=tmp_path / "log")  # no pipe: no grace
+    for _ in range(100):
+        kids = [q for q in psutil.process_iter(["cmdline"]) if q.info["cmdline"] == ["sleep", "300"]
+                and q.pid != pid]
+        if kids:
+            break
+        time.sleep(0.05)
+    assert kids
+    t0 = time.monotonic()
+    proc.stop(p)
+    assert all(_gone(k.pid, 5) for k in kids)
+    print(f"remote process gone {time.monotonic() - t0:.1f} s after proc.stop (no pipe)")
+
+
+def test_killed_ssh_client_leaves_no_remote_process(site, tmp_path):
+    t = _ssh(site)
+    p = t.spawn(["sh", "-c", "echo $$; sleep 300 & exec sleep 301"], name="sleeper",
+                log=tmp_path / "log", pipe=True)
+    pid = _remote_pid(p)
+    group = [q.pid for q in psutil.process_iter() if _pgid(q.pid) == os.getpgid(pid)]
+    assert len(group) == 2
+    os.kill(p.pid, signal.SIGKILL)  # the ssh client dies; nobody closes anything politely
+    p.popen.wait()
+    assert all(_gone(g, PIPE_GRACE + 5) for g in group), \
+        "a remote process outlived its killed ssh client"
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def test_spawn_pipe_streams_both_ways_and_ends_on_eof(site):
+    t = _ssh(site)
+    p = t.spawn(["sh", "-c", 'while read l; do echo "{\\"got\\": \\"$l\\"}"; done; echo end'],
+                name="agent", pipe=True)
+    p.popen.stdin.write(b"one\ntwo\n")
+    p.popen.stdin.flush()
+    assert p.popen.stdout.readline() == b'{"got": "one"}\n'
+    p.popen.stdin.close()
+    assert p.popen.stdout.read() == b'{"got": "two"}\nend\n'
+    assert p.popen.wait(timeout=10) == 0  # it ended by itself on EOF, well before the grace
+
+
+def test_put_and_get(site, tmp_path):
+    t = _ssh(site)
+    src = tmp_path / "in.bin"
+    src.write_bytes(os.urandom(300_000))
+    remote = str(site["dir"] / "remote dir" / "copy.bin")
+    t.put(src, remote)
+    assert Path(remote).read_bytes() == src.read_bytes()  # same machine underneath
+    t.get(remote, tmp_path / "back" / "out.bin")
+    assert (tmp_path / "back" / "out.bin").read_bytes() == src.read_bytes()
+
+
+def test_version_check_and_clock_offset_through_ssh(site):
+    from xcbench.hosts.checks import check_versions, clock_offsets
+    check_versions(site["inv"])
+    off = clock_offsets(site["inv"])["g2"]
+    assert abs(off["offset_s"]) < off["rtt_s"] / 2 + 0.01  # the same clock underneath
+    print(f"\nclock offset through ssh: {off['offset_s'] * 1e3:+.2f} ms (rtt {off['rtt_s'] * 1e3:.1f} ms)")
+
+
+def test_no_key_material_in_logs(site, tmp_path):
+    t = _ssh(site)
+    p = t.spawn(["sh", "-c", "echo hello; env; exit 0"], name="talker", log=tmp_path / "log")
+    p.popen.wait(timeout=30)
+    proc.stop(p)
+    secrets = []
+    for k in ("client", "host"):
+        body = "".join(ln for ln in (site["keys"] / k).read_text().splitlines()
+                       if "PRIVATE KEY" not in ln)
+        secrets += [body[i:i + 40] for i in range(0, len(body) - 40, 40)]
+    for f in [tmp_path / "log", site["dir"] / "sshd.log"]:
+        text = f.read_text()
+        assert not any(s in text for s in secrets), f"key material in {f}"
+        assert "PRIVATE KEY" not in text
+    argv = " ".join(t.wrap(["true"]))
+    assert not any(s in argv for s in secrets)
