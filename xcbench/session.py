@@ -35,14 +35,18 @@ class CellSession:
 
     def __init__(self, cell: Cell, *, cluster: Any, workdir: Path, procs: ProcessSet,
                  name: str | None = None, report_addr: str | None = None, bind: str | None = None,
-                 gateway: bool = True):
+                 gateway: bool = True, hosts: Any = None):
         self.cell, self.cluster, self.workdir, self.procs = cell, cluster, Path(workdir), procs
+        self.hosts = hosts  # an xcbench.hosts.Inventory: origins on its gateway hosts
         self.name, self.report_addr, self.bind, self.with_gateway = name, report_addr, bind, gateway
         self.gateway = None
         self.findings = []
         self._stack: contextlib.ExitStack | None = None
 
     def __enter__(self) -> CellSession:
+        if self.hosts is not None and getattr(self.cell, "cores", None):
+            from xcbench.gateway.placement import refuse_cores
+            refuse_cores(self.cell, self.hosts)  # before anything is prepared
         stack = contextlib.ExitStack()
         try:
             self.backend = get_backend(self.cell.backend)(self.cluster, self.workdir, self.procs)
@@ -66,6 +70,8 @@ class CellSession:
     def _start(self) -> Gateway:
         from xcbench.gateway import start_gateway
         kw: dict[str, Any] = {} if self.bind is None else {"bind": self.bind}
+        if self.hosts is not None:
+            kw["hosts"] = self.hosts
         return start_gateway(self.target, workdir=self.workdir, cluster=self.cluster,
                              origins=self.cell.origins, tunables=dict(self.cell.gateway or {}),
                              report_addr=self.report_addr, procs=self.procs, name=self.name,
@@ -85,6 +91,16 @@ class CellSession:
             with self._verify_gateway() as gw:
                 return self.backend.verify(self.target, gw)
         return self.backend.verify(self.target, self.gateway)
+
+    def origin_check(self) -> list[dict]:
+        """Per-origin evidence (files, bytes each origin received); an origin that got none
+        adds a FINDING to ``findings``. Call it after the campaign, before leaving."""
+        from xcbench.gateway.placement import origin_findings, origin_load
+        if self.gateway is None:
+            return []
+        load = origin_load(self.gateway)
+        self.findings += origin_findings(self.gateway, load)
+        return load
 
     def keep(self) -> None:
         """Leave the gateway running and the target in place on exit (``xcbench gateway up``:

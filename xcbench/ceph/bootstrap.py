@@ -16,6 +16,7 @@ from xcbench import proc
 from xcbench.ceph import pools as cephpools
 from xcbench.ceph.cluster import FS_CLIENT_ID, FS_NAME, GATEWAY_ID, Cluster
 from xcbench.errors import XcbError
+from xcbench.net import LOOPBACK
 
 BINARIES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "ceph")
 # the measured pools: replicated size 3 (failure domain osd: one host) against EC 2+1 on the
@@ -63,12 +64,19 @@ def write_secret(path: Path, text: str) -> None:
 
 
 
-def build_conf(state: Path, run_dir: Path, fsid: str, ports: list[int], objectstore: str) -> dict:
+def mon_host(addr: str, ports: list[int]) -> str:
+    return f"[v2:{addr}:{ports[0]},v1:{addr}:{ports[1]}]"
+
+
+def build_conf(state: Path, run_dir: Path, fsid: str, ports: list[int], objectstore: str,
+               addr: str = LOOPBACK) -> dict:
+    """The mini cluster's ceph.conf; every daemon listens on ``addr`` only (loopback by
+    default; the emulated hosts' bridge address when gateway hosts must reach it)."""
     log = state / "log"
     g = {
         "fsid": fsid,
-        "mon host": f"[v2:127.0.0.1:{ports[0]},v1:127.0.0.1:{ports[1]}]",
-        "public addr": "127.0.0.1",
+        "mon host": mon_host(addr, ports),
+        "public addr": addr, "cluster addr": addr,
         "auth cluster required": "cephx", "auth service required": "cephx",
         "auth client required": "cephx",
         "keyring": state / "ceph.$name.keyring",
@@ -131,6 +139,28 @@ def make_pools(c: Cluster, state: Path) -> None:
                         caps=["/", "rwp"])  # p: layouts and quotas through xattrs
     write_secret(state / f"ceph.client.{FS_CLIENT_ID}.keyring",
                  keyring_text(f"client.{FS_CLIENT_ID}", key_of(out)))
+
+
+def check_addr(addr: str | None) -> str:
+    """The address a mini cluster may listen on: one IPv4 address of this host (the daemons run
+    with ``ms bind ipv6 = false``), never a wildcard. XcbError (one line) otherwise."""
+    import ipaddress
+    import socket
+    a = (addr or LOOPBACK).strip()
+    try:
+        ip = ipaddress.ip_address(a)
+    except ValueError:
+        raise XcbError(f"cluster --bind {addr!r}: not an IPv4 address") from None
+    if ip.version != 4 or ip.is_unspecified:
+        raise XcbError(f"cluster --bind {a}: give one IPv4 address of this host "
+                       "(not a wildcard, not IPv6: the daemons bind IPv4 only)")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((a, 0))
+        except OSError as e:
+            raise XcbError(f"cluster --bind {a}: not an address of this host ({e.strerror}); "
+                           "for emulated hosts run `xcbench hosts up` first") from None
+    return a
 
 
 def check_prerequisites() -> None:

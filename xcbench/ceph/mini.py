@@ -32,11 +32,13 @@ from xcbench.ceph.bootstrap import (  # noqa: F401 (public names of the mini clu
     POOLS,
     auth_key,
     build_conf,
+    check_addr,
     check_prerequisites,
     gen_key,
     keyring_text,
     make_pools,
     mds_active,
+    mon_host,
     pgs_clean,
     unexpected_checks,
     write_secret,
@@ -51,7 +53,7 @@ from xcbench.ceph.cluster import (
 )
 from xcbench.errors import XcbError
 from xcbench.fsutil import remove_tree
-from xcbench.net import free_ports
+from xcbench.net import LOOPBACK, free_ports
 
 MARKER = "written by xcbench: embedded mini cluster"
 OBJECTSTORES = ("bluestore", "memstore")
@@ -140,13 +142,20 @@ class MiniCluster:
 
     # ---- up -----------------------------------------------------------------------------------
     def up(self, *, objectstore: str = "bluestore", osds: int = 3, timeout: float = 180,
-           log: Log = lambda s: None) -> tuple[Cluster, bool]:
+           addr: str = LOOPBACK, log: Log = lambda s: None) -> tuple[Cluster, bool]:
         """Start the cluster (from nothing) and wait until it is healthy with an active MDS.
 
+        ``addr``: the one IPv4 address every daemon listens on (loopback by default; the
+        emulated hosts' bridge address so that gateway hosts in network namespaces reach it).
         Returns (cluster, started); started is False when it was already running.
         """
+        addr = check_addr(addr)
         if self.running():
             if self.meta_path.exists():
+                have = self.meta().get("addr", LOOPBACK)
+                if have != addr:
+                    raise XcbError(f"{self.state}: the cluster running here listens on {have}, "
+                                   f"not {addr}; `xcbench cluster down` it first")
                 return self.cluster(), False
             raise XcbError(f"{self.state}: a cluster is starting or half-started here "
                            "(no cluster.json yet); wait, or `xcbench cluster down` it")
@@ -156,7 +165,7 @@ class MiniCluster:
         self._prepare_dir(log)
         procs = proc.ProcessSet(record=False)  # outlives the command: not an orphan
         try:
-            cluster = self._bootstrap(objectstore, osds, timeout, procs, log)
+            cluster = self._bootstrap(objectstore, osds, timeout, procs, log, addr)
         except BaseException:
             # keep the logs for diagnosis; `down` removes the rest
             self._stop_processes(log=lambda s: None)
@@ -175,7 +184,7 @@ class MiniCluster:
         self.state.chmod(0o755)
 
     def _bootstrap(self, objectstore: str, n_osds: int, timeout: float,
-                   procs: proc.ProcessSet, log: Log) -> Cluster:
+                   procs: proc.ProcessSet, log: Log, addr: str = LOOPBACK) -> Cluster:
         t0 = time.monotonic()
         st = self.state
         self._procs = procs
@@ -188,9 +197,9 @@ class MiniCluster:
             run_dir = Path("/tmp") / f"xcb-run-{uuid.uuid4().hex[:12]}"
         run_dir.mkdir(parents=True, exist_ok=True)
         fsid = str(uuid.uuid4())
-        ports = free_ports(2)
+        ports = free_ports(2, addr)
         self.conf.write_text(cephconf.render_conf(
-            build_conf(st, run_dir, fsid, ports, objectstore), header=f"{MARKER} ({st})"))
+            build_conf(st, run_dir, fsid, ports, objectstore, addr), header=f"{MARKER} ({st})"))
 
         admin_key = gen_key()
         admin_caps = {"mon": "allow *", "osd": "allow *", "mds": "allow *", "mgr": "allow *"}
@@ -199,7 +208,7 @@ class MiniCluster:
         mon_keyring = st / "mon.keyring"
         write_secret(mon_keyring, keyring_text("mon.", gen_key(), {"mon": "allow *"})
                      + keyring_text("client.admin", admin_key, admin_caps))
-        mon_addr = f"[v2:127.0.0.1:{ports[0]},v1:127.0.0.1:{ports[1]}]"
+        mon_addr = mon_host(addr, ports)
         proc.run(["monmaptool", "--create", "--clobber", "--fsid", fsid, "--enable-all-features",
                   "--addv", "a", mon_addr, st / "monmap"], timeout=30)
         (st / "mon.a").mkdir()
@@ -211,7 +220,7 @@ class MiniCluster:
                           gateway_id=GATEWAY_ID, fs_client_id=FS_CLIENT_ID, fs_name=FS_NAME,
                           pools=dict(POOLS), embedded=True, state_dir=st)
         wait_connect(cluster, 30)
-        step(f"mon.a answers on 127.0.0.1:{ports[0]}")
+        step(f"mon.a answers on {addr}:{ports[0]}")
 
         self._start_daemon(cluster, "mgr.x", {"mon": "allow profile mgr", "mds": "allow *",
                                               "osd": "allow *"}, procs)
@@ -242,7 +251,7 @@ class MiniCluster:
         self._wait_healthy(cluster, n_osds, t0 + timeout, step)
         meta = {
             "version": 1, "state_dir": str(st), "conf": str(self.conf), "fsid": fsid,
-            "objectstore": objectstore, "mon_host": mon_addr,
+            "objectstore": objectstore, "mon_host": mon_addr, "addr": addr,
             "ports": {"mon_v2": ports[0], "mon_v1": ports[1]}, "run_dir": str(run_dir),
             "client_id": "admin", "keyring": str(admin_keyring),
             "gateway_id": GATEWAY_ID, "gateway_keyring": str(st / f"ceph.client.{GATEWAY_ID}.keyring"),

@@ -21,6 +21,9 @@ def add_parser(sub):
                     help="bluestore on sparse files (default) or memstore (RAM, never given back)")
     up.add_argument("--osds", type=int, default=3, help="number of OSDs (default 3)")
     up.add_argument("--timeout", type=float, default=180, help="seconds to wait for health")
+    up.add_argument("--bind", metavar="ADDR", default="127.0.0.1",
+                    help="the IPv4 address every daemon listens on (default 127.0.0.1; the "
+                         "emulated hosts' bridge address, e.g. 10.77.0.1, so gateway hosts reach it)")
     up.add_argument("-q", "--quiet", action="store_true", help="print only the ceph.conf path")
     st = acts.add_parser("status", help="health, OSDs, pools, file systems (of any cluster)")
     add_ceph_args(st)
@@ -67,7 +70,7 @@ def _up(args) -> int:
     mc = MiniCluster(default_state_dir(args.state_dir))
     log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     cluster, started = mc.up(objectstore=args.objectstore, osds=args.osds, timeout=args.timeout,
-                             log=log)
+                             addr=args.bind, log=log)
     if not started and not args.quiet:
         print(f"cluster already running in {mc.state}; nothing done")
     if not args.quiet:

@@ -16,6 +16,7 @@ from xcbench import proc
 from xcbench.errors import XcbError
 from xcbench.findings import WILDCARD_BINDS, finding
 from xcbench.fsutil import remove_tree
+from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
 from xcbench.gateway.findings import findings_for
 from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
@@ -41,10 +42,21 @@ class Server:
     log: Path
     localroot: str | None = None  # data servers of tmpfs/cephfs targets
     proc: proc.Proc | None = field(default=None, repr=False)
+    # on a gateway host (xcbench.gateway.placement): its address, where it runs, its own pid
+    addr: str | None = None
+    slot: Any = field(default=None, repr=False)
+    host_pid: int | None = None
 
     @property
     def pid(self) -> int | None:
+        if self.host_pid:
+            return self.host_pid
         return self.proc.pid if self.proc else None
+
+    @property
+    def host(self) -> str | None:
+        """Name of the inventory host it runs on (None: this host, no inventory)."""
+        return self.slot.host.name if self.slot is not None else None
 
 
 class Gateway:
@@ -158,13 +170,21 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
                   origins: int = 1, tunables: Mapping[str, Any] | None = None,
                   report_addr: str | None = None, bind: str = "127.0.0.1",
                   procs: proc.ProcessSet | None = None, name: str | None = None,
-                  cell: Any = None, start_timeout: float = START_TIMEOUT) -> Gateway:
+                  cell: Any = None, start_timeout: float = START_TIMEOUT,
+                  hosts: Any = None) -> Gateway:
     """Start the gateway of ``target`` and wait until it answers; see the module docstring.
 
     ``tunables`` (a cell's ``gateway`` mapping): async, buffers_maxbsz, cksio, bind, ceph.
     A ``bind`` tunable overrides ``bind``. ``cell`` (optional) adds campaign-aware findings.
+    ``hosts`` (an xcbench.hosts.Inventory): the origins run on its gateway hosts, each bound to
+    its host's address (xcbench.gateway.placement); None or a local-only one: this host.
     """
     t = effective_tunables(target, tunables)
+    placement = None
+    if placement_mod.is_placed(hosts):
+        placement = placement_mod.plan(hosts, target, cluster, origins, t.get("bind"))
+        t.pop("bind", None)
+        bind = placement.front.addr
     bind = str(t.pop("bind", None) or bind or "127.0.0.1").strip()  # empty: loopback, never *
     if origins < 1:
         raise XcbError(f"gateway: origins must be >= 1, not {origins}")
@@ -217,7 +237,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     for _attempt in range(3):
         try:
             servers = _plan(target, name, origins, addr, keep, live, admin, t, report_addr,
-                            wildcard, ids, tls)
+                            wildcard, ids, tls, placement)
         except BaseException:
             remove_tree(admin)
             raise
@@ -257,19 +277,22 @@ def _stop_servers(gw: Gateway) -> None:
 
 
 def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildcard, ids,
-          tls) -> list[Server]:
+          tls, placement=None) -> list[Server]:
     """Servers to start, in order (manager first), with ports and rendered configs."""
     used: set[int] = set()
 
     def port() -> int:
+        if placement is not None:
+            return placement.port(used)
         p = free_port(addr, avoid=used)  # bound a moment later, via sdlisten
         used.add(p)
         return p
 
-    allow = () if wildcard else ("localhost",)
+    allow = () if wildcard else placement.allow if placement is not None else ("localhost",)
     servers: list[Server] = []
 
-    def add(daemon, role, sname, manager=None, localroot=None, with_http=True, p=None) -> None:
+    def add(daemon, role, sname, manager=None, localroot=None, with_http=True, p=None,
+            index=0) -> None:
         # XrdHttp shares the xroot port: a redirector sends HTTP clients to an origin's
         # registered data port, so an origin must speak both protocols there
         p = p or port()
@@ -286,6 +309,9 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
             (d / fname).write_text(text)
         servers.append(Server(daemon, role, sname, p, hp, live / fname,
                               live / f"{sname}-{daemon}.log", localroot))
+        if placement is not None:
+            slot = placement.slot(role, index)
+            servers[-1].slot, servers[-1].addr = slot, slot.addr
 
     if origins == 1:
         add("xrootd", "standalone", "xcb", localroot=target.path)
@@ -299,8 +325,8 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
         if root is not None:
             os.makedirs(root, exist_ok=True)
             own(Path(root), ids)
-        add("cmsd", "server", f"o{i}", manager=manager, localroot=root, with_http=False)
-        add("xrootd", "server", f"o{i}", manager=manager, localroot=root)
+        add("cmsd", "server", f"o{i}", manager=manager, localroot=root, with_http=False, index=i)
+        add("xrootd", "server", f"o{i}", manager=manager, localroot=root, index=i)
     return servers
 
 
@@ -313,11 +339,18 @@ def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) 
         cmd += ["-c", str(s.config), "-l", f"={s.log}", "-n", s.name]
         listen = [] if wildcard or (s.daemon == "cmsd" and s.role == "server") else \
             sorted({s.port} | ({s.http_port} if s.http_port else set()))
+        python = sys.executable if s.slot is None else placement_mod.python_on(s.slot)
         if listen:  # pre-bind on the loopback address (see the module docstring)
-            cmd = [sys.executable, "-m", "xcbench.sdlisten",
-                   *[a for p in listen for a in ("--listen", f"{gw.addr}:{p}")], "--", *cmd]
-        s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}", log=s.log.with_suffix(".out"),
-                            env=env, cwd=gw._admin_dir / s.name, procs=procs)
+            cmd = [python, "-m", "xcbench.sdlisten",
+                   *[a for p in listen for a in ("--listen", f"{s.addr or gw.addr}:{p}")], "--", *cmd]
+        if s.slot is None:
+            s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}",
+                                log=s.log.with_suffix(".out"), env=env,
+                                cwd=gw._admin_dir / s.name, procs=procs)
+        else:  # on its gateway host, through the host's transport
+            s.proc = placement_mod.spawn(s.slot, cmd, cwd=str(gw._admin_dir / s.name),
+                                         name=f"{gw.name}/{s.name}-{s.daemon}",
+                                         log=s.log.with_suffix(".out"), env=env, procs=procs)
         if s.daemon == "cmsd" and s.role == "manager":
             # an origin's cmsd that finds the manager port closed retries only after 6 s
             wait_server(gw, s, deadline)
@@ -325,3 +358,5 @@ def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) 
         wait_server(gw, s, deadline)
     if len(gw.origins) > 1:
         wait_cluster(gw, deadline)
+    if any(s.slot is not None for s in gw.servers):
+        placement_mod.resolve_pids(gw)

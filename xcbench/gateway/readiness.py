@@ -74,11 +74,12 @@ def wait_server(gw: Gateway, s: Server, deadline: float) -> None:
             if rc is not None and rc < 0:
                 raise Crashed(failed(gw, s, f"was killed by signal {-rc} while starting"))
             raise failed(gw, s, f"exited with status {rc} while starting")
+        addr = s.addr or gw.addr  # an origin on a gateway host: that host's address
         if s.daemon == "xrootd":
-            ok = xroot_handshake(gw.addr, s.port) is not None and (
-                s.http_port is None or http_answers(gw.addr, s.http_port))
+            ok = xroot_handshake(addr, s.port) is not None and (
+                s.http_port is None or http_answers(addr, s.http_port))
         elif s.role == "manager":
-            ok = port_open(s.port, gw.addr, timeout=2.0)
+            ok = port_open(s.port, addr, timeout=2.0)
         else:  # a data server's cmsd: its login is checked as part of the cluster below
             ok = "initialization completed" in proc.tail(s.log, 200)
         if ok:

@@ -1,0 +1,218 @@
+"""Gateways on gateway hosts (issue 16, item 3) on emulated hosts: 2 netns gateway hosts with a
+CPU quota each, one origin on each behind a cmsd redirector, a second mini cluster listening on
+the bridge address; files pushed through the redirector with xrdcp from the root namespace.
+
+Checked: every file's adler32, both origins got files (per-origin evidence), each origin runs
+in its host's network namespace and cgroup (whose quota is its CPU limit), and nothing of the
+gateways, the hosts or the cluster is left afterwards. tmpfs and rados (XrdCeph).
+
+The machine is shared: names carry this process's id and the network is a free 10.2xx.y.0/24.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from xcbench import proc
+from xcbench.cell import Cell
+
+TAG = f"{os.getpid() % 10000}"
+CORES = 0.5
+FILES = 8
+SIZE = 2 << 20
+
+
+def _why_not() -> str:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, cgroups)"
+    for tool in ("ip", "nsenter", "xrootd", "cmsd", "xrdcp", "ceph-mon"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    try:
+        from xcbench.cgroups import detect
+        detect()
+    except Exception as e:  # noqa: BLE001 - the reason to skip
+        return str(e)
+    return ""
+
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")]
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    d = Path(tempfile.mkdtemp(prefix="xcb-test-gwhosts-"))
+    d.chmod(0o755)  # the xrootd user reaches the gateway dirs below it
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def inventory(scratch):
+    """2 gateway hosts (g<tag>a: also the redirector) up as network namespaces; down after,
+    and nothing of them left."""
+    from xcbench.hosts import load_inventory
+    from xcbench.hosts.emulate import down, free_network, up
+    net = list(free_network().hosts())
+    a, b = f"ga{TAG}", f"gb{TAG}"
+    data = {"bridge": {"name": f"xcbg{TAG}", "address": f"{net[0]}/24"},
+            "hosts": {a: {"roles": ["gateway", "redirector"], "transport": "netns",
+                          "address": str(net[20]), "cores": CORES},
+                      b: {"roles": ["gateway"], "transport": "netns", "address": str(net[21]),
+                          "cores": CORES}}}
+    path = scratch / "hosts.yaml"
+    path.write_text(yaml.safe_dump(data))
+    inv = load_inventory(path)
+    state = scratch / "hosts-state"
+    up(inv, state)
+    try:
+        yield inv
+    finally:
+        down(state, inv)
+        ns = proc.run(["ip", "netns", "list"]).stdout
+        assert not [h for h in inv.hosts if h.netns in ns.split()], ns
+
+
+@pytest.fixture(scope="module")
+def bridge_cluster(inventory, scratch):
+    """A second mini cluster, listening on the bridge address only; down after."""
+    from xcbench.ceph.mini import MiniCluster
+    mc = MiniCluster(scratch / "cluster")
+    t0 = time.monotonic()
+    try:
+        cluster, _ = mc.up(addr=inventory.bridge.ip)
+        print(f"\nmini cluster on {inventory.bridge.ip}: up in {time.monotonic() - t0:.1f} s")
+        yield cluster
+    finally:
+        mc.down()
+        assert not mc.state.exists()
+
+
+def _adler(data: bytes) -> str:
+    return f"{zlib.adler32(data) & 0xffffffff:08x}"
+
+
+def _push(gw, src: Path, prefix: str) -> tuple[dict[str, str], float]:
+    """FILES files of SIZE bytes in parallel through the redirector; {name: adler32}, seconds."""
+    import random
+    want = {}
+    for i in range(FILES):
+        data = random.Random(i).randbytes(SIZE)
+        (src / f"f{i}.bin").write_bytes(data)
+        want[f"{prefix}f{i}.bin"] = _adler(data)
+    t0 = time.monotonic()
+    ps = [proc.spawn(["xrdcp", "--nopbar", "-f", src / f"f{i}.bin", gw.url(f"{prefix}f{i}.bin")],
+                     env=gw.client_env) for i in range(FILES)]
+    assert [p.popen.wait(timeout=180) for p in ps] == [0] * FILES
+    return want, time.monotonic() - t0
+
+
+def _checks(gw, want: dict[str, str]) -> None:
+    for name, cks in want.items():
+        out = proc.run(["xrdfs", gw.root_url, "query", "checksum", name], env=gw.client_env,
+                       timeout=60).stdout
+        assert out.replace("\0", " ").split()[-1] == cks, (name, out)
+
+
+def _in_host(pid: int, host) -> None:
+    """``pid`` runs in ``host``'s network namespace and cgroup, whose quota is its limit."""
+    from xcbench.limits import cpu_limit, proc_cgroups
+    assert os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{host.netns}").st_ino
+    assert os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
+    assert proc_cgroups(pid)["cpu"].strip("/").endswith(host.cgroup)
+    lim = cpu_limit(pid)
+    assert lim.cores == pytest.approx(CORES) and host.cgroup in lim.source, lim
+
+
+def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
+    from xcbench.gateway.placement import report_host
+    from xcbench.proc import ProcessSet
+    from xcbench.session import CellSession
+    from xcbench.telemetry.xrdreport import ReportListener
+    procs = ProcessSet()
+    wd = scratch / cell.id
+    wd.mkdir()
+    wd.chmod(0o755)
+    src = scratch / f"src-{cell.id}"
+    src.mkdir()
+    listener = ReportListener(host=report_host(inventory)).start()
+    try:
+        assert listener.host == inventory.bridge.ip
+        with CellSession(cell, cluster=cluster, workdir=wd, procs=procs, hosts=inventory,
+                         report_addr=listener.addr) as s:
+            gw = s.gateway
+            assert gw.addr == inventory.gateways[0].address  # the redirector host
+            origins = gw.origins
+            assert [o.host for o in origins] == [h.name for h in inventory.gateways]
+            assert [o.addr for o in origins] == [h.address for h in inventory.gateways]
+            for o, h in zip(origins, inventory.gateways, strict=True):
+                _in_host(o.pid, h)
+            pids = list(gw.pids)
+            want, seconds = _push(gw, src, prefix_of(s.target))
+            _checks(gw, want)
+            load = s.origin_check()
+            assert len(load) == 2 and all(r["files"] > 0 for r in load), load
+            assert not [f for f in s.findings if "origin got no files" in f["what"]]
+            # xrd.report reached the listener on the bridge from both origins' hosts
+            assert listener.wait(4, timeout=10)
+            senders = {p.sender[0] for p in listener.drain()}
+            assert {h.address for h in inventory.gateways} <= senders, senders
+        assert not [p for p in pids if proc.pid_alive(p)]
+        procs.stop_all()
+        mib = FILES * SIZE / seconds / 2**20
+        print(f"\n{cell.id}: {FILES} x {SIZE >> 20} MiB through 2 netns origins in {seconds:.2f} s "
+              f"({mib:.0f} MiB/s); per origin: "
+              + ", ".join(f"{r['origin']}@{r['host']} {r['files']} files {r['bytes']} B "
+                          f"({r['source']})" for r in load))
+        return {"load": load, "seconds": seconds}
+    finally:
+        listener.stop()
+        procs.stop_all()
+
+
+def test_tmpfs_origins_on_two_netns_hosts(inventory, scratch):
+    cell = Cell(id=f"gwh-tmpfs-{TAG}", label="gateway hosts tmpfs", backend="tmpfs",
+                tmpfs_size=64 << 20, origins=2)
+    out = _run_cell(cell, inventory, scratch, None, lambda t: "/")
+    assert sum(r["files"] for r in out["load"]) == FILES  # files counted in each origin's dir
+    assert sum(r["bytes"] for r in out["load"]) == FILES * SIZE
+
+
+def test_rados_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
+    from xcbench.cell import Layout, PoolSpec
+    cell = Cell(id=f"gwh-rados-{TAG}", label="gateway hosts rados", backend="rados",
+                layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
+                origins=2)
+    out = _run_cell(cell, inventory, scratch, bridge_cluster,
+                    lambda t: t.info["name_prefix"])
+    # a shared store: per-origin evidence from each origin's own counters (opens, bytes in)
+    assert all(r["bytes"] > SIZE for r in out["load"]), out["load"]
+
+
+def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
+    """A rados gateway on a netns host cannot reach a loopback-only cluster: one line, before
+    anything starts."""
+    from xcbench.backends.base import Target
+    from xcbench.errors import XcbError
+    from xcbench.gateway import start_gateway
+
+    class Loopback:
+        info = {"mon_host": "[v2:127.0.0.1:3300,v1:127.0.0.1:6789]"}
+
+    t = Target(cell_id="lo", backend="rados", pool="p",
+               oss={"ceph_user": "u", "pool": "p", "nb_stripes": 1, "stripe_unit": 1 << 22,
+                    "object_size": 1 << 22})
+    with pytest.raises(XcbError, match=r"host ga\d+: the Ceph cluster listens on loopback"):
+        start_gateway(t, workdir=scratch / "lo", cluster=Loopback(), hosts=inventory)
+    assert not (scratch / "lo").exists()
