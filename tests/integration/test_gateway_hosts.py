@@ -159,6 +159,13 @@ def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
             for o, h in zip(origins, inventory.gateways, strict=True):
                 _in_host(o.pid, h)
             pids = list(gw.pids)
+            # the roles device: the gateway role's limit is the two hosts' quotas together
+            from xcbench.telemetry.rolepids import make_sampler
+            rows = make_sampler(gateway=gw, target=s.target, cluster=None).sample(
+                time.time(), time.monotonic())
+            (lim,) = [r for r in rows if r["metric"] == "role_cpu_limit_cores"
+                      and r["labels"]["role"] == "gateway"]
+            assert lim["value"] == pytest.approx(2 * CORES), lim
             want, seconds = _push(gw, src, prefix_of(s.target))
             _checks(gw, want)
             load = s.origin_check()
@@ -168,6 +175,12 @@ def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
             assert listener.wait(4, timeout=10)
             senders = {p.sender[0] for p in listener.drain()}
             assert {h.address for h in inventory.gateways} <= senders, senders
+            # the gateway device samples each origin's own process (a pid of this machine)
+            from xcbench.telemetry.gateway import GatewaySampler
+            rows = GatewaySampler(listener, gw).sample(time.time(), time.monotonic())
+            rss = {r["labels"]["name"]: r["value"] for r in rows if r["metric"] == "proc.rss_bytes"}
+            for o in origins:
+                assert rss[f"xrootd:{o.name}@{o.host}"] > 1 << 20, rss
         assert not [p for p in pids if proc.pid_alive(p)]
         procs.stop_all()
         mib = FILES * SIZE / seconds / 2**20
@@ -216,3 +229,15 @@ def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
     with pytest.raises(XcbError, match=r"host ga\d+: the Ceph cluster listens on loopback"):
         start_gateway(t, workdir=scratch / "lo", cluster=Loopback(), hosts=inventory)
     assert not (scratch / "lo").exists()
+
+
+def test_cephfs_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
+    """ceph-fuse mounts in the root namespace; the origins in the hosts' namespaces see it (the
+    netns transport enters the network namespace only)."""
+    from xcbench.cell import Layout, PoolSpec
+    cell = Cell(id=f"gwh-cephfs-{TAG}", label="gateway hosts cephfs", backend="cephfs",
+                layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
+                origins=2)
+    out = _run_cell(cell, inventory, scratch, bridge_cluster, lambda t: "/")
+    assert sum(r["files"] for r in out["load"]) == FILES
+    assert sum(r["bytes"] for r in out["load"]) == FILES * SIZE

@@ -198,8 +198,12 @@ def test_the_shaped_link_holds_its_rate(hosts):
     gw = inv.gateways[0]
     rate = shaped.link.rate_bps
     p = transport_for(gw).spawn(["iperf3", "-s", "-B", gw.address, "-p", "5201"], name="iperf3")
+    from xcbench.hosts.links import link_counters
     try:
+        before, t0 = link_counters(shaped), time.monotonic()
         up = _iperf(shaped, gw, 5201)
+        sent = (link_counters(shaped)["tx_bytes"] - before["tx_bytes"]) * 8
+        spent = time.monotonic() - t0
         down = _iperf(shaped, gw, 5201, reverse=True)
         other = _iperf(free, gw, 5201)
     finally:
@@ -210,6 +214,8 @@ def test_the_shaped_link_holds_its_rate(hosts):
     assert up <= rate * 1.05 and down <= rate * 1.05
     assert up >= rate * 0.5 and down >= rate * 0.5  # shaped, not broken
     assert other > rate * 2
+    # the links device's counters saw that traffic, and no more than the shaped rate allows
+    assert up * 3 * 0.9 <= sent <= rate * spent * 1.05
 
 
 def test_the_cpu_quota_holds(hosts):

@@ -29,13 +29,13 @@ def run(args) -> int:
         inv = load_inventory(args.file)
         t0 = time.monotonic()
         rec = emulate.up(inv, args.state, log=lambda s: print(s, flush=True))
-        print(f"{len(inv.netns_hosts)} emulated hosts up on bridge {inv.bridge.name} "
-              f"({inv.bridge.address}) in {time.monotonic() - t0:.2f} s; record {rec.path}")
+        br = rec.data["bridge"]
+        print(f"{len(inv.netns_hosts)} emulated hosts up on bridge {br['name']} "
+              f"({br['address']}) in {time.monotonic() - t0:.2f} s; record {rec.path}")
         return 0
     if args.hosts_cmd == "down":
-        inv = load_inventory(args.file) if args.file else None
         t0 = time.monotonic()
-        done, left = emulate.down(args.state, inv)
+        done, left = emulate.down(args.state, load_inventory(args.file) if args.file else None)
         if left:
             print(f"xcbench: error: hosts down: could not remove {', '.join(left)}",
                   file=sys.stderr)

@@ -5,7 +5,9 @@ destination pulls with ``xrdcp --server``) and HTTP-TPC (libXrdHttpTPC). Configs
 from ``xrootd-configs/*.j2`` and kept, with the logs, in ``workdir/gateway-<name>/``.
 What depends on the backend (OSS library, environment, shared store, defaults) comes from the
 Target (xcbench.backends). Modules: ``config`` (tunables, config text, TLS), ``launch`` (start
-with retries, stop, restart, stop a recorded gateway), ``readiness`` (protocol handshakes, waits).
+with retries, stop, restart, stop a recorded gateway), ``readiness`` (protocol handshakes, waits),
+``placement`` (origins on an inventory's gateway hosts: ``start_gateway(..., hosts=inventory)``;
+per-origin evidence and the finding for an origin that got no files).
 
 Measured on this machine (XRootD 5.5.3), and why the code looks like this:
 - xrootd has no directive to bind one address, but takes systemd-style pre-bound sockets: every

@@ -182,7 +182,8 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     t = effective_tunables(target, tunables)
     placement = None
     if placement_mod.is_placed(hosts):
-        placement = placement_mod.plan(hosts, target, cluster, origins, t.get("bind"))
+        placement = placement_mod.plan(hosts, target, cluster, origins, t.get("bind"),
+                                       report_addr)
         t.pop("bind", None)
         bind = placement.front.addr
     bind = str(t.pop("bind", None) or bind or "127.0.0.1").strip()  # empty: loopback, never *

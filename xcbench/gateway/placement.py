@@ -8,8 +8,10 @@ Every daemon is started through its host's Transport and listens on that host's 
 (pre-bound by xcbench.sdlisten inside the host's network namespace; never a wildcard). What the
 daemons read (configs, TLS, the gateway's ceph.conf and keyring copy) stays where it is when the
 host shares this machine's files (local, netns: same files, same mounts, so tmpfs mounts and
-ceph-fuse made in the root namespace are what the origin sees); an ssh host is refused with one
-line for now (its files would have to be put there and its targets prepared there).
+ceph-fuse made in the root namespace are what the origin sees). An ssh gateway host is refused
+with one line saying what the backend would need there (SSH_NEEDS): nothing is assumed shared.
+A Ceph-client gateway (rados) on a netns host needs the cluster on an address that host reaches
+(`xcbench cluster up --bind <bridge address>`): a loopback-only cluster is refused.
 
 The pids of a netns host's daemons are pids of this machine: ``Server.pid`` is the daemon's own
 pid (found below the spawned one), so the gateway sampler and the roles device read its CPU and
@@ -83,7 +85,8 @@ def is_placed(hosts: Any) -> bool:
                for h in hosts.gateways)
 
 
-def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | None) -> Placement:
+def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | None,
+         report_addr: str | None = None) -> Placement:
     """The placement of a gateway of ``origins`` origins on ``hosts``; XcbError (one line,
     naming the inventory and host) for what cannot run there, before anything starts."""
     from xcbench.hosts import transport_for
@@ -98,11 +101,20 @@ def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | Non
     used = [front_host] + [gws[i % len(gws)] for i in range(origins)] if origins > 1 else [gws[0]]
     for h in used:
         _check_host(where, h, target, cluster)
+        if report_addr and h.transport != "local" and \
+                report_addr.rpartition(":")[0].strip("[]").startswith(("127.", "localhost", "::1")):
+            # the host's own loopback: its reports would be lost without a word
+            raise XcbError(f"{where}: host {h.name}: xrd.report to {report_addr} would stay on "
+                           "that host; bind the run's listener where it reaches "
+                           "(xcbench.telemetry.gateway.report_listener(hosts))")
     slots = {h.name: Slot(h, transport_for(h)) for h in used}
-    allow = tuple(sorted({"localhost", *(str(h.address) for h in hosts.hosts),
-                          *([_bridge_addr(hosts)] if _bridge_addr(hosts) else [])}))
+    # who may connect (xrd.allow takes IP literals): every host of the inventory and the bridge
+    allow = {"localhost", *(str(h.address) for h in hosts.hosts)}
+    bridge = _bridge_addr(hosts)
+    if bridge:
+        allow.add(bridge)
     return Placement(slots[front_host.name],
-                     [slots[gws[i % len(gws)].name] for i in range(origins)], allow)
+                     [slots[gws[i % len(gws)].name] for i in range(origins)], tuple(sorted(allow)))
 
 
 def _bridge_addr(hosts: Any) -> str | None:
@@ -110,13 +122,23 @@ def _bridge_addr(hosts: Any) -> str | None:
     return str(b.ip) if b is not None else None
 
 
+# What an ssh gateway host would need, per backend: said in the refusal, never assumed
+SSH_NEEDS = {
+    "tmpfs": "the tmpfs is mounted on this machine; an ssh host sees its own files, so the "
+             "tmpfs would have to be mounted there",
+    "cephfs": "the ceph-fuse mount is made on this machine; the mount would have to be made on "
+              "that host",
+    "rados": "XrdCeph there needs the gateway's ceph.conf and key put on that host, which "
+             "xcbench does not do yet",
+}
+
+
 def _check_host(where: str, h: Any, target: Target, cluster: Any) -> None:
     if h.transport not in SHARED_FS:
-        # the target would have to be prepared on that host (a tmpfs mounted there, ceph-fuse
-        # there; for rados the conf and a key put there): not done yet, so said, not assumed
-        raise XcbError(f"{where}: host {h.name}: transport {h.transport}: gateways run on local "
-                       f"and netns hosts only so far (cell {target.cell_id}, backend "
-                       f"{target.backend}); put the gateway role on a local or netns host")
+        need = SSH_NEEDS.get(target.backend, "its target is prepared on this machine only")
+        raise XcbError(f"{where}: host {h.name}: transport {h.transport}: a {target.backend} "
+                       f"gateway (cell {target.cell_id}) runs on local and netns hosts only: "
+                       f"{need}; give the gateway role to a local or netns host")
     if target.ceph_conf_env and cluster is not None and h.transport != "local":
         mon = _mon_host(cluster)
         if mon and all(a.startswith("127.") for a in _mon_addrs(mon)):

@@ -181,6 +181,7 @@ def up(inv: Inventory, state: str | Path | None = None, *, log=None) -> Record:
     rec = Record(path, inv.source)
     rec.data["bridge"] = {"name": inv.bridge.name, "address": inv.bridge.address}
     rec.data["hosts"] = {h.name: {"netns": h.netns, "veth": h.veth, "address": h.address,
+                                  "roles": list(h.roles),
                                   "cores": h.cores, "rate_bps": h.link.rate_bps if h.link else None}
                          for h in inv.netns_hosts}
     try:

@@ -19,8 +19,9 @@ from xcbench.telemetry.ceph import CephSampler
 from xcbench.telemetry.devices import DEVICES, Device, build, parse_selection, wants
 from xcbench.telemetry.gateway import GatewaySampler
 from xcbench.telemetry.host import HostSampler
+from xcbench.telemetry.links import LinksSampler
 from xcbench.telemetry.xrdreport import Report, ReportListener, parse_report
 
-__all__ = ["DEVICES", "CephSampler", "Device", "GatewaySampler", "HostSampler", "Rates", "Report",
+__all__ = ["DEVICES", "CephSampler", "Device", "GatewaySampler", "HostSampler", "LinksSampler", "Rates", "Report",
            "ReportListener", "SampleGap", "Sampler", "TelemetryRunner", "build", "parse_report",
            "parse_selection", "wants"]

@@ -57,6 +57,16 @@ def _roles(ctx: Context) -> Sampler:
     return make_sampler(gateway=ctx.gateway, target=ctx.target, cluster=ctx.cluster)
 
 
+def _links(ctx: Context) -> Sampler | None:
+    """The run's emulated hosts (its inventory when the context has one, else every emulated
+    host recorded as up); none: the device does not apply."""
+    from xcbench.hosts.links import links_of, recorded_links
+    from xcbench.telemetry.links import LinksSampler
+    inv = getattr(ctx, "hosts", None)
+    links = links_of(inv) if inv is not None else recorded_links()
+    return LinksSampler(links) if links else None
+
+
 DEVICES: dict[str, Device] = {d.name: d for d in (
     Device("host", "CPU busy/iowait per core, memory (total, available, cached, dirty, writeback), "
            "bytes/packets/drops per network interface", 1.0, "every cell", _host),
@@ -69,6 +79,8 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
     Device("roles", "CPU cores, RSS, CPU limit (cgroup quota, cpuset or host cores, and where it "
            "comes from) and CFS throttling of each role: client (the driver), gateway, mount, "
            "osd, mds, mon, mgr, probe", 1.0, "every cell", _roles),
+    Device("links", "bytes sent and received through each emulated host's link and the rate "
+           "it is shaped to (its limit)", 1.0, "runs with emulated hosts up", _links),
 )}
 DEFAULT = tuple(DEVICES)  # every device, at its default interval
 NONE = "none"

@@ -71,14 +71,17 @@ def report_listener(hosts: Any = None, **kw: Any) -> ReportListener:
 
 def _pids(servers: Iterable[Any]) -> list[tuple[int, str]]:
     """(pid, name) of gateway.servers entries (xcbench.gateway.Server, xcbench.proc.Proc, or a
-    plain pid); name is "<daemon>:<instance>" when the entry says both, e.g. "xrootd:gw-1"."""
+    plain pid); name is "<daemon>:<instance>" when the entry says both, e.g. "xrootd:gw-1",
+    with "@<host>" for a server on an inventory's gateway host."""
     out = []
     for s in servers or ():
         pid = getattr(s, "pid", s)
         if isinstance(pid, int):
             name = str(getattr(s, "name", "xrootd"))
             daemon = getattr(s, "daemon", None)
-            out.append((pid, f"{daemon}:{name}" if daemon else name))
+            host = getattr(s, "host", None)  # on a gateway host: "xrootd:o2@g2"
+            name = f"{daemon}:{name}" if daemon else name
+            out.append((pid, f"{name}@{host}" if isinstance(host, str) else name))
     return out
 
 

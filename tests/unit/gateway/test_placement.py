@@ -60,10 +60,20 @@ def test_no_gateway_host_is_refused():
 
 def test_ssh_gateway_host_is_refused_in_one_line():
     i = inv(g1=gw("10.77.0.21"), g2=gw("10.0.0.5", transport="ssh", ssh="g2"))
-    with pytest.raises(XcbError, match=r"^hosts.yaml: host g2: transport ssh: gateways run on "
-                                       r"local and netns hosts only") as e:
+    with pytest.raises(XcbError, match=r"^hosts.yaml: host g2: transport ssh: a tmpfs gateway "
+                                       r"\(cell c1\) runs on local and netns hosts only: the "
+                                       r"tmpfs is mounted on this machine") as e:
         placement.plan(i, TMPFS, None, 2, None)
     assert "\n" not in str(e.value)
+    with pytest.raises(XcbError, match="XrdCeph there needs the gateway's ceph.conf and key"):
+        placement.plan(i, RADOS, None, 2, None)
+
+
+def test_reports_to_a_netns_host_loopback_are_refused():
+    i = inv(g1=gw("10.77.0.21"))
+    with pytest.raises(XcbError, match=r"host g1: xrd.report to 127.0.0.1:9931 would stay on"):
+        placement.plan(i, TMPFS, None, 1, None, "127.0.0.1:9931")
+    placement.plan(i, TMPFS, None, 1, None, "10.77.0.1:9931")
 
 
 def test_wildcard_bind_is_refused_with_hosts():
