@@ -137,7 +137,7 @@ class Coordinator:
 
     # --- the streams -------------------------------------------------------------------
     def _read(self, a: Agent) -> None:
-        assert a.p is not None
+        assert a.p is not None and a.p.popen.stdout is not None
         raw = open(a.raw, "a", encoding="utf-8") if a.raw else None  # noqa: SIM115
         try:
             for line in a.p.popen.stdout:
@@ -197,6 +197,7 @@ class Coordinator:
         if not rows:
             return
         rule, elapsed = self.rule, rows[-1]["t"]
+        assert rule is not None
         steady, spread = False, float("nan")
         if elapsed >= rule.min or elapsed >= rule.max:
             steady, spread = rule.check([r["t"] for r in rows], [r["bytes"] for r in rows])

@@ -94,9 +94,7 @@ def merge_timelines(per_host: dict[str, list[dict]], *, until: float | None = No
                 nbytes[k] += float(r.get("bytes") or 0) * frac
                 active[k] += float(r.get("active") or 0) * (hi - lo)
                 cores[k] += float(r.get("driver_cpu_cores") or 0) * (hi - lo)
-    limits = [r.get("driver_cpu_limit_cores") for sp in spans.values() for _, _, r in sp[:1]]
-    limit = round(sum(limits), 3) if limits and all(isinstance(x, (int, float)) for x in limits) \
-        else None
+    limit = _sum_limits([sp[0][2] for sp in spans.values()])
     rows, cum, given = [], 0.0, 0
     for k in range(n):
         b0, b1 = t0 + k, min(t0 + k + 1, end)
@@ -104,15 +102,26 @@ def merge_timelines(per_host: dict[str, list[dict]], *, until: float | None = No
         cum += nbytes[k]
         moved = int(round(cum)) - given  # whole bytes whose sum is the hosts' sum
         given += moved
-        r = {c: None for c in TIMELINE}
-        r.update(base or {})
-        r.update(t=round(b1 - t0, 3), wall=b1, bytes=moved, rate=moved / span,
+        out: dict[str, Any] = {c: None for c in TIMELINE}
+        out.update(base or {})
+        out.update(t=round(b1 - t0, 3), wall=b1, bytes=moved, rate=moved / span,
                  active=round(active[k] / span, 3), driver_cpu_cores=round(cores[k] / span, 3),
                  driver_cpu_limit_cores=limit, driver_cpu_limit_source="client hosts",
                  done=int(sum(_cumulative(sp, "done", b1) for sp in spans.values())),
                  failed=int(sum(_cumulative(sp, "failed", b1) for sp in spans.values())))
-        rows.append(r)
+        rows.append(out)
     return rows
+
+
+def _sum_limits(rows: list[dict]) -> float | None:
+    """The hosts' driver CPU limits added up (None when one host has none)."""
+    limits: list[float] = []
+    for r in rows:
+        x = r.get("driver_cpu_limit_cores")
+        if not isinstance(x, (int, float)):
+            return None
+        limits.append(float(x))
+    return round(sum(limits), 3) if limits else None
 
 
 def host_summary(row: dict[str, Any]) -> dict[str, Any]:
@@ -143,15 +152,15 @@ def merge_campaigns(rows: dict[str, dict[str, Any]], *, campaign_id: str, concur
     ends = [r["finish_time"] for r in rows.values() if r.get("finish_time") is not None]
     start, end = (min(starts), max(ends)) if starts and ends else (None, None)
     moved = sum(int(r.get("bytes") or 0) for r in rows.values())
-    cores = [r.get("driver_cpu_cores") for r in rows.values()]
-    limits = [r.get("driver_cpu_limit_cores") for r in rows.values()]
+    cores = [float(c) for r in rows.values() if (c := r.get("driver_cpu_cores")) is not None]
+    limit = _sum_limits(list(rows.values()))
     settings.update({
         "level": level, "engine": f"campaign agents on {len(rows)} client hosts "
         "(xcbench.campaign.distributed): the local driver on each, records merged",
         "hosts": {h: {**hosts.get(h, {}), "campaign": host_summary(r)} for h, r in rows.items()},
         **(extra or {})})
     settings.get("spec", {}).update(concurrency=concurrency, campaign_id=campaign_id)
-    out = {c: None for c in CAMPAIGN}
+    out: dict[str, Any] = {c: None for c in CAMPAIGN}
     out.update(cell_id=first.get("cell_id"), campaign_id=campaign_id, concurrency=concurrency,
                repeat=first.get("repeat"), mode=first.get("mode"), client=first.get("client"),
                files=sum(int(r.get("files") or 0) for r in rows.values()), bytes=moved,
@@ -160,9 +169,7 @@ def merge_campaigns(rows: dict[str, dict[str, Any]], *, campaign_id: str, concur
                finished=sum(int(r.get("finished") or 0) for r in rows.values()),
                failed=sum(int(r.get("failed") or 0) for r in rows.values()),
                settings=json.dumps(settings, sort_keys=True, default=str),
-               driver_cpu_cores=round(sum(c for c in cores if c is not None), 3)
-               if any(c is not None for c in cores) else None,
-               driver_cpu_limit_cores=round(sum(limits), 3)
-               if limits and all(isinstance(x, (int, float)) for x in limits) else None,
+               driver_cpu_cores=round(sum(cores), 3) if cores else None,
+               driver_cpu_limit_cores=limit,
                driver_cpu_limit_source="client hosts")
     return out
