@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,62 @@ def hosts_file(scratch):
         assert not _leftovers(inv), _leftovers(inv)
 
 
+SSHD = "/usr/sbin/sshd"
+
+
+@pytest.fixture(scope="module")
+def ssh_hosts(hosts_file, scratch):
+    """The same hosts, client host cb reached over ssh: an sshd in its namespace (throwaway keys,
+    a private ssh_config alias, as a user's ~/.ssh/config does it); stopped after."""
+    if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
+        pytest.skip("sshd is not installed (Debian package openssh-server)")
+    from xcbench.hosts import load_inventory, transport_for
+    path, inv = hosts_file
+    cb = inv.clients[1]
+    d = scratch / "ssh"
+    keys = d / "keys"
+    keys.mkdir(parents=True, mode=0o700)
+    privsep = Path("/run/sshd")
+    privsep.mkdir(mode=0o755, exist_ok=True)  # sshd refuses to start without it
+    for k in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "xcbench-test",
+                        "-f", str(keys / k)], check=True)
+    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+    port = 2222
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress {cb.address}\nHostKey {keys / 'host'}\n"
+        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile none\nStrictModes no\n"
+        "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\n")
+    procs = proc.ProcessSet(record=False)
+    try:
+        tn = transport_for(cb)
+        tn.spawn([SSHD, "-D", "-e", "-f", d / "sshd_config"], name="sshd", log=d / "sshd.log",
+                 procs=procs)
+        host_pub = " ".join((keys / "host.pub").read_text().split()[:2])
+        (keys / "known_hosts").write_text(f"[{cb.address}]:{port} {host_pub}\n")
+        cfg = d / "ssh_config"
+        cfg.write_text(f"Host cb-alias\n  HostName {cb.address}\n  Port {port}\n  User root\n"
+                       f"  IdentityFile {keys / 'client'}\n  IdentitiesOnly yes\n"
+                       f"  UserKnownHostsFile {keys / 'known_hosts'}\n"
+                       "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n")
+        data = yaml.safe_load(path.read_text())
+        data["hosts"][cb.name] = {"roles": ["client"], "transport": "ssh", "ssh": "cb-alias",
+                                  "ssh_options": ["-F", str(cfg)], "address": cb.address,
+                                  "xcbench": [sys.executable, "-m", "xcbench"]}
+        ssh_path = d / "hosts-ssh.yaml"
+        ssh_path.write_text(yaml.safe_dump(data))
+        ssh_inv = load_inventory(ssh_path)
+        t = transport_for(ssh_inv.clients[1])
+        for _ in range(100):  # until sshd answers
+            if t.run(["true"], check=False, timeout=10).returncode == 0:
+                break
+            time.sleep(0.1)
+        yield ssh_inv
+    finally:
+        procs.stop_all()
+
+
 def _matrix(scratch: Path, hosts: str | dict | None = None, backends: dict | None = None) -> Path:
     m = {"name": f"hosts-{TAG}",
          "defaults": {"origins": [2], "modes": ["push"], "concurrency": CONCURRENCY,
@@ -183,11 +240,20 @@ def test_rados_run_from_two_client_hosts(hosts_file, scratch, bridge_cluster):
     _run_and_check(matrix, inv, bridge_cluster, scratch / "results-rados", baseline=False)
 
 
+def test_run_with_a_client_host_over_ssh(ssh_hosts, scratch):
+    from xcbench.hosts.checks import check_versions
+    from xcbench.matrix import load_matrix
+    assert ssh_hosts.clients[1].transport == "ssh"
+    check_versions(ssh_hosts)
+    _run_and_check(load_matrix(_matrix(scratch)), ssh_hosts, None, scratch / "results-ssh",
+                   baseline=True)
+
+
 def _run_and_check(matrix, inv, cluster, out: Path, *, baseline: bool) -> None:
     from xcbench.runner import RunOptions, run_matrix
     from xcbench.store import RunDir
     opts = RunOptions(out=out, probes=False, report=False, progress=False, hosts=inv,
-                      baseline=baseline, extra={"baseline": {"streams": [1, 4], "seconds": 1}})
+                      baseline=baseline, extra={"baseline": {"streams": [1, 2], "seconds": 1}})
     run = run_matrix(matrix, cluster, opts)
     run = RunDir.open(run.path)
     cells = list(run.cells.values())
@@ -252,7 +318,8 @@ def _run_and_check(matrix, inv, cluster, out: Path, *, baseline: bool) -> None:
         assert row.bytes == sum(s["hosts"][h]["campaign"]["bytes"] for h in s["hosts"])
         assert s["level"]["decided_by"] == "coordinator" and s["level"]["t_end"] >= 8
         assert set(s["hosts"]) == (set(clients) if row.concurrency == 3 else {clients[0]})
-        print(f"\n{matrix.cells[0].backend} c={row.concurrency}: merged {int(g['bytes'].sum())} B in {len(g)} buckets "
+        print(f"\n{matrix.cells[0].backend} ({'/'.join(h.transport for h in inv.clients)}) "
+              f"c={row.concurrency}: merged {int(g['bytes'].sum())} B in {len(g)} buckets "
               f"= sum of hosts {host_bytes}; level {s['level']['ended_by']} at "
               f"{s['level']['t_end']} s; " + "; ".join(
                   f"{h}: {v['slots']} slots, {v['campaign']['rate'] / 2**20:.1f} MiB/s, "

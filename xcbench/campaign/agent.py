@@ -68,7 +68,8 @@ def parse_request(line: str) -> dict[str, Any]:
     try:
         req = json.loads(line)
     except ValueError as e:
-        raise XcbError(f"campaign-agent: the request is not JSON ({e})") from None
+        raise XcbError(f"campaign-agent: the request is not JSON ({e}; it began "
+                       f"{line[:40]!r})") from None
     if not isinstance(req, dict) or not isinstance(req.get("spec"), dict) or not req.get("dest"):
         raise XcbError("campaign-agent: the request needs spec and dest")
     spec = req["spec"]

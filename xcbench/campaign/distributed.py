@@ -49,15 +49,6 @@ def agent_argv(transport: Any) -> list[str]:
     return ["xcbench", "campaign-agent"]
 
 
-def spawn_agent(transport: Any, argv: list[str], *, name: str, log: Path | None,
-                procs: proc.ProcessSet | None) -> proc.Proc:
-    """The agent on the transport's host with both pipes: stdout its stream, stdin held open by
-    us (the request, control lines; its end is a stop, and ends the remote side of an ssh)."""
-    transport.ready()
-    return proc.spawn(transport.wrap(argv, tied=True), name=name, log=log, procs=procs,
-                      pipe=True, stdin=True)
-
-
 def host_specs(spec: CampaignSpec, names: list[str]) -> dict[str, CampaignSpec]:
     """Each host's share of ``spec`` (hosts with no slot or no file left out)."""
     slots = merge.split(spec.concurrency, len(names))
@@ -234,8 +225,10 @@ class Coordinator:
         if log is not None:
             log.parent.mkdir(parents=True, exist_ok=True)
         try:
-            a.p = spawn_agent(a.transport, agent_argv(a.transport),
-                              name=f"campaign-agent-{a.name}", log=log, procs=self.procs)
+            # pipe: stdout the stream, stdin ours (the request, control lines; its end is a stop;
+            # ssh: the remote side is stopped a grace after it)
+            a.p = a.transport.spawn(agent_argv(a.transport), name=f"campaign-agent-{a.name}",
+                                    log=log, procs=self.procs, pipe=True)
         except (OSError, XcbError) as e:
             raise XcbError(f"campaign: client host {a.name}: the agent did not start: {e}") from None
         a.reader = threading.Thread(target=self._read, args=(a,), daemon=True,

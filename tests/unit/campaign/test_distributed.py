@@ -68,10 +68,11 @@ class FakeTransport:
     def ready(self) -> None:
         pass
 
-    def wrap(self, argv, env=None, *, tied=False):
+    def spawn(self, argv, *, name, log=None, env=None, procs=None, pipe=False):
         self.argv = list(argv)
-        return [sys.executable, str(self.script), self.host.name, str(self.offset), self.mode,
-                str(self.start)]
+        return proc.spawn([sys.executable, str(self.script), self.host.name, str(self.offset),
+                           self.mode, str(self.start)], name=name, log=log, procs=procs,
+                          pipe=pipe, stdin=pipe)
 
 
 @pytest.fixture
