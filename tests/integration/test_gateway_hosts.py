@@ -80,8 +80,10 @@ def inventory(scratch):
         yield inv
     finally:
         down(state, inv)
+        from xcbench.cgroups import detect
         ns = proc.run(["ip", "netns", "list"]).stdout
         assert not [h for h in inv.hosts if h.netns in ns.split()], ns
+        assert not [h for h in inv.hosts if (detect().base / h.cgroup).exists()]
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +184,8 @@ def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
             for o in origins:
                 assert rss[f"xrootd:{o.name}@{o.host}"] > 1 << 20, rss
         assert not [p for p in pids if proc.pid_alive(p)]
+        with open("/proc/mounts") as fh:  # the tmpfs / ceph-fuse mount of the cell is gone
+            assert not [ln for ln in fh if str(wd) in ln]
         procs.stop_all()
         mib = FILES * SIZE / seconds / 2**20
         print(f"\n{cell.id}: {FILES} x {SIZE >> 20} MiB through 2 netns origins in {seconds:.2f} s "

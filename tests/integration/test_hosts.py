@@ -219,23 +219,33 @@ def test_the_shaped_link_holds_its_rate(hosts):
 
 
 def test_the_cpu_quota_holds(hosts):
+    """A busy loop on the host uses its cores, no more; a busy loop outside any quota, run at
+    the same time, says what the shared machine would have given it (others load it too)."""
     inv, _, _ = hosts
     h = inv.clients[0]
-    p = transport_for(h).spawn([sys.executable, "-c", "while True: pass"], name="busy")
+    busy = [sys.executable, "-c", "while True: pass"]
+    p = transport_for(h).spawn(busy, name="busy")
+    ref = proc.spawn(busy, name="busy-ref")
     try:
-        ps = psutil.Process(p.pid)
+        ps, pr = psutil.Process(p.pid), psutil.Process(ref.pid)
         time.sleep(0.5)
-        c0, t0 = sum(ps.cpu_times()[:2]), time.monotonic()
+        c0, r0, t0 = sum(ps.cpu_times()[:2]), sum(pr.cpu_times()[:2]), time.monotonic()
         time.sleep(3)
-        used = (sum(ps.cpu_times()[:2]) - c0) / (time.monotonic() - t0)
+        dt = time.monotonic() - t0
+        used = (sum(ps.cpu_times()[:2]) - c0) / dt
+        free = (sum(pr.cpu_times()[:2]) - r0) / dt
         stat = dict(ln.split() for ln in
                     (detect().base / h.cgroup / "cpu.stat").read_text().splitlines())
     finally:
         proc.stop(p)
-    print(f"\nbusy loop on a {h.cores:g}-core host: {used:.3f} cores "
-          f"(throttled {stat.get('nr_throttled')} times)")
+        proc.stop(ref)
+    print(f"\nbusy loop on a {h.cores:g}-core host: {used:.3f} cores (throttled "
+          f"{stat.get('nr_throttled')} times); unconfined beside it: {free:.3f} cores")
     assert used <= h.cores * 1.1 + 0.02
-    assert used >= h.cores * 0.4  # the box is shared: others may take some of it
+    if free < h.cores * 1.5:
+        pytest.skip(f"the machine gave an unconfined busy loop only {free:.2f} cores: a "
+                    f"{h.cores:g}-core quota cannot be seen binding (used {used:.2f})")
+    assert used >= h.cores * 0.6  # it got its quota
     assert int(stat.get("nr_throttled", 0)) > 0
 
 

@@ -175,7 +175,7 @@ def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     assert kids
     t0 = time.monotonic()
     proc.stop(p)
-    assert all(_gone(k.pid, 5) for k in kids)
+    assert all(_gone(k.pid, 15) for k in kids), [k.cmdline() for k in kids if k.is_running()]
     print(f"remote process gone {time.monotonic() - t0:.1f} s after proc.stop (no pipe)")
 
 

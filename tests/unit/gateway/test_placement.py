@@ -160,3 +160,15 @@ def test_mini_cluster_conf_listens_on_the_given_address(tmp_path):
     assert g["public addr"] == g["cluster addr"] == "10.77.0.1"
     lo = build_conf(tmp_path, tmp_path / "run", "fsid", [3300, 6789], "bluestore")["global"]
     assert lo["public addr"] == "127.0.0.1" and "127.0.0.1:3300" in lo["mon host"]
+
+
+def test_cluster_up_takes_a_bind_address(tmp_path):
+    from xcbench.ceph.mini import MiniCluster
+    from xcbench.cli import build_parser
+    args = build_parser().parse_args(["cluster", "up", "--bind", "10.77.0.1"])
+    assert args.bind == "10.77.0.1"
+    assert build_parser().parse_args(["cluster", "up"]).bind == "127.0.0.1"
+    # a wildcard is refused in one line, before any state is made
+    with pytest.raises(XcbError, match=r"^cluster --bind 0.0.0.0: give one IPv4 address"):
+        MiniCluster(tmp_path / "c").up(addr="0.0.0.0")
+    assert not (tmp_path / "c").exists()
