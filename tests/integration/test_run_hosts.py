@@ -231,6 +231,22 @@ def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, scratch):
     _run_and_check(matrix, inv2, None, scratch / "results", baseline=True)
 
 
+def test_cli_run_with_hosts(hosts_file, scratch):
+    """`xcbench run MATRIX --hosts FILE`: versions checked, then the run; exit 0."""
+    path, inv = hosts_file
+    out = scratch / "results-cli"
+    res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(_matrix(scratch)), "--hosts",
+                          str(path), "--out", str(out), "--no-baseline", "--no-probes",
+                          "--no-report", "--telemetry", "none"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    from xcbench.store import RunDir
+    run = RunDir.open(next(out.iterdir()))
+    tr = run.table("transfers")
+    assert set(tr["host"]) == {h.name for h in inv.clients} and set(tr["file_state"]) == {"FINISHED"}
+    assert not _agents()
+
+
 def test_rados_run_from_two_client_hosts(hosts_file, scratch, bridge_cluster):
     from xcbench.matrix import load_matrix
     path, inv = hosts_file
