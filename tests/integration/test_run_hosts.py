@@ -231,13 +231,15 @@ def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, scratch):
     _run_and_check(matrix, inv2, None, scratch / "results", baseline=True)
 
 
-def test_cli_run_with_hosts(hosts_file, scratch):
-    """`xcbench run MATRIX --hosts FILE`: versions checked, then the run; exit 0."""
+def test_cli_run_with_hosts(hosts_file, scratch, bridge_cluster):
+    """`xcbench run MATRIX --hosts FILE`: versions checked, then the run; exit 0 (a run asks
+    for a cluster even for a tmpfs matrix: the one on the bridge)."""
     path, inv = hosts_file
     out = scratch / "results-cli"
     res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(_matrix(scratch)), "--hosts",
                           str(path), "--out", str(out), "--no-baseline", "--no-probes",
-                          "--no-report", "--telemetry", "none"],
+                          "--no-report", "--telemetry", "none",
+                          "--ceph-conf", str(bridge_cluster.conf)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
     from xcbench.store import RunDir
