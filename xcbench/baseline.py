@@ -13,7 +13,8 @@ Each point is one BASELINE row (xcbench.records): Gb/s as the receiver counted i
 ceiling nothing above the network can beat (verdict "network" when a cell runs close to it).
 
 Commands go through a *runner* so that the same sweep can later run its client on one host and
-its server on another (the hosts/transport issue); :class:`LocalRunner` runs both here.
+its server on another: :class:`LocalRunner` runs both here, :class:`TransportRunner` each on its
+host of a run's inventory (client hosts x gateway hosts, xcbench.campaign.hostrun).
 """
 
 from __future__ import annotations
@@ -58,6 +59,31 @@ class LocalRunner:
     def spawn(self, host: str, cmd: Sequence[Any], *, name: str,
               procs: proc.ProcessSet | None) -> proc.Proc:
         return proc.spawn(cmd, name=name, procs=procs)
+
+    def stop(self, host: str, p: proc.Proc) -> None:
+        proc.stop(p, timeout=3)
+
+
+class TransportRunner:
+    """Addresses of an inventory's hosts (xcbench.hosts): each command through its host's
+    transport, so iperf3's server runs on the gateway host and its client on the client host."""
+
+    def __init__(self, hosts: Iterable[Any]):
+        from xcbench.hosts import transport_for
+        self.transports = {h.address: transport_for(h) for h in hosts}
+
+    def _t(self, host: str) -> Any:
+        try:
+            return self.transports[host]
+        except KeyError:
+            raise XcbError(f"baseline: no host with address {host} in the inventory") from None
+
+    def run(self, host: str, cmd: Sequence[Any], *, timeout: float) -> proc.Completed:
+        return self._t(host).run(cmd, timeout=timeout, check=False)
+
+    def spawn(self, host: str, cmd: Sequence[Any], *, name: str,
+              procs: proc.ProcessSet | None) -> proc.Proc:
+        return self._t(host).spawn(cmd, name=name, procs=procs)
 
     def stop(self, host: str, p: proc.Proc) -> None:
         proc.stop(p, timeout=3)
@@ -179,7 +205,8 @@ def _point(runner: Runner, client: str, gateway: str, port: int, streams: int, d
 
 def iperf3(pairs: Iterable[tuple[str, str]] | None = None, *, procs: proc.ProcessSet | None = None,
            run: Any = None, sink: Callable[[str, list[dict]], None] | None = None,
-           seconds: int = SECONDS, streams: Sequence[int] = STREAMS) -> list[dict[str, Any]]:
+           seconds: int = SECONDS, streams: Sequence[int] = STREAMS,
+           runner: Runner | None = None) -> list[dict[str, Any]]:
     """A run's network baseline (runner.py): the host TCP audit into the run's manifest and
     findings, then the iperf3 sweep; returns the BASELINE rows. Raises XcbError only when no
     point at all measured a rate."""
@@ -192,7 +219,7 @@ def iperf3(pairs: Iterable[tuple[str, str]] | None = None, *, procs: proc.Proces
         if sink is not None:
             sink("findings", tcpaudit.findings(result))
     raw = run.path / "raw" / "iperf3" if run is not None else None
-    rows = sweep(pairs, streams=streams, seconds=seconds, procs=procs, raw_dir=raw)
+    rows = sweep(pairs, streams=streams, seconds=seconds, procs=procs, raw_dir=raw, runner=runner)
     if not any(r["bits_per_second"] for r in rows):
         raise XcbError(f"iperf3: no point measured a rate ({rows[0]['error'] if rows else 'no pair'})")
     return rows

@@ -18,7 +18,8 @@ from xcbench.signals import EXIT_CODE, Interrupted, StopFlag
 # what they start (xcbench.orphans) and first stop what a killed earlier command left behind
 STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "selftest")
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
-            "report", "compare", "plan", "telemetry", "baseline", "selftest", "hosts")
+            "report", "compare", "plan", "telemetry", "baseline", "selftest", "hosts",
+            "campaign-agent")
 
 
 class _Parser(argparse.ArgumentParser):

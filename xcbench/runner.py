@@ -58,6 +58,7 @@ class RunOptions:
     name: str | None = None
     telemetry: str | None = None  # devices and intervals, "host:0.5,ceph" (None: all, defaults)
     extra: dict[str, Any] = field(default_factory=dict)
+    hosts: Any = None  # an xcbench.hosts.Inventory: gateways and campaigns on its hosts
 
 
 def _copy_artifacts(session: Any, dest: Path) -> None:
@@ -88,6 +89,10 @@ class Runner:
         orphans.note_dir(self.scratch)  # after a kill -9, the next command removes it
         self._source: Any = None  # tmpfs source gateway for TPC modes, started on first need
         self._source_stack = contextlib.ExitStack()
+        self.hosts: Any = None  # xcbench.campaign.hostrun.RunHosts with an inventory
+        if opts.hosts is not None:
+            from xcbench.campaign.hostrun import RunHosts
+            self.hosts = RunHosts(opts.hosts, run, self.procs)
 
     # -- records ---------------------------------------------------------------------------
     def sink(self, table: str, rows: list[dict]) -> None:
@@ -98,6 +103,8 @@ class Runner:
     # -- the run ---------------------------------------------------------------------------
     def execute(self) -> None:
         try:
+            if self.hosts is not None:
+                self.hosts.start()  # clock offsets into the manifest
             if self.opts.baseline and not self.run.state.baseline_done:
                 self._baseline()
             for cell in self.matrix.cells:
@@ -113,10 +120,13 @@ class Runner:
 
     def _baseline(self) -> None:
         from xcbench.baseline import iperf3
+        pairs, runner = self.hosts.baseline() if self.hosts else (None, None)
         if self.view:
-            self.view.phase("baseline", "iperf3 on loopback")
+            self.view.phase("baseline", f"iperf3 over {len(pairs)} host pairs" if pairs
+                            else "iperf3 on loopback")
         try:
-            self.sink("baseline", iperf3(procs=self.procs, run=self.run, sink=self.sink))
+            self.sink("baseline", iperf3(pairs, procs=self.procs, run=self.run, sink=self.sink,
+                                         runner=runner, **self.opts.extra.get("baseline", {})))
             self.run.state.baseline_done = True
             self.run.save_manifest()
         except XcbError as e:
@@ -153,7 +163,8 @@ class Runner:
         os.chmod(workdir, 0o755)
         listener = self._listener(stack)
         session = CellSession(cell, cluster=self.cluster, workdir=workdir, procs=self.procs,
-                              name=f"gw-{cell.id}", report_addr=listener.addr if listener else None)
+                              name=f"gw-{cell.id}", report_addr=listener.addr if listener else None,
+                              **({"hosts": self.opts.hosts} if self.hosts else {}))
         # after the session's exit (gateway stopped: its logs are final)
         stack.callback(self._copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
         self._phase(cell, "prepare, gateway")
@@ -187,6 +198,10 @@ class Runner:
                     total += int(summary.get("files") or 0)
                     if self.stop.event.is_set():
                         raise Interrupted()
+        if self.hosts is not None and self.opts.campaigns:  # every origin got files (evidence)
+            seen = len(session.findings)
+            self.run.set_cell(cell.id, origins=session.origin_check())
+            self.sink("findings", [{**f, "cell_id": cell.id} for f in session.findings[seen:]])
         if failed:  # measured to the end, but not every file arrived: say so in the report
             return "degraded", (f"{failed} of {total} transfers failed after their retries "
                                 "(see the transfers table: reason, error_scope, error_phase)")
@@ -226,7 +241,11 @@ class Runner:
     def _listener(self, stack: contextlib.ExitStack) -> ReportListener | None:
         if not telemetry.wants(self.opts.telemetry, "gateway"):
             return None  # no gateway device: no xrd.report stream to listen to
-        listener = ReportListener()
+        if self.hosts is not None:  # where the gateway hosts reach it
+            from xcbench.telemetry.gateway import report_listener
+            listener = report_listener(self.opts.hosts)
+        else:
+            listener = ReportListener()
         stack.callback(listener.close)
         return listener
 
@@ -254,9 +273,13 @@ class Runner:
             workdir = self.scratch / "source"
             workdir.mkdir(exist_ok=True)
             os.chmod(workdir, 0o755)
+            bind = None
+            if self.hosts is not None:  # the gateway hosts pull from it
+                from xcbench.telemetry.gateway import report_host
+                bind = report_host(self.opts.hosts)
             session = self._source_stack.enter_context(
                 CellSession(src_cell, cluster=None, workdir=workdir, procs=self.procs,
-                            name="gw-source"))
+                            name="gw-source", bind=bind))
             self._source = session.gateway
         return self._source
 
@@ -280,6 +303,9 @@ class Runner:
                             campaign_id=f"{cell.id}-c{level}-r{repeat}",
                             direction=cell.direction, **settings)
         source = self._source_gateway() if cell.mode != "push" else None
+        if self.hosts is not None and run is run_campaign:  # from the client hosts, merged
+            return self.hosts.campaign(spec, dest=gateway, source=source, sink=self.sink,
+                                       cell_id=cell.id, stop_event=self.stop.event)
         return run(spec, dest=gateway, source=source, sink=self.sink, cell_id=cell.id,
                    progress=False, stop_event=self.stop.event)
 

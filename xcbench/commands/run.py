@@ -17,6 +17,10 @@ def add_parser(sub):
     p = sub.add_parser("run", help="run a matrix: probes, campaigns, telemetry, verdicts, report")
     p.add_argument("matrix", nargs="?", help="matrix YAML (default with --resume: the run's own)")
     add_run_args(p)
+    p.add_argument("--hosts", metavar="FILE",
+                   help="inventory of hosts (YAML): campaigns from its client hosts, gateways on "
+                        "its gateway hosts, iperf3 between them (default: the matrix's hosts:, "
+                        "else everything on this machine)")
     add_ceph_args(p)
     return p
 
@@ -109,13 +113,29 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     return 1 if failed else 0
 
 
+def hosts(args, parsed, opts) -> None:
+    """The run's inventory (``--hosts``, else the matrix's) into ``opts.hosts``, and the same
+    xcbench on every host checked first (one line naming the host that differs)."""
+    from xcbench.campaign.hostrun import inventory_for
+    inv = inventory_for(getattr(args, "hosts", None), parsed.raw, parsed.path)
+    if inv is None:
+        return
+    from xcbench.hosts.checks import check_versions
+    check_versions(inv)
+    opts.hosts = inv
+    if inv.ceph and not getattr(args, "ceph_conf", None):  # the cluster every host reaches
+        args.ceph_conf = inv.ceph.get("conf")
+        args.ceph_id = getattr(args, "ceph_id", None) or inv.ceph.get("id")
+
+
 def run(args) -> int:
     from xcbench.matrix import load_matrix
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
     opts = options(args)
     path = matrix_path(args.matrix, opts)
-    load_matrix(path)  # structure first: bad input fails before anything touches a cluster
+    parsed = load_matrix(path)  # structure first: bad input fails before anything touches a cluster
+    hosts(args, parsed, opts)
     cluster = cluster_from_args(args)
     matrix = load_run_matrix(path, cluster, opts)
     from xcbench.ceph.access import check_access

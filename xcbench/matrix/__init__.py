@@ -44,7 +44,14 @@ from typing import Any
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.matrix.expand import _finish, cell_id, expand
-from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_layout, check_levels, parse_pool
+from xcbench.matrix.schema import (
+    STRIPE_ALIGN,
+    _Errors,
+    check_hosts,
+    check_layout,
+    check_levels,
+    parse_pool,
+)
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
 from xcbench.reference import check_reference
 from xcbench.userfiles import read_yaml
@@ -87,6 +94,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
     errors = _Errors(path)
     cells = expand(raw, path, errors)
     check_levels(errors, cells)
+    check_hosts(errors, raw)
     reference = check_reference(raw, cells, errors)
     errors.raise_if_any()
     if not cells:

@@ -4,6 +4,7 @@ file, the cell (or entry) and the field."""
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Any
 
 from xcbench.cell import DIRECTIONS, MODES, Layout, PoolSpec
@@ -12,7 +13,8 @@ from xcbench.errors import XcbError
 from xcbench.sizes import format_size, parse_size
 
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
-TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference")
+TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference",
+            "hosts")
 DIM_KEYS = ("origins", "modes", "concurrency", "file_size", "files", "size_dist", "repeats",
             "probe", "gateway", "campaign") + ("streams", "size_class", "size_scale", "cores", "direction")
 # dimensions whose cells leave the setting out of the id when it is not given (Cell.OPTIONAL)
@@ -252,3 +254,22 @@ def check_engines(errors: _Errors, cells: list) -> None:
     for c in cells:
         for fieldname, why in cell_problems(c.campaign, c.mode):
             errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)
+
+
+def matrix_hosts(raw: Any, path: str) -> Any:
+    """The matrix's inventory of hosts (xcbench.hosts): ``hosts:`` a file (relative to the
+    matrix) or the inventory inline; None without one; XcbError (one line) when it is bad."""
+    spec = raw.get("hosts") if isinstance(raw, dict) else None
+    if spec is None:
+        return None
+    from xcbench.hosts import load_inventory, parse_inventory
+    if isinstance(spec, str):
+        return load_inventory(Path(path).parent / spec)  # an absolute spec stays itself
+    return parse_inventory(spec, f"{path}: hosts")
+
+
+def check_hosts(errors: _Errors, raw: Any) -> None:
+    try:
+        matrix_hosts(raw, errors.path)
+    except XcbError as e:
+        errors.lines.append(str(e))

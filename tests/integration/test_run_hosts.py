@@ -1,0 +1,346 @@
+"""`xcbench run` with an inventory (issue 16, items 1 and 4) on emulated hosts: 2 client hosts,
+2 gateway hosts with one origin each behind a cmsd (on the first), a small time-based matrix.
+
+Checked: every transfer verified (adler32 at source and destination, all FINISHED); both client
+hosts and both origins carried load; the merged 1 s timeline is contiguous (no gap, no overlap
+where the hosts start and stop) and holds exactly the hosts' bytes; clock offsets and RTTs are in
+the manifest; iperf3 ran from each client host to each gateway host; no agent is left; `hosts
+down` leaves no namespace, veth, qdisc or cgroup. Versions are checked before anything starts,
+and a bad `hosts:` in a matrix is one line, exit 2.
+
+The machine is shared: names carry this process's id and the network is a free 10.2xx.y.0/24.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from xcbench import proc
+
+TAG = f"{os.getpid() % 10000}"
+CONCURRENCY = [1, 3]
+
+
+def _why_not() -> str:
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, cgroups)"
+    for tool in ("ip", "nsenter", "tc", "xrootd", "cmsd", "iperf3"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    try:
+        from xcbench.cgroups import detect
+        detect()
+    except Exception as e:  # noqa: BLE001 - the reason to skip
+        return str(e)
+    return ""
+
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")]
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    d = Path(tempfile.mkdtemp(prefix="xcb-test-runhosts-"))
+    d.chmod(0o755)  # the xrootd user reaches the gateway dirs below it
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _leftovers(inv) -> list[str]:
+    """Namespaces, links (veth, bridge, with their qdiscs) and cgroups of ``inv`` still there."""
+    from xcbench.cgroups import detect
+    left = []
+    ns = proc.run(["ip", "netns", "list"]).stdout.split()
+    links = proc.run(["ip", "-o", "link", "show"]).stdout
+    qdiscs = proc.run(["tc", "qdisc", "show"]).stdout
+    base = detect().base
+    for h in inv.hosts:
+        left += [f"netns {h.netns}"] if h.netns in ns else []
+        left += [f"link {h.veth}"] if f" {h.veth}@" in links or f" {h.veth}:" in links else []
+        left += [f"qdisc on {h.veth}"] if f"dev {h.veth} " in qdiscs else []
+        left += [f"cgroup {h.cgroup}"] if (base / h.cgroup).exists() else []
+    left += [f"bridge {inv.bridge.name}"] if f" {inv.bridge.name}:" in links else []
+    return left
+
+
+@pytest.fixture(scope="module")
+def hosts_file(scratch):
+    """2 client hosts (one with a shaped link) and 2 gateway hosts, up; down after, and
+    nothing of them left."""
+    from xcbench.hosts import load_inventory
+    from xcbench.hosts.emulate import down, free_network, up
+    net = list(free_network().hosts())
+    data = {"bridge": {"name": f"xcbr{TAG}", "address": f"{net[0]}/24"},
+            "hosts": {f"ca{TAG}": {"roles": ["client"], "transport": "netns",
+                                   "address": str(net[10]), "cores": 1.0},
+                      f"cb{TAG}": {"roles": ["client"], "transport": "netns",
+                                   "address": str(net[11]), "link": {"rate": "2gbit"}},
+                      f"ga{TAG}": {"roles": ["gateway", "redirector"], "transport": "netns",
+                                   "address": str(net[20]), "cores": 0.5},
+                      f"gb{TAG}": {"roles": ["gateway"], "transport": "netns",
+                                   "address": str(net[21]), "cores": 0.5}}}
+    path = scratch / "hosts.yaml"
+    path.write_text(yaml.safe_dump(data))
+    inv = load_inventory(path)
+    state = scratch / "hosts-state"
+    up(inv, state)
+    try:
+        yield path, inv
+    finally:
+        down(state, inv)
+        assert not _leftovers(inv), _leftovers(inv)
+
+
+SSHD = "/usr/sbin/sshd"
+
+
+@pytest.fixture(scope="module")
+def ssh_hosts(hosts_file, scratch):
+    """The same hosts, client host cb reached over ssh: an sshd in its namespace (throwaway keys,
+    a private ssh_config alias, as a user's ~/.ssh/config does it); stopped after."""
+    if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
+        pytest.skip("sshd is not installed (Debian package openssh-server)")
+    from xcbench.hosts import load_inventory, transport_for
+    path, inv = hosts_file
+    cb = inv.clients[1]
+    d = scratch / "ssh"
+    keys = d / "keys"
+    keys.mkdir(parents=True, mode=0o700)
+    privsep = Path("/run/sshd")
+    privsep.mkdir(mode=0o755, exist_ok=True)  # sshd refuses to start without it
+    for k in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "xcbench-test",
+                        "-f", str(keys / k)], check=True)
+    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+    port = 2222
+    (d / "sshd_config").write_text(
+        f"Port {port}\nListenAddress {cb.address}\nHostKey {keys / 'host'}\n"
+        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile none\nStrictModes no\n"
+        "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\n")
+    procs = proc.ProcessSet(record=False)
+    try:
+        tn = transport_for(cb)
+        tn.spawn([SSHD, "-D", "-e", "-f", d / "sshd_config"], name="sshd", log=d / "sshd.log",
+                 procs=procs)
+        host_pub = " ".join((keys / "host.pub").read_text().split()[:2])
+        (keys / "known_hosts").write_text(f"[{cb.address}]:{port} {host_pub}\n")
+        cfg = d / "ssh_config"
+        cfg.write_text(f"Host cb-alias\n  HostName {cb.address}\n  Port {port}\n  User root\n"
+                       f"  IdentityFile {keys / 'client'}\n  IdentitiesOnly yes\n"
+                       f"  UserKnownHostsFile {keys / 'known_hosts'}\n"
+                       "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n")
+        data = yaml.safe_load(path.read_text())
+        data["hosts"][cb.name] = {"roles": ["client"], "transport": "ssh", "ssh": "cb-alias",
+                                  "ssh_options": ["-F", str(cfg)], "address": cb.address,
+                                  "xcbench": [sys.executable, "-m", "xcbench"]}
+        ssh_path = d / "hosts-ssh.yaml"
+        ssh_path.write_text(yaml.safe_dump(data))
+        ssh_inv = load_inventory(ssh_path)
+        t = transport_for(ssh_inv.clients[1])
+        for _ in range(100):  # until sshd answers
+            if t.run(["true"], check=False, timeout=10).returncode == 0:
+                break
+            time.sleep(0.1)
+        yield ssh_inv
+    finally:
+        procs.stop_all()
+
+
+def _matrix(scratch: Path, hosts: str | dict | None = None, backends: dict | None = None) -> Path:
+    m = {"name": f"hosts-{TAG}",
+         "defaults": {"origins": [2], "modes": ["push"], "concurrency": CONCURRENCY,
+                      "file_size": "2M", "files": 12, "repeats": 1,
+                      "campaign": {"duration": {"min": "8s", "max": "14s"},
+                                   "steady": {"rule": "autoterm", "window": "4s", "points": 2,
+                                              "tolerance": "50%"}}},
+         "backends": backends or {"tmpfs": {"size": ["256M"]}}}
+    if hosts is not None:
+        m["hosts"] = hosts
+    path = scratch / f"matrix-{len(list(scratch.glob('matrix-*')))}.yaml"
+    path.write_text(yaml.safe_dump(m))
+    return path
+
+
+def _agents() -> list[int]:
+    import psutil
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if "campaign-agent" in cmd and "xcbench" in " ".join(cmd):
+            out.append(p.pid)
+    return out
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_bad_hosts_in_a_matrix_is_one_line_exit_2(scratch):
+    bad = _matrix(scratch, {"hosts": {"c1": {"roles": ["client"], "transport": "netns",
+                                             "address": "10.77.0.11", "cores": -1}}})
+    out = subprocess.run([sys.executable, "-m", "xcbench", "run", str(bad), "--out",
+                          str(scratch / "bad")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "hosts: host c1: cores" in lines[0], out.stderr
+    assert not (scratch / "bad").exists()
+
+
+def test_versions_checked_first(hosts_file):
+    from xcbench.hosts.checks import check_versions
+    path, inv = hosts_file
+    found = check_versions(inv)
+    assert set(found) == {h.name for h in inv.hosts}
+
+
+@pytest.fixture(scope="module")
+def bridge_cluster(hosts_file, scratch):
+    """A mini cluster listening on the bridge address only (gateway hosts reach it); down after."""
+    from xcbench.ceph.mini import MiniCluster
+    if shutil.which("ceph-mon") is None:
+        pytest.skip("ceph-mon is not installed")
+    mc = MiniCluster(scratch / "cluster")
+    try:
+        cluster, _ = mc.up(addr=hosts_file[1].bridge.ip)
+        yield cluster
+    finally:
+        mc.down()
+
+
+def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, scratch):
+    from xcbench.campaign.hostrun import inventory_for
+    from xcbench.matrix import load_matrix
+    path, inv = hosts_file
+    matrix = load_matrix(_matrix(scratch, str(path)))  # the inventory through the matrix's key
+    inv2 = inventory_for(None, matrix.raw, matrix.path)
+    assert [h.name for h in inv2.clients] == [h.name for h in inv.clients]
+    _run_and_check(matrix, inv2, None, scratch / "results", baseline=True)
+
+
+def test_cli_run_with_hosts(hosts_file, scratch, bridge_cluster):
+    """`xcbench run MATRIX --hosts FILE`: versions checked, then the run; exit 0 (a run asks
+    for a cluster even for a tmpfs matrix: the one on the bridge)."""
+    path, inv = hosts_file
+    out = scratch / "results-cli"
+    res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(_matrix(scratch)), "--hosts",
+                          str(path), "--out", str(out), "--no-baseline", "--no-probes",
+                          "--no-report", "--telemetry", "none",
+                          "--ceph-conf", str(bridge_cluster.conf)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    from xcbench.store import RunDir
+    run = RunDir.open(next(out.iterdir()))
+    tr = run.table("transfers")
+    assert set(tr["host"]) == {h.name for h in inv.clients} and set(tr["file_state"]) == {"FINISHED"}
+    assert not _agents()
+
+
+def test_rados_run_from_two_client_hosts(hosts_file, scratch, bridge_cluster):
+    from xcbench.matrix import load_matrix
+    path, inv = hosts_file
+    backends = {"rados": {"layouts": [{"stripe_unit": "4M", "stripe_count": 1,
+                                       "object_size": "4M"}], "pools": [{"replicated": 1}]}}
+    matrix = load_matrix(_matrix(scratch, None, backends), bridge_cluster)
+    _run_and_check(matrix, inv, bridge_cluster, scratch / "results-rados", baseline=False)
+
+
+def test_run_with_a_client_host_over_ssh(ssh_hosts, scratch):
+    from xcbench.hosts.checks import check_versions
+    from xcbench.matrix import load_matrix
+    assert ssh_hosts.clients[1].transport == "ssh"
+    check_versions(ssh_hosts)
+    _run_and_check(load_matrix(_matrix(scratch)), ssh_hosts, None, scratch / "results-ssh",
+                   baseline=True)
+
+
+def _run_and_check(matrix, inv, cluster, out: Path, *, baseline: bool) -> None:
+    from xcbench.runner import RunOptions, run_matrix
+    from xcbench.store import RunDir
+    opts = RunOptions(out=out, probes=False, report=False, progress=False, hosts=inv,
+                      baseline=baseline, extra={"baseline": {"streams": [1, 2], "seconds": 1}})
+    run = run_matrix(matrix, cluster, opts)
+    run = RunDir.open(run.path)
+    cells = list(run.cells.values())
+    assert [c.status for c in cells] == ["complete"], [(c.status, c.error) for c in cells]
+    clients = [h.name for h in inv.clients]
+
+    # clock offsets and RTTs of every host, in the manifest
+    manifest = json.loads((run.path / "manifest.json").read_text())
+    clock = manifest["hosts"]["clock"]
+    assert set(clock) == {h.name for h in inv.hosts}
+    assert all(abs(v["offset_s"]) < 1.0 and 0 < v["rtt_s"] < 1.0 for v in clock.values()), clock
+
+    # iperf3 from each client host to each gateway host
+    if baseline:
+        base = run.table("baseline")
+        pairs = {(r.client, r.gateway) for r in base.itertuples() if r.bits_per_second}
+        assert pairs == {(c.address, g.address) for c in inv.clients for g in inv.gateways}, base
+        print("\n" + "; ".join(f"iperf3 {r.client} -> {r.gateway} P{r.streams} {r.direction}: "
+                               f"{r.bits_per_second / 1e9:.2f} Gb/s" for r in base.itertuples()))
+
+    # every transfer verified; both client hosts carried the c=3 level
+    tr = run.table("transfers")
+    assert len(tr) and set(tr["file_state"]) == {"FINISHED"}, tr["reason"].dropna().unique()
+    assert (tr["checksum_source"] == tr["checksum_dest"]).all()
+    by_host = tr[tr["concurrency"] == 3].groupby("host")["transferred"].sum()
+    assert set(by_host.index) == set(clients) and (by_host > 0).all(), by_host
+    assert set(tr[tr["concurrency"] == 1]["host"]) == {clients[0]}  # 1 slot: one host runs
+    assert tr["transfer_id"].is_unique
+
+    # both origins got files: each origin's own xrd.report says bytes came in (the files
+    # themselves are gone: each one is deleted once verified, so a level can cycle them)
+    cell_id = next(iter(manifest["cells"]))
+    origins = manifest["cells"][cell_id]["origins"]
+    assert [o["host"] for o in origins] == [h.name for h in inv.gateways], origins
+    sm = run.table("samples")
+    sm = sm[sm["metric"] == "xrd.link.in"]
+    got: dict[str, float] = {}
+    for r in sm.itertuples():
+        lab = json.loads(r.labels) if isinstance(r.labels, str) else r.labels
+        if lab.get("pgm") == "xrootd":
+            got[lab["gateway"]] = got.get(lab["gateway"], 0.0) + float(r.value)
+    names = {o["origin"] for o in origins}
+    assert names <= set(got) and all(got[n] > 0 for n in names), (got, origins)
+
+    # one CAMPAIGN row per level; the merged timeline: contiguous, the hosts' bytes exactly
+    cp = run.table("campaigns")
+    assert sorted(cp["concurrency"]) == CONCURRENCY
+    tl = run.table("timeline")
+    raw = run.path / "raw" / "agents" / cell_id
+    for row in cp.itertuples():
+        s = json.loads(row.settings)
+        g = tl[tl["campaign_id"] == row.campaign_id].sort_values("t")
+        t = g["t"].tolist()
+        assert t[:-1] == [float(k + 1) for k in range(len(t) - 1)], t
+        assert 0 < t[-1] - (t[-2] if len(t) > 1 else 0) <= 1.0
+        host_bytes = {}
+        for h in s["hosts"]:
+            lines = _jsonl(raw / f"{row.campaign_id}.{h}.jsonl")
+            host_bytes[h] = sum(r["bytes"] for m in lines if m.get("table") == "timeline"
+                                for r in m["rows"])
+        assert int(g["bytes"].sum()) == sum(host_bytes.values()) == s["timeline"]["hosts_bytes"]
+        assert row.bytes == sum(s["hosts"][h]["campaign"]["bytes"] for h in s["hosts"])
+        assert s["level"]["decided_by"] == "coordinator" and s["level"]["t_end"] >= 8
+        assert set(s["hosts"]) == (set(clients) if row.concurrency == 3 else {clients[0]})
+        print(f"\n{matrix.cells[0].backend} ({'/'.join(h.transport for h in inv.clients)}) "
+              f"c={row.concurrency}: merged {int(g['bytes'].sum())} B in {len(g)} buckets "
+              f"= sum of hosts {host_bytes}; level {s['level']['ended_by']} at "
+              f"{s['level']['t_end']} s; " + "; ".join(
+                  f"{h}: {v['slots']} slots, {v['campaign']['rate'] / 2**20:.1f} MiB/s, "
+                  f"offset {v['clock_offset_s'] * 1e6:.0f} us, rtt {v['rtt_s'] * 1e6:.0f} us"
+                  for h, v in s["hosts"].items()))
+    assert not _agents()

@@ -1,0 +1,15 @@
+"""xcbench campaign-agent: one client host's share of a campaign level (hidden; started by
+`xcbench run --hosts` on each client host, see xcbench.campaign.agent for the protocol)."""
+
+from __future__ import annotations
+
+
+def add_parser(sub):
+    # no help=: argparse leaves a subcommand without help out of `xcbench --help`
+    return sub.add_parser("campaign-agent", description="Run one client host's share of a "
+                          "campaign level: a request on stdin, JSON lines of records on stdout.")
+
+
+def run(args) -> int:
+    from xcbench.campaign.agent import main
+    return main()
