@@ -61,7 +61,7 @@ def text(result: dict[str, Any]) -> str:
         lines.append(f"{n['scenario']:<12} {'-':<11} {'-':>3}  {n['scenario']:<34} {'-':<18} "
                      f"not yet ({n['needs']})")
     lines += [f"note: {n}" for n in unexercised(result["checks"])]
-    lines += [f"note: {r['scenario']} ran twice: its quota did not bind the first time at "
+    lines += [f"note: {r['scenario']} ran twice: its quota did not hold the role the first time at "
               + ", ".join(f"{cell} c={lv} ({v})" for cell, lv, v in r["checks"])
               + " (other load took the host's CPU first)" for r in result.get("retried", [])]
     lines.append("")

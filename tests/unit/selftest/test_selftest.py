@@ -142,6 +142,15 @@ def test_a_quota_the_kernel_never_throttled_did_not_make_the_bottleneck():
     assert _unbound(c)
     c.roles["gateway"]["throttled"] = None  # not measured: not evidence that it did not bind
     assert not _unbound(c)
+    # the host ran out first: the role got less than its quota (79 %, throttled in 46 % of its
+    # periods) and the verdict was host-cpu: the bottleneck was not made
+    c.roles["gateway"].update(cpu=0.094, use=0.79, throttled=0.46, saturated=False)
+    assert _unbound(c)
+    c.verdict = "inconclusive"  # any other wrong verdict with the role below its quota is a mismatch
+    assert not _unbound(c)
+    c.verdict = "host-cpu"
+    c.roles["gateway"].update(use=0.95, saturated=True)  # at its quota and still host-cpu: a wrong rule
+    assert not _unbound(c)
     r = {**_result(False), "retried": [{"scenario": "gateway", "checks": [("tmpfs", 4, "host-cpu")]}]}
     assert "gateway ran twice" in output.text(r) and "tmpfs c=4 (host-cpu)" in output.text(r)
 
