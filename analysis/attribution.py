@@ -111,13 +111,19 @@ def _twin_gateway(cell, conc, runs: list[RunData]):
     return best
 
 
+REP_SIZE = 3  # what a site compares EC against: replicated, three copies
+
+
 def _twin_replicated(cell, conc, rd: RunData):
+    """(cell row, point) of the replicated cell with the same layout at this level: the size-3
+    pool first (a site's replicated pool), then the other sizes by pool name."""
     c = rd.cells
     cand = c[(c["backend"] == cell["backend"]) & (c["pool_kind"] == "replicated")
              & (c["stripe_unit"] == cell["stripe_unit"]) & (c["stripe_count"] == cell["stripe_count"])
              & (c["object_size"] == cell["object_size"]) & (c["mode"] == cell["mode"])
              & (c["origins"] == cell["origins"])]
-    for _, t in cand.sort_values("pool").iterrows():
+    cand = cand.assign(_not3=cand["raw_ratio_expected"] != REP_SIZE)
+    for _, t in cand.sort_values(["_not3", "pool"], kind="stable").iterrows():
         p = rd.point(t["cell_id"], conc)
         if p is not None and _ok(p["rate"]):
             return t, p
