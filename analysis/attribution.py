@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -169,7 +169,8 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         ev["roles_note"] = "no role telemetry in this run (role_cpu_cores)"
     ev["network_bps"], src["network"] = rd.network_for(d)
     if cell["backend"] != "tmpfs":
-        tw = _twin_gateway(cell, conc, [view, *(o.view(d) for o in others)])
+        # views are RunData in one direction (analysis.directions.DirectionView)
+        tw = _twin_gateway(cell, conc, [cast(RunData, v) for v in (view, *(o.view(d) for o in others))])
         if tw:
             trd, t, tp = tw
             higher = [r for c, r in trd.levels_rate(t["cell_id"]) if c > conc and _ok(r)]
@@ -200,7 +201,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                                           "agg": "sum of positive steps (per wall) of query / of query_stored"}
             ev["raw_expected"] = cell["raw_ratio_expected"]
         if cell["pool_kind"] == "erasure":
-            tw = _twin_replicated(cell, conc, view)
+            tw = _twin_replicated(cell, conc, cast(RunData, view))
             if tw:
                 t, tp = tw
                 ev.update(rep_cell=t["cell_id"], rep_pool=t["pool_label"], rep_rate=tp["rate"],

@@ -19,7 +19,7 @@ from xcbench.reference import RAL_GATEWAY, ral_gateway_rows
 
 NOT_MEASURED = "not measured"
 
-COLUMNS = {
+COLUMNS: dict[str, list[tuple[Any, ...]]] = {
     "rw": [("cell", "cell"), ("conc", "concurrency", True), ("write", "write (GiB/s)", True),
            ("read", "read (GiB/s)", True), ("ratio", "read / write", True),
            ("wv", "write verdict"), ("rv", "read verdict")],

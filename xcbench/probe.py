@@ -96,8 +96,11 @@ def _randread_bs(cell, direction: str, where: str, p: dict[str, Any]) -> int | N
     if not isinstance(access, dict) or access.get("pattern") not in ("random", "readv"):
         return None
     from xcbench.sizes import parse_size
+    size = access.get("size")
     try:
-        bs = int(parse_size(access.get("size")))
+        if size is None:
+            raise ValueError("missing: a random or readv access needs its read size")
+        bs = int(parse_size(size))
     except (TypeError, ValueError) as e:
         raise XcbError(f"{where}: campaign.access.size: {access.get('size')!r}: {e}") from None
     if bs < 1:

@@ -117,7 +117,7 @@ def lookup(reference: dict[str, Any] | None, stripe_unit: Any, stripe_count: Any
 # files. The issue gives the rates and the ranges "1-16" (writes, five figures) and "1-32"
 # (reads, six figures); five and six figures fit doubling steps, so the parallel-file counts
 # below are 1, 2, 4, ..., an interpretation stated wherever the report shows them.
-RAL_GATEWAY = {
+RAL_GATEWAY: dict[str, Any] = {
     "source": "RAL (STFC), XRootD gateway with XrdBlackhole, one gateway",
     "note": "parallel files 1-16 (writes) and 1-32 (reads) as published; the doubling steps "
             "(1, 2, 4, ...) are xcbench's reading of those ranges",
