@@ -44,6 +44,7 @@ MIN_IOPS_OBJECTS = 16  # 4 KiB random writes spread over at least this many obje
 PREFILL_CHUNK = 8 << 20
 READ_JOBS = ("read", "randread")  # jobs whose objects xcbench writes first (rados)
 ALIGN = 4096  # O_DIRECT block alignment
+DEFAULT_ACCESS = 64 << 10  # a random/readv access without a size reads 64 KiB pieces (campaign.access)
 TEMPLATES = "xcbench.fio_jobs"
 
 Sink = Callable[[str, list[dict]], None]
@@ -93,14 +94,14 @@ def _randread_bs(cell, direction: str, where: str, p: dict[str, Any]) -> int | N
     """Block size of the random-read job: the campaign's access size (random or readv reads),
     else None (no random-read job)."""
     access = (cell.campaign or {}).get("access") if direction in ("read", "mixed") else None
+    if isinstance(access, str):
+        access = {"pattern": access}
     if not isinstance(access, dict) or access.get("pattern") not in ("random", "readv"):
         return None
     from xcbench.sizes import parse_size
     size = access.get("size")
     try:
-        if size is None:
-            raise ValueError("missing: a random or readv access needs its read size")
-        bs = int(parse_size(size))
+        bs = int(parse_size(size)) if size is not None else DEFAULT_ACCESS
     except (TypeError, ValueError) as e:
         raise XcbError(f"{where}: campaign.access.size: {access.get('size')!r}: {e}") from None
     if bs < 1:

@@ -23,7 +23,7 @@ class Reading:
         return getattr(self._cell, name)
 
 
-def _rados(access=None, patterns=None) -> Cell:
+def _rados(access=None, patterns=None) -> Cell:  # access: a mapping, or just the pattern
     return Cell(id="rd1", label="rados su=4M sc=1 os=4M ec2+1", backend="rados",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("erasure", k=2, m=1),
                 file_size=16 << 20, campaign={"access": access} if access else {},
@@ -69,6 +69,11 @@ def test_readv_on_files_is_probed_as_random_reads_aligned_for_direct_io(tmp_path
     _, jobs = jobfile_options(text)
     assert jobs["randread"]["bs"] == "4096" and jobs["randread"]["size"] == str(32 << 20)
     parse_only(tmp_path, text)
+
+
+def test_an_access_without_a_size_reads_the_default_piece():
+    p = probe.settings(Reading(_rados("random"), "read"))
+    assert p["rr_bs"] == probe.DEFAULT_ACCESS
 
 
 def test_full_file_reads_add_no_randread():
