@@ -94,21 +94,22 @@ def directional_timeline(timeline: pd.DataFrame, directions: dict[str, str],
     return pd.concat(parts, ignore_index=True)
 
 
-def access_of(campaigns: pd.DataFrame, cell_id: str) -> dict[str, Any] | None:
-    """The access pattern of a cell's read campaigns ({pattern, size, count}), if recorded."""
-    if campaigns.empty or "access" not in campaigns:
-        return None
-    for v in campaigns.loc[campaigns["cell_id"] == cell_id, "access"]:
-        if isinstance(v, dict):
-            return v
-        if isinstance(v, str) and v.strip():
-            try:
-                a = json.loads(v)
-            except ValueError:
-                continue
-            if isinstance(a, dict):
-                return a
-    return None
+def access_of(campaigns: pd.DataFrame, cell_id: str) -> str:
+    """How a cell's read campaigns read each file ("full", "random 64 KiB x 16", ...), from
+    their CAMPAIGN settings["access"]; "" when none is recorded."""
+    from xcbench.sizes import format_size
+    if campaigns.empty or "settings" not in campaigns:
+        return ""
+    for text in campaigns.loc[campaigns["cell_id"] == cell_id, "settings"]:
+        try:
+            a = json.loads(text).get("access") if isinstance(text, str) else None
+        except ValueError:
+            continue
+        if isinstance(a, dict) and a.get("pattern"):
+            if a["pattern"] == "full" or not a.get("size"):
+                return str(a["pattern"])
+            return f"{a['pattern']} {format_size(int(a['size']))} x {a.get('count') or '?'}"
+    return ""
 
 
 class DirectionView:

@@ -20,7 +20,7 @@ from xcbench.reference import RAL_GATEWAY, ral_gateway_rows
 NOT_MEASURED = "not measured"
 
 COLUMNS: dict[str, list[tuple[Any, ...]]] = {
-    "rw": [("cell", "cell"), ("conc", "concurrency", True), ("write", "write (GiB/s)", True),
+    "rw": [("cell", "cell"), ("access", "read access"), ("conc", "concurrency", True), ("write", "write (GiB/s)", True),
            ("read", "read (GiB/s)", True), ("ratio", "read / write", True),
            ("wv", "write verdict"), ("rv", "read verdict")],
     "amp": [("cell", "cell"), ("conc", "concurrency", True), ("pool", "pool"),
@@ -42,7 +42,7 @@ def _measured(v: Any, unit: str = "x") -> dict[str, Any]:
 
 
 def section(points: pd.DataFrame, vmap: dict, labels: dict[str, str], cells: pd.DataFrame,
-            src: Any) -> dict[str, Any] | None:
+            src: Any, access: dict[str, str] | None = None) -> dict[str, Any] | None:
     """Rows of the side-by-side table, the EC read amplification rows, RAL's reference rows and
     a plot; None when the run read nothing."""
     if points.empty or not (points["direction"] == "read").any():
@@ -65,6 +65,7 @@ def section(points: pd.DataFrame, vmap: dict, labels: dict[str, str], cells: pd.
             n = src.add(f"reads and writes: cell {cid} at concurrency {conc}", figs)
             ratio = rr / wr if _num(rr) is not None and _num(wr) else math.nan
             rows.append({"cell": _cell(labels.get(cid, cid), title=f"cell id {cid}"),
+                         "access": (access or {}).get(cid) or "–",
                          "conc": _cell(str(int(conc)), conc), "write": _rate(wr), "read": _rate(rr),
                          "ratio": _cell(fmt_num(ratio), _num(ratio)),
                          "wv": _verdict_cell(wv.verdict) if wv is not None else "–",

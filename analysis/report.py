@@ -38,6 +38,7 @@ from xcbench.analysis.cells import (
 )
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.dims import section as dims_section
+from xcbench.analysis.directions import access_of
 from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
 from xcbench.analysis.roles import role_series
 from xcbench.analysis.steady import RULE
@@ -264,7 +265,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "timeline_derived": rd.timeline_derived,
         "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
         "netbase": netbase.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
-        "readwrite": readwrite.section(points, vmap, labels, cells, src), "reads": reads,
+        "readwrite": readwrite.section(points, vmap, labels, cells, src,
+                                       {c: access_of(rd.campaigns, c) for c in cells.index}),
+        "reads": reads,
     }
 
 

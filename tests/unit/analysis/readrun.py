@@ -42,6 +42,8 @@ def make_read_run(store, cells: list[SynthCell], *, directions: dict[int, str],
     for i, d in directions.items():
         cid = ids[i]
         cp.loc[cp["cell_id"] == cid, "direction"] = d
+        cp.loc[cp["cell_id"] == cid, "settings"] = json.dumps(
+            {"access": {"pattern": "random", "size": 65536, "count": 16}})
         mine = tr["cell_id"] == cid
         if d == "read":
             tr.loc[mine, "direction"] = "read"

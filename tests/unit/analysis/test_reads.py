@@ -125,8 +125,9 @@ def test_report_shows_reads_and_writes_side_by_side(run, tmp_path):
     assert "write (GiB/s)" in head and "read (GiB/s)" in head and "read verdict" in head
     mixed_row = next(ln for ln in sec.splitlines() if ln.startswith("| cephfs su=4M sc=2"))
     cells = [c.strip() for c in mixed_row.split("|")]
-    assert cells[3] != "–" and cells[4] != "–"  # both directions' rates in one row
+    assert cells[4] != "–" and cells[5] != "–"  # both directions' rates in one row
     assert "### EC read amplification" in sec and "1.5x" in sec and "not measured" in sec
+    assert "random 64K x 16" in mixed_row.replace("KiB", "K")
     assert "184" in sec and "XrdBlackhole" in sec  # RAL's published read figure
     html = render_report([path], "html", tmp_path / "r.html").read_text()
     assert "Reads and writes, side by side" in html and "EC read amplification" in html
