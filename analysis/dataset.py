@@ -26,6 +26,7 @@ from xcbench.analysis import directions as _dirs
 from xcbench.analysis import probes as _probes
 from xcbench.analysis import steady as _steady
 from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.sources import source, source_text  # noqa: F401 - source_text: re-exported
 from xcbench.analysis.stats import Stats
 from xcbench.errors import XcbError
 from xcbench.sizes import format_size, parse_size
@@ -34,28 +35,6 @@ from xcbench.store import RunDir
 TRANSFER_COLS = ["cell_id", "campaign_id", "concurrency", "repeat", "file_size", "transferred",
                  "start_time", "finish_time", "tx_duration", "throughput", "file_state", "direction"]
 LEVEL_KEYS = ("cell_id", "campaign_id", "concurrency")  # a transfer without them is in no level
-
-
-def source(run_id: str, table: str, query: str, column: str | None = None, agg: str = "mean",
-           by: str | None = None, note: str = "", **extra: Any) -> dict[str, Any]:
-    """Where a figure comes from: ``pd.read_parquet(<run>/<table>.parquet).query(query)``, then
-    ``[column].agg(agg)`` (per ``by`` group first, then the mean of the groups, if ``by``)."""
-    d = {"run": run_id, "table": table, "query": query, "column": column, "agg": agg}
-    if by:
-        d["by"] = by
-    if note:
-        d["note"] = note
-    d.update(extra)
-    return d
-
-
-def source_text(s: dict[str, Any]) -> str:
-    col = f"[{s['column']}]" if s.get("column") else ""
-    by = f".groupby({s['by']!r}){col}.{s['agg']}().mean()" if s.get("by") else f"{col}.{s['agg']}()"
-    text = f"run {s['run']}: {s['table']}.query({s['query']!r}){by}"
-    if s.get("query_stored"):
-        text += f" / {s['table']}.query({s['query_stored']!r})"
-    return text + (f" — {s['note']}" if s.get("note") else "")
 
 
 def _q(v: Any) -> str:

@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from xcbench.analysis.sources import source
+
 WRITE_RW = ("write", "randwrite", "trimwrite")  # fio rw, or the direction of "randrw.write"
 READ_RW = ("read", "randread")
 COLS = ["cell_id", "job", "rw", "write", "bs", "iodepth", "hosts", "iops", "bw",
@@ -55,7 +57,6 @@ def _best(g: pd.DataFrame, col: str) -> pd.Series | None:
 
 
 def _figures(run_id: str, g: pd.DataFrame, io: str, prefix: str, src_prefix: str) -> dict[str, Any]:
-    from xcbench.analysis.dataset import source
     b, i = _best(g, "bw"), _best(g, "iops")
     return {
         f"{prefix}bw": float(b["bw"]) if b is not None else math.nan,
