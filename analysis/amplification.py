@@ -17,7 +17,10 @@ campaigns (CAMPAIGN start_time..finish_time, all repeats):
 
   amplification = osd / logical; pool_per_logical = pool / logical.
 
-A counter the run did not sample gives NaN, shown as "not measured" — never a guess.
+A counter the run did not sample gives NaN, shown as "not measured" — never a guess. An
+amplification below CACHED says the OSDs hardly read at all: the bytes came from a cache above
+them (the gateway's ceph-fuse object cacher or page cache, which holds a dataset it has just
+written when that fits), so the read figures are no storage figures.
 """
 
 from __future__ import annotations
@@ -35,6 +38,14 @@ OSD_READ = ("osd.perf.bluestore.bluestore_buffer_hit_bytes",
             "osd.perf.bluestore.bluestore_buffer_miss_bytes")
 POOL_READ = "pool.rd_bytes"
 LAG = 6.0
+CACHED = 0.1  # the OSDs read under a tenth of the bytes: served from a cache above them
+
+
+def describe(a: float) -> str:
+    """'1.52x', or '0.0001x (served from a cache above the OSDs)'."""
+    from xcbench.analysis.render import fmt_num
+    tail = " (served from a cache above the OSDs)" if 0 <= a < CACHED else ""
+    return f"{fmt_num(a)}x{tail}"
 
 
 def _increase(rows: pd.DataFrame, windows: list[tuple[float, float]], lag: float = 0.0) -> float:

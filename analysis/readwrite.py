@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from xcbench.analysis.amplification import describe
 from xcbench.analysis.cells import _cell, _load_evidence, _num, _rate, _verdict_cell
 from xcbench.analysis.render import GIB, fig_to_data_uri, fmt_num, new_figure
 from xcbench.reference import RAL_GATEWAY, ral_gateway_rows
@@ -36,9 +37,9 @@ def columns() -> dict[str, list[dict[str, Any]]]:
     return {k: [{"key": c[0], "label": c[1], "num": len(c) > 2} for c in v] for k, v in COLUMNS.items()}
 
 
-def _measured(v: Any, unit: str = "x") -> dict[str, Any]:
+def _measured(v: Any) -> dict[str, Any]:
     n = _num(v)
-    return _cell(f"{fmt_num(n)}{unit}" if n is not None else NOT_MEASURED, n)
+    return _cell(describe(n) if n is not None else NOT_MEASURED, n)
 
 
 def section(points: pd.DataFrame, vmap: dict, labels: dict[str, str], cells: pd.DataFrame,

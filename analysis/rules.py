@@ -166,5 +166,6 @@ def amplification_text(ev: dict[str, Any]) -> str:
     a, rep = ev.get("read_amplification"), ev.get("rep_read_amplification")
     if not _ok(a):
         return "OSD read amplification not measured (no BlueStore read counters sampled)"
-    twin = f" (replicated twin {fmt_num(rep)}x)" if _ok(rep) else ""
-    return f"the OSDs read {fmt_num(a)}x the bytes the campaign read{twin}"
+    from xcbench.analysis.amplification import describe
+    twin = f" (replicated twin {describe(rep)})" if _ok(rep) else ""
+    return f"the OSDs read {describe(a)} the bytes the campaign read{twin}"

@@ -44,6 +44,12 @@ def test_read_rules_quote_read_figures(ev, verdict, quoted):
     assert "write" not in reason
 
 
+def test_reads_the_osds_hardly_saw_are_called_cached():
+    ev = _ev(rate=0.6 * GIB, gateway_ceiling=1 * GIB, fio_bw=1.5 * GIB, ec_ratio=0.6, rep_pool="rep3",
+             rep_rate=1.0 * GIB, read_amplification=0.0001)
+    assert "0.0001x (served from a cache above the OSDs)" in decide(ev)[1]
+
+
 def test_a_read_point_uses_the_pool_read_ops_not_the_write_ops():
     ev = _ev(rate=0.12 * GIB, pool="p", pool_write_ops=1900, fio_iops=2000, fio_iops_job="randread")
     assert decide(ev)[0] != "storage-iops"
