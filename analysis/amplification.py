@@ -10,12 +10,14 @@ campaigns (CAMPAIGN start_time..finish_time, all repeats):
             bluestore_buffer_hit_bytes + bluestore_buffer_miss_bytes (cache hits and device
             reads: every object read, the shard reads of EC included), summed over the OSDs
             whose admin socket was sampled, from the last sample at or before a campaign's start
-            to the first at or after its end
+            to the first at or after its end (or the cell's last sample, if within TAIL s of
+            the end: the sampler stops with the cell)
   pool      the pool's client read bytes (`df detail` rd_bytes) over the same campaigns, their
             end extended by LAG s (the PG stats reach the mgr a few seconds late): what the
             clients (ceph-fuse, libradosstriper) asked of the pool, readahead included
 
-  amplification = osd / logical; pool_per_logical = pool / logical.
+  amplification = osd / the logical bytes moved between those same samples (each transfer's
+  bytes spread evenly over its duration); pool_per_logical = pool / logical.
 
 A counter the run did not sample gives NaN, shown as "not measured" — never a guess. An
 amplification below CACHED says the OSDs hardly read at all: the bytes came from a cache above
@@ -38,6 +40,7 @@ OSD_READ = ("osd.perf.bluestore.bluestore_buffer_hit_bytes",
             "osd.perf.bluestore.bluestore_buffer_miss_bytes")
 POOL_READ = "pool.rd_bytes"
 LAG = 6.0
+TAIL = 2.0  # the sampler stops with the cell: its last sample may come up to ~1 interval early
 CACHED = 0.1  # the OSDs read under a tenth of the bytes: served from a cache above them
 
 
@@ -48,18 +51,43 @@ def describe(a: float) -> str:
     return f"{fmt_num(a)}x{tail}"
 
 
-def _increase(rows: pd.DataFrame, windows: list[tuple[float, float]], lag: float = 0.0) -> float:
-    """Sum over windows of (first value at/after end+lag) - (last value at/before start) of one
-    cumulative counter; NaN if a window has no sample on either side."""
+def _span(w: np.ndarray, a: float, b: float, lag: float = 0.0) -> tuple[int, int] | None:
+    """Indices of the last sample at/before ``a`` and the first at/after ``b + lag`` (or, when
+    the sampling stopped with the cell, the last one if it is within TAIL s of ``b``)."""
+    i = int(np.searchsorted(w, a, side="right")) - 1
+    j = int(np.searchsorted(w, b + lag, side="left"))
+    if j >= w.size and not lag and w.size and w[-1] >= b - TAIL:
+        j = w.size - 1
+    return (i, j) if 0 <= i < j < w.size else None
+
+
+def _increase(rows: pd.DataFrame, windows: list[tuple[float, float]], lag: float = 0.0,
+              spans: list | None = None) -> float:
+    """Sum over windows of (value at the span's end) - (value at its start) of one cumulative
+    counter (_span); NaN if a window has no span. ``spans`` collects the (wall0, wall1) used."""
     rows = rows.sort_values("wall", kind="stable")
     w, v = rows["wall"].to_numpy(dtype=float), rows["value"].to_numpy(dtype=float)
     total = 0.0
     for a, b in windows:
-        i = np.searchsorted(w, a, side="right") - 1
-        j = np.searchsorted(w, b + lag, side="left")
-        if i < 0 or j >= w.size or not (np.isfinite(v[i]) and np.isfinite(v[j])):
+        ij = _span(w, a, b, lag)
+        if ij is None or not (np.isfinite(v[ij[0]]) and np.isfinite(v[ij[1]])):
             return math.nan
-        total += max(v[j] - v[i], 0.0)  # a restarted OSD resets its counters
+        total += max(v[ij[1]] - v[ij[0]], 0.0)  # a restarted OSD resets its counters
+        if spans is not None:
+            spans.append((float(w[ij[0]]), float(w[ij[1]])))
+    return total
+
+
+def _prorated(tr: pd.DataFrame, spans: list[tuple[float, float]]) -> float:
+    """Bytes the transfers moved inside the spans (each transfer's bytes spread evenly over its
+    start..finish, as analysis.steady rebuilds timelines)."""
+    s = pd.to_numeric(tr["start_time"], errors="coerce").to_numpy(dtype=float)
+    e = pd.to_numeric(tr["finish_time"], errors="coerce").to_numpy(dtype=float)
+    n = pd.to_numeric(tr["transferred"], errors="coerce").fillna(0).to_numpy(dtype=float)
+    dur = np.maximum(e - s, 1e-9)
+    total = 0.0
+    for a, b in spans:
+        total += float((np.clip(np.minimum(e, b) - np.maximum(s, a), 0, None) / dur * n).sum())
     return total
 
 
@@ -92,15 +120,22 @@ def read_amplification(rd: Any, cell_id: str, conc: float, pool: str | None) -> 
         return out
     out.update(logical=logical, windows=wins)
     s = rd.samples
-    osd_total, osds = 0.0, set()
+    osd_total, osds, spans = 0.0, set(), None
     for metric in OSD_READ:
         for osd, rows in s.by_label(cell_id, metric, "osd").items():
-            inc = _increase(rows, wins)
+            got: list = []
+            inc = _increase(rows, wins, spans=got)
             if math.isfinite(inc):
                 osd_total += inc
                 osds.add(osd)
-    if osds:
-        out.update(osd_bytes=osd_total, osds=len(osds), amplification=osd_total / logical)
+                spans = spans or got
+    if osds and spans:
+        tr = rd.transfers
+        tr = tr[(tr["cell_id"] == cell_id) & (tr["concurrency"] == conc) & (tr["direction"] == "read")]
+        inside = _prorated(tr, spans)  # the bytes read between the very samples compared
+        if inside > 0:
+            out.update(osd_bytes=osd_total, osds=len(osds), amplification=osd_total / inside,
+                       logical_sampled=inside)
     if pool:
         rows = s.by_label(cell_id, POOL_READ, "pool").get(pool)
         if rows is not None:
