@@ -145,3 +145,14 @@ def test_a_write_only_run_has_no_read_section(tmp_path):
     text = render_report([path], "md", tmp_path / "w.md").read_text()
     assert "Reads and writes" not in text
     assert all(r["direction"] == "write" for r in attribute(RunData(path)))
+
+
+def test_the_cells_last_sample_closes_a_window_only_when_it_is_close_to_the_end():
+    import numpy as np
+
+    from xcbench.analysis.amplification import TAIL, _span
+    w = np.array([10.0, 11.0, 12.0, 13.0])
+    assert _span(w, 10.5, 12.5) == (0, 3)
+    assert _span(w, 10.5, 13.0 + TAIL / 2) == (0, 3)  # the sampler stopped with the cell
+    assert _span(w, 10.5, 13.0 + 2 * TAIL) is None  # too far: not measured
+    assert _span(w, 9.0, 12.5) is None  # nothing before the start
