@@ -303,12 +303,13 @@ class RunData:
 
     @cached_property
     def transfer_quantiles(self) -> pd.DataFrame:
-        """Per (cell, concurrency): quantiles of per-transfer throughput (FINISHED only)."""
+        """Per (cell, concurrency, direction): quantiles of per-transfer throughput (FINISHED only)."""
         tr = self.transfers
         ok = tr[tr["file_state"].eq("FINISHED") & tr["throughput"].notna()]
         if ok.empty:
-            return pd.DataFrame(columns=["cell_id", "concurrency", "n", "q05", "q25", "q50", "q75", "q95", "mean"])
-        g = ok.groupby(["cell_id", "concurrency"])["throughput"]
+            return pd.DataFrame(columns=["cell_id", "concurrency", "direction", "n", "q05", "q25",
+                                         "q50", "q75", "q95", "mean"])
+        g = ok.groupby(["cell_id", "concurrency", "direction"])["throughput"]
         q = g.quantile([0.05, 0.25, 0.5, 0.75, 0.95]).unstack()
         q.columns = ["q05", "q25", "q50", "q75", "q95"]
         q["n"] = g.size()

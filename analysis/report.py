@@ -157,13 +157,18 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     # per-transfer distributions
     q = ordered(rd.transfer_quantiles)
     dist_rows = []
-    for r in q.itertuples():
+    both = q.groupby(["cell_id", "concurrency"])["direction"].transform("nunique") > 1 if len(q) else []
+    for r, two in zip(q.itertuples(), both, strict=True):
+        # a direction filter only where the level has both (older runs have no such column)
+        dq = f" & direction == {json.dumps(r.direction)}" if two or r.direction == "read" else ""
         spec = {"run": rd.run_id, "table": "transfers", "column": "throughput", "agg": "median",
                 "query": f"cell_id == {json.dumps(r.cell_id)} & concurrency == {r.concurrency!r} & "
-                         f"file_state == 'FINISHED'"}
-        n = src.add(f"transfer throughput: cell {r.cell_id} at concurrency {r.concurrency}",
+                         f"file_state == 'FINISHED'{dq}"}
+        n = src.add(f"transfer throughput: cell {r.cell_id} at concurrency {r.concurrency}"
+                    f"{'' if r.direction == 'write' else ', reads'}",
                     {"median": (spec, r.q50, fmt_num(r.q50 / plots.MIB))})
-        dist_rows.append({"cell": labels.get(r.cell_id, r.cell_id),
+        dist_rows.append({"cell": labels.get(r.cell_id, r.cell_id)
+                          + ("" if r.direction == "write" else f" ({r.direction}s)"),
                           "conc": _cell(str(int(r.concurrency)), r.concurrency),
                           "n": _cell(str(int(r.n)), int(r.n)),
                           **{k: _cell(fmt_num(getattr(r, k) / plots.MIB), getattr(r, k))
