@@ -22,9 +22,13 @@ from xcbench.fingerprint import fingerprint_diff
 MIN_REPEATS = 3
 
 
-def _verdicts(rd: RunData) -> dict[tuple[str, float], str]:
+def _dir(v: Any) -> str:
+    return v if isinstance(v, str) and v else "write"  # rows from before reads: writes
+
+
+def _verdicts(rd: RunData) -> dict[tuple[str, float, str], str]:
     v = verdicts_of(rd)
-    return {(r.cell_id, float(r.concurrency)): r.verdict for r in v.itertuples()}
+    return {(r.cell_id, float(r.concurrency), _dir(r.direction)): r.verdict for r in v.itertuples()}
 
 
 def _pair_by_label(base: RunData, contender: RunData) -> dict[str, str]:
@@ -47,17 +51,18 @@ def _pair_by_label(base: RunData, contender: RunData) -> dict[str, str]:
 
 def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
     pair = _pair_by_label(base, contender)
-    bp = {(r["cell_id"], float(r["concurrency"])): r for r in base.points.to_dict("records")}
-    cp = {(pair.get(r["cell_id"], r["cell_id"]), float(r["concurrency"])): r
+    bp = {(r["cell_id"], float(r["concurrency"]), _dir(r["direction"])): r
+          for r in base.points.to_dict("records")}
+    cp = {(pair.get(r["cell_id"], r["cell_id"]), float(r["concurrency"]), _dir(r["direction"])): r
           for r in contender.points.to_dict("records")}
     bv = _verdicts(base)
-    cv = {(pair.get(k[0], k[0]), k[1]): v for k, v in _verdicts(contender).items()}
+    cv = {(pair.get(k[0], k[0]), k[1], k[2]): v for k, v in _verdicts(contender).items()}
     labels = {**contender.cells["label"].to_dict(), **base.cells["label"].to_dict()}
     bfp = {cid: c.get("fingerprint") for cid, c in base.manifest.get("cells", {}).items()}
     cfp = {pair.get(cid, cid): c.get("fingerprint")
            for cid, c in contender.manifest.get("cells", {}).items()}
     rows = []
-    for key in sorted(set(bp) | set(cp), key=lambda k: (labels.get(k[0], k[0]), k[1])):
+    for key in sorted(set(bp) | set(cp), key=lambda k: (labels.get(k[0], k[0]), k[1], k[2])):
         b, c = bp.get(key), cp.get(key)
         nan = math.nan
         brate, crate = (b["rate"] if b else nan), (c["rate"] if c else nan)
@@ -66,7 +71,8 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
         fb, fc = bfp.get(key[0]), cfp.get(key[0])
         changed = fingerprint_diff(fb, fc) if fb and fc else []
         rows.append({
-            "cell_id": key[0], "label": labels.get(key[0], key[0]), "concurrency": key[1],
+            "cell_id": key[0], "concurrency": key[1], "direction": key[2],
+            "label": labels.get(key[0], key[0]) + ("" if key[2] == "write" else f" ({key[2]}s)"),
             "base_rate": brate, "base_ci": (b["ci_low"], b["ci_high"]) if b else (nan, nan),
             "contender_rate": crate, "contender_ci": (c["ci_low"], c["ci_high"]) if c else (nan, nan),
             "pct": pct_diff(brate, crate), "ci_overlap": overlap,

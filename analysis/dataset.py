@@ -6,7 +6,9 @@ rows and the aggregation that gives the figure (see :func:`source`), so it can b
 from the Parquet files (tests/unit/analysis/test_traceability.py does).
 
 Column meanings: rates are bytes/s; ``rate`` of a point is the mean over repeats of each
-repeat's steady-window mean (analysis.steady.RULE), with a bootstrap CI over repeats.
+repeat's steady-window mean (analysis.steady.RULE), with a bootstrap CI over repeats. A point
+is (cell, concurrency, direction): write, or read (analysis.directions; a mixed campaign gives
+one of each, runs from before reads only writes).
 """
 
 from __future__ import annotations
@@ -20,37 +22,19 @@ from typing import Any
 
 import pandas as pd
 
+from xcbench.analysis import directions as _dirs
+from xcbench.analysis import probes as _probes
 from xcbench.analysis import steady as _steady
 from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.sources import source, source_text  # noqa: F401 - source_text: re-exported
 from xcbench.analysis.stats import Stats
+from xcbench.errors import XcbError
 from xcbench.sizes import format_size, parse_size
 from xcbench.store import RunDir
 
 TRANSFER_COLS = ["cell_id", "campaign_id", "concurrency", "repeat", "file_size", "transferred",
-                 "start_time", "finish_time", "tx_duration", "throughput", "file_state"]
-WRITE_RW = ("write", "randwrite", "trimwrite")  # fio rw, or the direction of "randrw.write"
-
-
-def source(run_id: str, table: str, query: str, column: str | None = None, agg: str = "mean",
-           by: str | None = None, note: str = "", **extra: Any) -> dict[str, Any]:
-    """Where a figure comes from: ``pd.read_parquet(<run>/<table>.parquet).query(query)``, then
-    ``[column].agg(agg)`` (per ``by`` group first, then the mean of the groups, if ``by``)."""
-    d = {"run": run_id, "table": table, "query": query, "column": column, "agg": agg}
-    if by:
-        d["by"] = by
-    if note:
-        d["note"] = note
-    d.update(extra)
-    return d
-
-
-def source_text(s: dict[str, Any]) -> str:
-    col = f"[{s['column']}]" if s.get("column") else ""
-    by = f".groupby({s['by']!r}){col}.{s['agg']}().mean()" if s.get("by") else f"{col}.{s['agg']}()"
-    text = f"run {s['run']}: {s['table']}.query({s['query']!r}){by}"
-    if s.get("query_stored"):
-        text += f" / {s['table']}.query({s['query_stored']!r})"
-    return text + (f" — {s['note']}" if s.get("note") else "")
+                 "start_time", "finish_time", "tx_duration", "throughput", "file_state", "direction"]
+LEVEL_KEYS = ("cell_id", "campaign_id", "concurrency")  # a transfer without them is in no level
 
 
 def _q(v: Any) -> str:
@@ -103,6 +87,11 @@ def cell_frame(manifest: dict[str, Any], extra_ids: AbstractSet[str] = frozenset
     return pd.DataFrame(rows, columns=cols).set_index("cell_id", drop=False)
 
 
+POINT_COLS = ["cell_id", "concurrency", "direction", "repeats", "rate", "ci_low", "ci_high",
+              "rate_cv_repeats", "window_cv", "run_rate", "run_cv", "method", "starved_frac",
+              "wall_start", "wall_end", "finished", "failed", "source"]
+
+
 class RunData:
     """A run's tables and the summaries derived from them (computed lazily, once)."""
 
@@ -121,6 +110,25 @@ class RunData:
         missing = df["throughput"].isna() & (df["tx_duration"] > 0)
         if missing.any():
             df.loc[missing, "throughput"] = df["file_size"] / df["tx_duration"]
+        df["direction"] = _dirs.transfer_direction(df)
+        return self._levelled(df)
+
+    def _levelled(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Transfers with their level keys; a level the campaigns table knows is filled in from
+        it, any other gap is an XcbError naming the run, table and column (no level invented)."""
+        if df.empty:
+            return df
+        cp = self.campaigns
+        if df["concurrency"].isna().any() and len(cp) and cp["concurrency"].notna().any():
+            conc = dict(zip(cp["campaign_id"], pd.to_numeric(cp["concurrency"], errors="coerce"),
+                            strict=False))
+            df["concurrency"] = df["concurrency"].fillna(df["campaign_id"].map(conc))
+        for col in LEVEL_KEYS:
+            n = int(df[col].isna().sum())
+            if n and self.timeline_derived:  # the levels must come from these rows
+                raise XcbError(f"run {self.run_id}: transfers: {n} of {len(df)} rows have no {col}"
+                               f"{'' if len(cp) else ' and the run has no campaigns table to give it'}"
+                               f": cannot tell which concurrency level they belong to")
         return df
 
     @cached_property
@@ -148,6 +156,19 @@ class RunData:
     @cached_property
     def campaigns(self) -> pd.DataFrame:
         return self.run.table("campaigns")
+
+    @cached_property
+    def directions(self) -> dict[str, str]:
+        """{campaign_id: write | read | mixed} (analysis.directions)."""
+        return _dirs.campaign_directions(self.campaigns, self.manifest, self.timeline)
+
+    @cached_property
+    def directional_timeline(self) -> pd.DataFrame:
+        """The timeline with a ``direction`` column, mixed campaigns split per direction."""
+        def rebuild(camp):
+            tr = self.transfers
+            return _steady.timeline_from_transfers(tr[tr["campaign_id"] == camp])
+        return _dirs.directional_timeline(self.timeline, self.directions, rebuild)
 
     @cached_property
     def probes(self) -> pd.DataFrame:
@@ -198,7 +219,7 @@ class RunData:
             files = dict(zip(cp["campaign_id"], pd.to_numeric(cp["files"], errors="coerce"), strict=False))
         elif len(self.transfers):
             files = self.transfers.groupby("campaign_id")["file_size"].size().to_dict()
-        return _steady.steady_table(self.timeline, files, self.levels)
+        return _steady.steady_table(self.directional_timeline, files, self.levels)
 
     @cached_property
     def levels(self) -> dict[str, dict]:
@@ -214,10 +235,18 @@ class RunData:
                     out[cid] = level
         return out
 
-    def _rate_source(self, cell_id: str, conc: Any, windows: pd.DataFrame) -> dict[str, Any]:
+    def _rate_source(self, cell_id: str, conc: Any, windows: pd.DataFrame,
+                     direction: str = "write") -> dict[str, Any]:
         parts = " | ".join(f"(repeat == {_q(r.repeat)} & t >= {r.t_start!r} & t <= {r.t_end!r})"
                            for r in windows.itertuples())
         q = f"cell_id == {_q(cell_id)} & concurrency == {_q(conc)} & ({parts})"
+        camps = set(windows["campaign_id"])
+        if any(self.directions.get(c) == "mixed" for c in camps):
+            col = _dirs.SPLIT[direction]
+            return source(self.run_id, "timeline", q, "rate", "mean", by="repeat", recompute=False,
+                          note=f"mixed campaign, {direction}s only: rate x {col} / bytes per bucket "
+                               "(analysis.directions), steady-window mean per repeat, then mean "
+                               "over repeats; B/s")
         if self.timeline_derived:
             return source(self.run_id, "transfers", f"cell_id == {_q(cell_id)} & concurrency == {_q(conc)}",
                           "throughput", "mean", note="timeline rebuilt from transfers by "
@@ -231,19 +260,17 @@ class RunData:
         """One row per (cell, concurrency): steady rate over repeats, CI, volatility, counts."""
         st = self.steady
         if st.empty:
-            return pd.DataFrame(columns=["cell_id", "concurrency", "repeats", "rate", "ci_low",
-                                         "ci_high", "rate_cv_repeats", "window_cv", "run_rate",
-                                         "run_cv", "method", "starved_frac", "wall_start",
-                                         "wall_end", "finished", "failed", "source"])
+            return pd.DataFrame(columns=POINT_COLS)
         tr = self.transfers
         counts = (tr.assign(ok=tr["file_state"].eq("FINISHED"))
-                  .groupby(["cell_id", "concurrency"])["ok"].agg(["sum", "size"]))
+                  .groupby(["cell_id", "concurrency", "direction"])["ok"].agg(["sum", "size"]))
         rows = []
-        for (cid, conc), g in st.groupby(["cell_id", "concurrency"], sort=False):
+        for (cid, conc, d), g in st.groupby(["cell_id", "concurrency", "direction"], sort=False):
             s = Stats.of(g["window_mean"], ci=True)
-            ok, n = counts.loc[(cid, conc)] if (cid, conc) in counts.index else (math.nan, math.nan)
+            k = (cid, conc, d)
+            ok, n = counts.loc[k] if k in counts.index else (math.nan, math.nan)
             rows.append({
-                "cell_id": cid, "concurrency": conc, "repeats": len(g), "rate": s.mean,
+                "cell_id": cid, "concurrency": conc, "direction": d, "repeats": len(g), "rate": s.mean,
                 "ci_low": s.ci_low, "ci_high": s.ci_high, "rate_cv_repeats": s.cv,
                 "window_cv": float(g["window_cv"].mean()), "window_std": float(g["window_std"].mean()),
                 "window_median": float(g["window_median"].mean()),
@@ -255,25 +282,34 @@ class RunData:
                 "wall_start": float(g["wall_start"].min()), "wall_end": float(g["wall_end"].max()),
                 "windows": [(float(a), float(b)) for a, b in zip(g["wall_start"], g["wall_end"], strict=True)],
                 "finished": ok, "failed": n - ok if n == n else math.nan,
-                "source": self._rate_source(cid, conc, g),
+                "source": self._rate_source(cid, conc, g, d),
             })
-        return pd.DataFrame(rows).sort_values(["cell_id", "concurrency"], kind="stable").reset_index(drop=True)
+        if not rows:  # steady rows without a level (NaN concurrency): nothing to summarise
+            return pd.DataFrame(columns=POINT_COLS)
+        return pd.DataFrame(rows).sort_values(["cell_id", "concurrency", "direction"],
+                                              kind="stable").reset_index(drop=True)
 
     @cached_property
-    def _point_index(self) -> dict[tuple[str, float], dict[str, Any]]:
-        return {(r["cell_id"], float(r["concurrency"])): r for r in self.points.to_dict("records")}
+    def _point_index(self) -> dict[tuple[str, float, str], dict[str, Any]]:
+        return {(r["cell_id"], float(r["concurrency"]), r["direction"]): r
+                for r in self.points.to_dict("records")}
 
-    def point(self, cell_id: str, concurrency: Any) -> dict[str, Any] | None:
-        return self._point_index.get((cell_id, float(concurrency)))
+    def point(self, cell_id: str, concurrency: Any, direction: str = "write") -> dict[str, Any] | None:
+        return self._point_index.get((cell_id, float(concurrency), direction))
+
+    def view(self, direction: str) -> _dirs.DirectionView:
+        """This run seen in one direction: ``point``/``levels_rate`` default to it."""
+        return _dirs.DirectionView(self, direction)
 
     @cached_property
     def transfer_quantiles(self) -> pd.DataFrame:
-        """Per (cell, concurrency): quantiles of per-transfer throughput (FINISHED only)."""
+        """Per (cell, concurrency, direction): quantiles of per-transfer throughput (FINISHED only)."""
         tr = self.transfers
         ok = tr[tr["file_state"].eq("FINISHED") & tr["throughput"].notna()]
         if ok.empty:
-            return pd.DataFrame(columns=["cell_id", "concurrency", "n", "q05", "q25", "q50", "q75", "q95", "mean"])
-        g = ok.groupby(["cell_id", "concurrency"])["throughput"]
+            return pd.DataFrame(columns=["cell_id", "concurrency", "direction", "n", "q05", "q25",
+                                         "q50", "q75", "q95", "mean"])
+        g = ok.groupby(["cell_id", "concurrency", "direction"])["throughput"]
         q = g.quantile([0.05, 0.25, 0.5, 0.75, 0.95]).unstack()
         q.columns = ["q05", "q25", "q50", "q75", "q95"]
         q["n"] = g.size()
@@ -282,71 +318,45 @@ class RunData:
 
     @cached_property
     def probe_jobs(self) -> pd.DataFrame:
-        """One row per (cell, fio job, direction): the 'all' row fio's client/server mode gives
-        (xcbench.fio.ALL), else the sum over hosts; ``query`` selects the rows it comes from."""
-        pr = self.probes
-        cols = ["cell_id", "job", "rw", "write", "bs", "iodepth", "hosts", "iops", "bw",
-                "lat_mean_us", "lat_p99_us", "query"]
-        if pr.empty:
-            return pd.DataFrame(columns=cols)
-        pr = pr.assign(rw=pr["rw"].astype(str), job=pr["job"].astype(str),
-                       _all=pr["host"].astype(str).eq("all"))
-        keys = ["cell_id", "job", "rw"]
-        has_all = pr.groupby(keys, sort=False)["_all"].transform("any")
-        use = pr[pr["_all"] | ~has_all]
-        g = use.groupby(keys, sort=False)
-        out = g.agg(bs=("bs", "first"), iodepth=("iodepth", "first"), iops=("iops", "sum"),
-                    bw=("bw", "sum"), lat_mean_us=("lat_mean_us", "mean"),
-                    lat_p99_us=("lat_p99_us", "max"), _all=("_all", "any")).reset_index()
-        out["hosts"] = pr[~pr["_all"]].groupby(keys, sort=False)["host"].nunique().reindex(
-            pd.MultiIndex.from_frame(out[keys])).fillna(0).astype(int).to_numpy()
-        ddir = out["rw"].str.rsplit(".", n=1).str[-1]
-        out["write"] = ddir.isin(WRITE_RW)
-        out["query"] = [f"cell_id == {_q(c)} & job == {_q(j)} & rw == {_q(r)}"
-                        + (" & host == 'all'" if a else "")
-                        for c, j, r, a in zip(out["cell_id"], out["job"], out["rw"], out["_all"], strict=True)]
-        return out[cols]
+        """One row per (cell, fio job, direction) (analysis.probes.probe_jobs)."""
+        return _probes.probe_jobs(self.probes)
 
     @cached_property
     def probe_ceilings(self) -> pd.DataFrame:
-        """Per cell: fio write bandwidth and IOPS ceilings (the best write job of each), with
-        their sources."""
-        cols = ["cell_id", "write_bw", "write_bw_job", "write_iops", "write_iops_job",
-                "bw_source", "iops_source"]
-        w = self.probe_jobs
-        w = w[w["write"].astype(bool)] if len(w) else w
-        if w.empty:
-            return pd.DataFrame(columns=cols).set_index("cell_id", drop=False)
-        rows = []
-        for cid, g in w.groupby("cell_id", sort=False):
-            b = g.loc[g["bw"].idxmax()] if g["bw"].notna().any() else None
-            i = g.loc[g["iops"].idxmax()] if g["iops"].notna().any() else None
-            rows.append({
-                "cell_id": cid,
-                "write_bw": float(b["bw"]) if b is not None else math.nan,
-                "write_bw_job": b["job"] if b is not None else None,
-                "write_iops": float(i["iops"]) if i is not None else math.nan,
-                "write_iops_job": i["job"] if i is not None else None,
-                "bw_source": source(self.run_id, "probes", b["query"], "bw", "sum",
-                                    note="fio write bandwidth (all hosts); B/s") if b is not None else None,
-                "iops_source": source(self.run_id, "probes", i["query"], "iops", "sum",
-                                      note="fio write IOPS (all hosts)") if i is not None else None,
-            })
-        return pd.DataFrame(rows, columns=cols).set_index("cell_id", drop=False)
+        """Per cell: fio write and read bandwidth and IOPS ceilings with their sources
+        (analysis.probes.probe_ceilings)."""
+        return _probes.probe_ceilings(self.probe_jobs, self.run_id)
 
     @cached_property
     def network(self) -> tuple[float, dict[str, Any] | None]:
         """(bytes/s, source) of the network baseline: the best iperf3 result of the run."""
+        return self._network(None)
+
+    def network_for(self, direction: str) -> tuple[float, dict[str, Any] | None]:
+        """The baseline of one direction: the best iperf3 result measured that way (read =
+        ``-R``, gateway -> client; rows without a direction are writes), else the best of all."""
+        return self._network(direction)
+
+    def _network(self, direction: str | None) -> tuple[float, dict[str, Any] | None]:
         b = self.baseline
         if b.empty or "bits_per_second" not in b:
             return (math.nan, None)
         bps = pd.to_numeric(b["bits_per_second"], errors="coerce")
+        q, note = "kind == 'iperf3'", "divided by 8 for B/s"
+        if direction is not None and "direction" in b:
+            d = b["direction"].astype(object).where(b["direction"].notna(), "write")
+            mine = (d.eq("read") if direction == "read" else d.ne("read")) & bps.notna()
+            if mine.any():
+                bps = bps[mine]
+                q += " & direction == 'read'" if direction == "read" else " & direction != 'read'"
+            else:
+                note += f"; no iperf3 result in the {direction} direction, the best of all used"
         if not bps.notna().any():
             return (math.nan, None)
         return (float(bps.max()) / 8.0,
-                source(self.run_id, "baseline", "kind == 'iperf3'", "bits_per_second", "max",
-                       note="divided by 8 for B/s"))
+                source(self.run_id, "baseline", q, "bits_per_second", "max", note=note))
 
-    def levels_rate(self, cell_id: str) -> list[tuple[float, float]]:
-        """[(concurrency, steady rate)] of a cell."""
-        return [(c, r["rate"]) for (cid, c), r in self._point_index.items() if cid == cell_id]
+    def levels_rate(self, cell_id: str, direction: str = "write") -> list[tuple[float, float]]:
+        """[(concurrency, steady rate)] of a cell in one direction."""
+        return [(c, r["rate"]) for (cid, c, d), r in self._point_index.items()
+                if cid == cell_id and d == direction]

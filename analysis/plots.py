@@ -155,7 +155,8 @@ def transfer_distributions(q: pd.DataFrame, labels: dict[str, str]) -> str | Non
     """Per-transfer throughput (MiB/s): box q25-q75, median, whiskers q05-q95."""
     if q.empty:
         return None
-    stats = [{"label": f"{labels.get(r.cell_id, r.cell_id)} c={int(r.concurrency)}",
+    stats = [{"label": f"{labels.get(r.cell_id, r.cell_id)} c={int(r.concurrency)}"
+              + ("" if getattr(r, "direction", "write") == "write" else f" {r.direction}"),
               "med": r.q50 / MIB, "q1": r.q25 / MIB, "q3": r.q75 / MIB, "whislo": r.q05 / MIB,
               "whishi": r.q95 / MIB, "mean": r.mean / MIB, "fliers": []} for r in q.itertuples()]
     fig, ax = new_figure(9.0, 0.8 + 0.28 * len(stats))

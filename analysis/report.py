@@ -21,7 +21,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis import netbase, plots
+from xcbench.analysis import netbase, plots, readwrite
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.cells import (
@@ -38,6 +38,7 @@ from xcbench.analysis.cells import (
 )
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.dims import section as dims_section
+from xcbench.analysis.directions import access_of
 from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
 from xcbench.analysis.roles import role_series
 from xcbench.analysis.steady import RULE
@@ -62,29 +63,35 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     verdicts = verdicts_of(rd, others).copy()
     verdict_table = "verdicts" if len(rd.stored_verdicts) and not others else None
     verdicts["concurrency"] = pd.to_numeric(verdicts["concurrency"], errors="coerce")
-    vmap = {(r.cell_id, r.concurrency): r for r in verdicts.itertuples()}
+    verdicts["direction"] = verdicts["direction"].astype(object).where(verdicts["direction"].notna(), "write")
+    vmap = {(r.cell_id, r.concurrency, r.direction): r for r in verdicts.itertuples()}
+    reads = bool((points["direction"] == "read").any()) if len(points) else False
     pc = rd.probe_ceilings
 
-    def vsrc(cid, conc):
+    def vsrc(cid, conc, d):
+        dq = f" & direction == {json.dumps(d)}" if d != "write" else ""
         if verdict_table:
             return {"run": rd.run_id, "table": "verdicts",
-                    "query": f"cell_id == {json.dumps(cid)} & concurrency == {conc!r}",
+                    "query": f"cell_id == {json.dumps(cid)} & concurrency == {conc!r}{dq}",
                     "column": "verdict", "agg": "first"}
         return {"run": rd.run_id, "table": "(computed)", "column": "verdict", "agg": "first",
                 "query": f"xcbench.analysis.attribution.attribute(run) where cell_id == {json.dumps(cid)} "
-                         f"& concurrency == {conc!r}"}
+                         f"& concurrency == {conc!r}{dq}"}
 
     # verdict summary: each cell at its highest measured concurrency level
     summary: list[dict[str, Any]] = []
-    top = ordered(points.sort_values("concurrency", kind="stable").groupby("cell_id", sort=False).tail(1))
+    top = ordered(points.sort_values("concurrency", kind="stable")
+                  .groupby(["cell_id", "direction"], sort=False).tail(1))
     for p in top.itertuples():
         c: Any = cells.loc[p.cell_id] if p.cell_id in cells.index else None
-        v = vmap.get((p.cell_id, p.concurrency))
+        v = vmap.get((p.cell_id, p.concurrency, p.direction))
         verdict = v.verdict if v is not None else "inconclusive"
         n = src.add(f"verdict summary: cell {p.cell_id} ({labels.get(p.cell_id, '')}) at concurrency "
-                    f"{p.concurrency}", {"rate": (p.source, p.rate, fmt_gib(p.rate)),
-                                         "verdict": (vsrc(p.cell_id, p.concurrency), math.nan, verdict)})
+                    f"{p.concurrency}{'' if p.direction == 'write' else ', ' + p.direction + 's'}",
+                    {"rate": (p.source, p.rate, fmt_gib(p.rate)),
+                     "verdict": (vsrc(p.cell_id, p.concurrency, p.direction), math.nan, verdict)})
         summary.append({"cell": _cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
+                        "direction": p.direction,
                         "backend": c["backend"] if c is not None else "", "conc": _cell(str(int(p.concurrency)), p.concurrency),
                         "rate": _rate(p.rate), "verdict": _verdict_cell(verdict),
                         "reason": v.reason if v is not None else "", "_src": n})
@@ -94,12 +101,14 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     layout_rows = []
     for cid, c in cells[cells["backend"] != "tmpfs"].iterrows():
         ps = points[points["cell_id"] == cid]
+        if (ps["direction"] == "write").any():  # the layout table is RAL's write table
+            ps = ps[ps["direction"] == "write"]
         if ps.empty and cid not in pc.index:
             continue
         best = ps.loc[ps["rate"].idxmax()] if len(ps) and ps["rate"].notna().any() else None
         prow = pc.loc[cid] if cid in pc.index else None
-        ev = _load_evidence(vmap[(cid, best["concurrency"])].evidence) if best is not None and \
-            (cid, best["concurrency"]) in vmap else {}
+        vkey = (cid, best["concurrency"], best["direction"]) if best is not None else None
+        ev = _load_evidence(vmap[vkey].evidence) if vkey in vmap else {}
         figs = {}
         if best is not None:
             figs["rate"] = (best["source"], best["rate"], fmt_gib(best["rate"]))
@@ -110,7 +119,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         if ops is not None and (ev.get("sources") or {}).get("pool_write_ops"):
             figs["pool_write_ops"] = (ev["sources"]["pool_write_ops"], ops, fmt_num(ops))
         n = src.add(f"layout table: cell {cid} ({c['label']})", figs)
-        verdict = vmap[(cid, best["concurrency"])].verdict if best is not None and (cid, best["concurrency"]) in vmap else "–"
+        verdict = vmap[vkey].verdict if vkey in vmap else "–"
         layout_rows.append({
             "backend": c["backend"], "su": _cell(_size(c["stripe_unit"]), _num(c["stripe_unit"])),
             "sc": _cell(fmt_num(c["stripe_count"]), _num(c["stripe_count"])),
@@ -129,11 +138,13 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     # all points
     point_rows = []
     for p in points.itertuples():
-        v = vmap.get((p.cell_id, p.concurrency))
-        n = src.add(f"steady rate: cell {p.cell_id} at concurrency {p.concurrency}",
+        v = vmap.get((p.cell_id, p.concurrency, p.direction))
+        n = src.add(f"steady rate: cell {p.cell_id} at concurrency {p.concurrency}"
+                    f"{'' if p.direction == 'write' else ', ' + p.direction + 's'}",
                     {"rate": (p.source, p.rate, fmt_gib(p.rate))})
         point_rows.append({
             "cell": _cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
+            "direction": p.direction,
             "conc": _cell(str(int(p.concurrency)), p.concurrency), "n": _cell(str(p.repeats), p.repeats),
             "rate": _rate(p.rate),
             "ci": _cell(f"{fmt_gib(p.ci_low)}–{fmt_gib(p.ci_high)}" if _num(p.ci_low) is not None else "–",
@@ -146,13 +157,18 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     # per-transfer distributions
     q = ordered(rd.transfer_quantiles)
     dist_rows = []
-    for r in q.itertuples():
+    both = q.groupby(["cell_id", "concurrency"])["direction"].transform("nunique") > 1 if len(q) else []
+    for r, two in zip(q.itertuples(), both, strict=True):
+        # a direction filter only where the level has both (older runs have no such column)
+        dq = f" & direction == {json.dumps(r.direction)}" if two or r.direction == "read" else ""
         spec = {"run": rd.run_id, "table": "transfers", "column": "throughput", "agg": "median",
                 "query": f"cell_id == {json.dumps(r.cell_id)} & concurrency == {r.concurrency!r} & "
-                         f"file_state == 'FINISHED'"}
-        n = src.add(f"transfer throughput: cell {r.cell_id} at concurrency {r.concurrency}",
+                         f"file_state == 'FINISHED'{dq}"}
+        n = src.add(f"transfer throughput: cell {r.cell_id} at concurrency {r.concurrency}"
+                    f"{'' if r.direction == 'write' else ', reads'}",
                     {"median": (spec, r.q50, fmt_num(r.q50 / plots.MIB))})
-        dist_rows.append({"cell": labels.get(r.cell_id, r.cell_id),
+        dist_rows.append({"cell": labels.get(r.cell_id, r.cell_id)
+                          + ("" if r.direction == "write" else f" ({r.direction}s)"),
                           "conc": _cell(str(int(r.concurrency)), r.concurrency),
                           "n": _cell(str(int(r.n)), int(r.n)),
                           **{k: _cell(fmt_num(getattr(r, k) / plots.MIB), getattr(r, k))
@@ -175,7 +191,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     ec_rows = []
     for v in verdicts.itertuples():
         ev = _load_evidence(v.evidence)
-        if ev.get("rep_rate") is None:
+        if ev.get("rep_rate") is None or v.direction != "write":  # reads: readwrite's table
             continue
         n = src.add(f"EC vs replicated: cell {v.cell_id} vs {ev.get('rep_cell')} at concurrency {v.concurrency}", {
             "ec_rate": (ev["sources"].get("rate"), ev.get("rate"), fmt_gib(ev.get("rate"))),
@@ -254,11 +270,14 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "timeline_derived": rd.timeline_derived,
         "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
         "netbase": netbase.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
+        "readwrite": readwrite.section(points, vmap, labels, cells, src,
+                                       {c: access_of(rd.campaigns, c) for c in cells.index}),
+        "reads": reads,
     }
 
 
 COLUMNS = {
-    "summary": [("cell", "cell"), ("backend", "backend"), ("conc", "concurrency", True),
+    "summary": [("cell", "cell"), ("direction", "direction"), ("backend", "backend"), ("conc", "concurrency", True),
                 ("rate", "steady rate (GiB/s)", True), ("verdict", "verdict"), ("reason", "why")],
     "layout": [("backend", "backend"), ("su", "stripe unit", True), ("sc", "stripe count", True),
                ("os", "object size", True), ("pool", "pool"), ("mode", "mode"),
@@ -266,7 +285,7 @@ COLUMNS = {
                ("ci", "95 % CI (GiB/s)", True), ("fio_bw", "fio write (GiB/s)", True),
                ("fio_iops", "fio write IOPS", True), ("ops", "pool write op/s in run", True),
                ("verdict", "verdict")],
-    "points": [("cell", "cell"), ("conc", "concurrency", True), ("n", "repeats", True),
+    "points": [("cell", "cell"), ("direction", "direction"), ("conc", "concurrency", True), ("n", "repeats", True),
                ("rate", "steady mean (GiB/s)", True), ("ci", "95 % CI (GiB/s)", True),
                ("median", "steady median (GiB/s)", True), ("cv", "steady CV", True),
                ("run_rate", "whole-run mean (GiB/s)", True), ("run_cv", "whole-run CV", True),
@@ -285,7 +304,8 @@ COLUMNS = {
 
 
 def _columns() -> dict[str, list[dict[str, Any]]]:
-    return {k: [{"key": c[0], "label": c[1], "num": len(c) > 2} for c in v] for k, v in COLUMNS.items()}
+    cols = {k: [{"key": c[0], "label": c[1], "num": len(c) > 2} for c in v] for k, v in COLUMNS.items()}
+    return {**cols, **readwrite.columns()}
 
 
 def _rules() -> tuple[str, list[tuple[str, str]]]:

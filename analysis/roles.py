@@ -118,6 +118,10 @@ def _limit_text(x: dict[str, Any]) -> str:
             f"{x['source']}){t}")
 
 
+def _ops_key(ev: dict[str, Any]) -> str:
+    return "pool_read_ops" if ev.get("direction") == "read" else "pool_write_ops"
+
+
 def _storage_kind(ev: dict[str, Any]) -> str:
     u = {k: v for k, v in (ev.get("utilisation") or {}).items() if k not in ev.get("not_ceilings", ())}
     ui, ub = u.get("storage-iops"), u.get("storage-bandwidth")
@@ -125,7 +129,7 @@ def _storage_kind(ev: dict[str, Any]) -> str:
         return "storage-iops"
     if _ok(ub):
         return "storage-bandwidth"
-    ops = ev.get("pool_write_ops")
+    ops = ev.get(_ops_key(ev))
     # no probe to compare with: small client ops say IOPS, large ones bandwidth
     return "storage-iops" if _ok(ops) and ops > 0 and ev["rate"] / ops < MIB else "storage-bandwidth"
 
@@ -147,13 +151,14 @@ def at_limit_verdict(ev: dict[str, Any], at: str, rate_txt: str) -> tuple[str, s
                          f"measured: run the campaign from more client hosts, or through FTS.")
     verdict = _storage_kind(ev)
     figs = []
-    if _ok(ev.get("pool_write_ops")):
-        figs.append(f"the pool {ev.get('pool')} does {fmt_num(ev['pool_write_ops'])} write op/s")
+    io = "read" if ev.get("direction") == "read" else "write"
+    if _ok(ev.get(_ops_key(ev))):
+        figs.append(f"the pool {ev.get('pool')} does {fmt_num(ev[_ops_key(ev)])} {io} op/s")
     u = {k: v for k, v in (ev.get("utilisation") or {}).items() if k not in ev.get("not_ceilings", ())}
     if verdict == "storage-iops" and _ok(u.get("storage-iops")):
         figs.append(f"{u['storage-iops'] * 100:.0f} % of the {fmt_num(ev['fio_iops'])} IOPS fio measured")
     if verdict == "storage-bandwidth" and _ok(u.get("storage-bandwidth")):
-        figs.append(f"{u['storage-bandwidth'] * 100:.0f} % of the fio write ceiling")
+        figs.append(f"{u['storage-bandwidth'] * 100:.0f} % of the fio {io} ceiling")
     more = ("; " + ", ".join(figs)) if figs else ""
     return verdict, f"{head}; the chain moves {rate_txt}{more}."
 

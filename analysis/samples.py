@@ -13,6 +13,8 @@ wins; values are converted to the unit on the left):
                   pool.client_write_ops_per_s [pool]             | pool_write_ops.rate | pool_write_ops
   pool_write_bps  client write bytes/s of the cell's pool
                   pool.client_write_bytes_per_s [pool]
+  pool_read_ops   client read ops/s of the cell's pool (pool_read_bps: bytes/s)
+                  pool.client_read_ops_per_s [pool]  (pool.client_read_bytes_per_s)
   pool_raw        raw bytes the pool uses on the OSDs (`df detail` bytes_used)
                   pool.bytes_used [pool]                         | pool_raw_bytes
   pool_stored     logical bytes stored in the pool (`df detail` stored)
@@ -52,6 +54,8 @@ QUANTITIES: dict[str, tuple[Source, ...]] = {
                        Source("pool_write_ops.rate", (("pool", "{pool}"),)),
                        Source("pool_write_ops", (("pool", "{pool}"),))),
     "pool_write_bps": (Source("pool.client_write_bytes_per_s", (("pool", "{pool}"),)),),
+    "pool_read_ops": (Source("pool.client_read_ops_per_s", (("pool", "{pool}"),)),),
+    "pool_read_bps": (Source("pool.client_read_bytes_per_s", (("pool", "{pool}"),)),),
     "pool_raw": (Source("pool.bytes_used", (("pool", "{pool}"),)),
                  Source("pool_raw_bytes", (("pool", "{pool}"),))),
     "pool_stored": (Source("pool.stored", (("pool", "{pool}"),)),
@@ -60,7 +64,7 @@ QUANTITIES: dict[str, tuple[Source, ...]] = {
     "net_rx_bps": (Source("net.rx_bytes.rate"),),
 }
 UNITS = {"gateway_cores": "cores", "host_busy": "fraction", "pool_write_ops": "op/s",
-         "pool_write_bps": "B/s", "pool_raw": "B", "pool_stored": "B", "gateway_in_bps": "B/s",
+         "pool_write_bps": "B/s", "pool_read_ops": "op/s", "pool_read_bps": "B/s", "pool_raw": "B", "pool_stored": "B", "gateway_in_bps": "B/s",
          "net_rx_bps": "B/s"}
 
 

@@ -115,15 +115,17 @@ def steady_table(timeline: pd.DataFrame, files: dict | None = None,
     """One row per campaign (cell_id, campaign_id, concurrency, repeat): the window and the
     stats. ``files``: {campaign_id: files in the campaign} to compute ``starved_frac``.
     ``levels``: {campaign_id: the level's end (the CAMPAIGN row's settings["level"])} of
-    time-based levels, whose window is the one their LevelRule judged (see _level_window)."""
+    time-based levels, whose window is the one their LevelRule judged (see _level_window).
+    A ``direction`` column (analysis.directions) gives one row per campaign and direction."""
     cols = ["method", "t_start", "t_end", "wall_start", "wall_end", "limit", "plateau_frac",
             "starved_frac", "buckets", "bytes", "ended_by", "steady_at"]
     stat_cols = [f"{p}_{k}" for p in ("window", "run") for k in ("n", "mean", "median", "std", "cv")]
+    keys = KEYS + (["direction"] if "direction" in timeline else [])
     if timeline.empty:
-        return pd.DataFrame(columns=KEYS + cols + stat_cols)
+        return pd.DataFrame(columns=keys + cols + stat_cols)
     tl = timeline.sort_values(KEYS[:2] + ["t"], kind="stable")
     out = []
-    for key, g in tl.groupby(KEYS, sort=False, dropna=False):
+    for key, g in tl.groupby(keys, sort=False, dropna=False):
         queued = None
         nfiles = (files or {}).get(key[1])
         if nfiles is not None and {"done", "failed", "active"} <= set(g.columns):
@@ -135,7 +137,7 @@ def steady_table(timeline: pd.DataFrame, files: dict | None = None,
         wall = g["wall"].to_numpy(dtype=float)
         t = g["t"].to_numpy(dtype=float)
         i0, i1 = np.searchsorted(t, w.start), np.searchsorted(t, w.end)
-        row = dict(zip(KEYS, key, strict=True))
+        row = dict(zip(keys, key, strict=True))
         row.update(method=w.method, t_start=w.start, t_end=w.end,
                    wall_start=wall[i0], wall_end=wall[i1] + 1.0, limit=w.limit,
                    plateau_frac=w.plateau_frac, starved_frac=w.starved_frac, buckets=len(g),
@@ -147,7 +149,7 @@ def steady_table(timeline: pd.DataFrame, files: dict | None = None,
             row.update({f"{p}_n": s.n, f"{p}_mean": s.mean, f"{p}_median": s.median,
                         f"{p}_std": s.std, f"{p}_cv": s.cv})
         out.append(row)
-    return pd.DataFrame(out, columns=KEYS + cols + stat_cols)
+    return pd.DataFrame(out, columns=keys + cols + stat_cols)
 
 
 def _level_window(w: SteadyWindow, level: dict, t, rate, wall, row: dict) -> SteadyWindow:
@@ -184,9 +186,12 @@ def _integral(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, edges: 
 def timeline_from_transfers(transfers: pd.DataFrame, bucket: float = 1.0) -> pd.DataFrame:
     """TIMELINE rows rebuilt from TRANSFER rows, per campaign (see the module docstring)."""
     cols = KEYS + ["t", "wall", "bytes", "rate", "active", "done", "failed"]
-    if transfers.empty:
-        return pd.DataFrame(columns=cols)
+    split = "direction" in transfers and transfers["direction"].notna().any()
+    if split:
+        cols += ["bytes_read", "bytes_written"]
     tr = transfers.dropna(subset=["start_time", "finish_time"])
+    if tr.empty:
+        return pd.DataFrame(columns=cols)
     moved = tr["transferred"] if "transferred" in tr else tr["file_size"]
     moved = pd.to_numeric(moved, errors="coerce")
     finished = tr["file_state"].eq("FINISHED") if "file_state" in tr else True
@@ -199,7 +204,8 @@ def timeline_from_transfers(transfers: pd.DataFrame, bucket: float = 1.0) -> pd.
         e = np.maximum(g["finish_time"].to_numpy(dtype=float) - t0, s + 1e-9)
         nb = max(1, math.ceil(float(e.max()) / bucket))
         edges = np.arange(nb + 1, dtype=float) * bucket
-        b = np.diff(_integral(s, e, g["_moved"].to_numpy() / (e - s), edges))
+        moved = g["_moved"].to_numpy()
+        b = np.diff(_integral(s, e, moved / (e - s), edges))
         act = np.diff(_integral(s, e, np.ones_like(s), edges)) / bucket
         ends_sorted = np.sort(e[~g["_failed"].to_numpy()])
         fails_sorted = np.sort(e[g["_failed"].to_numpy()])
@@ -207,6 +213,10 @@ def timeline_from_transfers(transfers: pd.DataFrame, bucket: float = 1.0) -> pd.
                            "active": act,
                            "done": np.searchsorted(ends_sorted, edges[1:], side="right"),
                            "failed": np.searchsorted(fails_sorted, edges[1:], side="right")})
+        if split:  # a transfer without a direction is a write
+            read = g["direction"].eq("read").to_numpy()
+            df["bytes_read"] = np.diff(_integral(s, e, np.where(read, moved, 0.0) / (e - s), edges))
+            df["bytes_written"] = df["bytes"] - df["bytes_read"]
         for k, v in zip(KEYS, key, strict=True):
             df[k] = v
         parts.append(df)

@@ -17,6 +17,7 @@ check that the benchmark works in a few minutes.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -95,15 +96,20 @@ def main(argv: list[str] | None = None) -> int:
     matrix = Path(args.matrix) if args.matrix else \
         quick_matrix(work) if args.quick else Path(str(files("xcbench.layouts") / "quick.yaml"))
     mini = MiniCluster(Path(args.state_dir) if args.state_dir else work / "cluster")
+    load = [os.getloadavg()]
     cluster, started = mini.up()
     try:
         (a, b), seconds = run_twice(matrix, cluster, work / "results")
+        load.append(os.getloadavg())
     finally:
         cluster.close()
         if started:
             mini.down()
     s = summarise(a, b)
     print(f"matrix {matrix.name}: two runs on one cluster, {seconds[0]:.0f} s and {seconds[1]:.0f} s")
+    # what else ran moves the rates: say how busy the box was (1/5/15-min load on {cores} cores)
+    print(f"host load average before {'/'.join(f'{x:.1f}' for x in load[0])}, after "
+          f"{'/'.join(f'{x:.1f}' for x in load[-1])} on {os.cpu_count()} cores")
     print(f"  {'cell':<38} {'level':<5} {'first':>7} {'second':>7}")
     print("\n".join(s["lines"]))
     print(f"verdicts agree: {s['agree']}/{s['judged']} = {s['agree_share'] * 100:.0f} % "

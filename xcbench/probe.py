@@ -7,6 +7,12 @@ The target says which engine (``Target.fio_engine``): "rados" gets ``fio-jobs/ra
 the target dir. Patterns: ``randwrite`` (4 KiB
 random writes: IOPS), ``write`` and ``read`` (object-sized sequential I/O: bandwidth).
 
+Reads (issue 15): a cell whose ``direction`` is read or mixed always gets the sequential
+``read`` job (its storage read bandwidth ceiling), and, when its campaign reads with
+``access: {pattern: random | readv, size, count}``, a ``randread`` job of that size (its read
+IOPS ceiling; a readv of ``count`` pieces costs the storage ``count`` random reads of ``size``,
+so it is probed as random reads of ``size``). With direct I/O the size is rounded up to 4 KiB.
+
 The cell's ``probe`` settings (matrix: runtime, ramp, iodepth, numjobs, size, bs, ss, ss_dur,
 ss_ramp, patterns) fill the templates; what is missing comes from DEFAULTS. Before fio runs,
 a missing fio, a pool that does not exist or a target dir that is gone is a one-line XcbError.
@@ -36,6 +42,9 @@ MAX_BS = 64 << 20  # below Ceph's osd_max_write_size (90 MiB): larger object-siz
 DEFAULT_BS = 4 << 20  # bandwidth block size when the cell has no layout (tmpfs)
 MIN_IOPS_OBJECTS = 16  # 4 KiB random writes spread over at least this many objects per job
 PREFILL_CHUNK = 8 << 20
+READ_JOBS = ("read", "randread")  # jobs whose objects xcbench writes first (rados)
+ALIGN = 4096  # O_DIRECT block alignment
+DEFAULT_ACCESS = 64 << 10  # a random/readv access without a size reads 64 KiB pieces (campaign.access)
 TEMPLATES = "xcbench.fio_jobs"
 
 Sink = Callable[[str, list[dict]], None]
@@ -53,6 +62,9 @@ def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
             raise XcbError(f"{where}: patterns: {x!r} is not one of {', '.join(PATTERNS)}")
     if not pats:
         raise XcbError(f"{where}: patterns: empty")
+    direction = getattr(cell, "direction", None) or "write"
+    if direction in ("read", "mixed") and "read" not in pats:
+        pats.append("read")  # the read ceiling of a reading cell
     p["patterns"] = [x for x in PATTERNS if x in pats]  # fixed order: writes before reads
     for key in ("runtime", "iodepth", "numjobs"):
         if not isinstance(p[key], int) or isinstance(p[key], bool) or p[key] < 1:
@@ -66,6 +78,8 @@ def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
         from xcbench.backends.base import backend_class
         room = backend_class(cell.backend).probe_room(p["object_size"], p["size"])
         p["bw_bs"] = min(lay.object_size if lay else DEFAULT_BS, MAX_BS, room)
+    p["rr_bs"] = _randread_bs(cell, direction, where, p)
+    p["jobs"] = p["patterns"] + (["randread"] if p["rr_bs"] else [])
     if p.get("ss"):
         ramp = p.get("ss_ramp", 0)
         p["ss_spec"] = {"ss": p["ss"], "ss_ramp": ramp,
@@ -74,6 +88,27 @@ def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
     else:
         p["ss_spec"] = None
     return p
+
+
+def _randread_bs(cell, direction: str, where: str, p: dict[str, Any]) -> int | None:
+    """Block size of the random-read job: the campaign's access size (random or readv reads),
+    else None (no random-read job)."""
+    access = (cell.campaign or {}).get("access") if direction in ("read", "mixed") else None
+    if isinstance(access, str):
+        access = {"pattern": access}
+    if not isinstance(access, dict) or access.get("pattern") not in ("random", "readv"):
+        return None
+    from xcbench.sizes import parse_size
+    size = access.get("size")
+    try:
+        bs = int(parse_size(size)) if size is not None else DEFAULT_ACCESS
+    except (TypeError, ValueError) as e:
+        raise XcbError(f"{where}: campaign.access.size: {access.get('size')!r}: {e}") from None
+    if bs < 1:
+        raise XcbError(f"{where}: campaign.access.size: {bs} is not a positive size")
+    if p.get("direct", True):
+        bs = -(-bs // ALIGN) * ALIGN
+    return min(bs, p["object_size"], p["size"])
 
 
 def _hosts(hosts: Sequence[str] | str | None) -> list[str]:
@@ -171,7 +206,7 @@ def object_names(cell, p: dict[str, Any], prefixes: list[str]) -> list[str]:
     bw, iops = _rados_objects(p)
     names = []
     for pre in prefixes:
-        for job in p["patterns"]:
+        for job in p.get("jobs", p["patterns"]):
             n = iops if job == "randwrite" else bw
             names += [f"{pre}.{job}.{j}.{f}" for j in range(p["numjobs"]) for f in range(n)]
     return names
@@ -182,7 +217,7 @@ def render_jobs(cell, target, p: dict[str, Any], *, prefixes: list[str], conf: s
     """One job file text per host (per prefix)."""
     common = {"cell_id": cell.id, "label": cell.label, "patterns": p["patterns"],
               "runtime": p["runtime"], "ramp": p["ramp"], "numjobs": p["numjobs"],
-              "bw_bs": p["bw_bs"], "ss": p["ss_spec"]}
+              "bw_bs": p["bw_bs"], "ss": p["ss_spec"], "rr_bs": p.get("rr_bs")}
     out = []
     for pre in prefixes:
         if target.fio_engine == "rados":
@@ -275,10 +310,10 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
         jobfiles.append(jf)
     output = raw_dir / f"{PREFIX}.{cell.id}.json"
     per_job = p["runtime"] + (p["ramp"] if isinstance(p["ramp"], int) else 0)
-    timeout = len(p["patterns"]) * per_job + 300
+    timeout = len(p["jobs"]) * per_job + 300
     try:
-        if rados_engine and "read" in p["patterns"]:
-            _prefill(cluster, target.pool, [n for n in names if n.split(".")[-3] == "read"],
+        if rados_engine and any(j in READ_JOBS for j in p["jobs"]):
+            _prefill(cluster, target.pool, [n for n in names if n.split(".")[-3] in READ_JOBS],
                      p["object_size"])
         data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
     finally:

@@ -43,7 +43,8 @@ FINDING = ("cell_id", "what", "why", "fix", "severity")
 BASELINE = ("kind", "wall", "streams", "seconds", "bits_per_second", "retransmits", "host",
             "client", "gateway", "direction", "cpu_host", "cpu_remote", "error")
 # Attributed bottleneck of a cell.
-VERDICT = ("cell_id", "concurrency", "verdict", "reason", "evidence")  # one row per campaign level
+# one row per campaign level and direction (write | read; verdicts stored before reads: write)
+VERDICT = ("cell_id", "concurrency", "verdict", "reason", "evidence", "direction")
 
 TABLES = {
     "transfers": TRANSFER, "timeline": TIMELINE, "campaigns": CAMPAIGN,

@@ -110,3 +110,28 @@ def lookup(reference: dict[str, Any] | None, stripe_unit: Any, stripe_count: Any
         except (TypeError, ValueError):
             return None
     return None
+
+
+# RAL's published gateway figures (issue 15): one XRootD gateway in front of XrdBlackhole (a
+# sink/source with no storage behind it), writes and reads at increasing numbers of parallel
+# files. The issue gives the rates and the ranges "1-16" (writes, five figures) and "1-32"
+# (reads, six figures); five and six figures fit doubling steps, so the parallel-file counts
+# below are 1, 2, 4, ..., an interpretation stated wherever the report shows them.
+RAL_GATEWAY: dict[str, Any] = {
+    "source": "RAL (STFC), XRootD gateway with XrdBlackhole, one gateway",
+    "note": "parallel files 1-16 (writes) and 1-32 (reads) as published; the doubling steps "
+            "(1, 2, 4, ...) are xcbench's reading of those ranges",
+    "write": {"files": (1, 2, 4, 8, 16), "gbps": (8.0, 13.0, 24.0, 30.0, 32.0)},
+    "read": {"files": (1, 2, 4, 8, 16, 32), "gbps": (14.5, 27.0, 39.0, 91.0, 150.0, 184.0)},
+}
+
+
+def ral_gateway_rows() -> list[dict[str, Any]]:
+    """[{files, write_gbps, read_gbps, read_over_write}] of RAL_GATEWAY (None where unpublished)."""
+    w = dict(zip(RAL_GATEWAY["write"]["files"], RAL_GATEWAY["write"]["gbps"], strict=True))
+    r = dict(zip(RAL_GATEWAY["read"]["files"], RAL_GATEWAY["read"]["gbps"], strict=True))
+    out = []
+    for n in sorted(set(w) | set(r)):
+        out.append({"files": n, "write_gbps": w.get(n), "read_gbps": r.get(n),
+                    "read_over_write": r[n] / w[n] if n in r and n in w else None})
+    return out

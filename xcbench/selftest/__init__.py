@@ -1,9 +1,33 @@
 """`xcbench selftest`: known-answer scenarios that prove the attribution rules on real mechanisms.
 
-``scenarios``: what each scenario makes and expects; ``runner``: the uncapped and capped runs and
-the checks; ``output``: expected vs attributed, with the evidence (text or JSON).
+``registry``: the Scenario and CellDef types and the registry of both; ``scenarios``: the
+built-in scenarios and their cells, the levels (time-based) and the matrix of a run;
+``runner``: the uncapped and capped runs and the checks; ``output``: expected vs attributed,
+with the evidence (text or JSON).
+
+Adding a scenario (e.g. the network one of the multi-host issue) in a module of its own:
+
+1. write ``xcbench/selftest/<name>.py``; at import it calls
+   ``registry.register_cell(CellDef(...))`` for any cell it needs that is not registered yet
+   (``registry.CELLS``), then ``registry.register(Scenario(name, what, expected, cells, ...))``,
+   with ``replace=True`` to take the place of a "not yet" placeholder of the same name;
+2. add the module's name to ``SCENARIO_MODULES`` below;
+3. a scenario judged on the uncapped run needs nothing else; one that caps a role's CPU sets
+   ``cap`` to that role; a new mechanism (a shaped link, an emulated host) is made by the
+   runner's CappingRunner._apply, which then needs a branch for it;
+4. unit-test its expectation on constructed evidence (tests/unit/selftest/) and it is part of
+   ``xcbench selftest`` and of the integration test that checks every scenario.
 """
 
-from xcbench.selftest.scenarios import SCENARIOS, Check, Scenario
+from importlib import import_module
 
-__all__ = ["SCENARIOS", "Check", "Scenario"]
+from xcbench.selftest.registry import CELLS, SCENARIOS, CellDef, Scenario, register, register_cell
+
+# every module that registers scenarios, in the order they run and print
+SCENARIO_MODULES = ("xcbench.selftest.scenarios",)
+for _name in SCENARIO_MODULES:
+    import_module(_name)
+
+from xcbench.selftest.scenarios import Check  # noqa: E402  (after the registrations above)
+
+__all__ = ["CELLS", "SCENARIOS", "CellDef", "Check", "Scenario", "register", "register_cell"]

@@ -45,7 +45,13 @@ def unexercised(checks: list) -> list[str]:
 def text(result: dict[str, Any]) -> str:
     lines = [f"xcbench selftest ({'quick' if result.get('quick') else 'full'}; levels "
              f"{result.get('levels')}; capped roles get {result.get('fraction')} x the least CPU "
-             "they used uncapped)", ""]
+             "they used uncapped)"]
+    lv = result.get("level_rule") or {}
+    if lv:
+        d, st = lv["duration"], lv["steady"]
+        lines.append(f"each level runs {d['min']} to {d['max']}; its steady window is the last "
+                     f"{st['window']} ({st['rule']}: {st['points']} points within {st['tolerance']})")
+    lines.append("")
     lines.append(f"{'scenario':<12} {'cell':<11} {'c':>3}  {'expected':<34} {'attributed':<18} result")
     for c in result["checks"]:
         exp = expected_text(c.expected)
@@ -55,7 +61,7 @@ def text(result: dict[str, Any]) -> str:
         lines.append(f"{n['scenario']:<12} {'-':<11} {'-':>3}  {n['scenario']:<34} {'-':<18} "
                      f"not yet ({n['needs']})")
     lines += [f"note: {n}" for n in unexercised(result["checks"])]
-    lines += [f"note: {r['scenario']} ran twice: its quota did not bind the first time at "
+    lines += [f"note: {r['scenario']} ran twice: its quota did not hold the role the first time at "
               + ", ".join(f"{cell} c={lv} ({v})" for cell, lv, v in r["checks"])
               + " (other load took the host's CPU first)" for r in result.get("retried", [])]
     lines.append("")
@@ -73,8 +79,10 @@ def text(result: dict[str, Any]) -> str:
         if c.roles:
             lines.append(f"    roles (cores used/limit): {roles_line(c.roles)}")
     lines.append("")
+    secs = result.get("seconds") or {}
     for name, path in result.get("runs", {}).items():
-        lines.append(f"run {name}: {path}")
+        took = f" ({secs[name]:.0f} s)" if name in secs else ""
+        lines.append(f"run {name}{took}: {path}")
     bad = sum(not c.ok for c in result["checks"])
     lines.append(f"{len(result['checks']) - bad} of {len(result['checks'])} checks right"
                  + (f", {bad} MISMATCH" if bad else "") + ".")

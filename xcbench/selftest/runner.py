@@ -29,14 +29,12 @@ from xcbench.selftest.scenarios import (
     CELLS,
     FULL,
     QUICK,
-    QUICK_CELLS,
     SCENARIOS,
     Check,
     Scenario,
     expectation,
     ident,
     matrix_yaml,
-    raw_check,
 )
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped
@@ -149,8 +147,8 @@ def _judge(s: Scenario, key: str, cell_id: str, levels: tuple[int, ...], verdict
         ev = got["evidence"]
         expected, note = expectation(s, ev)
         ok = got["verdict"] in expected
-        if s.name == "ec-overhead":
-            rok, rnote = raw_check(ev)
+        if s.extra is not None:
+            rok, rnote = s.extra(ev)
             ok, note = ok and rok, "; ".join(x for x in (note, rnote) if x)
         checks.append(Check(s.name, key, cell_id, level, expected, got["verdict"], got["reason"], ok,
                             note=note, cap=cap, roles=_roles_short(ev), evidence=ev))
@@ -177,7 +175,7 @@ def plan(names: list[str] | None, quick: bool) -> list[Scenario]:
 
 
 def cells_of(s: Scenario, quick: bool) -> tuple[str, ...]:
-    return QUICK_CELLS.get(s.name, s.cells) if quick else s.cells
+    return s.cells_of(quick)
 
 
 def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = False,
@@ -189,7 +187,8 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
     sizes = QUICK if quick else FULL
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     result: dict[str, Any] = {"checks": [], "not_yet": [], "runs": {}, "fraction": fraction,
-                              "levels": list(sizes.levels), "quick": quick}
+                              "levels": list(sizes.levels), "quick": quick,
+                              "level_rule": sizes.campaign(), "seconds": {}}
     runnable = [s for s in scenarios if s.needs is None]
     result["not_yet"] = [{"scenario": s.name, "what": s.what, "needs": s.needs}
                          for s in scenarios if s.needs]
@@ -203,15 +202,17 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         for path in sweep_stale():
             log(f"selftest: removed a stale cgroup of an earlier run: {path}")
     # the uncapped run holds every cell a scenario needs: its own answer, and the calibration
-    keys = sorted({k for s in runnable for k in cells_of(s, quick)}, key=list(CELLS).index)
-    if "cephfs-ec" in keys and "cephfs-rep" not in keys:
-        keys.insert(keys.index("cephfs-ec"), "cephfs-rep")  # the EC cell's replicated twin
+    wanted = {k for s in runnable for k in cells_of(s, quick)}
+    wanted |= {w for k in wanted for w in CELLS[k].with_}  # e.g. the EC cell's replicated twin
+    keys = sorted(wanted, key=list(CELLS).index)
     workdir = out / f"selftest-{stamp}"
     workdir.mkdir(parents=True, exist_ok=True)
     log(f"selftest: uncapped run of {', '.join(keys)} at c={list(sizes.levels)}")
+    t0 = time.monotonic()
     run, matrix = _run(matrix_yaml([CELLS[k] for k in keys], sizes, f"selftest-{stamp}-uncapped"),
                        f"selftest-{stamp}-uncapped", cluster, out, workdir)
     result["runs"]["uncapped"] = str(run.path)
+    result["seconds"]["uncapped"] = round(time.monotonic() - t0, 1)
     base = _verdicts(run)
     ids, failed = _cell_ids(matrix), _failed(run)
     for s in runnable:
@@ -238,13 +239,16 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
             name = f"selftest-{stamp}-{s.name}" + ("" if attempt == 1 else "-again")
             log(f"selftest: {s.name}: {s.cap} capped at "
                 + ", ".join(f"{k} {c:g} cores" for k, c in cores.items()))
+            t0 = time.monotonic()
             checks, path = _capped_run(s, cores, name, ids, base, sizes, fraction, cluster, out, workdir)
             result["runs"][s.name if attempt == 1 else f"{s.name}-again"] = path
+            result["seconds"][s.name if attempt == 1 else f"{s.name}-again"] = \
+                round(time.monotonic() - t0, 1)
             unbound = [c for c in checks if not c.ok and _unbound(c)]
             if attempt == 2 or not unbound:
                 break
-            # the kernel never throttled the group: other load on the host took the CPU first,
-            # so the bottleneck was not made (not a verdict to judge); try once more
+            # the quota did not hold the role: other load on the host took the CPU first, so
+            # the bottleneck was not made (not a verdict to judge); try once more
             log(f"selftest: {s.name}: the quota did not bind at "
                 + ", ".join(f"{c.cell} c={c.level}" for c in unbound) + ": running it again")
             result["retried"] = result.get("retried", []) + [
@@ -258,10 +262,15 @@ UNBOUND = 0.05  # throttled in fewer CFS periods than this: the kernel says the 
 
 
 def _unbound(c: Check) -> bool:
-    """The capped role's group was (almost) never throttled: the cap was not what limited it."""
+    """The bottleneck was not made: the capped role's group was (almost) never throttled, or the
+    host's CPU ran out before the role reached its quota (verdict host-cpu, the role below its
+    limit and not saturated: other load took the CPU the quota would have left it). Both are
+    facts of the run, not of the rules: such a level is run once more, never judged leniently."""
     x = c.roles.get(c.cap["role"]) if c.cap else None
     thr = (x or {}).get("throttled")
-    return isinstance(thr, (int, float)) and thr < UNBOUND
+    if isinstance(thr, (int, float)) and thr < UNBOUND:
+        return True
+    return c.verdict == "host-cpu" and x is not None and x.get("saturated") is False
 
 
 def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, str], base: dict,

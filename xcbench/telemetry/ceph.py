@@ -13,7 +13,9 @@ Metrics (labels in brackets):
   cluster.health  [status, checks]   0 OK, 1 WARN, 2 ERR
   pg.total, pg.count [state]
   osd.perf.<logger>.<counter>  [osd]   admin socket `perf dump` of OSDs running on this host;
-      counters as reported, latencies as the mean over the interval (seconds)
+      counters as reported, latencies as the mean over the interval (seconds);
+      bluestore_buffer_hit_bytes + bluestore_buffer_miss_bytes = bytes the object store read
+      (with EC, the k shards of a read): analysis.amplification's read amplification
 
 The sampler keeps its own librados handle with short timeouts, so a cluster that stops
 answering costs one timeout and then a back-off, never a hung telemetry loop.
@@ -42,7 +44,9 @@ OSD_COUNTERS = {
             "op_w_process_latency", "op_before_queue_op_lat", "subop_w", "subop_w_in_bytes",
             "subop_w_latency"),
     "bluestore": ("commit_lat", "kv_flush_lat", "kv_commit_lat", "state_aio_wait_lat",
-                  "bluestore_allocated", "bluestore_stored"),
+                  "bluestore_allocated", "bluestore_stored",
+                  # every object-store read (EC shard reads too): cache hits + device reads
+                  "bluestore_buffer_hit_bytes", "bluestore_buffer_miss_bytes"),
 }
 
 

@@ -142,6 +142,15 @@ def test_a_quota_the_kernel_never_throttled_did_not_make_the_bottleneck():
     assert _unbound(c)
     c.roles["gateway"]["throttled"] = None  # not measured: not evidence that it did not bind
     assert not _unbound(c)
+    # the host ran out first: the role got less than its quota (79 %, throttled in 46 % of its
+    # periods) and the verdict was host-cpu: the bottleneck was not made
+    c.roles["gateway"].update(cpu=0.094, use=0.79, throttled=0.46, saturated=False)
+    assert _unbound(c)
+    c.verdict = "inconclusive"  # any other wrong verdict with the role below its quota is a mismatch
+    assert not _unbound(c)
+    c.verdict = "host-cpu"
+    c.roles["gateway"].update(use=0.95, saturated=True)  # at its quota and still host-cpu: a wrong rule
+    assert not _unbound(c)
     r = {**_result(False), "retried": [{"scenario": "gateway", "checks": [("tmpfs", 4, "host-cpu")]}]}
     assert "gateway ran twice" in output.text(r) and "tmpfs c=4 (host-cpu)" in output.text(r)
 
@@ -149,3 +158,46 @@ def test_a_quota_the_kernel_never_throttled_did_not_make_the_bottleneck():
 def test_the_command_lists_a_not_yet_scenario_without_a_cluster(tmp_path, capsys):
     assert main(["selftest", "--scenario", "network", "--state-dir", str(tmp_path / "c")]) == 0
     assert "not yet" in capsys.readouterr().out and not (tmp_path / "c").exists()
+
+
+def test_every_level_is_time_based_and_long_enough_for_many_role_samples(tmp_path):
+    from xcbench.analysis.steady import parse_seconds
+    from xcbench.selftest.scenarios import FULL
+    for sizes, least in ((QUICK, 6), (FULL, 15)):
+        path = tmp_path / "m.yaml"
+        path.write_text(yaml.safe_dump(matrix_yaml(list(CELLS.values()), sizes, "t")))
+        m = load_matrix(path)  # the level keys are valid matrix keys
+        assert m.cells
+        lv = sizes.campaign()
+        assert parse_seconds(lv["duration"]["min"]) >= least
+        # the steady window alone spans >= 10 role samples 0.5 s apart
+        assert parse_seconds(lv["steady"]["window"]) >= 5
+
+
+def test_a_scenario_module_registers_its_own_scenario_and_cells():
+    from xcbench.selftest import registry
+    saved = (dict(registry.SCENARIOS), dict(registry.CELLS))
+    try:
+        cell = registry.register_cell(registry.CellDef("tmpfs-far", "tmpfs", (("size", ["1G"]),)))
+        s = registry.Scenario("network", "a shaped link", ("network",), (cell.key,))
+        with pytest.raises(ValueError, match="already registered"):
+            registry.register(s)
+        registry.register(s, replace=True)  # takes the place of the "not yet" placeholder
+        assert list(registry.SCENARIOS).index("network") == list(saved[0]).index("network")
+        assert [x.name for x in plan(["network"], quick=True)] == ["network"]
+        assert cells_of(registry.SCENARIOS["network"], quick=True) == ("tmpfs-far",)
+        with pytest.raises(ValueError, match="unknown cell"):
+            registry.register(registry.Scenario("x", "-", ("network",), ("nowhere",)))
+        with pytest.raises(ValueError, match="registered differently"):
+            registry.register_cell(registry.CellDef("tmpfs", "tmpfs", (("size", ["9G"]),)))
+    finally:
+        registry.SCENARIOS.clear()
+        registry.SCENARIOS.update(saved[0])
+        registry.CELLS.clear()
+        registry.CELLS.update(saved[1])
+
+
+def test_the_packages_scenario_modules_are_all_loaded():
+    import xcbench.selftest as st
+    assert st.SCENARIO_MODULES[0] == "xcbench.selftest.scenarios"
+    assert {"gateway", "storage", "client", "ec-overhead", "host-cpu", "network"} <= set(st.SCENARIOS)

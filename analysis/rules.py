@@ -1,0 +1,171 @@
+"""The verdict rules (analysis.attribution's docstring states them): utilisations, then the
+first rule that matches. Input: one point's figures (``ev``, built by analysis.attribution);
+a read point (``ev["direction"] == "read"``) is held against the read ceilings of its cell, so
+the texts say read where a write point's say write.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from xcbench.analysis import roles as _roles
+from xcbench.analysis.render import fmt_num
+
+VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "network",
+            "host-cpu", "inconclusive")
+NEAR = 0.85
+OVER = 1.15  # the chain beats a storage probe by more than this: the probe is not its ceiling
+STARVED = 0.25
+SCALING = 1.25
+GIB = float(1 << 30)
+
+
+def _ok(v: Any) -> TypeGuard[float]:
+    """A finite number (None, NaN and non-numbers are not)."""
+    return v is not None and isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
+
+
+def gib(v: float) -> str:
+    return f"{fmt_num(v / GIB)} GiB/s"
+
+
+def pct(v: float) -> str:
+    return f"{v * 100:.0f} %"
+
+
+def io_word(ev: dict[str, Any]) -> str:
+    """"read" for a read point, else "write" (old evidence has no direction: writes)."""
+    return "read" if ev.get("direction") == "read" else "write"
+
+
+def ops_key(ev: dict[str, Any]) -> str:
+    """The evidence key of the pool's client op/s in the point's direction."""
+    return f"pool_{io_word(ev)}_ops"
+
+
+def _util(ev: dict[str, Any]) -> dict[str, float]:
+    r = ev["rate"]
+    u = {}
+    if _ok(ev.get("network_bps")) and ev["network_bps"] > 0:
+        u["network"] = r / ev["network_bps"]
+    ops = ev.get(ops_key(ev))
+    if _ok(ops) and _ok(ev.get("fio_iops")) and ev["fio_iops"] > 0:
+        u["storage-iops"] = ops / ev["fio_iops"]
+    # the tmpfs rate is a gateway *ceiling* only if it stopped growing with concurrency
+    ceiling = ev.get("gateway_ceiling") if not (ev.get("gateway_growth", 0) >= SCALING) else None
+    own = (ev.get("roles") or {}).get("gateway", {}).get("limit")
+    twin = ev.get("gateway_twin_limit")
+    if _ok(own) and _ok(twin) and abs(own - twin) > 0.01 * max(own, twin):
+        ceiling = None  # the tmpfs gateway ran under another CPU limit: not this gateway's ceiling
+        ev["gateway_ceiling_note"] = (f"tmpfs gateway limit {fmt_num(twin)} cores "
+                                      f"({ev.get('gateway_twin_limit_source')}) vs {fmt_num(own)} here")
+    gw = [x for x in (r / ceiling if _ok(ceiling) and ceiling > 0 else None, ev.get("cpu")) if _ok(x)]
+    if gw:
+        u["gateway"] = max(gw)
+    if _ok(ev.get("fio_bw")) and ev["fio_bw"] > 0:
+        u["storage-bandwidth"] = r / ev["fio_bw"]
+    return u
+
+
+def decide(ev: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, reason) for one point's figures (the rules of the module docstring)."""
+    r, conc, mode = ev["rate"], ev["concurrency"], ev["mode"]
+    io = io_word(ev)
+    u = _util(ev)
+    ev["utilisation"] = u
+    beaten = {k: v for k, v in u.items() if k in ("storage-bandwidth", "storage-iops") and v > OVER}
+    u = {k: v for k, v in u.items() if k not in beaten}
+    ev["not_ceilings"] = sorted(beaten)
+    ev["thresholds"] = {"near": NEAR, "starved": STARVED, "scaling": SCALING}
+    at = f"at {fmt_num(conc)} transfers ({mode}{', reads' if io == 'read' else ''})"
+    cpu_txt = (f"gateway CPU {fmt_num(ev['gateway_cores'])} of {fmt_num(ev['cores'])} cores "
+               f"({pct(ev['cpu'])})") if _ok(ev.get("cpu")) else None
+    host_txt = f"host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) else None
+
+    if u.get("network", 0) >= NEAR:
+        return "network", (f"The chain moves {gib(r)} ({fmt_num(r * 8 / 1e9)} Gb/s) {at}, "
+                           f"{pct(u['network'])} of the iperf3 baseline "
+                           f"({fmt_num(ev['network_bps'] * 8 / 1e9)} Gb/s).")
+    limited = _roles.at_limit_verdict(ev, at, gib(r))
+    if limited:
+        return limited
+    if u.get("storage-iops", 0) >= NEAR:
+        return "storage-iops", (f"The pool {ev['pool']} sustains {fmt_num(ev[ops_key(ev)])} "
+                                f"{io} op/s {at}, {pct(u['storage-iops'])} of the "
+                                f"{fmt_num(ev['fio_iops'])} IOPS fio measured ({ev['fio_iops_job']}), "
+                                f"while the chain moves only {gib(r)}.")
+    ugw, ubw = u.get("gateway", 0), u.get("storage-bandwidth", 0)
+    if _ok(ev.get("ec_ratio")) and ev["ec_ratio"] <= NEAR and ugw < NEAR:
+        rho = (f"; measured raw/logical {fmt_num(ev['raw_per_logical'])} "
+               f"(expected {fmt_num(ev['raw_expected'])})") if _ok(ev.get("raw_per_logical")) else ""
+        if io == "read":
+            rho = "; " + amplification_text(ev)
+        tail = f"; {host_txt}" if host_txt and ev.get("roles") else ""
+        return "ec-overhead", (f"On the EC pool the chain moves {gib(r)} {at}, "
+                               f"{pct(ev['ec_ratio'])} of the same layout on {ev['rep_pool']} "
+                               f"({gib(ev['rep_rate'])}){rho}{tail}.")
+    host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR)
+    if host:
+        return host
+    if ugw >= NEAR and ugw >= ubw:
+        parts = []
+        if _ok(ev.get("gateway_ceiling")):
+            parts.append(f"{pct(r / ev['gateway_ceiling'])} of the tmpfs-gateway ceiling "
+                         f"({gib(ev['gateway_ceiling'])})")
+        if cpu_txt:
+            parts.append(cpu_txt)
+        if _ok(ev.get("fio_bw")):
+            parts.append(f"fio allows {gib(ev['fio_bw'])}")
+        return "gateway", f"The chain moves {gib(r)} {at}: " + "; ".join(parts) + "."
+    if ubw >= NEAR:
+        g = (f", while the tmpfs gateway does {gib(ev['gateway_ceiling'])}"
+             if _ok(ev.get("gateway_ceiling")) else "")
+        return "storage-bandwidth", (f"The chain moves {gib(r)} {at}, {pct(ubw)} of the fio {io} "
+                                     f"ceiling of this layout and pool ({gib(ev['fio_bw'])}){g}.")
+    starved = ev.get("starved_frac")
+    if _ok(starved) and starved >= STARVED:
+        return "client", (f"The client left transfer slots idle while files were queued in "
+                          f"{pct(starved)} of the seconds {at}; the chain moved {gib(r)}.")
+    if _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= STARVED:
+        return "client", (f"Even into tmpfs the client left slots idle {pct(ev['gateway_starved'])} "
+                          f"of the time {at}; the chain moved {gib(r)}.")
+    if _ok(ev.get("best_higher_rate")) and ev["best_higher_rate"] >= SCALING * r:
+        return "client", (f"The rate still grows with concurrency: {gib(r)} {at} but "
+                          f"{gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}, "
+                          f"so more transfers in flight would go faster.")
+    names = {"network": "iperf3", "gateway": "gateway", "storage-bandwidth": "fio bandwidth",
+             "storage-iops": "fio IOPS"}
+    missing = [what for what, ok in (
+        ("tmpfs-gateway ceiling at this level", _ok(ev.get("gateway_ceiling")) or ev.get("backend") == "tmpfs"),
+        ("fio probe", _ok(ev.get("fio_bw")) or _ok(ev.get("fio_iops")) or ev.get("backend") == "tmpfs"),
+        ("iperf3 baseline", _ok(ev.get("network_bps")))) if not ok]
+    if u:
+        ceil = ", ".join(f"{names[k]} {pct(v)}" for k, v in sorted(u.items(), key=lambda x: -x[1]))
+        why = f"below every measured ceiling ({ceil}); none within {pct(1 - NEAR)}"
+    else:
+        why = "not comparable with any ceiling"
+    if missing:
+        why += "; not measured: " + ", ".join(missing)
+    if beaten:
+        why += "; the chain beats " + ", ".join(f"{names[k]} ({pct(v)})" for k, v in beaten.items()) \
+            + (", so that probe is no ceiling of this path (direct I/O vs the gateway's buffered "
+               f"{io}s?)")
+    if ev.get("gateway_ceiling_note"):
+        why += f"; the tmpfs cell is no gateway ceiling here ({ev['gateway_ceiling_note']})"
+    tail = f"; {host_txt}" if host_txt else ""
+    if ev.get("roles") and _roles.summary(ev["roles"]):
+        tail += f"; role CPU/limit in cores: {_roles.summary(ev['roles'])}"
+    return "inconclusive", f"The chain moves {gib(r)} {at}, {why}{tail}."
+
+
+def amplification_text(ev: dict[str, Any]) -> str:
+    """'the OSDs read 1.52x the bytes read (replicated twin 1.01x)' or '... not measured'."""
+    a, rep = ev.get("read_amplification"), ev.get("rep_read_amplification")
+    if not _ok(a):
+        return "OSD read amplification not measured (no BlueStore read counters sampled)"
+    from xcbench.analysis.amplification import describe
+    twin = f" (replicated twin {describe(rep)})" if _ok(rep) else ""
+    return f"the OSDs read {describe(a)} the bytes the campaign read{twin}"
