@@ -4,7 +4,8 @@ from the client host into a tmpfs gateway on the gateway host. Every level must 
 with the link's measured bytes against its shaped rate in the evidence; afterwards no namespace,
 link, qdisc, cgroup or process of it is left.
 
-Quick: 2 levels, time-based (8-12 s each, a 5 s steady window of 1 s link samples).
+Quick: 2 levels, time-based (the self-test's QUICK rule: 8-14 s each, a 6 s steady window of
+1 s link samples).
 """
 
 from __future__ import annotations

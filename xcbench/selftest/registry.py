@@ -17,6 +17,9 @@ from typing import Any
 Expect = Callable[["Scenario", dict[str, Any]], tuple[tuple[str, ...], str]]
 # (ok, note): a further check of one level's evidence (e.g. raw/logical bytes of the pool)
 Extra = Callable[[dict[str, Any]], tuple[bool, str]]
+# a scenario that makes its own runs (e.g. network: emulated hosts): called as
+# own_run(cluster, quick=, out=, workdir=, stamp=, log=) -> {"checks", "runs", "seconds", "figures"}
+OwnRun = Callable[..., dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,8 @@ class Scenario:
     "client"; the runner makes the cgroup); None: judged on the uncapped run. ``needs``: what
     is missing to run it here (it is listed as "not yet", never run). ``expect``: the right
     verdicts at one level when they depend on what was measured (default: ``expected``);
-    ``extra``: a further check of each level's evidence.
+    ``extra``: a further check of each level's evidence; ``own_run``: the scenario makes and
+    judges its own runs (xcbench.selftest.network), its ``cells`` stay empty.
     """
     name: str
     what: str  # one line: the bottleneck made
@@ -57,6 +61,7 @@ class Scenario:
     quick_cells: tuple[str, ...] | None = None  # the cells of --quick (default: cells)
     expect: Expect | None = None
     extra: Extra | None = None
+    own_run: OwnRun | None = None  # runs of its own instead of the uncapped/capped ones
 
     def cells_of(self, quick: bool) -> tuple[str, ...]:
         return self.quick_cells if quick and self.quick_cells is not None else self.cells
