@@ -18,12 +18,12 @@ up on the same machine (other runs), whose links say nothing about this one.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 TX, RX, LIMIT = "link.tx_bytes.rate", "link.rx_bytes.rate", "link.limit_bytes"
 
 
-def _ok(v: Any) -> bool:
+def _ok(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -96,13 +96,14 @@ def network_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
     if best is None or best[1]["use"] < near:
         return None
     host, x = best
+    limit: float = x["limit"]  # a use was computed: the limit is a number
     way = "sent" if _ok(x["tx"]) and (not _ok(x["rx"]) or x["tx"] >= x["rx"]) else "received"
     moved = x["tx"] if way == "sent" else x["rx"]
     r = ev.get("rate")
     chain = f"The chain moves {r * 8 / 1e6:.0f} Mb/s " if _ok(r) else "The chain "
     return "network", (f"{chain}at {ev.get('concurrency')} transfers: client host {host}'s link "
                        f"{way} {moved * 8 / 1e6:.0f} Mb/s, {x['use'] * 100:.0f} % of the "
-                       f"{x['limit'] * 8 / 1e6:.0f} Mb/s it is shaped to (a shaped link).")
+                       f"{limit * 8 / 1e6:.0f} Mb/s it is shaped to (a shaped link).")
 
 
 def decide_links(ev: dict[str, Any], verdict: str, reason: str, near: float) -> tuple[str, str]:
