@@ -40,7 +40,7 @@ def campaign_directions(campaigns: pd.DataFrame, manifest: dict[str, Any],
     out: dict[str, str] = {}
     if len(campaigns) and "direction" in campaigns:
         for cid, d in zip(campaigns["campaign_id"], campaigns["direction"], strict=False):
-            if d in CAMPAIGN_DIRECTIONS:
+            if isinstance(d, str) and d in CAMPAIGN_DIRECTIONS:  # NA: a row without one
                 out[cid] = d
     if len(timeline):
         pairs = timeline[["campaign_id", "cell_id"]].drop_duplicates("campaign_id")
