@@ -67,6 +67,7 @@ def test_shaped_client_link_is_network_at_every_level(tmp_path, monkeypatch):
         assert max(client["tx"], client["rx"]) <= 1.1 * shaped  # tbf holds the rate
         assert c.evidence["link_use"] == pytest.approx(client["use"])
         assert f"nc{TAG}" in c.reason and "shaped" in c.reason
+        assert {"client", "gateway"} <= set(c.roles)  # role CPU beside the link, as in every check
     # the iperf3 baseline over the shaped link agrees with the shaped rate
     assert fig["iperf3_bps"] / 8 == pytest.approx(shaped, rel=0.2)
     assert not _leftovers(stamp), _leftovers(stamp)

@@ -181,6 +181,7 @@ def run_network(cluster: Any, *, quick: bool = False, out: Path = Path("results"
     """Run the scenario; {"checks": [Check...], "runs": {name: path}, "seconds": {...},
     "figures": {unshaped_Bps, shaped_rate, shaped_Bps, iperf3_bps, levels}}."""
     from xcbench.hosts.emulate import free_network
+    from xcbench.selftest.runner import _roles_short
     from xcbench.selftest.scenarios import Check
     why = why_not()
     if why:
@@ -241,7 +242,7 @@ def run_network(cluster: Any, *, quick: bool = False, out: Path = Path("results"
             "links": ev.get("links")}
         result["checks"].append(Check(NAME, "tmpfs", cell_id, lv, ("network",), v["verdict"],
                                       v["reason"], ok, note=link_note(ev, bps, result["figures"]),
-                                      evidence=ev))
+                                      roles=_roles_short(ev), evidence=ev))
     return result
 
 
