@@ -1,0 +1,78 @@
+"""The network scenario's plumbing without hosts: its registration (runs of its own), how
+run_selftest takes a scenario's own runs, and what its hosts and notes look like."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+
+import pytest
+
+from xcbench.hosts import parse_inventory
+from xcbench.selftest import SCENARIOS, network, output
+from xcbench.selftest.scenarios import Check
+
+
+def test_network_replaces_the_placeholder_with_runs_of_its_own():
+    s = SCENARIOS["network"]
+    assert s.own_run is network.run_network and s.cells == () and s.expected == ("network",)
+    assert list(SCENARIOS)[-1] == "network"  # the placeholder's place
+
+
+def test_its_hosts_are_a_valid_inventory_with_unique_short_names():
+    net = ipaddress.IPv4Network("10.233.7.0/24")
+    inv = parse_inventory(network.inventory_doc("99999", "448mbit", net), "t")
+    c, g = inv.clients[0], inv.gateways[0]
+    assert c.link is not None and c.link.rate_bps == 448e6 and g.link is None
+    assert inv.redirector is g and all(len(h.name) <= 11 for h in inv.hosts)
+    assert inv.bridge is not None and inv.bridge.name == "xcn99999"
+    unshaped = parse_inventory(network.inventory_doc("1", None, net), "t")
+    assert unshaped.clients[0].link is None
+
+
+def test_run_selftest_takes_an_own_run_scenario_without_the_uncapped_run(tmp_path, monkeypatch):
+    from xcbench.selftest import registry
+    from xcbench.selftest.runner import run_selftest
+    calls = []
+
+    def own(cluster, **kw):
+        calls.append(kw)
+        c = Check("own", "tmpfs", "cid", 2, ("network",), "network", "r", True, note="n")
+        return {"checks": [c], "runs": {"own": "p"}, "seconds": {"own": 1.0}, "figures": {}}
+
+    monkeypatch.setitem(registry.SCENARIOS, "own", registry.Scenario(
+        "own", "-", ("network",), (), own_run=own))
+    result = run_selftest(None, names=["own"], out=tmp_path, log=lambda s: None)
+    assert len(calls) == 1 and calls[0]["quick"] is False and "stamp" in calls[0]
+    assert result["ok"] and [c.scenario for c in result["checks"]] == ["own"]
+    assert result["runs"] == {"own": "p"} and "uncapped" not in result["runs"]
+    assert "1 of 1 checks right." in output.text(result)
+
+
+def test_a_wrong_own_run_verdict_fails_the_selftest(tmp_path, monkeypatch):
+    from xcbench.selftest import registry
+    from xcbench.selftest.runner import run_selftest
+
+    def own(cluster, **kw):
+        c = Check("own", "tmpfs", "cid", 2, ("network",), "host-cpu", "r", False)
+        return {"checks": [c], "runs": {}, "seconds": {}, "figures": {}}
+
+    monkeypatch.setitem(registry.SCENARIOS, "own", registry.Scenario(
+        "own", "-", ("network",), (), own_run=own))
+    assert not run_selftest(None, names=["own"], out=tmp_path, log=lambda s: None)["ok"]
+
+
+def test_the_note_gives_the_link_against_its_shaped_rate_and_iperf3():
+    ev = {"links": {"nc1": {"tx": 52e6, "rx": 5e4, "limit": 56e6, "use": 52e6 / 56e6, "samples": 6}}}
+    fig = {"unshaped_Bps": 560e6, "shaped_rate": "448mbit", "fraction": 0.1}
+    note = network.link_note(ev, 429.5e6, fig)
+    assert "unshaped chain >= 4480 Mb/s" in note and "448mbit (0.1 x)" in note
+    assert "link nc1: 416.0 Mb/s of 448.0 Mb/s shaped (93 %, 6 samples)" in note
+    assert "iperf3 over the shaped link 429.5 Mb/s" in note
+    assert "no link evidence" in network.link_note({}, math.nan)
+
+
+@pytest.mark.parametrize("quick, n", [(True, 2), (False, 3)])
+def test_levels_follow_the_selftests_rule(quick, n):
+    lv = network.levels_of(quick)
+    assert len(lv["levels"]) == n and lv["campaign"]["duration"] and lv["campaign"]["steady"]
