@@ -110,6 +110,8 @@ def _steady_rates(cal: Calibration, run: RunDir) -> dict[tuple[str, int], float]
         return {}
     out = {}
     for r in pts.to_dict("records"):
+        if r.get("direction") == "read":  # the plan sizes ingest: write points only
+            continue
         rate = float(r.get("rate") or 0)
         if math.isfinite(rate) and rate > 0:
             out[(str(r["cell_id"]), int(r["concurrency"]))] = rate
@@ -121,6 +123,8 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
     if not len(df) or "rate" not in df:
         return
     df = df[df["rate"].astype(float) > 0]
+    if "direction" in df:  # ingest: read and mixed campaigns do not calibrate a write plan
+        df = df[~df["direction"].isin(["read", "mixed"])]
     steady = _steady_rates(cal, run) if len(df) else {}
     for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
         info = cells.get(cid, {})

@@ -159,3 +159,19 @@ def test_fio_aggregate_row_is_not_added_to_the_hosts(tmp_path):
     run.finalize()
     cal = load_calibration([run.path], num_osds=3)
     assert cal.pool_write["ec2+1"]["rate"] == pytest.approx(400e6)  # not 800e6
+
+
+def test_read_and_mixed_campaigns_do_not_calibrate_the_ingest_curve(tmp_path):
+    run = RunDir.create(tmp_path, name="dev2")
+    run.set_cell("T", label="tmpfs o1 push", settings=TMPFS)
+    run.append("campaigns", [
+        {"cell_id": "T", "concurrency": 4, "repeat": 0, "mode": "push", "rate": 300 * MiB,
+         "finished": 8, "failed": 0, "direction": "write"},
+        {"cell_id": "T", "concurrency": 4, "repeat": 1, "mode": "push", "rate": 900 * MiB,
+         "finished": 8, "failed": 0, "direction": "read"},
+        {"cell_id": "T", "concurrency": 4, "repeat": 2, "mode": "push", "rate": 700 * MiB,
+         "finished": 8, "failed": 0, "direction": "mixed"}])
+    run.finalize()
+    cal = load_calibration([run.path], num_osds=3)
+    [point] = [c for c in cal.curve if c["cell_id"] == "T"]
+    assert point["campaign_rate"] == pytest.approx(300 * MiB) and point["repeats"] == 1
