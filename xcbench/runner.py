@@ -252,7 +252,8 @@ class Runner:
     def _telemetry(self, cell: Cell, target: Target, gateway: Gateway,
                    listener: ReportListener | None) -> TelemetryRunner | None:
         return telemetry.build(self.opts.telemetry, cell=cell, target=target, gateway=gateway,
-                               listener=listener, cluster=self.cluster, sink=self.sink)
+                               listener=listener, cluster=self.cluster, sink=self.sink,
+                               hosts=self.hosts.inv if self.hosts is not None else None)
 
     def _probe(self, cell: Cell, target: Target) -> None:
         from xcbench.probe import run_probe

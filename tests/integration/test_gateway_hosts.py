@@ -206,6 +206,9 @@ def test_tmpfs_origins_on_two_netns_hosts(inventory, scratch):
     assert sum(r["bytes"] for r in out["load"]) == FILES * SIZE
 
 
+# slow (make slow): a second mini cluster bound to the bridge; test_run_hosts.py runs a rados
+# cell through a bridge-bound cluster in the default suite, and tmpfs origins stay here
+@pytest.mark.slow
 def test_rados_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
     from xcbench.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-rados-{TAG}", label="gateway hosts rados", backend="rados",
@@ -235,6 +238,9 @@ def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
     assert not (scratch / "lo").exists()
 
 
+# slow (make slow): a second mini cluster bound to the bridge; test_run_hosts.py runs a rados
+# cell through a bridge-bound cluster in the default suite, and tmpfs origins stay here
+@pytest.mark.slow
 def test_cephfs_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
     """ceph-fuse mounts in the root namespace; the origins in the hosts' namespaces see it (the
     netns transport enters the network namespace only)."""

@@ -258,6 +258,8 @@ def test_rados_run_from_two_client_hosts(hosts_file, scratch, bridge_cluster):
     _run_and_check(matrix, inv, bridge_cluster, scratch / "results-rados", baseline=False)
 
 
+# slow (make slow): the ssh transport itself is tested in test_hosts_ssh.py in the default suite
+@pytest.mark.slow
 def test_run_with_a_client_host_over_ssh(ssh_hosts, scratch):
     from xcbench.hosts.checks import check_versions
     from xcbench.matrix import load_matrix

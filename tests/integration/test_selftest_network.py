@@ -44,6 +44,8 @@ def _leftovers(stamp: str) -> list[str]:
     return left
 
 
+# slow (make slow): the quick self-test in test_selftest.py runs this scenario in the default suite
+@pytest.mark.slow
 def test_shaped_client_link_is_network_at_every_level(tmp_path, monkeypatch):
     monkeypatch.setenv("XCBENCH_STATE", str(tmp_path / "state"))
     stamp = f"t{TAG}-{int(time.time())}"

@@ -62,8 +62,11 @@ class Sizes:
                            "tolerance": self.tolerance}}
 
 
-QUICK = Sizes(levels=(2, 4), file_size="16M", files=16, duration=("8s", "14s"), window="6s", points=3)
-FULL = Sizes(levels=(2, 4, 8), file_size="32M", files=24, duration=("15s", "30s"), window="12s",
+# At least two transfers in flight per core of this 2-core box: the uncapped scenario's known
+# answer is host-cpu only when its load can exhaust the host. With 2 transfers on an idle box the
+# host was 84 % busy (gateway 1.3 + client 0.3 cores): not exhausted, so not a known answer.
+QUICK = Sizes(levels=(4, 8), file_size="16M", files=16, duration=("8s", "14s"), window="6s", points=3)
+FULL = Sizes(levels=(4, 8, 16), file_size="32M", files=32, duration=("15s", "30s"), window="12s",
              points=4)
 
 

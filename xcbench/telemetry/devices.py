@@ -25,6 +25,7 @@ class Context:
     gateway: Any
     listener: Any
     cluster: Any
+    hosts: Any = None  # the run's inventory (xcbench.hosts.Inventory), None: no --hosts
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,7 @@ def _links(ctx: Context) -> Sampler | None:
     host recorded as up); none: the device does not apply."""
     from xcbench.hosts.links import links_of, recorded_links
     from xcbench.telemetry.links import LinksSampler
-    inv = getattr(ctx, "hosts", None)
-    links = links_of(inv) if inv is not None else recorded_links()
+    links = links_of(ctx.hosts) if ctx.hosts is not None else recorded_links()
     return LinksSampler(links) if links else None
 
 
@@ -122,10 +122,12 @@ def wants(selection: str | None, device: str) -> bool:
 
 
 def build(selection: str | None, *, cell: Any, target: Any, gateway: Any, listener: Any,
-          cluster: Any, sink: Sink) -> TelemetryRunner | None:
-    """The cell's TelemetryRunner with the chosen devices that apply to it (None if none does)."""
+          cluster: Any, sink: Sink, hosts: Any = None) -> TelemetryRunner | None:
+    """The cell's TelemetryRunner with the chosen devices that apply to it (None if none does);
+    ``hosts``: the run's inventory (the links device samples its hosts, not every one up)."""
     chosen = parse_selection(selection)
-    ctx = Context(cell=cell, target=target, gateway=gateway, listener=listener, cluster=cluster)
+    ctx = Context(cell=cell, target=target, gateway=gateway, listener=listener, cluster=cluster,
+                  hosts=hosts)
     samplers = [s for s in (DEVICES[name].make(ctx) for name in chosen) if s is not None]
     if not samplers:
         return None
