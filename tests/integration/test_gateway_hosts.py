@@ -23,6 +23,7 @@ import yaml
 
 from xcbench import proc
 from xcbench.cell import Cell
+from xcbench.hosts.emulate import why_not
 
 TAG = f"{os.getpid() % 10000}"
 CORES = 0.5
@@ -31,17 +32,7 @@ SIZE = 2 << 20
 
 
 def _why_not() -> str:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, cgroups)"
-    for tool in ("ip", "nsenter", "xrootd", "cmsd", "xrdcp", "ceph-mon"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    try:
-        from xcbench.cgroups import detect
-        detect()
-    except Exception as e:  # noqa: BLE001 - the reason to skip
-        return str(e)
-    return ""
+    return why_not("xrootd", "cmsd", "xrdcp", "ceph-mon") or ""
 
 
 pytestmark = [pytest.mark.integration,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,9 +21,9 @@ import pytest
 import yaml
 
 from xcbench import proc
-from xcbench.cgroups import CgroupError, detect
+from xcbench.cgroups import detect
 from xcbench.hosts import load_inventory, transport_for
-from xcbench.hosts.emulate import free_network
+from xcbench.hosts.emulate import free_network, why_not
 
 RATE = "100mbit"
 CORES = 0.25
@@ -32,16 +31,7 @@ TAG = f"{os.getpid() % 10000}"
 
 
 def _why_not() -> str:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, tc, cgroups)"
-    for tool in ("ip", "tc", "nsenter", "unshare", "iperf3"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    try:
-        detect()
-    except CgroupError as e:
-        return str(e)
-    return ""
+    return why_not("iperf3") or ""
 
 
 pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")

@@ -5,7 +5,6 @@ alias (`ssh -F cfg alias`, as users' ~/.ssh/config does it)."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import yaml
 
 from xcbench import proc
 from xcbench.hosts import load_inventory, transport_for
-from xcbench.hosts.emulate import free_network
+from xcbench.hosts.emulate import free_network, why_not
 from xcbench.hosts.transport import PIPE_GRACE
 
 TAG = f"{os.getpid() % 10000}"
@@ -27,14 +26,9 @@ PRIVSEP = Path("/run/sshd")  # sshd refuses to start without its privilege separ
 
 
 def _why_not() -> str:
-    if os.geteuid() != 0:
-        return "needs root (a network namespace for the sshd)"
     if not os.path.exists(SSHD):
         return "sshd is not installed (Debian package openssh-server)"
-    for tool in ("ssh", "scp", "ssh-keygen", "ip", "nsenter"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    return ""
+    return why_not("ssh", "scp", "ssh-keygen") or ""
 
 
 pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")

@@ -26,23 +26,14 @@ import pytest
 import yaml
 
 from xcbench import proc
+from xcbench.hosts.emulate import why_not
 
 TAG = f"{os.getpid() % 10000}"
 CONCURRENCY = [1, 3]
 
 
 def _why_not() -> str:
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, cgroups)"
-    for tool in ("ip", "nsenter", "tc", "xrootd", "cmsd", "iperf3"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    try:
-        from xcbench.cgroups import detect
-        detect()
-    except Exception as e:  # noqa: BLE001 - the reason to skip
-        return str(e)
-    return ""
+    return why_not("xrootd", "cmsd", "iperf3") or ""
 
 
 pytestmark = [pytest.mark.integration,

@@ -26,18 +26,21 @@ def _left(deadline: float) -> float:
     return left
 
 
-class HttpClient(Client):
-    name = "http"
+class KeptAlive:
+    """One kept-alive HTTP connection per host:port for this thread's client or reader; a request
+    is tried again once on a fresh connection (the server may have closed the kept one), and
+    :meth:`cancel` shuts the sockets down, which aborts a running COPY or GET."""
 
     def __init__(self) -> None:
         self._conns: dict[str, http.client.HTTPConnection] = {}
 
-    def _request(self, method: str, url: str, headers: dict, timeout: float):
+    def _request(self, method: str, url: str, headers: dict, timeout: float,
+                 scope: str = "DESTINATION"):
         p = urlsplit(url)
         if p.scheme != "http":
             raise TransferError(f"{url}: only http:// is supported (davs needs TLS certs)",
-                                E.EPROTONOSUPPORT, "DESTINATION", "TRANSFER_PREPARATION")
-        for attempt in (0, 1):  # a kept-alive connection may have been closed by the server
+                                E.EPROTONOSUPPORT, scope, "TRANSFER_PREPARATION")
+        for attempt in (0, 1):
             conn = self._conns.get(p.netloc)
             if conn is None:
                 conn = self._conns[p.netloc] = http.client.HTTPConnection(p.netloc, timeout=timeout)
@@ -47,14 +50,30 @@ class HttpClient(Client):
             try:
                 conn.request(method, p.path or "/", headers=headers)
                 return conn, conn.getresponse()
-            except (TimeoutError, http.client.HTTPException, ConnectionError, OSError) as e:
-                conn.close()
-                self._conns.pop(p.netloc, None)
+            except (http.client.HTTPException, OSError) as e:
+                self._drop(url)
                 if attempt or isinstance(e, (socket.timeout, ConnectionRefusedError)):
                     code = E.ETIMEDOUT if isinstance(e, socket.timeout) else E.ECONNREFUSED
-                    raise TransferError(f"{method} {url}: {e}", code, "DESTINATION",
+                    raise TransferError(f"{method} {url}: {e}", code, scope,
                                         "TRANSFER_PREPARATION") from None
         raise AssertionError("unreachable")
+
+    def cancel(self) -> None:
+        for conn in list(self._conns.values()):
+            if conn.sock is not None:
+                try:
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _drop(self, url: str) -> None:
+        conn = self._conns.pop(urlsplit(url).netloc, None)
+        if conn is not None:
+            conn.close()
+
+
+class HttpClient(KeptAlive, Client):
+    name = "http"
 
     def tpc(self, source, dest, *, overwrite, streams, deadline, progress: Progress,
             size: int = 0) -> Outcome:
@@ -94,19 +113,6 @@ class HttpClient(Client):
         scope = "SOURCE" if "Remote side failed" in reason else "TRANSFER"
         code = E.ENOENT if "status code 404" in reason else E.EIO
         return TransferError(f"TPC {reason}", code, scope).outcome(progress.transferred, "3rd pull")
-
-    def cancel(self) -> None:
-        for conn in list(self._conns.values()):  # closing the socket aborts a running COPY
-            if conn.sock is not None:
-                try:
-                    conn.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def _drop(self, url: str) -> None:
-        conn = self._conns.pop(urlsplit(url).netloc, None)
-        if conn is not None:
-            conn.close()
 
     def checksum(self, url: str, deadline: float) -> str:
         _, resp = self._request("HEAD", url, {"Want-Digest": "adler32"}, min(_left(deadline), 60))

@@ -16,8 +16,8 @@ import socket
 import threading
 import time
 import zlib
-from urllib.parse import urlsplit
 
+from xcbench.campaign.client_http import KeptAlive, _left
 from xcbench.campaign.clients import Progress, TransferError
 from xcbench.campaign.dataset import format_adler32
 
@@ -26,13 +26,6 @@ CHUNK = 4 << 20
 # at c=4: 4 MiB x 4 gave 160-410 MiB/s, 2 MiB x 4 430-450, 1 MiB x 8 500-600; a noisy box)
 XRD_CHUNK, WINDOW = 1 << 20, 8
 _local = threading.local()
-
-
-def _left(deadline: float) -> float:
-    left = deadline - time.time()
-    if left <= 0:
-        raise TransferError("Transfer timed out (FTS timeout reached)", E.ETIMEDOUT)
-    return left
 
 
 def _canceled(progress: Progress) -> None:
@@ -202,43 +195,18 @@ class Gfal2Reader(Reader):
         self.ctx.cancel()
 
 
-class HttpReader(Reader):
+class HttpReader(KeptAlive, Reader):
     """Plain GET from XrdHttp on a kept-alive connection per thread, read into one reused
     buffer (http.client's readinto: measured, requests' iter_content reached 0.43x of
     ``curl -o /dev/null`` here, allocating every chunk)."""
     name = "http"
 
     def __init__(self) -> None:
-        self._conns: dict[str, http.client.HTTPConnection] = {}
+        KeptAlive.__init__(self)
         self._buf = memoryview(bytearray(CHUNK))
 
-    def _get(self, url: str, deadline: float):
-        p = urlsplit(url)
-        for attempt in (0, 1):  # a kept-alive connection may have been closed by the server
-            conn = self._conns.get(p.netloc)
-            if conn is None:
-                conn = self._conns[p.netloc] = http.client.HTTPConnection(p.netloc, timeout=60)
-            conn.timeout = min(_left(deadline), 60)
-            if conn.sock is not None:
-                conn.sock.settimeout(conn.timeout)
-            try:
-                conn.request("GET", p.path or "/")
-                return conn.getresponse()
-            except (http.client.HTTPException, OSError) as e:
-                self._drop(p.netloc)
-                if attempt or isinstance(e, (socket.timeout, ConnectionRefusedError)):
-                    code = E.ETIMEDOUT if isinstance(e, socket.timeout) else E.ECONNREFUSED
-                    raise TransferError(f"SOURCE GET {url}: {e}", code, "SOURCE",
-                                        "TRANSFER_PREPARATION") from None
-        raise AssertionError("unreachable")
-
-    def _drop(self, netloc: str) -> None:
-        conn = self._conns.pop(netloc, None)
-        if conn is not None:
-            conn.close()
-
     def read_full(self, url, deadline, progress, fold=True):
-        resp = self._get(url, deadline)
+        _, resp = self._request("GET", url, {}, min(_left(deadline), 60), scope="SOURCE")
         acc, n, buf = 1, 0, self._buf
         try:
             if resp.status != 200:
@@ -257,21 +225,13 @@ class HttpReader(Reader):
                 n += got
                 progress.transferred = n
         except (http.client.HTTPException, OSError) as e:
-            self._drop(urlsplit(url).netloc)
+            self._drop(url)
             code = E.ETIMEDOUT if isinstance(e, socket.timeout) else E.ECONNRESET
             raise TransferError(f"SOURCE GET {url}: {e}", code, "SOURCE") from None
         except TransferError:
-            self._drop(urlsplit(url).netloc)
+            self._drop(url)
             raise
         return n, format_adler32(acc)
-
-    def cancel(self) -> None:
-        for conn in list(self._conns.values()):  # closing the socket aborts a running GET
-            if conn.sock is not None:
-                try:
-                    conn.sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
 
 def thread_reader(kind: str, streams: int = 1) -> Reader:

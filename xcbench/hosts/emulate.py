@@ -86,6 +86,23 @@ def _addresses() -> list[ipaddress.IPv4Interface | ipaddress.IPv6Interface]:
     return found
 
 
+EMULATION_TOOLS = ("ip", "tc", "nsenter", "unshare")
+
+
+def why_not(*tools: str) -> str | None:
+    """Why emulated hosts (running ``tools``) cannot be made here, in one line; None: they can.
+    What the tests and the self-test's network scenario skip on."""
+    if os.geteuid() != 0:
+        return "emulated hosts need root (network namespaces, veths, tc, cgroups)"
+    try:
+        for tool in EMULATION_TOOLS + tools:
+            proc.which(tool)
+        detect()
+    except XcbError as e:
+        return str(e)
+    return None
+
+
 def preflight(inv: Inventory) -> None:
     """Every reason `up` would fail, as one XcbError line, before anything is made."""
     where = inv.source
@@ -94,7 +111,7 @@ def preflight(inv: Inventory) -> None:
         raise XcbError(f"{where}: no host with transport netns: nothing to emulate")
     if os.geteuid() != 0:
         raise XcbError("hosts up: network namespaces, veths and tc need root")
-    for tool in ("ip", "tc", "nsenter", "unshare"):
+    for tool in EMULATION_TOOLS:
         proc.which(tool)
     for h in hosts:
         if h.link and h.link.rtt:

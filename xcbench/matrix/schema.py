@@ -4,6 +4,7 @@ file, the cell (or entry) and the field."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -157,20 +158,27 @@ def _dims(errors: _Errors, where: str, src: dict) -> dict[str, Any]:
     return out
 
 
+def _choices(errors: _Errors, where: str, key: str, value: Any, allowed: Collection[str]) -> list:
+    """A list of names, each one of ``allowed``, in the given order without repeats."""
+    out: list = []
+    for v in _as_list(value):
+        if v not in allowed:
+            errors.add(where, key, f"{v!r} is not one of {', '.join(allowed)}")
+        elif v not in out:
+            out.append(v)
+    return out
+
+
 def _new_dims(errors: _Errors, where: str, src: dict, out: dict[str, Any]) -> None:
-    """streams, size_class (+ size_scale) and cores: lists crossed like origins and modes."""
+    """streams, size_class (+ size_scale), cores and direction: lists crossed like origins and
+    modes."""
     from xcbench.matrix.classes import SIZE_CLASSES
     if "streams" in src:
         out["streams"] = sorted({s for s in (_posint(errors, where, "streams", v)
                                              for v in _as_list(src["streams"])) if s})
-    if "size_class" in src:
-        classes = []
-        for v in _as_list(src["size_class"]):
-            if v not in SIZE_CLASSES:
-                errors.add(where, "size_class", f"{v!r} is not one of {', '.join(SIZE_CLASSES)}")
-            elif v not in classes:
-                classes.append(v)
-        out["size_class"] = classes
+    for key, allowed in (("size_class", SIZE_CLASSES), ("direction", DIRECTIONS)):
+        if key in src:
+            out[key] = _choices(errors, where, key, src[key], allowed)
     if "size_scale" in src:
         out["size_scale"] = _posint(errors, where, "size_scale", src["size_scale"])
     if "cores" in src:
@@ -183,14 +191,6 @@ def _new_dims(errors: _Errors, where: str, src: dict, out: dict[str, Any]) -> No
             else:
                 cores.append(float(v))
         out["cores"] = sorted(set(cores))
-    if "direction" in src:
-        directions = []
-        for v in _as_list(src["direction"]):
-            if v not in DIRECTIONS:
-                errors.add(where, "direction", f"{v!r} is not one of {', '.join(DIRECTIONS)}")
-            elif v not in directions:
-                directions.append(v)
-        out["direction"] = directions
 
 
 def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:

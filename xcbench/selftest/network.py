@@ -30,7 +30,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -59,12 +58,8 @@ def _stderr(msg: str) -> None:
 
 def why_not() -> str | None:
     """Why the scenario cannot run here (None: it can)."""
-    if os.geteuid() != 0:
-        return "needs root (network namespaces, tc)"
-    for tool in ("ip", "nsenter", "tc", "xrootd", "cmsd", "iperf3"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed"
-    return None
+    from xcbench.hosts.emulate import why_not as hosts_why_not
+    return hosts_why_not("xrootd", "cmsd", "iperf3")
 
 
 def levels_of(quick: bool) -> dict[str, Any]:
