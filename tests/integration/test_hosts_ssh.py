@@ -178,7 +178,13 @@ def test_killed_ssh_client_leaves_no_remote_process(site, tmp_path):
     p = t.spawn(["sh", "-c", "echo $$; sleep 300 & exec sleep 301"], name="sleeper",
                 log=tmp_path / "log", pipe=True)
     pid = _remote_pid(p)
-    group = [q.pid for q in psutil.process_iter() if _pgid(q.pid) == os.getpgid(pid)]
+    # `echo $$` runs before the shell forks its background sleep: wait for both to exist
+    deadline = time.monotonic() + 10
+    while True:
+        group = [q.pid for q in psutil.process_iter() if _pgid(q.pid) == os.getpgid(pid)]
+        if len(group) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert len(group) == 2
     os.kill(p.pid, signal.SIGKILL)  # the ssh client dies; nobody closes anything politely
     p.popen.wait()
