@@ -54,8 +54,14 @@ first match wins:
   7. storage-bandwidth  u_bw >= NEAR
   8. client             the client left transfer slots idle while files were queued in
                         >= 25 % of the buckets (steady.starved_frac), or the tmpfs twin did,
-                        or the same cell ran >= 1.25x faster at a higher concurrency level
-                        (more transfers in flight would go faster: FTS's concurrency is the knob)
+                        or the same cell surely ran >= 1.25x faster at a higher concurrency
+                        level (more transfers in flight would go faster: FTS's concurrency is
+                        the knob). "Surely": the one-sided 95 % lower bound of the rates' ratio
+                        is >= 1.25, each rate's relative standard error being the larger of its
+                        repeats' spread (cv/sqrt(repeats)) and its steady window's spread
+                        (cv/sqrt(buckets x repeats)) (analysis.stats). A growth that reaches
+                        1.25x only within that noise is named in the inconclusive reason, not
+                        called: two runs of the same matrix would flip on it
   A storage probe the chain beats by more than 15 % (u > OVER) is no ceiling of the chain's
   path (e.g. a direct-I/O fio probe vs the gateway's buffered writes through ceph-fuse): it is
   left out of rules 3, 6 and 7 and the reason of the verdict says so.
@@ -81,6 +87,7 @@ import numpy as np
 from xcbench.analysis import amplification as _amp
 from xcbench.analysis import links as _links
 from xcbench.analysis import roles as _roles
+from xcbench.analysis import stats as _stats
 from xcbench.analysis.dataset import RunData
 from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rules live here too
     GIB,
@@ -222,13 +229,30 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                               rep_pool_read_per_logical=rep["pool_per_logical"])
                     if rep.get("source") and _ok(rep["amplification"]):
                         src["rep_read_amplification"] = rep["source"]
-    levels = view.levels_rate(cid)
-    above = [(c, r) for c, r in levels if c > conc and _ok(r)]
-    if above:
-        c_best, r_best = max(above, key=lambda x: x[1])
-        ev.update(best_higher_level=c_best, best_higher_rate=r_best)
+    _growth(view, cid, conc, p, ev)
     ev["sources"] = src
     return ev
+
+
+def _rel_se(p: dict[str, Any]) -> float:
+    return _stats.rate_rel_se(*(float(p.get(k, math.nan)) for k in
+                                ("repeats", "rate_cv_repeats", "window_cv", "window_n")))
+
+
+def _growth(view, cid: str, conc: float, p: dict[str, Any], ev: dict[str, Any]) -> None:
+    """The higher level whose rate is surely the most above this one's: the largest lower
+    confidence bound of rate(higher) / rate(here), from each level's own noise (stats)."""
+    se = _rel_se(p)
+    best = None
+    for c, r in view.levels_rate(cid):
+        if c > conc and _ok(r):
+            hp = view.point(cid, c) or {}
+            lower = _stats.ratio_lower_bound(p["rate"], se, r, _rel_se(hp))
+            if best is None or (_ok(lower) and not (_ok(best[2]) and best[2] >= lower)):
+                best = (c, r, lower)
+    ev["rate_rel_se"] = se
+    if best:
+        ev.update(best_higher_level=best[0], best_higher_rate=best[1], best_higher_growth_low=best[2])
 
 
 def _read_amplification(rd: RunData, cell, conc, ev: dict[str, Any], src: dict[str, Any]) -> None:

@@ -88,7 +88,7 @@ def cell_frame(manifest: dict[str, Any], extra_ids: AbstractSet[str] = frozenset
 
 
 POINT_COLS = ["cell_id", "concurrency", "direction", "repeats", "rate", "ci_low", "ci_high",
-              "rate_cv_repeats", "window_cv", "run_rate", "run_cv", "method", "starved_frac",
+              "rate_cv_repeats", "window_cv", "window_n", "run_rate", "run_cv", "method", "starved_frac",
               "wall_start", "wall_end", "finished", "failed", "source"]
 
 
@@ -273,6 +273,7 @@ class RunData:
                 "cell_id": cid, "concurrency": conc, "direction": d, "repeats": len(g), "rate": s.mean,
                 "ci_low": s.ci_low, "ci_high": s.ci_high, "rate_cv_repeats": s.cv,
                 "window_cv": float(g["window_cv"].mean()), "window_std": float(g["window_std"].mean()),
+                "window_n": float(g["window_n"].mean()),
                 "window_median": float(g["window_median"].mean()),
                 "run_rate": float(g["run_mean"].mean()), "run_cv": float(g["run_cv"].mean()),
                 "method": ",".join(sorted(set(g["method"]))),

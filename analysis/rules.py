@@ -79,7 +79,7 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
     beaten = {k: v for k, v in u.items() if k in ("storage-bandwidth", "storage-iops") and v > OVER}
     u = {k: v for k, v in u.items() if k not in beaten}
     ev["not_ceilings"] = sorted(beaten)
-    ev["thresholds"] = {"near": NEAR, "starved": STARVED, "scaling": SCALING}
+    ev["thresholds"] = {"near": NEAR, "starved": STARVED, "scaling": SCALING, "scaling_confidence": 0.95}
     at = f"at {fmt_num(conc)} transfers ({mode}{', reads' if io == 'read' else ''})"
     cpu_txt = (f"gateway CPU {fmt_num(ev['gateway_cores'])} of {fmt_num(ev['cores'])} cores "
                f"({pct(ev['cpu'])})") if _ok(ev.get("cpu")) else None
@@ -132,10 +132,11 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
     if _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= STARVED:
         return "client", (f"Even into tmpfs the client left slots idle {pct(ev['gateway_starved'])} "
                           f"of the time {at}; the chain moved {gib(r)}.")
-    if _ok(ev.get("best_higher_rate")) and ev["best_higher_rate"] >= SCALING * r:
+    grows, growth_txt = _growth(ev, r)
+    if grows:
         return "client", (f"The rate still grows with concurrency: {gib(r)} {at} but "
-                          f"{gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}, "
-                          f"so more transfers in flight would go faster.")
+                          f"{gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
+                          f"{growth_txt}, so more transfers in flight would go faster.")
     names = {"network": "iperf3", "gateway": "gateway", "storage-bandwidth": "fio bandwidth",
              "storage-iops": "fio IOPS"}
     missing = [what for what, ok in (
@@ -153,12 +154,33 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
         why += "; the chain beats " + ", ".join(f"{names[k]} ({pct(v)})" for k, v in beaten.items()) \
             + (", so that probe is no ceiling of this path (direct I/O vs the gateway's buffered "
                f"{io}s?)")
+    if growth_txt:
+        why += (f"; {gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
+                f"{growth_txt}, not surely {fmt_num(SCALING)}x: not shown to grow with concurrency")
     if ev.get("gateway_ceiling_note"):
         why += f"; the tmpfs cell is no gateway ceiling here ({ev['gateway_ceiling_note']})"
     tail = f"; {host_txt}" if host_txt else ""
     if ev.get("roles") and _roles.summary(ev["roles"]):
         tail += f"; role CPU/limit in cores: {_roles.summary(ev['roles'])}"
     return "inconclusive", f"The chain moves {gib(r)} {at}, {why}{tail}."
+
+
+def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
+    """(does the rate surely grow >= SCALING x at a higher level?, the words for its bound).
+
+    Surely: the one-sided 95 % lower bound of rate(higher) / rate (analysis.stats, from each
+    level's own noise) is >= SCALING. A growth that reaches SCALING only within the noise is
+    not called: two runs would flip on it. Without noise figures the plain ratio is used."""
+    hi = ev.get("best_higher_rate")
+    if not (_ok(hi) and r > 0):
+        return False, ""
+    low = ev.get("best_higher_growth_low")
+    if not _ok(low):
+        return hi >= SCALING * r, ""
+    words = f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at 95 % given the levels' noise)"
+    if low >= SCALING:
+        return True, words
+    return False, words if hi >= SCALING * r else ""
 
 
 def amplification_text(ev: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -74,3 +75,30 @@ def pct_diff(base: float, contender: float) -> float:
     if not (math.isfinite(base) and math.isfinite(contender)) or base == 0:
         return math.nan
     return (contender - base) / base * 100.0
+
+
+def rate_rel_se(repeats: float, cv_repeats: float, window_cv: float, window_n: float) -> float:
+    """Relative standard error of a steady rate (mean over repeats of window means).
+
+    Two estimates, the larger kept: the spread between repeats (cv / sqrt(repeats), from two
+    repeats on) and the spread of the steady window's buckets (cv / sqrt(buckets * repeats)).
+    Buckets are autocorrelated, so the window's figure is a floor, not the whole noise. NaN
+    when neither is known (an old run without window statistics)."""
+    r = repeats if math.isfinite(repeats) and repeats >= 1 else 1.0
+    est = []
+    if r >= 2 and math.isfinite(cv_repeats):
+        est.append(cv_repeats / math.sqrt(r))
+    if math.isfinite(window_cv) and math.isfinite(window_n) and window_n >= 2:
+        est.append(window_cv / math.sqrt(window_n * r))
+    return max(est) if est else math.nan
+
+
+def ratio_lower_bound(lo: float, se_lo: float, hi: float, se_hi: float,
+                      confidence: float = CONFIDENCE) -> float:
+    """One-sided lower confidence bound of hi / lo, from each rate's relative standard error
+    (normal on the log ratio: se = sqrt(se_lo^2 + se_hi^2)). Unknown errors count as 0: the
+    bound is then the plain ratio."""
+    if not (lo > 0 and math.isfinite(lo) and math.isfinite(hi)):
+        return math.nan
+    se = math.hypot(se_lo if math.isfinite(se_lo) else 0.0, se_hi if math.isfinite(se_hi) else 0.0)
+    return hi / lo * math.exp(-NormalDist().inv_cdf(confidence) * se)

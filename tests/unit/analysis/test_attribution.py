@@ -102,7 +102,7 @@ def test_mixed_run_every_cell_gets_its_known_verdict(mixed):
         assert r["verdict"] in VERDICTS and _one_sentence(r["reason"]), r["reason"]
         ev = json.loads(r["evidence"])
         assert ev["rate"] > 0 and ev["sources"]["rate"]["table"] == "timeline"
-        assert ev["thresholds"] == {"near": 0.85, "starved": 0.25, "scaling": 1.25}
+        assert ev["thresholds"] == {"near": 0.85, "starved": 0.25, "scaling": 1.25, "scaling_confidence": 0.95}
         assert ev["roles"] == {} and ev["roles_note"].startswith("no role telemetry")  # an older run
 
 
