@@ -29,8 +29,10 @@ def host_version(host: Host, timeout: float = 120) -> str:
     argv = [*t.xcbench_argv(), "--version"]
     try:
         out = t.run(argv, check=False, timeout=timeout)
-    except XcbError as e:
-        raise XcbError(f"host {host.name}: cannot run `{' '.join(argv)}`: {e}") from None
+    except (XcbError, OSError) as e:  # OSError: a local host whose command does not exist
+        why = e.strerror if isinstance(e, OSError) and e.strerror else e
+        raise XcbError(f"host {host.name}: cannot run `{' '.join(argv)}`: {why}; install xcbench "
+                       f"{__version__}, or set the host's `xcbench:` command") from None
     words = (out.stdout or "").split()
     if out.returncode != 0 or len(words) < 2 or words[0] != "xcbench":
         why = ((out.stderr or out.stdout).strip().splitlines() or [f"exit {out.returncode}"])[-1]

@@ -35,3 +35,10 @@ def test_clock_fails_with_one_line(monkeypatch):
     monkeypatch.setattr(checks, "CLOCK", ["sh", "-c", "echo notatime"])
     with pytest.raises(XcbError, match="host local: clock check failed"):
         checks.clock_offsets(local_inventory())
+
+
+def test_version_command_that_does_not_exist_names_the_host(tmp_path):
+    gone = str(tmp_path / "no" / "xcbench")  # a path, so no PATH lookup: the exec itself fails
+    inv = parse_inventory({"hosts": {"a": {"roles": ["client"], "xcbench": gone}}}, "h.yaml")
+    with pytest.raises(XcbError, match=r"^host a: cannot run .*No such file or directory; install"):
+        checks.check_versions(inv)
