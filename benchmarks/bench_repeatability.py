@@ -47,14 +47,15 @@ def quick_matrix(directory: Path) -> Path:
     return path
 
 
-def run_twice(matrix_path: Path, cluster, out: Path):
+def run_twice(matrix_path: Path, cluster, out: Path, repeats: int | None = None):
     from xcbench.analysis.dataset import RunData
     from xcbench.matrix import load_matrix
     from xcbench.runner import RunOptions, run_matrix
     runs, seconds = [], []
     for name in ("first", "second"):
         matrix = load_matrix(matrix_path, cluster)
-        opts = RunOptions(out=out, name=name, baseline=False, report=False, progress=False)
+        opts = RunOptions(out=out, name=name, baseline=False, report=False, progress=False,
+                          repeats=repeats)
         t0 = time.monotonic()
         runs.append(RunData(run_matrix(matrix, cluster, opts).path))
         seconds.append(time.monotonic() - t0)
@@ -89,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a reduced matrix (a few minutes)")
     ap.add_argument("--matrix", help="another matrix (default: layouts/quick.yaml)")
+    ap.add_argument("--repeats", type=int, help="repeats of each level (default: the matrix's); "
+                    "the levels of a cell run interleaved, c1 c2 .. c1 c2 ..")
     ap.add_argument("--state-dir", help="use/start the embedded cluster here (default: a temp dir)")
     args = ap.parse_args(argv)
     from xcbench.ceph.mini import MiniCluster
@@ -99,14 +102,15 @@ def main(argv: list[str] | None = None) -> int:
     load = [os.getloadavg()]
     cluster, started = mini.up()
     try:
-        (a, b), seconds = run_twice(matrix, cluster, work / "results")
+        (a, b), seconds = run_twice(matrix, cluster, work / "results", args.repeats)
         load.append(os.getloadavg())
     finally:
         cluster.close()
         if started:
             mini.down()
     s = summarise(a, b)
-    print(f"matrix {matrix.name}: two runs on one cluster, {seconds[0]:.0f} s and {seconds[1]:.0f} s")
+    print(f"matrix {matrix.name}{f' with {args.repeats} repeats' if args.repeats else ''}: two runs "
+          f"on one cluster, {seconds[0]:.0f} s and {seconds[1]:.0f} s")
     # what else ran moves the rates: say how busy the box was (1/5/15-min load on {cores} cores)
     print(f"host load average before {'/'.join(f'{x:.1f}' for x in load[0])}, after "
           f"{'/'.join(f'{x:.1f}' for x in load[-1])} on {os.cpu_count()} cores")

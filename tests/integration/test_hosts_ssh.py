@@ -153,6 +153,9 @@ def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     p = t.spawn(["sh", "-c", "echo $$; exec sleep 300"], name="sleeper", log=tmp_path / "log",
                 pipe=True)
     pid = _remote_pid(p)  # same machine: the remote pid is visible here
+    deadline = time.monotonic() + 10  # `echo $$` runs before the shell's exec of sleep
+    while psutil.Process(pid).cmdline()[:2] != ["sleep", "300"] and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert psutil.Process(pid).cmdline()[:2] == ["sleep", "300"]
     t0 = time.monotonic()
     proc.stop(p)
