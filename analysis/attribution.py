@@ -251,6 +251,8 @@ def _growth(view, cid: str, conc: float, p: dict[str, Any], ev: dict[str, Any]) 
             if best is None or (_ok(lower) and not (_ok(best[2]) and best[2] >= lower)):
                 best = (c, r, lower)
     ev["rate_rel_se"] = se
+    # one repeat: only the window's spread is known, not the drift between levels (see repeats)
+    ev["rate_noise"] = "repeats" if float(p.get("repeats") or 1) >= 2 else "steady window, one repeat"
     if best:
         ev.update(best_higher_level=best[0], best_higher_rate=best[1], best_higher_growth_low=best[2])
 

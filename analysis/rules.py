@@ -177,7 +177,8 @@ def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
     low = ev.get("best_higher_growth_low")
     if not _ok(low):
         return hi >= SCALING * r, ""
-    words = f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at 95 % given the levels' noise)"
+    noise = f" ({ev['rate_noise']})" if ev.get("rate_noise") else ""
+    words = f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at 95 % given the levels' noise{noise})"
     if low >= SCALING:
         return True, words
     return False, words if hi >= SCALING * r else ""

@@ -51,8 +51,9 @@ def test_growth_beyond_the_noise_is_client():
 
 def test_growth_within_the_noise_is_not_called():
     # +30 % measured, but each level's rate is known to +-10 %: 1.25 is not surely passed
-    ev = _grow(1.3, 0.10)
+    ev = _grow(1.3, 0.10, rate_noise="steady window, one repeat")
     verdict, reason = decide(ev)
+    assert "noise (steady window, one repeat)" in reason
     assert verdict == "inconclusive", reason
     assert "not shown to grow with concurrency" in reason and "x1.3" in reason
     assert ev["thresholds"]["scaling_confidence"] == 0.95
@@ -81,5 +82,7 @@ def test_a_run_gives_each_level_its_noise_and_the_growth_bound(tmp_path):
     assert 0 < ev["rate_rel_se"] < 0.5
     assert ev["best_higher_level"] == 4
     assert 1.25 <= ev["best_higher_growth_low"] < ev["best_higher_rate"] / ev["rate"]
+    assert ev["rate_noise"] == "repeats"  # two repeats a level (SynthCell's default)
     assert rows[1]["verdict"] == "client", rows[1]["reason"]
+    assert "given the levels' noise (repeats)" in rows[1]["reason"]
     assert "best_higher_growth_low" not in json.loads(rows[4]["evidence"])  # no higher level
