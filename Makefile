@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml
 # the default suite: long scenarios (marker `slow`) have a short variant in it; they and the tests
 # marked known_flaky (each with its reason and open issue) run with `make slow`
 test: setup
-	$(BIN)/python -m pytest -ra -m "not slow and not known_flaky" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+	$(BIN)/python -m pytest -ra --durations=25 -m "not slow and not known_flaky" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
 
 slow: setup
 	$(BIN)/python -m pytest -ra -m "slow or known_flaky" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc

@@ -136,7 +136,8 @@ def run(args) -> int:
     path = matrix_path(args.matrix, opts)
     parsed = load_matrix(path)  # structure first: bad input fails before anything touches a cluster
     hosts(args, parsed, opts)
-    if all(c.backend == "tmpfs" for c in parsed.cells):  # gateway ceilings only: no Ceph needed
+    from xcbench.backends.base import backend_class
+    if not any(backend_class(c.backend).needs_cluster for c in parsed.cells):  # tmpfs only
         return execute(load_run_matrix(path, None, opts), None, opts)
     cluster = cluster_from_args(args)
     matrix = load_run_matrix(path, cluster, opts)
