@@ -66,7 +66,13 @@ def main(argv: list[str] | None = None) -> int:
 def _guarded(args) -> int:
     """Run a command that starts processes: orphans of a killed earlier command stopped first,
     what this one starts recorded, signals turned into a clean stop."""
+    import faulthandler
+    import signal
+
     from xcbench import orphans
+    # `kill -USR1 <pid>` prints every thread's stack to stderr: what a command that does not
+    # stop is waiting for (the tests ask for it before they give up on one)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     with StopFlag():
         said = orphans.reap()
         if said:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -125,10 +126,31 @@ class Cli:
             time.sleep(0.1)
 
     def finish(self, timeout: float = 120) -> int:
-        rc = self.p.wait(timeout=timeout)
+        try:
+            rc = self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(self._hung(timeout)) from None
         for t in self._threads:
             t.join(10)
         return rc
+
+    def _hung(self, timeout: float) -> str:
+        """Why the command did not end: its threads' stacks (SIGUSR1: xcbench.cli's
+        faulthandler) and the processes below it; then it is killed."""
+        tree = []
+        with contextlib.suppress(psutil.Error):
+            for c in psutil.Process(self.p.pid).children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    tree.append(f"  {c.pid} {c.status()} {' '.join(c.cmdline())[:160]}")
+        with contextlib.suppress(OSError):
+            self.p.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        self.p.kill()
+        self.p.wait(10)
+        for t in self._threads:
+            t.join(5)
+        return (f"the command did not end {timeout:g} s after the signal; its processes:\n"
+                + "\n".join(tree) + f"\nstderr (with its threads' stacks):\n{self.stderr[-6000:]}")
 
     @property
     def stderr(self) -> str:

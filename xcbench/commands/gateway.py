@@ -82,17 +82,23 @@ def up(args) -> int:
     procs = ProcessSet()
     session = CellSession(cell, cluster=cluster, workdir=workdir, procs=procs,
                           report_addr=args.report)
-    with session:
-        session.verify()
-        target, gw = session.target, session.gateway
-        assert gw is not None  # a session started with its gateway
-        state = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label,
-                 "backend": cell.backend, "target": dataclasses.asdict(target),
-                 "gateway": gw.state()}
-        if cluster is not None:  # the gateway reads its key copy after this process exits
-            state["key_dir"] = cluster.keep_keys()
-        state_file.write_text(json.dumps(state, indent=2, default=str))
-        session.keep()  # left running on purpose: `down` undoes what gateway.json records
+    try:
+        with session:
+            session.verify()
+            target, gw = session.target, session.gateway
+            assert gw is not None  # a session started with its gateway
+            state = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label,
+                     "backend": cell.backend, "target": dataclasses.asdict(target),
+                     "gateway": gw.state()}
+            if cluster is not None:  # the gateway reads its key copy after this process exits
+                state["key_dir"] = cluster.keep_keys()
+            state_file.write_text(json.dumps(state, indent=2, default=str))
+            session.keep()  # left running on purpose: `down` undoes what gateway.json records
+    except BaseException:
+        # a signal just as a daemon started is raised once the daemon is in ``procs`` but
+        # before the gateway holds it (proc.spawn): the gateway's own stop cannot see it
+        procs.stop_all()
+        raise
     print(f"cell {cell.id} ({cell.label}): {target.backend} target {target.path or target.pool}")
     print(f"gateway {gw.name} up in {gw.start_seconds:.2f} s: {gw.root_url}  {gw.http_url}")
     for s in gw.servers:
