@@ -7,6 +7,7 @@ Each command module defines ``add_parser(subparsers)`` (returning its parser) an
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -72,7 +73,8 @@ def _guarded(args) -> int:
     from xcbench import orphans
     # `kill -USR1 <pid>` prints every thread's stack to stderr: what a command that does not
     # stop is waiting for (the tests ask for it before they give up on one)
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # a stderr without a file
+        faulthandler.register(signal.SIGUSR1, all_threads=True)       # (main() called in-process)
     with StopFlag():
         said = orphans.reap()
         if said:
