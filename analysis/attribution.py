@@ -243,18 +243,15 @@ def _growth(view, cid: str, conc: float, p: dict[str, Any], ev: dict[str, Any]) 
     """The higher level whose rate is surely the most above this one's: the largest lower
     confidence bound of rate(higher) / rate(here), from each level's own noise (stats)."""
     se = _rel_se(p)
-    best = None
-    for c, r in view.levels_rate(cid):
-        if c > conc and _ok(r):
-            hp = view.point(cid, c) or {}
-            lower = _stats.ratio_lower_bound(p["rate"], se, r, _rel_se(hp))
-            if best is None or (_ok(lower) and not (_ok(best[2]) and best[2] >= lower)):
-                best = (c, r, lower)
+    bounds = [(c, r, _stats.ratio_lower_bound(p["rate"], se, r, _rel_se(view.point(cid, c) or {})))
+              for c, r in view.levels_rate(cid) if c > conc and _ok(r)]
     ev["rate_rel_se"] = se
     # one repeat: only the window's spread is known, not the drift between levels (see repeats)
-    ev["rate_noise"] = "repeats" if float(p.get("repeats") or 1) >= 2 else "steady window, one repeat"
-    if best:
-        ev.update(best_higher_level=best[0], best_higher_rate=best[1], best_higher_growth_low=best[2])
+    ev["rate_noise"] = ("repeats and steady window" if float(p.get("repeats") or 1) >= 2
+                        else "steady window, one repeat")
+    if bounds:  # no bound (this rate is 0): the fastest higher level
+        c, r, low = max(bounds, key=lambda b: (b[2] if _ok(b[2]) else -math.inf, b[1]))
+        ev.update(best_higher_level=c, best_higher_rate=r, best_higher_growth_low=low)
 
 
 def _read_amplification(rd: RunData, cell, conc, ev: dict[str, Any], src: dict[str, Any]) -> None:

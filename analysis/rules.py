@@ -13,6 +13,7 @@ import numpy as np
 
 from xcbench.analysis import roles as _roles
 from xcbench.analysis.render import fmt_num
+from xcbench.analysis.stats import CONFIDENCE
 
 VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "network",
             "host-cpu", "inconclusive")
@@ -79,7 +80,7 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
     beaten = {k: v for k, v in u.items() if k in ("storage-bandwidth", "storage-iops") and v > OVER}
     u = {k: v for k, v in u.items() if k not in beaten}
     ev["not_ceilings"] = sorted(beaten)
-    ev["thresholds"] = {"near": NEAR, "starved": STARVED, "scaling": SCALING, "scaling_confidence": 0.95}
+    ev["thresholds"] = {"near": NEAR, "starved": STARVED, "scaling": SCALING, "scaling_confidence": CONFIDENCE}
     at = f"at {fmt_num(conc)} transfers ({mode}{', reads' if io == 'read' else ''})"
     cpu_txt = (f"gateway CPU {fmt_num(ev['gateway_cores'])} of {fmt_num(ev['cores'])} cores "
                f"({pct(ev['cpu'])})") if _ok(ev.get("cpu")) else None
@@ -178,7 +179,8 @@ def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
     if not _ok(low):
         return hi >= SCALING * r, ""
     noise = f" ({ev['rate_noise']})" if ev.get("rate_noise") else ""
-    words = f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at 95 % given the levels' noise{noise})"
+    words = (f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at {CONFIDENCE * 100:.0f} % given "
+             f"the levels' noise{noise})")
     if low >= SCALING:
         return True, words
     return False, words if hi >= SCALING * r else ""

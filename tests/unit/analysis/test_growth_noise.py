@@ -82,7 +82,7 @@ def test_a_run_gives_each_level_its_noise_and_the_growth_bound(tmp_path):
     assert 0 < ev["rate_rel_se"] < 0.5
     assert ev["best_higher_level"] == 4
     assert 1.25 <= ev["best_higher_growth_low"] < ev["best_higher_rate"] / ev["rate"]
-    assert ev["rate_noise"] == "repeats"  # two repeats a level (SynthCell's default)
+    assert ev["rate_noise"] == "repeats and steady window"  # two repeats (SynthCell's default)
     assert rows[1]["verdict"] == "client", rows[1]["reason"]
-    assert "given the levels' noise (repeats)" in rows[1]["reason"]
+    assert "given the levels' noise (repeats and steady window)" in rows[1]["reason"]
     assert "best_higher_growth_low" not in json.loads(rows[4]["evidence"])  # no higher level
