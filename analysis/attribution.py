@@ -85,10 +85,9 @@ from typing import Any, cast
 import numpy as np
 
 from xcbench.analysis import amplification as _amp
-from xcbench.analysis import links as _links
+from xcbench.analysis import link_use as _links
 from xcbench.analysis import roles as _roles
 from xcbench.analysis import stats as _stats
-from xcbench.analysis.dataset import RunData
 from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rules live here too
     GIB,
     NEAR,
@@ -101,7 +100,8 @@ from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rul
     gib,
     pct,
 )
-from xcbench.store import RunDir
+from xcbench.analysis.run_data import RunData
+from xcbench.store.rundir import RunDir
 
 
 def _twin_gateway(cell, conc, runs: list[RunData]):
@@ -310,7 +310,7 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
 
 
 def attribute(run: RunDir | RunData, others: tuple = ()) -> list[dict[str, Any]]:
-    """VERDICT rows (xcbench.records.VERDICT) of a run, one per cell and concurrency level.
+    """VERDICT rows (xcbench.store.tables.VERDICT) of a run, one per cell and concurrency level.
     ``others``: runs whose tmpfs cells may serve as gateway ceilings when this run has none."""
     rd = run if isinstance(run, RunData) else RunData(run)
     return attribute_data(rd, tuple(o if isinstance(o, RunData) else RunData(o) for o in others))
@@ -322,7 +322,7 @@ def write_verdicts(run: RunDir, others: tuple = ()) -> list[dict[str, Any]]:
     for the cells attributed now are replaced (a resumed run); those of other cells are kept."""
     import pandas as pd
 
-    from xcbench.records import VERDICT
+    from xcbench.store.tables import VERDICT
     rows = attribute(run, others)
     done = {r["cell_id"] for r in rows}
     old = run.table("verdicts")
@@ -342,7 +342,7 @@ def verdicts_of(rd: RunData, others: tuple[RunData, ...] = ()):
     """A run's verdicts: the stored table if the run wrote one, else attributed now."""
     import pandas as pd
 
-    from xcbench.records import VERDICT
+    from xcbench.store.tables import VERDICT
     if len(rd.stored_verdicts) and not others:
         v = rd.stored_verdicts.copy()
         v["direction"] = v["direction"].astype(object).where(v["direction"].notna(), "write")

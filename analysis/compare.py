@@ -15,9 +15,9 @@ import math
 from typing import Any
 
 from xcbench.analysis.attribution import verdicts_of
-from xcbench.analysis.dataset import RunData
+from xcbench.analysis.run_data import RunData
 from xcbench.analysis.stats import ci_overlap, pct_diff
-from xcbench.fingerprint import fingerprint_diff
+from xcbench.store.fingerprint import fingerprint_diff
 
 MIN_REPEATS = 3
 

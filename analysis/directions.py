@@ -97,7 +97,7 @@ def directional_timeline(timeline: pd.DataFrame, directions: dict[str, str],
 def access_of(campaigns: pd.DataFrame, cell_id: str) -> str:
     """How a cell's read campaigns read each file ("full", "random 64 KiB x 16", ...), from
     their CAMPAIGN settings["access"]; "" when none is recorded."""
-    from xcbench.sizes import format_size
+    from xcbench.system.sizes import format_size
     if campaigns.empty or "settings" not in campaigns:
         return ""
     for text in campaigns.loc[campaigns["cell_id"] == cell_id, "settings"]:

@@ -1,7 +1,7 @@
 """fio probe rows summarised per job, and the storage ceilings of each cell per direction.
 
 - :func:`probe_jobs`: one row per (cell, fio job, rw): the 'all' row fio's client/server mode
-  gives (xcbench.fio.ALL), else the sum over hosts; ``query`` selects the rows it comes from.
+  gives (xcbench.probe.fio.ALL), else the sum over hosts; ``query`` selects the rows it comes from.
 - :func:`probe_ceilings`: per cell, the write ceilings (best write job by bandwidth, best by
   IOPS) and the read ceilings (the same over the read jobs: the sequential read of what the
   write probe laid out, and the random read of the access size), each with its source.

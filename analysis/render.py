@@ -34,7 +34,7 @@ from typing import Any
 import jinja2
 
 from xcbench.errors import XcbError
-from xcbench.templates import render_with
+from xcbench.system.templates import render_with
 
 FORMATS = ("html", "md")
 GIB = float(1 << 30)
@@ -75,7 +75,7 @@ def fmt_pct(v: Any, digits: int = 1, sign: bool = False) -> str:
 def fmt_size(v: Any) -> str:
     if not _finite(v):
         return "–"
-    from xcbench.sizes import format_size
+    from xcbench.system.sizes import format_size
     return format_size(int(v))
 
 

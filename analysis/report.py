@@ -21,10 +21,17 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis import netbase, plots, readwrite
+from xcbench.analysis import network_baseline as netbase
+from xcbench.analysis import plots, readwrite
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
-from xcbench.analysis.cells import (
+from xcbench.analysis.dimensions import section as dims_section
+from xcbench.analysis.directions import access_of
+from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
+from xcbench.analysis.roles import role_series
+from xcbench.analysis.run_data import RunData
+from xcbench.analysis.steady import RULE
+from xcbench.analysis.table_cells import (
     Sources,
     _cell,
     _level_end,
@@ -36,12 +43,6 @@ from xcbench.analysis.cells import (
     _size,
     _verdict_cell,
 )
-from xcbench.analysis.dataset import RunData
-from xcbench.analysis.dims import section as dims_section
-from xcbench.analysis.directions import access_of
-from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
-from xcbench.analysis.roles import role_series
-from xcbench.analysis.steady import RULE
 from xcbench.errors import XcbError
 
 

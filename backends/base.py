@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from xcbench.errors import XcbError
 
 if TYPE_CHECKING:
-    from xcbench.cell import Cell, Layout
     from xcbench.ceph.cluster import Cluster
-    from xcbench.proc import ProcessSet
+    from xcbench.matrix.cell import Cell, Layout
+    from xcbench.system.proc import ProcessSet
 
 BACKENDS = ("tmpfs", "cephfs", "rados")
 
@@ -131,10 +131,10 @@ class Backend(ABC):
     @classmethod
     def findings(cls, cell_id: str, tunables: Mapping[str, Any],
                  facts: Mapping[str, Any]) -> list[dict]:
-        """FINDING rows specific to this backend (xcbench.findings has the common ones).
+        """FINDING rows specific to this backend (xcbench.store.findings has the common ones).
         ``tunables``: the effective gateway tunables; ``facts``: object_size,
         osd_max_object_size, client, mode (those known; missing ones are None)."""
-        from xcbench.findings import plain_gateway_findings
+        from xcbench.store.findings import plain_gateway_findings
         return plain_gateway_findings(cell_id, tunables)
 
 

@@ -63,8 +63,8 @@ def main() -> int:
         return 1
 
     from xcbench.analysis.attribution import attribute
-    from xcbench.analysis.dataset import RunData
     from xcbench.analysis.report import render_report
+    from xcbench.analysis.run_data import RunData
     t0 = time.perf_counter()
     rd = RunData(path)
     _ = rd.points, rd.transfer_quantiles

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import requests
 
-from xcbench import proc
-from xcbench.cell import Cell
-from xcbench.proc import ProcessSet
-from xcbench.session import CellSession
-from xcbench.sizes import format_size, parse_size
+from xcbench.matrix.cell import Cell
+from xcbench.run.session import CellSession
+from xcbench.system import proc
+from xcbench.system.proc import ProcessSet
+from xcbench.system.sizes import format_size, parse_size
 
 TARGET_START_S = 2.0
 

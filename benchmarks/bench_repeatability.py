@@ -53,9 +53,9 @@ def quick_matrix(directory: Path) -> Path:
 
 
 def run_twice(matrix_path: Path, cluster, out: Path, repeats: int | None = None):
-    from xcbench.analysis.dataset import RunData
+    from xcbench.analysis.run_data import RunData
     from xcbench.matrix import load_matrix
-    from xcbench.runner import RunOptions, run_matrix
+    from xcbench.run.runner import RunOptions, run_matrix
     runs, seconds = [], []
     for name in ("first", "second"):
         matrix = load_matrix(matrix_path, cluster)

@@ -23,10 +23,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from xcbench import proc
-from xcbench.cell import Cell
-from xcbench.session import CellSession
-from xcbench.store import RunDir
+from xcbench.matrix.cell import Cell
+from xcbench.run.session import CellSession
+from xcbench.store.rundir import RunDir
+from xcbench.system import proc
 from xcbench.telemetry import CephSampler, GatewaySampler, HostSampler, ReportListener, TelemetryRunner
 
 M = 1 << 20

@@ -13,10 +13,10 @@ import sys
 
 from xcbench import __version__
 from xcbench.errors import XcbError
-from xcbench.signals import EXIT_CODE, Interrupted, StopFlag
+from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
 
-# commands that start processes: they stop on SIGINT/SIGTERM/SIGHUP (xcbench.signals), record
-# what they start (xcbench.orphans) and first stop what a killed earlier command left behind
+# commands that start processes: they stop on SIGINT/SIGTERM/SIGHUP (xcbench.system.signals), record
+# what they start (xcbench.system.orphans) and first stop what a killed earlier command left behind
 STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "selftest")
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
             "report", "compare", "plan", "telemetry", "baseline", "selftest", "hosts",
@@ -70,7 +70,7 @@ def _guarded(args) -> int:
     import faulthandler
     import signal
 
-    from xcbench import orphans
+    from xcbench.system import orphans
     # `kill -USR1 <pid>` prints every thread's stack to stderr: what a command that does not
     # stop is waiting for (the tests ask for it before they give up on one)
     with contextlib.suppress(AttributeError, ValueError, OSError):  # a stderr without a file

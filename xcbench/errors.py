@@ -11,5 +11,5 @@ class XcbError(Exception):
     exit_code = 2
 
     def __init__(self, message: str):
-        from xcbench.secrets import scrub  # a client error may quote a token: never print it
+        from xcbench.system.secrets import scrub  # a client error may quote a token: never print it
         super().__init__(scrub(" ".join(str(message).split())))

@@ -79,7 +79,7 @@ def ceph_cluster(request, tmp_path_factory):
 def _down_orphans(root) -> None:
     """Take down session clusters left running by a pytest that was killed (no teardown ran)."""
     from xcbench.ceph.mini import MiniCluster
-    from xcbench.proc import pid_alive
+    from xcbench.system.proc import pid_alive
     for owner in {p.resolve() for p in root.glob("pytest-*/xcb-session*/owner.pid")}:
         try:
             pid = int(owner.read_text())
@@ -115,9 +115,9 @@ def ceph_fuse_mount(ceph_cluster, tmp_path_factory):
 def tmpfs_gateway(tmp_path):
     """A started xcbench.gateway.Gateway on a fresh 512 MiB tmpfs target; stopped and the
     target removed afterwards. (Owner: gateway engineer; see tests/integration/gwcheck.py.)"""
-    from xcbench.cell import Cell
-    from xcbench.proc import ProcessSet
-    from xcbench.session import CellSession
+    from xcbench.matrix.cell import Cell
+    from xcbench.run.session import CellSession
+    from xcbench.system.proc import ProcessSet
     procs = ProcessSet()
     cell = Cell(id="tmpfs-fixture", label="tmpfs fixture", backend="tmpfs", tmpfs_size=512 << 20)
     try:

@@ -28,9 +28,9 @@ from xcbench.ceph import mounts as cmount
 from xcbench.ceph.layout import Layout, cephfs_objects, cephfs_oid
 from xcbench.ceph.layout import parse_xattr as parse_layout
 from xcbench.errors import XcbError
-from xcbench.findings import object_size_findings, plain_gateway_findings
-from xcbench.fsutil import remove_tree
-from xcbench.xrootd_user import own, xrootd_ids_if_any
+from xcbench.store.findings import object_size_findings, plain_gateway_findings
+from xcbench.system.fsutil import remove_tree
+from xcbench.system.xrootd_user import own, xrootd_ids_if_any
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster
@@ -202,7 +202,7 @@ class CephFSBackend(Backend):
 
     def layout_evidence(self, target: Target) -> dict[str, Any] | None:
         """The layout CephFS reports on the cell's dir (ceph.dir.layout), else the cell's."""
-        from xcbench import fingerprint
+        from xcbench.store import fingerprint
         got = fingerprint.layout_xattrs(target.path) if target.path else None
         return got if got is not None else super().layout_evidence(target)
 

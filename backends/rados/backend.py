@@ -17,13 +17,13 @@ import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from xcbench import proc
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.rados import objects
 from xcbench.ceph.layout import Layout, striper_objects, striper_oid
 from xcbench.errors import XcbError
-from xcbench.findings import finding, object_size_findings
-from xcbench.sizes import format_size
+from xcbench.store.findings import finding, object_size_findings
+from xcbench.system import proc
+from xcbench.system.sizes import format_size
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster
@@ -92,7 +92,7 @@ class RadosBackend(Backend):
         XcbError naming the field on a mismatch."""
         if gateway is None:
             raise XcbError(f"cell {target.cell_id}: verify: a rados target is checked through its "
-                           "gateway (start one: xcbench.session.CellSession)")
+                           "gateway (start one: xcbench.run.session.CellSession)")
         return self._verify(target, gateway)
 
     def _verify(self, target: Target, gw) -> dict[str, Any]:

@@ -13,12 +13,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from xcbench import proc
 from xcbench.backends.base import Backend, Target
 from xcbench.errors import XcbError
-from xcbench.fsutil import remove_tree
-from xcbench.sizes import format_size
-from xcbench.xrootd_user import reachable_by, xrootd_ids
+from xcbench.system import proc
+from xcbench.system.fsutil import remove_tree
+from xcbench.system.sizes import format_size
+from xcbench.system.xrootd_user import reachable_by, xrootd_ids
 
 DEFAULT_SIZE = 1 << 30
 SHM = "/dev/shm"

@@ -19,7 +19,7 @@ def workdir(request):
 @pytest.fixture(scope="module")
 def backend(request, ceph_cluster, workdir):
     """An instance of the test module's ``BACKEND``; closed (unmounted) after the module."""
-    from xcbench.proc import ProcessSet
+    from xcbench.system.proc import ProcessSet
     procs = ProcessSet()
     b = request.module.BACKEND(ceph_cluster, workdir, procs)
     try:

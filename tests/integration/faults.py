@@ -24,9 +24,9 @@ from pathlib import Path
 import psutil
 
 from tests.integration.gwcheck import xrootd_workdir
-from xcbench import proc
 from xcbench.ceph.mounts import mount_table
-from xcbench.store import RunDir
+from xcbench.store.rundir import RunDir
+from xcbench.system import proc
 
 MARK = "XCB_FAULT_TEST"
 

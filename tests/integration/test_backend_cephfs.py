@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import proc
 from xcbench.backends.cephfs import BACKEND  # noqa: F401 - the conftest backend fixture
 from xcbench.backends.cephfs.backend import TOP
-from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.ceph.layout import cephfs_objects, parse_xattr
 from xcbench.errors import XcbError
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 K, M = 1 << 10, 1 << 20

@@ -9,11 +9,11 @@ import os
 import pytest
 
 from tests.integration.gwcheck import adler32_hex
-from xcbench import proc
 from xcbench.backends.rados import BACKEND, objects  # noqa: F401 - BACKEND: conftest backend fixture
-from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.ceph.layout import striper_objects
 from xcbench.errors import XcbError
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 M = 1 << 20
@@ -105,7 +105,7 @@ def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, work
 
 
 def test_a_session_without_gateway_verifies_through_its_own(ceph_cluster, workdir):
-    from xcbench.session import CellSession
+    from xcbench.run.session import CellSession
     K = 1 << 10
     layout = Layout(64 * K, 3, 128 * K)
     procs = proc.ProcessSet()

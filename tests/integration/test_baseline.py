@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import baseline, proc, tcpaudit
 from xcbench.cli import main
-from xcbench.store import RunDir
+from xcbench.network import baseline, tcpaudit
+from xcbench.store.rundir import RunDir
+from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +84,7 @@ def test_tune_tcp_sets_the_fixes_and_puts_every_old_value_back():
 @root_only
 def test_tune_tcp_restores_when_the_process_is_terminated(tmp_path):
     before = proc_sys()
-    script = ("import time\nfrom xcbench import tcpaudit\n"
+    script = ("import time\nfrom xcbench.network import tcpaudit\n"
               "with tcpaudit.TcpTuning(tcpaudit.audit()) as t:\n"
               "    print(len(t.changed), flush=True)\n    time.sleep(60)\n")
     p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

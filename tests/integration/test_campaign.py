@@ -16,9 +16,9 @@ import pytest
 from tests.integration.gwcheck import tmpfs_gateways
 from xcbench.backends.tmpfs import BACKEND
 from xcbench.campaign import CampaignHooks, CampaignSpec, run_campaign
-from xcbench.cell import Cell
 from xcbench.gateway import start_gateway
-from xcbench.proc import ProcessSet
+from xcbench.matrix.cell import Cell
+from xcbench.system.proc import ProcessSet
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from xcbench.backends.cephfs import BACKEND  # noqa: F401 - the conftest backend
 from xcbench.campaign import CampaignSpec, run_campaign
 from xcbench.campaign.access import ranges
 from xcbench.campaign.reads import ReadCampaign, prepare_dataset
-from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
 
 pytestmark = pytest.mark.integration
 M = 1 << 20
@@ -174,7 +174,7 @@ def test_run_matrix_reads_each_level_from_one_dataset(ceph_cluster, tmp_path):
     """Through the runner: a read cell writes its dataset at the first level only; a mixed
     cell has both directions at every level; write cells are unchanged."""
     from xcbench.commands.run import load_run_matrix
-    from xcbench.runner import RunOptions, run_matrix
+    from xcbench.run.runner import RunOptions, run_matrix
     p = tmp_path / "reads.yaml"
     p.write_text("name: reads\ndefaults:\n  concurrency: [1, 2]\n  file_size: 2M\n  files: 4\n"
                  "  direction: [read, mixed]\n  campaign: {timeout: 60}\n"
@@ -204,7 +204,7 @@ def test_rados_read_catches_a_corrupt_object(ceph_cluster, workdir):
     from xcbench.backends.rados import BACKEND as RADOS
     from xcbench.ceph.layout import striper_objects
     from xcbench.gateway import start_gateway
-    from xcbench.proc import ProcessSet
+    from xcbench.system.proc import ProcessSet
     procs = ProcessSet()
     rados_backend = RADOS(ceph_cluster, workdir, procs)
     layout, pool = Layout(1 * M, 1, 1 * M), PoolSpec("replicated", size=1)

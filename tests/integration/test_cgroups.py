@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from xcbench.cgroups import CgroupError, CpuGroups, Registry, detect, sweep_stale
-from xcbench.limits import cpu_limit
+from xcbench.system.cgroups import CgroupError, CpuGroups, Registry, detect, sweep_stale
+from xcbench.system.limits import cpu_limit
 
 TICKS = 2 / os.sysconf("SC_CLK_TCK")  # resolution of two process CPU-time reads (s)
 
@@ -83,7 +83,7 @@ def test_names_must_be_xcbench_names(tmp_path):
 def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess:
     code = textwrap.dedent(f"""
         import os, signal, subprocess, sys
-        from xcbench.cgroups import CpuGroups
+        from xcbench.system.cgroups import CpuGroups
         groups = CpuGroups({str(tmp_path)!r}, "crash{os.getpid()}")
         g = groups.create("gateway", 0.5)
         busy = subprocess.Popen({BUSY!r}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

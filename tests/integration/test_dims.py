@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.gwcheck import tmpfs_gateways, xrootd_workdir
 from xcbench.campaign import CampaignSpec, run_campaign
-from xcbench.cgroups import PERIOD_US, CgroupError, detect
+from xcbench.system.cgroups import PERIOD_US, CgroupError, detect
 from xcbench.telemetry.xrdreport import ReportListener, parse_report
 
 pytestmark = pytest.mark.integration
@@ -112,9 +112,9 @@ def test_a_cell_with_cores_runs_its_origins_in_quota_groups_removed_on_exit():
         detect()
     except CgroupError as e:
         pytest.skip(f"needs CPU-quota cgroups: {e}")
-    from xcbench.cell import Cell
-    from xcbench.proc import ProcessSet
-    from xcbench.session import CellSession
+    from xcbench.matrix.cell import Cell
+    from xcbench.run.session import CellSession
+    from xcbench.system.proc import ProcessSet
     cell = Cell(id="dims-sess", label="dims", backend="tmpfs", tmpfs_size=64 << 20, origins=2,
                 cores=0.3)
     procs = ProcessSet()
@@ -129,7 +129,7 @@ def test_a_cell_with_cores_runs_its_origins_in_quota_groups_removed_on_exit():
                     assert path.rsplit("/", 1)[-1].startswith("xcb-"), line
                     groups.append(path)
                 assert len(set(groups)) == 2  # one group per origin
-                from xcbench.limits import cpu_limit
+                from xcbench.system.limits import cpu_limit
                 assert cpu_limit(s.gateway.origins[0].pid).quota_cores == pytest.approx(0.3)
         finally:
             procs.stop_all()

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from xcbench import fingerprint
+from xcbench.store import fingerprint
 
 pytestmark = pytest.mark.integration
 

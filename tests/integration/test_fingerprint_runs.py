@@ -9,9 +9,9 @@ import textwrap
 import pytest
 
 from xcbench.analysis.compare import compare_data
-from xcbench.analysis.dataset import RunData
+from xcbench.analysis.run_data import RunData
 from xcbench.matrix import ClusterFacts, load_matrix
-from xcbench.runner import RunOptions, run_matrix
+from xcbench.run.runner import RunOptions, run_matrix
 
 pytestmark = pytest.mark.integration
 

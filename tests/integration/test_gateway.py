@@ -10,10 +10,10 @@ import pytest
 
 from tests.integration.gwcheck import listeners, upload_and_verify
 from xcbench.backends.tmpfs import BACKEND
-from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.gateway import start_gateway
-from xcbench.proc import ProcessSet, pid_alive
+from xcbench.matrix.cell import Cell
+from xcbench.system.proc import ProcessSet, pid_alive
 
 pytestmark = pytest.mark.integration
 
@@ -89,8 +89,8 @@ def test_cli_gateway_up_down(tmp_path):
     import sys
     from pathlib import Path
 
-    from xcbench import proc
     from xcbench.matrix import load_matrix
+    from xcbench.system import proc
     quick = Path(__file__).resolve().parents[2] / "layouts" / "quick.yaml"
     cell = next(c for c in load_matrix(quick).cells if c.backend == "tmpfs")
     wd = tmp_path / "cli"

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xcbench import proc
-from xcbench.cell import Cell
 from xcbench.hosts.emulate import why_not
+from xcbench.matrix.cell import Cell
+from xcbench.system import proc
 
 TAG = f"{os.getpid() % 10000}"
 CORES = 0.5
@@ -71,7 +71,7 @@ def inventory(scratch):
         yield inv
     finally:
         down(state, inv)
-        from xcbench.cgroups import detect
+        from xcbench.system.cgroups import detect
         ns = proc.run(["ip", "netns", "list"]).stdout
         assert not [h for h in inv.hosts if h.netns in ns.split()], ns
         assert not [h for h in inv.hosts if (detect().base / h.cgroup).exists()]
@@ -120,7 +120,7 @@ def _checks(gw, want: dict[str, str]) -> None:
 
 def _in_host(pid: int, host) -> None:
     """``pid`` runs in ``host``'s network namespace and cgroup, whose quota is its limit."""
-    from xcbench.limits import cpu_limit, proc_cgroups
+    from xcbench.system.limits import cpu_limit, proc_cgroups
     assert os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{host.netns}").st_ino
     assert os.stat(f"/proc/{pid}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
     assert proc_cgroups(pid)["cpu"].strip("/").endswith(host.cgroup)
@@ -130,8 +130,8 @@ def _in_host(pid: int, host) -> None:
 
 def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
     from xcbench.gateway.placement import report_host
-    from xcbench.proc import ProcessSet
-    from xcbench.session import CellSession
+    from xcbench.run.session import CellSession
+    from xcbench.system.proc import ProcessSet
     from xcbench.telemetry.xrdreport import ReportListener
     procs = ProcessSet()
     wd = scratch / cell.id
@@ -153,7 +153,7 @@ def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
                 _in_host(o.pid, h)
             pids = list(gw.pids)
             # the roles device: the gateway role's limit is the two hosts' quotas together
-            from xcbench.telemetry.rolepids import make_sampler
+            from xcbench.telemetry.role_processes import make_sampler
             rows = make_sampler(gateway=gw, target=s.target, cluster=None).sample(
                 time.time(), time.monotonic())
             (lim,) = [r for r in rows if r["metric"] == "role_cpu_limit_cores"
@@ -201,7 +201,7 @@ def test_tmpfs_origins_on_two_netns_hosts(inventory, scratch):
 # cell through a bridge-bound cluster in the default suite, and tmpfs origins stay here
 @pytest.mark.slow
 def test_rados_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
-    from xcbench.cell import Layout, PoolSpec
+    from xcbench.matrix.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-rados-{TAG}", label="gateway hosts rados", backend="rados",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
                 origins=2)
@@ -235,7 +235,7 @@ def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
 def test_cephfs_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
     """ceph-fuse mounts in the root namespace; the origins in the hosts' namespaces see it (the
     netns transport enters the network namespace only)."""
-    from xcbench.cell import Layout, PoolSpec
+    from xcbench.matrix.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-cephfs-{TAG}", label="gateway hosts cephfs", backend="cephfs",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
                 origins=2)

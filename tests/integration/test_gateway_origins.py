@@ -9,11 +9,11 @@ import time
 import pytest
 
 from tests.integration.gwcheck import listeners, make_file, upload_and_verify
-from xcbench import proc
 from xcbench.backends.tmpfs import BACKEND
-from xcbench.cell import Cell
 from xcbench.gateway import start_gateway
-from xcbench.proc import ProcessSet, pid_alive
+from xcbench.matrix.cell import Cell
+from xcbench.system import proc
+from xcbench.system.proc import ProcessSet, pid_alive
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from tests.integration.gwcheck import (
     tmpfs_gateways,
     xrdcp_put,
 )
-from xcbench import proc
+from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 

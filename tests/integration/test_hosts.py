@@ -20,10 +20,10 @@ import psutil
 import pytest
 import yaml
 
-from xcbench import proc
-from xcbench.cgroups import detect
 from xcbench.hosts import load_inventory, transport_for
 from xcbench.hosts.emulate import free_network, why_not
+from xcbench.system import proc
+from xcbench.system.cgroups import detect
 
 RATE = "100mbit"
 CORES = 0.25

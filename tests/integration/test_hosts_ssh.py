@@ -15,10 +15,10 @@ import psutil
 import pytest
 import yaml
 
-from xcbench import proc
 from xcbench.hosts import load_inventory, transport_for
 from xcbench.hosts.emulate import free_network, why_not
 from xcbench.hosts.transport import PIPE_GRACE
+from xcbench.system import proc
 
 TAG = f"{os.getpid() % 10000}"
 SSHD = "/usr/sbin/sshd"

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from xcbench.proc import run
+from xcbench.system.proc import run
 
 pytestmark = pytest.mark.integration
 

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import fio, net, proc
 from xcbench.backends.base import Target
-from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
-from xcbench.probe import PREFIX, direct_io_supported, run_probe
-from xcbench.records import PROBE
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.probe import fio
+from xcbench.probe.jobs import PREFIX, direct_io_supported, run_probe
+from xcbench.store.tables import PROBE
+from xcbench.system import ports as net
+from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 M = 1 << 20

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.synthrun import make_run, mixed_cells
-from xcbench import proc
 from xcbench.analysis.report import render_report
+from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 

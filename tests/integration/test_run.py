@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import proc
 from xcbench.commands.run import load_run_matrix
-from xcbench.progress import MatrixView
-from xcbench.runner import RunOptions, run_matrix
-from xcbench.store import RunDir
+from xcbench.run.progress import MatrixView
+from xcbench.run.runner import RunOptions, run_matrix
+from xcbench.store.rundir import RunDir
+from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xcbench import proc
 from xcbench.hosts.emulate import why_not
+from xcbench.system import proc
 
 TAG = f"{os.getpid() % 10000}"
 CONCURRENCY = [1, 3]
@@ -52,7 +52,7 @@ def scratch():
 
 def _leftovers(inv) -> list[str]:
     """Namespaces, links (veth, bridge, with their qdiscs) and cgroups of ``inv`` still there."""
-    from xcbench.cgroups import detect
+    from xcbench.system.cgroups import detect
     left = []
     ns = proc.run(["ip", "netns", "list"]).stdout.split()
     links = proc.run(["ip", "-o", "link", "show"]).stdout
@@ -233,7 +233,7 @@ def test_cli_run_with_hosts(hosts_file, scratch, bridge_cluster):
                           "--ceph-conf", str(bridge_cluster.conf)],
                          capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-2000:]
-    from xcbench.store import RunDir
+    from xcbench.store.rundir import RunDir
     run = RunDir.open(next(out.iterdir()))
     tr = run.table("transfers")
     assert set(tr["host"]) == {h.name for h in inv.clients} and set(tr["file_state"]) == {"FINISHED"}
@@ -261,8 +261,8 @@ def test_run_with_a_client_host_over_ssh(ssh_hosts, scratch):
 
 
 def _run_and_check(matrix, inv, cluster, out: Path, *, baseline: bool) -> None:
-    from xcbench.runner import RunOptions, run_matrix
-    from xcbench.store import RunDir
+    from xcbench.run.runner import RunOptions, run_matrix
+    from xcbench.store.rundir import RunDir
     opts = RunOptions(out=out, probes=False, report=False, progress=False, hosts=inv,
                       baseline=baseline, extra={"baseline": {"streams": [1, 2], "seconds": 1}})
     run = run_matrix(matrix, cluster, opts)

@@ -16,7 +16,7 @@ import pytest
 
 from xcbench.ceph import access, mounts
 from xcbench.ceph.bootstrap import key_of, keyring_text
-from xcbench.runner import Runner, RunOptions, StopFlag
+from xcbench.run.runner import Runner, RunOptions, StopFlag
 
 pytestmark = pytest.mark.integration
 XCBENCH = [sys.executable, "-m", "xcbench.cli"]
@@ -86,7 +86,7 @@ def test_scratch_cleanup_never_deletes_into_a_left_mount(ceph_cluster):
 def test_scratch_cleanup_refuses_a_mount_it_cannot_remove(tmp_path, capsys):
     """A mount that stays (here: unmount=False, as for a tree that is not xcbench's own) is
     named and never walked into."""
-    from xcbench import fsutil, proc
+    from xcbench.system import fsutil, proc
     t = tmp_path / "scratch"
     mnt = t / "m"
     mnt.mkdir(parents=True)
@@ -207,9 +207,9 @@ def test_least_privilege_key_for_cephfs(ceph_cluster, site):
     """The bench key `cluster caps` prints (mds path=/xcbench) prepares a CephFS cell: it mounts
     only /xcbench/<run>, sets the layout, and removes the run dir after."""
     from xcbench.backends.cephfs import BACKEND
-    from xcbench.cell import Cell, Layout, PoolSpec
     from xcbench.ceph.cluster import Cluster
-    from xcbench.proc import ProcessSet
+    from xcbench.matrix.cell import Cell, Layout, PoolSpec
+    from xcbench.system.proc import ProcessSet
     pool = PoolSpec("replicated", size=1)
     ceph_cluster.ensure_pool(pool, cephfs=True)  # the admin's part (`cluster caps` step 3)
     needs = access.Needs(pools={pool.name: pool}, cephfs_pools=[pool.name])
@@ -273,10 +273,10 @@ def test_issue_bench_key_without_p_names_the_cap(ceph_cluster, site):
     """The issue's bench key (mds 'allow rw': no p) cannot set a layout: prepare says which cap,
     and leaves neither a mount nor its run dir behind."""
     from xcbench.backends.cephfs import BACKEND
-    from xcbench.cell import Cell, Layout, PoolSpec
     from xcbench.ceph.cluster import Cluster
     from xcbench.errors import XcbError
-    from xcbench.proc import ProcessSet
+    from xcbench.matrix.cell import Cell, Layout, PoolSpec
+    from xcbench.system.proc import ProcessSet
     pool = PoolSpec("replicated", size=1)
     ceph_cluster.ensure_pool(pool, cephfs=True)
     kr, _ = site.key("xcbt-nop", ISSUE_CAPS)

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xcbench.cgroups import CgroupError, Registry, detect
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
-from xcbench.runner import Interrupted, RunOptions, run_matrix
+from xcbench.run.runner import Interrupted, RunOptions, run_matrix
 from xcbench.selftest import SCENARIOS, output
-from xcbench.selftest.runner import Cap, CappingRunner, run_selftest
+from xcbench.selftest.run_scenarios import Cap, CappingRunner, run_selftest
 from xcbench.selftest.scenarios import CELLS, QUICK, matrix_yaml
+from xcbench.system.cgroups import CgroupError, Registry, detect
 
 try:
     detect()
@@ -85,7 +85,7 @@ class _Failing(CappingRunner):
 
 @pytest.mark.parametrize("error", [XcbError, Interrupted])
 def test_cgroup_is_removed_when_the_cell_fails_or_is_interrupted(tmp_path, state, error):
-    from xcbench.cgroups import CpuGroups
+    from xcbench.system.cgroups import CpuGroups
     doc = matrix_yaml([CELLS["tmpfs"]], QUICK, "failing")
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -17,8 +17,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from xcbench import proc
 from xcbench.selftest import network
+from xcbench.system import proc
 
 WHY = network.why_not()
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(bool(WHY), reason=WHY or "-")]

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.matrix import cell_id as _cell_id
-from xcbench.sizes import format_size
-from xcbench.store import RunDir
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.store.rundir import RunDir
+from xcbench.system.sizes import format_size
 
 MIB, GIB = float(1 << 20), float(1 << 30)
 T0 = 1_760_000_000.0  # run start (epoch s)

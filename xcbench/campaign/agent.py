@@ -12,7 +12,7 @@ Its stdin gives one request line first (:func:`request`: spec, destination, sour
 then control lines: ``stop`` drains (a time-based level ends: transfers in flight finish and
 nothing new starts; a file-count campaign starts no new file), ``cancel`` gives up the
 transfers in flight too. Stdin's end is a ``stop`` (the coordinator or its ssh went away).
-SIGTERM, SIGHUP, SIGINT cancel, flush and exit (xcbench.signals): nothing is left running.
+SIGTERM, SIGHUP, SIGINT cancel, flush and exit (xcbench.system.signals): nothing is left running.
 Only the stream goes to stdout: anything a library prints there is sent to stderr instead.
 """
 
@@ -165,7 +165,7 @@ def serve(stdin: IO[str], out: Stream, stop: threading.Event) -> int:
 
 def main() -> int:
     """The command: stdout kept for the stream, signals turned into a cancel."""
-    from xcbench.signals import EXIT_CODE, StopFlag
+    from xcbench.system.signals import EXIT_CODE, StopFlag
     stream_fd = os.dup(sys.stdout.fileno())
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints cannot corrupt the stream

@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno as E
 from typing import Any
 
-from xcbench.campaign.records import transfer_row
+from xcbench.campaign.rows import transfer_row
 
 
 class CancelMixin:

@@ -48,11 +48,11 @@ from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
 from xcbench.campaign.level import LevelMixin, _Job
 from xcbench.campaign.monitor import SLOW_CHECKSUM, CampaignMonitor
 from xcbench.campaign.optimizer import AttemptView, Optimizer
-from xcbench.campaign.perthread import thread_client
-from xcbench.campaign.records import Buffered, Timeline, transfer_row
+from xcbench.campaign.rows import Buffered, Timeline, transfer_row
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import local_source, stage_source
-from xcbench.findings import finding
+from xcbench.campaign.thread_clients import thread_client
+from xcbench.store.findings import finding
 
 # XrdHttp 5.5.3 now and then answers a checksum HEAD with 500 when HTTP connections close and
 # open quickly (seen with gfal2's fresh davix sessions): the query, not the transfer, is retried
@@ -341,7 +341,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
         timeline = Timeline(self.cell_id, spec.campaign_id, spec.concurrency, spec.repeat)
         view = None
         if progress:
-            from xcbench.campaign.progress import CampaignView
+            from xcbench.campaign.live_view import CampaignView
             view = CampaignView(len(self.dataset), self.dataset.total_bytes, spec)
             view.start()
         done = threading.Event()

@@ -27,11 +27,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from xcbench import proc
 from xcbench.campaign import merge
 from xcbench.campaign.agent import request
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.system import proc
 
 GRACE = 30.0   # s an agent's own level bound lies beyond the coordinator's (only a safety)
 TICK = 0.5     # s between two judgements of the merged timeline

@@ -1,7 +1,7 @@
 """The campaign driver's own CPU use and the CPU it may use, so a "client" verdict can tell a
 driver at its limit from gateways that needed more clients.
 
-The limit is :func:`xcbench.limits.cpu_limit`'s, the same reader every role's limit comes from.
+The limit is :func:`xcbench.system.limits.cpu_limit`'s, the same reader every role's limit comes from.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 
 
 def cpu_limit(pid: int) -> dict:
-    """The driver's limit as cores and where it comes from (xcbench.limits, as for every role)."""
-    from xcbench.limits import cpu_limit as role_limit
+    """The driver's limit as cores and where it comes from (xcbench.system.limits, as for every role)."""
+    from xcbench.system.limits import cpu_limit as role_limit
     lim = role_limit(pid)
     return {"cores": None if lim.cores is None else round(lim.cores, 3), "source": lim.source}
 

@@ -16,7 +16,7 @@ The matrix names where the token is, never the token::
 
 ``token_file`` (a file holding the OAuth2 token) or ``token_env`` (the name of an environment
 variable holding it), or ``cert`` (an X509 proxy/certificate PEM) for FTS servers without tokens.
-The token is read when a level starts and registered with xcbench.secrets, so no record, log or
+The token is read when a level starts and registered with xcbench.system.secrets, so no record, log or
 manifest can carry it.
 
 Time-based levels (``duration``/``steady``) are refused under fts3: an FTS job is a list of
@@ -34,8 +34,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from xcbench import secrets
 from xcbench.errors import XcbError
+from xcbench.system import secrets
 
 ENGINES = ("local", "fts3")
 FTS_KEYS = ("endpoint", "token_file", "token_env", "cert", "verify", "link_limits")
@@ -159,7 +159,7 @@ def run_level(spec: Any, *, dest: Any, source: Any, sink: Any = None, cell_id: s
               progress: bool = False, stop_event: Any = None, fts: dict) -> dict:
     """One concurrency level of a cell as one FTS3 job; returns its CAMPAIGN row."""
     from xcbench.campaign.fts3 import submit_campaign
-    from xcbench.signals import Interrupted
+    from xcbench.system.signals import Interrupted
     del progress  # FTS has its own monitoring; the run's view follows the streamed records
     token, cert = credentials(fts)
     try:

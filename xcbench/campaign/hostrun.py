@@ -1,6 +1,6 @@
 """A run with an inventory of hosts (`xcbench run --hosts FILE`, or a matrix's ``hosts:``).
 
-What the runner (xcbench.runner) asks of it, in this order:
+What the runner (xcbench.run.runner) asks of it, in this order:
 - :meth:`RunHosts.start`: every host's clock offset and round trip measured once
   (xcbench.hosts.checks.clock_offsets) and written, with the hosts, in the manifest
   (``hosts``); the versions were checked by the command before anything started;
@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from xcbench import proc
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.system import proc
 
 
 def describe(inv: Any) -> dict[str, Any]:
@@ -55,7 +55,7 @@ class RunHosts:
 
     def baseline(self) -> tuple[list[tuple[str, str]], Any]:
         """(client address, gateway address) pairs and the runner that reaches them."""
-        from xcbench.baseline import TransportRunner
+        from xcbench.network.baseline import TransportRunner
         pairs = [(c.address, g.address) for c in self.inv.clients for g in self.inv.gateways]
         return pairs, TransportRunner(self.inv.clients + self.inv.gateways)
 

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from xcbench.campaign.records import Timeline
+from xcbench.campaign.rows import Timeline
 
 
 @dataclass(order=True)

@@ -17,7 +17,7 @@ import json
 import math
 from typing import Any
 
-from xcbench.records import CAMPAIGN, TIMELINE
+from xcbench.store.tables import CAMPAIGN, TIMELINE
 
 TIME_KEYS = {"transfers": ("start_time", "finish_time"), "optimizer": ("wall",),
              "timeline": ("wall",), "campaigns": ("start_time", "finish_time")}

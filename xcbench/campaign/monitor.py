@@ -15,9 +15,9 @@ from typing import Any
 
 from xcbench.campaign.clients import XRDCL_ENV
 from xcbench.campaign.optimizer import observe
-from xcbench.campaign.records import Buffered, Timeline, campaign_row, optimizer_row
+from xcbench.campaign.rows import Buffered, Timeline, campaign_row, optimizer_row
 from xcbench.campaign.spec import CampaignSpec
-from xcbench.findings import finding
+from xcbench.store.findings import finding
 
 log = logging.getLogger(__name__)
 SLOW_CHECKSUM = 20.0  # s: a checksum query this slow is the server's kXR_wait, not adler32

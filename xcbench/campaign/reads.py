@@ -31,11 +31,11 @@ from xcbench.campaign.dispatch import Campaign, CampaignHooks
 from xcbench.campaign.dispatch import run_campaign as run_writes
 from xcbench.campaign.level import _Job
 from xcbench.campaign.optimizer import AttemptView
-from xcbench.campaign.perthread import thread_client
 from xcbench.campaign.readers import thread_reader
 from xcbench.campaign.spec import CampaignSpec
+from xcbench.campaign.thread_clients import thread_client
 from xcbench.errors import XcbError
-from xcbench.findings import finding
+from xcbench.store.findings import finding
 
 READ_SINK = "memory://"  # a read's destination: folded into adler32 (or compared) and dropped
 RANGES = "adler32-ranges"

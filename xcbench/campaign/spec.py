@@ -9,7 +9,7 @@ from typing import Any
 
 from xcbench.analysis.steady import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
 from xcbench.errors import XcbError
-from xcbench.sizes import parse_size
+from xcbench.system.sizes import parse_size
 
 MODES = ("push", "tpc-root", "tpc-http")
 CLIENTS = ("xrootd", "gfal2", "http")  # http: plain GET, read campaigns only
@@ -249,7 +249,7 @@ class CampaignSpec:
 
     def settings(self) -> dict[str, Any]:
         """The settings as recorded (CAMPAIGN rows, manifests): secrets in ``extra`` redacted."""
-        from xcbench.secrets import redact
+        from xcbench.system.secrets import redact
         d = asdict(self)
         d["optimizer"] = asdict(self.optimizer) if self.optimizer else None
         return redact(d)

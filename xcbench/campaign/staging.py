@@ -9,13 +9,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from xcbench import orphans
 from xcbench.campaign.clients import Progress
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.endpoints import Endpoint
-from xcbench.campaign.perthread import thread_client
+from xcbench.campaign.thread_clients import thread_client
 from xcbench.errors import XcbError
-from xcbench.fsutil import remove_tree
+from xcbench.system import orphans
+from xcbench.system.fsutil import remove_tree
 
 
 def stage_source(dataset: Dataset, source: Endpoint, names: list[str], *, threads: int = 8,

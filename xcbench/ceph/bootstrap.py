@@ -12,11 +12,11 @@ import struct
 import time
 from pathlib import Path
 
-from xcbench import proc
 from xcbench.ceph import pools as cephpools
 from xcbench.ceph.cluster import FS_CLIENT_ID, FS_NAME, GATEWAY_ID, Cluster
 from xcbench.errors import XcbError
-from xcbench.net import LOOPBACK
+from xcbench.system import proc
+from xcbench.system.ports import LOOPBACK
 
 BINARIES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "ceph")
 # the measured pools: replicated size 3 (failure domain osd: one host) against EC 2+1 on the

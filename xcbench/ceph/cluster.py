@@ -38,13 +38,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xcbench import proc
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph import keys, mounts, pools
 from xcbench.ceph.keys import KeyDir
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
-from xcbench.xrootd_user import XROOTD_USER
+from xcbench.system import proc
+from xcbench.system.xrootd_user import XROOTD_USER
 
 __all__ = ["POOL_PREFIX", "Cluster", "add_ceph_args", "cluster_from_args"]
 GATEWAY_ID = "xcb-gw"
@@ -119,7 +119,7 @@ class Cluster:
         cephconf.check_conf(conf, need_mon_host="--mon-host" not in ceph_args and "--mon_host" not in ceph_args)
         kr = Path(keyring).absolute() if keyring else None
         if kr is not None:  # a missing or unreadable keyring: one line, before connecting
-            from xcbench.userfiles import read_bytes
+            from xcbench.system.userfiles import read_bytes
             read_bytes(kr, "keyring")
         meta_path = conf.parent / CLUSTER_JSON
         if meta_path.exists():

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.sizes import format_size
+from xcbench.system.sizes import format_size
 
 MIN_STRIPE_UNIT = 64 << 10  # CEPH_MIN_STRIPE_UNIT
 DEFAULT_MAX_OBJECT_SIZE = 128 << 20  # osd_max_object_size's default

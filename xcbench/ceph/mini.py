@@ -22,7 +22,6 @@ from pathlib import Path
 
 import psutil
 
-from xcbench import proc
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph import mounts as cephmounts
 from xcbench.ceph.bootstrap import (  # noqa: F401 (public names of the mini cluster)
@@ -52,8 +51,9 @@ from xcbench.ceph.cluster import (
     wait_connect,
 )
 from xcbench.errors import XcbError
-from xcbench.fsutil import remove_tree
-from xcbench.net import LOOPBACK, free_ports
+from xcbench.system import proc
+from xcbench.system.fsutil import remove_tree
+from xcbench.system.ports import LOOPBACK, free_ports
 
 MARKER = "written by xcbench: embedded mini cluster"
 OBJECTSTORES = ("bluestore", "memstore")

@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xcbench import proc
 from xcbench.errors import XcbError
+from xcbench.system import proc
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster

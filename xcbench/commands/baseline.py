@@ -8,7 +8,7 @@ from xcbench.errors import XcbError
 
 
 def add_parser(sub):
-    from xcbench.baseline import SECONDS, STREAMS
+    from xcbench.network.baseline import SECONDS, STREAMS
     p = sub.add_parser("baseline", help="network baseline: host TCP audit + iperf3 streams sweep")
     p.add_argument("--audit", action="store_true",
                    help="only audit the host's TCP settings against ESnet fasterdata (no traffic)")
@@ -77,8 +77,8 @@ def print_rows(rows: list[dict]) -> None:
 
 
 def run(args) -> int:
-    from xcbench import tcpaudit
-    from xcbench.baseline import sweep
+    from xcbench.network import tcpaudit
+    from xcbench.network.baseline import sweep
     pairs = _pairs(args.pair)
     streams = _streams(args.streams)
     if args.seconds < 1:

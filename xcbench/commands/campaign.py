@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from xcbench.errors import XcbError
-from xcbench.signals import EXIT_CODE, current
+from xcbench.system.signals import EXIT_CODE, current
 
 
 def add_parser(sub):
@@ -105,9 +105,9 @@ def tmpfs_sizes(spec, args) -> tuple[int | None, int | None]:
 
 
 def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
-    from xcbench import orphans
-    from xcbench.cell import Cell
-    from xcbench.session import CellSession
+    from xcbench.matrix.cell import Cell
+    from xcbench.run.session import CellSession
+    from xcbench.system import orphans
     workdir = Path(tempfile.mkdtemp(prefix=f"xcb-campaign-{name}-"))
     workdir.chmod(0o755)  # the backend hands a dir under it to the xrootd user
     orphans.note_dir(workdir)
@@ -119,9 +119,9 @@ def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
 
 def _token(args) -> str | None:
     """The FTS token from --fts-token, --fts-token-file or $FTS_TOKEN, registered as a secret
-    (xcbench.secrets) so no manifest, record, log or error text can carry it."""
-    from xcbench import secrets
-    from xcbench.userfiles import read_text
+    (xcbench.system.secrets) so no manifest, record, log or error text can carry it."""
+    from xcbench.system import secrets
+    from xcbench.system.userfiles import read_text
     token = args.fts_token
     if args.fts_token_file:
         token = read_text(args.fts_token_file, "--fts-token-file").strip()
@@ -136,8 +136,8 @@ def check_args(args) -> None:
     """Every flag checked before anything starts (one line, exit 2)."""
     from urllib.parse import urlsplit
 
-    from xcbench import argcheck
     from xcbench.campaign.endpoints import endpoint
+    from xcbench.commands import argcheck
     if args.mode == "push" and args.source:
         raise XcbError("campaign: --source is for the TPC modes (tpc-root, tpc-http)")
     for flag, value in (("--gateway", args.gateway), ("--source", args.source)):
@@ -158,9 +158,9 @@ def check_args(args) -> None:
 
 
 def run(args) -> int:
-    from xcbench.proc import ProcessSet
-    from xcbench.secrets import redact_argv
-    from xcbench.store import RunDir, default_store
+    from xcbench.store.rundir import RunDir, default_store
+    from xcbench.system.proc import ProcessSet
+    from xcbench.system.secrets import redact_argv
 
     token = _token(args)
     check_args(args)

@@ -6,8 +6,8 @@ import json
 import math
 from pathlib import Path
 
-from xcbench.catalog import resolve_run
-from xcbench.store import default_store
+from xcbench.store.catalog import resolve_run
+from xcbench.store.rundir import default_store
 
 
 def add_parser(sub):
@@ -29,8 +29,8 @@ def _gib(v: float) -> str:
 
 def run(args) -> int:
     from xcbench.analysis.compare import MIN_REPEATS, compare_data, versions_changed
-    from xcbench.analysis.dataset import RunData
     from xcbench.analysis.render import fmt_pct, text_table
+    from xcbench.analysis.run_data import RunData
     base = RunData(resolve_run(args.base, args.store))
     cont = RunData(resolve_run(args.contender, args.store))
     rows = compare_data(base, cont)

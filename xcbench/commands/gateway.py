@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from xcbench.errors import XcbError
-from xcbench.signals import current
+from xcbench.system.signals import current
 
 STATE = "gateway.json"
 
@@ -39,7 +39,7 @@ def add_parser(sub):
 
 def _target_from_json(d: dict):
     from xcbench.backends.base import Target
-    from xcbench.cell import Layout
+    from xcbench.matrix.cell import Layout
     d = dict(d)
     if d.get("layout"):
         d["layout"] = Layout(**d["layout"])
@@ -56,10 +56,10 @@ def _cluster(args, backend: str):
 
 
 def up(args) -> int:
-    from xcbench import argcheck
+    from xcbench.commands import argcheck
     from xcbench.matrix import load_matrix
-    from xcbench.proc import ProcessSet
-    from xcbench.session import CellSession
+    from xcbench.run.session import CellSession
+    from xcbench.system.proc import ProcessSet
     if not args.matrix or not args.cell:
         raise XcbError("gateway up: give --matrix FILE and --cell ID")
     argcheck.number("--origins", args.origins, 1, 64)
@@ -108,7 +108,7 @@ def up(args) -> int:
     if gw.client_env:
         print("  clients need: " + " ".join(f"{k}={v}" for k, v in gw.client_env.items()))
     if not args.wait:
-        from xcbench import orphans
+        from xcbench.system import orphans
         orphans.release()  # left running on purpose, recorded in gateway.json: not an orphan
         print(f"state in {state_file}; stop with: xcbench gateway down --workdir {args.workdir}")
         return 0
@@ -131,7 +131,7 @@ def down(args) -> int:
     state_file = workdir / STATE
     if not state_file.exists():
         raise XcbError(f"{state_file}: no gateway recorded here (nothing to stop)")
-    from xcbench.userfiles import read_json
+    from xcbench.system.userfiles import read_json
     try:
         state = read_json(state_file)
         target = _target_from_json(state["target"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from xcbench.errors import XcbError
 from xcbench.matrix import ClusterFacts, check_lines, load_matrix
-from xcbench.sizes import format_size, parse_size
+from xcbench.system.sizes import format_size, parse_size
 
 
 def add_parser(sub):

@@ -1,6 +1,6 @@
 """xcbench probe --matrix FILE [--cell ID]: fio probes of a matrix's cells, on their own.
 
-Each cell's target is prepared by its backend, probed (xcbench.probe.run_probe) and cleaned up;
+Each cell's target is prepared by its backend, probed (xcbench.probe.jobs.run_probe) and cleaned up;
 cells that differ only in what the probe does not see (origins, mode, concurrency, ...) share
 one probe. Prints a table like RAL's: stripe unit, stripe count, object size, pool -> IO rate
 (GiB/s, sequential object-sized writes; reads beside it) and IOPS (4 KiB random writes).
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from xcbench.ceph.cluster import add_ceph_args, cluster_from_args
 from xcbench.errors import XcbError
-from xcbench.fsutil import remove_tree
-from xcbench.signals import EXIT_CODE, current
+from xcbench.system.fsutil import remove_tree
+from xcbench.system.signals import EXIT_CODE, current
 
 GIB = float(1 << 30)
 
@@ -49,14 +49,14 @@ def _gib(v) -> str:
 
 
 def run(args) -> int:
-    from xcbench import argcheck
     from xcbench.backends.base import backend_class
-    from xcbench.fio import summary
+    from xcbench.commands import argcheck
     from xcbench.matrix import load_matrix
-    from xcbench.probe import run_probe
-    from xcbench.proc import ProcessSet
-    from xcbench.session import CellSession
-    from xcbench.sizes import format_size
+    from xcbench.probe.fio import summary
+    from xcbench.probe.jobs import run_probe
+    from xcbench.run.session import CellSession
+    from xcbench.system.proc import ProcessSet
+    from xcbench.system.sizes import format_size
     argcheck.number("--runtime", args.runtime, 1, 86400)
     argcheck.directory("--raw", args.raw)
     hosts = argcheck.hosts("--fio-hosts", args.fio_hosts)
@@ -82,7 +82,7 @@ def run(args) -> int:
     all_rows: list[dict] = []
     workdir = Path(tempfile.mkdtemp(prefix="xcb-probe-"))
     workdir.chmod(0o755)  # backends hand dirs under it to the xrootd user
-    from xcbench import orphans
+    from xcbench.system import orphans
     orphans.note_dir(workdir)  # after a kill -9, the next command removes it
     procs = ProcessSet()
     interrupted = None

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xcbench.catalog import resolve_run
-from xcbench.store import default_store
+from xcbench.store.catalog import resolve_run
+from xcbench.store.rundir import default_store
 
 if TYPE_CHECKING:
-    from xcbench.analysis.dataset import RunData
+    from xcbench.analysis.run_data import RunData
 
 
 def add_parser(sub):

@@ -45,8 +45,8 @@ def add_run_args(p) -> None:
 
 
 def options(args):
-    from xcbench import argcheck
-    from xcbench.runner import RunOptions
+    from xcbench.commands import argcheck
+    from xcbench.run.runner import RunOptions
     argcheck.number("--repeats", args.repeats, 1, 10_000)
     argcheck.name("--name", args.name)
     argcheck.directory("--out", args.out)
@@ -64,7 +64,7 @@ def options(args):
 def matrix_path(matrix: str | None, opts) -> str:
     """The matrix file to run: MATRIX, or with --resume the run's own (and its --scale-ec)."""
     if opts.resume:
-        from xcbench.store import RunDir
+        from xcbench.store.rundir import RunDir
         prev = RunDir.open(opts.resume).state
         kind = prev.extra.get("kind")
         if kind not in (None, "run"):
@@ -92,9 +92,9 @@ def load_run_matrix(path: str | Path, cluster, opts) -> Matrix:
 
 def execute(matrix: Matrix, cluster, opts) -> int:
     """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
-    from xcbench.progress import MatrixView
-    from xcbench.runner import Interrupted, run_matrix
-    from xcbench.tcpaudit import tuned
+    from xcbench.network.tcpaudit import tuned
+    from xcbench.run.progress import MatrixView
+    from xcbench.run.runner import Interrupted, run_matrix
     try:
         with tuned(opts.extra.get("tune_tcp", False)):  # old sysctls back on any exit
             run = run_matrix(matrix, cluster, opts, view=MatrixView())

@@ -6,9 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from xcbench.catalog import list_runs, resolve_run
-from xcbench.records import TABLES
-from xcbench.store import RunDir, default_store
+from xcbench.store.catalog import list_runs, resolve_run
+from xcbench.store.rundir import RunDir, default_store
+from xcbench.store.tables import TABLES
 
 
 def add_parser(sub):

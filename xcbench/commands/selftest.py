@@ -33,10 +33,10 @@ def add_parser(sub):
 def run(args) -> int:
     from xcbench.ceph.cluster import default_state_dir
     from xcbench.ceph.mini import MiniCluster
-    from xcbench.runner import Interrupted
+    from xcbench.run.runner import Interrupted
     from xcbench.selftest import output
-    from xcbench.selftest.runner import FRACTION, plan, run_selftest
-    from xcbench.selftest.runner import _stderr as log
+    from xcbench.selftest.run_scenarios import FRACTION, plan, run_selftest
+    from xcbench.selftest.run_scenarios import _stderr as log
     fraction = FRACTION if args.fraction is None else args.fraction
     if not 0 < fraction <= 0.8:
         raise XcbError(f"selftest: --fraction {fraction}: must be in (0, 0.8] (a cap near the "

@@ -11,7 +11,7 @@ per-origin evidence and the finding for an origin that got no files).
 
 Measured on this machine (XRootD 5.5.3), and why the code looks like this:
 - xrootd has no directive to bind one address, but takes systemd-style pre-bound sockets: every
-  listening port is bound by :mod:`xcbench.sdlisten` on ``bind`` (loopback). The exception is a
+  listening port is bound by :mod:`xcbench.system.sdlisten` on ``bind`` (loopback). The exception is a
   data server's cmsd: XrdCmsConfig forces it onto an ephemeral wildcard port, fenced here with
   ``xrd.allow host localhost``.
 - xrootd refuses to run as root: it runs with ``-R xrootd`` and its dirs are chowned to that
@@ -37,7 +37,7 @@ from xcbench.gateway.config import (
 )
 from xcbench.gateway.launch import START_TIMEOUT, Gateway, Server, start_gateway, stop_recorded
 from xcbench.gateway.readiness import http_answers, xroot_handshake
-from xcbench.xrootd_user import XROOTD_USER, reachable_by, xrootd_ids
+from xcbench.system.xrootd_user import XROOTD_USER, reachable_by, xrootd_ids
 
 __all__ = ["CMS_SPACE", "START_TIMEOUT", "TEMPLATES", "TPC_XFR", "TUNABLE_KEYS", "XROOTD_USER",
            "Gateway", "Server", "effective_tunables", "http_answers", "reachable_by",

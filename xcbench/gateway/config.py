@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xcbench import proc
 from xcbench.errors import XcbError
-from xcbench.templates import render
-from xcbench.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
+from xcbench.system import proc
+from xcbench.system.templates import render
+from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Target

@@ -7,7 +7,7 @@ import os
 import re
 from typing import Any
 
-from xcbench.cgroups import CpuGroups
+from xcbench.system.cgroups import CpuGroups
 
 
 def limit_origins(gateway: Any, cores: float, state_dir: Any = None) -> CpuGroups:

@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xcbench import proc
 from xcbench.errors import XcbError
-from xcbench.findings import WILDCARD_BINDS, finding
-from xcbench.fsutil import remove_tree
 from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
-from xcbench.gateway.findings import findings_for
+from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
-from xcbench.net import free_port
-from xcbench.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
+from xcbench.store.findings import WILDCARD_BINDS, finding
+from xcbench.system import proc
+from xcbench.system.fsutil import remove_tree
+from xcbench.system.ports import free_port
+from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Target
@@ -342,7 +342,7 @@ def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) 
             sorted({s.port} | ({s.http_port} if s.http_port else set()))
         python = sys.executable if s.slot is None else placement_mod.python_on(s.slot)
         if listen:  # pre-bind on the loopback address (see the module docstring)
-            cmd = [python, "-m", "xcbench.sdlisten",
+            cmd = [python, "-m", "xcbench.system.sdlisten",
                    *[a for p in listen for a in ("--listen", f"{s.addr or gw.addr}:{p}")], "--", *cmd]
         if s.slot is None:
             s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}",

@@ -5,7 +5,7 @@
 Origin i (0-based) runs on gateway host ``i mod n``; with several origins the redirector (cmsd
 manager + its xrootd) runs on the inventory's redirector host, else on the first gateway host.
 Every daemon is started through its host's Transport and listens on that host's address only
-(pre-bound by xcbench.sdlisten inside the host's network namespace; never a wildcard). What the
+(pre-bound by xcbench.system.sdlisten inside the host's network namespace; never a wildcard). What the
 daemons read (configs, TLS, the gateway's ceph.conf and keyring copy) stays where it is when the
 host shares this machine's files (local, netns: same files, same mounts, so tmpfs mounts and
 ceph-fuse made in the root namespace are what the origin sees). An ssh gateway host is refused
@@ -15,7 +15,7 @@ A Ceph-client gateway (rados) on a netns host needs the cluster on an address th
 
 The pids of a netns host's daemons are pids of this machine: ``Server.pid`` is the daemon's own
 pid (found below the spawned one), so the gateway sampler and the roles device read its CPU and
-RSS, and xcbench.limits finds the host's cgroup quota as its limit.
+RSS, and xcbench.system.limits finds the host's cgroup quota as its limit.
 
 :func:`origin_load` gives the per-origin evidence (files and bytes each origin received: from its
 own directory when it has one, else from its own ``kXR_query stats``), and
@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from xcbench import proc
 from xcbench.errors import XcbError
-from xcbench.findings import WILDCARD_BINDS, finding
+from xcbench.store.findings import WILDCARD_BINDS, finding
+from xcbench.system import proc
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Target
@@ -178,7 +178,7 @@ def report_host(hosts: Any) -> str:
 
 
 def python_on(slot: Slot) -> str:
-    """The Python that runs xcbench.sdlisten on the host (the same files on a netns host)."""
+    """The Python that runs xcbench.system.sdlisten on the host (the same files on a netns host)."""
     return sys.executable
 
 

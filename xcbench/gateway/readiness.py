@@ -8,10 +8,10 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
-from xcbench import proc
 from xcbench.errors import XcbError
-from xcbench.net import port_open
-from xcbench.sdlisten import EXIT_BIND
+from xcbench.system import proc
+from xcbench.system.ports import port_open
+from xcbench.system.sdlisten import EXIT_BIND
 
 if TYPE_CHECKING:
     from xcbench.gateway.launch import Gateway, Server

@@ -8,10 +8,11 @@ import select
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from xcbench import __version__, proc
+from xcbench import __version__
 from xcbench.errors import XcbError
 from xcbench.hosts.inventory import Host, Inventory
 from xcbench.hosts.transport import transport_for
+from xcbench.system import proc
 
 ROUNDS = 8
 # answers each line on stdin with the host's wall clock (GNU date: ns resolution)

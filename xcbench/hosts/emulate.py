@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xcbench import proc
-from xcbench.cgroups import CpuGroup, default_state_dir, detect, remove_group
 from xcbench.errors import XcbError
 from xcbench.hosts.inventory import Host, Inventory, parse_time
 from xcbench.hosts.transport import NETNS_DIR
+from xcbench.system import proc
+from xcbench.system.cgroups import CpuGroup, default_state_dir, detect, remove_group
 
 PEER = "eth0"  # the veth end inside a host's namespace
 RECORD_RE = re.compile(r"^hosts-[A-Za-z0-9_-]+\.json$")

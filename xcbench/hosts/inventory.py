@@ -97,7 +97,7 @@ class Host:
 
     @property
     def cgroup(self) -> str:
-        """The name of an emulated host's CPU cgroup (xcbench.cgroups naming: xcb-<run>-<role>)."""
+        """The name of an emulated host's CPU cgroup (xcbench.system.cgroups naming: xcb-<run>-<role>)."""
         return f"xcb-xcbench-host-{self.name}"
 
     def has_role(self, role: str) -> bool:
@@ -170,7 +170,7 @@ def local_inventory() -> Inventory:
 
 
 def load_inventory(path: str | Path) -> Inventory:
-    from xcbench.userfiles import read_yaml
+    from xcbench.system.userfiles import read_yaml
     return parse_inventory(read_yaml(path), str(path))
 
 

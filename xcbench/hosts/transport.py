@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from xcbench import proc
 from xcbench.errors import XcbError
 from xcbench.hosts.inventory import Host
+from xcbench.system import proc
 
 NETNS_DIR = Path("/run/netns")
 # ssh never prompts (a run must not hang on a password question) and never asks for a tty
@@ -137,7 +137,7 @@ class NetnsTransport(Transport):
         if self.host.cores is None:
             return None
         if self._cgroup_dir is None:
-            from xcbench.cgroups import detect
+            from xcbench.system.cgroups import detect
             self._cgroup_dir = detect().base
         return self._cgroup_dir / self.host.cgroup
 

@@ -41,9 +41,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from xcbench.cell import Cell
 from xcbench.errors import XcbError
+from xcbench.matrix.cell import Cell
 from xcbench.matrix.expand import _finish, cell_id, expand
+from xcbench.matrix.reference import check_reference
 from xcbench.matrix.schema import (
     STRIPE_ALIGN,
     _Errors,
@@ -53,8 +54,7 @@ from xcbench.matrix.schema import (
     parse_pool,
 )
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
-from xcbench.reference import check_reference
-from xcbench.userfiles import read_yaml
+from xcbench.system.userfiles import read_yaml
 
 __all__ = ["STRIPE_ALIGN", "ClusterFacts", "Matrix", "cell_id", "check_layout", "check_lines",
            "expand", "load_matrix", "parse_pool", "scale_ec_pool", "validate"]
@@ -68,7 +68,7 @@ class Matrix:
     cells: list[Cell]
     raw: dict[str, Any]
     scaled_ec: dict[str, str] = field(default_factory=dict)  # "ec8+3" -> "ec2+1" (--scale-ec)
-    reference: dict[str, Any] | None = None  # the published table reproduced (xcbench.reference)
+    reference: dict[str, Any] | None = None  # the published table reproduced (xcbench.matrix.reference)
 
     def cell(self, key: str) -> Cell:
         """A cell by id, id prefix or label."""
@@ -90,7 +90,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
     """Parse, expand and validate a matrix. Raises XcbError (first error, one line); the
     error's ``lines`` attribute holds every error."""
     path = str(path)
-    raw = read_yaml(path)  # xcbench.userfiles: unreadable/non-UTF-8/bad YAML -> one line
+    raw = read_yaml(path)  # xcbench.system.userfiles: unreadable/non-UTF-8/bad YAML -> one line
     errors = _Errors(path)
     cells = expand(raw, path, errors)
     check_levels(errors, cells)

@@ -9,7 +9,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from xcbench.cell import BACKENDS, Cell
+from xcbench.matrix.cell import BACKENDS, Cell
 from xcbench.matrix.classes import class_range, class_sizes
 from xcbench.matrix.schema import (
     BACKEND_KEYS,
@@ -28,7 +28,7 @@ from xcbench.matrix.schema import (
     check_layout,
     parse_pool,
 )
-from xcbench.sizes import format_size
+from xcbench.system.sizes import format_size
 
 
 def cell_id(settings: dict[str, Any]) -> str:

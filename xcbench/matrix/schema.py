@@ -8,10 +8,10 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from xcbench.cell import DIRECTIONS, MODES, Layout, PoolSpec
 from xcbench.ceph.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
-from xcbench.sizes import format_size, parse_size
+from xcbench.matrix.cell import DIRECTIONS, MODES, Layout, PoolSpec
+from xcbench.system.sizes import format_size, parse_size
 
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
 TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference",
@@ -203,7 +203,7 @@ def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
         from xcbench.campaign.engine import engine_problems
         problems += engine_problems(section)  # engine: local | fts3, and fts: {...}
     elif key == "gateway" and "bind" in section:
-        from xcbench.net import check_bind
+        from xcbench.system.ports import check_bind
         problems = check_bind(section["bind"])
     for fld, msg in problems:
         if not any(ln.startswith(f"{errors.path}: {where}: {fld}:") for ln in errors.lines):

@@ -1,6 +1,6 @@
 """Calibrated mode: replace datasheet numbers by what a run measured.
 
-From runs in the result store (xcbench.store.RunDir):
+From runs in the result store (xcbench.store.rundir.RunDir):
 - per-gateway rate vs concurrency: the steady-window rate of each (cell, concurrency) from
   xcbench.analysis (its stated rule), else the ``campaigns`` rate (median over repeats); the
   gateway ceiling comes from tmpfs cells (no storage behind the gateway) when there are some;
@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.plan.corerate import add_rate_per_core
+from xcbench.plan.calibration_facts import _bs, _find_int, _labels, _protection
 from xcbench.plan.gateway import GatewayInputs, gateway_model
 from xcbench.plan.gatewaycpu import gateway_cpu_rows, pick_gateway_cpu
-from xcbench.plan.runfacts import _bs, _find_int, _labels, _protection
+from xcbench.plan.rate_per_core import add_rate_per_core
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec, Protection
 from xcbench.plan.storage import StorageInputs, storage_model
 from xcbench.plan.units import fmt_rate
-from xcbench.store import RunDir
+from xcbench.store.rundir import RunDir
 
 SMALL_BS, LARGE_BS = 64 << 10, 1 << 20
 # raw (on the OSDs) and logical bytes of a pool: CephSampler's `df detail` names, and the
@@ -102,7 +102,7 @@ def _osds_in_samples(run: RunDir) -> int | None:
 def _steady_rates(cal: Calibration, run: RunDir) -> dict[tuple[str, int], float]:
     """Steady-window rates per (cell, concurrency) from the analysis (its stated rule), if any."""
     try:
-        from xcbench.analysis.dataset import RunData
+        from xcbench.analysis.run_data import RunData
         pts = RunData(run).points
     except Exception as e:  # noqa: BLE001 - the campaign rates still serve; say why
         cal.notes.append(f"{run.path.name}: no steady-state rates ({type(e).__name__}: {e}); "

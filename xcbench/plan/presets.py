@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from xcbench.errors import XcbError
 from xcbench.plan.units import SECONDS_PER_YEAR, from_gbps, parse_capacity, parse_rate
-from xcbench.sizes import parse_size
+from xcbench.system.sizes import parse_size
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Target:
     name: str
     rate: float  # bytes/s, external, through the gateways
     write_fraction: float  # share of `rate` that is written into the site (ingest)
-    file_size: int  # bytes (powers of 1024, as xcbench.sizes)
+    file_size: int  # bytes (powers of 1024, as xcbench.system.sizes)
     description: str = ""
     volume_per_year: float | None = None  # bytes stored per year, if the target states one
     source: str = ""  # where the rate (and volume) were published; "" for a custom target

@@ -30,7 +30,7 @@ from typing import Any
 
 from xcbench.plan.reader import Reader, protection_of
 from xcbench.plan.units import parse_rate
-from xcbench.sizes import parse_size
+from xcbench.system.sizes import parse_size
 
 MODELS = ("client_write_ops", "network_theoretical", "storage", "end_to_end")
 CHECKS = ("within", "bracket")

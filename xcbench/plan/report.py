@@ -10,7 +10,7 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.plan.units import fmt_bytes, fmt_capacity, fmt_rate, fmt_value, gbps
-from xcbench.sizes import format_size
+from xcbench.system.sizes import format_size
 
 FORMATS = ("text", "json", "html", "md")
 

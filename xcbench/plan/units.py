@@ -5,7 +5,7 @@
   give decimal MB/s. A bare number is refused: the unit is the whole point.
 - Capacities: ``TB``/``PB`` are decimal (as drive vendors and funding agencies count), ``TiB``/
   ``PiB`` binary (as Ceph's ``df`` counts). Reports show both.
-- Object, stripe and file sizes follow xcbench.sizes (powers of 1024, as Ceph and fio write 4M).
+- Object, stripe and file sizes follow xcbench.system.sizes (powers of 1024, as Ceph and fio write 4M).
 
 Internally every rate is bytes/s (float) and every capacity bytes.
 """

@@ -116,7 +116,7 @@ def matrix_doc(name: str, levels: tuple[int, ...], sizes: dict[str, Any]) -> dic
 def _run(doc: dict[str, Any], name: str, cluster: Any, out: Path, workdir: Path, inv: Any,
          baseline: bool) -> Any:
     from xcbench.matrix import load_matrix
-    from xcbench.runner import RunOptions, run_matrix
+    from xcbench.run.runner import RunOptions, run_matrix
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     matrix = load_matrix(path, cluster)
@@ -176,7 +176,7 @@ def run_network(cluster: Any, *, quick: bool = False, out: Path = Path("results"
     """Run the scenario; {"checks": [Check...], "runs": {name: path}, "seconds": {...},
     "figures": {unshaped_Bps, shaped_rate, shaped_Bps, iperf3_bps, levels}}."""
     from xcbench.hosts.emulate import free_network
-    from xcbench.selftest.runner import _roles_short
+    from xcbench.selftest.run_scenarios import _roles_short
     from xcbench.selftest.scenarios import Check
     why = why_not()
     if why:

@@ -37,7 +37,7 @@ class CellDef:
 
 
 def _label(pool: str) -> str:
-    from xcbench.cell import PoolSpec
+    from xcbench.matrix.cell import PoolSpec
     return PoolSpec.parse(pool).label
 
 

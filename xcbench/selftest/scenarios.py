@@ -8,7 +8,7 @@ Two runs of the real chain make every answer:
   host-cpu answer: their rate may be set by the OSDs' disks, which no CPU figure sees. The EC
   cell is ``ec-overhead`` at each level where it is >= 15 % slower than the replicated cell, and the raw/logical bytes of both pools are measured.
   The same run says how much CPU each role uses uncapped, cell by cell and level by level.
-- one **capped** run per role: the role is put in a cgroup (xcbench.cgroups) with a CPU quota
+- one **capped** run per role: the role is put in a cgroup (xcbench.system.cgroups) with a CPU quota
   of ``fraction`` x the least it used uncapped at any level of that cell. The quota is derived,
   never chosen to make the answer come out: the rules must hold for limits nobody tuned.
 

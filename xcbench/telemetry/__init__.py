@@ -11,7 +11,7 @@ Or by device name, as `xcbench run --telemetry host:0.5,ceph:2` does (``devices.
     runner = build("host:0.5,ceph:2", cell=cell, target=target, gateway=gw, listener=listener,
                    cluster=cluster, sink=run.append)
 
-Rows go to the SAMPLE table, failures of a sampler to the GAP table (xcbench.records).
+Rows go to the SAMPLE table, failures of a sampler to the GAP table (xcbench.store.tables).
 """
 
 from xcbench.telemetry.base import Rates, SampleGap, Sampler, TelemetryRunner
@@ -19,7 +19,7 @@ from xcbench.telemetry.ceph import CephSampler
 from xcbench.telemetry.devices import DEVICES, Device, build, parse_selection, wants
 from xcbench.telemetry.gateway import GatewaySampler
 from xcbench.telemetry.host import HostSampler
-from xcbench.telemetry.links import LinksSampler
+from xcbench.telemetry.link_sampler import LinksSampler
 from xcbench.telemetry.xrdreport import Report, ReportListener, parse_report
 
 __all__ = ["DEVICES", "CephSampler", "Device", "GatewaySampler", "HostSampler", "LinksSampler", "Rates", "Report",

@@ -1,6 +1,6 @@
 """Samplers and the runner that samples them in the background, on the run's clock.
 
-A sampler returns SAMPLE rows (xcbench.records.SAMPLE) without ``cell_id``: the runner adds it.
+A sampler returns SAMPLE rows (xcbench.store.tables.SAMPLE) without ``cell_id``: the runner adds it.
 Values are numbers; ``labels`` is a small dict saying what the value is of (pool, interface, pid).
 Cumulative counters keep their own name; the rate derived from them gets a ``.rate`` suffix
 (per second), so totals can be computed exactly from counters and plots can use rates.
@@ -224,7 +224,7 @@ class TelemetryRunner:
     def _write(self, table: str, rows: list[dict]) -> None:
         """Hand rows to the sink. A sink that raises (a full disk behind it) loses these rows,
         not the sampling: they are counted in ``lost`` (table -> {rows, error}) for the run to
-        report (xcbench.store counts its own losses in the manifest), and the loop goes on."""
+        report (xcbench.store.rundir counts its own losses in the manifest), and the loop goes on."""
         try:
             self.sink(table, rows)
         except Exception as e:  # noqa: BLE001 - a full disk must not kill the campaign either

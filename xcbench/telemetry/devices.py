@@ -54,7 +54,7 @@ def _ceph(ctx: Context) -> Sampler | None:
 
 
 def _roles(ctx: Context) -> Sampler:
-    from xcbench.telemetry.rolepids import make_sampler
+    from xcbench.telemetry.role_processes import make_sampler
     return make_sampler(gateway=ctx.gateway, target=ctx.target, cluster=ctx.cluster)
 
 
@@ -62,7 +62,7 @@ def _links(ctx: Context) -> Sampler | None:
     """The run's emulated hosts (its inventory when the context has one, else every emulated
     host recorded as up); none: the device does not apply."""
     from xcbench.hosts.links import links_of, recorded_links
-    from xcbench.telemetry.links import LinksSampler
+    from xcbench.telemetry.link_sampler import LinksSampler
     links = links_of(ctx.hosts) if ctx.hosts is not None else recorded_links()
     return LinksSampler(links) if links else None
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.proc import usage
+from xcbench.system.proc import usage
 from xcbench.telemetry.base import Rates, SampleGap, Sampler
 from xcbench.telemetry.xrdreport import ReportListener, parse_report
 
@@ -70,7 +70,7 @@ def report_listener(hosts: Any = None, **kw: Any) -> ReportListener:
 
 
 def _pids(servers: Iterable[Any]) -> list[tuple[int, str]]:
-    """(pid, name) of gateway.servers entries (xcbench.gateway.Server, xcbench.proc.Proc, or a
+    """(pid, name) of gateway.servers entries (xcbench.gateway.Server, xcbench.system.proc.Proc, or a
     plain pid); name is "<daemon>:<instance>" when the entry says both, e.g. "xrootd:gw-1",
     with "@<host>" for a server on an inventory's gateway host."""
     out = []

@@ -5,7 +5,7 @@ Metrics (labels in brackets):
       cumulative, each with a ``.rate`` (per second)
   cpu.busy cpu.iowait [cpu: "all" | "cpu0"...]   fraction of the interval (0..1 per cpu)
   mem.total mem.available mem.cached mem.dirty mem.writeback   bytes
-The CPU and RSS of one process (the gateway sampler's proc.* rows) are xcbench.proc.usage.
+The CPU and RSS of one process (the gateway sampler's proc.* rows) are xcbench.system.proc.usage.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from xcbench.proc import usage as read_proc  # noqa: F401 - kept for benchmarks/bench_telemetry.py
+from xcbench.system.proc import usage as read_proc  # noqa: F401 - kept for benchmarks/bench_telemetry.py
 from xcbench.telemetry.base import Rates, Sampler
 
 # psutil's per-NIC field -> our metric suffix

@@ -10,7 +10,7 @@ is theirs. Each process counts once. Metrics, labels {role, source}:
 
   role_cpu_cores        cores busy in the role's processes (all threads), over the last tick
   role_rss_bytes        resident memory summed over them
-  role_cpu_limit_cores  the CPU limit of the role (xcbench.limits), labels also {source}: one
+  role_cpu_limit_cores  the CPU limit of the role (xcbench.system.limits), labels also {source}: one
                         process, or several under one limit -> that limit; several under their
                         own limits -> their sum ("sum of N: ..."); any unknown -> no value, the
                         source says "unknown (...)" (value None: null in JSON, NaN in Parquet),
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 
 import psutil
 
-from xcbench.limits import CpuLimit, cpu_limit, throttling
+from xcbench.system.limits import CpuLimit, cpu_limit, throttling
 from xcbench.telemetry.base import Sampler
 
 ROLES = ("client", "gateway", "mount", "osd", "mds", "probe")

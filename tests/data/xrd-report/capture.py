@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from xcbench import proc
+from xcbench.system import proc
 from xcbench.telemetry.xrdreport import ReportListener, parse_report
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xcbench.analysis.dims import section
+from xcbench.analysis.dimensions import section
 from xcbench.analysis.render import GIB, environment
 
 BASE = {"backend": "tmpfs", "tmpfs_size": 2 << 30, "mode": "push", "files": 8,

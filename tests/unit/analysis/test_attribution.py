@@ -10,8 +10,8 @@ import pytest
 
 from tests.unit.synthrun import GIB, MIB, SynthCell, make_run, mixed_cells
 from xcbench.analysis.attribution import NEAR, VERDICTS, attribute, decide, write_verdicts
-from xcbench.records import VERDICT
-from xcbench.store import RunDir
+from xcbench.store.rundir import RunDir
+from xcbench.store.tables import VERDICT
 
 
 def _ev(**kw):
@@ -151,11 +151,11 @@ def test_write_verdicts_stores_a_table_the_report_then_uses(mixed, tmp_path):
 
 
 def test_fio_ceilings_from_real_client_server_output_count_the_all_row_once(tmp_path):
-    """tests/data/fio: real fio 3.33 JSON+ (two loopback servers) parsed by xcbench.fio."""
+    """tests/data/fio: real fio 3.33 JSON+ (two loopback servers) parsed by xcbench.probe.fio."""
     from pathlib import Path
 
-    from xcbench import fio
-    from xcbench.analysis.dataset import RunData
+    from xcbench.analysis.run_data import RunData
+    from xcbench.probe import fio
     data = Path(__file__).parents[2] / "data" / "fio"
     run = RunDir.create(tmp_path, name="fio", fingerprint=False)
     run.append("probes", fio.parse(fio.load_file(data / "clientserver.json"), cell_id="cs",

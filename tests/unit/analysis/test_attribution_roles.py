@@ -96,7 +96,7 @@ def roles_run(tmp_path_factory):
 
 
 def test_roles_run_every_cell_gets_its_known_verdict(roles_run):
-    from xcbench.store import RunDir
+    from xcbench.store.rundir import RunDir
     path, truth = roles_run
     rows = attribute(RunDir.open(path))
     top = {}
@@ -119,8 +119,8 @@ def test_roles_run_every_cell_gets_its_known_verdict(roles_run):
 
 
 def test_role_usage_means_over_the_window(roles_run):
-    from xcbench.analysis.dataset import RunData
     from xcbench.analysis.roles import role_usage
+    from xcbench.analysis.run_data import RunData
     rd = RunData(roles_run[0])
     cid = next(c for c, v in roles_run[1].items() if v == "client")
     p = rd.point(cid, 8)

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import SynthCell, make_run
-from xcbench.analysis.dataset import RunData
 from xcbench.analysis.report import render_report
+from xcbench.analysis.run_data import RunData
 from xcbench.errors import XcbError
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from tests.unit.analysis.test_attribution import _ev
 from tests.unit.synthrun import GIB, MIB, SynthCell, make_run
 from xcbench.analysis.attribution import attribute_data, decide
-from xcbench.analysis.dataset import RunData
+from xcbench.analysis.run_data import RunData
 from xcbench.analysis.stats import rate_rel_se, ratio_lower_bound
 
 

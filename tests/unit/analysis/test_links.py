@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from xcbench.analysis import links
+from xcbench.analysis import link_use as links
 from xcbench.analysis.attribution import NEAR, decide
 from xcbench.analysis.samples import SampleIndex
 

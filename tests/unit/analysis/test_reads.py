@@ -11,8 +11,8 @@ import pytest
 from tests.unit.analysis.readrun import make_read_run
 from tests.unit.synthrun import GIB, MIB, SynthCell
 from xcbench.analysis.attribution import attribute, decide
-from xcbench.analysis.dataset import RunData
 from xcbench.analysis.report import render_report
+from xcbench.analysis.run_data import RunData
 
 M4 = 4 << 20
 

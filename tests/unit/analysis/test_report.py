@@ -11,11 +11,11 @@ import pytest
 
 from tests.unit.synthrun import SynthCell, make_run, mixed_cells, role_cells
 from xcbench.analysis import plots, render
-from xcbench.analysis.dataset import RunData
 from xcbench.analysis.report import render_report
+from xcbench.analysis.run_data import RunData
 from xcbench.cli import main
 from xcbench.errors import XcbError
-from xcbench.store import RunDir
+from xcbench.store.rundir import RunDir
 
 
 @pytest.fixture(scope="module")

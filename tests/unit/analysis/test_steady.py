@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import SynthCell, make_run
-from xcbench.analysis.dataset import RunData
+from xcbench.analysis.run_data import RunData
 from xcbench.analysis.stats import Stats, bootstrap_ci, ci_overlap, pct_diff
 from xcbench.analysis.steady import steady_table, steady_window, timeline_from_transfers
 

@@ -66,7 +66,7 @@ def test_spec_normalises_and_names_bad_fields():
 
 
 def test_timeline_splits_bytes_by_direction():
-    from xcbench.campaign.records import Timeline
+    from xcbench.campaign.rows import Timeline
     tl = Timeline("c", "k", 4, 0, start=100.0)
     a = tl.sample(101.0, 10_000, 2, 0, 0, read_bytes=3_000)
     b = tl.sample(102.0, 25_000, 2, 1, 0, read_bytes=3_000)

@@ -1,11 +1,11 @@
-"""Campaign rows carry exactly the columns of xcbench.records."""
+"""Campaign rows carry exactly the columns of xcbench.store.tables."""
 
 import json
 
 import pytest
 
-from xcbench.campaign.records import Buffered, Timeline, campaign_row, transfer_row
-from xcbench.records import CAMPAIGN, TIMELINE, TRANSFER
+from xcbench.campaign.rows import Buffered, Timeline, campaign_row, transfer_row
+from xcbench.store.tables import CAMPAIGN, TIMELINE, TRANSFER
 
 
 def test_transfer_row_columns_and_derived_fields():

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import proc
 from xcbench.campaign.distributed import host_specs, run_distributed
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.system import proc
 
 # the agent's protocol with a virtual clock: one 1 s bucket every 20 ms of real time, its host
 # clock ``offset`` s ahead of the run's; ``stop`` drains (one partial bucket), ``fail`` errors

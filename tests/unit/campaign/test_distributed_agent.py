@@ -15,7 +15,7 @@ from xcbench.campaign.agent import parse_request, request
 from xcbench.campaign.endpoints import Endpoint
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
-from xcbench.net import free_port
+from xcbench.system.ports import free_port
 
 
 def _spec(**kw) -> CampaignSpec:

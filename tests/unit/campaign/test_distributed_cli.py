@@ -12,7 +12,7 @@ import yaml
 
 from xcbench.commands.run import hosts
 from xcbench.matrix import load_matrix
-from xcbench.runner import RunOptions
+from xcbench.run.runner import RunOptions
 
 LOCAL = {"hosts": {"here": {"roles": ["client", "gateway"], "transport": "local"}},
          "ceph": {"conf": "/etc/ceph/site.conf", "id": "xcb-bench"}}

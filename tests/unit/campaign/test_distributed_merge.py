@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from xcbench.campaign import merge
-from xcbench.records import CAMPAIGN, TIMELINE
+from xcbench.store.tables import CAMPAIGN, TIMELINE
 
 
 def host_rows(start: float, n: int, rate: float, last: float = 1.0, done0: int = 0) -> list[dict]:

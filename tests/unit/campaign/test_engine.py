@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 
-from xcbench import secrets
 from xcbench.campaign.engine import credentials, pop_engine
 from xcbench.errors import XcbError
 from xcbench.matrix import ClusterFacts, check_lines, load_matrix
+from xcbench.system import secrets
 
 FACTS = ClusterFacts()
 TOKEN = "eyJhbGciOi-literal-token-value"

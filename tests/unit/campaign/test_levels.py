@@ -220,7 +220,7 @@ def test_a_level_that_hit_its_maximum_is_not_steady():
 
 # ---- fingerprints ----------------------------------------------------------------------------
 def test_fingerprints_ignore_ports_and_paths_and_name_what_changed():
-    from xcbench.fingerprint import cell_fingerprint, fingerprint_diff
+    from xcbench.store.fingerprint import cell_fingerprint, fingerprint_diff
     gw = {"backend": "cephfs", "origins": 1, "tunables": {"async": False, "buffers_maxbsz": 16 << 20},
           "oss": None, "templates": {"xrootd.cfg.j2": "ab"}}
     pool = {"name": "xcb-rep3", "settings": {"size": 3, "pool_id": 4, "pg_num": 32}}
@@ -239,14 +239,14 @@ def test_fingerprints_ignore_ports_and_paths_and_name_what_changed():
 def test_compare_flags_only_the_cells_whose_fingerprint_changed(tmp_path):
     from tests.unit.synthrun import SynthCell, make_run
     from xcbench.analysis.compare import compare_data
-    from xcbench.analysis.dataset import RunData
-    from xcbench.fingerprint import cell_fingerprint
+    from xcbench.analysis.run_data import RunData
+    from xcbench.store.fingerprint import cell_fingerprint
     cells = [SynthCell("tmpfs", None, None, concurrency=(4,), files=8, repeats=1)]
     p1, ids = make_run(tmp_path / "a", cells)
     p2, _ = make_run(tmp_path / "b", cells)
     runs = []
     for p, maxbsz in ((p1, 16), (p2, 16)):
-        from xcbench.store import RunDir
+        from xcbench.store.rundir import RunDir
         rd = RunDir.open(p)
         for cid in rd.cells:
             rd.set_cell_fingerprint(cid, gateway={"tunables": {"buffers_maxbsz": maxbsz}},

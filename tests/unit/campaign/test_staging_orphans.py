@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from xcbench import orphans
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.staging import LocalSource
+from xcbench.system import orphans
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def home(tmp_path, monkeypatch):
 
 DRIVER = textwrap.dedent("""
     import os, signal, sys
-    from xcbench import orphans
+    from xcbench.system import orphans
     from xcbench.campaign.dataset import Dataset
     from xcbench.campaign.staging import LocalSource
     orphans.start()

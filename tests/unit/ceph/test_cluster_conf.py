@@ -15,8 +15,8 @@ from xcbench.ceph.bootstrap import (
 )
 from xcbench.ceph.cluster import default_state_dir, parse_ceph_args
 from xcbench.errors import XcbError
-from xcbench.net import free_ports
-from xcbench.proc import run
+from xcbench.system.ports import free_ports
+from xcbench.system.proc import run
 
 
 def test_parse_normalises_keys_and_strips_comments():

@@ -12,7 +12,7 @@ from xcbench.ceph import pools as cephpools
 from xcbench.ceph.cluster import Cluster, cluster_from_args
 from xcbench.ceph.mini import MARKER, MiniCluster
 from xcbench.errors import XcbError
-from xcbench.proc import pid_alive, run
+from xcbench.system.proc import pid_alive, run
 
 XCBENCH = [sys.executable, "-m", "xcbench.cli"]
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from xcbench.proc import run
+from xcbench.system.proc import run
 
 
 def test_missing_ceph_mon_says_how_to_fix(tmp_path):

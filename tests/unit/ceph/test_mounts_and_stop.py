@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from xcbench import proc
 from xcbench.ceph import mounts
+from xcbench.system import proc
 
 
 def test_mount_table_has_root_and_proc():

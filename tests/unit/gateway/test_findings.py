@@ -5,10 +5,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from xcbench.backends.base import Target
-from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.gateway import effective_tunables
-from xcbench.gateway.findings import findings_for, gateway_findings
-from xcbench.records import FINDING
+from xcbench.gateway.misconfig import findings_for, gateway_findings
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.store.tables import FINDING
 
 
 def whats(rows):

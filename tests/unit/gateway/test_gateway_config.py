@@ -7,7 +7,7 @@ import pytest
 from xcbench.backends.base import Target
 from xcbench.errors import XcbError
 from xcbench.gateway import effective_tunables, render_config, url_host_for
-from xcbench.templates import render
+from xcbench.system.templates import render
 
 RADOS_OSS = {"ceph_user": "xcbgw", "pool": "xcb-ec2-1", "nb_stripes": 4,
              "stripe_unit": 4 << 20, "object_size": 64 << 20}

@@ -7,7 +7,7 @@ from xcbench.hosts import parse_inventory
 from xcbench.hosts.emulate import Record
 from xcbench.hosts.links import link_counters, links_of, read_counters, recorded_links
 from xcbench.telemetry.base import SampleGap
-from xcbench.telemetry.links import LinksSampler
+from xcbench.telemetry.link_sampler import LinksSampler
 
 INV = parse_inventory({"hosts": {
     "c1": {"roles": ["client"], "transport": "netns", "address": "10.77.0.11",

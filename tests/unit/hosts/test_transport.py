@@ -8,11 +8,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from xcbench import proc
 from xcbench.errors import XcbError
 from xcbench.hosts import Host, transport_for
 from xcbench.hosts.inventory import Link
 from xcbench.hosts.transport import TIED, NetnsTransport
+from xcbench.system import proc
 
 LOCAL = Host("l", ("client",), "local", "127.0.0.1")
 NETNS = Host("c1", ("client",), "netns", "10.77.0.11", cores=0.5, link=Link("1gbit", 1e9))

@@ -7,10 +7,10 @@ import pytest
 from xcbench.campaign.spec import CampaignSpec, OptimizerSpec, check_campaign_settings
 from xcbench.cli import main
 from xcbench.errors import XcbError
-from xcbench.gateway.findings import gateway_findings
+from xcbench.gateway.misconfig import gateway_findings
 from xcbench.matrix import check_lines, load_matrix
-from xcbench.store import RunDir
-from xcbench.userfiles import read_json, read_text, read_yaml
+from xcbench.store.rundir import RunDir
+from xcbench.system.userfiles import read_json, read_text, read_yaml
 
 
 @pytest.mark.parametrize("kw, field", [
@@ -147,7 +147,7 @@ def test_token_file_is_read_and_empty_one_refused(tmp_path, capsys):
 
 
 def test_jsonl_torn_tail_is_skipped_garbage_inside_is_one_line(tmp_path, capsys):
-    from xcbench.store import read_jsonl
+    from xcbench.store.rundir import read_jsonl
     jl = tmp_path / "t.jsonl"
     jl.write_text('{"a": 1, "b": "x"}\n{"a": 2, "b": 5}\n{"a": 3, "b"')
     df = read_jsonl(jl)

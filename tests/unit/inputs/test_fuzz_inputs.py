@@ -401,7 +401,7 @@ def test_fuzz_ceph_conf(base, capsys, conf, cmd):
 # --- damaged run directories ---------------------------------------------------------------
 
 def _good_run(d: Path) -> Path:
-    from xcbench.store import RunDir
+    from xcbench.store.rundir import RunDir
     run = RunDir.create(d / "results", name="r", fingerprint=False,
                         matrix={"path": str(QUICK), "name": "quick"}, options={})
     run.append("transfers", [{"cell_id": "c1", "file_index": i, "file_state": "FINISHED",
@@ -449,7 +449,7 @@ def damage(run: Path, kind: str, arg: int) -> None:
     elif kind == "bytes":
         m.write_bytes(text.encode()[:arg % len(text)] + b"\xff\xfe" + text.encode()[arg % len(text):])
     elif kind == "parquet":  # a finalized table cut short, or overwritten
-        from xcbench.store import read_jsonl
+        from xcbench.store.rundir import read_jsonl
         pq = run / "transfers.parquet"
         read_jsonl(run / "records" / "transfers.jsonl").to_parquet(pq, index=False)
         data = pq.read_bytes()

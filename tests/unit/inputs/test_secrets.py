@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from xcbench import secrets
 from xcbench.errors import XcbError
-from xcbench.secrets import REDACTED, redact, redact_argv, redact_env, scrub
-from xcbench.store import RunDir
+from xcbench.store.rundir import RunDir
+from xcbench.system import secrets
+from xcbench.system.secrets import REDACTED, redact, redact_argv, redact_env, scrub
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.payload.signature"
 

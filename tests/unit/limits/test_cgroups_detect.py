@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from xcbench.cgroups import CgroupError, CpuGroup, Mechanism, detect
+from xcbench.system.cgroups import CgroupError, CpuGroup, Mechanism, detect
 
 
 def _lay(root: Path, files: dict[str, str]) -> Path:

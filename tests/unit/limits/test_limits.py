@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from xcbench.limits import cpu_limit, parse_cpu_list, proc_cgroups
+from xcbench.system.limits import cpu_limit, parse_cpu_list, proc_cgroups
 
 
 def _tree(tmp: Path, cgroup_lines: str, files: dict[str, str], pid: int = 4242) -> tuple[Path, Path]:

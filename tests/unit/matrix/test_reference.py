@@ -11,12 +11,12 @@ import pytest
 import yaml
 
 from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis import netbase
+from xcbench.analysis import network_baseline as netbase
 from xcbench.analysis.report import render_report
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
-from xcbench.store import RunDir
+from xcbench.store.rundir import RunDir
 
 M = 1 << 20
 BASE = {"name": "t", "backends": {"cephfs": {

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import baseline, proc
 from xcbench.errors import XcbError
+from xcbench.network import baseline
+from xcbench.system import proc
 
 DATA = Path(__file__).parents[2] / "data" / "iperf3"
 
@@ -134,7 +135,7 @@ def test_bad_settings_are_refused_before_any_process(kw, msg):
 
 
 def test_rows_carry_the_declared_baseline_columns(no_wait):
-    from xcbench.records import BASELINE
+    from xcbench.store.tables import BASELINE
     rows = baseline.sweep(streams=[1], runner=RecordingRunner())
     assert all(set(x) == set(BASELINE) for x in rows)
 

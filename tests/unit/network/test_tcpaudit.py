@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import tcpaudit
 from xcbench.errors import XcbError
+from xcbench.network import tcpaudit
 
 HOST = {"net.core.rmem_max": "4194304", "net.core.wmem_max": "212992",
         "net.ipv4.tcp_rmem": "4096\t131072\t6291456", "net.ipv4.tcp_wmem": "4096 16384 4194304",
@@ -145,9 +145,9 @@ def test_tuned_is_a_no_op_unless_asked():
 def test_run_tune_tcp_wraps_the_whole_run_and_restores_after_a_fault(monkeypatch):
     import contextlib
 
-    from xcbench import runner
     from xcbench.cli import build_parser
     from xcbench.commands import run as run_cmd
+    from xcbench.run import runner
     events = []
 
     @contextlib.contextmanager

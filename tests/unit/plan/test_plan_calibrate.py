@@ -17,7 +17,7 @@ from xcbench.plan.spec import (
     example_path,
     load_cluster,
 )
-from xcbench.store import RunDir
+from xcbench.store.rundir import RunDir
 
 MiB, GiB = 1 << 20, 1 << 30
 TMPFS = {"backend": "tmpfs", "origins": 1, "mode": "push", "pool": None}

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from xcbench.plan.calibrate import Calibration
-from xcbench.plan.corerate import add_rate_per_core, rate_per_core_rows
+from xcbench.plan.rate_per_core import add_rate_per_core, rate_per_core_rows
 
 CELLS = {
     "a": {"label": "tmpfs 2G o1 push 0.5c", "settings": {"backend": "tmpfs", "mode": "push",

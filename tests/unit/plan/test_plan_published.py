@@ -17,7 +17,7 @@ from xcbench.plan.crosscheck import check_published
 from xcbench.plan.planner import make_plan
 from xcbench.plan.presets import PRESETS, Target
 from xcbench.plan.spec import Assumptions, example_path, examples, load_cluster, load_gateway
-from xcbench.store import RunDir
+from xcbench.store.rundir import RunDir
 
 GiB = 1 << 30
 A = Assumptions()

@@ -1,6 +1,6 @@
 """The fio JSON+ parser against real fio 3.33 output captured on this machine (tests/data/fio).
 
-Every figure is recomputed here from the raw JSON, independently of xcbench.fio, and must equal
+Every figure is recomputed here from the raw JSON, independently of xcbench.probe.fio, and must equal
 what the parser reports."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xcbench import fio
 from xcbench.errors import XcbError
-from xcbench.records import PROBE
+from xcbench.probe import fio
+from xcbench.store.tables import PROBE
 
 DATA = Path(__file__).parents[2] / "data" / "fio"
 

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import probe, proc
 from xcbench.backends.base import Target
-from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
-from xcbench.fio import jobfile_options
-from xcbench.templates import render
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.probe import jobs as probe
+from xcbench.probe.fio import jobfile_options
+from xcbench.system import proc
+from xcbench.system.templates import render
 
 RADOS_CTX = dict(cell_id="c1", label="rados su=4M sc=1 os=4M rep1", conf="/etc/ceph/ceph.conf",
                  client_id="admin", pool="xcb-rep1", prefix="xcb-probe.c1",

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.probe.test_fio_templates import parse_only
-from xcbench import probe
 from xcbench.backends.base import Target
-from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
-from xcbench.fio import jobfile_options
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.probe import jobs as probe
+from xcbench.probe.fio import jobfile_options
 
 
 class Reading:

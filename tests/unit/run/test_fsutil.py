@@ -7,9 +7,9 @@ import shutil
 
 import pytest
 
-from xcbench import fsutil, proc
 from xcbench.ceph import keys
 from xcbench.errors import XcbError
+from xcbench.system import fsutil, proc
 
 
 def _tree(root):

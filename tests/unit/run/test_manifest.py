@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from xcbench.errors import XcbError
-from xcbench.manifest import SCHEMA_VERSION, CellState, Manifest
+from xcbench.store.manifest import SCHEMA_VERSION, CellState, Manifest
 
 
 def test_a_schema_1_manifest_becomes_typed_state():

@@ -1,4 +1,4 @@
-"""xcbench.orphans: what a command starts is recorded; after a kill -9 the next command stops
+"""xcbench.system.orphans: what a command starts is recorded; after a kill -9 the next command stops
 exactly those processes (pid, start time and command line), unmounts, and says so."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from xcbench import orphans, proc
+from xcbench.system import orphans, proc
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_a_live_owners_record_is_left_alone(records):
 
 
 def test_an_exec_shim_is_the_same_process():
-    then = ["/usr/bin/python3", "-m", "xcbench.sdlisten", "--listen", "127.0.0.1:1", "--",
+    then = ["/usr/bin/python3", "-m", "xcbench.system.sdlisten", "--listen", "127.0.0.1:1", "--",
             "xrootd", "-c", "a.cfg"]
     assert orphans._same_command(then, ["xrootd", "-c", "a.cfg"])
     assert orphans._same_command(["/usr/bin/fio", "j.fio"], ["fio", "j.fio"])

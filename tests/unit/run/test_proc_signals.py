@@ -1,4 +1,4 @@
-"""A signal while xcbench.proc starts a child: the child is never left without someone to stop it.
+"""A signal while xcbench.system.proc starts a child: the child is never left without someone to stop it.
 
 The race of issue 14 (a probe's fio left running after SIGHUP): the KeyboardInterrupt the
 command's StopFlag raises came between Popen and the code that stops the child (while the child
@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from xcbench import proc, signals
-from xcbench.signals import StopFlag
+from xcbench.system import proc, signals
+from xcbench.system.signals import StopFlag
 
 
 def _signal_self(sig: int, stop: StopFlag) -> None:

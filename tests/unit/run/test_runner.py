@@ -8,8 +8,8 @@ import json
 from tests.unit.synthrun import SynthCell
 from xcbench.analysis import attribution
 from xcbench.matrix import Matrix
-from xcbench.runner import Runner, RunOptions, StopFlag, _conclude, open_or_create
-from xcbench.store import RunDir
+from xcbench.run.runner import Runner, RunOptions, StopFlag, _conclude, open_or_create
+from xcbench.store.rundir import RunDir
 
 
 def _cells():

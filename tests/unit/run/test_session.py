@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 import xcbench.gateway
-import xcbench.session
+import xcbench.run.session
 from xcbench.backends.tmpfs import TmpfsBackend
-from xcbench.cell import Cell
 from xcbench.errors import XcbError
-from xcbench.proc import ProcessSet
-from xcbench.session import CellSession
+from xcbench.matrix.cell import Cell
+from xcbench.run.session import CellSession
+from xcbench.system.proc import ProcessSet
 
 
 def recording(events: list[str]):
@@ -48,7 +48,7 @@ class FakeGateway:
 @pytest.fixture
 def events(monkeypatch):
     ev: list[str] = []
-    monkeypatch.setattr(xcbench.session, "get_backend", lambda name: recording(ev))
+    monkeypatch.setattr(xcbench.run.session, "get_backend", lambda name: recording(ev))
     return ev
 
 

@@ -1,4 +1,4 @@
-"""xcbench.signals: SIGINT, SIGTERM and SIGHUP stop every command the same way."""
+"""xcbench.system.signals: SIGINT, SIGTERM and SIGHUP stop every command the same way."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from xcbench.signals import SIGNALS, Interrupted, StopFlag, active
+from xcbench.system.signals import SIGNALS, Interrupted, StopFlag, active
 
 
 def _wait_for_handler() -> None:

@@ -1,5 +1,5 @@
-"""One state home for what outlives a command: the process records (xcbench.orphans) and the
-cgroup registry (xcbench.cgroups) follow the same variable; records an older xcbench left under
+"""One state home for what outlives a command: the process records (xcbench.system.orphans) and the
+cgroup registry (xcbench.system.cgroups) follow the same variable; records an older xcbench left under
 $XCBENCH_STATE (the registry's own variable before) are still read."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from xcbench import cgroups, orphans, statedir
+from xcbench.system import cgroups, orphans, statedir
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import SynthCell
-from xcbench import fingerprint
-from xcbench.catalog import list_runs, resolve_run
 from xcbench.cli import main
 from xcbench.errors import XcbError
-from xcbench.store import SCHEMA_VERSION, RunDir, write_json
+from xcbench.store import fingerprint
+from xcbench.store.catalog import list_runs, resolve_run
+from xcbench.store.rundir import SCHEMA_VERSION, RunDir, write_json
 
 
 def _run(tmp_path, name="r1", **kw):

@@ -8,9 +8,9 @@ import os
 
 from tests.unit.synthrun import SynthCell, make_run
 from xcbench.analysis.report import render_report
-from xcbench.campaign.records import Buffered
-from xcbench.manifest import LostRows, Manifest
-from xcbench.store import BALLAST, RunDir, read_jsonl
+from xcbench.campaign.rows import Buffered
+from xcbench.store.manifest import LostRows, Manifest
+from xcbench.store.rundir import BALLAST, RunDir, read_jsonl
 from xcbench.telemetry.base import Sampler, TelemetryRunner
 
 
@@ -57,7 +57,7 @@ def test_rows_that_cannot_be_written_are_counted_not_raised(tmp_path, monkeypatc
     run = RunDir.create(tmp_path, name="r", fingerprint=False)
     assert (run.path / BALLAST).exists()
     run.append("samples", [{"v": 1}])
-    import xcbench.store as store
+    import xcbench.store.rundir as store
 
     def full(fd, data):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -166,7 +166,7 @@ def test_the_campaign_monitor_and_its_optimizer_outlive_a_failing_sink():
     from xcbench.campaign import CampaignSpec, OptimizerSpec
     from xcbench.campaign.dispatch import Campaign
     from xcbench.campaign.drivercpu import DriverCpu
-    from xcbench.campaign.records import Timeline
+    from xcbench.campaign.rows import Timeline
 
     def sink(table, rows):
         raise OSError(errno.ENOSPC, "No space left on device")

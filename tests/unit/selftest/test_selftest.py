@@ -11,7 +11,7 @@ from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.selftest import output
-from xcbench.selftest.runner import cells_of, plan
+from xcbench.selftest.run_scenarios import cells_of, plan
 from xcbench.selftest.scenarios import (
     CELLS,
     QUICK,
@@ -119,7 +119,7 @@ def later(monkeypatch):
 
 
 def test_only_a_not_yet_scenario_runs_nothing_and_says_so(tmp_path, later):
-    from xcbench.selftest.runner import run_selftest
+    from xcbench.selftest.run_scenarios import run_selftest
     result = run_selftest(None, names=[later], out=tmp_path, log=lambda s: None)
     assert result["ok"] and result["checks"] == [] and list(tmp_path.iterdir()) == []
     assert "not yet" in output.text(result)
@@ -137,7 +137,7 @@ def test_an_ec_scenario_that_never_expected_ec_overhead_is_said_not_exercised():
 def test_capping_the_osds_of_a_cluster_elsewhere_is_refused_before_any_run(tmp_path):
     from types import SimpleNamespace
 
-    from xcbench.selftest.runner import run_selftest
+    from xcbench.selftest.run_scenarios import run_selftest
     byo = SimpleNamespace(embedded=False, state_dir=None, conf=tmp_path / "ceph.conf")
     with pytest.raises(XcbError, match="OSDs elsewhere"):
         run_selftest(byo, names=["storage"], out=tmp_path / "r", log=lambda s: None)
@@ -145,7 +145,7 @@ def test_capping_the_osds_of_a_cluster_elsewhere_is_refused_before_any_run(tmp_p
 
 
 def test_a_quota_the_kernel_never_throttled_did_not_make_the_bottleneck():
-    from xcbench.selftest.runner import _unbound
+    from xcbench.selftest.run_scenarios import _unbound
     c = _result(False)["checks"][0]
     assert not _unbound(c)  # throttled in 100 % of its periods
     c.roles["gateway"]["throttled"] = 0.0

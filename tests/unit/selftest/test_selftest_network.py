@@ -32,7 +32,7 @@ def test_its_hosts_are_a_valid_inventory_with_unique_short_names():
 
 def test_run_selftest_takes_an_own_run_scenario_without_the_uncapped_run(tmp_path, monkeypatch):
     from xcbench.selftest import registry
-    from xcbench.selftest.runner import run_selftest
+    from xcbench.selftest.run_scenarios import run_selftest
     calls = []
 
     def own(cluster, **kw):
@@ -51,7 +51,7 @@ def test_run_selftest_takes_an_own_run_scenario_without_the_uncapped_run(tmp_pat
 
 def test_a_wrong_own_run_verdict_fails_the_selftest(tmp_path, monkeypatch):
     from xcbench.selftest import registry
-    from xcbench.selftest.runner import run_selftest
+    from xcbench.selftest.run_scenarios import run_selftest
 
     def own(cluster, **kw):
         c = Check("own", "tmpfs", "cid", 2, ("network",), "host-cpu", "r", False)

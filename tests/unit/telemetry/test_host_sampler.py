@@ -1,4 +1,4 @@
-"""The host sampler and xcbench.proc's per-pid helpers on this real host (psutil underneath)."""
+"""The host sampler and xcbench.system.proc's per-pid helpers on this real host (psutil underneath)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from xcbench import proc
+from xcbench.system import proc
 from xcbench.telemetry import HostSampler
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from xcbench.ceph.mini import MiniCluster
-from xcbench.telemetry import rolepids
+from xcbench.telemetry import role_processes as rolepids
 from xcbench.telemetry.devices import build
 
 

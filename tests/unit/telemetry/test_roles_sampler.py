@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from xcbench.limits import CpuLimit
+from xcbench.system.limits import CpuLimit
 from xcbench.telemetry.roles import RoleSampler, combine_limits
 
 BUSY = "import time\nt=time.time()\nwhile time.time()-t<20: pass"

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from xcbench.records import GAP, SAMPLE
+from xcbench.store.tables import GAP, SAMPLE
 from xcbench.telemetry import HostSampler, Rates, SampleGap, Sampler, TelemetryRunner
 
 

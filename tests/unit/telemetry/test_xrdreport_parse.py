@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from xcbench import proc
 from xcbench.errors import XcbError
+from xcbench.system import proc
 from xcbench.telemetry import GatewaySampler, ReportListener, SampleGap, parse_report
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "xrd-report"

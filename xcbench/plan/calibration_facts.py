@@ -1,0 +1,55 @@
+"""Facts read back from a run's records for calibration: a cell's protection, block sizes and sampler labels."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from xcbench.plan.spec import Protection
+from xcbench.system.sizes import parse_size
+
+
+def _protection(settings: dict | None) -> Protection | None:
+    pool = (settings or {}).get("pool")
+    if not isinstance(pool, dict) or pool.get("kind") not in ("replicated", "erasure"):
+        return None
+    if pool["kind"] == "replicated":
+        return Protection("replicated", size=int(pool.get("size") or 1))
+    return Protection("erasure", k=int(pool["k"]), m=int(pool["m"]))
+
+
+def _find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
+    """First int under any of ``keys`` anywhere in a JSON-like manifest."""
+    if isinstance(obj, dict):
+        for k in keys:
+            v = obj.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        for v in obj.values():
+            found = _find_int(v, keys)
+            if found:
+                return found
+    elif isinstance(obj, list):
+        for v in obj:
+            found = _find_int(v, keys)
+            if found:
+                return found
+    return None
+
+
+def _bs(v: Any) -> int | None:
+    try:
+        return parse_size(v if not isinstance(v, float) else int(v))
+    except (ValueError, TypeError):
+        return None
+
+
+def _labels(v: Any) -> dict:
+    if isinstance(v, dict):
+        return v
+    if isinstance(v, str) and v.startswith("{"):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return {}
+    return {}

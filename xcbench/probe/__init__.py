@@ -1,0 +1,1 @@
+"""Probes: fio jobs straight at a cell's target (the storage ceiling), and fio itself."""

@@ -1,0 +1,330 @@
+"""Probes: fio jobs straight at a cell's target, the storage ceiling the gateway is compared with.
+
+    run_probe(cell, target, *, cluster, workdir, sink, raw_dir, hosts, patterns) -> PROBE rows
+
+The target says which engine (``Target.fio_engine``): "rados" gets ``fio-jobs/rados.fio.j2``
+(ioengine=rados on the cell's pool), "files" (tmpfs, CephFS) gets ``fio-jobs/files.fio.j2`` in
+the target dir. Patterns: ``randwrite`` (4 KiB
+random writes: IOPS), ``write`` and ``read`` (object-sized sequential I/O: bandwidth).
+
+Reads (issue 15): a cell whose ``direction`` is read or mixed always gets the sequential
+``read`` job (its storage read bandwidth ceiling), and, when its campaign reads with
+``access: {pattern: random | readv, size, count}``, a ``randread`` job of that size (its read
+IOPS ceiling; a readv of ``count`` pieces costs the storage ``count`` random reads of ``size``,
+so it is probed as random reads of ``size``). With direct I/O the size is rounded up to 4 KiB.
+
+The cell's ``probe`` settings (matrix: runtime, ramp, iodepth, numjobs, size, bs, ss, ss_dur,
+ss_ramp, patterns) fill the templates; what is missing comes from DEFAULTS. Before fio runs,
+a missing fio, a pool that does not exist or a target dir that is gone is a one-line XcbError.
+Afterwards everything fio wrote is removed, whatever happened: objects by their exact names
+(fio's rados engine deletes a job's objects when the job ends, but not when fio is killed),
+files by their prefix.
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import mmap
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from xcbench.errors import XcbError
+from xcbench.probe import fio
+from xcbench.system import proc
+from xcbench.system.templates import render
+
+PATTERNS = ("randwrite", "write", "read")
+DEFAULTS = {"runtime": 10, "ramp": 0, "iodepth": 16, "numjobs": 1, "direct": True}
+PREFIX = "xcb-probe"
+MAX_BS = 64 << 20  # below Ceph's osd_max_write_size (90 MiB): larger object-sized writes fail
+DEFAULT_BS = 4 << 20  # bandwidth block size when the cell has no layout (tmpfs)
+MIN_IOPS_OBJECTS = 16  # 4 KiB random writes spread over at least this many objects per job
+PREFILL_CHUNK = 8 << 20
+READ_JOBS = ("read", "randread")  # jobs whose objects xcbench writes first (rados)
+ALIGN = 4096  # O_DIRECT block alignment
+DEFAULT_ACCESS = 64 << 10  # a random/readv access without a size reads 64 KiB pieces (campaign.access)
+TEMPLATES = "xcbench.fio_jobs"
+
+Sink = Callable[[str, list[dict]], None]
+
+
+def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
+    """The cell's probe settings with defaults filled in and checked."""
+    p = {**DEFAULTS, **dict(cell.probe or {})}
+    where = f"cell {cell.id}: probe"
+    pats = list(patterns if patterns is not None else p.get("patterns") or PATTERNS)
+    if isinstance(pats, str):
+        pats = [x.strip() for x in pats.split(",")]
+    for x in pats:
+        if x not in PATTERNS:
+            raise XcbError(f"{where}: patterns: {x!r} is not one of {', '.join(PATTERNS)}")
+    if not pats:
+        raise XcbError(f"{where}: patterns: empty")
+    direction = getattr(cell, "direction", None) or "write"
+    if direction in ("read", "mixed") and "read" not in pats:
+        pats.append("read")  # the read ceiling of a reading cell
+    p["patterns"] = [x for x in PATTERNS if x in pats]  # fixed order: writes before reads
+    for key in ("runtime", "iodepth", "numjobs"):
+        if not isinstance(p[key], int) or isinstance(p[key], bool) or p[key] < 1:
+            raise XcbError(f"{where}: {key}: {p[key]!r} is not a positive integer")
+    p["size"] = int(p.get("size") or cell.file_size)
+    lay = cell.layout
+    p["object_size"] = lay.object_size if lay else p["size"]
+    if p.get("bs"):
+        p["bw_bs"] = int(p["bs"])
+    else:  # object-sized, within what one OSD op and one file (or object) can take
+        from xcbench.backends.base import backend_class
+        room = backend_class(cell.backend).probe_room(p["object_size"], p["size"])
+        p["bw_bs"] = min(lay.object_size if lay else DEFAULT_BS, MAX_BS, room)
+    p["rr_bs"] = _randread_bs(cell, direction, where, p)
+    p["jobs"] = p["patterns"] + (["randread"] if p["rr_bs"] else [])
+    if p.get("ss"):
+        ramp = p.get("ss_ramp", 0)
+        p["ss_spec"] = {"ss": p["ss"], "ss_ramp": ramp,
+                        "ss_dur": p.get("ss_dur", max(1, p["runtime"] - ramp)
+                                        if isinstance(ramp, int) else p["runtime"])}
+    else:
+        p["ss_spec"] = None
+    return p
+
+
+def _randread_bs(cell, direction: str, where: str, p: dict[str, Any]) -> int | None:
+    """Block size of the random-read job: the campaign's access size (random or readv reads),
+    else None (no random-read job)."""
+    access = (cell.campaign or {}).get("access") if direction in ("read", "mixed") else None
+    if isinstance(access, str):
+        access = {"pattern": access}
+    if not isinstance(access, dict) or access.get("pattern") not in ("random", "readv"):
+        return None
+    from xcbench.system.sizes import parse_size
+    size = access.get("size")
+    try:
+        bs = int(parse_size(size)) if size is not None else DEFAULT_ACCESS
+    except (TypeError, ValueError) as e:
+        raise XcbError(f"{where}: campaign.access.size: {access.get('size')!r}: {e}") from None
+    if bs < 1:
+        raise XcbError(f"{where}: campaign.access.size: {bs} is not a positive size")
+    if p.get("direct", True):
+        bs = -(-bs // ALIGN) * ALIGN
+    return min(bs, p["object_size"], p["size"])
+
+
+def _hosts(hosts: Sequence[str] | str | None) -> list[str]:
+    if isinstance(hosts, str):
+        hosts = hosts.split(",")
+    out = [h.strip() for h in hosts or () if h.strip()]
+    for h in out:
+        fio.client_arg(h)  # one-line error for a malformed host
+    return out
+
+
+def direct_io_supported(directory: str | os.PathLike) -> bool:
+    """Whether the file system under ``directory`` takes O_DIRECT (tmpfs refuses it: EINVAL)."""
+    path = Path(directory) / f".{PREFIX}-odirect-{os.getpid()}"
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600)
+    except OSError as e:
+        if e.errno == errno.EINVAL:
+            path.unlink(missing_ok=True)
+            return False
+        raise XcbError(f"{directory}: cannot create a file ({e.strerror})") from e
+    try:
+        buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT wants
+        try:
+            os.write(fd, buf)
+            return True
+        except OSError:
+            return False
+        finally:
+            buf.close()
+    finally:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+
+
+def check_target(cell, target, cluster=None) -> None:
+    """One-line errors before anything runs."""
+    where = f"cell {cell.id}"
+    if target.fio_engine == "rados":
+        fio.check_fio("rados")
+        if cluster is None:
+            raise XcbError(f"{where}: probe: the rados engine needs a Ceph cluster")
+        if not target.pool:
+            raise XcbError(f"{where}: probe: the target names no pool")
+        if not cluster.rados().pool_exists(target.pool):
+            raise XcbError(f"{where}: pool: {target.pool} does not exist in the cluster "
+                           f"({cluster.conf})")
+    else:
+        fio.check_fio()
+        if not target.path or not Path(target.path).is_dir():
+            raise XcbError(f"{where}: probe: target dir {target.path} is gone "
+                           f"(was the {target.backend} target cleaned up or unmounted?)")
+
+
+def _probe_conf(cluster, workdir: Path) -> str:
+    """The ceph.conf fio's rados engine reads. fio has no keyring option and reads only the
+    conf file: when the cluster handle carries a keyring the conf does not name, write a copy
+    that names it in the client's section."""
+    conf = Path(cluster.conf)
+    keyring = getattr(cluster, "keyring", None)
+    if not keyring:
+        return str(conf)
+    found = proc.run(["ceph-conf", "-c", conf, "--name", f"client.{cluster.client_id}",
+                      "--lookup", "keyring"], check=False, timeout=30).stdout.strip()
+    if Path(found).resolve() == Path(keyring).resolve():  # the conf already names it
+        return str(conf)
+    text = conf.read_text()
+    section = f"[client.{cluster.client_id}]"
+    line = f"\tkeyring = {keyring}\n"
+    lines = text.splitlines(keepends=True)
+    for i, ln in enumerate(lines):
+        if ln.strip() == section:
+            lines.insert(i + 1, line)
+            break
+    else:
+        lines += ["\n", section + "\n", line]
+    out = workdir / "probe-ceph.conf"
+    out.write_text("".join(lines))
+    return str(out)
+
+
+def _prefixes(cell, hosts: list[str]) -> list[str]:
+    base = f"{PREFIX}.{cell.id}"
+    return [f"{base}.h{i}" for i in range(len(hosts))] if hosts else [base]
+
+
+def _rados_objects(p: dict[str, Any]) -> tuple[int, int]:
+    """(objects per bandwidth job, objects per IOPS job)."""
+    bw = max(1, math.ceil(p["size"] / p["object_size"]))
+    return bw, max(bw, MIN_IOPS_OBJECTS)
+
+
+def object_names(cell, p: dict[str, Any], prefixes: list[str]) -> list[str]:
+    """Every object name the rados jobs of this probe use (fio: <prefix>.$jobname.$jobnum.$filenum)."""
+    bw, iops = _rados_objects(p)
+    names = []
+    for pre in prefixes:
+        for job in p.get("jobs", p["patterns"]):
+            n = iops if job == "randwrite" else bw
+            names += [f"{pre}.{job}.{j}.{f}" for j in range(p["numjobs"]) for f in range(n)]
+    return names
+
+
+def render_jobs(cell, target, p: dict[str, Any], *, prefixes: list[str], conf: str | None = None,
+                client_id: str | None = None, direct: bool = True) -> list[str]:
+    """One job file text per host (per prefix)."""
+    common = {"cell_id": cell.id, "label": cell.label, "patterns": p["patterns"],
+              "runtime": p["runtime"], "ramp": p["ramp"], "numjobs": p["numjobs"],
+              "bw_bs": p["bw_bs"], "ss": p["ss_spec"], "rr_bs": p.get("rr_bs")}
+    out = []
+    for pre in prefixes:
+        if target.fio_engine == "rados":
+            bw, iops = _rados_objects(p)
+            out.append(render(TEMPLATES, "rados.fio.j2", **common, conf=conf, client_id=client_id,
+                              pool=target.pool, prefix=pre, iodepth=p["iodepth"], objects=bw,
+                              iops_objects=iops, object_size=p["object_size"]))
+        else:
+            out.append(render(TEMPLATES, "files.fio.j2", **common, directory=target.path,
+                              prefix=pre, ioengine="libaio" if direct else "psync",
+                              direct=int(direct), iodepth=p["iodepth"] if direct else 1,
+                              file_size=p["size"]))
+    return out
+
+
+def _prefill(cluster, pool: str, names: list[str], object_size: int) -> None:
+    """Write the objects the read job reads (fio's rados engine cannot lay them out)."""
+    io = cluster.ioctx(pool)
+    chunk = os.urandom(min(object_size, PREFILL_CHUNK))
+    for name in names:
+        off = 0
+        while off < object_size:
+            n = min(len(chunk), object_size - off)
+            io.write(name, chunk[:n], off)
+            off += n
+
+
+def remove_objects(cluster, pool: str, names: list[str]) -> int:
+    """Remove the named objects (absent ones are fine); returns how many existed."""
+    import rados
+    io = cluster.ioctx(pool)
+    removed = 0
+    for name in names:
+        try:
+            io.remove_object(name)
+            removed += 1
+        except rados.ObjectNotFound:
+            pass
+    return removed
+
+
+def remove_files(directory: str | os.PathLike, prefixes: list[str]) -> int:
+    removed = 0
+    d = Path(directory)
+    if not d.is_dir():
+        return 0
+    for pre in prefixes:
+        for f in d.glob(f"{pre}.*"):
+            f.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
+              raw_dir: Path | None = None, hosts: Sequence[str] | str | None = None,
+              patterns: Sequence[str] | None = None) -> list[dict]:
+    """Run the cell's fio probe against ``target``; write PROBE rows (and a FINDING when direct
+    I/O is not possible) to ``sink``; keep the job files and fio's JSON+ in ``raw_dir``."""
+    p = settings(cell, patterns)
+    hosts = _hosts(hosts)
+    check_target(cell, target, cluster)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    raw_dir = Path(raw_dir) if raw_dir is not None else workdir
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    prefixes = _prefixes(cell, hosts)
+    findings: list[dict] = []
+    rados_engine = target.fio_engine == "rados"
+    direct = True
+    names: list[str] = []
+    if rados_engine:
+        texts = render_jobs(cell, target, p, prefixes=prefixes,
+                            conf=_probe_conf(cluster, workdir), client_id=cluster.client_id)
+        names = object_names(cell, p, prefixes)
+    else:
+        # direct: false in the matrix measures through the page cache, as a gateway writes
+        direct = bool(p["direct"]) and direct_io_supported(target.path)
+        if p["direct"] and not direct:
+            findings.append({
+                "cell_id": cell.id, "what": f"fio probe on {target.backend}: buffered I/O",
+                "why": f"{target.path} does not take O_DIRECT (EINVAL), so the probe runs psync "
+                       "with direct=0, iodepth 1: page-cache speed",
+                "fix": "nothing for tmpfs (it is memory); elsewhere read the probe as an upper "
+                       "bound", "severity": "info"})
+        texts = render_jobs(cell, target, p, prefixes=prefixes, direct=direct)
+    jobfiles = []
+    for pre, text in zip(prefixes, texts, strict=True):
+        jf = raw_dir / f"{pre}.fio"
+        jf.write_text(text)
+        jobfiles.append(jf)
+    output = raw_dir / f"{PREFIX}.{cell.id}.json"
+    per_job = p["runtime"] + (p["ramp"] if isinstance(p["ramp"], int) else 0)
+    timeout = len(p["jobs"]) * per_job + 300
+    try:
+        if rados_engine and any(j in READ_JOBS for j in p["jobs"]):
+            _prefill(cluster, target.pool, [n for n in names if n.split(".")[-3] in READ_JOBS],
+                     p["object_size"])
+        data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
+    finally:
+        if rados_engine:
+            remove_objects(cluster, target.pool, names)
+        else:
+            remove_files(target.path, prefixes)
+    rows = fio.parse(data, cell_id=cell.id, jobfile=texts[0])
+    if sink is not None:
+        if findings:
+            sink("findings", findings)
+        sink("probes", rows)
+    return rows

@@ -1,0 +1,388 @@
+"""The orchestrated run: walk a matrix, measure every layer, leave a result directory.
+
+For the run: a network baseline (iperf3). For each cell: prepare the backend, start the
+gateway(s), verify the target, start telemetry, run the fio probe, run the campaigns at each
+concurrency level (x repeats), stop telemetry, clean up — records go to the store as they come.
+At the end: verdicts, Parquet tables, the report.
+
+Faults: a failed cell is recorded with its error and the matrix goes on. The first Ctrl-C
+(SIGINT, SIGTERM or SIGHUP: xcbench.system.signals) lets the current record finish, stops every
+process the run started, flushes and leaves the run resumable (`--resume`); a second one stops
+at once (cleanup still runs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from xcbench import telemetry
+from xcbench.analysis.attribution import write_verdicts
+from xcbench.errors import XcbError
+from xcbench.matrix import Matrix
+from xcbench.matrix.cell import Cell
+from xcbench.run.interfaces import Cluster, Gateway, Target
+from xcbench.store.manifest import DONE
+from xcbench.store.rundir import RunDir
+from xcbench.system import orphans, proc
+from xcbench.system.fsutil import remove_tree
+from xcbench.system.signals import Interrupted, StopFlag
+from xcbench.telemetry import ReportListener, TelemetryRunner
+
+if TYPE_CHECKING:
+    from xcbench.ceph.cluster import Cluster as CephCluster
+
+__all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_create", "run_matrix"]
+
+
+@dataclass
+class RunOptions:
+    out: Path = Path("results")
+    repeats: int | None = None  # overrides every cell's repeats
+    resume: Path | None = None
+    scale_ec: bool = False
+    fio_hosts: list[str] | None = None
+    baseline: bool = True
+    probes: bool = True
+    campaigns: bool = True
+    report: bool = True
+    report_format: str = "html"
+    progress: bool = True
+    name: str | None = None
+    telemetry: str | None = None  # devices and intervals, "host:0.5,ceph" (None: all, defaults)
+    extra: dict[str, Any] = field(default_factory=dict)
+    hosts: Any = None  # an xcbench.hosts.Inventory: gateways and campaigns on its hosts
+
+
+def _copy_artifacts(session: Any, dest: Path) -> None:
+    """Rendered configs and logs of the session's gateway into the run (never keyrings)."""
+    gateway = getattr(session, "gateway", session)
+    if gateway is None:
+        return
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
+            p = Path(p)
+            if p.is_file() and "keyring" not in p.name:
+                shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
+    except OSError:  # a full result store: the copies are lost, not the cell's measurements
+        pass
+
+
+class Runner:
+    def __init__(self, matrix: Matrix, cluster: Cluster | None, run: RunDir, opts: RunOptions,
+                 stop: StopFlag, view: Any = None):
+        self.matrix, self.run, self.opts = matrix, run, opts
+        # the backends and the gateway still take the concrete handle (xcbench.ceph.cluster)
+        self.cluster = cast("CephCluster | None", cluster)
+        self.stop, self.view = stop, view
+        self.procs = proc.ProcessSet()
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"xcbench-{run.path.name}-", dir="/var/tmp"))
+        os.chmod(self.scratch, 0o755)  # xrootd runs as its own user and must traverse it
+        orphans.note_dir(self.scratch)  # after a kill -9, the next command removes it
+        self._source: Any = None  # tmpfs source gateway for TPC modes, started on first need
+        self._source_stack = contextlib.ExitStack()
+        self.hosts: Any = None  # xcbench.campaign.hostrun.RunHosts with an inventory
+        if opts.hosts is not None:
+            from xcbench.campaign.hostrun import RunHosts
+            self.hosts = RunHosts(opts.hosts, run, self.procs)
+
+    # -- records ---------------------------------------------------------------------------
+    def sink(self, table: str, rows: list[dict]) -> None:
+        self.run.append(table, rows)
+        if self.view is not None:
+            self.view.observe(table, rows)
+
+    # -- the run ---------------------------------------------------------------------------
+    def execute(self) -> None:
+        try:
+            if self.hosts is not None:
+                self.hosts.start()  # clock offsets into the manifest
+            if self.opts.baseline and not self.run.state.baseline_done:
+                self._baseline()
+            for cell in self.matrix.cells:
+                state = self.run.cells.get(cell.id)
+                if state is not None and state.done:
+                    continue
+                self.stop.check()
+                self._cell(cell)
+        finally:
+            self._source_stack.close()
+            self.procs.stop_all()
+            remove_tree(self.scratch, unmount=True, what="scratch")  # never crosses a mount
+
+    def _baseline(self) -> None:
+        from xcbench.network.baseline import iperf3
+        pairs, runner = self.hosts.baseline() if self.hosts else (None, None)
+        if self.view:
+            self.view.phase("baseline", f"iperf3 over {len(pairs)} host pairs" if pairs
+                            else "iperf3 on loopback")
+        try:
+            self.sink("baseline", iperf3(pairs, procs=self.procs, run=self.run, sink=self.sink,
+                                         runner=runner, **self.opts.extra.get("baseline", {})))
+            self.run.state.baseline_done = True
+            self.run.save_manifest()
+        except XcbError as e:
+            self.run.warn(f"baseline: {e}")
+
+    def _cell(self, cell: Cell) -> None:
+        t0 = time.time()
+        self.run.set_cell(cell.id, label=cell.label, status="running", started=t0, error=None)
+        if self.view:
+            self.view.start_cell(cell)
+        status, error = "complete", None
+        try:
+            with contextlib.ExitStack() as stack:
+                status, error = self._measure(cell, stack)
+        except (Interrupted, KeyboardInterrupt):
+            self.run.set_cell(cell.id, status="interrupted", finished=time.time(),
+                              error="interrupted by the user")
+            raise Interrupted() from None
+        except XcbError as e:
+            status, error = "failed", str(e)
+        except Exception as e:  # a bug or an unexpected fault: record it, go on with the matrix
+            status, error = "failed", f"{type(e).__name__}: {e}"
+            with contextlib.suppress(OSError):  # a full result store must not end the run
+                (self.run.raw_path("errors", f"{cell.id}.txt")).write_text(traceback.format_exc())
+        self.run.set_cell(cell.id, status=status, error=error, finished=time.time(),
+                          seconds=round(time.time() - t0, 1))
+        if self.view:
+            self.view.end_cell(cell, status, error)
+
+    def _measure(self, cell: Cell, stack: contextlib.ExitStack) -> tuple[str, str | None]:
+        from xcbench.run.session import CellSession
+        workdir = self.scratch / cell.id
+        workdir.mkdir(parents=True, exist_ok=True)
+        os.chmod(workdir, 0o755)
+        listener = self._listener(stack)
+        session = CellSession(cell, cluster=self.cluster, workdir=workdir, procs=self.procs,
+                              name=f"gw-{cell.id}", report_addr=listener.addr if listener else None,
+                              **({"hosts": self.opts.hosts} if self.hosts else {}))
+        # after the session's exit (gateway stopped: its logs are final)
+        stack.callback(self._copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
+        self._phase(cell, "prepare, gateway")
+        stack.enter_context(session)
+        backend, target, gateway = session.backend, session.target, session.gateway
+        assert gateway is not None  # the session starts one unless told not to
+        self.sink("findings", [{**f, "cell_id": cell.id} for f in session.findings])
+        self._phase(cell, "verify")
+        evidence = self._verify(session)
+        self.run.set_cell(cell.id, target=target.info, verify=evidence, pool=target.pool,
+                          backend_info=backend.describe())
+        self._fingerprint(cell, session)
+        devices = self._telemetry(cell, target, gateway, listener)
+        if devices is not None:
+            stack.callback(self._count_lost, devices.lost)  # after the device stopped
+            stack.enter_context(devices)
+        self.stop.check()
+        if self.opts.probes:
+            self._phase(cell, "fio probe")
+            self._probe(cell, target)
+        self.stop.check()
+        failed, total = 0, 0
+        if self.opts.campaigns:
+            repeats = self.opts.repeats or cell.repeats
+            for repeat in range(repeats):
+                for level in cell.concurrency:
+                    self.stop.check()
+                    self._phase(cell, f"campaign c={level} r={repeat + 1}/{repeats}")
+                    summary = self._campaign(cell, gateway, level, repeat)
+                    failed += int(summary.get("failed") or 0)
+                    total += int(summary.get("files") or 0)
+                    if self.stop.event.is_set():
+                        raise Interrupted()
+        if self.hosts is not None and self.opts.campaigns:  # every origin got files (evidence)
+            seen = len(session.findings)
+            self.run.set_cell(cell.id, origins=session.origin_check())
+            self.sink("findings", [{**f, "cell_id": cell.id} for f in session.findings[seen:]])
+        if failed:  # measured to the end, but not every file arrived: say so in the report
+            return "degraded", (f"{failed} of {total} transfers failed after their retries "
+                                "(see the transfers table: reason, error_scope, error_phase)")
+        return "complete", None
+
+    def _copy_artifacts(self, session: Any, dest: Path) -> None:
+        if self.run.has_room():  # a full store keeps its reserve for the manifest
+            _copy_artifacts(session, dest)
+
+    def _count_lost(self, lost: dict[str, dict]) -> None:
+        """Rows a sink refused upstream of the store (the store counts its own): the manifest."""
+        for table, v in lost.items():
+            self.run.state.lost(table, int(v["rows"]), str(v["error"]))
+        if lost:
+            self.run.save_manifest()
+
+    def _fingerprint(self, cell: Cell, session: Any) -> None:
+        from xcbench.store import fingerprint as fp
+        target = session.target
+        layout = session.backend.layout_evidence(target)
+        pool = fp.pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
+        # hashed: what defines the measurement; the rendered configs (ports, temp paths) are
+        # recorded for tracing only
+        self.run.set_cell_fingerprint(
+            cell.id, layout=layout, pool=pool,
+            gateway=fp.gateway_inputs(target, cell.gateway, cell.origins),
+            versions=fp.versions_digest(),
+            configs=fp.config_hashes(getattr(session.gateway, "config_paths", [])))
+
+    def _phase(self, cell: Cell, what: str) -> None:
+        if self.view:
+            self.view.phase(cell.label, what)
+
+    def _verify(self, session: Any) -> dict:
+        return session.verify()
+
+    def _listener(self, stack: contextlib.ExitStack) -> ReportListener | None:
+        if not telemetry.wants(self.opts.telemetry, "gateway"):
+            return None  # no gateway device: no xrd.report stream to listen to
+        if self.hosts is not None:  # where the gateway hosts reach it
+            from xcbench.telemetry.gateway import report_listener
+            listener = report_listener(self.opts.hosts)
+        else:
+            listener = ReportListener()
+        stack.callback(listener.close)
+        return listener
+
+    def _telemetry(self, cell: Cell, target: Target, gateway: Gateway,
+                   listener: ReportListener | None) -> TelemetryRunner | None:
+        return telemetry.build(self.opts.telemetry, cell=cell, target=target, gateway=gateway,
+                               listener=listener, cluster=self.cluster, sink=self.sink,
+                               hosts=self.hosts.inv if self.hosts is not None else None)
+
+    def _probe(self, cell: Cell, target: Target) -> None:
+        from xcbench.probe.jobs import run_probe
+        raw = self.run.path / "raw" / "fio" / cell.id
+        raw.mkdir(parents=True, exist_ok=True)
+        run_probe(cell, target, cluster=self.cluster, workdir=self.scratch / cell.id / "fio",
+                  sink=self.sink, raw_dir=raw, hosts=self.opts.fio_hosts)
+
+    def _source_gateway(self) -> Any:
+        """A tmpfs gateway holding the datasets: the TPC source "of infinite capacity"."""
+        if self._source is None:
+            from dataclasses import replace
+
+            from xcbench.run.session import CellSession
+            src_cell = replace(self.matrix.cells[0], backend="tmpfs", layout=None, pool=None,
+                               tmpfs_size=max(c.file_size * c.files for c in self.matrix.cells) * 2,
+                               id="source", label="tpc source", origins=1, gateway={})
+            workdir = self.scratch / "source"
+            workdir.mkdir(exist_ok=True)
+            os.chmod(workdir, 0o755)
+            bind = None
+            if self.hosts is not None:  # the gateway hosts pull from it
+                from xcbench.telemetry.gateway import report_host
+                bind = report_host(self.opts.hosts)
+            session = self._source_stack.enter_context(
+                CellSession(src_cell, cluster=None, workdir=workdir, procs=self.procs,
+                            name="gw-source", bind=bind))
+            self._source = session.gateway
+        return self._source
+
+    def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
+        from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
+        from xcbench.campaign.engine import pop_engine
+        from xcbench.matrix.classes import campaign_sizes
+        settings = dict(cell.campaign)
+        run = pop_engine(settings) or run_campaign  # campaign.engine: local | fts3 (one job a level)
+        opt = settings.pop("optimizer", None)
+        if opt:  # true, or the optimizer's settings
+            settings["optimizer"] = OptimizerSpec(**opt) if isinstance(opt, dict) else OptimizerSpec()
+        # a small destination absorbs the campaign: each file goes once its checksum matched
+        settings.setdefault("delete_after_verify", True)
+        if cell.streams is not None:  # the streams dimension wins over campaign.streams
+            settings["streams"] = cell.streams
+        # direction read | mixed: the dataset is written into the gateway once per cell, then
+        # read at each level (xcbench.campaign.reads, through run_campaign)
+        spec = CampaignSpec(files=cell.files, **campaign_sizes(cell),
+                            mode=cell.mode, concurrency=level, repeat=repeat,
+                            campaign_id=f"{cell.id}-c{level}-r{repeat}",
+                            direction=cell.direction, **settings)
+        source = self._source_gateway() if cell.mode != "push" else None
+        if self.hosts is not None and run is run_campaign:  # from the client hosts, merged
+            return self.hosts.campaign(spec, dest=gateway, source=source, sink=self.sink,
+                                       cell_id=cell.id, stop_event=self.stop.event)
+        return run(spec, dest=gateway, source=source, sink=self.sink, cell_id=cell.id,
+                   progress=False, stop_event=self.stop.event)
+
+
+def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:
+    """The run to record into: ``opts.resume``'s (made ready to go on), or a new one."""
+    if opts.resume:
+        run = RunDir.open(opts.resume)
+        run.resume()
+        return run
+    return RunDir.create(opts.out, name=opts.name, matrix=matrix.manifest(), **info)
+
+
+def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
+               view: Any = None, runner: Callable[..., Runner] | None = None) -> RunDir:
+    """Run a parsed matrix (for --resume: the run's own, see commands.run.load_run_matrix) and
+    return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped.
+    ``runner``: a Runner subclass (the self-test's, which caps a role of each cell).
+    A signal from the run directory's creation on is a polite stop: the run is concluded
+    (interrupted) and resumable, never left saying `running`."""
+    with StopFlag() as stop, stop.polite():  # the command's own flag when there is one (cli.main)
+        run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
+                                                    "fio_hosts": opts.fio_hosts},
+                             cluster=_cluster_info(cluster))
+        run.register_cells(c for c in matrix.cells if c.id not in run.cells)
+        status = "complete"
+        r = (runner or Runner)(matrix, cluster, run, opts, stop, view)
+        if view:
+            view.begin(run, matrix)
+        try:
+            r.execute()
+        except (Interrupted, KeyboardInterrupt):
+            status = "interrupted"
+        finally:
+            if view:
+                view.finish()
+            _conclude(run, status, opts)
+    if status == "interrupted":
+        raise Interrupted(str(run.path))
+    return run
+
+
+def _cluster_info(cluster: Cluster | None) -> dict[str, Any]:
+    """What the plan's calibration and the report need to know of the cluster (no secrets)."""
+    if cluster is None:
+        return {}
+    info: dict[str, Any] = {"conf": str(cluster.conf), "embedded": cluster.embedded,
+                            "client_id": cluster.client_id, "fs_name": cluster.fs_name}
+    with contextlib.suppress(Exception):
+        info.update(num_osds=cluster.num_osds(), num_hosts=cluster.num_hosts(),
+                    osd_max_object_size=cluster.osd_max_object_size())
+    return info
+
+
+def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
+    """Verdicts, Parquet, report — each best effort, so a failure here loses no record."""
+    if status == "complete" and any(not c.done for c in run.cells.values()):
+        status = "partial"
+    try:
+        run.close()
+        write_verdicts(run)  # a resumed run: the verdicts of cells attributed again are replaced
+    except Exception as e:
+        run.warn(f"attribution: {type(e).__name__}: {e}")
+    run.finalize(status)
+    if opts.report and not run.has_room():
+        run.warn("report: not rendered, the result store is full "
+                 "(render it later with `xcbench report` once there is room)")
+    elif opts.report:
+        try:
+            from xcbench.analysis.report import render_report
+            path = render_report([run.path], fmt=opts.report_format)
+            run.state.report = str(path)
+            if opts.report_format == "html":
+                md = render_report([run.path], fmt="md")
+                run.state.report_md = str(md)
+        except Exception as e:
+            run.warn(f"report: {type(e).__name__}: {e}")
+        run.save_manifest()

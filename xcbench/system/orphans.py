@@ -1,0 +1,315 @@
+"""What a command started, on disk: so that after a `kill -9` the next command stops it.
+
+While recording is on (cli.main turns it on for the commands that start processes), every
+process xcbench.system.proc starts for the command (spawned into a recording ProcessSet, or run and
+waited for) and every mount it makes is written to
+
+    <state>/procs/<owner pid>.json    {"owner": {pid, start, cmdline}, "procs": {...}, "mounts": {...}}
+
+(<state>: the state home of xcbench.system.statedir, $XCBENCH_HOME else ./.xcbench), atomically (tmp + rename). A command that ends
+normally removes its record. :func:`reap` (run by the next command) finds records whose owner is
+dead, stops the processes still alive that are the same ones (pid, start time and command line
+all match: a recycled pid is never signalled), unmounts the mounts still there and removes the
+record. The mini cluster's daemons are never recorded here: the cluster outlives commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from xcbench.ceph.mounts import mount_table
+from xcbench.system import proc, statedir
+
+SUBDIR = "procs"
+MOUNT_TOOLS = ("mount", "umount", "fusermount", "fusermount3")
+
+
+def state_home() -> Path:
+    return statedir.home()
+
+
+def records_dir() -> Path:
+    return state_home() / SUBDIR
+
+
+def identity(pid: int) -> dict[str, Any] | None:
+    """pid, start time (s since the epoch, as the kernel has it) and argv; None when gone."""
+    import psutil
+    try:
+        p = psutil.Process(pid)
+        for _ in range(100):
+            with p.oneshot():
+                if p.status() == psutil.STATUS_ZOMBIE:
+                    return None
+                argv = p.cmdline()
+                if argv:
+                    return {"pid": pid, "start": p.create_time(), "cmdline": argv}
+            # just after Popen returns, exec may not have set up the new argv yet
+            time.sleep(0.005)
+    except (psutil.Error, OSError):
+        pass
+    return None
+
+
+def _same_command(then: list[str], now: list[str]) -> bool:
+    """The recorded argv, or what it exec'd: a shim (xcbench.system.sdlisten ... -- xrootd ...)
+    becomes the tail of its argv with the same pid and start time."""
+    def norm(argv: list[str]) -> list[str]:
+        return [os.path.basename(argv[0]), *argv[1:]] if argv else []
+    then, now = norm(list(then or [])), norm(list(now or []))
+    return bool(now) and (now == then or (len(now) < len(then) and then[-len(now):] == now))
+
+
+def same_process(rec: dict[str, Any]) -> bool:
+    """Is the process recorded in ``rec`` still the one running under its pid? pid, start
+    time and command line must all match: a recycled pid is never taken for it."""
+    now = identity(int(rec.get("pid") or 0)) if rec.get("pid") else None
+    return (now is not None and abs(now["start"] - float(rec.get("start") or 0)) < 0.05
+            and _same_command(rec.get("cmdline") or [], now["cmdline"]))
+
+
+class Recorder:
+    """The record of this process (the owner): what it started and mounted, kept on disk."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.path = self.directory / f"{os.getpid()}.json"
+        self.owner = identity(os.getpid()) or {"pid": os.getpid()}
+        self.procs: dict[int, dict[str, Any]] = {}
+        self.mounts: dict[str, dict[str, Any]] = {}
+        self.dirs: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, pid: int, name: str, args: list[str]) -> None:
+        ident = identity(pid)
+        if ident is None:
+            return  # already gone
+        ident["name"] = name
+        ident["pgid"] = _pgid(pid)
+        with self._lock:
+            self.procs[pid] = ident
+            self._save()
+
+    def drop(self, pid: int) -> None:
+        with self._lock:
+            if self.procs.pop(pid, None) is not None:
+                self._save()
+
+    def add_mount(self, path: str, fstype: str) -> None:
+        with self._lock:
+            self.mounts[str(path)] = {"path": str(path), "fstype": fstype, "at": time.time()}
+            self._save()
+
+    def add_dir(self, path: str) -> None:
+        """A scratch dir the command made: removed after the reap (never across a mount)."""
+        with self._lock:
+            self.dirs.append(str(path))
+            self._save()
+
+    def drop_dir(self, path: str) -> None:
+        with self._lock:
+            if str(path) in self.dirs:
+                self.dirs.remove(str(path))
+                self._save()
+
+    def drop_mount(self, path: str) -> None:
+        with self._lock:
+            if self.mounts.pop(str(path), None) is not None:
+                self._save()
+
+    def mount_change(self, args: list[str]) -> None:
+        """After a successful mount/umount run through xcbench.system.proc: the record follows it."""
+        tool = Path(args[0]).name
+        pos = _positionals(args)
+        if tool not in MOUNT_TOOLS or not pos:
+            return
+        if tool == "mount":
+            fstype = args[args.index("-t") + 1] if "-t" in args[:-1] else "?"
+            self.add_mount(os.path.abspath(pos[-1]), fstype)
+        else:
+            self.drop_mount(os.path.abspath(pos[-1]))
+
+    def release(self) -> None:
+        """Forget everything recorded so far (left running on purpose: `gateway up`)."""
+        with self._lock:
+            self.procs.clear()
+            self.mounts.clear()
+            self.dirs.clear()
+            self._save()
+
+    def prune(self) -> None:
+        """Keep only what is still running or mounted (none: the record file goes)."""
+        with self._lock:
+            self.procs = {pid: p for pid, p in self.procs.items() if same_process(p)}
+            self.mounts = {k: m for k, m in self.mounts.items() if _mounted(k)}
+            self.dirs = [d for d in self.dirs if os.path.isdir(d)]
+            self._save()
+
+    def _save(self) -> None:
+        if not self.procs and not self.mounts and not self.dirs:
+            self.path.unlink(missing_ok=True)
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"owner": self.owner, "procs": list(self.procs.values()),
+                                       "mounts": list(self.mounts.values()), "dirs": self.dirs},
+                                      indent=1))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a read-only or full state dir must not stop the command
+
+
+_recorder: Recorder | None = None
+
+
+def start(directory: Path | None = None) -> Recorder:
+    """Record what this process starts from now on (cli.main, for commands that start some)."""
+    global _recorder
+    if _recorder is None:
+        _recorder = proc.recorder = Recorder(directory or records_dir())
+    return _recorder
+
+
+def stop() -> None:
+    """The command ends: its record goes, unless a process or mount it names is still there
+    (a cleanup that failed): then it stays for the next command to reap."""
+    global _recorder
+    if _recorder is not None:
+        _recorder.prune()
+        _recorder = proc.recorder = None
+
+
+def release() -> None:
+    if _recorder is not None:
+        _recorder.release()
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _positionals(args: list[str]) -> list[str]:
+    """mount's non-option arguments (-t/-o/-O take a value)."""
+    out, skip = [], False
+    for a in args[1:]:
+        if skip:
+            skip = False
+        elif a in ("-t", "-o", "-O", "--types", "--options"):
+            skip = True
+        elif not a.startswith("-"):
+            out.append(a)
+    return out
+
+
+# ---- the next command -----------------------------------------------------------------------------
+def _owner_alive(owner: dict[str, Any]) -> bool:
+    return bool(owner.get("pid")) and (same_process(owner) if owner.get("start") else
+                                       identity(int(owner["pid"])) is not None)
+
+
+def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
+    """Stop the processes, remove the mounts and the scratch dirs that commands killed earlier
+    left behind. Returns the one line saying what was done (None when there was nothing)."""
+    dirs = [directory] if directory else [records_dir(), *(d / SUBDIR for d in statedir.legacy())]
+    files = [f for d in dirs if d.is_dir() for f in sorted(d.glob("*.json"))]
+    owners, names, mounts, removed = [], [], [], []
+    for f in files:
+        try:
+            rec = json.loads(f.read_text())
+            owner = rec["owner"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if int(owner.get("pid") or 0) == os.getpid() or _owner_alive(owner):
+            continue  # a command still running (or this one)
+        live = [p for p in rec.get("procs") or [] if same_process(p)]
+        _stop(live, grace)
+        names += [p.get("name") or Path(p["cmdline"][0]).name for p in live]
+        for m in reversed(rec.get("mounts") or []):
+            if _unmount(m):
+                mounts.append(m["path"])
+        for d in rec.get("dirs") or []:
+            if remove_dir(d):
+                removed.append(d)
+        owners.append(str(owner.get("pid")))
+        f.unlink(missing_ok=True)
+    if not names and not mounts and not removed:
+        return None
+    what = []
+    if names:
+        what.append(f"stopped {len(names)} processes ({', '.join(sorted(set(names)))[:200]})")
+    if mounts:
+        what.append(f"unmounted {len(mounts)} ({', '.join(mounts)[:200]})")
+    if removed:
+        what.append(f"removed {len(removed)} scratch dirs ({', '.join(removed)[:200]})")
+    return (f"xcbench: an earlier xcbench (pid {', '.join(owners)}) was killed and left things "
+            f"behind: {' and '.join(what)}")
+
+
+def _stop(procs: list[dict[str, Any]], grace: float) -> None:
+    for p in procs:
+        proc.kill_group(int(p["pid"]), signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(same_process(p) for p in procs):
+        time.sleep(0.05)
+    for p in procs:
+        if same_process(p):
+            proc.kill_group(int(p["pid"]), signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(same_process(p) for p in procs):
+        time.sleep(0.05)
+
+
+def note_dir(path: str | os.PathLike) -> None:
+    """Record a scratch dir of the running command (no-op when recording is off)."""
+    if _recorder is not None:
+        _recorder.add_dir(os.path.abspath(path))
+
+
+def forget_dir(path: str | os.PathLike) -> None:
+    """The command removed a scratch dir it recorded itself: no longer the next one's to do."""
+    if _recorder is not None:
+        _recorder.drop_dir(os.path.abspath(path))
+
+
+def remove_dir(path: str | os.PathLike) -> bool:
+    """Remove a scratch dir xcbench made, unless something is mounted at or below it (a
+    delete never crosses a mount point: the mount stays, and so does the dir)."""
+    from xcbench.system.fsutil import remove_tree
+    real = Path(os.path.realpath(path))
+    if not real.is_dir() or any(m == real or m.is_relative_to(real) for m, _ in mount_table()):
+        return False
+    return not remove_tree(real, what="scratch of a killed xcbench")
+
+
+def _mounted(path: str) -> bool:
+    real = Path(os.path.realpath(path))
+    return any(mnt == real for mnt, _ in mount_table())
+
+
+def _unmount(m: dict[str, Any]) -> bool:
+    """Unmount a recorded mount still there (lazily if busy); remove its empty mount point."""
+    path = m.get("path")
+    if not path or not _mounted(path):
+        return False
+    fuse = str(m.get("fstype", "")).startswith("fuse")
+    if fuse and proc.shutil.which("fusermount"):
+        first, lazy = ["fusermount", "-u", path], ["fusermount", "-uz", path]
+    else:
+        first, lazy = ["umount", path], ["umount", "-l", path]
+    if proc.run(first, check=False, timeout=30).returncode != 0 and _mounted(path):
+        proc.run(lazy, check=False, timeout=30)
+    try:
+        os.rmdir(path)  # only if empty: what xcbench made for the mount
+    except OSError:
+        pass
+    return True

@@ -1,0 +1,157 @@
+"""Which processes play which role in a cell: the pid providers of the ``roles`` device.
+
+    client   the xcbench driver (this process: the campaign runs in it, gfal2/XRootD threads)
+    gateway  the cell's xrootd + cmsd (Gateway.pids)
+    mount    the ceph-fuse process of the cell's CephFS mount (none for tmpfs, rados, kernel mounts)
+    osd, mds, mon, mgr   the embedded mini cluster's daemons (its pid files). For a cluster given
+             by --ceph-conf they are looked for once among this host's processes (a vstart
+             cluster runs here); if none is found they are *unknown*, and the samples say so:
+             those processes run on other hosts
+    probe    fio while a probe runs (children of the driver named fio, and their job processes)
+
+Each provider is called on every telemetry tick; a provider that fails gives no processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from xcbench.system import proc
+from xcbench.telemetry.roles import RoleSampler
+
+CLUSTER_ROLES = ("osd", "mds", "mon", "mgr")
+DAEMONS = {"ceph-osd": "osd", "ceph-mds": "mds", "ceph-mon": "mon", "ceph-mgr": "mgr"}
+Provider = Callable[[], list[int]]
+SOMETIMES = ("probe",)  # roles with processes only during a phase of the cell
+NO_PROCESS = "unknown (no process)"  # xcbench.telemetry.roles.combine_limits' word for it
+
+
+def driver_pids() -> list[int]:
+    return [os.getpid()]
+
+
+def fio_pids() -> list[int]:
+    """fio processes this driver started (the probe's job processes are their children)."""
+    out = []
+    for c in psutil.Process().children():
+        try:
+            if c.name() == "fio":
+                out.append(c.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _argv(pid: int) -> list[str]:
+    return [a for a in (proc.cmdline(pid) or []) if a]
+
+
+def fuse_pids(mountpoint: str | Path, state_dir: str | Path | None = None) -> Provider:
+    """The ceph-fuse process serving ``mountpoint``: the pid recorded with the mount (embedded
+    cluster), else found once by its command line; looked for again when it is gone."""
+    mnt = str(Path(mountpoint).absolute())
+    cache: list[int] = []
+
+    def find() -> list[int]:
+        if cache and _is_fuse_of(cache[0], mnt):
+            return list(cache)
+        cache.clear()
+        if state_dir is not None:
+            for f in (Path(state_dir) / "mounts").glob("*.json"):
+                try:
+                    rec = json.loads(f.read_text())
+                except (OSError, ValueError):
+                    continue
+                if rec.get("mountpoint") == mnt and rec.get("pid") and _is_fuse_of(int(rec["pid"]), mnt):
+                    cache.append(int(rec["pid"]))
+                    return list(cache)
+        for p in psutil.process_iter(["name"]):
+            if p.info["name"] == "ceph-fuse" and _is_fuse_of(p.pid, mnt):
+                cache.append(p.pid)
+                break
+        return list(cache)
+    return find
+
+
+def _is_fuse_of(pid: int, mnt: str) -> bool:
+    argv = _argv(pid)
+    return bool(argv) and os.path.basename(argv[0]) == "ceph-fuse" and argv[-1] == mnt
+
+
+def local_daemons(conf: str | Path) -> dict[str, list[int]]:
+    """{role: pids} of ceph daemons on this host whose command line names ``conf``."""
+    out: dict[str, list[int]] = {}
+    conf = str(Path(conf).absolute())
+    for p in psutil.process_iter(["name"]):
+        role = DAEMONS.get(p.info["name"] or "")
+        if role and conf in _argv(p.pid):
+            out.setdefault(role, []).append(p.pid)
+    return out
+
+
+def cluster_providers(cluster: Any) -> tuple[dict[str, Provider], str | None]:
+    """(providers of osd/mds/mon/mgr, note); the note says why the roles are unknown."""
+    if cluster is None or getattr(cluster, "conf", None) is None:
+        return {}, None
+    if getattr(cluster, "embedded", False) and getattr(cluster, "state_dir", None) is not None:
+        from xcbench.ceph.mini import MiniCluster
+        mini = MiniCluster(cluster.state_dir)
+        def of(role: str) -> Provider:
+            return lambda: mini.role_pids()[role]
+        return {r: of(r) for r in CLUSTER_ROLES}, None
+    found = local_daemons(cluster.conf)
+    if not found:
+        return {}, (f"unknown (the daemons of the cluster {cluster.conf} do not run on this host: "
+                    "their CPU and limits cannot be read here)")
+
+    def fixed(pids: list[int]) -> Provider:
+        return lambda: [p for p in pids if psutil.pid_exists(p)]
+    return {r: fixed(found.get(r, [])) for r in CLUSTER_ROLES}, None
+
+
+def providers(*, gateway: Any, target: Any, cluster: Any) -> tuple[dict[str, Provider], str | None]:
+    """Every role of a cell with its pid provider, and the note for roles that are unknown."""
+    roles: dict[str, Provider] = {"client": driver_pids}
+    if gateway is not None:
+        roles["gateway"] = lambda: list(gateway.pids)
+    info = getattr(target, "info", None) or {}
+    if info.get("mount") == "fuse" and info.get("mountpoint"):
+        roles["mount"] = fuse_pids(info["mountpoint"], getattr(cluster, "state_dir", None))
+    more, note = cluster_providers(cluster)  # in tmpfs cells too: the daemons share the host
+    roles.update(more)
+    roles["probe"] = fio_pids
+    return roles, note
+
+
+class CellRoleSampler(RoleSampler):
+    """RoleSampler plus, for roles that run elsewhere, a limit row saying they are unknown (no
+    CPU row: their use was not measured, and 0 would be a lie)."""
+
+    def __init__(self, roles: dict[str, Provider], *, remote: tuple[str, ...] = (),
+                 remote_note: str | None = None, **kw: Any):
+        super().__init__(roles, **kw)
+        self.remote, self.remote_note = remote, remote_note
+
+    def sample(self, wall: float, mono: float) -> list[dict]:
+        rows = super().sample(wall, mono)
+        # fio runs only during the probe: outside it the probe is no role of the cell (not a role
+        # "with an unknown limit" in every verdict's reason)
+        idle = {r["labels"]["role"] for r in rows if r["metric"] == "role_cpu_limit_cores"
+                and r["labels"]["role"] in SOMETIMES and r["labels"].get("source") == NO_PROCESS}
+        rows = [r for r in rows if r["labels"].get("role") not in idle]
+        for role in self.remote:
+            rows.append(self.row(wall, mono, "role_cpu_limit_cores", None,
+                                 {"role": role, "source": self.remote_note}))
+        return rows
+
+
+def make_sampler(*, gateway: Any, target: Any, cluster: Any) -> CellRoleSampler:
+    roles, note = providers(gateway=gateway, target=target, cluster=cluster)
+    remote = tuple(r for r in CLUSTER_ROLES if r not in roles) if note else ()
+    return CellRoleSampler(roles, remote=remote, remote_note=note)
