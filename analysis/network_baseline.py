@@ -116,7 +116,7 @@ def reference_layout(manifest: dict[str, Any], layout_rows: list[dict[str, Any]]
     """Add the published figures to the layout rows (keys ref_rate, ref_iops, ref_ratio) and
     return {"columns", "source", "conditions", "note", "url", "missing"}; None when the run's
     matrix names no reference."""
-    from xcbench.matrix.reference import lookup
+    from xcbench.analysis.reference import lookup
     from xcbench.system.sizes import format_size
     ref = (manifest.get("matrix") or {}).get("reference") if isinstance(manifest.get("matrix"), dict) else None
     if not ref or not ref.get("rows"):

@@ -1,6 +1,6 @@
 """The report's reads-and-writes section: per cell, each level's write and read rate side by
 side with the verdict of each direction, EC read amplification, and RAL's published gateway
-figures (xcbench.matrix.reference.RAL_GATEWAY) as a reference.
+figures (xcbench.analysis.reference.RAL_GATEWAY) as a reference.
 
 Only cells with read points get rows; a write-only run has no such section (``section``
 returns None).
@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 
 from xcbench.analysis.amplification import describe
+from xcbench.analysis.reference import RAL_GATEWAY, ral_gateway_rows
 from xcbench.analysis.render import GIB, fig_to_data_uri, fmt_num, new_figure
 from xcbench.analysis.table_cells import _cell, _load_evidence, _num, _rate, _verdict_cell
-from xcbench.matrix.reference import RAL_GATEWAY, ral_gateway_rows
 
 NOT_MEASURED = "not measured"
 

@@ -53,6 +53,11 @@ class Target:
     gateway_defaults: dict[str, Any] | None = None
     fio_engine: str | None = None
 
+    @property
+    def backend_type(self) -> type[Backend]:
+        """The backend that prepared this target (its class: gateways and probes ask it)."""
+        return backend_class(self.backend)
+
     def origin_path(self, i: int) -> str | None:
         """Where origin ``i`` (1-based) of a redirected gateway keeps its files: its own subdir
         of ``path`` (so files can be counted per origin), or None with a shared store."""

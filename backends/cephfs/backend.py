@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.cephfs import rundir
 from xcbench.ceph import mounts as cmount
-from xcbench.ceph.layout import Layout, cephfs_objects, cephfs_oid
+from xcbench.ceph.layout import Layout, cephfs_objects, cephfs_oid, layout_xattrs
 from xcbench.ceph.layout import parse_xattr as parse_layout
 from xcbench.errors import XcbError
 from xcbench.store.findings import object_size_findings, plain_gateway_findings
@@ -202,8 +202,7 @@ class CephFSBackend(Backend):
 
     def layout_evidence(self, target: Target) -> dict[str, Any] | None:
         """The layout CephFS reports on the cell's dir (ceph.dir.layout), else the cell's."""
-        from xcbench.store import fingerprint
-        got = fingerprint.layout_xattrs(target.path) if target.path else None
+        got = layout_xattrs(target.path) if target.path else None
         return got if got is not None else super().layout_evidence(target)
 
     @classmethod

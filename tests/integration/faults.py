@@ -24,9 +24,9 @@ from pathlib import Path
 import psutil
 
 from tests.integration.gwcheck import xrootd_workdir
-from xcbench.ceph.mounts import mount_table
 from xcbench.store.rundir import RunDir
 from xcbench.system import proc
+from xcbench.system.mounts import mount_table
 
 MARK = "XCB_FAULT_TEST"
 

@@ -8,20 +8,21 @@ import shutil
 
 import pytest
 
-from xcbench.store import fingerprint
+from xcbench.ceph.layout import layout_xattrs
+from xcbench.ceph.pools import pool_settings
 
 pytestmark = pytest.mark.integration
 
 
 def test_pool_settings_and_ec_profile(ceph_cluster):
-    rep = fingerprint.pool_settings(ceph_cluster, ceph_cluster.pools["replicated"])
+    rep = pool_settings(ceph_cluster, ceph_cluster.pools["replicated"])
     assert rep["settings"]["pool"] == ceph_cluster.pools["replicated"] and "ec_profile" not in rep
     assert rep["settings"]["size"] >= 1
-    ec = fingerprint.pool_settings(ceph_cluster, ceph_cluster.pools["erasure"])
+    ec = pool_settings(ceph_cluster, ceph_cluster.pools["erasure"])
     prof = ec["ec_profile"]
     assert ec["settings"]["erasure_code_profile"] and int(prof["k"]) >= 2 and int(prof["m"]) >= 1
     assert ec["settings"]["size"] == int(prof["k"]) + int(prof["m"])
-    gone = fingerprint.pool_settings(ceph_cluster, "xcb-analysis-no-such-pool")
+    gone = pool_settings(ceph_cluster, "xcb-analysis-no-such-pool")
     assert "error" in gone  # recorded, not raised: a fingerprint never stops a run
 
 
@@ -30,7 +31,7 @@ def test_layout_xattrs_as_applied(ceph_fuse_mount):
     d.mkdir()
     try:
         os.setxattr(d, "ceph.dir.layout", b"stripe_unit=1048576 stripe_count=4 object_size=4194304")
-        got = fingerprint.layout_xattrs(d)
+        got = layout_xattrs(d)
         assert got["stripe_unit"] == 1 << 20 and got["stripe_count"] == 4
         assert got["object_size"] == 4 << 20 and got["xattr"] == "ceph.dir.layout" and got["pool"]
     finally:

@@ -129,7 +129,7 @@ def _in_host(pid: int, host) -> None:
 
 
 def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
-    from xcbench.gateway.placement import report_host
+    from xcbench.network.addressing import report_host
     from xcbench.run.session import CellSession
     from xcbench.system.proc import ProcessSet
     from xcbench.telemetry.xrdreport import ReportListener

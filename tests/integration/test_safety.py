@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from xcbench.backends.base import backend_class
 from xcbench.ceph import access, mounts
 from xcbench.ceph.bootstrap import key_of, keyring_text
 from xcbench.run.runner import Runner, RunOptions, StopFlag
@@ -220,7 +221,7 @@ def test_least_privilege_key_for_cephfs(ceph_cluster, site):
     work.chmod(0o755)
     b = BACKEND(c, work, ProcessSet())
     try:
-        access.check_access(c, [Cell(id="lp", label="lp", backend="cephfs",
+        access.check_access(c, backend_of=backend_class, cells=[Cell(id="lp", label="lp", backend="cephfs",
                                      layout=Layout(1 << 20, 1, 4 << 20), pool=pool)])
         t = b.prepare(Cell(id="lp", label="lp", backend="cephfs", layout=Layout(1 << 20, 1, 4 << 20),
                            pool=pool))

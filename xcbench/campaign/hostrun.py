@@ -67,12 +67,3 @@ class RunHosts:
         return run_distributed(spec, dest=dest, source=source, hosts=self.inv.clients, sink=sink,
                                offsets=self.offsets, cell_id=cell_id, procs=self.procs,
                                raw_dir=raw, stop_event=stop_event)
-
-
-def inventory_for(hosts_file: str | None, matrix_raw: Any, matrix_path: str) -> Any:
-    """The run's inventory: ``--hosts FILE``, else the matrix's ``hosts:``; None without one."""
-    if hosts_file:
-        from xcbench.hosts import load_inventory
-        return load_inventory(hosts_file)
-    from xcbench.matrix.schema import matrix_hosts
-    return matrix_hosts(matrix_raw, matrix_path)

@@ -20,7 +20,7 @@ import errno
 import json
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,11 +48,12 @@ class Needs:
         return bool(self.cephfs_pools)
 
 
-def needs_of(cells: Iterable[Any]) -> Needs:
-    from xcbench.backends.base import backend_class
+def needs_of(cells: Iterable[Any], backend_of: Callable[[str], Any]) -> Needs:
+    """``backend_of``: the backend (class) of a cell's backend name (xcbench.backends.base.
+    backend_class): the backends stand above the cluster handle, so it is handed in."""
     n = Needs()
     for c in cells:
-        cls = backend_class(c.backend)
+        cls = backend_of(c.backend)
         if c.pool is None or not cls.needs_cluster:
             continue
         spec = c.pool if isinstance(c.pool, Protection) else Protection.parse(c.pool)
@@ -129,11 +130,11 @@ def _denied(ret: int) -> bool:
     return ret in (-errno.EACCES, -errno.EPERM)
 
 
-def check_access(cluster: Any, cells: Iterable[Any]) -> None:
+def check_access(cluster: Any, cells: Iterable[Any], backend_of: Callable[[str], Any]) -> None:
     """Stop with one line if the cluster's key cannot do what ``cells`` need (see module doc).
     The embedded cluster's own admin is not asked: it can do everything."""
     cells = list(cells)
-    needs = needs_of(cells)
+    needs = needs_of(cells, backend_of)
     if not needs.pools:
         return
     if cluster.embedded and cluster.client_id == (cluster.info or {}).get("client_id", "admin"):

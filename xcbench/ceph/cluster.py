@@ -20,7 +20,7 @@ embedded cluster's state dir). Interface (fields may be added, not renamed):
     Cluster.osd_max_object_size(), Cluster.num_osds(), Cluster.num_hosts()
     Cluster.ensure_pool(spec, cephfs=False), gateway_conf(dir), fuse_mount(mnt), fuse_umount(mnt)
 
-    add_ceph_args(parser)         --ceph-conf --ceph-id --keyring --fs --gateway-id --gateway-keyring --state-dir
+    (the options: xcbench.commands.options.add_ceph_args)
     cluster_from_args(args)       -> Cluster (one-line XcbError if conf missing/garbage)
 """
 
@@ -46,7 +46,7 @@ from xcbench.errors import XcbError
 from xcbench.system import proc
 from xcbench.system.xrootd_user import XROOTD_USER
 
-__all__ = ["POOL_PREFIX", "Cluster", "add_ceph_args", "cluster_from_args"]
+__all__ = ["POOL_PREFIX", "Cluster", "cluster_from_args"]
 GATEWAY_ID = "xcb-gw"
 FS_CLIENT_ID = "xcb-fs"
 FS_NAME = "xcb-fs"
@@ -318,21 +318,6 @@ def wait_connect(cluster: Cluster, timeout: float) -> None:
 
 
 # ---- command line ------------------------------------------------------------------------
-def add_ceph_args(parser) -> None:
-    g = parser.add_argument_group("Ceph cluster (default: the embedded mini cluster)")
-    g.add_argument("--ceph-conf", metavar="PATH",
-                   help="ceph.conf of an existing cluster (default: $CEPH_CONF, -c in $CEPH_ARGS, "
-                        "else the embedded cluster's)")
-    g.add_argument("--ceph-id", metavar="NAME", help="client id (without 'client.'; default admin)")
-    g.add_argument("--keyring", metavar="PATH", help="keyring of that client")
-    g.add_argument("--fs", metavar="NAME", help="CephFS file system to use (default: the only one)")
-    g.add_argument("--gateway-id", metavar="NAME",
-                   help="the XrdCeph gateways' own key (default xcb-gw; see `xcbench cluster caps`)")
-    g.add_argument("--gateway-keyring", metavar="PATH", help="keyring of that key")
-    g.add_argument("--state-dir", metavar="DIR",
-                   help="embedded cluster state (default: $XCBENCH_HOME/cluster or ./.xcbench/cluster)")
-
-
 def cluster_from_args(args, *, connect: bool = True) -> Cluster:
     """The Cluster the command line names: --ceph-conf, else an explicit --state-dir, else
     CEPH_CONF, else -c in CEPH_ARGS, else the default state dir. --ceph-id/--keyring (or

@@ -19,6 +19,7 @@ file was written sequentially from offset 0, as a transfer does.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,3 +151,23 @@ def cephfs_objects(ino: int, size: int, s: Layout) -> dict[str, int]:
 
 def cephfs_oid(ino: int, objectno: int) -> str:
     return f"{ino:x}.{objectno:08x}"
+
+
+# the layout as Ceph applied it (a cell's fingerprint)
+LAYOUT_XATTRS = ("stripe_unit", "stripe_count", "object_size", "pool", "pool_namespace")
+
+
+def layout_xattrs(path: str | os.PathLike) -> dict[str, Any] | None:
+    """The CephFS layout of a dir (or file) as Ceph applied it, read back from its xattrs."""
+    out: dict[str, Any] = {}
+    for kind in ("dir", "file"):
+        for field in LAYOUT_XATTRS:
+            try:
+                raw = os.getxattr(path, f"ceph.{kind}.layout.{field}").decode().strip("\x00 ")
+            except OSError:
+                continue
+            out[field] = int(raw) if raw.isdigit() else raw
+        if out:
+            out["xattr"] = f"ceph.{kind}.layout"
+            return out
+    return None

@@ -11,7 +11,7 @@ embedded cluster, by that cluster's admin (:func:`may_grant`): never on a site's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
@@ -141,3 +141,20 @@ def ensure_pool(cluster: Cluster, spec: Protection, *, cephfs: bool = False, pg_
     if may_grant(cluster):
         grant_gateway(cluster)
     return name
+
+
+def pool_settings(cluster: Any, pool: str) -> dict[str, Any]:
+    """`ceph osd pool get <pool> all` and, for EC pools, the EC profile, as the cluster says."""
+    out: dict[str, Any] = {"name": pool}
+    try:
+        out["settings"] = cluster.mon_command("osd pool get", pool=pool, var="all")
+    except Exception as e:  # noqa: BLE001 - recorded, not fatal
+        out["error"] = str(e)
+        return out
+    profile = (out["settings"] or {}).get("erasure_code_profile")
+    if profile:
+        try:
+            out["ec_profile"] = cluster.mon_command("osd erasure-code-profile get", name=profile)
+        except Exception as e:  # noqa: BLE001
+            out["ec_profile_error"] = str(e)
+    return out

@@ -6,7 +6,9 @@ import json
 import shlex
 import sys
 
-from xcbench.ceph.cluster import Cluster, add_ceph_args, cluster_from_args, default_state_dir
+from xcbench.backends.base import backend_class
+from xcbench.ceph.cluster import Cluster, cluster_from_args, default_state_dir
+from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
 
 
@@ -57,7 +59,7 @@ def _caps(args) -> int:
     if path is None:
         from importlib.resources import files
         path = str(files("xcbench.layouts") / "quick.yaml")
-    needs = needs_of(load_matrix(path).cells)
+    needs = needs_of(load_matrix(path).cells, backend_class)
     if needs.cephfs and not args.fs:
         raise XcbError(f"{path}: the matrix has cephfs cells: give --fs NAME (the file system they use)")
     for line in caps_lines(needs, args.fs, bench_id=args.bench_id, gateway_id=args.gateway_id):

@@ -14,6 +14,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
 from xcbench.system.signals import current
 
@@ -32,7 +33,7 @@ def add_parser(sub):
     p.add_argument("--report", metavar="HOST:PORT", help="xrd.report summaries to this UDP address")
     p.add_argument("--scale-ec", action="store_true", help="as for `xcbench matrix`")
     p.add_argument("--wait", action="store_true", help="stay in the foreground; Ctrl-C stops it")
-    from xcbench.ceph.cluster import add_ceph_args
+    from xcbench.commands.options import add_ceph_args
     add_ceph_args(p)
     return p
 
@@ -48,7 +49,6 @@ def _target_from_json(d: dict):
 
 def _cluster(args, backend: str):
     """The cluster (none for a backend that never talks to Ceph, e.g. tmpfs)."""
-    from xcbench.backends.base import backend_class
     if not backend_class(backend).needs_cluster:
         return None
     from xcbench.ceph.cluster import cluster_from_args
@@ -75,7 +75,7 @@ def up(args) -> int:
     cell = load_matrix(args.matrix, cluster, scale_ec=args.scale_ec).cell(args.cell) if cluster else peek
     if cluster is not None:
         from xcbench.ceph.access import check_access
-        check_access(cluster, [cell])
+        check_access(cluster, [cell], backend_class)
     if args.origins:
         cell = dataclasses.replace(cell, origins=args.origins)
     workdir.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,9 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
-from xcbench.ceph.cluster import add_ceph_args, cluster_from_args
+from xcbench.backends.base import backend_class
+from xcbench.ceph.cluster import cluster_from_args
+from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.signals import EXIT_CODE, current
@@ -49,7 +51,6 @@ def _gib(v) -> str:
 
 
 def run(args) -> int:
-    from xcbench.backends.base import backend_class
     from xcbench.commands import argcheck
     from xcbench.matrix import load_matrix
     from xcbench.probe.fio import summary
@@ -68,7 +69,7 @@ def run(args) -> int:
         matrix = load_matrix(args.matrix, cluster)  # validated against the cluster's limits
         cells = [matrix.cell(c.id) for c in cells]
         from xcbench.ceph.access import check_access
-        check_access(cluster, cells)
+        check_access(cluster, cells, backend_class)
     seen: dict[tuple, str] = {}
     todo = []
     for c in cells:

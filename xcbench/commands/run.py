@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xcbench.ceph.cluster import add_ceph_args, cluster_from_args
+from xcbench.backends.base import backend_class
+from xcbench.ceph.cluster import cluster_from_args
+from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
 
 if TYPE_CHECKING:
@@ -116,7 +118,7 @@ def execute(matrix: Matrix, cluster, opts) -> int:
 def hosts(args, parsed, opts) -> None:
     """The run's inventory (``--hosts``, else the matrix's) into ``opts.hosts``, and the same
     xcbench on every host checked first (one line naming the host that differs)."""
-    from xcbench.campaign.hostrun import inventory_for
+    from xcbench.matrix.schema import inventory_for
     inv = inventory_for(getattr(args, "hosts", None), parsed.raw, parsed.path)
     if inv is None:
         return
@@ -136,11 +138,10 @@ def run(args) -> int:
     path = matrix_path(args.matrix, opts)
     parsed = load_matrix(path)  # structure first: bad input fails before anything touches a cluster
     hosts(args, parsed, opts)
-    from xcbench.backends.base import backend_class
     if not any(backend_class(c.backend).needs_cluster for c in parsed.cells):  # tmpfs only
         return execute(load_run_matrix(path, None, opts), None, opts)
     cluster = cluster_from_args(args)
     matrix = load_run_matrix(path, cluster, opts)
     from xcbench.ceph.access import check_access
-    check_access(cluster, matrix.cells)  # the key can do what the matrix needs: asked, not tried
+    check_access(cluster, matrix.cells, backend_class)  # the key can do what the matrix needs: asked, not tried
     return execute(matrix, cluster, opts)

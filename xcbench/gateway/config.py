@@ -8,15 +8,13 @@ import shutil
 import socket
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from xcbench.backends.base import Target, backend_class
 from xcbench.errors import XcbError
 from xcbench.system import proc
 from xcbench.system.templates import render
 from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
-
-if TYPE_CHECKING:
-    from xcbench.backends.base import Target
 
 __all__ = ["XROOTD_USER", "reachable_by", "xrootd_ids"]  # re-exported for callers of old
 
@@ -30,7 +28,6 @@ def _defaults(backend: str | Mapping[str, Any] | Target) -> Mapping[str, Any]:
     if isinstance(backend, Mapping):
         return backend
     if isinstance(backend, str):
-        from xcbench.backends.base import backend_class
         return backend_class(backend).target_defaults.get("gateway_defaults") or {}
     return backend.gateway_defaults or {}
 
@@ -59,6 +56,17 @@ def _xrd_size(n: int) -> str:
     return str(n)
 
 
+def gateway_inputs(target: Target, tunables: Mapping[str, Any] | None = None,
+                   origins: int = 1) -> dict[str, Any]:
+    """What a gateway's configs are rendered from, minus ports and paths: backend, origins, the
+    effective tunables (bind excluded: an address) and the oss library with its arguments.
+    Computed once: :func:`render_config` renders from it and the cell's fingerprint hashes it."""
+    t = effective_tunables(target, {k: v for k, v in (tunables or {}).items() if k != "bind"})
+    t.pop("bind", None)
+    oss = target.backend_type.gateway_oss(target, t) if target.osslib else None
+    return {"backend": target.backend, "origins": origins, "tunables": t, "oss": oss}
+
+
 def render_config(daemon: str, *, role: str, name: str, target: Target, port: int,
                   adminpath: str | os.PathLike, http_port: int | None = None,
                   manager: str | None = None, localroot: str | None = None,
@@ -66,9 +74,8 @@ def render_config(daemon: str, *, role: str, name: str, target: Target, port: in
                   allow_hosts: tuple[str, ...] = (), origins: int = 1, gateway: str = "",
                   tls: tuple[str, str] = ("cert.pem", "key.pem")) -> str:
     """Text of one daemon's config (``daemon`` xrootd|cmsd; ``role`` standalone|server|manager)."""
-    from xcbench.backends.base import backend_class
-    t = effective_tunables(target, {k: v for k, v in (tunables or {}).items() if k != "bind"})
-    osslib = backend_class(target.backend).gateway_oss(target, t) if target.osslib else None
+    inputs = gateway_inputs(target, tunables, origins)
+    t, osslib = inputs["tunables"], inputs["oss"]
     if osslib is None and role != "manager" and not (localroot or target.path):
         raise XcbError(f"gateway: {target.backend} target of cell {target.cell_id} has no path")
     maxbsz = t.get("buffers_maxbsz")

@@ -171,12 +171,6 @@ def _mon_addrs(mon: str) -> list[str]:
     return out
 
 
-def report_host(hosts: Any) -> str:
-    """Where the run's xrd.report listener binds (see xcbench.telemetry.gateway.report_host)."""
-    from xcbench.telemetry.gateway import report_host as host_for
-    return host_for(hosts)
-
-
 def python_on(slot: Slot) -> str:
     """The Python that runs xcbench.system.sdlisten on the host (the same files on a netns host)."""
     return sys.executable

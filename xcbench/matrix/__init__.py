@@ -41,10 +41,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from xcbench.analysis.reference import check_reference
 from xcbench.errors import XcbError
 from xcbench.matrix.cell import Cell
 from xcbench.matrix.expand import _finish, cell_id, expand
-from xcbench.matrix.reference import check_reference
 from xcbench.matrix.schema import (
     STRIPE_ALIGN,
     _Errors,
@@ -68,7 +68,7 @@ class Matrix:
     cells: list[Cell]
     raw: dict[str, Any]
     scaled_ec: dict[str, str] = field(default_factory=dict)  # "ec8+3" -> "ec2+1" (--scale-ec)
-    reference: dict[str, Any] | None = None  # the published table reproduced (xcbench.matrix.reference)
+    reference: dict[str, Any] | None = None  # the published table reproduced (xcbench.analysis.reference)
 
     def cell(self, key: str) -> Cell:
         """A cell by id, id prefix or label."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from xcbench.ceph.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
+from xcbench.hosts import load_inventory, parse_inventory
 from xcbench.matrix.cell import DIRECTIONS, MODES, Layout, PoolSpec
 from xcbench.system.sizes import format_size, parse_size
 
@@ -262,7 +263,7 @@ def matrix_hosts(raw: Any, path: str) -> Any:
     spec = raw.get("hosts") if isinstance(raw, dict) else None
     if spec is None:
         return None
-    from xcbench.hosts import load_inventory, parse_inventory
+
     if isinstance(spec, str):
         return load_inventory(Path(path).parent / spec)  # an absolute spec stays itself
     return parse_inventory(spec, f"{path}: hosts")
@@ -273,3 +274,10 @@ def check_hosts(errors: _Errors, raw: Any) -> None:
         matrix_hosts(raw, errors.path)
     except XcbError as e:
         errors.lines.append(str(e))
+
+
+def inventory_for(hosts_file: str | None, matrix_raw: Any, matrix_path: str) -> Any:
+    """The run's inventory: ``--hosts FILE``, else the matrix's ``hosts:``; None without one."""
+    if hosts_file:
+        return load_inventory(hosts_file)
+    return matrix_hosts(matrix_raw, matrix_path)

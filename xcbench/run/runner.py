@@ -26,10 +26,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 from xcbench import telemetry
 from xcbench.analysis.attribution import write_verdicts
+from xcbench.ceph.pools import pool_settings
 from xcbench.errors import XcbError
+from xcbench.gateway.config import gateway_inputs
 from xcbench.matrix import Matrix
 from xcbench.matrix.cell import Cell
 from xcbench.run.interfaces import Cluster, Gateway, Target
+from xcbench.store import fingerprint as fp
 from xcbench.store.manifest import DONE
 from xcbench.store.rundir import RunDir
 from xcbench.system import orphans, proc
@@ -220,15 +223,15 @@ class Runner:
             self.run.save_manifest()
 
     def _fingerprint(self, cell: Cell, session: Any) -> None:
-        from xcbench.store import fingerprint as fp
         target = session.target
         layout = session.backend.layout_evidence(target)
-        pool = fp.pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
+        pool = pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
+        inputs = {**gateway_inputs(target, cell.gateway, cell.origins), "templates": fp.template_hashes()}
         # hashed: what defines the measurement; the rendered configs (ports, temp paths) are
         # recorded for tracing only
         self.run.set_cell_fingerprint(
             cell.id, layout=layout, pool=pool,
-            gateway=fp.gateway_inputs(target, cell.gateway, cell.origins),
+            gateway=fp.scrub(inputs),
             versions=fp.versions_digest(),
             configs=fp.config_hashes(getattr(session.gateway, "config_paths", [])))
 
@@ -277,7 +280,7 @@ class Runner:
             os.chmod(workdir, 0o755)
             bind = None
             if self.hosts is not None:  # the gateway hosts pull from it
-                from xcbench.telemetry.gateway import report_host
+                from xcbench.network.addressing import report_host
                 bind = report_host(self.opts.hosts)
             session = self._source_stack.enter_context(
                 CellSession(src_cell, cluster=None, workdir=workdir, procs=self.procs,

@@ -2,10 +2,11 @@
 
 Run level (``manifest["fingerprint"]``): versions of ceph / xrootd / fio / gfal2 / iperf3 /
 xcbench / python (tool ``--version`` and the Debian package versions) and host info.
-Cell level (``manifest["cells"][id]["fingerprint"]``): layout xattrs as applied, pool settings
-and EC profile as the cluster reports them, the gateway's template inputs (backend, origins,
-effective tunables, oss library and its arguments, the sha256 of the config templates), and the
-stack versions' digest. Its ``digest`` hashes what defines the measurement and nothing
+Cell level (``manifest["cells"][id]["fingerprint"]``): layout xattrs as applied
+(xcbench.ceph.layout.layout_xattrs), pool settings and EC profile as the cluster reports them
+(xcbench.ceph.pools.pool_settings), the gateway's inputs (xcbench.gateway.config.gateway_inputs:
+backend, origins, effective tunables, oss library and its arguments) with the sha256 of the
+config templates, and the stack versions' digest. Its ``digest`` hashes what defines the measurement and nothing
 ephemeral: the sha256 of each rendered config is kept (``configs``, for tracing) but left out,
 because rendered configs hold this run's ports and temporary paths; so are keys that name
 them (EPHEMERAL). Two runs of one matrix with the same software have equal digests;
@@ -142,42 +143,6 @@ def run_fingerprint() -> dict[str, Any]:
 
 # --- cell level ------------------------------------------------------------------------------
 
-LAYOUT_XATTRS = ("stripe_unit", "stripe_count", "object_size", "pool", "pool_namespace")
-
-
-def layout_xattrs(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The CephFS layout of a dir (or file) as Ceph applied it, read back from its xattrs."""
-    out: dict[str, Any] = {}
-    for kind in ("dir", "file"):
-        for field in LAYOUT_XATTRS:
-            try:
-                raw = os.getxattr(path, f"ceph.{kind}.layout.{field}").decode().strip("\x00 ")
-            except OSError:
-                continue
-            out[field] = int(raw) if raw.isdigit() else raw
-        if out:
-            out["xattr"] = f"ceph.{kind}.layout"
-            return out
-    return None
-
-
-def pool_settings(cluster: Any, pool: str) -> dict[str, Any]:
-    """`ceph osd pool get <pool> all` and, for EC pools, the EC profile, as the cluster says."""
-    out: dict[str, Any] = {"name": pool}
-    try:
-        out["settings"] = cluster.mon_command("osd pool get", pool=pool, var="all")
-    except Exception as e:  # noqa: BLE001 - recorded, not fatal
-        out["error"] = str(e)
-        return out
-    profile = (out["settings"] or {}).get("erasure_code_profile")
-    if profile:
-        try:
-            out["ec_profile"] = cluster.mon_command("osd erasure-code-profile get", name=profile)
-        except Exception as e:  # noqa: BLE001
-            out["ec_profile_error"] = str(e)
-    return out
-
-
 def config_hashes(paths: list[str | os.PathLike]) -> dict[str, str | None]:
     """{file name: sha256} of rendered configs (xrootd, cmsd, gateway ceph.conf)."""
     return {Path(p).name: file_sha256(p) for p in paths}
@@ -213,19 +178,6 @@ def template_hashes() -> dict[str, str | None]:
     return out
 
 
-def gateway_inputs(target: Any, tunables: Any = None, origins: int = 1) -> dict[str, Any]:
-    """What the gateway's configs are rendered from, minus ports and paths: backend, origins,
-    the effective tunables (bind excluded: an address), the oss library with its arguments,
-    and the templates' sha256."""
-    from xcbench.backends.base import backend_class
-    from xcbench.gateway.config import effective_tunables
-    t = effective_tunables(target, tunables)
-    t.pop("bind", None)
-    oss = backend_class(target.backend).gateway_oss(target, t) if target.osslib else None
-    return scrub({"backend": target.backend, "origins": origins, "tunables": t, "oss": oss,
-                  "templates": template_hashes()})
-
-
 def versions_digest() -> str:
     return digest(versions())
 
@@ -233,7 +185,7 @@ def versions_digest() -> str:
 def cell_fingerprint(*, layout: dict | None = None, pool: dict | None = None,
                      configs: dict[str, str | None] | None = None, **extra: Any) -> dict[str, Any]:
     """A cell's fingerprint with its digest. Pass what applies: ``layout`` (layout_xattrs or the
-    XrdCeph striper settings), ``pool`` (pool_settings), ``gateway`` (gateway_inputs),
+    XrdCeph striper settings), ``pool`` (pool_settings), ``gateway`` (gateway.config.gateway_inputs + template_hashes),
     ``versions`` (versions_digest), ``configs`` (config_hashes: recorded, not hashed)."""
     fp = {"layout": layout, "pool": pool, "configs": configs or {}, **extra}
     fp["digest"] = digest(scrub({k: v for k, v in fp.items() if k not in NOT_HASHED}))

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.system import mounts
 
 __all__ = ["remove_tree", "unmount_below"]
 
@@ -32,7 +33,7 @@ def unmount_below(path: str | os.PathLike, *, include_self: bool = False) -> lis
     """Unmount every mount point below ``path`` (deepest first); return those still mounted.
 
     For a tree xcbench made itself: ceph-fuse mounts also get their process stopped."""
-    from xcbench.ceph import mounts
+
     real = Path(os.path.realpath(path))
     table = mounts.mount_table()
     todo = sorted({m for m, _ in table if m.is_relative_to(real) and (include_self or m != real)},
@@ -54,7 +55,7 @@ def remove_tree(path: str | os.PathLike, *, unmount: bool = False, check: bool =
     ``unmount``: unmount what is mounted below ``path`` first (only for a tree xcbench made).
     ``check``: raise XcbError naming what was left instead of warning on stderr.
     """
-    from xcbench.ceph import mounts
+
     path = Path(os.path.abspath(path))
     path = Path(os.path.realpath(path.parent)) / path.name  # the mount table holds real paths
     try:

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xcbench.ceph.mounts import mount_table
 from xcbench.system import proc, statedir
+from xcbench.system.mounts import mount_table
 
 SUBDIR = "procs"
 MOUNT_TOOLS = ("mount", "umount", "fusermount", "fusermount3")

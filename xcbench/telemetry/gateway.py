@@ -17,12 +17,12 @@ that could still be read are kept.
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.network.addressing import report_host
 from xcbench.system.proc import usage
 from xcbench.telemetry.base import Rates, SampleGap, Sampler
 from xcbench.telemetry.xrdreport import ReportListener, parse_report
@@ -42,26 +42,6 @@ GAUGES = (
     "buff.mem", "buff.buffs", "sched.threads", "sched.idle", "sched.inq", "sched.maxinq",
     "poll.att", "poll.en",
 )
-
-
-def report_host(hosts: Any = None) -> str:
-    """The address the run's xrd.report listener binds so that every gateway host reaches it:
-    loopback without an inventory (or a local-only one); the bridge address for emulated hosts;
-    else this machine's source address on the route to the first gateway host."""
-    gws = list(getattr(hosts, "gateways", None) or [])
-    if not any(h.transport != "local" or h.address not in ("127.0.0.1", "localhost") for h in gws):
-        return "127.0.0.1"
-    bridge = getattr(hosts, "bridge", None)
-    if bridge is not None:
-        return str(bridge.ip)
-    dest = str(gws[0].address)
-    with socket.socket(socket.AF_INET6 if ":" in dest else socket.AF_INET, socket.SOCK_DGRAM) as s:
-        try:
-            s.connect((dest, 9))  # no packet is sent: this only picks the source address
-            return str(s.getsockname()[0])
-        except OSError as e:
-            raise XcbError(f"{getattr(hosts, 'source', 'hosts')}: no route to gateway host "
-                           f"{dest}: {e}") from e
 
 
 def report_listener(hosts: Any = None, **kw: Any) -> ReportListener:

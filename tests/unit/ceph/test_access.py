@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from xcbench.backends.base import backend_class
 from xcbench.ceph import access
 from xcbench.matrix import load_matrix
 
@@ -13,7 +14,8 @@ XCBENCH = [sys.executable, "-m", "xcbench.cli"]
 
 def _quick_needs():
     from importlib.resources import files
-    return access.needs_of(load_matrix(str(files("xcbench.layouts") / "quick.yaml")).cells)
+    return access.needs_of(load_matrix(str(files("xcbench.layouts") / "quick.yaml")).cells,
+                            backend_class)
 
 
 def test_needs_of_quick_matrix():

@@ -11,7 +11,7 @@ from xcbench.ceph.bootstrap import build_conf, check_addr
 from xcbench.errors import XcbError
 from xcbench.gateway import placement
 from xcbench.hosts import local_inventory, parse_inventory
-from xcbench.telemetry.gateway import report_host
+from xcbench.network.addressing import report_host
 
 BRIDGE = {"name": "xcbt0", "address": "10.77.0.1/24"}
 

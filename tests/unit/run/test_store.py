@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import SynthCell
+from xcbench.ceph.layout import layout_xattrs
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.store import fingerprint
@@ -176,7 +177,7 @@ def test_runs_list_and_show_commands(tmp_path, capsys):
 
 
 def test_fingerprint_helpers(tmp_path):
-    assert fingerprint.layout_xattrs(tmp_path) is None  # not on CephFS
+    assert layout_xattrs(tmp_path) is None  # not on CephFS
     cfg = tmp_path / "xrootd.cfg"
     cfg.write_text("xrd.port 1094\n")
     h = fingerprint.config_hashes([cfg, tmp_path / "gone.cfg"])

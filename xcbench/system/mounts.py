@@ -1,0 +1,129 @@
+"""What is mounted where, and unmounting: the mount table, and fuse mounts made to go.
+
+- the mount table (:func:`mount_table`, :func:`is_mount_point`, :func:`mounts_under`), read from
+  /proc/self/mountinfo: os.path.ismount fails on a dead fuse mount ("transport endpoint is not
+  connected"), and deleting must never cross a mount point;
+- a ceph-fuse mount (:func:`fuse_umount`) is unmounted and its process made to go even when the
+  mount is already dead; mounts of an embedded cluster are recorded under ``<state>/mounts/``
+  (xcbench.ceph.mounts makes them) so that `cluster down` finds them wherever they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+from xcbench.system import proc
+
+
+# ---- the mount table ---------------------------------------------------------------------------
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_table() -> list[tuple[Path, str]]:
+    """[(mount point, fs type)] of this mount namespace, dead fuse mounts included."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        fields = left.split(" ")
+        if len(fields) > 4:
+            out.append((Path(_unescape(fields[4])), right.split(" ", 1)[0]))
+    return out
+
+
+def is_mount_point(path: str | os.PathLike) -> bool:
+    """True if something is mounted on ``path`` (symlinks resolved)."""
+    real = Path(os.path.realpath(path))
+    return any(mnt == real for mnt, _ in mount_table())
+
+
+def mounts_under(path: str | os.PathLike) -> list[Path]:
+    """Mount points strictly below ``path``: a recursive delete must not descend into them."""
+    real = Path(os.path.realpath(path))
+    return sorted({mnt for mnt, _ in mount_table() if mnt != real and mnt.is_relative_to(real)})
+
+
+# ---- fuse mounts ---------------------------------------------------------------------------------
+FUSE_TYPES = ("fuse.ceph-fuse", "fuse.ceph")
+
+
+def ceph_fuse_mounts() -> list[Path]:
+    """Mount points of every ceph-fuse mount on this host (live or dead)."""
+    return [mnt for mnt, fstype in mount_table() if fstype in FUSE_TYPES]
+
+
+def is_mounted(mountpoint: Path) -> bool:
+    return Path(mountpoint).absolute() in ceph_fuse_mounts()
+
+
+def _record(state_dir: Path | None, mountpoint: Path) -> Path | None:
+    if state_dir is None:
+        return None
+    h = hashlib.sha256(str(mountpoint).encode()).hexdigest()[:12]
+    return Path(state_dir) / "mounts" / f"{h}.json"
+
+
+def recorded_mounts(state_dir: Path) -> list[dict]:
+    out = []
+    for f in sorted((Path(state_dir) / "mounts").glob("*.json")):
+        try:
+            out.append(json.loads(f.read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def fuse_umount(mountpoint: Path, *, state_dir: Path | None = None, pid: int | None = None) -> None:
+    """Unmount (lazily if busy) and make sure its ceph-fuse process is gone."""
+    mountpoint = Path(mountpoint).absolute()
+    rec = _record(state_dir, mountpoint)
+    if pid is None and rec is not None and rec.exists():
+        try:
+            pid = json.loads(rec.read_text()).get("pid")
+        except (OSError, ValueError):
+            pid = None
+    if is_mounted(mountpoint):
+        tool = ["fusermount", "-u"] if shutil.which("fusermount") else ["umount"]
+        r = proc.run(tool + [mountpoint], check=False, timeout=30)
+        if r.returncode != 0 and is_mounted(mountpoint):  # busy: detach it lazily
+            proc.run([tool[0], "-uz" if tool[0] == "fusermount" else "-l", mountpoint],
+                     check=False, timeout=30)
+    if pid and proc.pid_alive(pid) and _is_ceph_fuse(pid):
+        deadline = time.monotonic() + 10
+        while proc.pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if proc.pid_alive(pid):
+            proc.stop_pid(pid, timeout=5)
+    _reap(pid)
+    if rec is not None:
+        rec.unlink(missing_ok=True)
+
+
+def _is_ceph_fuse(pid: int) -> bool:
+    argv = proc.cmdline(pid)
+    return argv is not None and "ceph-fuse" in argv[0]
+
+
+def _reap(pid: int | None) -> None:
+    if pid:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+
+def umount_path(mountpoint: Path) -> None:
+    """umount, lazily if busy (a kernel mount has no process to stop first)."""
+    r = proc.run(["umount", mountpoint], check=False, timeout=60)
+    if r.returncode != 0 and is_mount_point(mountpoint):
+        proc.run(["umount", "-l", mountpoint], check=False, timeout=60)
