@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xcbench.analysis.render import fmt_num
 from xcbench.analysis.samples import labels_query
 
 OSD_READ = ("osd.perf.bluestore.bluestore_buffer_hit_bytes",
@@ -46,7 +47,6 @@ CACHED = 0.1  # the OSDs read under a tenth of the bytes: served from a cache ab
 
 def describe(a: float) -> str:
     """'1.52x', or '0.0001x (served from a cache above the OSDs)'."""
-    from xcbench.analysis.render import fmt_num
     tail = " (served from a cache above the OSDs)" if 0 <= a < CACHED else ""
     return f"{fmt_num(a)}x{tail}"
 

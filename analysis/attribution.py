@@ -102,6 +102,7 @@ from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rul
 )
 from xcbench.analysis.run_data import RunData
 from xcbench.store.rundir import RunDir
+from xcbench.store.tables import VERDICT
 
 
 def _twin_gateway(cell, conc, runs: list[RunData]):
@@ -322,7 +323,6 @@ def write_verdicts(run: RunDir, others: tuple = ()) -> list[dict[str, Any]]:
     for the cells attributed now are replaced (a resumed run); those of other cells are kept."""
     import pandas as pd
 
-    from xcbench.store.tables import VERDICT
     rows = attribute(run, others)
     done = {r["cell_id"] for r in rows}
     old = run.table("verdicts")
@@ -342,7 +342,6 @@ def verdicts_of(rd: RunData, others: tuple[RunData, ...] = ()):
     """A run's verdicts: the stored table if the run wrote one, else attributed now."""
     import pandas as pd
 
-    from xcbench.store.tables import VERDICT
     if len(rd.stored_verdicts) and not others:
         v = rd.stored_verdicts.copy()
         v["direction"] = v["direction"].astype(object).where(v["direction"].notna(), "write")

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xcbench.system.sizes import format_size
+
 DIRECTIONS = ("write", "read")
 CAMPAIGN_DIRECTIONS = ("write", "read", "mixed")
 SPLIT = {"read": "bytes_read", "write": "bytes_written"}
@@ -97,7 +99,6 @@ def directional_timeline(timeline: pd.DataFrame, directions: dict[str, str],
 def access_of(campaigns: pd.DataFrame, cell_id: str) -> str:
     """How a cell's read campaigns read each file ("full", "random 64 KiB x 16", ...), from
     their CAMPAIGN settings["access"]; "" when none is recorded."""
-    from xcbench.system.sizes import format_size
     if campaigns.empty or "settings" not in campaigns:
         return ""
     for text in campaigns.loc[campaigns["cell_id"] == cell_id, "settings"]:

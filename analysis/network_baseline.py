@@ -15,7 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from xcbench.analysis.reference import lookup
 from xcbench.analysis.render import fig_to_data_uri, fmt_num, fmt_pct, new_figure
+from xcbench.system.sizes import format_size
 
 GBIT = 1e9
 DIRECTIONS = (("write", "ingress"), ("read", "egress"))
@@ -116,8 +118,6 @@ def reference_layout(manifest: dict[str, Any], layout_rows: list[dict[str, Any]]
     """Add the published figures to the layout rows (keys ref_rate, ref_iops, ref_ratio) and
     return {"columns", "source", "conditions", "note", "url", "missing"}; None when the run's
     matrix names no reference."""
-    from xcbench.analysis.reference import lookup
-    from xcbench.system.sizes import format_size
     ref = (manifest.get("matrix") or {}).get("reference") if isinstance(manifest.get("matrix"), dict) else None
     if not ref or not ref.get("rows"):
         return None

@@ -34,6 +34,7 @@ from typing import Any
 import jinja2
 
 from xcbench.errors import XcbError
+from xcbench.system.sizes import format_size
 from xcbench.system.templates import render_with
 
 FORMATS = ("html", "md")
@@ -75,7 +76,6 @@ def fmt_pct(v: Any, digits: int = 1, sign: bool = False) -> str:
 def fmt_size(v: Any) -> str:
     if not _finite(v):
         return "–"
-    from xcbench.system.sizes import format_size
     return format_size(int(v))
 
 

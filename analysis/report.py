@@ -25,6 +25,7 @@ from xcbench.analysis import network_baseline as netbase
 from xcbench.analysis import plots, readwrite
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
+from xcbench.analysis.compare import compare_data
 from xcbench.analysis.dimensions import section as dims_section
 from xcbench.analysis.directions import access_of
 from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
@@ -339,7 +340,6 @@ def build_context(runs: list[RunData]) -> dict[str, Any]:
         sections.append(_run_section(rd, src, others))
     comparisons = []
     if len(runs) > 1:
-        from xcbench.analysis.compare import compare_data
         for rd in runs[1:]:
             comparisons.append({"base": runs[0].run_id, "contender": rd.run_id,
                                 "rows": compare_data(runs[0], rd)})
@@ -363,3 +363,19 @@ def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path
     text = render("report", build_context(data), fmt)
     out = Path(out) if out else data[0].run.path / f"report.{fmt}"
     return write_report(text, out, fmt)
+
+
+def render_run_report(run: Any, fmt: str = "html") -> None:
+    """A finished run's report (and its Markdown beside the HTML), its paths in the manifest;
+    best effort: a failure is a warning of the run, never a lost record."""
+    if not run.has_room():
+        run.warn("report: not rendered, the result store is full "
+                 "(render it later with `xcbench report` once there is room)")
+        return
+    try:
+        run.state.report = str(render_report([run.path], fmt=fmt))
+        if fmt == "html":
+            run.state.report_md = str(render_report([run.path], fmt="md"))
+    except Exception as e:  # noqa: BLE001 - the measurements are safe; say why there is no report
+        run.warn(f"report: {type(e).__name__}: {e}")
+    run.save_manifest()

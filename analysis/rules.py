@@ -12,6 +12,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from xcbench.analysis import roles as _roles
+from xcbench.analysis.amplification import describe
 from xcbench.analysis.render import fmt_num
 from xcbench.analysis.stats import CONFIDENCE
 
@@ -191,6 +192,5 @@ def amplification_text(ev: dict[str, Any]) -> str:
     a, rep = ev.get("read_amplification"), ev.get("rep_read_amplification")
     if not _ok(a):
         return "OSD read amplification not measured (no BlueStore read counters sampled)"
-    from xcbench.analysis.amplification import describe
     twin = f" (replicated twin {describe(rep)})" if _ok(rep) else ""
     return f"the OSDs read {describe(a)} the bytes the campaign read{twin}"

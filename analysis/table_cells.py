@@ -11,6 +11,7 @@ from markupsafe import Markup
 
 from xcbench.analysis.render import fmt_gib
 from xcbench.analysis.run_data import source_text
+from xcbench.ceph.protection import label_fields
 from xcbench.system.sizes import format_size
 
 
@@ -75,7 +76,6 @@ def _load_evidence(v: Any) -> dict:
 
 def _replicated_size(label: Any) -> str:
     """'rep3' -> 'rep3 (size 3)': the EC comparison says which replicated size it used."""
-    from xcbench.ceph.protection import label_fields
     f = label_fields(str(label)) if label else None
     return f"{label} (size {f['size']})" if f and f.get("size") else str(label or "")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xcbench.errors import XcbError
+from xcbench.store.findings import plain_gateway_findings
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster
@@ -139,7 +140,6 @@ class Backend(ABC):
         """FINDING rows specific to this backend (xcbench.store.findings has the common ones).
         ``tunables``: the effective gateway tunables; ``facts``: object_size,
         osd_max_object_size, client, mode (those known; missing ones are None)."""
-        from xcbench.store.findings import plain_gateway_findings
         return plain_gateway_findings(cell_id, tunables)
 
 

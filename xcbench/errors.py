@@ -1,3 +1,5 @@
+from xcbench.system.secrets import scrub
+
 """The one exception type users see: a single line naming what is wrong and where."""
 
 
@@ -11,5 +13,4 @@ class XcbError(Exception):
     exit_code = 2
 
     def __init__(self, message: str):
-        from xcbench.system.secrets import scrub  # a client error may quote a token: never print it
         super().__init__(scrub(" ".join(str(message).split())))

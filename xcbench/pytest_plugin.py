@@ -14,6 +14,13 @@ import shutil
 
 import pytest
 
+from xcbench.ceph.cluster import Cluster
+from xcbench.ceph.mini import BINARIES, MiniCluster
+from xcbench.errors import XcbError
+from xcbench.matrix.cell import Cell
+from xcbench.run.session import CellSession
+from xcbench.system.proc import ProcessSet, pid_alive
+
 HOW_TO_FIX = ("Fix: run `make setup` (installs the Debian packages ceph-mon ceph-osd ceph-mgr "
               "ceph-mds ceph-common ceph-fuse), or test against an existing cluster with "
               "`pytest --ceph-conf=PATH --ceph-id=NAME`.")
@@ -31,7 +38,6 @@ def pytest_addoption(parser):
 
 
 def _missing_prerequisite() -> str | None:
-    from xcbench.ceph.mini import BINARIES
     for b in BINARIES:
         if shutil.which(b) is None:
             return f"{b} not found: the integration tests need a real Ceph cluster. {HOW_TO_FIX}"
@@ -41,8 +47,6 @@ def _missing_prerequisite() -> str | None:
 @pytest.fixture(scope="session")
 def ceph_cluster(request, tmp_path_factory):
     """A Cluster: the one given by --ceph-conf, else a mini cluster started for this session."""
-    from xcbench.ceph.cluster import Cluster
-    from xcbench.errors import XcbError
     opt = request.config.getoption
     if opt("ceph_conf"):
         try:
@@ -58,7 +62,6 @@ def ceph_cluster(request, tmp_path_factory):
     why = _missing_prerequisite()
     if why:
         pytest.fail(why, pytrace=False)
-    from xcbench.ceph.mini import MiniCluster
     _down_orphans(tmp_path_factory.getbasetemp().parent)
     session = tmp_path_factory.mktemp("xcb-session")
     (session / "owner.pid").write_text(f"{os.getpid()}\n")
@@ -78,8 +81,6 @@ def ceph_cluster(request, tmp_path_factory):
 
 def _down_orphans(root) -> None:
     """Take down session clusters left running by a pytest that was killed (no teardown ran)."""
-    from xcbench.ceph.mini import MiniCluster
-    from xcbench.system.proc import pid_alive
     for owner in {p.resolve() for p in root.glob("pytest-*/xcb-session*/owner.pid")}:
         try:
             pid = int(owner.read_text())
@@ -115,9 +116,6 @@ def ceph_fuse_mount(ceph_cluster, tmp_path_factory):
 def tmpfs_gateway(tmp_path):
     """A started xcbench.gateway.Gateway on a fresh 512 MiB tmpfs target; stopped and the
     target removed afterwards. (Owner: gateway engineer; see tests/integration/gwcheck.py.)"""
-    from xcbench.matrix.cell import Cell
-    from xcbench.run.session import CellSession
-    from xcbench.system.proc import ProcessSet
     procs = ProcessSet()
     cell = Cell(id="tmpfs-fixture", label="tmpfs fixture", backend="tmpfs", tmpfs_size=512 << 20)
     try:

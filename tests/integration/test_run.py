@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from xcbench.analysis.report import render_run_report
 from xcbench.commands.run import load_run_matrix
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import RunOptions, run_matrix
@@ -182,6 +183,7 @@ def test_gateway_dies_during_campaign(ceph_cluster, tmp_path):
     opts = RunOptions(out=tmp_path / "r", name="gwkill", probes=False, baseline=False)
     run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts,
                      view=Hook(kill_gateway))
+    render_run_report(run)  # as `xcbench run` does once the runner is done
     assert killed, "the test did not find the gateway to kill"
     (cid, cell), = run.manifest["cells"].items()
     assert cell["status"] in ("degraded", "failed")

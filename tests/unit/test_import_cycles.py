@@ -1,4 +1,5 @@
-"""No import cycle among the project's modules (xcbench/, backends/, analysis/).
+"""No import cycle among the project's modules (xcbench/, backends/, analysis/), and packages
+that only import downwards (LAYERS).
 
 Every import counts, also those inside functions (a lazy import hides a cycle, it does not remove
 it); only imports under ``if TYPE_CHECKING:`` are left out, as they never run.
@@ -177,3 +178,106 @@ def test_ceph_package_imports_one_way():
         assert "xcbench.ceph.cluster" not in graph[low], low
         assert "xcbench.ceph.mini" not in graph[low], low
     assert "xcbench.ceph.mini" not in graph["xcbench.ceph.cluster"]
+
+
+# The packages from the ground floor up (DESIGN.md): a module imports only from its own package or
+# a package below it. A row holds packages of one floor (the error type beside the OS layer: each
+# uses the other). The top level keeps the CLI entry points and the error type.
+LAYERS: list[tuple[str, ...]] = [
+    ("xcbench", "xcbench.errors", "xcbench.system"),
+    ("xcbench.store",),
+    ("xcbench.ceph",),
+    ("xcbench.hosts",),
+    ("xcbench.network",),
+    ("xcbench.backends",),
+    ("xcbench.telemetry",),
+    ("xcbench.gateway",),
+    ("xcbench.probe",),
+    ("xcbench.analysis",),
+    ("xcbench.campaign",),
+    ("xcbench.matrix",),
+    ("xcbench.plan",),
+    ("xcbench.run",),
+    ("xcbench.selftest",),
+    ("xcbench.commands", "xcbench.cli", "xcbench.__main__", "xcbench.pytest_plugin"),
+]
+# Where a project import may sit inside a function, and why it must:
+# - commands/ and cli: `xcbench --help` imports every command module; each command loads what
+#   it needs (pandas, matplotlib, the Ceph and XRootD bindings) only when it runs;
+# - campaign.thread_clients: a transfer client's bindings (XRootD, gfal2) load only for the kind
+#   a campaign uses (gfal2's initialisation alone costs ~0.5 s and loads every plugin).
+LAZY_IMPORTS_ALLOWED = ("xcbench.commands", "xcbench.cli", "xcbench.campaign.thread_clients")
+
+
+def package_of(module: str) -> str:
+    for row in LAYERS:
+        for pkg in sorted(row, key=len, reverse=True):
+            if module == pkg or module.startswith(pkg + "."):
+                if pkg == "xcbench" and module != "xcbench":
+                    continue
+                return pkg
+    raise AssertionError(f"{module}: in no package of LAYERS (add it where it stands)")
+
+
+def floor_of(pkg: str) -> int:
+    return next(i for i, row in enumerate(LAYERS) if pkg in row)
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    out = []
+    for m, deps in sorted(graph.items()):
+        for d in sorted(deps):
+            a, b = package_of(m), package_of(d)
+            if a != b and floor_of(b) > floor_of(a):
+                out.append(f"{m} -> {d} ({a} is below {b})")
+    return out
+
+
+def function_imports(module: str, path: Path, known: set[str]) -> list[int]:
+    """Lines of ``module`` that import project code inside a function (TYPE_CHECKING left out)."""
+    lines: list[int] = []
+
+    def visit(node: ast.AST, infunc: bool) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            return
+        infunc = infunc or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if infunc and isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""]
+            if node.__dict__.get("level") or any(n.split(".")[0] == "xcbench" for n in names):
+                lines.append(node.lineno)
+        for child in ast.iter_child_nodes(node):
+            visit(child, infunc)
+
+    visit(ast.parse(path.read_text(), filename=str(path)), False)
+    return lines
+
+
+def test_upward_imports_are_found():
+    assert package_of("xcbench.system.proc") == "xcbench.system"
+    assert package_of("xcbench.cli") == "xcbench.cli"
+    assert upward_imports({"xcbench.system.proc": {"xcbench.run.runner"}}) == [
+        "xcbench.system.proc -> xcbench.run.runner (xcbench.system is below xcbench.run)"]
+    assert upward_imports({"xcbench.run.runner": {"xcbench.system.proc"}}) == []
+
+
+def test_function_imports_are_found(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from typing import TYPE_CHECKING\nimport xcbench.errors\nif TYPE_CHECKING:\n"
+                 "    import xcbench.store\ndef f():\n    import os\n    from xcbench import x\n")
+    assert function_imports("xcbench.m", f, set()) == [7]
+
+
+def test_packages_import_only_downwards():
+    """Also imports inside functions: a lazy import hides an upward edge, it does not remove it."""
+    graph = import_graph()
+    assert not upward_imports(graph), "upward import(s):\n" + "\n".join(upward_imports(graph))
+
+
+def test_project_imports_sit_at_module_level():
+    files = module_files()
+    known = set(files)
+    found = [f"{m}:{line}" for m, f in files.items()
+             if not m.startswith(LAZY_IMPORTS_ALLOWED) for line in function_imports(m, f, known)]
+    assert not found, ("project imports inside functions (move them to the top of the module, "
+                       "or say in LAZY_IMPORTS_ALLOWED why they must stay): " + ", ".join(found))

@@ -26,9 +26,13 @@ import time
 from dataclasses import asdict, fields
 from typing import IO, Any
 
+from xcbench import __version__
+from xcbench.campaign.dispatch import Campaign
 from xcbench.campaign.endpoints import Endpoint, endpoint
+from xcbench.campaign.reads import ReadCampaign
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.system.signals import EXIT_CODE, StopFlag
 
 ENDPOINT_FIELDS = tuple(f.name for f in fields(Endpoint) if f.name != "gateway")
 
@@ -134,8 +138,6 @@ def _control(stdin: IO[str], campaign: Any, started: float, cancel: threading.Ev
 
 def serve(stdin: IO[str], out: Stream, stop: threading.Event) -> int:
     """Read the request, run the campaign, stream its records; the exit code."""
-    from xcbench import __version__
-    from xcbench.campaign.dispatch import Campaign
     out.send({"hello": {"clock": time.time(), "pid": os.getpid(), "version": __version__}})
     try:
         req = parse_request(stdin.readline())
@@ -143,7 +145,6 @@ def serve(stdin: IO[str], out: Stream, stop: threading.Event) -> int:
         if spec.direction == "write":
             campaign = Campaign(spec, req["dest"], req["source"], out.rows, req["cell_id"])
         else:  # read / mixed: the host reads (and writes its share of) its own dataset
-            from xcbench.campaign.reads import ReadCampaign
             campaign = ReadCampaign(spec, req["dest"], out.rows, req["cell_id"])
     except XcbError as e:
         out.send({"error": str(e)})
@@ -165,7 +166,6 @@ def serve(stdin: IO[str], out: Stream, stop: threading.Event) -> int:
 
 def main() -> int:
     """The command: stdout kept for the stream, signals turned into a cancel."""
-    from xcbench.system.signals import EXIT_CODE, StopFlag
     stream_fd = os.dup(sys.stdout.fileno())
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints cannot corrupt the stream

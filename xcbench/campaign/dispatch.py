@@ -46,6 +46,7 @@ from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.drivercpu import DriverCpu
 from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
 from xcbench.campaign.level import LevelMixin, _Job
+from xcbench.campaign.live_view import CampaignView
 from xcbench.campaign.monitor import SLOW_CHECKSUM, CampaignMonitor
 from xcbench.campaign.optimizer import AttemptView, Optimizer
 from xcbench.campaign.rows import Buffered, Timeline, transfer_row
@@ -341,7 +342,6 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
         timeline = Timeline(self.cell_id, spec.campaign_id, spec.concurrency, spec.repeat)
         view = None
         if progress:
-            from xcbench.campaign.live_view import CampaignView
             view = CampaignView(len(self.dataset), self.dataset.total_bytes, spec)
             view.start()
         done = threading.Event()

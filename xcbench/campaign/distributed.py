@@ -29,8 +29,11 @@ from typing import Any
 
 from xcbench.campaign import merge
 from xcbench.campaign.agent import request
+from xcbench.campaign.dispatch import Campaign
 from xcbench.campaign.spec import CampaignSpec
+from xcbench.campaign.staging import stage_source
 from xcbench.errors import XcbError
+from xcbench.hosts import transport_for as tf
 from xcbench.system import proc
 
 GRACE = 30.0   # s an agent's own level bound lies beyond the coordinator's (only a safety)
@@ -332,7 +335,6 @@ def run_distributed(spec: CampaignSpec, *, dest: Any, hosts: list[Any], sink: Si
     if not hosts:
         raise XcbError("campaign: no client host to run from")
     if transport_for is None:
-        from xcbench.hosts import transport_for as tf
         transport_for = tf
     if spec.mode != "push" and source is not None:
         prestage(spec, dest, source, [h.name for h in hosts])
@@ -344,8 +346,6 @@ def run_distributed(spec: CampaignSpec, *, dest: Any, hosts: list[Any], sink: Si
 def prestage(spec: CampaignSpec, dest: Any, source: Any, names: list[str]) -> None:
     """TPC sources staged once, before any agent starts (two agents staging the same names at
     once could truncate a file another one already reads)."""
-    from xcbench.campaign.dispatch import Campaign
-    from xcbench.campaign.staging import stage_source
     seen: set[int] = set()
     for s in host_specs(spec, names).values():
         if s.files in seen:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import time
 
+from xcbench.system.limits import cpu_limit as role_limit
+
 
 def cpu_limit(pid: int) -> dict:
     """The driver's limit as cores and where it comes from (xcbench.system.limits, as for every role)."""
-    from xcbench.system.limits import cpu_limit as role_limit
     lim = role_limit(pid)
     return {"cores": None if lim.cores is None else round(lim.cores, 3), "source": lim.source}
 

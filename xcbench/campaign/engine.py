@@ -34,8 +34,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from xcbench.campaign.fts3 import submit_campaign
 from xcbench.errors import XcbError
 from xcbench.system import secrets
+from xcbench.system.signals import Interrupted
 
 ENGINES = ("local", "fts3")
 FTS_KEYS = ("endpoint", "token_file", "token_env", "cert", "verify", "link_limits")
@@ -158,8 +160,6 @@ def pop_engine(settings: dict) -> Any:
 def run_level(spec: Any, *, dest: Any, source: Any, sink: Any = None, cell_id: str = "",
               progress: bool = False, stop_event: Any = None, fts: dict) -> dict:
     """One concurrency level of a cell as one FTS3 job; returns its CAMPAIGN row."""
-    from xcbench.campaign.fts3 import submit_campaign
-    from xcbench.system.signals import Interrupted
     del progress  # FTS has its own monitoring; the run's view follows the streamed records
     token, cert = credentials(fts)
     try:

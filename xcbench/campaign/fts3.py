@@ -36,6 +36,7 @@ from xcbench.campaign.endpoints import choose, endpoint
 from xcbench.campaign.rows import Buffered, campaign_row, row, transfer_row
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import stage_source
+from xcbench.campaign.thread_clients import thread_client
 from xcbench.errors import XcbError
 from xcbench.store.findings import finding
 from xcbench.store.tables import TIMELINE
@@ -211,7 +212,6 @@ def links_finding(cell_id: str, links: dict, fts: str) -> dict:
 def verify_and_delete(rows: list[dict], spec: CampaignSpec, kind: str) -> int:
     """After FTS said FINISHED: the destination's own adler32 into ``checksum_dest`` (a mismatch
     turns the row FAILED and keeps the file), then the file is deleted. Returns the failures."""
-    from xcbench.campaign.thread_clients import thread_client
     client, bad = thread_client(kind), 0
     for r in rows:
         if r["file_state"] != "FINISHED":

@@ -16,8 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from xcbench.campaign.distributed import run_distributed
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.hosts.checks import clock_offsets
+from xcbench.network.baseline import TransportRunner
 from xcbench.system import proc
 
 
@@ -45,7 +48,6 @@ class RunHosts:
 
     def start(self) -> None:
         """Clock offsets of every host, into the manifest (again on a resumed run: clocks drift)."""
-        from xcbench.hosts.checks import clock_offsets
         self.offsets = clock_offsets(self.inv)
         entry = describe(self.inv)
         entry["clock"] = {h: {"offset_s": round(v["offset_s"], 6), "rtt_s": round(v["rtt_s"], 6)}
@@ -55,13 +57,11 @@ class RunHosts:
 
     def baseline(self) -> tuple[list[tuple[str, str]], Any]:
         """(client address, gateway address) pairs and the runner that reaches them."""
-        from xcbench.network.baseline import TransportRunner
         pairs = [(c.address, g.address) for c in self.inv.clients for g in self.inv.gateways]
         return pairs, TransportRunner(self.inv.clients + self.inv.gateways)
 
     def campaign(self, spec: CampaignSpec, *, dest: Any, source: Any, sink: Any, cell_id: str,
                  stop_event: Any) -> dict:
-        from xcbench.campaign.distributed import run_distributed
         raw = Path(self.run.path) / "raw" / "agents" / cell_id
         raw.mkdir(parents=True, exist_ok=True)
         return run_distributed(spec, dest=dest, source=source, hosts=self.inv.clients, sink=sink,

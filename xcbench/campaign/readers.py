@@ -17,7 +17,9 @@ import threading
 import time
 import zlib
 
+from xcbench.campaign.client_gfal2 import _error
 from xcbench.campaign.client_http import KeptAlive, _left
+from xcbench.campaign.client_xrootd import status_error, use_streams, with_streams
 from xcbench.campaign.clients import Progress, TransferError
 from xcbench.campaign.dataset import format_adler32
 
@@ -64,7 +66,6 @@ class XrootdReader(Reader):
         from XRootD import client as xc
         from XRootD.client.flags import OpenFlags
 
-        from xcbench.campaign.client_xrootd import status_error, use_streams, with_streams
         use_streams(self.streams)
         f = xc.File()
         st, _ = f.open(with_streams(url, self.streams), OpenFlags.READ,
@@ -76,7 +77,6 @@ class XrootdReader(Reader):
     @staticmethod
     def _check(st, what: str) -> None:
         if not st.ok:
-            from xcbench.campaign.client_xrootd import status_error
             raise status_error(st, what, "SOURCE", "TRANSFER")
 
     def read_full(self, url, deadline, progress, fold=True):
@@ -168,7 +168,6 @@ class Gfal2Reader(Reader):
         self.ctx = gfal2.creat_context()
 
     def read_full(self, url, deadline, progress, fold=True):
-        from xcbench.campaign.client_gfal2 import _error
         acc, n = 1, 0
         try:
             f = self.ctx.open(url, "r")

@@ -8,7 +8,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from xcbench.analysis.steady import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
+from xcbench.campaign.access import parse_access, read_fraction
 from xcbench.errors import XcbError
+from xcbench.system.secrets import redact
 from xcbench.system.sizes import parse_size
 
 MODES = ("push", "tpc-root", "tpc-http")
@@ -201,7 +203,6 @@ class CampaignSpec:
         self._check_level()
 
     def _check_reads(self) -> None:
-        from xcbench.campaign.access import parse_access, read_fraction
         if self.direction not in DIRECTIONS:
             raise XcbError(f"campaign: direction: {self.direction!r} is not one of "
                            f"{', '.join(DIRECTIONS)}")
@@ -249,7 +250,6 @@ class CampaignSpec:
 
     def settings(self) -> dict[str, Any]:
         """The settings as recorded (CAMPAIGN rows, manifests): secrets in ``extra`` redacted."""
-        from xcbench.system.secrets import redact
         d = asdict(self)
         d["optimizer"] = asdict(self.optimizer) if self.optimizer else None
         return redact(d)

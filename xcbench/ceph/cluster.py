@@ -44,6 +44,7 @@ from xcbench.ceph.keys import KeyDir
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 from xcbench.system import proc
+from xcbench.system.userfiles import read_bytes
 from xcbench.system.xrootd_user import XROOTD_USER
 
 __all__ = ["POOL_PREFIX", "Cluster", "cluster_from_args"]
@@ -119,7 +120,6 @@ class Cluster:
         cephconf.check_conf(conf, need_mon_host="--mon-host" not in ceph_args and "--mon_host" not in ceph_args)
         kr = Path(keyring).absolute() if keyring else None
         if kr is not None:  # a missing or unreadable keyring: one line, before connecting
-            from xcbench.system.userfiles import read_bytes
             read_bytes(kr, "keyring")
         meta_path = conf.parent / CLUSTER_JSON
         if meta_path.exists():

@@ -23,6 +23,8 @@ import threading
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.system.fsutil import remove_tree
+from xcbench.system.proc import pid_alive
 
 PREFIX = "xcbench-keys-"
 _lock = threading.Lock()
@@ -101,7 +103,6 @@ class KeyDir:
 
     def close(self) -> None:
         """Remove the directory and its record (idempotent)."""
-        from xcbench.system.fsutil import remove_tree
         with _lock:
             d, rec, self.path, self._record = self.path, self._record, None, None
             _live.discard(self)
@@ -121,7 +122,6 @@ def _read(path: Path) -> bytes:
 
 def remove_kept(path: str | None) -> None:
     """Remove a directory :meth:`KeyDir.keep` left (only one with xcbench's prefix)."""
-    from xcbench.system.fsutil import remove_tree
     if path and Path(path).name.startswith(PREFIX):
         remove_tree(path, what="key copies")
 
@@ -134,8 +134,6 @@ def _close_all() -> None:
 def sweep() -> list[Path]:
     """Remove key directories recorded by xcbench processes that are gone (a kill -9);
     return them. Only directories with xcbench's prefix, owned by this user, are touched."""
-    from xcbench.system.fsutil import remove_tree
-    from xcbench.system.proc import pid_alive
     removed = []
     for rec in sorted((state_home() / "keydirs").glob("*.json")):
         try:

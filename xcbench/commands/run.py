@@ -104,6 +104,9 @@ def execute(matrix: Matrix, cluster, opts) -> int:
         print(f"interrupted: what was measured is in {e}; continue with "
               f"`xcbench run --resume {e}`", file=sys.stderr)
         return 130
+    if opts.report:
+        from xcbench.analysis.report import render_run_report
+        render_run_report(run, opts.report_format)
     failed = [c for c in run.cells.values() if c.status == "failed"]
     print(f"run: {run.path.resolve()}")
     if run.state.report:

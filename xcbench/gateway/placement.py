@@ -31,9 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from xcbench.ceph import conf as cephconf
 from xcbench.errors import XcbError
+from xcbench.hosts import transport_for
 from xcbench.store.findings import WILDCARD_BINDS, finding
 from xcbench.system import proc
+from xcbench.telemetry.xrdreport import parse_report
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Target
@@ -89,7 +92,6 @@ def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | Non
          report_addr: str | None = None) -> Placement:
     """The placement of a gateway of ``origins`` origins on ``hosts``; XcbError (one line,
     naming the inventory and host) for what cannot run there, before anything starts."""
-    from xcbench.hosts import transport_for
     where = getattr(hosts, "source", "hosts")
     gws = list(hosts.gateways)
     if not gws:
@@ -153,7 +155,6 @@ def _mon_host(cluster: Any) -> str:
     if info.get("mon_host"):
         return str(info["mon_host"])
     try:
-        from xcbench.ceph import conf as cephconf
         g = cephconf.parse_conf(cluster.conf.read_text()).get("global", {})
         return str(g.get("mon_host") or g.get("mon host") or "")
     except (OSError, XcbError, AttributeError):
@@ -242,7 +243,6 @@ def _count_dir(root: str) -> tuple[int, int]:
 
 def origin_stats(addr: str, port: int, env: dict | None = None) -> dict[str, float]:
     """An origin's own summary counters (the xrd.report XML, asked over its xroot port)."""
-    from xcbench.telemetry.xrdreport import parse_report
     host = f"[{addr}]" if ":" in addr else addr
     res = proc.run(["xrdfs", f"root://{host}:{port}", "query", "stats", "a"], env=env or {},
                    timeout=30, check=False)

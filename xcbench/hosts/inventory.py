@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.system.userfiles import read_yaml
 
 ROLES = ("client", "gateway", "redirector")
 TRANSPORTS = ("local", "netns", "ssh")
@@ -170,7 +171,6 @@ def local_inventory() -> Inventory:
 
 
 def load_inventory(path: str | Path) -> Inventory:
-    from xcbench.system.userfiles import read_yaml
     return parse_inventory(read_yaml(path), str(path))
 
 

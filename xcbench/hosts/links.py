@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.hosts.emulate import Record, records
 from xcbench.hosts.inventory import Host, Inventory
 
 SYS_NET = Path("/sys/class/net")
@@ -59,7 +60,6 @@ def links_of(inv: Inventory) -> list[LinkInfo]:
 
 def recorded_links(state: str | Path | None = None) -> list[LinkInfo]:
     """The links of every emulated host recorded as up (xcbench.hosts.emulate's records)."""
-    from xcbench.hosts.emulate import Record, records
     out = []
     for path in records(state):
         try:

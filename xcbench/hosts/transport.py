@@ -26,6 +26,7 @@ from typing import Any
 from xcbench.errors import XcbError
 from xcbench.hosts.inventory import Host
 from xcbench.system import proc
+from xcbench.system.cgroups import detect
 
 NETNS_DIR = Path("/run/netns")
 # ssh never prompts (a run must not hang on a password question) and never asks for a tty
@@ -137,7 +138,6 @@ class NetnsTransport(Transport):
         if self.host.cores is None:
             return None
         if self._cgroup_dir is None:
-            from xcbench.system.cgroups import detect
             self._cgroup_dir = detect().base
         return self._cgroup_dir / self.host.cgroup
 

@@ -8,10 +8,15 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from xcbench.campaign.access import read_problems
+from xcbench.campaign.engine import cell_problems, engine_problems
+from xcbench.campaign.spec import check_campaign_settings, level_problems
 from xcbench.ceph.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
 from xcbench.hosts import load_inventory, parse_inventory
 from xcbench.matrix.cell import DIRECTIONS, MODES, Layout, PoolSpec
+from xcbench.matrix.classes import SIZE_CLASSES
+from xcbench.system.ports import check_bind
 from xcbench.system.sizes import format_size, parse_size
 
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
@@ -173,7 +178,6 @@ def _choices(errors: _Errors, where: str, key: str, value: Any, allowed: Collect
 def _new_dims(errors: _Errors, where: str, src: dict, out: dict[str, Any]) -> None:
     """streams, size_class (+ size_scale), cores and direction: lists crossed like origins and
     modes."""
-    from xcbench.matrix.classes import SIZE_CLASSES
     if "streams" in src:
         out["streams"] = sorted({s for s in (_posint(errors, where, "streams", v)
                                              for v in _as_list(src["streams"])) if s})
@@ -199,12 +203,9 @@ def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
     checked by their owners; fields already reported here are not reported twice."""
     problems: list[tuple[str, str]] = []
     if key == "campaign":
-        from xcbench.campaign.spec import check_campaign_settings
         problems = check_campaign_settings(section, unknown=False)
-        from xcbench.campaign.engine import engine_problems
         problems += engine_problems(section)  # engine: local | fts3, and fts: {...}
     elif key == "gateway" and "bind" in section:
-        from xcbench.system.ports import check_bind
         problems = check_bind(section["bind"])
     for fld, msg in problems:
         if not any(ln.startswith(f"{errors.path}: {where}: {fld}:") for ln in errors.lines):
@@ -238,11 +239,9 @@ DEFAULTS: dict[str, Any] = {"origins": [1], "modes": ["push"], "concurrency": (4
 def check_levels(errors: _Errors, cells: list) -> None:
     """Time-based levels (campaign.duration / campaign.steady), checked per cell once the
     defaults and the backend's settings are merged: bounds, rule, and dataset cycling."""
-    from xcbench.campaign.spec import level_problems
     for c in cells:
         for fieldname, why in level_problems(c.campaign, c.files, max(c.concurrency, default=1)):
             errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)
-    from xcbench.campaign.access import read_problems
     for c in cells:
         for fieldname, why in read_problems(c):
             errors.add(f"cell {c.label} ({c.id})", fieldname, why)
@@ -251,7 +250,6 @@ def check_levels(errors: _Errors, cells: list) -> None:
 
 def check_engines(errors: _Errors, cells: list) -> None:
     """engine: fts3 per cell (merged settings): endpoint, a TPC mode, a credential that is there."""
-    from xcbench.campaign.engine import cell_problems
     for c in cells:
         for fieldname, why in cell_problems(c.campaign, c.mode):
             errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)

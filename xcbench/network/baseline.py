@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from xcbench.errors import XcbError
+from xcbench.hosts import transport_for
+from xcbench.network import tcpaudit
 from xcbench.system import proc
 from xcbench.system.ports import LOOPBACK, free_port, port_open
 
@@ -69,7 +71,6 @@ class TransportRunner:
     transport, so iperf3's server runs on the gateway host and its client on the client host."""
 
     def __init__(self, hosts: Iterable[Any]):
-        from xcbench.hosts import transport_for
         self.transports = {h.address: transport_for(h) for h in hosts}
 
     def _t(self, host: str) -> Any:
@@ -210,7 +211,6 @@ def iperf3(pairs: Iterable[tuple[str, str]] | None = None, *, procs: proc.Proces
     """A run's network baseline (runner.py): the host TCP audit into the run's manifest and
     findings, then the iperf3 sweep; returns the BASELINE rows. Raises XcbError only when no
     point at all measured a rate."""
-    from xcbench.network import tcpaudit
     pairs = list(pairs or LOCAL_PAIRS)
     if run is not None:
         result = tcpaudit.audit(sorted({a for p in pairs for a in p}))

@@ -46,7 +46,7 @@ ACTIVE: TcpTuning | None = None  # the tuning this process applied (sysctls are 
 
 
 @dataclass
-class Check:
+class AuditItem:
     key: str                 # sysctl name, or "mtu <dev>" / "speed <dev>"
     value: str | None        # what the host has ("" when it cannot be read)
     recommended: str | None
@@ -144,7 +144,7 @@ def audit(addresses: list[str] | tuple[str, ...] = ("127.0.0.1",), *,
     """Audit this host for traffic to ``addresses`` (the gateway and client addresses).
 
     Returns {"source", "tier_gbps", "tier_how", "interfaces": {dev: {mtu, speed_mbps}},
-    "checks": [Check as dict]}."""
+    "checks": [AuditItem as dict]}."""
     ifaces: dict[str, dict[str, Any]] = {}
     for a in addresses:
         dev = route_dev(a)
@@ -154,24 +154,24 @@ def audit(addresses: list[str] | tuple[str, ...] = ("127.0.0.1",), *,
     speeds = [i["speed_mbps"] for d, i in ifaces.items() if i["speed_mbps"] and d != "lo"]
     tier, how = _tier(speeds, target_gbps)
     core_max, rmem, wmem = TIERS[tier]
-    checks: list[Check] = []
+    checks: list[AuditItem] = []
     for name in ("net.core.rmem_max", "net.core.wmem_max"):
         v = read_sysctl(name, root)
         ok = None if v is None else int(v) >= core_max
-        checks.append(Check(name, v, str(core_max), ok, f"{tier} Gb/s tier",
+        checks.append(AuditItem(name, v, str(core_max), ok, f"{tier} Gb/s tier",
                             None if ok in (True, None) else f"sysctl -w {name}={core_max}"))
     for name, rec in (("net.ipv4.tcp_rmem", rmem), ("net.ipv4.tcp_wmem", wmem)):
         v = read_sysctl(name, root)
         have, want = _triple_max(v), int(rec.split()[-1])
         ok = None if have is None else have >= want
-        checks.append(Check(name, v, rec, ok, f"max {have} vs {want} ({tier} Gb/s tier)",
+        checks.append(AuditItem(name, v, rec, ok, f"max {have} vs {want} ({tier} Gb/s tier)",
                             None if ok in (True, None) else f"sysctl -w {name}='{rec}'"))
     cur = read_sysctl("net.core.default_qdisc", root)
     if cur == QDISC:
-        checks.append(Check("net.core.default_qdisc", cur, QDISC, True))
+        checks.append(AuditItem("net.core.default_qdisc", cur, QDISC, True))
     else:
         avail, why = qdisc_available(QDISC) if probe_qdisc else (None, "not probed")
-        checks.append(Check(
+        checks.append(AuditItem(
             "net.core.default_qdisc", cur, QDISC, False if avail is not False else None,
             f"fq available: {'unknown' if avail is None else 'yes' if avail else 'NO'} ({why})",
             f"sysctl -w net.core.default_qdisc={QDISC}" if avail is not False else None,
@@ -180,26 +180,26 @@ def audit(addresses: list[str] | tuple[str, ...] = ("127.0.0.1",), *,
     avail_cc = (read_sysctl("net.ipv4.tcp_available_congestion_control", root) or "").split()
     usable = [c for c in GOOD_CC if c in avail_cc]
     if cc in GOOD_CC:
-        checks.append(Check("net.ipv4.tcp_congestion_control", cc, "/".join(GOOD_CC), True))
+        checks.append(AuditItem("net.ipv4.tcp_congestion_control", cc, "/".join(GOOD_CC), True))
     else:
-        checks.append(Check(
+        checks.append(AuditItem(
             "net.ipv4.tcp_congestion_control", cc, "/".join(GOOD_CC), False if usable else None,
             f"available: {' '.join(avail_cc) or '?'}",
             f"sysctl -w net.ipv4.tcp_congestion_control={usable[0]}" if usable else None,
             sysctl=bool(usable)))
     v = read_sysctl("net.ipv4.tcp_mtu_probing", root)
     ok = None if v is None else int(v) >= 1
-    checks.append(Check("net.ipv4.tcp_mtu_probing", v, "1", ok, "avoids MTU black holes with jumbo frames",
+    checks.append(AuditItem("net.ipv4.tcp_mtu_probing", v, "1", ok, "avoids MTU black holes with jumbo frames",
                         None if ok in (True, None) else "sysctl -w net.ipv4.tcp_mtu_probing=1"))
     for dev, i in ifaces.items():
         mtu = i["mtu"]
-        checks.append(Check(f"mtu {dev}", str(mtu) if mtu else None, str(JUMBO_MTU),
+        checks.append(AuditItem(f"mtu {dev}", str(mtu) if mtu else None, str(JUMBO_MTU),
                             None if mtu is None else mtu >= JUMBO_MTU, f"route to {i['address']}",
                             None if not mtu or mtu >= JUMBO_MTU else
                             f"ip link set dev {dev} mtu {JUMBO_MTU} (every hop of the path must carry it)",
                             sysctl=False))
         sp = i["speed_mbps"]
-        checks.append(Check(f"speed {dev}", f"{sp / 1000:g} Gb/s" if sp else None, None, None,
+        checks.append(AuditItem(f"speed {dev}", f"{sp / 1000:g} Gb/s" if sp else None, None, None,
                             "from /sys/class/net (the ethtool link speed)" if sp else
                             "not readable (loopback or virtual NIC)", None, sysctl=False))
     return {"source": SOURCE, "tier_gbps": tier, "tier_how": how, "interfaces": ifaces,

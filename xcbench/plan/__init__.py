@@ -5,7 +5,7 @@ The question: how many XRootD gateways and how many Ceph hosts/OSDs does a targe
 
 The model, in one page (details and formulas in the module docstrings):
 
-- **Target** (presets.py): an external rate through the gateways, a write fraction W, a mean
+- **RateTarget** (presets.py): an external rate through the gateways, a write fraction W, a mean
   file size, optionally a volume per year. Rates in Gb/s = 1e9 bit/s (units.py).
 - **Gateway** (gateway.py): store-and-forward, so every external byte crosses a gateway NIC in
   and out; a checksum computed after the write reads the file back from Ceph (one more byte in);

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from xcbench.analysis.run_data import RunData
 from xcbench.errors import XcbError
 from xcbench.plan.calibration_facts import _bs, _find_int, _labels, _protection
 from xcbench.plan.gateway import GatewayInputs, gateway_model
@@ -102,7 +103,6 @@ def _osds_in_samples(run: RunDir) -> int | None:
 def _steady_rates(cal: Calibration, run: RunDir) -> dict[tuple[str, int], float]:
     """Steady-window rates per (cell, concurrency) from the analysis (its stated rule), if any."""
     try:
-        from xcbench.analysis.run_data import RunData
         pts = RunData(run).points
     except Exception as e:  # noqa: BLE001 - the campaign rates still serve; say why
         cal.notes.append(f"{run.path.name}: no steady-state rates ({type(e).__name__}: {e}); "

@@ -16,7 +16,7 @@ from xcbench.plan.calibrate import Calibration, gateway_inputs, storage_inputs
 from xcbench.plan.crosscheck import check_published
 from xcbench.plan.gateway import GatewayInputs, gateway_model, gateways_figure
 from xcbench.plan.gatewaycpu import USCMS_REFERENCE, cores_rows
-from xcbench.plan.presets import PRESETS, Target
+from xcbench.plan.presets import PRESETS, RateTarget
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec
 from xcbench.plan.storage import StorageInputs, remote_share, storage_model
 from xcbench.plan.units import Figure, fmt_capacity, fmt_rate, gbps
@@ -24,7 +24,7 @@ from xcbench.plan.units import Figure, fmt_capacity, fmt_rate, gbps
 PLAN_VERSION = 1
 
 
-def storage_demand(target: Target, g: GatewaySpec, a: Assumptions) -> tuple[float, float]:
+def storage_demand(target: RateTarget, g: GatewaySpec, a: Assumptions) -> tuple[float, float]:
     """(W, R): bytes written to / read from Ceph per external byte through the gateways."""
     w = target.write_fraction
     readback = 1.0 if g.checksum == "read-back" else 0.0
@@ -32,7 +32,7 @@ def storage_demand(target: Target, g: GatewaySpec, a: Assumptions) -> tuple[floa
     return w, (1 - w) * (1 + src) + w * readback
 
 
-def _column(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
+def _column(target: RateTarget, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
             sin: StorageInputs, gin: GatewayInputs) -> dict[str, Any]:
     W, R = storage_demand(target, g, a)
     st = storage_model(spec, W, R, target.file_size, a, sin)
@@ -88,7 +88,7 @@ def sweep_rates(rate: float, n: int = 96) -> list[float]:
     return [lo + (hi - lo) * i / (n - 1) for i in range(n)]
 
 
-def make_plan(target: Target, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
+def make_plan(target: RateTarget, spec: ClusterSpec, g: GatewaySpec, a: Assumptions,
               cal: Calibration | None = None, dev_spec: ClusterSpec | None = None,
               dev_gateway: GatewaySpec | None = None, carry_over: bool = False,
               efficiency: tuple[float, float] | None = None, because: str = "",

@@ -1,4 +1,4 @@
-"""Target presets: the rates sites are asked to plan for, and custom targets.
+"""Target-rate presets: the rates sites are asked to plan for, and custom targets.
 
 The rate is the sustained external rate through the site's gateways (both directions summed).
 Read/write mixes and file sizes of the presets are planning assumptions, not published numbers:
@@ -15,7 +15,7 @@ from xcbench.system.sizes import parse_size
 
 
 @dataclass(frozen=True)
-class Target:
+class RateTarget:
     name: str
     rate: float  # bytes/s, external, through the gateways
     write_fraction: float  # share of `rate` that is written into the site (ingest)
@@ -41,29 +41,29 @@ USCMS_SOURCE = ("US-CMS Tier-2 HL-LHC requirement of 400 Gb/s to storage: A. Aro
                 "benchmark of XRootD HTTP-TPC', CHEP 2023, EPJ Web Conf. 295, 01001 (2024), "
                 "doi:10.1051/epjconf/202429501001")
 
-PRESETS: dict[str, Target] = {
-    "ska-aa4-low": Target(
+PRESETS: dict[str, RateTarget] = {
+    "ska-aa4-low": RateTarget(
         "ska-aa4-low", from_gbps(55), 0.8, parse_size("6.5G"),
         "SKA at AA4, low estimate: 216 PB/year, i.e. 55 Gb/s sustained. Mostly ingest (write "
         "fraction 0.8 assumed).", volume_per_year=216e15, source=SKA_SOURCE),
-    "ska-aa4-mid": Target(
+    "ska-aa4-mid": RateTarget(
         "ska-aa4-mid", from_gbps(100), 0.8, parse_size("6.5G"),
         "SKA at AA4, mid estimate: 400 PB/year, i.e. 100 Gb/s sustained. Mostly ingest (write "
         "fraction 0.8 assumed).", volume_per_year=400e15, source=SKA_SOURCE),
-    "ska-aa4": Target(
+    "ska-aa4": RateTarget(
         "ska-aa4", from_gbps(200), 0.8, parse_size("6.5G"),
         "SKA at AA4, full operations: 100 Gb/s per telescope for each of two telescopes (SKA-Low, "
         "SKA-Mid) = 200 Gb/s peak; volume: the mid estimate, 400 PB/year. Mostly ingest (write "
         "fraction 0.8 assumed).", volume_per_year=400e15, source=SKA_SOURCE),
-    "hl-lhc-t1": Target(
+    "hl-lhc-t1": RateTarget(
         "hl-lhc-t1", from_gbps(610), 0.5, parse_size("4G"),
         "HL-LHC Tier-1 (RAL), minimal scenario: 610 Gb/s. Tier-1s both take in RAW/derived data "
         "and serve it out (write fraction 0.5 assumed).", source=HLLHC_SOURCE),
-    "hl-lhc-t1-flex": Target(
+    "hl-lhc-t1-flex": RateTarget(
         "hl-lhc-t1-flex", from_gbps(1220), 0.5, parse_size("4G"),
         "HL-LHC Tier-1 (RAL), flexible scenario: 1.22 Tb/s (twice the minimal). Write fraction 0.5 "
         "assumed.", source=HLLHC_SOURCE),
-    "uscms-t2": Target(
+    "uscms-t2": RateTarget(
         "uscms-t2", from_gbps(400), 0.3, parse_size("3G"),
         "US-CMS Tier-2: 400 Gb/s. Tier-2s mostly serve analysis reads (write fraction 0.3 "
         "assumed).", source=USCMS_SOURCE),
@@ -76,7 +76,7 @@ CUSTOM_FILE_SIZE = parse_size("4G")
 
 def resolve_target(preset: str | None = None, rate: str | None = None,
                    write_fraction: float | None = None, file_size: str | None = None,
-                   volume_per_year: str | None = None) -> Target:
+                   volume_per_year: str | None = None) -> RateTarget:
     """A preset, a custom rate, or a preset with some fields changed. XcbError names the flag."""
     if preset and rate:
         raise XcbError("--target and --rate: give one (a preset, or a custom rate)")
@@ -89,7 +89,7 @@ def resolve_target(preset: str | None = None, rate: str | None = None,
             r = parse_rate(rate)
         except ValueError as e:
             raise XcbError(f"--rate: {e}") from None
-        t = Target("custom", r, CUSTOM_WRITE_FRACTION, CUSTOM_FILE_SIZE,
+        t = RateTarget("custom", r, CUSTOM_WRITE_FRACTION, CUSTOM_FILE_SIZE,
                    f"custom target {rate}")
     else:
         raise XcbError("plan: give --target PRESET or --rate RATE (e.g. --rate 100Gb/s)")

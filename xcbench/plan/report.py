@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from xcbench.analysis.render import fig_to_data_uri, new_figure, render, write_report
 from xcbench.errors import XcbError
 from xcbench.plan.units import fmt_bytes, fmt_capacity, fmt_rate, fmt_value, gbps
 from xcbench.system.sizes import format_size
@@ -197,7 +198,6 @@ def render_text(plan: dict) -> str:
 
 def plot(plan: dict) -> str:
     """PNG data URI: gateways and OSDs needed vs target rate, datasheet and calibrated."""
-    from xcbench.analysis.render import fig_to_data_uri, new_figure
     fig, (ax1, ax2) = new_figure(10.0, 3.8, ncols=2)
     xs = [r["rate_gbps"] for r in plan["sweep"]]
     for c, style in zip(plan["columns"], ("-", "--"), strict=False):
@@ -287,7 +287,6 @@ def render_plan(plan: dict, fmt: str = "text", out: str | Path | None = None) ->
     elif fmt == "json":
         text = json.dumps(plan, indent=2, sort_keys=True) + "\n"
     else:
-        from xcbench.analysis.render import render, write_report
         text = render("plan", report_context(plan), fmt)
         if out is not None:
             write_report(text, out, fmt)

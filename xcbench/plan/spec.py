@@ -34,6 +34,7 @@ from xcbench.plan.published import parse_published
 from xcbench.plan.reader import Reader, protection_of
 from xcbench.plan.units import parse_capacity, parse_rate
 from xcbench.system.sizes import parse_size
+from xcbench.system.userfiles import read_yaml
 
 
 @dataclass(frozen=True)
@@ -239,7 +240,6 @@ def gateway_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
 # --- files and --set overrides ---------------------------------------------------------------
 
 def load_yaml(path: str | Path) -> dict:
-    from xcbench.system.userfiles import read_yaml
     p = Path(path)
     data = read_yaml(p)
     if not isinstance(data, dict):

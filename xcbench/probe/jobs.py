@@ -31,9 +31,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
 from xcbench.probe import fio
 from xcbench.system import proc
+from xcbench.system.sizes import parse_size
 from xcbench.system.templates import render
 
 PATTERNS = ("randwrite", "write", "read")
@@ -76,7 +78,6 @@ def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
     if p.get("bs"):
         p["bw_bs"] = int(p["bs"])
     else:  # object-sized, within what one OSD op and one file (or object) can take
-        from xcbench.backends.base import backend_class
         room = backend_class(cell.backend).probe_room(p["object_size"], p["size"])
         p["bw_bs"] = min(lay.object_size if lay else DEFAULT_BS, MAX_BS, room)
     p["rr_bs"] = _randread_bs(cell, direction, where, p)
@@ -99,7 +100,6 @@ def _randread_bs(cell, direction: str, where: str, p: dict[str, Any]) -> int | N
         access = {"pattern": access}
     if not isinstance(access, dict) or access.get("pattern") not in ("random", "readv"):
         return None
-    from xcbench.system.sizes import parse_size
     size = access.get("size")
     try:
         bs = int(parse_size(size)) if size is not None else DEFAULT_ACCESS

@@ -22,16 +22,26 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from xcbench import telemetry
 from xcbench.analysis.attribution import write_verdicts
+from xcbench.backends.base import Target
+from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
+from xcbench.campaign.engine import pop_engine
+from xcbench.campaign.hostrun import RunHosts
+from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.pools import pool_settings
 from xcbench.errors import XcbError
+from xcbench.gateway import Gateway
 from xcbench.gateway.config import gateway_inputs
 from xcbench.matrix import Matrix
 from xcbench.matrix.cell import Cell
-from xcbench.run.interfaces import Cluster, Gateway, Target
+from xcbench.matrix.classes import campaign_sizes
+from xcbench.network.addressing import report_host
+from xcbench.network.baseline import iperf3
+from xcbench.probe.jobs import run_probe
+from xcbench.run.session import CellSession
 from xcbench.store import fingerprint as fp
 from xcbench.store.manifest import DONE
 from xcbench.store.rundir import RunDir
@@ -39,9 +49,7 @@ from xcbench.system import orphans, proc
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.signals import Interrupted, StopFlag
 from xcbench.telemetry import ReportListener, TelemetryRunner
-
-if TYPE_CHECKING:
-    from xcbench.ceph.cluster import Cluster as CephCluster
+from xcbench.telemetry.gateway import report_listener
 
 __all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_create", "run_matrix"]
 
@@ -85,7 +93,7 @@ class Runner:
                  stop: StopFlag, view: Any = None):
         self.matrix, self.run, self.opts = matrix, run, opts
         # the backends and the gateway still take the concrete handle (xcbench.ceph.cluster)
-        self.cluster = cast("CephCluster | None", cluster)
+        self.cluster = cluster
         self.stop, self.view = stop, view
         self.procs = proc.ProcessSet()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"xcbench-{run.path.name}-", dir="/var/tmp"))
@@ -95,7 +103,6 @@ class Runner:
         self._source_stack = contextlib.ExitStack()
         self.hosts: Any = None  # xcbench.campaign.hostrun.RunHosts with an inventory
         if opts.hosts is not None:
-            from xcbench.campaign.hostrun import RunHosts
             self.hosts = RunHosts(opts.hosts, run, self.procs)
 
     # -- records ---------------------------------------------------------------------------
@@ -123,7 +130,6 @@ class Runner:
             remove_tree(self.scratch, unmount=True, what="scratch")  # never crosses a mount
 
     def _baseline(self) -> None:
-        from xcbench.network.baseline import iperf3
         pairs, runner = self.hosts.baseline() if self.hosts else (None, None)
         if self.view:
             self.view.phase("baseline", f"iperf3 over {len(pairs)} host pairs" if pairs
@@ -161,7 +167,6 @@ class Runner:
             self.view.end_cell(cell, status, error)
 
     def _measure(self, cell: Cell, stack: contextlib.ExitStack) -> tuple[str, str | None]:
-        from xcbench.run.session import CellSession
         workdir = self.scratch / cell.id
         workdir.mkdir(parents=True, exist_ok=True)
         os.chmod(workdir, 0o755)
@@ -246,7 +251,6 @@ class Runner:
         if not telemetry.wants(self.opts.telemetry, "gateway"):
             return None  # no gateway device: no xrd.report stream to listen to
         if self.hosts is not None:  # where the gateway hosts reach it
-            from xcbench.telemetry.gateway import report_listener
             listener = report_listener(self.opts.hosts)
         else:
             listener = ReportListener()
@@ -260,7 +264,6 @@ class Runner:
                                hosts=self.hosts.inv if self.hosts is not None else None)
 
     def _probe(self, cell: Cell, target: Target) -> None:
-        from xcbench.probe.jobs import run_probe
         raw = self.run.path / "raw" / "fio" / cell.id
         raw.mkdir(parents=True, exist_ok=True)
         run_probe(cell, target, cluster=self.cluster, workdir=self.scratch / cell.id / "fio",
@@ -271,7 +274,6 @@ class Runner:
         if self._source is None:
             from dataclasses import replace
 
-            from xcbench.run.session import CellSession
             src_cell = replace(self.matrix.cells[0], backend="tmpfs", layout=None, pool=None,
                                tmpfs_size=max(c.file_size * c.files for c in self.matrix.cells) * 2,
                                id="source", label="tpc source", origins=1, gateway={})
@@ -280,7 +282,6 @@ class Runner:
             os.chmod(workdir, 0o755)
             bind = None
             if self.hosts is not None:  # the gateway hosts pull from it
-                from xcbench.network.addressing import report_host
                 bind = report_host(self.opts.hosts)
             session = self._source_stack.enter_context(
                 CellSession(src_cell, cluster=None, workdir=workdir, procs=self.procs,
@@ -289,9 +290,6 @@ class Runner:
         return self._source
 
     def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
-        from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
-        from xcbench.campaign.engine import pop_engine
-        from xcbench.matrix.classes import campaign_sizes
         settings = dict(cell.campaign)
         run = pop_engine(settings) or run_campaign  # campaign.engine: local | fts3 (one job a level)
         opt = settings.pop("optimizer", None)
@@ -366,7 +364,8 @@ def _cluster_info(cluster: Cluster | None) -> dict[str, Any]:
 
 
 def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
-    """Verdicts, Parquet, report — each best effort, so a failure here loses no record."""
+    """Verdicts and Parquet, each best effort, so a failure here loses no record (the command
+    renders the report: xcbench.analysis.report.render_run_report)."""
     if status == "complete" and any(not c.done for c in run.cells.values()):
         status = "partial"
     try:
@@ -375,17 +374,3 @@ def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
     except Exception as e:
         run.warn(f"attribution: {type(e).__name__}: {e}")
     run.finalize(status)
-    if opts.report and not run.has_room():
-        run.warn("report: not rendered, the result store is full "
-                 "(render it later with `xcbench report` once there is room)")
-    elif opts.report:
-        try:
-            from xcbench.analysis.report import render_report
-            path = render_report([run.path], fmt=opts.report_format)
-            run.state.report = str(path)
-            if opts.report_format == "html":
-                md = render_report([run.path], fmt="md")
-                run.state.report_md = str(md)
-        except Exception as e:
-            run.warn(f"report: {type(e).__name__}: {e}")
-        run.save_manifest()

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xcbench.backends.base import get_backend
+from xcbench.gateway import start_gateway
+from xcbench.gateway.cores import limit_origins
+from xcbench.gateway.placement import origin_findings, origin_load, refuse_cores
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Backend, Target
@@ -45,7 +48,6 @@ class CellSession:
 
     def __enter__(self) -> CellSession:
         if self.hosts is not None and getattr(self.cell, "cores", None):
-            from xcbench.gateway.placement import refuse_cores
             refuse_cores(self.cell, self.hosts)  # before anything is prepared
         stack = contextlib.ExitStack()
         try:
@@ -58,7 +60,6 @@ class CellSession:
                 stack.callback(self.gateway.stop)
                 cores = getattr(self.cell, "cores", None)
                 if cores:  # the cores dimension: a CPU quota per origin
-                    from xcbench.gateway.cores import limit_origins
                     stack.callback(limit_origins(self.gateway, cores).close)
                 self.findings = list(self.gateway.findings)
         except BaseException:
@@ -68,7 +69,6 @@ class CellSession:
         return self
 
     def _start(self) -> Gateway:
-        from xcbench.gateway import start_gateway
         kw: dict[str, Any] = {} if self.bind is None else {"bind": self.bind}
         if self.hosts is not None:
             kw["hosts"] = self.hosts
@@ -79,7 +79,6 @@ class CellSession:
 
     def _verify_gateway(self) -> Gateway:
         """A plain one-origin gateway for a check only (loopback, the backend's defaults)."""
-        from xcbench.gateway import start_gateway
         cid = self.target.cell_id
         return start_gateway(self.target, workdir=self.workdir / f"verify-{cid}",
                              cluster=self.cluster, procs=self.procs, name=f"verify-{cid}")
@@ -95,7 +94,6 @@ class CellSession:
     def origin_check(self) -> list[dict]:
         """Per-origin evidence (files, bytes each origin received); an origin that got none
         adds a FINDING to ``findings``. Call it after the campaign, before leaving."""
-        from xcbench.gateway.placement import origin_findings, origin_load
         if self.gateway is None:
             return []
         load = origin_load(self.gateway)

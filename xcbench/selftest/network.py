@@ -39,6 +39,14 @@ from typing import Any
 import yaml
 
 from xcbench.errors import XcbError
+from xcbench.hosts import load_inventory
+from xcbench.hosts.emulate import down, free_network, up
+from xcbench.hosts.emulate import why_not as hosts_why_not
+from xcbench.matrix import load_matrix
+from xcbench.run.runner import RunOptions, run_matrix
+from xcbench.selftest import registry
+from xcbench.selftest.run_scenarios import _roles_short
+from xcbench.selftest.scenarios import FULL, QUICK, Check
 
 NAME = "network"
 WHAT = "the client host's link shaped (tc tbf) to a fraction of the unshaped chain's rate"
@@ -58,7 +66,6 @@ def _stderr(msg: str) -> None:
 
 def why_not() -> str | None:
     """Why the scenario cannot run here (None: it can)."""
-    from xcbench.hosts.emulate import why_not as hosts_why_not
     return hosts_why_not("xrootd", "cmsd", "iperf3")
 
 
@@ -67,7 +74,6 @@ def levels_of(quick: bool) -> dict[str, Any]:
     link samples in each steady window), with files of 64 MiB: the gap between one file and the
     next (open, checksum, delete) leaves the link idle for a moment, which a scenario about the
     link keeps small."""
-    from xcbench.selftest.scenarios import FULL, QUICK
     sizes = QUICK if quick else FULL
     return {"levels": tuple(sizes.levels), "file_size": "64M", "files": sizes.files,
             "campaign": sizes.campaign()}
@@ -92,8 +98,6 @@ def emulated(doc: dict[str, Any], workdir: Path, name: str) -> Iterator[Any]:
     Recorded in the default state dir: the ``links`` telemetry device reads the links of the
     hosts recorded there while telemetry.build() passes it no inventory (analysis.links then
     keeps only the run's own client hosts, from the manifest)."""
-    from xcbench.hosts import load_inventory
-    from xcbench.hosts.emulate import down, up
     path = workdir / f"{name}-hosts.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     inv = load_inventory(path)
@@ -115,8 +119,6 @@ def matrix_doc(name: str, levels: tuple[int, ...], sizes: dict[str, Any]) -> dic
 
 def _run(doc: dict[str, Any], name: str, cluster: Any, out: Path, workdir: Path, inv: Any,
          baseline: bool) -> Any:
-    from xcbench.matrix import load_matrix
-    from xcbench.run.runner import RunOptions, run_matrix
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     matrix = load_matrix(path, cluster)
@@ -175,9 +177,6 @@ def run_network(cluster: Any, *, quick: bool = False, out: Path = Path("results"
                 log: Log = _stderr) -> dict[str, Any]:
     """Run the scenario; {"checks": [Check...], "runs": {name: path}, "seconds": {...},
     "figures": {unshaped_Bps, shaped_rate, shaped_Bps, iperf3_bps, levels}}."""
-    from xcbench.hosts.emulate import free_network
-    from xcbench.selftest.run_scenarios import _roles_short
-    from xcbench.selftest.scenarios import Check
     why = why_not()
     if why:
         raise XcbError(f"selftest: network: {why}")
@@ -244,10 +243,6 @@ def run_network(cluster: Any, *, quick: bool = False, out: Path = Path("results"
 def register_scenario() -> None:
     """Take the place of the "not yet" placeholder in the self-test's registry (when it has
     one: xcbench.selftest.registry), run by :func:`run_network` in a run of its own."""
-    try:
-        from xcbench.selftest import registry
-    except ImportError:
-        return
     fields = getattr(registry.Scenario, "__dataclass_fields__", {})
     if "own_run" not in fields:
         return

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from xcbench.matrix.cell import PoolSpec
+
 # (right verdicts, note) for one level of a scenario, from the evidence its cell measured
 Expect = Callable[["Scenario", dict[str, Any]], tuple[tuple[str, ...], str]]
 # (ok, note): a further check of one level's evidence (e.g. raw/logical bytes of the pool)
@@ -37,7 +39,6 @@ class CellDef:
 
 
 def _label(pool: str) -> str:
-    from xcbench.matrix.cell import PoolSpec
     return PoolSpec.parse(pool).label
 
 

@@ -23,7 +23,9 @@ from typing import Any
 
 import yaml
 
+from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
+from xcbench.matrix import load_matrix
 from xcbench.run.runner import Runner, RunOptions, run_matrix
 from xcbench.selftest.scenarios import (
     CELLS,
@@ -36,6 +38,7 @@ from xcbench.selftest.scenarios import (
     ident,
     matrix_yaml,
 )
+from xcbench.system.cgroups import CpuGroups, detect, sweep_stale
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"
@@ -98,7 +101,6 @@ def capping_runner(cap: Cap) -> type[CappingRunner]:
 
 def _run(matrix_doc: dict, name: str, cluster: Any, out: Path, workdir: Path,
          runner: Callable[..., Runner] | None = None) -> Any:
-    from xcbench.matrix import load_matrix
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(matrix_doc, sort_keys=False))
     matrix = load_matrix(path, cluster)
@@ -182,7 +184,6 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
                  out: Path = Path("results"), fraction: float = FRACTION,
                  log: Log = _stderr) -> dict[str, Any]:
     """Run the scenarios; return {"checks": [Check...], "not_yet": [...], "runs": {...}, ...}."""
-    from xcbench.system.cgroups import detect, sweep_stale
     scenarios = plan(names, quick)
     sizes = QUICK if quick else FULL
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -288,8 +289,6 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
                 sizes: Any, fraction: float, cluster: Any, out: Path, workdir: Path
                 ) -> tuple[list[Check], str]:
     """One run of the scenario's cells with its role capped, judged level by level."""
-    from xcbench.matrix import load_matrix
-    from xcbench.system.cgroups import CpuGroups
     assert s.cap is not None
     doc = matrix_yaml([CELLS[k] for k in cores], sizes, name)
     mtx_path = workdir / f"{name}.yaml"
@@ -311,7 +310,6 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
 
 def _mini_pids(cluster: Any) -> Callable[[], dict[str, list[int]]]:
     if getattr(cluster, "embedded", False) and getattr(cluster, "state_dir", None):
-        from xcbench.ceph.mini import MiniCluster
         return MiniCluster(cluster.state_dir).role_pids
     raise XcbError("selftest: the OSD scenario caps the embedded mini cluster's OSDs "
                    "(a cluster given by --ceph-conf runs its OSDs elsewhere)")

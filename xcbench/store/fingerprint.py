@@ -28,6 +28,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from xcbench import __version__
+from xcbench.system import proc
+
 # Debian packages whose versions identify the stack (dpkg-query, one call).
 PACKAGES = ("ceph-common", "ceph-osd", "python3-rados", "python3-cephfs", "xrootd-server",
             "xrootd-client", "xrootd-ceph-plugins", "python3-xrootd", "fio", "libgfal2-2",
@@ -55,7 +58,6 @@ def file_sha256(path: str | os.PathLike) -> str | None:
 
 
 def _tool_version(argv: list[str], pattern: str) -> str | None:
-    from xcbench.system import proc
     try:
         out = proc.run(argv, timeout=20, check=False)
     except Exception:  # noqa: BLE001 - not installed / timed out: recorded as None
@@ -65,7 +67,6 @@ def _tool_version(argv: list[str], pattern: str) -> str | None:
 
 
 def package_versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
-    from xcbench.system import proc
     try:
         out = proc.run(["dpkg-query", "-W", "-f=${Package} ${Version}\\n", *packages],
                        timeout=20, check=False)
@@ -77,7 +78,6 @@ def package_versions(packages: tuple[str, ...] = PACKAGES) -> dict[str, str]:
 @cache
 def versions() -> dict[str, Any]:
     """Versions of the stack; cached per process (they do not change during a run)."""
-    from xcbench import __version__
     v: dict[str, Any] = {name: _tool_version(argv, rx) for name, (argv, rx) in TOOLS.items()}
     try:
         import gfal2  # Debian python3-gfal2, system site packages

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.system.userfiles import read_bytes
 
 RESERVE = 256 << 10  # bytes kept free for the manifest and the report once the store is full
 BALLAST = ".reserve"  # a file of RESERVE bytes made with the run, removed when the disk fills
@@ -150,7 +151,6 @@ def _json_records(path: Path) -> list[dict]:
     warning; anything else that is not one JSON object per line is an XcbError naming it."""
     import sys
 
-    from xcbench.system.userfiles import read_bytes
     data = read_bytes(path, limit=1 << 40)
     lines = data.split(b"\n")
     rows = []

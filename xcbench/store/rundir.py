@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.store.fingerprint import cell_fingerprint, run_fingerprint
 from xcbench.store.jsonl import (
     BALLAST,
     RESERVE,
@@ -60,7 +61,9 @@ from xcbench.store.manifest import (
     Manifest,
     upgrade,
 )
+from xcbench.store.tables import TABLES
 from xcbench.system.secrets import redact, scrub_known
+from xcbench.system.userfiles import read_json
 
 __all__ = ["BALLAST", "CELL_STATUSES", "DONE", "RESERVE", "SCHEMA_VERSION", "CellState", "LostRows",
            "Manifest", "RunDir",
@@ -90,7 +93,6 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
 
 
 def load_json(path: str | os.PathLike) -> Any:
-    from xcbench.system.userfiles import read_json
     return read_json(path)
 
 
@@ -116,7 +118,6 @@ class RunDir:
         """A new run directory. ``fingerprint``: True collects versions + host info
         (xcbench.store.fingerprint.run_fingerprint, ~1 s), a dict is stored as given, False: {}."""
         if fingerprint is True:
-            from xcbench.store.fingerprint import run_fingerprint
             fingerprint = run_fingerprint()
         now = _dt.datetime.now(_dt.UTC)
         name = name or now.strftime("%Y%m%dT%H%M%SZ")
@@ -290,7 +291,6 @@ class RunDir:
     def set_cell_fingerprint(self, cell_id: str, **parts: Any) -> dict[str, Any]:
         """Merge fingerprint parts (layout=, pool=, configs=, ...) into the cell's fingerprint
         and recompute its digest (xcbench.store.fingerprint.cell_fingerprint)."""
-        from xcbench.store.fingerprint import cell_fingerprint
         old = dict(self.state.cell(cell_id).fingerprint or {})
         old.pop("digest", None)
         old.update(parts)
@@ -338,7 +338,6 @@ class RunDir:
         Declared columns (xcbench.store.tables) missing from older runs are added as NA."""
         import pandas as pd
 
-        from xcbench.store.tables import TABLES
         pq = self.path / f"{name}.parquet"
         jl = self.path / "records" / f"{name}.jsonl"
         if pq.exists():

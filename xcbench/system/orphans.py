@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.system import proc, statedir
+from xcbench.system.fsutil import remove_tree
 from xcbench.system.mounts import mount_table
 
 SUBDIR = "procs"
@@ -284,7 +285,6 @@ def forget_dir(path: str | os.PathLike) -> None:
 def remove_dir(path: str | os.PathLike) -> bool:
     """Remove a scratch dir xcbench made, unless something is mounted at or below it (a
     delete never crosses a mount point: the mount stays, and so does the dir)."""
-    from xcbench.system.fsutil import remove_tree
     real = Path(os.path.realpath(path))
     if not real.is_dir() or any(m == real or m.is_relative_to(real) for m, _ in mount_table()):
         return False

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.hosts.links import links_of, recorded_links
 from xcbench.telemetry.base import Sampler, Sink, TelemetryRunner
+from xcbench.telemetry.ceph import CephSampler
+from xcbench.telemetry.gateway import GatewaySampler
+from xcbench.telemetry.host import HostSampler
+from xcbench.telemetry.link_sampler import LinksSampler
+from xcbench.telemetry.role_processes import make_sampler
 
 
 @dataclass(frozen=True)
@@ -38,31 +44,25 @@ class Device:
 
 
 def _host(ctx: Context) -> Sampler:
-    from xcbench.telemetry.host import HostSampler
     return HostSampler()
 
 
 def _gateway(ctx: Context) -> Sampler | None:
-    from xcbench.telemetry.gateway import GatewaySampler
     return GatewaySampler(ctx.listener, ctx.gateway) if ctx.listener is not None else None
 
 
 def _ceph(ctx: Context) -> Sampler | None:
-    from xcbench.telemetry.ceph import CephSampler
     pool = getattr(ctx.target, "pool", None)
     return CephSampler(ctx.cluster, [pool]) if ctx.cluster is not None and pool else None
 
 
 def _roles(ctx: Context) -> Sampler:
-    from xcbench.telemetry.role_processes import make_sampler
     return make_sampler(gateway=ctx.gateway, target=ctx.target, cluster=ctx.cluster)
 
 
 def _links(ctx: Context) -> Sampler | None:
     """The run's emulated hosts (its inventory when the context has one, else every emulated
     host recorded as up); none: the device does not apply."""
-    from xcbench.hosts.links import links_of, recorded_links
-    from xcbench.telemetry.link_sampler import LinksSampler
     links = links_of(ctx.hosts) if ctx.hosts is not None else recorded_links()
     return LinksSampler(links) if links else None
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from xcbench.ceph.mini import MiniCluster
 from xcbench.system import proc
 from xcbench.telemetry.roles import RoleSampler
 
@@ -100,7 +101,6 @@ def cluster_providers(cluster: Any) -> tuple[dict[str, Provider], str | None]:
     if cluster is None or getattr(cluster, "conf", None) is None:
         return {}, None
     if getattr(cluster, "embedded", False) and getattr(cluster, "state_dir", None) is not None:
-        from xcbench.ceph.mini import MiniCluster
         mini = MiniCluster(cluster.state_dir)
         def of(role: str) -> Provider:
             return lambda: mini.role_pids()[role]

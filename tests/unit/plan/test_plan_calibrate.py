@@ -8,7 +8,7 @@ import pytest
 from xcbench.cli import main
 from xcbench.plan.calibrate import Calibration, amplification_for, load_calibration
 from xcbench.plan.planner import make_plan
-from xcbench.plan.presets import Target
+from xcbench.plan.presets import RateTarget
 from xcbench.plan.spec import (
     Assumptions,
     GatewaySpec,
@@ -76,7 +76,7 @@ def test_measurements_from_the_run(run_dir):
 
 def test_calibrated_column_side_by_side(run_dir):
     cal = load_calibration([run_dir], num_osds=3)
-    t = Target("t", 10e9 / 8, 1.0, 4 * GiB)
+    t = RateTarget("t", 10e9 / 8, 1.0, 4 * GiB)
     p = make_plan(t, planned(), GatewaySpec(), Assumptions(), cal)
     ds, cc = p["columns"]
     assert (ds["label"], cc["label"]) == ("datasheet", "calibrated")
@@ -101,7 +101,7 @@ def test_efficiency_carried_over(run_dir):
     dev, gw = load_cluster(example_path("devcluster"))
     from xcbench.plan.spec import load_gateway
     dev_gw = load_gateway(None, gw, dev.source)
-    t = Target("t", 10e9 / 8, 1.0, 4 * GiB)
+    t = RateTarget("t", 10e9 / 8, 1.0, 4 * GiB)
     p = make_plan(t, planned(), GatewaySpec(), Assumptions(), cal, dev, dev_gw, carry_over=True)
     cc = p["columns"][1]
     # dev theoretical (ec2+1 writes): drives 3 x 1000 MB/s / 1.5 = 2e9 (network 5e9/2 = 2.5e9);

@@ -7,7 +7,7 @@ import pytest
 
 from xcbench.plan.gateway import gateway_budget, gateway_model
 from xcbench.plan.planner import make_plan, storage_demand
-from xcbench.plan.presets import PRESETS, Target
+from xcbench.plan.presets import PRESETS, RateTarget
 from xcbench.plan.spec import (
     Assumptions,
     GatewaySpec,
@@ -220,7 +220,7 @@ def test_gateway_budget_with_internal_nics():
 
 
 def test_readback_loads_the_storage_too():
-    t = Target("t", 1e9, 0.8, GiB)
+    t = RateTarget("t", 1e9, 0.8, GiB)
     assert storage_demand(t, GatewaySpec(), A) == pytest.approx((0.8, 0.2))
     assert storage_demand(t, GatewaySpec(checksum="read-back"), A) == pytest.approx((0.8, 1.0))
 
@@ -238,7 +238,7 @@ def test_more_target_never_needs_fewer_gateways_or_hosts(example, wf):
     s, gsec = load_cluster(example_path(example))
     from xcbench.plan.spec import load_gateway
     g = load_gateway(None, gsec, "x")
-    plan_at = [make_plan(Target("t", r * 1e9 / 8, wf, 4 * GiB), s, g, A) for r in (1, 100, 1000)]
+    plan_at = [make_plan(RateTarget("t", r * 1e9 / 8, wf, 4 * GiB), s, g, A) for r in (1, 100, 1000)]
     for p in plan_at:
         rows = p["sweep"]
         for key in ("gateways_datasheet", "osds_datasheet"):
@@ -248,7 +248,7 @@ def test_more_target_never_needs_fewer_gateways_or_hosts(example, wf):
     from xcbench.plan.gateway import gateway_model as gm
     from xcbench.plan.storage import storage_model as sm
     gw = gm(g, wf, A)
-    st = sm(s, *storage_demand(Target("t", 1, wf, 4 * GiB), g, A), 4 * GiB, A)
+    st = sm(s, *storage_demand(RateTarget("t", 1, wf, 4 * GiB), g, A), 4 * GiB, A)
     prev_g = prev_h = 0
     for i in range(1, 3000):
         rate = i * 1e9 / 8  # 1 .. 2999 Gb/s

@@ -15,7 +15,7 @@ from xcbench.cli import main
 from xcbench.plan.calibrate import load_calibration
 from xcbench.plan.crosscheck import check_published
 from xcbench.plan.planner import make_plan
-from xcbench.plan.presets import PRESETS, Target
+from xcbench.plan.presets import PRESETS, RateTarget
 from xcbench.plan.spec import Assumptions, example_path, examples, load_cluster, load_gateway
 from xcbench.store.rundir import RunDir
 
@@ -139,7 +139,7 @@ def test_calibrate_spec_prints_the_chain(tmp_path):
     cal = load_calibration([run.path], num_osds=3)
     dev, _ = load_cluster(example_path("devcluster"))
     spec, gsec = load_cluster(example_path("ral-dev-chep2024"))
-    p = make_plan(Target("t", 3e9, 1.0, 4 * GiB), spec, load_gateway(None, gsec, "x"), A, cal, dev,
+    p = make_plan(RateTarget("t", 3e9, 1.0, 4 * GiB), spec, load_gateway(None, gsec, "x"), A, cal, dev,
                   carry_over=True)
     chain = p["extrapolation"][0]
     # devcluster theoretical for ec2+1 writes: 3 SSDs x 1000 MB/s / 1.5 = 2e9 (loopback: no NIC
