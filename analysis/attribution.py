@@ -85,7 +85,7 @@ from typing import Any, cast
 import numpy as np
 
 from xcbench.analysis import amplification as _amp
-from xcbench.analysis import link_use as _links
+from xcbench.analysis import link_use
 from xcbench.analysis import roles as _roles
 from xcbench.analysis import stats as _stats
 from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rules live here too
@@ -302,8 +302,8 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
                          "evidence": "{}", "direction": d})
             continue
         ev = _figures(rd, cell, p, others)
-        _links.add_evidence(rd, p["cell_id"], p["windows"], ev)  # shaped client links (rule 1)
-        verdict, reason = _links.decide_links(ev, *decide(ev), NEAR)
+        link_use.add_evidence(rd, p["cell_id"], p["windows"], ev)  # shaped client links (rule 1)
+        verdict, reason = link_use.decide_links(ev, *decide(ev), NEAR)
         rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"], "verdict": verdict,
                      "reason": reason, "evidence": json.dumps(_jsonable(ev), sort_keys=True),
                      "direction": d})

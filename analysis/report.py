@@ -21,8 +21,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis import network_baseline as netbase
-from xcbench.analysis import plots, readwrite
+from xcbench.analysis import network_baseline, plots, readwrite
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.compare import compare_data
@@ -253,7 +252,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                         if (f.get("pool") or {}).get("ec_profile") else "–",
                         "configs": ", ".join(f"{k} {str(v)[:12]}" for k, v in (f.get("configs") or {}).items()) or "–"})
     net_bps, _ = rd.network
-    layout_ref = netbase.reference_layout(m, layout_rows, _columns()["layout"])
+    layout_ref = network_baseline.reference_layout(m, layout_rows, _columns()["layout"])
     return {
         "id": rd.run_id, "path": str(rd.run.path), "status": m.get("status"), "start": m.get("start"),
         "end": m.get("end"), "matrix": _matrix_name(m.get("matrix")), "schema": m.get("schema_version"),
@@ -271,7 +270,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if _num(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
         "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
-        "netbase": netbase.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
+        "netbase": network_baseline.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
         "readwrite": readwrite.section(points, vmap, labels, cells, src,
                                        {c: access_of(rd.campaigns, c) for c in cells.index}),
         "reads": reads,

@@ -17,8 +17,7 @@ from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.probe import fio
 from xcbench.probe.jobs import PREFIX, direct_io_supported, run_probe
 from xcbench.store.tables import PROBE
-from xcbench.system import ports as net
-from xcbench.system import proc
+from xcbench.system import ports, proc
 
 pytestmark = pytest.mark.integration
 M = 1 << 20
@@ -99,20 +98,20 @@ def test_buffered_fallback_where_o_direct_is_refused(tmp_path):
 @pytest.fixture
 def fio_servers(tmp_path):
     procs = proc.ProcessSet()
-    ports = net.free_ports(2)
-    for i, port in enumerate(ports):
+    server_ports = ports.free_ports(2)
+    for i, port in enumerate(server_ports):
         proc.spawn(["fio", f"--server=ip:127.0.0.1,{port}"], name=f"fio-server-{i}",
                    log=tmp_path / f"fio-server-{i}.log", procs=procs)
-    for port in ports:
+    for port in server_ports:
         net_wait(port)
-    yield [f"127.0.0.1:{p}" for p in ports]
+    yield [f"127.0.0.1:{p}" for p in server_ports]
     procs.stop_all()
 
 
 def net_wait(port: int, timeout: float = 10.0) -> None:
     import time
     deadline = time.monotonic() + timeout
-    while not net.port_open(port):
+    while not ports.port_open(port):
         if time.monotonic() > deadline:
             raise AssertionError(f"fio --server on port {port} did not come up")
         time.sleep(0.1)
@@ -158,7 +157,7 @@ def test_rados_objects_removed_when_fio_fails(ceph_cluster, tmp_path):
     name = ceph_cluster.ensure_pool(REP)
     c = cell("rados-fail", "rados", layout=Layout(4 * M, 1, 4 * M), pool=REP, patterns=["read"])
     target = Target(cell_id=c.id, backend="rados", pool=name, layout=c.layout)
-    port = net.free_port()
+    port = ports.free_port()
     with pytest.raises(XcbError, match="fio .*no JSON output"):
         run_probe(c, target, cluster=ceph_cluster, workdir=tmp_path, sink=None,
                   hosts=[f"127.0.0.1:{port}"])

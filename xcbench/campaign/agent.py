@@ -114,9 +114,9 @@ class Stream:
 def _drain(campaign: Any, started: float) -> None:
     """``stop``: a time-based level ends (in flight finish); a file-count one starts no more."""
     if campaign.rule is not None:
-        campaign._end_level("coordinator", time.time() - started)
+        campaign.levels.end("coordinator", time.time() - started)
     else:
-        campaign._cancel_rest(time.time())
+        campaign.canceller.rest(time.time())
         with campaign.cond:
             campaign.cond.notify_all()
 

@@ -9,26 +9,15 @@ from typing import Any
 from xcbench.campaign.rows import transfer_row
 
 
-class CancelMixin:
-    """Mixed into :class:`xcbench.campaign.dispatch.Campaign` (which sets these attributes)."""
-    cond: Any
-    live: dict
-    ready: Any
-    delayed: list
-    final: dict
-    spec: Any
-    dataset: Any
-    kind: str
-    cell_id: str
-    out: Any
-    index: Any
-    source_url: Any
-    dest_url: Any
-    direction_of: Any
+class Canceller:
+    """Stops a campaign's attempts and closes its files (a part of the campaign)."""
 
-    def _cancel_running(self) -> None:
-        with self.cond:
-            live = list(self.live.values())
+    def __init__(self, campaign: Any):
+        self.c = campaign  # xcbench.campaign.dispatch.Campaign: its dispatch state
+
+    def running(self) -> None:
+        with self.c.cond:
+            live = list(self.c.live.values())
         for _, progress, client in live:
             progress.cancelled = True
             try:
@@ -36,30 +25,26 @@ class CancelMixin:
             except Exception:  # best effort: the attempt still ends at its timeout
                 pass
 
-    def urls_of(self, seq: int) -> tuple[str, str]:
-        """(source, destination) of transfer ``seq`` as its rows name them."""
-        return self.source_url(self.index(seq)), self.dest_url(seq)
-
-    def _cancel_rest(self, now: float) -> None:
+    def rest(self, now: float) -> None:
         """Files never finished because the campaign stopped: a CANCELED final row each."""
-        with self.cond:
-            rest = sorted({j.seq: j.retry for j in list(self.ready) + self.delayed}.items())
-            self.ready.clear()
-            self.delayed.clear()
+        with self.c.cond:
+            rest = sorted({j.seq: j.retry for j in list(self.c.ready) + self.c.delayed}.items())
+            self.c.ready.clear()
+            self.c.delayed.clear()
         rows = []
         for seq, retry in rest:
-            if seq in self.final:
+            if seq in self.c.final:
                 continue
-            self.final[seq] = "CANCELED"
-            i = self.index(seq)
+            self.c.final[seq] = "CANCELED"
+            i = self.c.index(seq)
             rows.append(transfer_row(
-                cell_id=self.cell_id, campaign_id=self.spec.campaign_id,
-                concurrency=self.spec.concurrency, repeat=self.spec.repeat,
-                transfer_id=f"{self.spec.campaign_id}-{seq:06d}-{retry}", file_index=i, retry=retry,
-                source=self.urls_of(seq)[0], destination=self.urls_of(seq)[1], mode=self.spec.mode,
-                client=self.kind, nstreams=self.spec.streams, file_size=self.dataset.size(i),
+                cell_id=self.c.cell_id, campaign_id=self.c.spec.campaign_id,
+                concurrency=self.c.spec.concurrency, repeat=self.c.spec.repeat,
+                transfer_id=f"{self.c.spec.campaign_id}-{seq:06d}-{retry}", file_index=i, retry=retry,
+                source=self.c.urls_of(seq)[0], destination=self.c.urls_of(seq)[1], mode=self.c.spec.mode,
+                client=self.c.kind, nstreams=self.c.spec.streams, file_size=self.c.dataset.size(i),
                 transferred=0, start_time=None, finish_time=now, file_state="CANCELED",
                 error_code=E.ECANCELED, error_scope="TRANSFER", error_phase="TRANSFER_PREPARATION",
                 reason="campaign stopped before this file was transferred",
-                direction=self.direction_of(seq)))
-        self.out.add("transfers", rows)
+                direction=self.c.direction_of(seq)))
+        self.c.out.add("transfers", rows)

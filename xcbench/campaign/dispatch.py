@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from xcbench.campaign.cancel import CancelMixin
+from xcbench.campaign.cancel import Canceller
 from xcbench.campaign.clients import (
     XRDCL_ENV,
     Outcome,
@@ -45,9 +45,9 @@ from xcbench.campaign.clients import (
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.drivercpu import DriverCpu
 from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
-from xcbench.campaign.level import LevelMixin, _Job
+from xcbench.campaign.level import Levels, _Job
 from xcbench.campaign.live_view import CampaignView
-from xcbench.campaign.monitor import SLOW_CHECKSUM, CampaignMonitor
+from xcbench.campaign.monitor import SLOW_CHECKSUM, Monitor
 from xcbench.campaign.optimizer import AttemptView, Optimizer
 from xcbench.campaign.rows import Buffered, Timeline, transfer_row
 from xcbench.campaign.spec import CampaignSpec
@@ -67,7 +67,11 @@ class CampaignHooks:
     after_transfer: Callable[[int, str], None] | None = None
 
 
-class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
+class Campaign:
+    """One campaign: its dispatch state (queue, attempts in flight, counters, under ``cond``)
+    and its parts, each an object it holds: ``levels`` (time-based levels), ``monitor`` (the
+    1 s loop and the closing rows) and ``canceller`` (stopping)."""
+
     def __init__(self, spec: CampaignSpec, dest: Any, source: Any = None, sink=None,
                  cell_id: str = "", hooks: CampaignHooks | None = None):
         self.spec, self.cell_id, self.hooks = spec, cell_id, hooks or CampaignHooks()
@@ -114,6 +118,25 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                 "measured with XRootD 5.5.3: the TPC program (ofs.tpc pgm xrdcp --server) "
                 "cannot write to XrdCeph ('[3005] Local error: permission denied (destination)')",
                 "use HTTP-TPC (mode tpc-http) into XrdCeph gateways", "error"))
+        self.levels, self.monitor, self.canceller = Levels(self), Monitor(self), Canceller(self)
+
+    def direction_of(self, seq: int) -> str:
+        """write | read: what transfer ``seq`` does (the read campaign decides per transfer)."""
+        return "write"
+
+    def index(self, seq: int) -> int:
+        """The dataset file a transfer moves."""
+        return seq % len(self.dataset)
+
+    def urls_of(self, seq: int) -> tuple[str, str]:
+        """(source, destination) of transfer ``seq`` as its rows name them."""
+        return self.source_url(self.index(seq)), self.dest_url(seq)
+
+    def _findings(self) -> list[dict]:
+        return self.monitor.findings()
+
+    def _summary(self, start: float, end: float) -> dict:
+        return self.monitor.summary(start, end)
 
     # --- names ---------------------------------------------------------------------------
     def dest_name(self, seq: int) -> str:
@@ -260,7 +283,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
             self.bytes_done += out.transferred
             self.read_done += out.transferred if row["direction"] == "read" else 0
             self.active -= 1
-            self._release(i)
+            self.levels.release(i)
             if retry and not self.stopping:
                 heapq.heappush(self.delayed, _Job(time.time() + spec.retry_delay, job.seq,
                                                   job.retry + 1))
@@ -295,7 +318,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                 direction=self.direction_of(job.seq))])
             with self.cond:
                 self.active -= 1
-                self._release(self.index(job.seq))
+                self.levels.release(self.index(job.seq))
                 self.final[job.seq] = "FAILED"
                 self.findings.append(finding(self.cell_id, "campaign worker error",
                                              f"{type(e).__name__}: {e}", "report a bug", "error"))
@@ -314,7 +337,7 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                     return None
                 if not self.ready and self.rule and self.level_end is None \
                         and self.active < self.limit:
-                    self._cycle()
+                    self.levels.cycle()
                 if self.ready and self.active < self.limit:
                     self.active += 1
                     job = self.ready.popleft()
@@ -338,14 +361,14 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
         elif self.local:
             self.staging = self.local.stage_all()
         if self.optimizer:
-            self._optimize(time.time())  # FTS's first decision: start halfway (or at max)
+            self.monitor.optimize(time.time())  # FTS's first decision: start halfway (or at max)
         timeline = Timeline(self.cell_id, spec.campaign_id, spec.concurrency, spec.repeat)
         view = None
         if progress:
             view = CampaignView(len(self.dataset), self.dataset.total_bytes, spec)
             view.start()
         done = threading.Event()
-        monitor = threading.Thread(target=self._monitor, args=(done, timeline, view),
+        monitor = threading.Thread(target=self.monitor.loop, args=(done, timeline, view),
                                    name="xcb-campaign-monitor", daemon=True)
         self.cpu = DriverCpu()
         start = time.time()
@@ -362,17 +385,17 @@ class Campaign(LevelMixin, CampaignMonitor, CancelMixin):
                     with self.cond:
                         self.stopping = True
                 if self.stopping:  # running attempts give up (FTS cancels them too)
-                    self._cancel_running()
+                    self.canceller.running()
         finally:
             done.set()
             monitor.join()
             end = time.time()
             if self.rule is not None and self.level_end is None:  # Ctrl-C / stop event
-                self._end_level("stopped", end - timeline.start)
-            self._cancel_rest(end)
-            moved, active, ok, failed = self.totals()
+                self.levels.end("stopped", end - timeline.start)
+            self.canceller.rest(end)
+            moved, active, ok, failed = self.monitor.totals()
             self.out.add("timeline", [{**timeline.sample(end, moved, active, ok, failed,
-                                                         self.read_moved()),
+                                                         self.monitor.read_moved()),
                                        **self.cpu.sample(end)}])
             row = self._summary(start, end)
             self.out.add("findings", self._findings())

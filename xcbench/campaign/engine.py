@@ -34,7 +34,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from xcbench.campaign.fts3 import submit_campaign
+from xcbench.campaign import fts3
 from xcbench.errors import XcbError
 from xcbench.system import secrets
 from xcbench.system.signals import Interrupted
@@ -163,7 +163,7 @@ def run_level(spec: Any, *, dest: Any, source: Any, sink: Any = None, cell_id: s
     del progress  # FTS has its own monitoring; the run's view follows the streamed records
     token, cert = credentials(fts)
     try:
-        return submit_campaign(spec, fts=fts["endpoint"], dest=dest, source=source, sink=sink,
+        return fts3.submit_campaign(spec, fts=fts["endpoint"], dest=dest, source=source, sink=sink,
                                cell_id=cell_id, token=token, ucert=cert, ukey=cert,
                                verify=fts.get("verify", True),
                                link_limits=fts.get("link_limits", True), poll=POLL,

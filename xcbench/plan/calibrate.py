@@ -53,7 +53,7 @@ class Calibration:
     baseline: float | None = None  # bytes/s (iperf3)
     num_osds: int | None = None
     gateway_cpu: list[dict] = field(default_factory=list)  # checksum, mode, s_per_gb, from
-    rate_per_core: list[dict] = field(default_factory=list)  # the cores sweep (plan.corerate)
+    rate_per_core: list[dict] = field(default_factory=list)  # the cores sweep (plan.rate_per_core)
     notes: list[str] = field(default_factory=list)
     notes_osds: bool = False
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis import network_baseline as netbase
+from xcbench.analysis import network_baseline
 from xcbench.analysis.report import render_report
 from xcbench.cli import main
 from xcbench.errors import XcbError
@@ -92,7 +92,7 @@ def test_reference_columns_sit_beside_the_runs_own():
     rows = [{"su": _sort(4 * M), "sc": _sort(1), "os": _sort(16 * M), "rate": _sort(1.4 * (1 << 30))},
             {"su": _sort(64 * M), "sc": _sort(1), "os": _sort(64 * M), "rate": _sort(1.0)}]
     cols = [{"key": k, "label": k, "num": True} for k in ("su", "rate", "ci", "ops", "verdict")]
-    out = netbase.reference_layout({"matrix": {"reference": ref}}, rows, cols)
+    out = network_baseline.reference_layout({"matrix": {"reference": ref}}, rows, cols)
     assert [c["key"] for c in out["columns"]] == ["su", "rate", "ref_rate", "ref_ratio", "ci", "ops",
                                                   "ref_iops", "verdict"]
     assert rows[0]["ref_rate"]["text"] == "2.8" and rows[0]["ref_iops"]["text"] == "500"
@@ -100,7 +100,7 @@ def test_reference_columns_sit_beside_the_runs_own():
     assert rows[1]["ref_rate"]["text"] == "–" and rows[1]["ref_ratio"]["sort"] == ""
     assert len(out["missing"]) == 4 and "su=8M sc=2 os=16M" in out["missing"]
     assert "fts_limits: 200, 400" in out["conditions"]
-    assert netbase.reference_layout({"matrix": {"path": "x"}}, rows, cols) is None
+    assert network_baseline.reference_layout({"matrix": {"path": "x"}}, rows, cols) is None
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ def test_report_shows_the_published_column_and_rals_network_table(run_with_refer
 
 def test_an_old_single_point_baseline_still_renders_as_the_write_direction(tmp_path):
     path, _ = make_run(tmp_path, mixed_cells()[:1])
-    pts = netbase.baseline_points(RunDir.open(path).table("baseline"))
+    pts = network_baseline.baseline_points(RunDir.open(path).table("baseline"))
     assert list(pts["direction"]) == ["write"] and not pts["had_direction"].any()
     html = render_report([path], "html", tmp_path / "r.html").read_text()
     assert "ingress: write" in html and "No iperf3 baseline" not in html

@@ -175,7 +175,7 @@ def test_the_campaign_monitor_and_its_optimizer_outlive_a_failing_sink():
     c = Campaign(spec, "root://127.0.0.1:1", sink=sink)
     c.cpu = DriverCpu()  # what run() sets up before the monitor starts
     done = threading.Event()
-    t = threading.Thread(target=c._monitor, args=(done, Timeline("", "x", 4, 0), None))
+    t = threading.Thread(target=c.monitor.loop, args=(done, Timeline("", "x", 4, 0), None))
     t.start()
     deadline = time.monotonic() + 30
     while len(c.out.kept.get("timeline", [])) < 3 and time.monotonic() < deadline:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from xcbench.ceph.mini import MiniCluster
-from xcbench.telemetry import role_processes as rolepids
+from xcbench.telemetry import role_processes
 from xcbench.telemetry.devices import build
 
 
@@ -64,7 +64,7 @@ def test_cell_roles_of_an_embedded_cluster(tmp_path, sleeper_with):
     cluster = SimpleNamespace(embedded=True, state_dir=mini.state, conf=mini.conf)
     gw = SimpleNamespace(pids=[os.getpid() + 100000])
     target = SimpleNamespace(pool="xcb-rep1", info={"mount": "fuse", "mountpoint": str(mnt)})
-    roles, note = rolepids.providers(gateway=gw, target=target, cluster=cluster)
+    roles, note = role_processes.providers(gateway=gw, target=target, cluster=cluster)
     assert note is None
     assert set(roles) == {"client", "gateway", "mount", "osd", "mds", "mon", "mgr", "probe"}
     assert roles["client"]() == [os.getpid()]
@@ -73,7 +73,7 @@ def test_cell_roles_of_an_embedded_cluster(tmp_path, sleeper_with):
     assert roles["mount"]() == []  # no ceph-fuse serves that mount point
     assert roles["probe"]() == []  # no fio running
     # tmpfs: no mount role; no cluster: no cluster roles
-    roles, note = rolepids.providers(gateway=gw, target=SimpleNamespace(pool=None, info={}), cluster=None)
+    roles, note = role_processes.providers(gateway=gw, target=SimpleNamespace(pool=None, info={}), cluster=None)
     assert set(roles) == {"client", "gateway", "probe"} and note is None
 
 
@@ -81,10 +81,10 @@ def test_fio_children_are_the_probe(tmp_path):
     import shutil
     fio = tmp_path / "fio"  # a child process named fio (a copy of sleep)
     shutil.copy(shutil.which("sleep"), fio)
-    assert rolepids.fio_pids() == []
+    assert role_processes.fio_pids() == []
     p = subprocess.Popen([str(fio), "30"])
     try:
-        assert rolepids.fio_pids() == [p.pid]
+        assert role_processes.fio_pids() == [p.pid]
     finally:
         p.kill()
         p.wait()
@@ -93,8 +93,8 @@ def test_fio_children_are_the_probe(tmp_path):
 def test_byo_cluster_daemons_elsewhere_are_unknown_and_said_so(tmp_path):
     cluster = SimpleNamespace(embedded=False, state_dir=None, conf=tmp_path / "ceph.conf")
     target = SimpleNamespace(pool="p", info={})
-    s = rolepids.make_sampler(gateway=None, target=target, cluster=cluster)
-    assert s.remote == rolepids.CLUSTER_ROLES
+    s = role_processes.make_sampler(gateway=None, target=target, cluster=cluster)
+    assert s.remote == role_processes.CLUSTER_ROLES
     s.sample(1.0, 1.0)
     rows = s.sample(2.0, 2.0)
     osd = [r for r in rows if r["labels"].get("role") == "osd"]
@@ -109,8 +109,8 @@ def test_byo_cluster_daemons_elsewhere_are_unknown_and_said_so(tmp_path):
 def test_byo_cluster_on_this_host_is_found_by_its_conf(tmp_path, sleeper_with, monkeypatch):
     conf = tmp_path / "ceph.conf"
     p = sleeper_with("-c", str(conf))
-    monkeypatch.setattr(rolepids, "DAEMONS", {"python3": "osd", os.path.basename(sys.executable): "osd"})
-    roles, note = rolepids.cluster_providers(SimpleNamespace(embedded=False, conf=conf))
+    monkeypatch.setattr(role_processes, "DAEMONS", {"python3": "osd", os.path.basename(sys.executable): "osd"})
+    roles, note = role_processes.cluster_providers(SimpleNamespace(embedded=False, conf=conf))
     assert note is None and roles["osd"]() == [p.pid] and roles["mon"]() == []
 
 

@@ -1,4 +1,4 @@
-"""The shaped-link rule (analysis.links) on constructed telemetry: a level moving >= 85 % of its
+"""The shaped-link rule (analysis.link_use) on constructed telemetry: a level moving >= 85 % of its
 client link's shaped rate is "network" with the link's figures as evidence; a level well under
 its link's rate is not; a link of a host the run's inventory does not name never counts."""
 
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from xcbench.analysis import link_use as links
+from xcbench.analysis import link_use
 from xcbench.analysis.attribution import NEAR, decide
 from xcbench.analysis.samples import SampleIndex
 
@@ -52,8 +52,8 @@ def _ev(rate: float, **kw) -> dict:
 
 
 def _verdict(rd, ev) -> tuple[str, str]:
-    links.add_evidence(rd, CELL, WINDOW, ev)
-    return links.decide_links(ev, *decide(ev), NEAR)
+    link_use.add_evidence(rd, CELL, WINDOW, ev)
+    return link_use.decide_links(ev, *decide(ev), NEAR)
 
 
 def test_saturated_shaped_link_is_network_with_the_link_evidence():
