@@ -1,4 +1,4 @@
-"""The driver's CPU figure and its limit (the limit reader itself: tests/unit/limits/test_limits.py)."""
+"""The driver's CPU figure and its limit (the limit reader itself: tests/unit/system/test_limits.py)."""
 
 from __future__ import annotations
 

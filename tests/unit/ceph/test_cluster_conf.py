@@ -120,5 +120,5 @@ def test_health_classification():
 
 
 def test_unescape_mountinfo():
-    from xcbench.ceph.mounts import _unescape
+    from xcbench.system.mounts import _unescape
     assert _unescape(r"/tmp/a\040b") == "/tmp/a b"

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-import xcbench.gateway
 import xcbench.run.session
 from xcbench.backends.tmpfs import TmpfsBackend
 from xcbench.errors import XcbError
@@ -71,7 +70,7 @@ def test_teardown_is_the_reverse_of_setup_even_when_the_body_raises(tmp_path, ev
         assert kw["name"] == "gw-x" and kw["report_addr"] == "127.0.0.1:9"
         return FakeGateway(events)
 
-    monkeypatch.setattr(xcbench.gateway, "start_gateway", fake_start)
+    monkeypatch.setattr(xcbench.run.session, "start_gateway", fake_start)
     with pytest.raises(RuntimeError, match="body"):
         with CellSession(cell(), cluster=None, workdir=tmp_path, procs=ProcessSet(), name="gw-x",
                          report_addr="127.0.0.1:9") as s:
@@ -82,7 +81,7 @@ def test_teardown_is_the_reverse_of_setup_even_when_the_body_raises(tmp_path, ev
 
 
 def test_cleanup_runs_when_stopping_the_gateway_fails(tmp_path, events, monkeypatch):
-    monkeypatch.setattr(xcbench.gateway, "start_gateway",
+    monkeypatch.setattr(xcbench.run.session, "start_gateway",
                         lambda target, **kw: FakeGateway(events, fail_stop=True))
     with pytest.raises(XcbError, match="stop failed"):
         with CellSession(cell(), cluster=None, workdir=tmp_path, procs=ProcessSet()) as s:

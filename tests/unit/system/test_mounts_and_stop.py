@@ -8,8 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from xcbench.ceph import mounts
-from xcbench.system import proc
+from xcbench.system import mounts, proc
 
 
 def test_mount_table_has_root_and_proc():
