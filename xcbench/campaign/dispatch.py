@@ -44,7 +44,7 @@ from xcbench.campaign.clients import (
 )
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.drivercpu import DriverCpu
-from xcbench.campaign.endpoints import choose, endpoint, is_xrdceph
+from xcbench.campaign.endpoints import Endpoint, choose, endpoint, is_xrdceph
 from xcbench.campaign.level import Levels, _Job
 from xcbench.campaign.live_view import CampaignView
 from xcbench.campaign.monitor import SLOW_CHECKSUM, Monitor
@@ -53,6 +53,7 @@ from xcbench.campaign.rows import Buffered, Timeline, transfer_row
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import local_source, stage_source
 from xcbench.campaign.thread_clients import thread_client
+from xcbench.errors import XcbError
 from xcbench.store.findings import finding
 
 # XrdHttp 5.5.3 now and then answers a checksum HEAD with 500 when HTTP connections close and
@@ -148,7 +149,7 @@ class Campaign:
                               f"{self.dataset.name(i)}{tail}")
 
     def source_name(self, i: int) -> str:
-        return self.source.name(f"{self.spec.dest_prefix}ds-{self.dataset.ident}.{self.dataset.name(i)}")
+        return self.source_endpoint().name(f"{self.spec.dest_prefix}ds-{self.dataset.ident}.{self.dataset.name(i)}")
 
     def dest_url(self, seq: int) -> str:
         # push over root: spread files over ``connections`` XrdCl channels (one per URL user)
@@ -159,7 +160,13 @@ class Campaign:
         if self.spec.mode == "push":
             return f"file://{self.local.dir}/{self.dataset.name(i)}" if self.local else \
                 f"dataset://{self.dataset.ident}/{self.dataset.name(i)}"
-        return self.source.url(self.source_name(i), self.scheme)
+        return self.source_endpoint().url(self.source_name(i), self.scheme)
+
+    def source_endpoint(self) -> Endpoint:
+        """The source gateway of a TPC campaign (a push has none: its source is the driver)."""
+        if self.source is None:
+            raise XcbError(f"campaign: mode {self.spec.mode} needs a source gateway")
+        return self.source
 
     # --- one attempt ---------------------------------------------------------------------
     def _checksum(self, client, url: str, deadline: float, scope: str) -> str:
@@ -356,7 +363,7 @@ class Campaign:
     def run(self, progress: bool = False, stop_event=None) -> dict:
         spec = self.spec
         if spec.mode != "push":
-            self.staging = stage_source(self.dataset, self.source,
+            self.staging = stage_source(self.dataset, self.source_endpoint(),
                                         [self.source_name(i) for i in range(len(self.dataset))])
         elif self.local:
             self.staging = self.local.stage_all()

@@ -352,4 +352,4 @@ def prestage(spec: CampaignSpec, dest: Any, source: Any, names: list[str]) -> No
             continue
         seen.add(s.files)
         c = Campaign(s, dest, source)
-        stage_source(c.dataset, c.source, [c.source_name(i) for i in range(len(c.dataset))])
+        stage_source(c.dataset, c.source_endpoint(), [c.source_name(i) for i in range(len(c.dataset))])
