@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from xcbench.backends.base import backend_class
+from xcbench.backends.base import Backend
 from xcbench.store.findings import WILDCARD_BINDS, finding
 
 
-def gateway_findings(cell_id: str, backend: str, *, tunables: Mapping[str, Any] | None = None,
+def gateway_findings(cell_id: str, backend: type[Backend], *, tunables: Mapping[str, Any] | None = None,
                      bind: str = "127.0.0.1", authenticated: bool = False,
                      object_size: int | None = None, osd_max_object_size: int | None = None,
                      client: str | None = None, mode: str | None = None,
                      origins: int = 1, shared_store: bool | None = None) -> list[dict]:
-    """Findings for a gateway of ``backend`` with these (effective) tunables.
+    """Findings for a gateway of ``backend`` (its class) with these (effective) tunables.
 
     ``tunables`` are the effective gateway tunables (defaults applied): ``async`` (bool),
     ``buffers_maxbsz`` (bytes), ``cksio`` (bool). ``client``/``mode`` are the campaign's, when
@@ -23,7 +23,7 @@ def gateway_findings(cell_id: str, backend: str, *, tunables: Mapping[str, Any] 
     data servers behind the cmsd redirector; ``shared_store``: whether they share one store
     (default: what the backend declares).
     """
-    cls = backend_class(backend)
+    cls = backend
     t = dict(tunables or {})
     facts = {"object_size": object_size, "osd_max_object_size": osd_max_object_size,
              "client": client, "mode": mode}
@@ -62,7 +62,7 @@ def findings_for(cell: Any, target: Any, tunables: Mapping[str, Any], *, bind: s
     layout = getattr(target, "layout", None) or getattr(cell, "layout", None)
     campaign = dict(getattr(cell, "campaign", None) or {})
     return gateway_findings(
-        getattr(target, "cell_id", "") or getattr(cell, "id", ""), target.backend,
+        getattr(target, "cell_id", "") or getattr(cell, "id", ""), target.backend_type,
         tunables=tunables, bind=bind, authenticated=authenticated,
         object_size=layout.object_size if layout else target.oss.get("object_size"),
         osd_max_object_size=osd_max_object_size,

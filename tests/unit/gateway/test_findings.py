@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from xcbench.backends.base import Target
+from xcbench.backends.base import Target, backend_class
 from xcbench.gateway import effective_tunables
 from xcbench.gateway.misconfig import findings_for, gateway_findings
 from xcbench.matrix.cell import Cell, Layout, PoolSpec
@@ -16,69 +14,69 @@ def whats(rows):
 
 
 def test_rows_have_the_finding_columns():
-    rows = gateway_findings("c", "rados", tunables={"async": True}, bind="0.0.0.0")
+    rows = gateway_findings("c", backend_class("rados"), tunables={"async": True}, bind="0.0.0.0")
     assert rows and all(tuple(r) == FINDING for r in rows)
     assert all(r["cell_id"] == "c" and r["severity"] in ("info", "warning", "error") for r in rows)
 
 
 def test_clean_tmpfs_on_loopback_has_none():
-    assert gateway_findings("c", "tmpfs", tunables={}, bind="127.0.0.1") == []
-    assert gateway_findings("c", "cephfs", tunables={}, bind="127.0.0.1",
+    assert gateway_findings("c", backend_class("tmpfs"), tunables={}, bind="127.0.0.1") == []
+    assert gateway_findings("c", backend_class("cephfs"), tunables={}, bind="127.0.0.1",
                             object_size=4 << 20, osd_max_object_size=128 << 20) == []
 
 
 def test_rados_defaults_only_carry_the_mitigated_pgread_note():
-    rows = gateway_findings("c", "rados", tunables=effective_tunables("rados", {}))
+    rows = gateway_findings("c", backend_class("rados"), tunables=effective_tunables("rados", {}))
     assert [r["severity"] for r in rows] == ["info"]
     assert "pgread" in rows[0]["what"] and "XRD_CPUSEPGWRTRD=0" in rows[0]["fix"]
 
 
 def test_xrdceph_async_on_and_no_cksio():
-    rows = gateway_findings("c", "rados", tunables={"async": True, "cksio": False})
+    rows = gateway_findings("c", backend_class("rados"), tunables={"async": True, "cksio": False})
     got = {r["what"]: r for r in rows}
     assert "XrdCeph with xrootd.async on" in got
     assert got["XrdCeph without +cksio"]["severity"] == "error"
-    assert gateway_findings("c", "rados", tunables={}) != []  # async unset = xrootd's default: on
+    assert gateway_findings("c", backend_class("rados"), tunables={}) != []  # async unset = xrootd's default: on
 
 
 def test_small_buffers_with_async_off():
-    rows = gateway_findings("c", "rados", tunables={"async": False, "buffers_maxbsz": 4 << 20})
+    rows = gateway_findings("c", backend_class("rados"), tunables={"async": False, "buffers_maxbsz": 4 << 20})
     assert "XrdCeph with xrd.buffers maxbsz 4M" in whats(rows)
 
 
 def test_wildcard_bind_without_auth():
     for bind in ("0.0.0.0", "*", "::", ""):
         assert "gateway listens on all interfaces without authentication" in whats(
-            gateway_findings("c", "tmpfs", bind=bind))
-    assert gateway_findings("c", "tmpfs", bind="0.0.0.0", authenticated=True) == []
+            gateway_findings("c", backend_class("tmpfs"), bind=bind))
+    assert gateway_findings("c", backend_class("tmpfs"), bind="0.0.0.0", authenticated=True) == []
 
 
 def test_object_size_above_osd_max():
-    rows = gateway_findings("c", "cephfs", object_size=256 << 20, osd_max_object_size=128 << 20)
+    rows = gateway_findings("c", backend_class("cephfs"), object_size=256 << 20, osd_max_object_size=128 << 20)
     assert [r["what"] for r in rows] == ["object_size 256M above osd_max_object_size 128M"]
     assert rows[0]["severity"] == "error"
-    assert gateway_findings("c", "tmpfs", object_size=256 << 20, osd_max_object_size=1) == []
+    assert gateway_findings("c", backend_class("tmpfs"), object_size=256 << 20, osd_max_object_size=1) == []
 
 
 def test_gfal2_root_into_xrdceph():
-    rows = gateway_findings("c", "rados", tunables={"async": False}, client="gfal2", mode="push")
+    rows = gateway_findings("c", backend_class("rados"), tunables={"async": False}, client="gfal2", mode="push")
     assert "gfal2 over root:// into XrdCeph" in whats(rows)
-    rows = gateway_findings("c", "rados", tunables={"async": False}, client="xrootd", mode="push")
+    rows = gateway_findings("c", backend_class("rados"), tunables={"async": False}, client="xrootd", mode="push")
     assert "gfal2 over root:// into XrdCeph" not in whats(rows)
 
 
 def test_root_tpc_into_xrdceph():
-    rows = gateway_findings("c", "rados", tunables={"async": False}, mode="tpc-root")
+    rows = gateway_findings("c", backend_class("rados"), tunables={"async": False}, mode="tpc-root")
     assert "root TPC into XrdCeph" in whats(rows)
-    assert "root TPC into XrdCeph" not in whats(gateway_findings("c", "rados", mode="tpc-http"))
-    assert whats(gateway_findings("c", "tmpfs", mode="tpc-root")) == {
+    assert "root TPC into XrdCeph" not in whats(gateway_findings("c", backend_class("rados"), mode="tpc-http"))
+    assert whats(gateway_findings("c", backend_class("tmpfs"), mode="tpc-root")) == {
         "root TPC completion is polled every 2.5 s"}
 
 
 def test_origins_with_separate_storage():
-    assert any("cmsd redirector" in w for w in whats(gateway_findings("c", "tmpfs", origins=2)))
+    assert any("cmsd redirector" in w for w in whats(gateway_findings("c", backend_class("tmpfs"), origins=2)))
     assert not any("cmsd redirector" in w
-                   for w in whats(gateway_findings("c", "rados", tunables={"async": False}, origins=2)))
+                   for w in whats(gateway_findings("c", backend_class("rados"), tunables={"async": False}, origins=2)))
 
 
 def test_findings_for_cell_and_target():
@@ -92,13 +90,13 @@ def test_findings_for_cell_and_target():
     assert "gfal2 over root:// into XrdCeph" in whats(rows)
     assert any(w.startswith("object_size 256M") for w in whats(rows))
     # no cell: the target alone is enough
-    rows = findings_for(None, SimpleNamespace(cell_id="t", backend="tmpfs", layout=None, oss={}),
+    rows = findings_for(None, Target(cell_id="t", backend="tmpfs"),
                         {}, bind="0.0.0.0")
     assert whats(rows) == {"gateway listens on all interfaces without authentication"}
 
 
 def test_large_buffers_warn_of_pgread_crashes_on_plain_gateways_too():
-    rows = gateway_findings("c", "tmpfs", tunables={"buffers_maxbsz": 16 << 20}, bind="127.0.0.1")
+    rows = gateway_findings("c", backend_class("tmpfs"), tunables={"buffers_maxbsz": 16 << 20}, bind="127.0.0.1")
     assert whats(rows) == {"pgread clients with xrd.buffers maxbsz 16M"}
     assert rows[0]["severity"] == "warning" and "XRD_CPUSEPGWRTRD=0" in rows[0]["fix"]
-    assert gateway_findings("c", "tmpfs", tunables={"buffers_maxbsz": 2 << 20}, bind="127.0.0.1") == []
+    assert gateway_findings("c", backend_class("tmpfs"), tunables={"buffers_maxbsz": 2 << 20}, bind="127.0.0.1") == []
