@@ -30,6 +30,7 @@ from xcbench.ceph.layout import parse_xattr as parse_layout
 from xcbench.errors import XcbError
 from xcbench.store.findings import object_size_findings, plain_gateway_findings
 from xcbench.system.fsutil import remove_tree
+from xcbench.system.mounts import is_mount_point
 from xcbench.system.xrootd_user import own, xrootd_ids_if_any
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ class CephFSBackend(Backend):
             cmount.umount(self._ceph(), self.mountpoint, self.mount_kind)
             self.mount_kind = None
             self._live.clear()
-            if cmount.is_mount_point(self.mountpoint):
+            if is_mount_point(self.mountpoint):
                 return  # still there: never remove the run dir under a live mount
         if self.run is not None:
             why = rundir.remove(self._ceph(), self.run, self._made_top)

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from xcbench.ceph import conf as cephconf
-from xcbench.ceph import mounts
 from xcbench.ceph import pools as cephpools
 from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.matrix.cell import PoolSpec
+from xcbench.system import mounts as sysmounts
 from xcbench.system.proc import run
 
 pytestmark = pytest.mark.integration
@@ -127,9 +127,9 @@ def test_fuse_mount(ceph_fuse_mount):
         assert "stripe_unit=" in layout and "pool=" in layout
     finally:
         f.unlink()
-    assert mounts.is_mount_point(ceph_fuse_mount) and mounts.is_mounted(ceph_fuse_mount)
-    assert ceph_fuse_mount in mounts.ceph_fuse_mounts()
-    assert ceph_fuse_mount in mounts.mounts_under(ceph_fuse_mount.parent)
+    assert sysmounts.is_mount_point(ceph_fuse_mount) and sysmounts.is_mounted(ceph_fuse_mount)
+    assert ceph_fuse_mount in sysmounts.ceph_fuse_mounts()
+    assert ceph_fuse_mount in sysmounts.mounts_under(ceph_fuse_mount.parent)
 
 
 def _drop_pool(cluster: Cluster, name: str) -> None:

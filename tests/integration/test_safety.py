@@ -15,9 +15,10 @@ from types import SimpleNamespace
 import pytest
 
 from xcbench.backends.base import backend_class
-from xcbench.ceph import access, mounts
+from xcbench.ceph import access
 from xcbench.ceph.bootstrap import key_of, keyring_text
 from xcbench.run.runner import Runner, RunOptions, StopFlag
+from xcbench.system import mounts as sysmounts
 
 pytestmark = pytest.mark.integration
 XCBENCH = [sys.executable, "-m", "xcbench.cli"]
@@ -68,10 +69,10 @@ def test_scratch_cleanup_never_deletes_into_a_left_mount(ceph_cluster):
     try:
         assert (mnt / precious).read_bytes() == b"the site's data"  # reachable through it
         runner.execute()  # no cells: just the cleanup, as at the end of every run
-        assert not mounts.is_mount_point(mnt) and not runner.scratch.exists()
+        assert not sysmounts.is_mount_point(mnt) and not runner.scratch.exists()
         assert _fs_root_file(ceph_cluster, precious) == b"the site's data"
     finally:
-        if mounts.is_mount_point(mnt):
+        if sysmounts.is_mount_point(mnt):
             ceph_cluster.fuse_umount(mnt)
         shutil.rmtree(runner.scratch, ignore_errors=True)
         import cephfs
@@ -229,7 +230,7 @@ def test_least_privilege_key_for_cephfs(ceph_cluster, site):
         assert ev["file_layout"]["pool"] == pool.name
         run_root = b.run_root
         b.cleanup(t)
-        assert not mounts.is_mount_point(b.mountpoint)
+        assert not sysmounts.is_mount_point(b.mountpoint)
         assert _fs_exists(ceph_cluster, run_root) is False
     finally:
         b.close()
@@ -289,7 +290,7 @@ def test_issue_bench_key_without_p_names_the_cap(ceph_cluster, site):
         with pytest.raises(XcbError, match="missing the p of mds 'allow rwp'"):
             b.prepare(Cell(id="nop", label="nop", backend="cephfs",
                            layout=Layout(1 << 20, 1, 4 << 20), pool=pool))
-        assert not mounts.is_mount_point(b.mountpoint) and b.run is None
+        assert not sysmounts.is_mount_point(b.mountpoint) and b.run is None
     finally:
         b.close()
         c.close()

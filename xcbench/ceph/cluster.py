@@ -44,6 +44,7 @@ from xcbench.ceph.keys import KeyDir
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 from xcbench.system import proc
+from xcbench.system.mounts import fuse_umount
 from xcbench.system.userfiles import read_bytes
 from xcbench.system.xrootd_user import XROOTD_USER
 
@@ -296,7 +297,7 @@ class Cluster:
         mounts.fuse_mount(self, Path(mountpoint), procs=procs, timeout=timeout)
 
     def fuse_umount(self, mountpoint: str | os.PathLike) -> None:
-        mounts.fuse_umount(Path(mountpoint), state_dir=self.state_dir)
+        fuse_umount(Path(mountpoint), state_dir=self.state_dir)
 
     def __enter__(self) -> Cluster:
         return self

@@ -23,7 +23,6 @@ from pathlib import Path
 import psutil
 
 from xcbench.ceph import conf as cephconf
-from xcbench.ceph import mounts as cephmounts
 from xcbench.ceph.bootstrap import (  # noqa: F401 (public names of the mini cluster)
     BINARIES,
     EXPECTED_WARNINGS,
@@ -51,6 +50,7 @@ from xcbench.ceph.cluster import (
     wait_connect,
 )
 from xcbench.errors import XcbError
+from xcbench.system import mounts as sysmounts
 from xcbench.system import proc
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.ports import LOOPBACK, free_ports
@@ -343,13 +343,13 @@ class MiniCluster:
         return n
 
     def _stop_processes(self, *, log: Log, timeout: float = 10) -> int:
-        mounts = {Path(m["mountpoint"]): m.get("pid") for m in cephmounts.recorded_mounts(self.state)}
-        for mnt in cephmounts.ceph_fuse_mounts():
+        mounts = {Path(m["mountpoint"]): m.get("pid") for m in sysmounts.recorded_mounts(self.state)}
+        for mnt in sysmounts.ceph_fuse_mounts():
             if mnt.is_relative_to(self.state):
                 mounts.setdefault(mnt, None)
         for mnt, pid in mounts.items():
             log(f"unmounting {mnt}")
-            cephmounts.fuse_umount(mnt, state_dir=self.state, pid=pid)
+            sysmounts.fuse_umount(mnt, state_dir=self.state, pid=pid)
         found = self.processes()
         n = len(found)
         memstore = self.meta().get("objectstore") == "memstore"

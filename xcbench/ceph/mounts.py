@@ -1,8 +1,8 @@
-"""Mounting CephFS, and what is mounted where.
+"""Mounting CephFS.
 
-- ceph-fuse lifecycle (:func:`fuse_mount`, :func:`fuse_umount`): mounts of an embedded cluster
-  are recorded under ``<state>/mounts/`` so that `cluster down` can unmount them wherever they
-  are, and the ceph-fuse process is made to go even when the mount is already dead;
+- ceph-fuse (:func:`fuse_mount`): mounts of an embedded cluster are recorded under
+  ``<state>/mounts/`` so that `cluster down` can unmount them wherever they are
+  (xcbench.system.mounts.fuse_umount makes the ceph-fuse process go even when the mount is dead);
 - the cephfs backend's mount (:func:`mount`, :func:`umount`): the kernel client when this host
   has it (both the mount.ceph helper and the ceph file system in the kernel, /proc/filesystems or
   a loadable module), else ceph-fuse; containers and this dev machine have only ceph-fuse;
@@ -24,17 +24,7 @@ from typing import TYPE_CHECKING
 
 from xcbench.errors import XcbError
 from xcbench.system import proc
-from xcbench.system.mounts import (  # noqa: F401 (the mount table, for this module's callers)
-    FUSE_TYPES,
-    _record,
-    ceph_fuse_mounts,
-    fuse_umount,
-    is_mount_point,
-    is_mounted,
-    mount_table,
-    recorded_mounts,
-    umount_path,
-)
+from xcbench.system.mounts import _record, fuse_umount, is_mounted, umount_path
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster
