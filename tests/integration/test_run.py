@@ -81,6 +81,7 @@ def test_end_to_end_tiny_matrix(ceph_cluster, tmp_path):
     opts = RunOptions(out=tmp_path / "results", name="e2e")
     run = run_matrix(load_run_matrix(matrix(tmp_path), ceph_cluster, opts), ceph_cluster, opts,
                      view=MatrixView())
+    render_run_report(run)  # as `xcbench run` does once the runner is done
     m = json.loads((run.path / "manifest.json").read_text())
     assert m["status"] == "complete", m.get("warnings")
     cells = m["cells"]
@@ -145,6 +146,7 @@ def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
     try:
         opts = RunOptions(out=tmp_path / "r", probes=False, baseline=False)
         run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts, view=hook)
+        render_run_report(run)
     finally:
         if hook.fired_at is not None:  # the OSD was killed: start it again for the next tests
             deadline = time.time() + 30
