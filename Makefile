@@ -16,24 +16,38 @@ setup: deb venv
 
 # apt-get update once, then install only what is missing: a second run does nothing. No daemon
 # may start at install (openssh-server's sshd on :22): policy-rc.d says no while apt runs.
+# Quiet: apt's and pip's output go to $(SETUP_LOG), one line per step here, the log's path
+# (and its last lines) on failure.
+SETUP_LOG := $(CURDIR)/.xcbench-setup.log
 deb:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:$$missing"; \
+	  echo "setup: installing $$(echo $$missing | wc -w) Debian packages (apt-get; log: $(SETUP_LOG))"; \
 	  guard=; [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod +x /usr/sbin/policy-rc.d; guard=1; }; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; rc=$$?; \
-	  [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; exit $$rc; \
-	else echo "Debian packages: all present"; fi
+	  echo "=== apt-get $$(date -u +%FT%TZ)" >>$(SETUP_LOG); \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } >$(SETUP_LOG).step 2>&1; rc=$$?; \
+	  cat $(SETUP_LOG).step >>$(SETUP_LOG); \
+	  [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; \
+	  if [ $$rc -ne 0 ]; then tail -n 5 $(SETUP_LOG).step | sed 's/^/  | /'; rm -f $(SETUP_LOG).step; \
+	    echo "setup: apt-get failed (exit $$rc); the whole output is in $(SETUP_LOG)"; exit $$rc; fi; \
+	  rm -f $(SETUP_LOG).step; \
+	else echo "setup: Debian packages all present"; fi
 
 # The venv comes from the system python so the Debian bindings (rados, cephfs, XRootD, gfal2)
 # are visible; reinstalled only when pyproject.toml changes.
 venv: $(STAMP)
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PY) -m venv --system-site-packages $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	@echo "setup: Python venv $(VENV) with xcbench and its PyPI packages (pip; log: $(SETUP_LOG))"
+	@echo "=== pip $$(date -u +%FT%TZ)" >>$(SETUP_LOG); \
+	{ { test -x $(BIN)/python || $(PY) -m venv --system-site-packages $(VENV); } && \
+	  $(BIN)/python -m pip install -q --upgrade pip && \
+	  $(BIN)/python -m pip install -q -e '.[test]'; } >$(SETUP_LOG).step 2>&1; rc=$$?; \
+	cat $(SETUP_LOG).step >>$(SETUP_LOG); \
+	if [ $$rc -ne 0 ]; then tail -n 5 $(SETUP_LOG).step | sed 's/^/  | /'; rm -f $(SETUP_LOG).step; \
+	  echo "setup: pip failed (exit $$rc); the whole output is in $(SETUP_LOG)"; exit $$rc; fi; \
+	rm -f $(SETUP_LOG).step
 	@touch $(STAMP)
 
 # pytest exit 5 = no tests collected: not a failure of the suite.
@@ -67,7 +81,7 @@ mypy-run:
 	MYPYPATH=.typecheck $(BIN)/mypy --cache-dir .typecheck/.cache -p xcbench
 
 demo: setup
-	$(BIN)/xcbench demo
+	@$(BIN)/xcbench demo
 
 # known-answer scenarios on the embedded cluster (~10 min on 2 cores; the quick variant is in
 # the integration suite): exit 1 if any verdict differs from its known answer

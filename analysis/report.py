@@ -21,7 +21,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis import network_baseline, plots, readwrite
+from xcbench.analysis import glance, network_baseline, overview, plots, readwrite, scaling
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.compare import compare_data
@@ -66,6 +66,10 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     verdicts["concurrency"] = pd.to_numeric(verdicts["concurrency"], errors="coerce")
     verdicts["direction"] = verdicts["direction"].astype(object).where(verdicts["direction"].notna(), "write")
     vmap = {(r.cell_id, r.concurrency, r.direction): r for r in verdicts.itertuples()}
+    closing = glance.rows(rd, others, verdicts)
+    beats = overview.beaten_by_cell(closing)
+    job_beats = {**overview.beaten_by_cell(closing, ceilings=("storage-bandwidth", "storage-iops")),
+                 **overview.beaten_by_cell(closing, "read", ("storage-bandwidth", "storage-iops"))}
     reads = bool((points["direction"] == "read").any()) if len(points) else False
     pc = rd.probe_ceilings
 
@@ -130,7 +134,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
             "rate": _rate(best["rate"] if best is not None else math.nan),
             "ci": _cell(f"{fmt_gib(best['ci_low'])}–{fmt_gib(best['ci_high'])}" if best is not None
                         and _num(best["ci_low"]) is not None else "–"),
-            "fio_bw": _rate(prow["write_bw"] if prow is not None else math.nan),
+            "fio_bw": _beaten(_rate(prow["write_bw"] if prow is not None else math.nan), beats.get(cid)),
             "fio_iops": _cell(fmt_num(prow["write_iops"]) if prow is not None else "–",
                               _num(prow["write_iops"]) if prow is not None else None),
             "ops": _cell(fmt_num(ops), _num(ops)),
@@ -185,7 +189,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         fio_rows.append({"cell": labels.get(r.cell_id, r.cell_id), "job": r.job, "rw": r.rw,
                          "bs": str(r.bs), "iodepth": _cell(fmt_num(r.iodepth), _num(r.iodepth)),
                          "hosts": _cell(str(r.hosts), r.hosts), "iops": _cell(fmt_num(r.iops), _num(r.iops)),
-                         "bw": _rate(r.bw), "lat": _cell(fmt_num(r.lat_mean_us), _num(r.lat_mean_us)),
+                         "bw": _beaten(_rate(r.bw), job_beats.get((r.cell_id, str(r.job)))), "lat": _cell(fmt_num(r.lat_mean_us), _num(r.lat_mean_us)),
                          "p99": _cell(fmt_num(r.lat_p99_us), _num(r.lat_p99_us)), "_src": n})
 
     # EC vs replicated pairs, from the verdict evidence
@@ -208,11 +212,15 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
 
     # plots
     figures = []
-    uri = plots.throughput_vs_concurrency(points, cells)
+    uri = scaling.plot(points, cells, scaling.ceilings(verdicts), overview.TARGET_BPS)
     if uri:
-        figures.append({"id": "fig-scaling", "title": "Steady rate vs concurrency",
-                        "uri": uri, "caption": "Mean over repeats of the steady-window mean rate; bars: 95 % "
-                        "bootstrap CI over repeats. Each point is a row of the table below (§ there)."})
+        figures.append({"id": "fig-scaling", "title": "Steady rate vs concurrency, with every measured ceiling",
+                        "uri": uri, "caption": "Per cell: the chain's mean over repeats of the steady-window "
+                        "mean rate (bars: 95 % bootstrap CI over repeats; each point is a row of the table "
+                        "below, § there), and the ceilings its verdicts compared it with: the fio probe of "
+                        "its layout and pool, the tmpfs gateway at each level, the iperf3 baseline, the "
+                        "rate a role's CPU quota allows at the CPU per byte it used, and the target. "
+                        "A chain above a probe line: that probe is no ceiling of its path."})
     timelines = []
     tl, st = rd.timeline, rd.steady
     for cid in cells.index:
@@ -230,8 +238,10 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                               "caption": f"run {rd.run_id}, cell {cid}: timeline.query('cell_id == "
                               f"\"{cid}\"') rate per 1-s bucket; shaded: steady windows; telemetry: "
                               f"samples of the cell (gateway proc.cpu_seconds.rate summed over pids, "
-                              f"host cpu.busy, pool.client_write_ops_per_s of {pool or '–'}; per role: "
-                              f"role_cpu_cores against role_cpu_limit_cores, dashed)."})
+                              f"host cpu.busy{', pool.client_write_ops_per_s of ' + pool if pool else ''}; "
+                              f"per role: role_cpu_cores, and each distinct role_cpu_limit_cores once, "
+                              f"dashed). Rate in Gb/s (10^9 bit/s); a level's line ends with its last "
+                              f"transfer."})
     dist_uri = plots.transfer_distributions(q, labels)
     fio_uri = plots.fio_iops(ordered(rd.probe_jobs), labels)
 
@@ -274,7 +284,16 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "readwrite": readwrite.section(points, vmap, labels, cells, src,
                                        {c: access_of(rd.campaigns, c) for c in cells.index}),
         "reads": reads,
+        "glance": {"context": overview.context(rd), "grid": overview.grid(closing)},
     }
+
+
+def _beaten(cell: dict[str, Any], said: list[str] | None) -> dict[str, Any]:
+    """A probe figure the chain beat: marked ▲ where it appears, with what the chain did."""
+    if not said or cell.get("text") in (None, "–"):
+        return cell
+    title = "; ".join(said) + ": this probe is no ceiling of the chain's path"
+    return {**cell, "text": f"{cell['text']} ▲", "title": title, "cls": "beaten"}
 
 
 COLUMNS = {

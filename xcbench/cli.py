@@ -42,7 +42,20 @@ def build_parser() -> argparse.ArgumentParser:
         mod = importlib.import_module(f"xcbench.commands.{name.replace('-', '_')}")
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)
+    _describe(parser)
     return parser
+
+
+def _describe(parser: argparse.ArgumentParser) -> None:
+    """Every (sub)command's --help opens with a description: its own, else its one-line help."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {a.dest: a.help for a in action._choices_actions}
+            for name, p in action.choices.items():
+                if not p.description and helps.get(name):
+                    h = str(helps[name])
+                    p.description = h[0].upper() + h[1:] + ("" if h.endswith(".") else ".")
+                _describe(p)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,9 @@ from xcbench.errors import XcbError
 
 def add_parser(sub):
     from xcbench.network.baseline import SECONDS, STREAMS
-    p = sub.add_parser("baseline", help="network baseline: host TCP audit + iperf3 streams sweep")
+    p = sub.add_parser("baseline", help="network baseline: host TCP audit + iperf3 streams sweep",
+                       description="Audit the hosts' TCP settings and sweep iperf3 streams between "
+                       "client and gateway hosts: the network ceiling the verdicts compare with.")
     p.add_argument("--audit", action="store_true",
                    help="only audit the host's TCP settings against ESnet fasterdata (no traffic)")
     p.add_argument("--tune-tcp", action="store_true",

@@ -59,7 +59,8 @@ def add_parser(sub):
     p.add_argument("--fts-token-file", metavar="FILE", help="read the OAuth2 token for --fts from FILE")
     p.add_argument("--fts-cert", metavar="PEM", help="X509 proxy or certificate for --fts")
     p.add_argument("--fts-no-verify", action="store_true", help="do not verify the FTS server's TLS")
-    p.add_argument("--out", metavar="DIR", help="result store (default: $XCBENCH_STORE or ./results)")
+    from xcbench.commands import add_store_arg
+    add_store_arg(p, "result store")
     p.add_argument("--name", help="run directory name")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--json", action="store_true", help="print the CAMPAIGN row as JSON")
@@ -154,7 +155,7 @@ def check_args(args) -> None:
     argcheck.number("--optimizer-interval", args.optimizer_interval, 0, 86400, lo_open=True)
     argcheck.number("--optimizer-min", args.optimizer_min, 1, 100_000)
     argcheck.name("--name", args.name)
-    argcheck.directory("--out", args.out)
+    argcheck.directory("--store", args.store)
 
 
 def run(args) -> int:
@@ -171,7 +172,7 @@ def run(args) -> int:
         dst_size, src_size = tmpfs_sizes(spec, args)  # checked against memory before any mount
         dest = _tmpfs_gateway(stack, procs, "campaign-dst", dst_size) if dst_size else args.gateway
         source = _tmpfs_gateway(stack, procs, "campaign-src", src_size) if src_size else args.source
-        run_dir = RunDir.create(args.out or default_store(), name=args.name, fingerprint=False,
+        run_dir = RunDir.create(args.store or default_store(), name=args.name, fingerprint=False,
                                 kind="campaign", command=redact_argv(sys.argv[1:]))
         status = "failed"
         stop = current()

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 def add_parser(sub):
     # no help=: argparse leaves a subcommand without help out of `xcbench --help`
-    return sub.add_parser("campaign-agent", description="Run one client host's share of a "
+    return sub.add_parser("campaign-agent", help="(internal) one client host's share of a campaign",
+                          description="Run one client host's share of a "
                           "campaign level: a request on stdin, JSON lines of records on stdout.")
 
 

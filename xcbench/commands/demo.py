@@ -9,7 +9,10 @@ from xcbench.commands.run import add_run_args, execute, load_run_matrix, matrix_
 
 
 def add_parser(sub):
-    p = sub.add_parser("demo", help="the embedded default: mini cluster + layouts/quick.yaml + report")
+    p = sub.add_parser("demo", help="the embedded default: mini cluster + layouts/quick.yaml + report",
+                       description="Start the embedded mini Ceph cluster, run layouts/quick.yaml "
+                       "(6 cells x 2 levels, ~7 min on 2 cores), render the report, end with the "
+                       "closing table and take the cluster down.")
     p.add_argument("--matrix", help="another matrix instead of layouts/quick.yaml")
     p.add_argument("--state-dir", help="embedded cluster state (default ./.xcbench/cluster)")
     p.add_argument("--keep-cluster", action="store_true",

@@ -9,7 +9,9 @@ import time
 
 
 def add_parser(sub):
-    p = sub.add_parser("hosts", help="emulated hosts: network namespaces, shaped links, CPU quotas")
+    p = sub.add_parser("hosts", help="emulated hosts: network namespaces, shaped links, CPU quotas",
+                       description="Make, remove or show the emulated hosts of an inventory: network "
+                       "namespaces with shaped links and CPU quotas.")
     p.add_argument("--state", metavar="DIR",
                    help="where the record of what was made is kept (default $XCBENCH_STATE "
                         "or ./.xcbench)")

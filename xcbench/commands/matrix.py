@@ -8,7 +8,9 @@ from xcbench.system.sizes import format_size, parse_size
 
 
 def add_parser(sub):
-    p = sub.add_parser("matrix", help="check or show a matrix file")
+    p = sub.add_parser("matrix", help="check or show a matrix file",
+                       description="Check a matrix file (every error names the file, cell and field) "
+                       "or show the cells it expands to.")
     p.add_argument("action", choices=("check", "show"))
     p.add_argument("file")
     p.add_argument("--scale-ec", action="store_true",

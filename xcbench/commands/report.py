@@ -18,10 +18,13 @@ def add_parser(sub):
                        "the evidence, every figure traceable to its rows.")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directory, run id (or unique prefix) in the store, or 'latest'")
-    p.add_argument("--format", choices=("html", "md"), default="html",
-                   help="html: one self-contained file; md: Markdown + a <name>_files/ dir of PNGs")
+    p.add_argument("--format", choices=("html", "md", "text"), default="html",
+                   help="html: one self-contained file; md: Markdown + a <name>_files/ dir of PNGs; "
+                        "text: the closing table (what capped each level) on stdout")
+    p.add_argument("--json", action="store_true",
+                   help="print the closing table of each run as JSON on stdout (writes no file)")
     p.add_argument("--out", type=Path, default=None,
-                   help="output file (default: <first run>/report.<format>)")
+                   help="output file (default: <first run>/report.<format>; text: stdout)")
     p.add_argument("--store", type=Path, default=None,
                    help=f"result store for run ids (default: $XCBENCH_STORE or ./{default_store()})")
     return p
@@ -30,6 +33,42 @@ def add_parser(sub):
 def run(args) -> int:
     from xcbench.analysis.report import render_report
     runs: list[Path | str | RunData] = [resolve_run(r, args.store).path for r in args.runs]
+    if args.json or args.format == "text":
+        return closing(runs, args.json, args.out)
     out = render_report(runs, args.format, args.out)
     print(out)
+    return 0
+
+
+def closing(runs: list, as_json: bool, out: Path | None) -> int:
+    """The closing table of each run (the verdicts of a run judged with the others as references,
+    as in the HTML report), as text or JSON, on stdout or into ``out``."""
+    import io
+    import json
+
+    from rich.console import Console
+
+    from xcbench.analysis import glance
+    from xcbench.analysis.run_data import RunData
+    data = [RunData(r) for r in runs]
+    tables = [(rd, glance.rows(rd, tuple(o for o in data if o is not rd))) for rd in data]
+    if as_json:
+        doc = [glance.as_json(rd, rows) for rd, rows in tables]
+        text = json.dumps(doc[0] if len(doc) == 1 else doc, indent=1, default=str) + "\n"
+        if out:
+            out.write_text(text)
+            print(out)
+        else:
+            print(text, end="")
+        return 0
+    if out:
+        buf = io.StringIO()
+        con = Console(file=buf, width=160, highlight=False, color_system=None)
+        for rd, rows in tables:
+            glance.print_table(rd, rows, con)
+        out.write_text(buf.getvalue())
+        print(out)
+        return 0
+    for rd, rows in tables:
+        glance.print_table(rd, rows)
     return 0

@@ -16,7 +16,10 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub):
-    p = sub.add_parser("run", help="run a matrix: probes, campaigns, telemetry, verdicts, report")
+    p = sub.add_parser("run", help="run a matrix: probes, campaigns, telemetry, verdicts, report",
+                       description="Run every cell of a matrix: iperf3 baseline, fio probes, a transfer "
+                       "campaign per concurrency level with telemetry, then the verdicts (what capped "
+                       "each level) and the report; ends with the closing table.")
     p.add_argument("matrix", nargs="?", help="matrix YAML (default with --resume: the run's own)")
     add_run_args(p)
     p.add_argument("--hosts", metavar="FILE",
@@ -28,7 +31,8 @@ def add_parser(sub):
 
 
 def add_run_args(p) -> None:
-    p.add_argument("--out", default="results", help="result store directory (default ./results)")
+    from xcbench.commands import add_store_arg
+    add_store_arg(p)
     p.add_argument("--name", help="run directory name (default: a UTC timestamp)")
     p.add_argument("--repeats", type=int, help="repeat every campaign N times (overrides the matrix)")
     p.add_argument("--resume", metavar="RUN", help="run only the cells of RUN not yet complete")
@@ -41,6 +45,8 @@ def add_run_args(p) -> None:
     p.add_argument("--no-probes", action="store_true", help="skip the fio probes")
     p.add_argument("--no-report", action="store_true", help="do not render the report")
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
+    p.add_argument("--json", action="store_true",
+                   help="end with the closing table as JSON on stdout (the paths go to stderr)")
     p.add_argument("--telemetry", metavar="DEVICES",
                    help="telemetry devices and intervals, e.g. host,gateway or host:0.5,ceph:2, "
                         "or none (default: every device; see `xcbench telemetry list`)")
@@ -51,16 +57,18 @@ def options(args):
     from xcbench.run.runner import RunOptions
     argcheck.number("--repeats", args.repeats, 1, 10_000)
     argcheck.name("--name", args.name)
-    argcheck.directory("--out", args.out)
+    from xcbench.commands import store_of
+    argcheck.directory("--store", str(store_of(args)))
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     from xcbench.telemetry.devices import parse_selection
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
-    return RunOptions(out=Path(args.out), repeats=args.repeats, name=args.name,
+    return RunOptions(out=Path(store_of(args)), repeats=args.repeats, name=args.name,
                       resume=Path(args.resume) if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,
                       report=not args.no_report, report_format=args.format,
-                      telemetry=args.telemetry, extra={"tune_tcp": args.tune_tcp})
+                      telemetry=args.telemetry,
+                      extra={"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False)})
 
 
 def matrix_path(matrix: str | None, opts) -> str:
@@ -108,14 +116,38 @@ def execute(matrix: Matrix, cluster, opts) -> int:
         from xcbench.analysis.report import render_run_report
         render_run_report(run, opts.report_format)
     failed = [c for c in run.cells.values() if c.status == "failed"]
-    print(f"run: {run.path.resolve()}")
+    as_json = bool(opts.extra.get("json"))
+    closing(run.path, as_json)
+    out = sys.stderr if as_json else sys.stdout
+    print(f"run: {run.path.resolve()}", file=out)
     if run.state.report:
-        print(f"report: {Path(run.state.report).resolve()}")
+        print(f"report: {Path(run.state.report).resolve()}", file=out)
+        print(f"next: `xcbench plan --calibrate {run.path}` sizes gateways and disks for a target "
+              f"rate from what this run measured", file=out)
     for w in run.state.warnings or []:
         print(f"warning: {w}", file=sys.stderr)
     for c in failed:
         print(f"failed cell {c.label}: {c.error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def closing(path: Path, as_json: bool = False) -> None:
+    """The closing table of a run (analysis.glance): what capped each level; best effort, so a
+    run that measured but cannot be summarised still ends with its paths."""
+    import json
+    try:
+        from xcbench.analysis import glance
+        from xcbench.analysis.run_data import RunData
+        rd = RunData(path)
+        rows = glance.rows(rd)
+    except Exception as e:  # noqa: BLE001 - the records are safe; only the summary failed
+        print(f"closing table: not made ({type(e).__name__}: {e}); "
+              f"`xcbench report {path} --format text` retries it", file=sys.stderr)
+        return
+    if as_json:
+        print(json.dumps(glance.as_json(rd, rows), indent=1, default=str))
+    else:
+        glance.print_table(rd, rows)
 
 
 def hosts(args, parsed, opts) -> None:

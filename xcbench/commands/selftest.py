@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xcbench.commands import store_of
 from xcbench.errors import XcbError
 
 
 def add_parser(sub):
     from xcbench.selftest.scenarios import SCENARIOS
-    p = sub.add_parser("selftest", help="known-answer scenarios: expected vs attributed verdicts")
+    p = sub.add_parser("selftest", help="known-answer scenarios: expected vs attributed verdicts",
+                       description="Make known bottlenecks on purpose (cgroup CPU quotas, shaped "
+                       "links) and check that each gets its known verdict; exit 1 if any differs.")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--scenario", action="append", metavar="NAME", choices=list(SCENARIOS),
                    help=f"run only these (repeatable; default all: {', '.join(SCENARIOS)})")
@@ -23,7 +26,8 @@ def add_parser(sub):
     p.add_argument("--fraction", type=float, default=None,
                    help="a capped role gets this share of the least CPU it used uncapped "
                         "(default 0.5; any value in (0, 0.8] must give the same answers)")
-    p.add_argument("--out", default="results", help="result store for the runs (default ./results)")
+    from xcbench.commands import add_store_arg
+    add_store_arg(p, "result store for the runs")
     p.add_argument("--state-dir", help="embedded cluster state (default ./.xcbench/cluster)")
     p.add_argument("--keep-cluster", action="store_true",
                    help="leave a cluster the selftest started running (default: take it down)")
@@ -45,7 +49,7 @@ def run(args) -> int:
     # a tmpfs gateway on emulated hosts): no cluster needed
     if all(s.needs or s.own_run for s in plan(args.scenario, args.quick)):
         try:
-            result = run_selftest(None, names=args.scenario, quick=args.quick, out=Path(args.out),
+            result = run_selftest(None, names=args.scenario, quick=args.quick, out=Path(store_of(args)),
                                   fraction=fraction, log=log)
         except Interrupted as e:
             log(f"selftest interrupted; what was measured is in {e}")
@@ -56,7 +60,7 @@ def run(args) -> int:
     cluster, started = mini.up(log=log)
     log(f"mini cluster {'started' if started else 'already running'}: {cluster.conf}")
     try:
-        result = run_selftest(cluster, names=args.scenario, quick=args.quick, out=Path(args.out),
+        result = run_selftest(cluster, names=args.scenario, quick=args.quick, out=Path(store_of(args)),
                               fraction=fraction, log=log)
     except Interrupted as e:
         log(f"selftest interrupted (cgroups removed); what was measured is in {e}")

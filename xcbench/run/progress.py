@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from xcbench.analysis.steady import steady_window
+
 
 class MatrixView:
     def __init__(self, console: Console | None = None):
@@ -23,6 +25,7 @@ class MatrixView:
         self.rate = 0.0  # bytes/s of the last 1 s bucket
         self.transfers = self.transfer_failures = 0
         self.t0 = time.monotonic()
+        self.buckets: dict[str, list[dict]] = {}  # campaign_id -> its 1-s timeline rows
 
     def begin(self, run: Any, matrix: Any) -> None:
         self.total = len(matrix.cells)
@@ -45,15 +48,37 @@ class MatrixView:
     def observe(self, table: str, rows: list[dict]) -> None:
         if table == "timeline" and rows:
             self.rate = float(rows[-1].get("rate") or 0.0)
+            for r in rows:
+                self.buckets.setdefault(str(r.get("campaign_id")), []).append(r)
         elif table == "transfers":
             self.transfers += len(rows)
             self.transfer_failures += sum(1 for r in rows if r.get("file_state") != "FINISHED")
         elif table == "campaigns":
             for r in rows:
-                self._say(f"    c={r.get('concurrency')}: {8 * float(r.get('rate') or 0) / 1e9:.2f} Gb/s, "
+                whole = 8 * float(r.get("rate") or 0) / 1e9
+                steady = self._steady(r)
+                rate = (f"{steady:.2f} Gb/s steady ({whole:.2f} over the whole level)" if steady
+                        is not None else f"{whole:.2f} Gb/s over the whole level (no steady window)")
+                self._say(f"    c={r.get('concurrency')}: {rate}, "
                           f"{r.get('finished')} finished, {r.get('failed')} failed")
         if self.live:
             self.live.update(self._render())
+
+    def _steady(self, campaign: dict) -> float | None:
+        """Gb/s over the campaign's steady window (analysis.steady's RULE, as the report has it
+        for a level ended by its files; a time-based level's own window may differ a little)."""
+        rows = self.buckets.pop(str(campaign.get("campaign_id")), None)
+        if not rows:
+            return None
+        rows.sort(key=lambda r: float(r.get("t") or 0))
+        try:
+            w = steady_window([r.get("t") for r in rows], [r.get("rate") for r in rows],
+                              [r.get("active") for r in rows],
+                              concurrency=float(campaign.get("concurrency") or 0) or None)
+        except (TypeError, ValueError):
+            return None
+        mean = w.window.mean
+        return 8 * float(mean) / 1e9 if mean == mean and w.method != "whole" else None
 
     def end_cell(self, cell: Any, status: str, error: str | None) -> None:
         self.done += 1
@@ -76,7 +101,7 @@ class MatrixView:
         t = Table.grid(padding=(0, 2))
         t.add_row("cells", f"{self.done}/{self.total} done, {self.failed} failed")
         t.add_row("current", f"{self.cell} — {self.what}")
-        t.add_row("rate", f"{8 * self.rate / 1e9:.2f} Gb/s ({self.rate / 2**20:.0f} MiB/s)")
+        t.add_row("rate", f"{8 * self.rate / 1e9:.2f} Gb/s in the last second ({self.rate / 2**20:.0f} MiB/s)")
         t.add_row("transfers", f"{self.transfers} ({self.transfer_failures} not finished)")
         t.add_row("elapsed", f"{time.monotonic() - self.t0:.0f} s")
         return t

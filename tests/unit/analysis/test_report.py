@@ -85,17 +85,21 @@ def test_tables_hold_the_figures(run_path, html):
     assert "16.2.15" in html and "xcb-ec2-1" in html  # fingerprint: versions, pool
 
 
-def test_markdown_twin(run_path, tmp_path):
+def test_markdown_for_a_ticket(run_path, tmp_path):
+    """Short: the closing table and the verdict counts first, the layout table; no images, no
+    links (a ticket shows neither relative paths nor anchors), no sources (they are in the HTML)."""
     out = render_report([run_path], "md", tmp_path / "r.md")
     md = out.read_text()
     assert md.startswith("# xcbench report")
-    assert md.index("## Verdicts") < md.index("## Layouts") < md.index("## Sources")
-    imgs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
-    assert imgs and all(i.startswith("r_files/fig") for i in imgs)
-    for i in imgs:
-        assert (tmp_path / i).read_bytes()[:4] == b"\x89PNG"
-    assert "| stripe unit |" in md and "\\|" in md  # 'a|b' escaped in a table cell
-    assert "data:image" not in md
+    assert md.index("## Verdicts") < md.index("## Layouts")
+    assert "## Sources" not in md and "DataFrame.query" not in md and "cell_id ==" not in md
+    assert not re.search(r"\]\(", md) and "data:image" not in md and not (tmp_path / "r_files").exists()
+    rd = RunData(run_path)
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ") and "**" in ln]
+    assert len(rows) == len(rd.points)  # one row per cell x level, its verdict in bold
+    assert all(ln.count("|") == 7 for ln in rows)
+    assert "| stripe unit |" in md and "\\|" in md  # 'a|b' (a finding) escaped in a table cell
+    assert len(md.splitlines()) < 120 and max(map(len, md.splitlines())) < 400
 
 
 def test_two_runs_and_the_cli(run_path, tmp_path, capsys):
@@ -119,7 +123,7 @@ def test_every_plot_says_its_units(run_path, monkeypatch):
     monkeypatch.setattr(plots, "fig_to_data_uri", capture)
     render_report([run_path], "html", run_path / "units.html")
     assert len(seen) >= 4
-    unit = re.compile(r"\((GiB/s|MiB/s|%|op/s|s|cores busy|cores|transfers in flight|op/s, log scale)\)|\(MiB/s\)")
+    unit = re.compile(r"\((Gb/s|Gb/s, log|GiB/s|MiB/s|%|op/s|s|cores busy|cores|transfers in flight|op/s, log scale)\)|\(MiB/s\)")
     for axes in seen:
         labelled = [lab for xy in axes for lab in xy if lab]
         assert labelled and all(unit.search(lab) for lab in labelled), labelled
@@ -135,16 +139,17 @@ def test_the_timeline_shows_each_roles_cpu_against_its_limit(tmp_path, monkeypat
 
     def capture(fig, dpi=100):
         for a in fig.axes:
-            if a.get_ylabel() == "role CPU (cores)":
-                panels.append([t.get_text() for t in a.get_legend().get_texts()])
+            if a.get_ylabel() == "role CPU\n(cores)":  # roles in the figure's legend, limits on their lines
+                panels.append([t.get_text() for t in fig.legends[0].get_texts()] + [t.get_text() for t in a.texts])
         return real(fig, dpi)
     monkeypatch.setattr(plots, "fig_to_data_uri", capture)
     render_report([path], "html", path / "roles.html")
     assert len(panels) == 2
-    client = next(p for p in panels if len(p) == 2)
-    host = next(p for p in panels if len(p) == 5)
-    assert "client (limit 0.5: cgroup v1 cpu.cfs_quota_us=50000/100000)" in client
-    assert "mds (limit unknown)" in host and any(t.startswith("gateway (limit 8: host cores") for t in host)
+    client = next(p for p in panels if "limit 0.5: client (cgroup v1 cpu.cfs_quota_us=50000/100000)" in p)
+    assert "client CPU" in client and "gateway CPU" in client
+    host = next(p for p in panels if p is not client)
+    assert "mds CPU (limit unknown)" in host and "limit 8: host cores" in host
+    assert {"gateway CPU", "client CPU", "osd CPU", "mount CPU"} <= set(host)
 
 
 def test_render_helper_is_strict_and_generic(tmp_path):
