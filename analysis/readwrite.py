@@ -16,7 +16,7 @@ import pandas as pd
 from xcbench.analysis.amplification import describe
 from xcbench.analysis.reference import RAL_GATEWAY, ral_gateway_rows
 from xcbench.analysis.render import GIB, fig_to_data_uri, fmt_num, new_figure
-from xcbench.analysis.table_cells import _cell, _load_evidence, _num, _rate, _verdict_cell
+from xcbench.analysis.table_cells import load_evidence, num_cell, rate_cell, table_cell, verdict_cell
 
 NOT_MEASURED = "not measured"
 
@@ -38,8 +38,8 @@ def columns() -> dict[str, list[dict[str, Any]]]:
 
 
 def _measured(v: Any) -> dict[str, Any]:
-    n = _num(v)
-    return _cell(describe(n) if n is not None else NOT_MEASURED, n)
+    n = num_cell(v)
+    return table_cell(describe(n) if n is not None else NOT_MEASURED, n)
 
 
 def section(points: pd.DataFrame, vmap: dict, labels: dict[str, str], cells: pd.DataFrame,
@@ -64,15 +64,15 @@ def section(points: pd.DataFrame, vmap: dict, labels: dict[str, str], cells: pd.
             if r is not None:
                 figs["read_rate"] = (r["source"], rr, fmt_num(rr / GIB))
             n = src.add(f"reads and writes: cell {cid} at concurrency {conc}", figs)
-            ratio = rr / wr if _num(rr) is not None and _num(wr) else math.nan
-            rows.append({"cell": _cell(labels.get(cid, cid), title=f"cell id {cid}"),
+            ratio = rr / wr if num_cell(rr) is not None and num_cell(wr) else math.nan
+            rows.append({"cell": table_cell(labels.get(cid, cid), title=f"cell id {cid}"),
                          "access": (access or {}).get(cid) or "–",
-                         "conc": _cell(str(int(conc)), conc), "write": _rate(wr), "read": _rate(rr),
-                         "ratio": _cell(fmt_num(ratio), _num(ratio)),
-                         "wv": _verdict_cell(wv.verdict) if wv is not None else "–",
-                         "rv": _verdict_cell(rv.verdict) if rv is not None else "–", "_src": n})
+                         "conc": table_cell(str(int(conc)), conc), "write": rate_cell(wr), "read": rate_cell(rr),
+                         "ratio": table_cell(fmt_num(ratio), num_cell(ratio)),
+                         "wv": verdict_cell(wv.verdict) if wv is not None else "–",
+                         "rv": verdict_cell(rv.verdict) if rv is not None else "–", "_src": n})
             if rv is not None and cid in cells.index and cells.loc[cid, "backend"] != "tmpfs":
-                amp_rows.append(_amp_row(cid, conc, cells.loc[cid], _load_evidence(rv.evidence),
+                amp_rows.append(_amp_row(cid, conc, cells.loc[cid], load_evidence(rv.evidence),
                                          labels, src))
     return {"rows": rows, "amp_rows": amp_rows, "ral_rows": _ral_rows(), "ral": RAL_GATEWAY,
             "uri": _plot(points[points["cell_id"].isin(read_cells)], labels)}
@@ -91,21 +91,21 @@ def _amp_row(cid: str, conc: float, cell, ev: dict[str, Any], labels: dict[str, 
                                           fmt_num(ev.get("rep_read_amplification")))
     n = src.add(f"read amplification: cell {cid} at concurrency {conc}", figs)
     ec = cell["pool_kind"] == "erasure"
-    return {"cell": _cell(labels.get(cid, cid), title=f"cell id {cid}"),
-            "conc": _cell(str(int(conc)), conc), "pool": cell["pool_label"] or "–",
-            "shards": _cell(fmt_num(ev.get("read_shards_expected")), _num(ev.get("read_shards_expected"))),
+    return {"cell": table_cell(labels.get(cid, cid), title=f"cell id {cid}"),
+            "conc": table_cell(str(int(conc)), conc), "pool": cell["pool_label"] or "–",
+            "shards": table_cell(fmt_num(ev.get("read_shards_expected")), num_cell(ev.get("read_shards_expected"))),
             "amp": _measured(ev.get("read_amplification")),
-            "rep_amp": _measured(ev.get("rep_read_amplification")) if ec else _cell("–"),
+            "rep_amp": _measured(ev.get("rep_read_amplification")) if ec else table_cell("–"),
             "pool_amp": _measured(ev.get("pool_read_per_logical")),
-            "ec_ratio": _cell(fmt_num(ev.get("ec_ratio")), _num(ev.get("ec_ratio"))) if ec else _cell("–"),
+            "ec_ratio": table_cell(fmt_num(ev.get("ec_ratio")), num_cell(ev.get("ec_ratio"))) if ec else table_cell("–"),
             "_src": n}
 
 
 def _ral_rows() -> list[dict[str, Any]]:
-    return [{"files": _cell(str(r["files"]), r["files"]),
-             "write": _cell(fmt_num(r["write_gbps"]), r["write_gbps"]),
-             "read": _cell(fmt_num(r["read_gbps"]), r["read_gbps"]),
-             "ratio": _cell(fmt_num(r["read_over_write"]), r["read_over_write"])}
+    return [{"files": table_cell(str(r["files"]), r["files"]),
+             "write": table_cell(fmt_num(r["write_gbps"]), r["write_gbps"]),
+             "read": table_cell(fmt_num(r["read_gbps"]), r["read_gbps"]),
+             "ratio": table_cell(fmt_num(r["read_over_write"]), r["read_over_write"])}
             for r in ral_gateway_rows()]
 
 

@@ -33,15 +33,15 @@ from xcbench.analysis.run_data import RunData
 from xcbench.analysis.steady import RULE
 from xcbench.analysis.table_cells import (
     Sources,
-    _cell,
-    _level_end,
-    _load_evidence,
-    _matrix_name,
-    _num,
-    _rate,
-    _replicated_size,
-    _size,
-    _verdict_cell,
+    level_end_of,
+    load_evidence,
+    matrix_name,
+    num_cell,
+    rate_cell,
+    replicated_size,
+    size_cell,
+    table_cell,
+    verdict_cell,
 )
 from xcbench.errors import XcbError
 
@@ -95,10 +95,10 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                     f"{p.concurrency}{'' if p.direction == 'write' else ', ' + p.direction + 's'}",
                     {"rate": (p.source, p.rate, fmt_gib(p.rate)),
                      "verdict": (vsrc(p.cell_id, p.concurrency, p.direction), math.nan, verdict)})
-        summary.append({"cell": _cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
+        summary.append({"cell": table_cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
                         "direction": p.direction,
-                        "backend": c["backend"] if c is not None else "", "conc": _cell(str(int(p.concurrency)), p.concurrency),
-                        "rate": _rate(p.rate), "verdict": _verdict_cell(verdict),
+                        "backend": c["backend"] if c is not None else "", "conc": table_cell(str(int(p.concurrency)), p.concurrency),
+                        "rate": rate_cell(p.rate), "verdict": verdict_cell(verdict),
                         "reason": v.reason if v is not None else "", "_src": n})
     counts = pd.Series([r["verdict"]["text"] for r in summary]).value_counts().to_dict() if summary else {}
 
@@ -113,7 +113,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         best = ps.loc[ps["rate"].idxmax()] if len(ps) and ps["rate"].notna().any() else None
         prow = pc.loc[cid] if cid in pc.index else None
         vkey = (cid, best["concurrency"], best["direction"]) if best is not None else None
-        ev = _load_evidence(vmap[vkey].evidence) if vkey in vmap else {}
+        ev = load_evidence(vmap[vkey].evidence) if vkey in vmap else {}
         figs = {}
         if best is not None:
             figs["rate"] = (best["source"], best["rate"], fmt_gib(best["rate"]))
@@ -126,19 +126,19 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         n = src.add(f"layout table: cell {cid} ({c['label']})", figs)
         verdict = vmap[vkey].verdict if vkey in vmap else "–"
         layout_rows.append({
-            "backend": c["backend"], "su": _cell(_size(c["stripe_unit"]), _num(c["stripe_unit"])),
-            "sc": _cell(fmt_num(c["stripe_count"]), _num(c["stripe_count"])),
-            "os": _cell(_size(c["object_size"]), _num(c["object_size"])), "pool": c["pool_label"] or "–",
-            "mode": c["mode"], "conc": _cell(fmt_num(best["concurrency"]) if best is not None else "–",
-                                             _num(best["concurrency"]) if best is not None else None),
-            "rate": _rate(best["rate"] if best is not None else math.nan),
-            "ci": _cell(f"{fmt_gib(best['ci_low'])}–{fmt_gib(best['ci_high'])}" if best is not None
-                        and _num(best["ci_low"]) is not None else "–"),
-            "fio_bw": _beaten(_rate(prow["write_bw"] if prow is not None else math.nan), beats.get(cid)),
-            "fio_iops": _cell(fmt_num(prow["write_iops"]) if prow is not None else "–",
-                              _num(prow["write_iops"]) if prow is not None else None),
-            "ops": _cell(fmt_num(ops), _num(ops)),
-            "verdict": _verdict_cell(verdict) if verdict != "–" else "–", "_src": n})
+            "backend": c["backend"], "su": table_cell(size_cell(c["stripe_unit"]), num_cell(c["stripe_unit"])),
+            "sc": table_cell(fmt_num(c["stripe_count"]), num_cell(c["stripe_count"])),
+            "os": table_cell(size_cell(c["object_size"]), num_cell(c["object_size"])), "pool": c["pool_label"] or "–",
+            "mode": c["mode"], "conc": table_cell(fmt_num(best["concurrency"]) if best is not None else "–",
+                                             num_cell(best["concurrency"]) if best is not None else None),
+            "rate": rate_cell(best["rate"] if best is not None else math.nan),
+            "ci": table_cell(f"{fmt_gib(best['ci_low'])}–{fmt_gib(best['ci_high'])}" if best is not None
+                        and num_cell(best["ci_low"]) is not None else "–"),
+            "fio_bw": _beaten(rate_cell(prow["write_bw"] if prow is not None else math.nan), beats.get(cid)),
+            "fio_iops": table_cell(fmt_num(prow["write_iops"]) if prow is not None else "–",
+                              num_cell(prow["write_iops"]) if prow is not None else None),
+            "ops": table_cell(fmt_num(ops), num_cell(ops)),
+            "verdict": verdict_cell(verdict) if verdict != "–" else "–", "_src": n})
 
     # all points
     point_rows = []
@@ -148,16 +148,16 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                     f"{'' if p.direction == 'write' else ', ' + p.direction + 's'}",
                     {"rate": (p.source, p.rate, fmt_gib(p.rate))})
         point_rows.append({
-            "cell": _cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
+            "cell": table_cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
             "direction": p.direction,
-            "conc": _cell(str(int(p.concurrency)), p.concurrency), "n": _cell(str(p.repeats), p.repeats),
-            "rate": _rate(p.rate),
-            "ci": _cell(f"{fmt_gib(p.ci_low)}–{fmt_gib(p.ci_high)}" if _num(p.ci_low) is not None else "–",
-                        _num(p.ci_low)),
-            "median": _rate(p.window_median), "cv": _cell(fmt_pct(p.window_cv * 100), _num(p.window_cv)),
-            "run_rate": _rate(p.run_rate), "run_cv": _cell(fmt_pct(p.run_cv * 100), _num(p.run_cv)),
-            "method": _level_end(p), "failed": _cell(fmt_num(p.failed), _num(p.failed)),
-            "verdict": _verdict_cell(v.verdict) if v is not None else "–", "_src": n})
+            "conc": table_cell(str(int(p.concurrency)), p.concurrency), "n": table_cell(str(p.repeats), p.repeats),
+            "rate": rate_cell(p.rate),
+            "ci": table_cell(f"{fmt_gib(p.ci_low)}–{fmt_gib(p.ci_high)}" if num_cell(p.ci_low) is not None else "–",
+                        num_cell(p.ci_low)),
+            "median": rate_cell(p.window_median), "cv": table_cell(fmt_pct(p.window_cv * 100), num_cell(p.window_cv)),
+            "run_rate": rate_cell(p.run_rate), "run_cv": table_cell(fmt_pct(p.run_cv * 100), num_cell(p.run_cv)),
+            "method": level_end_of(p), "failed": table_cell(fmt_num(p.failed), num_cell(p.failed)),
+            "verdict": verdict_cell(v.verdict) if v is not None else "–", "_src": n})
 
     # per-transfer distributions
     q = ordered(rd.transfer_quantiles)
@@ -174,9 +174,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                     {"median": (spec, r.q50, fmt_num(r.q50 / plots.MIB))})
         dist_rows.append({"cell": labels.get(r.cell_id, r.cell_id)
                           + ("" if r.direction == "write" else f" ({r.direction}s)"),
-                          "conc": _cell(str(int(r.concurrency)), r.concurrency),
-                          "n": _cell(str(int(r.n)), int(r.n)),
-                          **{k: _cell(fmt_num(getattr(r, k) / plots.MIB), getattr(r, k))
+                          "conc": table_cell(str(int(r.concurrency)), r.concurrency),
+                          "n": table_cell(str(int(r.n)), int(r.n)),
+                          **{k: table_cell(fmt_num(getattr(r, k) / plots.MIB), getattr(r, k))
                              for k in ("q05", "q25", "q50", "q75", "q95", "mean")}, "_src": n})
 
     # fio probes, one row per cell, job and direction
@@ -187,15 +187,15 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
             "iops": ({**spec, "column": "iops"}, r.iops, fmt_num(r.iops)),
             "bw": ({**spec, "column": "bw"}, r.bw, fmt_gib(r.bw))})
         fio_rows.append({"cell": labels.get(r.cell_id, r.cell_id), "job": r.job, "rw": r.rw,
-                         "bs": str(r.bs), "iodepth": _cell(fmt_num(r.iodepth), _num(r.iodepth)),
-                         "hosts": _cell(str(r.hosts), r.hosts), "iops": _cell(fmt_num(r.iops), _num(r.iops)),
-                         "bw": _beaten(_rate(r.bw), job_beats.get((r.cell_id, str(r.job)))), "lat": _cell(fmt_num(r.lat_mean_us), _num(r.lat_mean_us)),
-                         "p99": _cell(fmt_num(r.lat_p99_us), _num(r.lat_p99_us)), "_src": n})
+                         "bs": str(r.bs), "iodepth": table_cell(fmt_num(r.iodepth), num_cell(r.iodepth)),
+                         "hosts": table_cell(str(r.hosts), r.hosts), "iops": table_cell(fmt_num(r.iops), num_cell(r.iops)),
+                         "bw": _beaten(rate_cell(r.bw), job_beats.get((r.cell_id, str(r.job)))), "lat": table_cell(fmt_num(r.lat_mean_us), num_cell(r.lat_mean_us)),
+                         "p99": table_cell(fmt_num(r.lat_p99_us), num_cell(r.lat_p99_us)), "_src": n})
 
     # EC vs replicated pairs, from the verdict evidence
     ec_rows = []
     for v in verdicts.itertuples():
-        ev = _load_evidence(v.evidence)
+        ev = load_evidence(v.evidence)
         if ev.get("rep_rate") is None or v.direction != "write":  # reads: readwrite's table
             continue
         n = src.add(f"EC vs replicated: cell {v.cell_id} vs {ev.get('rep_cell')} at concurrency {v.concurrency}", {
@@ -203,12 +203,12 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
             "rep_rate": (ev["sources"].get("rep_rate"), ev.get("rep_rate"), fmt_gib(ev.get("rep_rate"))),
             "raw_per_logical": (ev["sources"].get("raw_per_logical"), ev.get("raw_per_logical"),
                                 fmt_num(ev.get("raw_per_logical")))})
-        ec_rows.append({"cell": labels.get(v.cell_id, v.cell_id), "conc": _cell(str(int(v.concurrency)), v.concurrency),
-                        "ec": _rate(ev.get("rate")), "rep": _rate(ev.get("rep_rate")),
-                        "rep_pool": _replicated_size(ev.get("rep_pool")),
-                        "ratio": _cell(fmt_pct((ev.get("ec_ratio") or math.nan) * 100), _num(ev.get("ec_ratio"))),
-                        "rho": _cell(fmt_num(ev.get("raw_per_logical")), _num(ev.get("raw_per_logical"))),
-                        "rho0": _cell(fmt_num(ev.get("raw_expected")), _num(ev.get("raw_expected"))), "_src": n})
+        ec_rows.append({"cell": labels.get(v.cell_id, v.cell_id), "conc": table_cell(str(int(v.concurrency)), v.concurrency),
+                        "ec": rate_cell(ev.get("rate")), "rep": rate_cell(ev.get("rep_rate")),
+                        "rep_pool": replicated_size(ev.get("rep_pool")),
+                        "ratio": table_cell(fmt_pct((ev.get("ec_ratio") or math.nan) * 100), num_cell(ev.get("ec_ratio"))),
+                        "rho": table_cell(fmt_num(ev.get("raw_per_logical")), num_cell(ev.get("raw_per_logical"))),
+                        "rho0": table_cell(fmt_num(ev.get("raw_expected")), num_cell(ev.get("raw_expected"))), "_src": n})
 
     # plots
     figures = []
@@ -265,7 +265,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     layout_ref = network_baseline.reference_layout(m, layout_rows, _columns()["layout"])
     return {
         "id": rd.run_id, "path": str(rd.run.path), "status": m.get("status"), "start": m.get("start"),
-        "end": m.get("end"), "matrix": _matrix_name(m.get("matrix")), "schema": m.get("schema_version"),
+        "end": m.get("end"), "matrix": matrix_name(m.get("matrix")), "schema": m.get("schema_version"),
         "upgraded_from": m.get("upgraded_from"), "status_counts": status_counts,
         "summary": summary, "verdict_counts": counts, "layout_rows": layout_rows,
         "point_rows": point_rows, "dist_rows": dist_rows, "fio_rows": fio_rows, "ec_rows": ec_rows,
@@ -277,7 +277,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
         "packages": versions.get("packages") or {}, "host": fp.get("host") or {},
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,
-        "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if _num(net_bps) else "not measured",
+        "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if num_cell(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
         "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
         "netbase": network_baseline.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,

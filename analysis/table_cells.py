@@ -23,7 +23,7 @@ class Sources:
 
     def add(self, what: str, figures: dict[str, tuple[Any, Any, str]]) -> int:
         n = len(self.items) + 1
-        figs: dict[str, dict[str, Any]] = {k: {"spec": spec, "value": _num(value), "shown": shown}
+        figs: dict[str, dict[str, Any]] = {k: {"spec": spec, "value": num_cell(value), "shown": shown}
                 for k, (spec, value, shown) in figures.items() if spec}
         lines = [f"{k} = {f['shown']}: {source_text(f['spec'])}" for k, f in figs.items()]
         self.items.append({"n": n, "what": what, "figures": figs,
@@ -31,7 +31,7 @@ class Sources:
         return n
 
 
-def _num(v: Any) -> float | None:
+def num_cell(v: Any) -> float | None:
     try:
         v = float(v)
     except (TypeError, ValueError):
@@ -39,7 +39,7 @@ def _num(v: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _cell(text: str, sort: Any = None, title: str | None = None, cls: str | None = None,
+def table_cell(text: str, sort: Any = None, title: str | None = None, cls: str | None = None,
           html: Markup | None = None) -> dict[str, Any]:
     d: dict[str, Any] = {"text": text}
     if sort is not None:
@@ -53,19 +53,19 @@ def _cell(text: str, sort: Any = None, title: str | None = None, cls: str | None
     return d
 
 
-def _verdict_cell(v: str) -> dict[str, Any]:
-    return _cell(v, v, html=Markup('<span class="verdict v-{0}">{0}</span>').format(v))
+def verdict_cell(v: str) -> dict[str, Any]:
+    return table_cell(v, v, html=Markup('<span class="verdict v-{0}">{0}</span>').format(v))
 
 
-def _rate(v: float | None) -> dict[str, Any]:
-    return _cell(fmt_gib(v), _num(v))
+def rate_cell(v: float | None) -> dict[str, Any]:
+    return table_cell(fmt_gib(v), num_cell(v))
 
 
-def _size(v: Any) -> str:
-    return format_size(int(v)) if _num(v) is not None else "–"
+def size_cell(v: Any) -> str:
+    return format_size(int(v)) if num_cell(v) is not None else "–"
 
 
-def _load_evidence(v: Any) -> dict:
+def load_evidence(v: Any) -> dict:
     if isinstance(v, dict):
         return v
     try:
@@ -74,13 +74,13 @@ def _load_evidence(v: Any) -> dict:
         return {}
 
 
-def _replicated_size(label: Any) -> str:
+def replicated_size(label: Any) -> str:
     """'rep3' -> 'rep3 (size 3)': the EC comparison says which replicated size it used."""
     f = label_fields(str(label)) if label else None
     return f"{label} (size {f['size']})" if f and f.get("size") else str(label or "")
 
 
-def _level_end(p: Any) -> str:
+def level_end_of(p: Any) -> str:
     """The window rule of a point and, for a time-based level, what ended it."""
     ended = getattr(p, "ended_by", "") or ""
     if not ended or ended == "files":
@@ -90,7 +90,7 @@ def _level_end(p: Any) -> str:
     return f"not steady ({'max duration hit' if ended == 'max' else ended})"
 
 
-def _matrix_name(matrix: Any) -> str:
+def matrix_name(matrix: Any) -> str:
     if isinstance(matrix, dict):
         return str(matrix.get("name") or matrix.get("path") or "")
     return str(matrix or "")
