@@ -61,10 +61,21 @@ first match wins:
                         repeats' spread (cv/sqrt(repeats)) and its steady window's spread
                         (cv/sqrt(buckets x repeats)) (analysis.stats). A growth that reaches
                         1.25x only within that noise is named in the inconclusive reason, not
-                        called: two runs of the same matrix would flip on it
+                        called: two runs of the same matrix would flip on it; it is a
+                        borderline candidate (below)
   A storage probe the chain beats by more than 15 % (u > OVER) is no ceiling of the chain's
   path (e.g. a direct-I/O fio probe vs the gateway's buffered writes through ceph-fuse): it is
   left out of rules 3, 6 and 7 and the reason of the verdict says so.
+
+  Borderline (analysis.borderline): each figure compared with a threshold (u_net, u_iops, E,
+  host CPU busy, u_gw, u_bw, the growth) has an interval from its own measured noise (one-sided
+  95 %: a rate's error, both rates' for R/G and E, the window samples' for CPU busy and op/s).
+  The rules decide as above; a rule the cascade looked at (up to the verdict's) whose interval
+  straddles its threshold is a borderline candidate: evidence "borderline" true and
+  "borderline_candidates" (rule, figure, value, threshold, interval), and the reason ends
+  "borderline: <figure> ... within its noise of <threshold> (...: <rule>?)". Two runs whose
+  figures fall on either side of a threshold name the same cause, one as its verdict and the
+  other as its candidate. No threshold moves; an unknown noise counts as 0.
 
   9. inconclusive       nothing within 15 % of a ceiling, or no ceiling measured; the reason
                         says which ceilings were not measured and how busy the host CPU was
@@ -179,6 +190,9 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                                 "query": s.query(cid, "gateway_cores", None, win),
                                 "agg": "sum per wall, then mean"}
     ev["host_busy"] = s.window_mean(cid, "host_busy", win)
+    # the noise of the window's figures (analysis.borderline)
+    ev["host_busy_rel_se"] = s.window_rel_se(cid, "host_busy", win)
+    ev["gateway_cores_rel_se"] = s.window_rel_se(cid, "gateway_cores", win)
     ev["roles"] = _roles.role_usage(s, cid, win, NEAR)
     if ev["roles"]:
         src["roles"] = _roles.source_note(rd.run_id, cid, win)
@@ -191,7 +205,8 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         if tw:
             trd, t, tp = tw
             higher = [r for c, r in trd.levels_rate(t["cell_id"]) if c > conc and _ok(r)]
-            ev.update(gateway_ceiling=tp["rate"], gateway_cell=t["cell_id"], gateway_run=trd.run_id,
+            ev.update(gateway_ceiling=tp["rate"], gateway_ceiling_rel_se=_rel_se(tp),
+                      gateway_cell=t["cell_id"], gateway_run=trd.run_id,
                       gateway_starved=tp["starved_frac"],
                       gateway_growth=max(higher) / tp["rate"] if higher and tp["rate"] else math.nan)
             tgw = _roles.role_usage(trd.samples, t["cell_id"], tp["windows"], NEAR).get("gateway")
@@ -203,6 +218,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         ev["pool"] = pool
         ops = f"pool_{'read' if d == 'read' else 'write'}_ops"
         ev[ops] = s.window_mean(cid, ops, win, pool)
+        ev[ops + "_rel_se"] = s.window_rel_se(cid, ops, win, pool)
         if _ok(ev[ops]):
             src[ops] = {"run": rd.run_id, "table": "samples", "agg": "mean",
                         "query": s.query(cid, ops, pool, win)}
@@ -222,6 +238,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
             if tw:
                 t, tp = tw
                 ev.update(rep_cell=t["cell_id"], rep_pool=t["pool_label"], rep_rate=tp["rate"],
+                          rep_rate_rel_se=_rel_se(tp),
                           ec_ratio=p["rate"] / tp["rate"] if tp["rate"] else math.nan)
                 src["rep_rate"] = tp["source"]
                 if d == "read":
@@ -303,7 +320,11 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
             continue
         ev = _figures(rd, cell, p, others)
         link_use.add_evidence(rd, p["cell_id"], p["windows"], ev)  # shaped client links (rule 1)
-        verdict, reason = link_use.decide_links(ev, *decide(ev), NEAR)
+        ruled = decide(ev)
+        verdict, reason = link_use.decide_links(ev, *ruled, NEAR)
+        if verdict != ruled[0]:
+            ev["borderline"] = False  # a saturated shaped link overrode the rules
+            ev.pop("borderline_candidates", None)
         rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"], "verdict": verdict,
                      "reason": reason, "evidence": json.dumps(_jsonable(ev), sort_keys=True),
                      "direction": d})

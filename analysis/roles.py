@@ -163,14 +163,18 @@ def at_limit_verdict(ev: dict[str, Any], at: str, rate_txt: str) -> tuple[str, s
     return verdict, f"{head}; the chain moves {rate_txt}{more}."
 
 
-def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = NEAR
-                     ) -> tuple[str, str] | None:
-    """host-cpu: roles share this host, its CPU is >= near busy, and no role is at its own limit."""
+def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = NEAR,
+                     reaches: Any = None) -> tuple[str, str] | None:
+    """host-cpu: roles share this host, its CPU is >= near busy, and no role is at its own limit.
+    ``reaches(busy)``: whether the busy share reaches ``near`` (analysis.borderline: within its
+    noise); default: busy >= near."""
     roles = ev.get("roles") or {}
     busy, cores = ev.get("host_busy"), ev.get("cores")
-    if not roles or not (_ok(busy) and busy >= near and _ok(cores)):
+    if not roles or not (_ok(busy) and _ok(cores)):
         return None
     if any(x["saturated"] for x in roles.values()):
+        return None
+    if not (reaches(busy) if reaches is not None else busy >= near):
         return None
     used = busy * cores
     ev["host_cores_busy"] = used

@@ -11,6 +11,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from xcbench.analysis import borderline as _bl
 from xcbench.analysis import roles as _roles
 from xcbench.analysis.amplification import describe
 from xcbench.analysis.render import fmt_num
@@ -73,8 +74,25 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
 
 
 def decide(ev: dict[str, Any]) -> tuple[str, str]:
-    """(verdict, reason) for one point's figures (the rules of the module docstring)."""
+    """(verdict, reason) for one point's figures (the rules of the module docstring). A rule
+    the cascade looked at whose figure is within its own noise of the threshold is named as
+    borderline (analysis.borderline: evidence and reason say so)."""
+    ev.pop("borderline_candidates", None)
+    return _bl.mark(ev, *_decide(ev))
+
+
+def _gw_rel_se(ev: dict[str, Any], u: dict[str, float]) -> float:
+    """The noise of u_gw: of R/G (both rates' errors) when that is the larger part, else of the
+    gateway's CPU share (its samples' error over the window)."""
+    r, g, se = ev["rate"], ev.get("gateway_ceiling"), ev.get("rate_rel_se")
+    if _ok(g) and g > 0 and math.isclose(u.get("gateway", math.nan), r / g):
+        return _bl.combined(se, ev.get("gateway_ceiling_rel_se"))
+    return _bl.combined(ev.get("gateway_cores_rel_se"))
+
+
+def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     r, conc, mode = ev["rate"], ev["concurrency"], ev["mode"]
+    se = _bl.combined(ev.get("rate_rel_se"))  # the level's own noise (0 when unknown)
     io = io_word(ev)
     u = _util(ev)
     ev["utilisation"] = u
@@ -87,20 +105,22 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
                f"({pct(ev['cpu'])})") if _ok(ev.get("cpu")) else None
     host_txt = f"host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) else None
 
-    if u.get("network", 0) >= NEAR:
+    if _bl.passes(ev, "network", "share of the iperf3 baseline", u.get("network"), NEAR, se):
         return "network", (f"The chain moves {gib(r)} ({fmt_num(r * 8 / 1e9)} Gb/s) {at}, "
                            f"{pct(u['network'])} of the iperf3 baseline "
                            f"({fmt_num(ev['network_bps'] * 8 / 1e9)} Gb/s).")
     limited = _roles.at_limit_verdict(ev, at, gib(r))
     if limited:
         return limited
-    if u.get("storage-iops", 0) >= NEAR:
+    if _bl.passes(ev, "storage-iops", "share of fio's IOPS", u.get("storage-iops"), NEAR,
+                  ev.get(ops_key(ev) + "_rel_se")):
         return "storage-iops", (f"The pool {ev['pool']} sustains {fmt_num(ev[ops_key(ev)])} "
                                 f"{io} op/s {at}, {pct(u['storage-iops'])} of the "
                                 f"{fmt_num(ev['fio_iops'])} IOPS fio measured ({ev['fio_iops_job']}), "
                                 f"while the chain moves only {gib(r)}.")
     ugw, ubw = u.get("gateway", 0), u.get("storage-bandwidth", 0)
-    if _ok(ev.get("ec_ratio")) and ev["ec_ratio"] <= NEAR and ugw < NEAR:
+    if ugw < NEAR and _bl.passes(ev, "ec-overhead", "EC/replicated rate", ev.get("ec_ratio"), NEAR,
+                                 _bl.combined(se, ev.get("rep_rate_rel_se")), at_most=True):
         rho = (f"; measured raw/logical {fmt_num(ev['raw_per_logical'])} "
                f"(expected {fmt_num(ev['raw_expected'])})") if _ok(ev.get("raw_per_logical")) else ""
         if io == "read":
@@ -109,10 +129,11 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
         return "ec-overhead", (f"On the EC pool the chain moves {gib(r)} {at}, "
                                f"{pct(ev['ec_ratio'])} of the same layout on {ev['rep_pool']} "
                                f"({gib(ev['rep_rate'])}){rho}{tail}.")
-    host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR)
+    host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR, reaches=lambda busy: _bl.passes(
+        ev, "host-cpu", "host CPU busy", busy, NEAR, ev.get("host_busy_rel_se")))
     if host:
         return host
-    if ugw >= NEAR and ugw >= ubw:
+    if ugw >= ubw and _bl.passes(ev, "gateway", "gateway use", u.get("gateway"), NEAR, _gw_rel_se(ev, u)):
         parts = []
         if _ok(ev.get("gateway_ceiling")):
             parts.append(f"{pct(r / ev['gateway_ceiling'])} of the tmpfs-gateway ceiling "
@@ -122,7 +143,7 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
         if _ok(ev.get("fio_bw")):
             parts.append(f"fio allows {gib(ev['fio_bw'])}")
         return "gateway", f"The chain moves {gib(r)} {at}: " + "; ".join(parts) + "."
-    if ubw >= NEAR:
+    if _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling", u.get("storage-bandwidth"), NEAR, se):
         g = (f", while the tmpfs gateway does {gib(ev['gateway_ceiling'])}"
              if _ok(ev.get("gateway_ceiling")) else "")
         return "storage-bandwidth", (f"The chain moves {gib(r)} {at}, {pct(ubw)} of the fio {io} "
@@ -172,7 +193,8 @@ def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
 
     Surely: the one-sided 95 % lower bound of rate(higher) / rate (analysis.stats, from each
     level's own noise) is >= SCALING. A growth that reaches SCALING only within the noise is
-    not called: two runs would flip on it. Without noise figures the plain ratio is used."""
+    not called, and is a borderline candidate (analysis.borderline): another run would call it.
+    Without noise figures the plain ratio is used."""
     hi = ev.get("best_higher_rate")
     if not (_ok(hi) and r > 0):
         return False, ""
@@ -182,6 +204,8 @@ def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
     noise = f" ({ev['rate_noise']})" if ev.get("rate_noise") else ""
     words = (f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at {CONFIDENCE * 100:.0f} % given "
              f"the levels' noise{noise})")
+    if low > 0:  # the interval of the growth: low = g exp(-z se)
+        _bl.passes(ev, "client", "growth", hi / r, SCALING, max(math.log(hi / r / low), 0.0) / _bl.Z)
     if low >= SCALING:
         return True, words
     return False, words if hi >= SCALING * r else ""

@@ -147,14 +147,26 @@ class SampleIndex:
 
     def window_mean(self, cell_id: str, quantity: str, windows, pool: str | None = None) -> float:
         """Mean of the quantity over the samples inside any of ``windows`` [(wall0, wall1), ...]."""
+        v = self._in_windows(cell_id, quantity, windows, pool)
+        return float(v.mean()) if v.size else math.nan
+
+    def window_rel_se(self, cell_id: str, quantity: str, windows, pool: str | None = None) -> float:
+        """Relative standard error of that mean, std / (mean sqrt(n)) (analysis.borderline; a
+        floor: samples are autocorrelated); NaN with fewer than two samples or a zero mean."""
+        v = self._in_windows(cell_id, quantity, windows, pool)
+        if v.size < 2 or not v.mean() > 0:
+            return math.nan
+        return float(v.std(ddof=1) / (v.mean() * math.sqrt(v.size)))
+
+    def _in_windows(self, cell_id: str, quantity: str, windows, pool: str | None) -> np.ndarray:
         s = self.series(cell_id, quantity, pool)
         if s.empty:
-            return math.nan
+            return np.zeros(0)
         w = s["wall"].to_numpy()
         keep = np.zeros(w.size, dtype=bool)
         for w0, w1 in windows:
             keep[np.searchsorted(w, w0, side="left"):np.searchsorted(w, w1, side="right")] = True
-        return float(s["value"].to_numpy()[keep].mean()) if keep.any() else math.nan
+        return s["value"].to_numpy(dtype=float)[keep]
 
     def positive_increase(self, cell_id: str, quantity: str, pool: str | None = None) -> float:
         """Sum of the positive steps of a gauge over the cell (bytes written, ignoring deletes)."""

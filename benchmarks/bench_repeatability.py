@@ -22,6 +22,7 @@ check that the benchmark works in a few minutes.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -52,39 +53,102 @@ def quick_matrix(directory: Path) -> Path:
     return path
 
 
-def run_twice(matrix_path: Path, cluster, out: Path, repeats: int | None = None):
+def run_once(matrix_path: Path, cluster, out: Path, name: str, repeats: int | None = None):
+    """(RunData, seconds) of one run of the matrix."""
     from xcbench.analysis.run_data import RunData
     from xcbench.matrix import load_matrix
     from xcbench.run.runner import RunOptions, run_matrix
+    matrix = load_matrix(matrix_path, cluster)
+    opts = RunOptions(out=out, name=name, baseline=False, report=False, progress=False,
+                      repeats=repeats)
+    t0 = time.monotonic()
+    rd = RunData(run_matrix(matrix, cluster, opts).path)
+    return rd, time.monotonic() - t0
+
+
+def run_twice(matrix_path: Path, cluster, out: Path, repeats: int | None = None):
+    runs = [run_once(matrix_path, cluster, out, name, repeats) for name in ("first", "second")]
+    return [r for r, _ in runs], [t for _, t in runs]
+
+
+def run_on_fresh_clusters(matrix_path: Path, work: Path, repeats: int | None = None):
+    """Each run on a mini cluster of its own, started for it and taken down after (as two
+    sites, or two days, would run it): what one cluster's history carries over is not shared."""
+    from xcbench.ceph.mini import MiniCluster
     runs, seconds = [], []
     for name in ("first", "second"):
-        matrix = load_matrix(matrix_path, cluster)
-        opts = RunOptions(out=out, name=name, baseline=False, report=False, progress=False,
-                          repeats=repeats)
-        t0 = time.monotonic()
-        runs.append(RunData(run_matrix(matrix, cluster, opts).path))
-        seconds.append(time.monotonic() - t0)
+        mini = MiniCluster(work / f"cluster-{name}")
+        cluster, _ = mini.up()
+        try:
+            rd, t = run_once(matrix_path, cluster, work / "results", name, repeats)
+        finally:
+            cluster.close()
+            mini.down()
+        runs.append(rd)
+        seconds.append(t)
     return runs, seconds
+
+
+def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
+    """{(cell_id, concurrency, direction): (the causes the verdict names: its own and its
+    borderline candidates', whether it is borderline)} (analysis.borderline)."""
+    from xcbench.analysis.attribution import verdicts_of
+    from xcbench.analysis.borderline import causes
+    out = {}
+    for r in verdicts_of(rd).to_dict("records"):
+        try:
+            ev = json.loads(r.get("evidence") or "{}")
+        except ValueError:
+            ev = {}
+        d = r.get("direction") or "write"
+        key = (r["cell_id"], float(r["concurrency"]), d if d == d else "write")
+        out[key] = (causes(r["verdict"], ev), bool(ev.get("borderline")))
+    return out
+
+
+def judge(va: str, vb: str, ca: set, cb: set) -> str:
+    """agree: the same verdict; borderline: different verdicts, but one names the other's
+    verdict (or a cause of it) as its borderline candidate: a figure within its noise of a
+    threshold fell on either side (counted as agreeing); inconclusive: a cause named plainly
+    against inconclusive; contradiction: two different causes named, neither as a candidate."""
+    if va == vb:
+        return "agree"
+    if ({va} | ca) & ({vb} | cb) - {"inconclusive"}:
+        return "borderline"
+    if "inconclusive" in (va, vb):
+        return "inconclusive"
+    return "contradiction"
 
 
 def summarise(a, b) -> dict:
     from xcbench.analysis.compare import compare_data
     rows = [r for r in compare_data(a, b) if not r["only_in"]]
-    diffs, agree, judged, lines = [], 0, 0, []
+    ca_all, cb_all = causes_of(a), causes_of(b)
+    diffs, judged, lines = [], 0, []
+    kinds = {"agree": 0, "borderline": 0, "inconclusive": 0, "contradiction": 0}
+    n_borderline = 0
     for r in rows:
         x, y = r["base_rate"], r["contender_rate"]
         d = abs(y - x) / ((x + y) / 2) if x == x and y == y and x + y > 0 else float("nan")
         if d == d:
             diffs.append(d)
+        key = (r["cell_id"], float(r["concurrency"]), r["direction"])
+        (ca, ba), (cb, bb) = ca_all.get(key, (set(), False)), cb_all.get(key, (set(), False))
+        kind = ""
         if r["base_verdict"] and r["contender_verdict"]:
             judged += 1
-            agree += r["base_verdict"] == r["contender_verdict"]
+            kind = judge(r["base_verdict"], r["contender_verdict"], ca, cb)
+            kinds[kind] += 1
+            n_borderline += ba or bb
+        mark = {"agree": "==", "borderline": "~~", "inconclusive": "!=", "contradiction": "XX"}.get(kind, "  ")
         lines.append(f"  {r['label']:<38} c={int(r['concurrency']):<3} {x / 2**30:7.3f} "
-                     f"{y / 2**30:7.3f} GiB/s  diff {d * 100:5.1f} %  {r['base_verdict'] or '–':>14} "
-                     f"{'==' if r['base_verdict'] == r['contender_verdict'] else '!='} "
-                     f"{r['contender_verdict'] or '–':<14} fingerprint "
+                     f"{y / 2**30:7.3f} GiB/s  diff {d * 100:5.1f} %  "
+                     f"{(r['base_verdict'] or '–') + ('*' if ba else ''):>15} {mark} "
+                     f"{(r['contender_verdict'] or '–') + ('*' if bb else ''):<15} fingerprint "
                      f"{'changed: ' + ', '.join(r['config_fields']) if r['config_changed'] else 'equal'}")
-    return {"rows": len(rows), "lines": lines, "agree": agree, "judged": judged,
+    agree = kinds["agree"] + kinds["borderline"]
+    return {"rows": len(rows), "lines": lines, "agree": agree, "judged": judged, "kinds": kinds,
+            "borderline": n_borderline,
             "agree_share": agree / judged if judged else float("nan"),
             "median_diff": statistics.median(diffs) if diffs else float("nan"),
             "worst_diff": max(diffs) if diffs else float("nan"),
@@ -100,31 +164,48 @@ def main(argv: list[str] | None = None) -> int:
                     "attribution judges growth with concurrency against the repeats' spread, "
                     "which sees drift within a cell; 1 = the demo's single pass")
     ap.add_argument("--state-dir", help="use/start the embedded cluster here (default: a temp dir)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="each run on a fresh mini cluster of its own (issue 23: two fresh "
+                    "clusters, one pass: --fresh --repeats 1)")
     args = ap.parse_args(argv)
     from xcbench.ceph.mini import MiniCluster
     work = Path(tempfile.mkdtemp(prefix="xcb-bench-repeat-"))
     matrix = Path(args.matrix) if args.matrix else \
         quick_matrix(work) if args.quick else Path(str(files("xcbench.layouts") / "quick.yaml"))
-    mini = MiniCluster(Path(args.state_dir) if args.state_dir else work / "cluster")
     load = [os.getloadavg()]
-    cluster, started = mini.up()
-    try:
-        (a, b), seconds = run_twice(matrix, cluster, work / "results", args.repeats)
+    if args.fresh:
+        (a, b), seconds = run_on_fresh_clusters(matrix, work, args.repeats)
         load.append(os.getloadavg())
-    finally:
-        cluster.close()
-        if started:
-            mini.down()
+    else:
+        mini = MiniCluster(Path(args.state_dir) if args.state_dir else work / "cluster")
+        cluster, started = mini.up()
+        try:
+            (a, b), seconds = run_twice(matrix, cluster, work / "results", args.repeats)
+            load.append(os.getloadavg())
+        finally:
+            cluster.close()
+            if started:
+                mini.down()
     s = summarise(a, b)
     print(f"matrix {matrix.name} with {args.repeats} repeat(s) a level: two runs "
-          f"on one cluster, {seconds[0]:.0f} s and {seconds[1]:.0f} s")
+          f"on {'two fresh clusters' if args.fresh else 'one cluster'}, "
+          f"{seconds[0]:.0f} s and {seconds[1]:.0f} s")
     # what else ran moves the rates: say how busy the box was (1/5/15-min load on {cores} cores)
     print(f"host load average before {'/'.join(f'{x:.1f}' for x in load[0])}, after "
           f"{'/'.join(f'{x:.1f}' for x in load[-1])} on {os.cpu_count()} cores")
     print(f"  {'cell':<38} {'level':<5} {'first':>7} {'second':>7}")
     print("\n".join(s["lines"]))
+    print("  (* borderline: a figure within its own noise of a rule's threshold; == same verdict, "
+          "~~ one names the other's verdict as its borderline candidate (agrees), != a cause vs "
+          "inconclusive, XX contradiction)")
     print(f"verdicts agree: {s['agree']}/{s['judged']} = {s['agree_share'] * 100:.0f} % "
-          f"(target >= {TARGET_AGREE * 100:.0f} %, ratio to target {s['agree_share'] / TARGET_AGREE:.2f})")
+          f"(a borderline verdict agrees with the cause it names; target >= {TARGET_AGREE * 100:.0f} %, "
+          f"ratio to target {s['agree_share'] / TARGET_AGREE:.2f})")
+    k = s["kinds"]
+    print(f"borderline verdicts: {s['borderline']} of {s['judged']} levels; agreeing through a "
+          f"borderline candidate: {k['borderline']}; disagreements: {k['inconclusive']} named vs inconclusive, "
+          f"contradictions (two different causes named, neither borderline): {k['contradiction']} "
+          f"(target 0)")
     print(f"steady rate difference: median {s['median_diff'] * 100:.1f} %, worst "
           f"{s['worst_diff'] * 100:.1f} % (target median <= {TARGET_MEDIAN_DIFF * 100:.0f} %, "
           f"ratio to target {s['median_diff'] / TARGET_MEDIAN_DIFF:.2f})")

@@ -153,10 +153,7 @@ backends:
 """
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.known_flaky(
-    reason="one full `make test` in about six (none of 80 runs of this file or test alone) saw "
-           "`gateway up --wait` not end within 120 s of SIGHUP; cause not found; on a timeout the "
-           "test now prints the command's thread stacks (SIGUSR1) and its processes"))], ids=IDS)
+@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
 def test_gateway_up_stopped_while_starting(sig):
     """`gateway up --wait` signalled once its xrootd is spawned: the gateway and its tmpfs go."""
     with scene("xcb-fault-gw-") as s:

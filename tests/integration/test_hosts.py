@@ -20,8 +20,10 @@ import psutil
 import pytest
 import yaml
 
+from xcbench.errors import XcbError
 from xcbench.hosts import load_inventory, transport_for
 from xcbench.hosts.emulate import free_network, why_not
+from xcbench.network.baseline import parse_iperf3
 from xcbench.system import proc
 from xcbench.system.cgroups import detect
 
@@ -169,35 +171,53 @@ def test_transport_process_is_in_the_cgroup_and_netns_and_sees_root_mounts(hosts
         subprocess.run(["umount", str(mnt)], check=True)
 
 
-def _iperf(src, dst, port: int, reverse: bool = False, seconds: int = 3) -> float:
-    """bits/s that ``src`` measured sending to (or, reversed, receiving from) ``dst``."""
-    args = ["iperf3", "-c", dst.address, "-p", str(port), "-t", str(seconds), "-J"]
-    if reverse:
-        args.append("-R")
-    for _ in range(50):
-        out = transport_for(src).run(args, check=False, timeout=seconds + 30)
-        if out.returncode == 0:
-            return float(json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"])
-        time.sleep(0.1)  # the server is still starting
-    raise AssertionError(f"iperf3 {src.name} -> {dst.name}: {out.stdout[-300:]}")
+class _Iperf3Server:
+    """iperf3's server on ``host``. Ready for a test when its log says "Server listening" once more
+    than the tests it has run: it prints that line once it has closed the previous test (a client
+    that comes sooner is told "the server is busy", and iperf3 3.12 exits 0 with that error)."""
+
+    def __init__(self, host, port: int, log: Path):
+        self.host, self.port, self.log, self.tests = host, port, log, 0
+        self.p = transport_for(host).spawn(["iperf3", "-s", "-B", host.address, "-p", str(port),
+                                            "--forceflush"], name="iperf3", log=log)
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while self.log.read_text(errors="replace").count("Server listening") <= self.tests:
+            assert self.p.alive(), f"iperf3 server ended: {self.p.tail(5)}"
+            assert time.monotonic() < deadline, f"iperf3 server not ready: {self.p.tail(5)}"
+            time.sleep(0.05)
+
+    def measure(self, src, reverse: bool = False, seconds: int = 3) -> float:
+        """bits/s that ``src`` measured sending to (or, reversed, receiving from) the server."""
+        args = ["iperf3", "-c", self.host.address, "-p", str(self.port), "-t", str(seconds), "-J"]
+        self.wait_ready()
+        out = transport_for(src).run(args + (["-R"] if reverse else []), check=False,
+                                     timeout=seconds + 30)
+        self.tests += 1
+        try:  # iperf3's error object (exit status 0 in 3.12) is an error, not a result
+            return parse_iperf3(out.stdout)["bits_per_second"]
+        except XcbError as e:
+            raise AssertionError(f"iperf3 {src.name} -> {self.host.name}: {e}; {out.stderr[-300:]}") from e
 
 
-def test_the_shaped_link_holds_its_rate(hosts):
+def test_the_shaped_link_holds_its_rate(hosts, tmp_path):
     inv, _, _ = hosts
     shaped, free = inv.clients
     gw = inv.gateways[0]
     rate = shaped.link.rate_bps
-    p = transport_for(gw).spawn(["iperf3", "-s", "-B", gw.address, "-p", "5201"], name="iperf3")
+    server = _Iperf3Server(gw, 5201, tmp_path / "iperf3-server.log")
     from xcbench.hosts.links import link_counters
     try:
+        server.wait_ready()
         before, t0 = link_counters(shaped), time.monotonic()
-        up = _iperf(shaped, gw, 5201)
+        up = server.measure(shaped)
         sent = (link_counters(shaped)["tx_bytes"] - before["tx_bytes"]) * 8
         spent = time.monotonic() - t0
-        down = _iperf(shaped, gw, 5201, reverse=True)
-        other = _iperf(free, gw, 5201)
+        down = server.measure(shaped, reverse=True)
+        other = server.measure(free)
     finally:
-        proc.stop(p)
+        proc.stop(server.p)
     print(f"\nshaped {shaped.link.rate}: up {up / 1e6:.1f} Mbit/s, down {down / 1e6:.1f} Mbit/s; "
           f"unshaped: {other / 1e6:.1f} Mbit/s")
     # tbf lets one bucket (64 KiB) through at once: over 3 s that is far below 5 % of the rate

@@ -374,3 +374,6 @@ def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
     except Exception as e:
         run.warn(f"attribution: {type(e).__name__}: {e}")
     run.finalize(status)
+    if run.unsaved:  # one line for the user; on disk the run still says where it was
+        run.warn(f"{run.path / 'manifest.json'} not updated ({run.unsaved}): the run stays resumable "
+                 f"— free space in the result store, then `xcbench run --resume {run.path}`")

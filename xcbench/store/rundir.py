@@ -105,6 +105,7 @@ class RunDir:
         self._files: dict[str, int] = {}  # table -> fd opened O_APPEND
         self._full = False  # a write met ENOSPC: append only while has_room()
         self._lost_saved = 0.0
+        self.unsaved: str | None = None  # why the last save_manifest() failed
 
     @property
     def manifest(self) -> dict[str, Any]:
@@ -200,19 +201,30 @@ class RunDir:
     def status(self) -> str:
         return self.state.status
 
-    def save_manifest(self) -> None:
-        """Write manifest.json. On a full disk the old one stays whole and the state is kept
-        in memory: the next save writes it (the ballast gives it room once the disk fills)."""
+    def save_manifest(self) -> bool:
+        """Write manifest.json; False when it could not be. On a full disk the old one stays
+        whole and the state is kept in memory: the next save writes it (the ballast gives it
+        room once the disk fills). Never raises: a run that cannot say it ended stays resumable
+        (its manifest on disk still says where it was), and ``unsaved`` says why."""
         with self._lock:
             try:
                 write_json(self.path / "manifest.json", redact(self.state.to_dict()))
+                self.unsaved = None
+                return True
             except OSError as e:
+                error = e
                 if e.errno == errno.ENOSPC and not self._full:
                     self._full = True
                     release_ballast(self.path)
-                    write_json(self.path / "manifest.json", redact(self.state.to_dict()))
-                else:
-                    log.warning("%s: manifest not saved (%s); kept in memory", self.path, e)
+                    try:  # the room the ballast kept; something else may have taken it first
+                        write_json(self.path / "manifest.json", redact(self.state.to_dict()))
+                        self.unsaved = None
+                        return True
+                    except OSError as again:
+                        error = again
+            self.unsaved = f"{type(error).__name__}: [Errno {error.errno}] {error.strerror or error}"
+            log.warning("%s: manifest not saved (%s); kept in memory", self.path, self.unsaved)
+            return False
 
     def append(self, table: str, records: Iterable[dict[str, Any]]) -> None:
         """Append records to ``records/<table>.jsonl``, handed to the OS at once (a crash of

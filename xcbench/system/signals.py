@@ -42,11 +42,46 @@ class Interrupted(Exception):
 _active: StopFlag | None = None
 
 
+class SignalSafeEvent(threading.Event):
+    """A threading.Event that a signal handler may set.
+
+    The handler runs in the main thread between two bytecodes, wherever that thread is. When it
+    is inside ``Event.wait`` (the polite loops wait on the stop event: `gateway up --wait` every
+    second) it may hold the event's lock (``wait`` holds it before and after the timed wait);
+    threading.Event's lock is not re-entrant, so ``set()`` in the handler then waits forever for
+    the thread it interrupted, and every later signal does the same: `gateway up` hung after a
+    SIGHUP (about one suite in six). Here the lock is re-entrant: the handler takes it again,
+    sets the flag and wakes the wait it interrupted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._safe = threading.Condition(threading.RLock())
+        self._set = False
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with self._safe:
+            self._set = True
+            self._safe.notify_all()
+
+    def clear(self) -> None:
+        with self._safe:
+            self._set = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._safe:
+            if not self._set:
+                self._safe.wait(timeout)
+            return self._set
+
+
 class StopFlag:
     """Signal handling for a command: a polite stop first, KeyboardInterrupt when needed."""
 
     def __init__(self) -> None:
-        self.event = threading.Event()
+        self.event: threading.Event = SignalSafeEvent()  # set by the handler: see its doc
         self.signum: int | None = None  # the first signal received
         self._old: dict[int, Any] = {}
         self._polite = 0

@@ -49,7 +49,7 @@ def test_growth_beyond_the_noise_is_client():
     assert "x1.9; at least x1.69 at 95 %" in reason
 
 
-def test_growth_within_the_noise_is_not_called():
+def test_growth_within_the_noise_is_not_called_and_is_a_borderline_candidate():
     # +30 % measured, but each level's rate is known to +-10 %: 1.25 is not surely passed
     ev = _grow(1.3, 0.10, rate_noise="steady window, one repeat")
     verdict, reason = decide(ev)
@@ -57,6 +57,9 @@ def test_growth_within_the_noise_is_not_called():
     assert verdict == "inconclusive", reason
     assert "not shown to grow with concurrency" in reason and "x1.3" in reason
     assert ev["thresholds"]["scaling_confidence"] == 0.95
+    # another run would call it: the verdict names the client as its borderline candidate
+    assert ev["borderline"] is True and [c["rule"] for c in ev["borderline_candidates"]] == ["client"]
+    assert "borderline: growth x1.3 is within its noise of x1.25" in reason and ": client?)" in reason
 
 
 def test_the_same_growth_on_quiet_levels_is_client():

@@ -103,3 +103,32 @@ def test_conclude_records_an_attribution_failure_as_a_warning(tmp_path, monkeypa
     m = json.loads((run.path / "manifest.json").read_text())
     assert m["status"] == "partial"  # cell b is not done
     assert m["warnings"][-1] == "attribution: ValueError: no data"
+
+
+def test_a_full_disk_at_the_final_manifest_is_one_warning_and_a_resumable_run(tmp_path, monkeypatch):
+    """The store fills for good just before the run ends, and the room the ballast kept is taken
+    by another writer (a gateway's log) before the manifest gets it: no traceback, one line
+    that says the run is resumable and how, and the manifest on disk stays whole."""
+    import errno
+
+    import xcbench.store.rundir as store
+    a, b = _cells()
+    run = RunDir.create(tmp_path, name="r", matrix={"path": "m.yaml"}, fingerprint=False)
+    run.register_cells([a, b])
+    run.set_cell(a.id, status="complete")
+    run.append("transfers", [{"cell_id": a.id, "n": 1}])
+    before = (run.path / "manifest.json").read_text()
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(store, "write_json", full)
+    run.set_cell(b.id, status="complete")  # measured, but the manifest cannot say so any more
+    _conclude(run, "complete", RunOptions(report=False))  # must not raise
+    assert (run.path / "manifest.json").read_text() == before  # whole, and where it was
+    said = [w for w in run.state.warnings if "manifest.json not updated" in w]
+    assert len(said) == 1 and "\n" not in said[0]
+    assert "No space left on device" in said[0] and f"xcbench run --resume {run.path}" in said[0]
+    monkeypatch.undo()  # room again: the resume finishes the run and loses no record
+    again = open_or_create(_matrix([a, b]), RunOptions(resume=run.path))
+    assert again.cells[a.id].status == "complete" and again.cells[b.id].status == "pending"
+    assert list(again.table("transfers")["n"]) == [1]

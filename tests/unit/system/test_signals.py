@@ -80,3 +80,35 @@ def test_outside_the_main_thread_no_handler_is_installed():
     t.start()
     t.join()
     assert seen == [{}]
+
+
+WAITER = """
+import sys
+from xcbench.system.signals import StopFlag
+with StopFlag() as stop, stop.polite() as event:
+    print("waiting", flush=True)
+    while not event.wait(0):  # inside wait most of the time, its lock held part of it
+        pass
+print("stopped", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_a_signal_while_the_main_thread_waits_on_the_stop_event_stops_it(sig):
+    """The handler sets the event the main thread is waiting on, possibly while that thread
+    holds the event's lock: with threading.Event's lock (not re-entrant) about one try in two
+    hung for good (`gateway up --wait` after a SIGHUP); the process must end every time."""
+    import subprocess
+    import sys
+    for _ in range(4):
+        p = subprocess.Popen([sys.executable, "-c", WAITER], stdout=subprocess.PIPE, text=True)
+        try:
+            assert p.stdout.readline() == "waiting\n"
+            p.send_signal(sig)
+            assert p.wait(timeout=20) == 0, "the command hung in the stop event's lock"
+            assert p.stdout.read() == "stopped\n"
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()

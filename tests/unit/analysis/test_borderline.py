@@ -1,0 +1,133 @@
+"""Borderline verdicts (analysis.borderline): the rules decide as before; a figure within its own
+measured noise of a rule's threshold makes that rule a borderline candidate of the verdict, so
+two runs whose figures fall on either side of it both name that cause."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.unit.analysis.test_attribution import _ev, _one_sentence
+from tests.unit.analysis.test_attribution_roles import _role
+from tests.unit.synthrun import GIB
+from xcbench.analysis import borderline
+from xcbench.analysis.attribution import NEAR, SCALING, decide
+
+Z = borderline.Z
+
+
+def _ec(ratio: float, se: float, rep_se: float = 0.0, **kw):
+    """An EC point: the replicated twin ran 1 GiB/s, this one ``ratio`` of it."""
+    return _ev(rate=ratio * GIB, gateway_ceiling=4 * GIB, fio_bw=8 * GIB, ec_ratio=ratio,
+               rep_pool="rep3", rep_rate=1.0 * GIB, rate_rel_se=se, rep_rate_rel_se=rep_se, **kw)
+
+
+def _causes(ev, verdict):
+    return borderline.causes(verdict, ev)
+
+
+@pytest.mark.parametrize("ratio, verdict", [(0.82, "ec-overhead"), (0.84, "ec-overhead"),
+                                            (0.86, "inconclusive"), (0.88, "inconclusive")])
+def test_an_ec_ratio_within_its_noise_of_the_threshold_is_a_borderline_candidate(ratio, verdict):
+    # +-5 % on each rate: 0.85 lies inside every one of these figures' intervals
+    ev = _ec(ratio, 0.05, 0.05)
+    got, reason = decide(ev)
+    assert got == verdict and ev["borderline"] is True, reason  # the rule decides as before
+    assert _causes(ev, got) >= {"ec-overhead"}  # and both sides name EC
+    (c,) = ev["borderline_candidates"]
+    assert c["rule"] == "ec-overhead" and c["threshold"] == NEAR and c["at_most"]
+    assert c["low"] < NEAR < c["high"]
+    assert math.isclose(c["high"] / ratio, math.exp(Z * math.hypot(0.05, 0.05)))  # both rates' errors
+    assert "; borderline: EC/replicated rate" in reason and _one_sentence(reason)
+
+
+def test_an_ec_ratio_beyond_its_noise_is_not_borderline():
+    ev = _ec(0.6, 0.05)
+    assert decide(ev)[0] == "ec-overhead" and ev["borderline"] is False
+    ev = _ec(0.97, 0.02)  # surely above 0.85: EC costs nothing worth naming
+    v, reason = decide(ev)
+    assert v != "ec-overhead" and ev["borderline"] is False and "borderline" not in reason
+
+
+def test_without_noise_figures_nothing_is_borderline():
+    for ratio in (0.84, 0.86):
+        ev = _ec(ratio, math.nan)  # an old run: no rate error recorded
+        decide(ev)
+        assert ev["borderline"] is False
+
+
+@pytest.mark.parametrize("busy, verdict", [(0.82, "inconclusive"), (0.88, "host-cpu")])
+def test_host_cpu_busy_within_its_samples_noise_is_a_borderline_candidate(busy, verdict):
+    ev = _ev(rate=0.2 * GIB, cores=2.0, roles={"gateway": _role(0.5, 2.0), "client": _role(0.9, 2.0)},
+             host_busy=busy, host_busy_rel_se=0.03)
+    got, reason = decide(ev)
+    assert got == verdict and _causes(ev, got) >= {"host-cpu"}, reason
+    assert "borderline: host CPU busy" in reason
+
+
+def test_a_host_pegged_at_its_cores_is_not_borderline():
+    # every sample at 100 %: no spread, whatever the rate's noise
+    ev = _ev(rate=0.2 * GIB, cores=2.0, roles={"gateway": _role(0.5, 2.0)}, host_busy=1.0,
+             host_busy_rel_se=0.0, rate_rel_se=0.2)
+    assert decide(ev)[0] == "host-cpu" and ev["borderline"] is False
+
+
+@pytest.mark.parametrize("share, verdict", [(0.83, "inconclusive"), (0.87, "storage-bandwidth")])
+def test_a_fio_ceiling_share_within_the_noise_is_a_borderline_candidate(share, verdict):
+    ev = _ev(rate=share * GIB, gateway_ceiling=4 * GIB, fio_bw=1.0 * GIB, rate_rel_se=0.03)
+    got, reason = decide(ev)
+    assert got == verdict and _causes(ev, got) >= {"storage-bandwidth"}, reason
+    assert "borderline: share of the fio ceiling 8" in reason
+
+
+def test_the_gateway_ceiling_counts_the_noise_of_both_rates():
+    # R/G = 0.83: the chain's rate is exact here, the tmpfs ceiling's is +-5 %
+    ev = _ev(rate=0.83 * GIB, gateway_ceiling=1.0 * GIB, fio_bw=8 * GIB, rate_rel_se=0.0,
+             gateway_ceiling_rel_se=0.05)
+    assert decide(ev)[0] == "inconclusive" and _causes(ev, "inconclusive") == {"inconclusive", "gateway"}
+    ev = _ev(rate=0.83 * GIB, gateway_ceiling=1.0 * GIB, fio_bw=8 * GIB, rate_rel_se=0.0,
+             gateway_ceiling_rel_se=0.0)
+    assert decide(ev)[0] == "inconclusive" and ev["borderline"] is False
+
+
+def test_a_rule_after_the_verdict_is_never_a_candidate():
+    # the gateway is surely at its ceiling; fio's share straddles 0.85 but was never looked at
+    ev = _ev(rate=0.99 * GIB, gateway_ceiling=1.0 * GIB, fio_bw=1.17 * GIB, rate_rel_se=0.05,
+             gateway_ceiling_rel_se=0.0)
+    assert decide(ev)[0] == "gateway" and ev["borderline"] is False
+
+
+def test_a_growth_surely_past_the_threshold_is_client_not_borderline():
+    from xcbench.analysis.stats import ratio_lower_bound
+    ev = _ev(rate=0.2 * GIB, concurrency=1, best_higher_level=4, best_higher_rate=0.4 * GIB,
+             best_higher_growth_low=ratio_lower_bound(1.0, 0.05, 2.0, 0.05))
+    assert decide(ev)[0] == "client" and ev["borderline"] is False
+
+
+@given(se=st.floats(0.005, 0.2), a=st.floats(-1, 1), b=st.floats(-1, 1))
+def test_two_runs_whose_figures_both_straddle_the_threshold_name_the_same_cause(se, a, b):
+    """Two runs of one EC point: each figure anywhere in the band where its interval holds the
+    threshold. Whichever side of 0.85 each falls on, both name ec-overhead: as the verdict or
+    as its borderline candidate."""
+    band = Z * math.hypot(se, se) * 0.999
+    for x in (a, b):
+        ev = _ec(NEAR * math.exp(x * band), se, se)
+        verdict = decide(ev)[0]
+        assert "ec-overhead" in _causes(ev, verdict)
+
+
+@given(g=st.floats(1.0, 1.6), se=st.floats(0.001, 0.15))
+def test_growth_is_named_surely_or_as_a_candidate_exactly_when_its_interval_reaches_it(g, se):
+    low, high = g * math.exp(-Z * se), g * math.exp(Z * se)
+    ev = _ev(rate=0.2 * GIB, concurrency=1, best_higher_level=4, best_higher_rate=g * 0.2 * GIB,
+             best_higher_growth_low=low)
+    verdict = decide(ev)[0]
+    if low >= SCALING * (1 + 1e-9):
+        assert verdict == "client" and not ev["borderline"]
+    elif low < SCALING * (1 - 1e-9) and high > SCALING * (1 + 1e-9):
+        assert verdict == "inconclusive" and _causes(ev, verdict) == {"inconclusive", "client"}
+    elif high < SCALING * (1 - 1e-9):
+        assert verdict == "inconclusive" and not ev["borderline"]
