@@ -81,6 +81,11 @@ first match wins:
                         says which ceilings were not measured and how busy the host CPU was
                         (client, gateway and OSDs share it on a one-box test).
 
+Storage hosts (analysis.storagehosts, from the prometheus device; after rule 1, before the
+others, never over a saturated client link or gateway/client role): storage-network (an OSD
+host's NIC >= NEAR of its link speed), storage-disk (an OSD disk busy >= NEAR), storage-host-cpu
+(an OSD host of its own at >= NEAR of its cores); evidence "storage_hosts" and the EC fan-out.
+
 Each verdict row: cell_id, concurrency, direction, verdict, reason (one sentence quoting the figures),
 evidence (JSON: every figure, the utilisations, the thresholds, each role's cpu/limit/source
 under "roles" ({} and "roles_note" for runs without role telemetry) and the source of each
@@ -96,7 +101,7 @@ from typing import Any, cast
 import numpy as np
 
 from xcbench.analysis import amplification as _amp
-from xcbench.analysis import link_use
+from xcbench.analysis import link_use, storagehosts
 from xcbench.analysis import roles as _roles
 from xcbench.analysis import stats as _stats
 from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rules live here too
@@ -322,8 +327,10 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
         link_use.add_evidence(rd, p["cell_id"], p["windows"], ev)  # shaped client links (rule 1)
         ruled = decide(ev)
         verdict, reason = link_use.decide_links(ev, *ruled, NEAR)
+        storagehosts.add_evidence(rd, cell, p["windows"], ev)  # OSD hosts via Prometheus
+        verdict, reason = storagehosts.decide_storage(ev, verdict, reason, NEAR)
         if verdict != ruled[0]:
-            ev["borderline"] = False  # a saturated shaped link overrode the rules
+            ev["borderline"] = False  # a saturated link or storage host overrode the rules
             ev.pop("borderline_candidates", None)
         rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"], "verdict": verdict,
                      "reason": reason, "evidence": json.dumps(_jsonable(ev), sort_keys=True),

@@ -31,6 +31,7 @@ from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, writ
 from xcbench.analysis.roles import role_series
 from xcbench.analysis.run_data import RunData
 from xcbench.analysis.steady import RULE
+from xcbench.analysis.storageplots import fanout_text, storage_host_panels
 from xcbench.analysis.table_cells import (
     Sources,
     level_end_of,
@@ -242,6 +243,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                               f"per role: role_cpu_cores, and each distinct role_cpu_limit_cores once, "
                               f"dashed). Rate in Gb/s (10^9 bit/s); a level's line ends with its last "
                               f"transfer."})
+        timelines += _storage_hosts_figure(rd, cid, g, verdicts, labels.get(cid, cid))
     dist_uri = plots.transfer_distributions(q, labels)
     fio_uri = plots.fio_iops(ordered(rd.probe_jobs), labels)
 
@@ -321,6 +323,23 @@ COLUMNS = {
            ("ratio", "EC / replicated", True), ("rho", "raw/logical measured", True),
            ("rho0", "raw/logical expected", True)],
 }
+
+
+def _storage_hosts_figure(rd: RunData, cid: str, g: pd.DataFrame, verdicts: pd.DataFrame,
+                          label: str) -> list[dict[str, Any]]:
+    """The cell's storage hosts (Prometheus) under its timeline, with the EC fan-out measured."""
+    uri = storage_host_panels(rd.samples, cid, float(g["wall"].min()), f"{label}: storage hosts")
+    if not uri:
+        return []
+    v = verdicts[verdicts["cell_id"] == cid]
+    evs = [(float(c), json.loads(e)) for c, e in zip(v["concurrency"], v["evidence"], strict=True)
+           if isinstance(e, str) and e.startswith("{")]
+    fan = fanout_text(evs)
+    return [{"id": f"sh-{cid}", "title": f"{label}: storage hosts", "uri": uri,
+             "caption": f"run {rd.run_id}, cell {cid}: the OSD hosts as the site's Prometheus sees "
+                        "them (samples of sampler prometheus: NIC rx/tx against link speed, disk busy, "
+                        "CPU against cores; the PromQL is in raw/prometheus/" + cid + "/queries.promql)"
+                        + (f"; {fan}." if fan else ".")}]
 
 
 def _columns() -> dict[str, list[dict[str, Any]]]:

@@ -18,7 +18,7 @@ from xcbench.analysis.render import fmt_num
 from xcbench.analysis.stats import CONFIDENCE
 
 VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "network",
-            "host-cpu", "inconclusive")
+            "host-cpu", "storage-network", "storage-disk", "storage-host-cpu", "inconclusive")
 NEAR = 0.85
 OVER = 1.15  # the chain beats a storage probe by more than this: the probe is not its ceiling
 STARVED = 0.25

@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 
 from xcbench.ceph import conf as cephconf
+from xcbench.ceph import monitoring
 from xcbench.ceph.bootstrap import (  # noqa: F401 (public names of the mini cluster)
     BINARIES,
     EXPECTED_WARNINGS,
@@ -70,6 +71,7 @@ class MiniCluster:
         self.conf = self.state / "ceph.conf"
         self.meta_path = self.state / CLUSTER_JSON
         self._procs: proc.ProcessSet | None = None
+        self._osd_host: tuple[str, str] | None = None
 
     # ---- what is there --------------------------------------------------------------------
     def meta(self) -> dict:
@@ -103,13 +105,19 @@ class MiniCluster:
             if argv and os.path.basename(argv[0]) in DAEMON_PROGS and needle in argv:
                 if proc.pid_alive(p.pid):
                     found[p.pid] = _daemon_name(argv)
+            elif monitoring.is_ours(argv, self.state) and proc.pid_alive(p.pid):
+                name = os.path.basename(argv[0]).replace("prometheus-", "")
+                far = name == "node-exporter" and not any(a.startswith("--web.listen-address=127.")
+                                                          for a in argv)
+                found[p.pid] = name + ("-storage" if far else "")  # the one in the storage host
         # pid files only add processes that run with this conf (a stale pid may be reused)
         for pf in self.run_dir().glob("*.pid"):
             try:
                 pid = int(pf.read_text().strip())
             except (OSError, ValueError):
                 continue
-            if pid not in found and proc.pid_alive(pid) and _cmdline_has(pid, needle):
+            if pid not in found and proc.pid_alive(pid) and (
+                    _cmdline_has(pid, needle) or monitoring.is_ours(proc.cmdline(pid) or [], self.state)):
                 found[pid] = pf.stem
         return found
 
@@ -142,14 +150,19 @@ class MiniCluster:
 
     # ---- up -----------------------------------------------------------------------------------
     def up(self, *, objectstore: str = "bluestore", osds: int = 3, timeout: float = 180,
-           addr: str = LOOPBACK, log: Log = lambda s: None) -> tuple[Cluster, bool]:
+           addr: str = LOOPBACK, log: Log = lambda s: None,
+           prometheus: bool = True, osd_host: tuple[str, str] | None = None) -> tuple[Cluster, bool]:
         """Start the cluster (from nothing) and wait until it is healthy with an active MDS.
 
         ``addr``: the one IPv4 address every daemon listens on (loopback by default; the
         emulated hosts' bridge address so that gateway hosts in network namespaces reach it).
+        ``osd_host``: (network namespace, its address): the OSDs (and a node_exporter) run in
+        that emulated storage host, so every client byte to them crosses its link.
         Returns (cluster, started); started is False when it was already running.
         """
         addr = check_addr(addr)
+        if prometheus:  # its binaries are there before anything starts
+            monitoring.check_prerequisites()
         if self.running():
             if self.meta_path.exists():
                 have = self.meta().get("addr", LOOPBACK)
@@ -165,7 +178,8 @@ class MiniCluster:
         self._prepare_dir(log)
         procs = proc.ProcessSet(record=False)  # outlives the command: not an orphan
         try:
-            cluster = self._bootstrap(objectstore, osds, timeout, procs, log, addr)
+            self._osd_host = osd_host
+            cluster = self._bootstrap(objectstore, osds, timeout, procs, log, addr, prometheus)
         except BaseException:
             # keep the logs for diagnosis; `down` removes the rest
             self._stop_processes(log=lambda s: None)
@@ -184,7 +198,8 @@ class MiniCluster:
         self.state.chmod(0o755)
 
     def _bootstrap(self, objectstore: str, n_osds: int, timeout: float,
-                   procs: proc.ProcessSet, log: Log, addr: str = LOOPBACK) -> Cluster:
+                   procs: proc.ProcessSet, log: Log, addr: str = LOOPBACK,
+                   prometheus: bool = False) -> Cluster:
         t0 = time.monotonic()
         st = self.state
         self._procs = procs
@@ -224,6 +239,9 @@ class MiniCluster:
 
         self._start_daemon(cluster, "mgr.x", {"mon": "allow profile mgr", "mds": "allow *",
                                               "osd": "allow *"}, procs)
+        # the mgr loads its prometheus module and the server starts while the OSDs come up
+        prom = monitoring.start(st, run_dir, monitoring.enable_mgr_module(cluster, addr),
+                                procs, osd_host=self._osd_host) if prometheus else None
         errors: list[BaseException] = []
         threads = []
         for i in range(n_osds):
@@ -249,6 +267,11 @@ class MiniCluster:
             raise errors[0]
         step(f"{n_osds} OSDs made and started")
         self._wait_healthy(cluster, n_osds, t0 + timeout, step)
+        if prom:
+            monitoring.wait_scraped(prom["url"], ("node", "ceph"),
+                                    max(time.monotonic() + 30, t0 + timeout), procs)
+            step(f"prometheus {prom['url']} scrapes node_exporter {prom['node']} and the mgr "
+                 f"module {prom['mgr']} every {prom['scrape_interval']:g} s")
         meta = {
             "version": 1, "state_dir": str(st), "conf": str(self.conf), "fsid": fsid,
             "objectstore": objectstore, "mon_host": mon_addr, "addr": addr,
@@ -257,7 +280,8 @@ class MiniCluster:
             "gateway_id": GATEWAY_ID, "gateway_keyring": str(st / f"ceph.client.{GATEWAY_ID}.keyring"),
             "fs_name": FS_NAME, "fs_client_id": FS_CLIENT_ID,
             "fs_keyring": str(st / f"ceph.client.{FS_CLIENT_ID}.keyring"),
-            "pools": dict(POOLS), "daemons": self.daemons(),
+            "pools": dict(POOLS), "daemons": self.daemons(), "prometheus": prom,
+            "osd_host": list(self._osd_host) if self._osd_host else None,
             "up_seconds": round(time.monotonic() - t0, 2), "started": time.time(),
         }
         tmp = self.meta_path.with_suffix(".tmp")
@@ -283,7 +307,11 @@ class MiniCluster:
         try:
             proc.run(["ceph-osd", "-c", self.conf, "-i", i, "--mkfs", "--key", secret,
                       "--osd-uuid", osd_uuid], timeout=180)
-            self._spawn(["ceph-osd", "-f", "-c", self.conf, "-i", i], f"osd.{i}", procs)
+            cmd: list = ["ceph-osd", "-f", "-c", self.conf, "-i", i]
+            if self._osd_host:  # inside the storage host, on its address
+                ns, a = self._osd_host
+                cmd = ["ip", "netns", "exec", ns, *cmd, "--public-addr", a, "--cluster-addr", a]
+            self._spawn(cmd, f"osd.{i}", procs)
         except BaseException as e:  # noqa: B036 - handed to the main thread
             errors.append(e)
 
@@ -355,7 +383,8 @@ class MiniCluster:
         memstore = self.meta().get("objectstore") == "memstore"
         # MDS and OSDs first, while the mon still answers: they tell it they go down; with the
         # mon gone they wait osd_mon_shutdown_timeout (5 s) and more.
-        for stage in (("ceph-fuse", "mds.", "osd."), ("mgr.",), ("mon.", "")):
+        for stage in (("ceph-fuse", "mds.", "osd.", "prometheus", "node-exporter"), ("mgr.",),
+                      ("mon.", "")):
             pids = {p: n for p, n in found.items() if n.startswith(stage)}
             for pid in pids:
                 found.pop(pid)

@@ -26,6 +26,10 @@ def add_parser(sub):
     up.add_argument("--bind", metavar="ADDR", default="127.0.0.1",
                     help="the IPv4 address every daemon listens on (default 127.0.0.1; the "
                          "emulated hosts' bridge address, e.g. 10.77.0.1, so gateway hosts reach it)")
+    up.add_argument("--osd-host", metavar="HOST",
+                    help="run the OSDs (and a node_exporter) inside this emulated host (`xcbench "
+                         "hosts up`, role storage): every byte to them crosses its link; with --bind "
+                         "the bridge address")
     up.add_argument("-q", "--quiet", action="store_true", help="print only the ceph.conf path")
     st = acts.add_parser("status", help="health, OSDs, pools, file systems (of any cluster)")
     add_ceph_args(st)
@@ -71,8 +75,9 @@ def _up(args) -> int:
     from xcbench.ceph.mini import MiniCluster
     mc = MiniCluster(default_state_dir(args.state_dir))
     log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
+    osd_host = _emulated_host(args.osd_host) if getattr(args, "osd_host", None) else None
     cluster, started = mc.up(objectstore=args.objectstore, osds=args.osds, timeout=args.timeout,
-                             addr=args.bind, log=log)
+                             addr=args.bind, log=log, osd_host=osd_host)
     if not started and not args.quiet:
         print(f"cluster already running in {mc.state}; nothing done")
     if not args.quiet:
@@ -81,6 +86,20 @@ def _up(args) -> int:
     else:
         print(cluster.conf)
     return 0
+
+
+def _emulated_host(name: str) -> tuple[str, str]:
+    """(netns, address) of an emulated host recorded as up; one line naming it otherwise."""
+    from xcbench.hosts.emulate import Record, records
+    for path in records():
+        try:
+            h = (Record.load(path).data.get("hosts") or {}).get(name)
+        except XcbError:
+            continue
+        if h:
+            return h["netns"], h["address"]
+    raise XcbError(f"cluster up --osd-host {name}: no emulated host {name} is up "
+                   "(`xcbench hosts up FILE` first)")
 
 
 def _down(args) -> int:

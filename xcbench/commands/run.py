@@ -50,6 +50,12 @@ def add_run_args(p) -> None:
     p.add_argument("--telemetry", metavar="DEVICES",
                    help="telemetry devices and intervals, e.g. host,gateway or host:0.5,ceph:2, "
                         "or none (default: every device; see `xcbench telemetry list`)")
+    p.add_argument("--prometheus", metavar="URL",
+                   help="the site's Prometheus (node_exporter on the storage hosts, the ceph-mgr "
+                        "module); default: the inventory's, else the embedded cluster's")
+    p.add_argument("--prometheus-auth", metavar="KIND:PATH",
+                   help="credentials for --prometheus from a file: bearer:PATH (a token) or "
+                        "basic:PATH (user:password)")
 
 
 def options(args):
@@ -62,13 +68,19 @@ def options(args):
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     from xcbench.telemetry.devices import parse_selection
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
+    extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False)}
+    if getattr(args, "prometheus", None) or getattr(args, "prometheus_auth", None):
+        from xcbench.system.credentials import check_url, read_auth
+        if not args.prometheus:
+            raise XcbError("--prometheus-auth: give --prometheus URL too")
+        extra["prometheus"] = {"url": check_url(args.prometheus),
+                               "auth": read_auth(args.prometheus_auth)}
     return RunOptions(out=Path(store_of(args)), repeats=args.repeats, name=args.name,
                       resume=Path(args.resume) if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,
                       report=not args.no_report, report_format=args.format,
-                      telemetry=args.telemetry,
-                      extra={"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False)})
+                      telemetry=args.telemetry, extra=extra)
 
 
 def matrix_path(matrix: str | None, opts) -> str:

@@ -8,6 +8,7 @@ A small YAML file (``--hosts FILE`` or a ``hosts:`` key in a matrix)::
            link: {rate: 200mbit}}
       g2: {roles: [gateway], transport: ssh, ssh: g2-alias, address: 192.0.2.22}
     ceph: {conf: /etc/ceph/ceph.conf, id: bench}
+    prometheus: {url: http://prom.example:9090, auth: bearer:/path/to/token}   # optional
 
 Every mistake is one XcbError line naming the file, the host and the field, raised before
 anything starts (exit 2).
@@ -23,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.system.credentials import check_url, read_auth
 from xcbench.system.userfiles import read_yaml
 
-ROLES = ("client", "gateway", "redirector")
+ROLES = ("client", "gateway", "redirector", "storage")  # storage: OSDs run there (`cluster up --osd-host`)
 TRANSPORTS = ("local", "netns", "ssh")
 # netns "xcb-<name>" and the veth "xcb-<name>" must fit Linux's 15-character interface names
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,10}$")
@@ -111,6 +113,7 @@ class Inventory:
     bridge: Bridge | None = None
     ceph: dict | None = None
     source: str = "<inventory>"
+    prometheus: dict | None = None  # {"url", "auth": (kind, secret) | None}: the site's Prometheus
 
     def with_role(self, role: str) -> list[Host]:
         return [h for h in self.hosts if role in h.roles]
@@ -179,9 +182,9 @@ def parse_inventory(data: Any, where: str) -> Inventory:
     if not isinstance(data, dict):
         raise XcbError(f"{where}: top level: not a mapping of bridge/hosts/ceph "
                        f"(found {type(data).__name__})")
-    unknown = sorted(set(map(str, data)) - {"bridge", "hosts", "ceph"})
+    unknown = sorted(set(map(str, data)) - {"bridge", "hosts", "ceph", "prometheus"})
     if unknown:
-        raise XcbError(f"{where}: {unknown[0]}: unknown key (known: bridge, hosts, ceph)")
+        raise XcbError(f"{where}: {unknown[0]}: unknown key (known: bridge, hosts, ceph, prometheus)")
     raw = data.get("hosts")
     if not isinstance(raw, dict) or not raw:
         raise XcbError(f"{where}: hosts: must be a non-empty mapping of host name -> settings")
@@ -189,7 +192,22 @@ def parse_inventory(data: Any, where: str) -> Inventory:
     bridge = _bridge(data.get("bridge"), where) if any(
         h.transport == "netns" for h in hosts) or data.get("bridge") is not None else None
     _cross_check(hosts, bridge, where)
-    return Inventory(tuple(hosts), bridge, _ceph(data.get("ceph"), where), where)
+    return Inventory(tuple(hosts), bridge, _ceph(data.get("ceph"), where), where,
+                     _prometheus(data.get("prometheus"), where))
+
+
+def _prometheus(spec: Any, where: str) -> dict | None:
+    """prometheus: {url: ..., auth: bearer:PATH | basic:PATH} (the secret read from its file)."""
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or "url" not in spec or set(map(str, spec)) - {"url", "auth"}:
+        raise XcbError(f"{where}: prometheus: must be a mapping with url (and optionally auth: "
+                       "bearer:PATH or basic:PATH)")
+    for k, v in spec.items():
+        if not isinstance(v, str) or not v:
+            raise XcbError(f"{where}: prometheus: {k}: must be a non-empty string")
+    return {"url": check_url(spec["url"], f"{where}: prometheus: url"),
+            "auth": read_auth(spec.get("auth"), f"{where}: prometheus: auth")}
 
 
 def _host(name: str, spec: Any, where: str) -> Host:

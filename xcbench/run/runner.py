@@ -202,7 +202,10 @@ class Runner:
                 for level in cell.concurrency:
                     self.stop.check()
                     self._phase(cell, f"campaign c={level} r={repeat + 1}/{repeats}")
+                    t_level = time.time()
                     summary = self._campaign(cell, gateway, level, repeat)
+                    if devices is not None:  # devices that read the level's window afterwards
+                        devices.level_end(t_level, time.time(), concurrency=level, repeat=repeat)
                     failed += int(summary.get("failed") or 0)
                     total += int(summary.get("files") or 0)
                     if self.stop.event.is_set():
@@ -261,7 +264,9 @@ class Runner:
                    listener: ReportListener | None) -> TelemetryRunner | None:
         return telemetry.build(self.opts.telemetry, cell=cell, target=target, gateway=gateway,
                                listener=listener, cluster=self.cluster, sink=self.sink,
-                               hosts=self.hosts.inv if self.hosts is not None else None)
+                               hosts=self.hosts.inv if self.hosts is not None else None,
+                               prometheus=self.opts.extra.get("prometheus"),
+                               raw_dir=self.run.path / "raw")
 
     def _probe(self, cell: Cell, target: Target) -> None:
         raw = self.run.path / "raw" / "fio" / cell.id

@@ -24,7 +24,8 @@ from importlib import import_module
 from xcbench.selftest.registry import CELLS, SCENARIOS, CellDef, Scenario, register, register_cell
 
 # every module that registers scenarios, in the order they run and print
-SCENARIO_MODULES = ("xcbench.selftest.scenarios", "xcbench.selftest.network")
+SCENARIO_MODULES = ("xcbench.selftest.scenarios", "xcbench.selftest.network",
+                    "xcbench.selftest.storagenet")
 for _name in SCENARIO_MODULES:
     import_module(_name)
 

@@ -45,6 +45,11 @@ class Sampler:
     def stop(self) -> None:
         pass
 
+    def level_end(self, start: float, end: float, info: dict[str, Any]) -> list[dict]:
+        """A campaign level ran from ``start`` to ``end`` (wall seconds): rows about that window
+        (a device that reads a remote store after the fact, as Prometheus)."""
+        return []
+
     def row(self, wall: float, mono: float, metric: str, value: float | None,
             labels: dict[str, Any] | None = None) -> dict:
         return {"wall": wall, "mono": mono, "sampler": self.name, "metric": metric,
@@ -154,6 +159,20 @@ class TelemetryRunner:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def level_end(self, start: float, end: float, **info: Any) -> None:
+        """Tell every started sampler that a level ended (in the caller's thread: each
+        sampler bounds its own latency); their rows are written like samples, failures as gaps."""
+        for s in list(self._started):
+            try:
+                rows = s.level_end(start, end, info)
+            except Exception as e:  # noqa: BLE001 - a sampler must never stop the run
+                self._gap(s, f"level: {_why(e)}")
+                continue
+            if rows:
+                for r in rows:
+                    r["cell_id"] = self.cell_id
+                self._write("samples", rows)
 
     @property
     def running(self) -> bool:

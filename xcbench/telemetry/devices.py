@@ -20,6 +20,8 @@ from xcbench.telemetry.ceph import CephSampler
 from xcbench.telemetry.gateway import GatewaySampler
 from xcbench.telemetry.host import HostSampler
 from xcbench.telemetry.link_sampler import LinksSampler
+from xcbench.telemetry.promapi import PromClient
+from xcbench.telemetry.prometheus import PrometheusSampler
 from xcbench.telemetry.role_processes import make_sampler
 
 
@@ -32,6 +34,9 @@ class Context:
     listener: Any
     cluster: Any
     hosts: Any = None  # the run's inventory (xcbench.hosts.Inventory), None: no --hosts
+    prometheus: Any = None  # {"url", "auth"} of the run's Prometheus (xcbench.telemetry.prometheus)
+    sink: Any = None  # where a device writes FINDING rows
+    raw_dir: Any = None  # the cell's raw/ dir in the run (a device's own files), None: none
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,28 @@ def _links(ctx: Context) -> Sampler | None:
     return LinksSampler(links) if links else None
 
 
+def _prometheus(ctx: Context) -> Sampler | None:
+    """The run's Prometheus: --prometheus, the inventory's, else the embedded cluster's."""
+    conf = prometheus_of(ctx)
+    if not conf:
+        return None
+    return PrometheusSampler(PromClient(conf["url"], conf.get("auth")), cell_id=ctx.cell.id,
+                             sink=ctx.sink, cluster=ctx.cluster, inventory=ctx.hosts,
+                             step=conf.get("scrape_interval"),
+                             raw_dir=ctx.raw_dir / "prometheus" / ctx.cell.id if ctx.raw_dir else None)
+
+
+def prometheus_of(ctx: Context) -> dict | None:
+    if ctx.prometheus:
+        return dict(ctx.prometheus)
+    inv = getattr(ctx.hosts, "prometheus", None)
+    if inv:
+        return dict(inv)
+    info = getattr(ctx.cluster, "info", None) or {}
+    embedded = info.get("prometheus") if getattr(ctx.cluster, "embedded", False) else None
+    return {"url": embedded["url"], "scrape_interval": embedded.get("scrape_interval")} if embedded else None
+
+
 DEVICES: dict[str, Device] = {d.name: d for d in (
     Device("host", "CPU busy/iowait per core, memory (total, available, cached, dirty, writeback), "
            "bytes/packets/drops per network interface", 1.0, "every cell", _host),
@@ -81,6 +108,11 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            "osd, mds, mon, mgr, probe", 1.0, "every cell", _roles),
     Device("links", "bytes sent and received through each emulated host's link and the rate "
            "it is shaped to (its limit)", 1.0, "runs with emulated hosts up", _links),
+    Device("prometheus", "every host's CPU busy vs cores, NIC rx/tx vs link speed, disk busy and "
+           "bytes (node_exporter); per OSD ops, bytes, latency and per pool client rates (ceph-mgr); "
+           "range queries after each level", 5.0,
+           "runs with a Prometheus (--prometheus, the inventory's, the embedded cluster's)",
+           _prometheus),
 )}
 DEFAULT = tuple(DEVICES)  # every device, at its default interval
 NONE = "none"
@@ -122,12 +154,13 @@ def wants(selection: str | None, device: str) -> bool:
 
 
 def build(selection: str | None, *, cell: Any, target: Any, gateway: Any, listener: Any,
-          cluster: Any, sink: Sink, hosts: Any = None) -> TelemetryRunner | None:
+          cluster: Any, sink: Sink, hosts: Any = None, prometheus: Any = None,
+          raw_dir: Any = None) -> TelemetryRunner | None:
     """The cell's TelemetryRunner with the chosen devices that apply to it (None if none does);
     ``hosts``: the run's inventory (the links device samples its hosts, not every one up)."""
     chosen = parse_selection(selection)
     ctx = Context(cell=cell, target=target, gateway=gateway, listener=listener, cluster=cluster,
-                  hosts=hosts)
+                  hosts=hosts, prometheus=prometheus, sink=sink, raw_dir=raw_dir)
     samplers = [s for s in (DEVICES[name].make(ctx) for name in chosen) if s is not None]
     if not samplers:
         return None

@@ -65,7 +65,7 @@ def _bad(host_patch=None, top_patch=None, host="c1"):
     ({"cores": "two"}, "host c1: cores:"),
     ({"cores": True}, "host c1: cores:"),
     ({"roles": []}, "host c1: roles:"),
-    ({"roles": ["storage"]}, "host c1: roles: 'storage'"),
+    ({"roles": ["archive"]}, "host c1: roles: 'archive'"),
     ({"transport": "docker"}, "host c1: transport:"),
     ({"address": "10.78.0.1"}, "host c1: address: 10.78.0.1 must be"),
     ({"address": "10.77.0.1"}, "host c1: address:"),

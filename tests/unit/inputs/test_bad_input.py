@@ -4,6 +4,7 @@ import math
 
 import pytest
 
+from xcbench.backends.base import backend_class
 from xcbench.campaign.spec import CampaignSpec, OptimizerSpec, check_campaign_settings
 from xcbench.cli import main
 from xcbench.errors import XcbError
@@ -75,7 +76,7 @@ def test_matrix_empty_or_bad_bind_is_an_error(tmp_path, bind):
 def test_wildcard_written_out_is_valid_and_a_finding(tmp_path, bind):
     p = write(tmp_path, BASE + f"defaults:\n  gateway: {{bind: {bind}}}\n")
     cell = load_matrix(p).cells[0]
-    rows = gateway_findings(cell.id, "tmpfs", bind=cell.gateway["bind"])
+    rows = gateway_findings(cell.id, backend_class("tmpfs"), bind=cell.gateway["bind"])
     wild = [r for r in rows if "all interfaces" in r["what"]]
     assert bool(wild) == (cell.gateway["bind"] in ("0.0.0.0", "::"))
 

@@ -1,0 +1,156 @@
+"""The storage hosts' rules: an OSD host's NIC, disk or CPU at its limit, seen through Prometheus
+(analysis.storagehosts), on rows made from the recorded real answers and on evidence figures."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from tests.unit.telemetry.promserver import ANSWERS
+from tests.unit.telemetry.test_promqueries import OSD_META, UNAME
+from xcbench.analysis import storagehosts as sh
+from xcbench.analysis.attribution import NEAR, VERDICTS
+from xcbench.analysis.samples import SampleIndex
+from xcbench.telemetry import promqueries as pq
+
+WINDOW = [(ANSWERS["start"] + 4, ANSWERS["end"])]
+
+
+def _samples(hosts: pq.HostMap, extra: list[dict] = ()) -> SampleIndex:
+    rows = [r for name in pq.QUERIES for r in pq.rows(name, ANSWERS["range"][name]["data"]["result"], hosts, 0.0)]
+    rows += list(extra)
+    df = pd.DataFrame([{**r, "cell_id": "c", "labels": json.dumps(r["labels"], sort_keys=True)} for r in rows])
+    return SampleIndex(df)
+
+
+def test_recorded_one_box_figures():
+    """The embedded cluster under a rados bench: its OSD disk's busy fraction and bytes, this
+    machine's CPU marked local, loopback-only NICs without a speed."""
+    figs = sh.host_figures(_samples(pq.HostMap(UNAME, OSD_META)), "c", WINDOW)
+    vm = figs["vm"]
+    assert set(vm["disks"]) == {"vda"}  # only the OSDs' disk (zram0 holds no OSD)
+    vda = vm["disks"]["vda"]
+    assert vda["osds"] == "osd.0,osd.1,osd.2" and 0.1 < vda["busy"] <= 1.0 and vda["write"] > 10e6
+    assert vm["cpu"]["local"] and vm["cpu"]["cores"] == 2 and vm["cpu"]["use"] > 0.8
+    assert all(n["speed"] is None and math.isnan(n["use"]) for n in vm["nics"].values())
+    ev = {"rate": 200e6, "concurrency": 8, "direction": "write"}
+
+    class RD:
+        samples, run_id = _samples(pq.HostMap(UNAME, OSD_META)), "r"
+    sh.add_evidence(RD, {"cell_id": "c", "pool_kind": "erasure", "pool_label": "ec2+1"}, WINDOW, ev)
+    assert ev["storage_disk"]["device"] == "vda" and ev["storage_cpu"] is None  # local: host-cpu's
+    assert ev["storage_nic"] is None and ev["storage_fanout_expected"] == pytest.approx(2.0)
+    assert ev["sources"]["storage_hosts"]["promql"] == "raw/prometheus/c/queries.promql"
+
+
+def test_a_remote_storage_host_with_a_known_link_speed():
+    """The same recorded rows, the OSDs on a host of their own whose NIC reports 10 Mb/s."""
+    remote = [{**u, "metric": {**u["metric"], "instance": "10.9.9.9:9100", "nodename": "stor1"}} for u in UNAME]
+    meta = [{**o, "hostname": "stor1", "front_addr": "[v2:10.9.9.9:6800/1]", "back_addr": ""} for o in OSD_META]
+    hosts = pq.HostMap(remote, meta)
+    answers = {}
+    for name in pq.QUERIES:
+        res = ANSWERS["range"][name]["data"]["result"]
+        answers[name] = [{**s, "metric": {**s["metric"], "instance": "10.9.9.9:9100"}} for s in res]
+    rows = [r for name, res in answers.items() for r in pq.rows(name, res, hosts, 0.0)]
+    eth0 = [r for r in rows if r["metric"] == "node.nic_tx_bps" and r["labels"]["device"] == "eth0"]
+    assert eth0
+    speed = [{**r, "metric": "node.nic_speed_bps", "value": 1.25e6} for r in eth0]  # 10 Mb/s
+    busy = [{**r, "metric": "node.nic_rx_bps", "value": 1.2e6} for r in eth0]  # 96 % of it
+    df = pd.DataFrame([{**r, "cell_id": "c", "labels": json.dumps(r["labels"], sort_keys=True)}
+                       for r in rows + speed + busy if not (r["metric"] == "node.nic_rx_bps"
+                                                            and r["labels"]["device"] == "eth0"
+                                                            and r["value"] != 1.2e6)])
+    figs = sh.host_figures(SampleIndex(df), "c", WINDOW)
+    nic = figs["stor1"]["nics"]["eth0"]
+    assert nic["speed"] == 1.25e6 and nic["use"] == pytest.approx(0.96) and nic["way"] == "received"
+    assert not figs["stor1"]["cpu"]["local"]
+
+
+def _ev(**kw):
+    ev = {"rate": 100e6, "concurrency": 4, "direction": "write", "roles": {}}
+    ev.update(kw)
+    return ev
+
+
+NIC = {"host": "stor1", "device": "ens1f0", "rx": 1.1e9, "tx": 0.4e9, "speed": 1.25e9, "use": 0.88,
+       "way": "received"}
+
+
+@pytest.mark.parametrize("ev, verdict, quoted", [
+    (_ev(storage_nic=NIC, storage_fanout=2.2, storage_fanout_expected=2.25), "storage-network",
+     ["storage host stor1's NIC ens1f0 received 8,800 Mb/s, 88 % of its 10,000 Mb/s link",
+      "2.20 bytes per client byte (RAL's arithmetic for this pool: 2.25)"]),
+    (_ev(storage_disk={"host": "stor2", "device": "sdc", "busy": 0.97, "write": 150e6, "osds": "osd.7"}),
+     "storage-disk", ["storage host stor2's disk sdc (under osd.7) is busy 97 % of the time"]),
+    (_ev(storage_cpu={"host": "stor3", "busy": 7.2, "cores": 8, "use": 0.9, "local": False}),
+     "storage-host-cpu", ["storage host stor3's CPU is 90 % busy (7.2 of 8 cores)"]),
+])
+def test_each_storage_rule_names_its_host_and_device(ev, verdict, quoted):
+    assert verdict in VERDICTS
+    got, reason = sh.decide_storage(ev, "inconclusive", "The chain moves x.", NEAR)
+    assert got == verdict, reason
+    for q in quoted:
+        assert q in reason, reason
+    assert reason.endswith(".") and reason.count(". ") == 0
+
+
+def test_below_the_limit_or_without_figures_the_verdict_stands():
+    low = _ev(storage_nic={**NIC, "use": 0.84}, storage_disk={"host": "s", "device": "d", "busy": 0.5},
+              storage_cpu={"host": "s", "busy": 1, "cores": 8, "use": 0.125})
+    assert sh.decide_storage(low, "storage-bandwidth", "R.", NEAR) == ("storage-bandwidth", "R.")
+    assert sh.decide_storage(_ev(), "gateway", "G.", NEAR) == ("gateway", "G.")
+    unknown_speed = _ev(storage_nic={**NIC, "speed": None, "use": math.nan})
+    assert sh.decide_storage(unknown_speed, "client", "C.", NEAR) == ("client", "C.")
+
+
+def test_a_client_link_or_a_saturated_gateway_is_named_first_and_the_storage_host_is_quoted():
+    v, r = sh.decide_storage(_ev(storage_nic=NIC), "network", "Client link full.", NEAR)
+    assert v == "network" and "also the chain moves" in r and "stor1" in r
+    gw = {"gateway": {"cpu": 0.25, "limit": 0.25, "use": 1.0, "saturated": True}}
+    v, r = sh.decide_storage(_ev(storage_nic=NIC, roles=gw), "gateway", "Gateway at its limit.", NEAR)
+    assert v == "gateway" and "ens1f0" in r
+
+
+@pytest.mark.parametrize("cell, fanout", [
+    ({"pool_kind": "erasure", "pool_label": "ec8+3"}, 2.25),  # RAL's dev cluster
+    ({"pool_kind": "erasure", "pool_label": "ec2+1"}, 2.0),
+    ({"pool_kind": "replicated", "pool_label": "rep3", "raw_ratio_expected": 3.0}, 3.0),
+])
+def test_the_fanout_by_rals_arithmetic(cell, fanout):
+    assert sh.expected_fanout(cell) == pytest.approx(fanout)
+
+
+def test_the_report_panels_and_the_fanout_text():
+    from xcbench.analysis.storageplots import fanout_text, storage_host_panels
+    s = _samples(pq.HostMap(UNAME, OSD_META))
+    uri = storage_host_panels(s, "c", ANSWERS["start"], "cell: storage hosts")
+    assert uri and uri.startswith("data:image/png;base64,")
+    assert storage_host_panels(s, "other-cell", 0.0, "x") is None  # no prometheus rows: no figure
+    assert storage_host_panels(_samples(pq.HostMap([]), []), "c", 0.0, "x") is None  # no host named osd
+    text = fanout_text([(2.0, {"storage_fanout": 2.18, "storage_fanout_expected": 2.25}),
+                        (4.0, {"storage_fanout": None})])
+    assert text == "bytes on the OSD hosts' NICs per client byte: 2.18 at 2 (RAL's arithmetic 2.25)"
+    assert fanout_text([(1.0, {})]) == ""
+
+
+def test_one_box_both_views_of_the_cpu_must_agree():
+    hosts = {"vm": {"loopback": True, "cpu": {"use": 0.9, "busy": 1.8, "cores": 2, "local": True},
+                    "nics": {}, "disks": {}}}
+    assert sh.views_agree(hosts, 0.85)["agree"]
+    bad = sh.views_agree(hosts, 0.3)
+    assert not bad["agree"] and "90 % busy for Prometheus but 30 % for the host device" in bad["finding"]
+    assert sh.views_agree(hosts, math.nan) is None
+    assert sh.views_agree({"s1": {**hosts["vm"], "loopback": False}}, 0.3) is None  # a remote host
+
+
+def test_recorded_one_box_views_agree_with_the_recorded_host_load():
+    """The recorded run kept both cores busy: a host device reading 99 % agrees."""
+    class RD:
+        samples, run_id = _samples(pq.HostMap(UNAME, OSD_META)), "r"
+    ev = {"rate": 200e6, "concurrency": 8, "direction": "write", "host_busy": 0.99}
+    sh.add_evidence(RD, {"cell_id": "c", "pool_kind": "erasure", "pool_label": "ec2+1"}, WINDOW, ev)
+    assert ev["storage_views"]["agree"] and ev["storage_views"]["prometheus_cpu"] > 0.9

@@ -1,0 +1,256 @@
+"""What the prometheus device asks, and how its answers become SAMPLE rows on named hosts.
+
+The queries are plain PromQL over the metric names of node_exporter (>= 0.16) and of the
+ceph-mgr ``prometheus`` module (Pacific), so a reader can paste them into Grafana. ``{w}`` is
+the rate window (4 scrape intervals: each point averages a few scrapes). Each answer becomes
+rows ``sampler="prometheus"``, ``metric=<name>`` with labels naming the host, its NIC or disk,
+the OSD or the pool:
+
+    node.cpu_busy_cores   cores busy (not idle/iowait/steal) [host]
+    node.cpu_cores        cores of the host [host]
+    node.nic_rx_bps       bytes/s received [host, device]      node.nic_tx_bps   ... sent
+    node.nic_speed_bps    link speed, bytes/s (node_network_speed_bytes; absent if unknown)
+    node.disk_busy        fraction of the second the disk was busy [host, device]
+    node.disk_read_bps    bytes/s read [host, device]          node.disk_write_bps ... written
+    ceph.osd_*            per OSD: write/read op/s, bytes/s, latency (s) [osd, host]
+    ceph.pool_*           per pool: client write/read op/s and bytes/s [pool]
+
+Hosts are named by node_exporter's ``node_uname_info`` (nodename), matched with the cluster's
+``osd metadata`` (hostname, addresses, devices) and the inventory (xcbench.hosts): a host gets
+``role=osd`` when OSDs run there, and a disk ``osds=osd.0,osd.3`` when those OSDs sit on it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+from typing import Any
+
+HOST_QUERIES = {
+    "node.cpu_busy_cores":
+        'sum by (instance) (rate(node_cpu_seconds_total{{mode!~"idle|iowait|steal"}}[{w}]))',
+    "node.cpu_cores": 'count by (instance) (node_cpu_seconds_total{{mode="idle"}})',
+    "node.nic_rx_bps": 'rate(node_network_receive_bytes_total{{device!="lo"}}[{w}])',
+    "node.nic_tx_bps": 'rate(node_network_transmit_bytes_total{{device!="lo"}}[{w}])',
+    "node.nic_speed_bps": 'node_network_speed_bytes{{device!="lo"}} > 0',
+    "node.disk_busy": "rate(node_disk_io_time_seconds_total[{w}])",
+    "node.disk_read_bps": "rate(node_disk_read_bytes_total[{w}])",
+    "node.disk_write_bps": "rate(node_disk_written_bytes_total[{w}])",
+}
+CEPH_QUERIES = {
+    "ceph.osd_write_ops": "rate(ceph_osd_op_w[{w}])",
+    "ceph.osd_read_ops": "rate(ceph_osd_op_r[{w}])",
+    "ceph.osd_write_bps": "rate(ceph_osd_op_w_in_bytes[{w}])",
+    "ceph.osd_read_bps": "rate(ceph_osd_op_r_out_bytes[{w}])",
+    "ceph.osd_write_latency_s":
+        "rate(ceph_osd_op_w_latency_sum[{w}]) / rate(ceph_osd_op_w_latency_count[{w}])",
+    "ceph.osd_read_latency_s":
+        "rate(ceph_osd_op_r_latency_sum[{w}]) / rate(ceph_osd_op_r_latency_count[{w}])",
+    "ceph.osd_commit_latency_s": "ceph_osd_commit_latency_ms / 1000",
+    "ceph.pool_write_bps":
+        "rate(ceph_pool_wr_bytes[{w}]) * on (pool_id) group_left (name) ceph_pool_metadata",
+    "ceph.pool_read_bps":
+        "rate(ceph_pool_rd_bytes[{w}]) * on (pool_id) group_left (name) ceph_pool_metadata",
+    "ceph.pool_write_ops": "rate(ceph_pool_wr[{w}]) * on (pool_id) group_left (name) ceph_pool_metadata",
+    "ceph.pool_read_ops": "rate(ceph_pool_rd[{w}]) * on (pool_id) group_left (name) ceph_pool_metadata",
+}
+QUERIES = {**HOST_QUERIES, **CEPH_QUERIES}
+# the metric each query needs: an empty answer names it in the finding
+NEEDS = {name: re.findall(r"\b(node_[a-z_]+|ceph_[a-z_]+)\b", q)[0] for name, q in QUERIES.items()}
+UNAME = "node_uname_info"
+LIVE = 'sum(rate(node_network_transmit_bytes_total{device!="lo"}[5s]))'  # progress view: one number
+
+
+def window(step: float) -> str:
+    """The rate window for a scrape interval ``step``: four scrapes."""
+    return f"{max(4 * step, 2 * step):g}s"
+
+
+def promql(name: str, step: float) -> str:
+    return QUERIES[name].format(w=window(step))
+
+
+def short(host: str | None) -> str:
+    """A host name without its domain, lower case (osd metadata and uname may differ there)."""
+    return (host or "").split(".")[0].lower()
+
+
+def addr_ips(text: str | None) -> set[str]:
+    """The IPs in an OSD's front_addr/back_addr ("[v2:10.0.0.1:6802/123,v1:...]")."""
+    out = set()
+    for m in re.finditer(r"(?:v[12]:)?\[?([0-9a-fA-F.:]+?)\]?:\d+/\d+", text or ""):
+        try:
+            out.add(str(ipaddress.ip_address(m.group(1))))
+        except ValueError:
+            continue
+    return out
+
+
+def instance_ip(instance: str) -> str | None:
+    """The IP of a target ``host:port`` (None for a name)."""
+    host = instance.rsplit(":", 1)[0].strip("[]") if ":" in instance else instance
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
+
+
+class HostMap:
+    """Prometheus instances -> hosts with roles; OSDs -> hosts and devices.
+
+    ``uname``: the node_uname_info answer; ``osd_meta``: `ceph osd metadata` (a list of dicts;
+    [] when there is no cluster handle: then the mgr's ceph_osd_metadata series, given as
+    ``osd_series``); ``inventory``: xcbench.hosts.Inventory or None.
+    """
+
+    def __init__(self, uname: Iterable[dict], osd_meta: Iterable[dict] = (),
+                 inventory: Any = None, osd_series: Iterable[dict] = (),
+                 emulated: dict[str, dict] | None = None):
+        # emulated hosts by address ({ip: {name, rate_bps}}): they share the machine's nodename,
+        # so their own name (the inventory's) names them, and their shaped rate is their link's
+        self.emulated = dict(emulated or {})
+        self.instances: dict[str, str] = {}  # instance -> host name
+        for r in uname:
+            m = r.get("metric", {})
+            if m.get("instance"):
+                em = self.emulated.get(instance_ip(m["instance"]) or "")
+                self.instances[m["instance"]] = em["name"] if em else (m.get("nodename") or m["instance"])
+        self.osds: dict[str, dict[str, Any]] = {}  # "osd.N" -> {host, ips, devices, ifaces}
+        for o in osd_meta:
+            if "id" not in o:
+                continue
+            devs = {d for key in ("devices", "bluestore_bdev_devices") for d in
+                    str(o.get(key) or "").split(",") if d}
+            self.osds[f"osd.{o['id']}"] = {
+                "host": o.get("hostname") or "", "devices": sorted(devs),
+                "ips": sorted(addr_ips(o.get("front_addr")) | addr_ips(o.get("back_addr"))),
+                "ifaces": sorted({i for i in (o.get("front_iface"), o.get("back_iface")) if i})}
+        for r in osd_series:  # the mgr's view, for OSDs `osd metadata` did not give
+            m = r.get("metric", {})
+            name = m.get("ceph_daemon")
+            if name and name not in self.osds:
+                ips = {m.get("public_addr"), m.get("cluster_addr")} - {None, ""}
+                self.osds[name] = {"host": m.get("hostname") or "", "devices": [], "ips": sorted(ips),
+                                   "ifaces": sorted({m.get("front_iface"), m.get("back_iface")} - {None, ""})}
+        self.inventory = inventory
+
+    def host(self, instance: str) -> str:
+        return self.instances.get(instance, instance)
+
+    def osds_on(self, instance: str) -> list[str]:
+        """The OSDs on the host behind ``instance``: an OSD whose address is some target's is
+        that target's (emulated hosts share the machine's host name); the others by host name."""
+        ips = {i: instance_ip(i) for i in self.instances}
+        ips.setdefault(instance, instance_ip(instance))
+        taken = {ip for ip in ips.values() if ip}
+        name, ip = short(self.host(instance)), ips[instance]
+        out = []
+        for o, v in self.osds.items():
+            if taken & set(v["ips"]):
+                if ip in v["ips"]:
+                    out.append(o)
+            elif short(v["host"]) == name:
+                out.append(o)
+        return sorted(out)
+
+    def roles(self, instance: str) -> list[str]:
+        """``osd`` where OSDs run; the inventory's roles; ``local`` for a target on loopback or an
+        emulated host (this machine: its CPU is the one the local roles device also sees)."""
+        roles = {"osd"} if self.osds_on(instance) else set()
+        ip = instance_ip(instance)
+        if ip and (ipaddress.ip_address(ip).is_loopback or ip in self.emulated):
+            roles.add("local")  # an emulated host's CPU and disks are this machine's too
+        inv = self.inventory
+        if inv is not None:
+            name, ip = short(self.host(instance)), instance_ip(instance)
+            for h in getattr(inv, "hosts", ()):
+                if short(h.name) == name or (ip and h.address == ip):
+                    roles |= set(h.roles)
+        return sorted(roles)
+
+    def osd_devices(self, instance: str) -> dict[str, list[str]]:
+        """{device: [osds]} of the OSDs on ``instance``'s host (as node_exporter names disks)."""
+        out: dict[str, list[str]] = {}
+        for o in self.osds_on(instance):
+            for d in self.osds[o]["devices"]:
+                out.setdefault(d.removeprefix("/dev/"), []).append(o)
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """The mapping, as written into the run (so a reader sees which host is which)."""
+        return {"instances": {i: {"host": h, "roles": self.roles(i), "osds": self.osds_on(i),
+                                  "osd_devices": self.osd_devices(i)}
+                              for i, h in sorted(self.instances.items())},
+                "osds": self.osds}
+
+    def labels(self, name: str, metric: dict[str, str]) -> dict[str, Any] | None:
+        """The row labels of one answered series of query ``name`` (None: not a series we keep)."""
+        if name.startswith("node."):
+            inst = metric.get("instance")
+            if not inst:
+                return None
+            out: dict[str, Any] = {"host": self.host(inst), "instance": inst}
+            roles = self.roles(inst)
+            if roles:
+                out["role"] = ",".join(roles)
+            dev = metric.get("device")
+            if dev:
+                out["device"] = dev
+                if name.startswith("node.disk"):
+                    osds = self.osd_devices(inst).get(dev)
+                    if osds:
+                        out["osds"] = ",".join(osds)
+                elif self.osd_ifaces(inst) and dev in self.osd_ifaces(inst):
+                    out["osd_iface"] = "1"
+            return out
+        if name.startswith("ceph.osd"):
+            osd = metric.get("ceph_daemon")
+            if not osd:
+                return None
+            return {"osd": osd, "host": self.osds.get(osd, {}).get("host", "")}
+        if name.startswith("ceph.pool"):
+            pool = metric.get("name")
+            return {"pool": pool} if pool else None
+        return None
+
+    def osd_ifaces(self, instance: str) -> set[str]:
+        return {i for o in self.osds_on(instance) for i in self.osds[o]["ifaces"]}
+
+
+def link_rows(hosts: HostMap, walls: list[float], mono_offset: float) -> list[dict]:
+    """``node.nic_limit_bps`` rows of emulated hosts whose link is shaped: the rate tc holds
+    their NIC to (a veth reports 10 Gb/s whatever it is shaped to), labelled like the NIC rows."""
+    out = []
+    for inst in hosts.instances:
+        em = hosts.emulated.get(instance_ip(inst) or "")
+        if not em or not em.get("rate_bps"):
+            continue
+        labels = hosts.labels("node.nic_rx_bps", {"instance": inst, "device": em.get("device", "eth0")})
+        if labels is None:
+            continue
+        labels["source"] = f"emulated host {em['name']}: link shaped to {em['rate_bps'] / 1e6:g} Mb/s (tc tbf)"
+        out += [{"wall": w, "mono": w - mono_offset, "sampler": "prometheus", "metric": "node.nic_limit_bps",
+                 "value": em["rate_bps"] / 8.0, "labels": labels} for w in walls]
+    return out
+
+
+def rows(name: str, answer: list[dict], hosts: HostMap, mono_offset: float) -> list[dict]:
+    """SAMPLE rows (without cell_id) of a range answer. ``mono_offset``: wall - monotonic of
+    this process, so rows sit on the run's monotonic clock too."""
+    out = []
+    for series in answer:
+        labels = hosts.labels(name, series.get("metric") or {})
+        if labels is None:
+            continue
+        for ts, value in series.get("values") or ([series["value"]] if series.get("value") else []):
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                continue
+            if v != v or v in (float("inf"), float("-inf")):  # NaN: 0/0 latency with no ops
+                continue
+            wall = float(ts)
+            out.append({"wall": wall, "mono": wall - mono_offset, "sampler": "prometheus",
+                        "metric": name, "value": v, "labels": labels})
+    return out
