@@ -21,7 +21,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis import glance, network_baseline, overview, plots, readwrite, scaling
+from xcbench.analysis import gateway_cpu_table, glance, network_baseline, overview, plots, readwrite, scaling
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.compare import compare_data
@@ -287,6 +287,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                                        {c: access_of(rd.campaigns, c) for c in cells.index}),
         "reads": reads,
         "glance": {"context": overview.context(rd), "grid": overview.grid(closing)},
+        "gateway_cpu": gateway_cpu_table.section(rd.campaigns),  # core-s/GB per mode and security
     }
 
 

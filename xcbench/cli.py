@@ -20,7 +20,7 @@ from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
 STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "selftest")
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
             "report", "compare", "plan", "telemetry", "baseline", "selftest", "hosts",
-            "campaign-agent")
+            "campaign-agent", "smoke")
 
 
 class _Parser(argparse.ArgumentParser):

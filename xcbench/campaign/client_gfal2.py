@@ -24,6 +24,7 @@ import time
 import gfal2
 
 from xcbench.campaign.clients import Client, Outcome, Progress, TransferError, normalise_adler32
+from xcbench.campaign.credentials import bearer_token
 
 
 def _error(e: gfal2.GError, phase: str = "TRANSFER") -> TransferError:
@@ -50,6 +51,10 @@ class Gfal2Client(Client):
 
     def __init__(self) -> None:
         self.ctx = gfal2.creat_context()
+        token = bearer_token()  # a secure gateway's token: gfal2's BEARER credential, as FTS gives it
+        if token:
+            for prefix in ("https://", "davs://", "roots://", "root://"):
+                self.ctx.cred_set(prefix, self.ctx.cred_new("BEARER", token))
 
     def _params(self, overwrite: bool, streams: int, deadline: float, events: list):
         p = self.ctx.transfer_parameters()
@@ -86,7 +91,7 @@ class Gfal2Client(Client):
             return self._copy("file://" + source_path, dest, tpc=False, overwrite=overwrite,
                               streams=streams, deadline=deadline, progress=progress,
                               size=dataset.size(index))
-        if not dest.startswith(("root://", "xroot://")):
+        if not dest.startswith(("root://", "xroot://", "roots://")):
             raise TransferError(f"gfal2 streams pushes over root:// only; {dest} needs a local "
                                 "source file", E.EINVAL, "SOURCE", "TRANSFER_PREPARATION")
         try:

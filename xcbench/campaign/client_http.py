@@ -15,6 +15,7 @@ import time
 from urllib.parse import urlsplit
 
 from xcbench.campaign.clients import Client, Outcome, Progress, TransferError, normalise_adler32
+from xcbench.campaign.credentials import bearer_token, ssl_context
 
 _BYTES = re.compile(r"Stripe Bytes Transferred:\s*(\d+)")
 
@@ -37,13 +38,18 @@ class KeptAlive:
     def _request(self, method: str, url: str, headers: dict, timeout: float,
                  scope: str = "DESTINATION"):
         p = urlsplit(url)
-        if p.scheme != "http":
-            raise TransferError(f"{url}: only http:// is supported (davs needs TLS certs)",
+        if p.scheme not in ("http", "https", "davs"):
+            raise TransferError(f"{url}: only http:// and https:// (davs://) are supported",
                                 E.EPROTONOSUPPORT, scope, "TRANSFER_PREPARATION")
+        token = bearer_token()
+        if token and "Authorization" not in headers:  # a secure gateway's token (its file)
+            headers = {**headers, "Authorization": f"Bearer {token}"}
         for attempt in (0, 1):
             conn = self._conns.get(p.netloc)
             if conn is None:
-                conn = self._conns[p.netloc] = http.client.HTTPConnection(p.netloc, timeout=timeout)
+                conn = self._conns[p.netloc] = (
+                    http.client.HTTPConnection(p.netloc, timeout=timeout) if p.scheme == "http" else
+                    http.client.HTTPSConnection(p.netloc, timeout=timeout, context=ssl_context()))
             conn.timeout = timeout
             if conn.sock is not None:
                 conn.sock.settimeout(timeout)
@@ -79,6 +85,9 @@ class HttpClient(KeptAlive, Client):
             size: int = 0) -> Outcome:
         headers = {"Source": source, "X-Number-Of-Streams": str(streams),
                    "Overwrite": "T" if overwrite else "F", "Credential": "none"}
+        token = bearer_token()
+        if token:  # token delegation: the destination forwards it to the source as Authorization
+            headers["TransferHeaderAuthorization"] = f"Bearer {token}"
         try:
             conn, resp = self._request("COPY", dest, headers, min(_left(deadline), 60))
             if resp.status != 201:

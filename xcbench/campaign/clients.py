@@ -16,6 +16,8 @@ import errno as E
 from dataclasses import dataclass
 from typing import Any
 
+from xcbench.campaign.credentials import export
+
 # name -> (value, why); applied by _apply_xrdcl_env() at import, before any XRootD object exists.
 XRDCL_DEFAULTS = {
     "CpUsePgWrtRd": (0, "XRootD 5.5 servers with xrd.buffers maxbsz > 2m crash on pgread "
@@ -49,8 +51,9 @@ _apply_xrdcl_env()
 
 def apply_client_env(env: dict[str, str], label: str) -> list[dict]:
     """Put a gateway's ``client_env`` (XRD_* variables) into this process's XrdCl environment;
-    returns what was done, for the campaign's settings. XrdCl keys are case-insensitive."""
-    done: list[dict] = []
+    returns what was done, for the campaign's settings. XrdCl keys are case-insensitive. A
+    secure gateway's CA dir and token file go into the process environment (.credentials)."""
+    done: list[dict] = export(env, label)
     try:
         from XRootD import client as xc
     except ImportError:

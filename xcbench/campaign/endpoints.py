@@ -51,11 +51,11 @@ def endpoint(x: Any, label: str) -> Endpoint:
         return x
     if isinstance(x, str):
         p = urlsplit(x)
-        if p.scheme in ("root", "xroot") and p.netloc:
-            return Endpoint(label, root_url=f"root://{p.netloc}")
-        if p.scheme == "http" and p.netloc:
-            return Endpoint(label, http_url=f"http://{p.netloc}")
-        raise XcbError(f"campaign: {label}: {x!r} is not a root:// or http:// URL")
+        if p.scheme in ("root", "xroot", "roots") and p.netloc:
+            return Endpoint(label, root_url=f"{'roots' if p.scheme == 'roots' else 'root'}://{p.netloc}")
+        if p.scheme in ("http", "https", "davs") and p.netloc:
+            return Endpoint(label, http_url=f"{'http' if p.scheme == 'http' else 'https'}://{p.netloc}")
+        raise XcbError(f"campaign: {label}: {x!r} is not a root://, roots://, http:// or https:// URL")
     target = getattr(x, "target", None)
     backend = getattr(target, "backend", "unknown") or "unknown"
     # local dirs of a POSIX export (an object store has none: no localroot, no path)
@@ -83,8 +83,16 @@ def choose(mode: str, client: str, dest: Endpoint, source: Endpoint | None) -> t
     def note(what: str, chosen: str, why: str) -> None:
         choices.append({"what": what, "chosen": chosen, "why": why})
 
+    macaroons = getattr(dest.gateway, "security", None) == "macaroons"
+    if macaroons and (mode == "tpc-root" or (mode == "push" and client == "xrootd")):
+        raise XcbError(f"campaign: security macaroons with mode {mode} and client {client}: root:// "
+                       "carries no macaroon (XRootD 5.5's ztn validates SciTokens only); use client "
+                       "gfal2 (https) or mode tpc-http")
     if mode == "push":
-        if client == "xrootd":
+        if macaroons and dest.http_url:
+            scheme = "http"
+            note("protocol", "https", "security macaroons: macaroons travel over HTTP only")
+        elif client == "xrootd":
             scheme = "root"
             note("protocol", "root", "the XRootD client pushes over root://")
         elif is_xrdceph(dest) and dest.http_url:
@@ -110,4 +118,7 @@ def choose(mode: str, client: str, dest: Endpoint, source: Endpoint | None) -> t
     dest.base(scheme)
     if source is not None and mode != "push":
         source.base(scheme)
+    for c in choices:  # the protocol as spoken: roots / https on a secure gateway
+        if c["what"] == "protocol" and c["chosen"] in ("root", "http"):
+            c["chosen"] = dest.base(scheme).split(":", 1)[0]
     return scheme, kind, choices

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 from xcbench.backends.base import backend_class
@@ -80,8 +81,12 @@ def up(args) -> int:
         cell = dataclasses.replace(cell, origins=args.origins)
     workdir.mkdir(parents=True, exist_ok=True)
     procs = ProcessSet()
+    sec = None
+    if cell.security != "none":  # its CA and tokens stay with the gateway until `down`
+        from xcbench.gateway.security import RunSecurity
+        sec = RunSecurity()
     session = CellSession(cell, cluster=cluster, workdir=workdir, procs=procs,
-                          report_addr=args.report)
+                          report_addr=args.report, run_security=sec)
     try:
         with session:
             session.verify()
@@ -92,12 +97,16 @@ def up(args) -> int:
                      "gateway": gw.state()}
             if cluster is not None:  # the gateway reads its key copy after this process exits
                 state["key_dir"] = cluster.keep_keys()
+            if sec is not None:  # CA, keys, tokens: removed by `down` (the issuer ends with us)
+                state["security_dir"] = str(sec.dir)
             state_file.write_text(json.dumps(state, indent=2, default=str))
             session.keep()  # left running on purpose: `down` undoes what gateway.json records
     except BaseException:
         # a signal just as a daemon started is raised once the daemon is in ``procs`` but
         # before the gateway holds it (proc.spawn): the gateway's own stop cannot see it
         procs.stop_all()
+        if sec is not None:
+            sec.close()
         raise
     print(f"cell {cell.id} ({cell.label}): {target.backend} target {target.path or target.pool}")
     print(f"gateway {gw.name} up in {gw.start_seconds:.2f} s: {gw.root_url}  {gw.http_url}")
@@ -142,6 +151,7 @@ def down(args) -> int:
     get_backend(state["backend"])(cluster, workdir, None).cleanup(target)
     from xcbench.ceph.keys import remove_kept
     remove_kept(state.get("key_dir"))
+    _remove_security(state.get("security_dir"))
     state_file.unlink()
     print(f"gateway {state['gateway']['name']} down ({len(pids)} processes stopped); "
           f"{state['backend']} target of cell {state['cell']} cleaned up; logs in {state['gateway']['keep_dir']}")
@@ -150,3 +160,13 @@ def down(args) -> int:
 
 def run(args) -> int:
     return up(args) if args.action == "up" else down(args)
+
+
+def _remove_security(path: str | None) -> None:
+    """The security dir `up` recorded: only an xcbsec-* dir of ours (owner, name) is removed."""
+    if not path:
+        return
+    from xcbench.system.fsutil import remove_tree
+    p = Path(path)
+    if p.name.startswith("xcbsec-") and p.is_dir() and not p.is_symlink() and p.stat().st_uid == os.geteuid():
+        remove_tree(p, what="gateway security dir")

@@ -54,6 +54,13 @@ def add_parser(sub):
     c.add_argument("--gateway-cpu", action="append", default=[], metavar="CHECKSUM/MODE=S",
                    help="gateway CPU seconds per GB measured elsewhere (e.g. benchmarks/bench_campaign.py), "
                         "CHECKSUM none|on-the-fly|read-back, MODE push|tpc, e.g. on-the-fly/push=1.59 (repeatable)")
+    r = p.add_argument_group("RTT on paper (this kernel cannot emulate delay)")
+    r.add_argument("--rtt", action="append", default=[], metavar="MS[,MS...]",
+                   help="round-trip times in ms (US-CMS swept 5-120): per-stream ceiling, streams and "
+                        "origins for the target")
+    r.add_argument("--tcp-window-max", metavar="SIZE",
+                   help="TCP buffer maximum, e.g. 64M (default: a --calibrate run's TCP audit, else "
+                        "ESnet fasterdata's tier for the gateway NIC)")
     a = p.add_argument_group("assumptions (printed in every report)")
     for d in Assumptions.describe():
         f = next(x for x in fields(Assumptions) if x.name == d["name"])
@@ -76,7 +83,7 @@ def _spec_path(value: str | None) -> str | None:
 
 def run(args) -> int:
     from xcbench.plan.calibrate import load_calibration
-    from xcbench.plan.gatewaycpu import parse_gateway_cpu
+    from xcbench.plan.gateway_cores import parse_gateway_cpu
     from xcbench.plan.planner import make_plan
     from xcbench.plan.presets import PRESETS, resolve_target
     from xcbench.plan.report import render_plan
@@ -114,6 +121,8 @@ def run(args) -> int:
     plan = make_plan(target, spec, gateway, assumptions, cal, dev_spec, dev_gw,
                      carry_over=bool(args.calibrate_spec), efficiency=eff, because=args.because,
                      gateway_cpu=parse_gateway_cpu(args.gateway_cpu))
+    if args.rtt:
+        plan["rtt"] = _rtt(args, plan, gateway, cal)
     out = args.out
     if out is None and args.format in ("html", "md"):
         out = f"xcbench-plan-{target.name}.{args.format}"
@@ -123,6 +132,25 @@ def run(args) -> int:
     else:
         print(f"plan written to {out}")
     return 0
+
+
+def _rtt(args, plan: dict, gateway, cal) -> dict:
+    from xcbench.plan.rtt import buffers, parse_rtts, rtt_section
+    from xcbench.store.rundir import RunDir
+    from xcbench.system.sizes import parse_size
+    rtts = parse_rtts(args.rtt)
+    window = None
+    if args.tcp_window_max is not None:
+        try:
+            window = parse_size(args.tcp_window_max)
+        except (ValueError, XcbError):
+            window = None
+        if not window or window <= 0:
+            raise XcbError(f"--tcp-window-max {args.tcp_window_max!r}: a size in bytes, e.g. 64M")
+    audits = [(Path(r).name, RunDir.open(r).manifest.get("tcp_audit") or {}) for r in args.calibrate]
+    per_origin = cal.gateway_rate if cal is not None else None
+    return rtt_section(rtts, plan["target"]["rate"], buffers(window, audits, gateway.nic_speed),
+                       per_origin, f"measured per gateway: {cal.gateway_from}" if per_origin else "")
 
 
 def parse_efficiency(value: str | None) -> tuple[float, float] | None:

@@ -70,7 +70,7 @@ def options(args):
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False)}
     if getattr(args, "prometheus", None) or getattr(args, "prometheus_auth", None):
-        from xcbench.system.credentials import check_url, read_auth
+        from xcbench.system.http_auth import check_url, read_auth
         if not args.prometheus:
             raise XcbError("--prometheus-auth: give --prometheus URL too")
         extra["prometheus"] = {"url": check_url(args.prometheus),

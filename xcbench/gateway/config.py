@@ -19,7 +19,7 @@ from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_id
 __all__ = ["XROOTD_USER", "reachable_by", "xrootd_ids"]  # re-exported for callers of old
 
 TEMPLATES = "xcbench.xrootd_configs"
-TUNABLE_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
+TUNABLE_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph", "tpc")  # tpc: false drops both TPC handlers
 TPC_XFR = 64  # concurrent TPC pulls a destination runs
 CMS_SPACE = ("16m", "32m")  # min free space / high-water mark an origin needs to get new files
 
@@ -72,7 +72,8 @@ def render_config(daemon: str, *, role: str, name: str, target: Target, port: in
                   manager: str | None = None, localroot: str | None = None,
                   tunables: Mapping[str, Any] | None = None, report_addr: str | None = None,
                   allow_hosts: tuple[str, ...] = (), origins: int = 1, gateway: str = "",
-                  tls: tuple[str, str] = ("cert.pem", "key.pem")) -> str:
+                  tls: tuple[str, str] = ("cert.pem", "key.pem"),
+                  security: Mapping[str, Any] | None = None) -> str:
     """Text of one daemon's config (``daemon`` xrootd|cmsd; ``role`` standalone|server|manager)."""
     inputs = gateway_inputs(target, tunables, origins)
     t, osslib = inputs["tunables"], inputs["oss"]
@@ -86,8 +87,9 @@ def render_config(daemon: str, *, role: str, name: str, target: Target, port: in
         allow_hosts=list(allow_hosts), localroot=localroot or target.path, osslib=osslib,
         ceph=sorted(t["ceph"].items()), origins=origins, report_addr=report_addr,
         tls_cert=str(tls[0]), tls_key=str(tls[1]), shared=bool(target.shared_store),
+        security={"mode": "none", "cadir": None, "scitokens": None, "macaroons": None, **(security or {})},
         space_min=CMS_SPACE[0], space_hwm=CMS_SPACE[1], async_off=t.get("async") is False,
-        tpc_xfr=TPC_XFR, xrdcp=shutil.which("xrdcp") or "xrdcp",
+        tpc_xfr=TPC_XFR, xrdcp=shutil.which("xrdcp") or "xrdcp", tpc=t.get("tpc", True) is not False,
         buffers_maxbsz=_xrd_size(int(maxbsz)) if maxbsz else None)
 
 

@@ -17,8 +17,9 @@ from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
 from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
+from xcbench.gateway.security import check_mode, gateway_security
 from xcbench.store.findings import WILDCARD_BINDS, finding
-from xcbench.system import proc
+from xcbench.system import orphans, proc
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.ports import free_port
 from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
@@ -69,7 +70,7 @@ class Gateway:
 
     def __init__(self, name: str, target: Target, addr: str, url_host: str, servers: list[Server],
                  findings: list[dict], client_env: dict[str, str], keep_dir: Path, live_dir: Path,
-                 admin_dir: Path, procs: proc.ProcessSet | None):
+                 admin_dir: Path, procs: proc.ProcessSet | None, security: str = "none"):
         self.name, self.target, self.addr, self.url_host = name, target, addr, url_host
         self.servers, self.findings, self.client_env = servers, findings, client_env
         self.keep_dir, self._live_dir, self._admin_dir, self._procs = keep_dir, live_dir, admin_dir, procs
@@ -78,8 +79,11 @@ class Gateway:
         self._relaunch: tuple = ()  # what _launch took, for restart()
         front = next(s for s in servers if s.daemon == "xrootd" and s.role != "server")
         netloc = f"[{url_host}]" if ":" in url_host else url_host
-        self.root_url = f"root://{netloc}:{front.port}"
-        self.http_url = f"http://{netloc}:{front.http_port}"
+        self.security = security
+        # a secure gateway is reached as sites reach theirs: roots:// and https:// (davs)
+        secure = security != "none"
+        self.root_url = f"{'roots' if secure else 'root'}://{netloc}:{front.port}"
+        self.http_url = f"{'https' if secure else 'http'}://{netloc}:{front.http_port}"
         self.https_url = f"https://{netloc}:{front.http_port}"
         self.config_paths = [keep_dir / s.config.name for s in servers]
         self.log_paths = [s.log for s in servers]
@@ -97,7 +101,7 @@ class Gateway:
     def url(self, name: str, scheme: str = "root") -> str:
         """Full URL of file ``name`` (root, http, https; davs/dav map to https/http)."""
         path = "/" + str(name).lstrip("/")
-        if scheme in ("root", "xroot"):
+        if scheme in ("root", "xroot", "roots"):
             return f"{self.root_url}/{path}"
         if scheme in ("http", "dav"):
             return self.http_url + path
@@ -112,6 +116,7 @@ class Gateway:
         _stop_servers(self)
         self.log_paths = _keep_live_files(self._live_dir, self.keep_dir, self.log_paths)
         remove_tree(self._admin_dir)
+        orphans.forget_dir(self._admin_dir)
 
     def restart(self) -> None:
         """Stop every process of the gateway and start it again with the same configs and
@@ -171,14 +176,16 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
                   report_addr: str | None = None, bind: str = "127.0.0.1",
                   procs: proc.ProcessSet | None = None, name: str | None = None,
                   cell: Any = None, start_timeout: float = START_TIMEOUT,
-                  hosts: Any = None) -> Gateway:
+                  hosts: Any = None, security: str = "none", run_security: Any = None) -> Gateway:
     """Start the gateway of ``target`` and wait until it answers; see the module docstring.
 
     ``tunables`` (a cell's ``gateway`` mapping): async, buffers_maxbsz, cksio, bind, ceph.
     A ``bind`` tunable overrides ``bind``. ``cell`` (optional) adds campaign-aware findings.
     ``hosts`` (an xcbench.hosts.Inventory): the origins run on its gateway hosts, each bound to
     its host's address (xcbench.gateway.placement); None or a local-only one: this host.
+    ``security`` (xcbench.gateway.security): none, tls, scitokens; ``run_security`` its material.
     """
+    check_mode(security)
     t = effective_tunables(target, tunables)
     placement = None
     if placement_mod.is_placed(hosts):
@@ -202,6 +209,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     name = keep.name.removeprefix("gateway-")
     keep.mkdir(parents=True)
     admin = Path(tempfile.mkdtemp(prefix="xcbgw-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
+    orphans.note_dir(admin)  # its TLS key (and a token config): removed by the next command after a kill -9
     try:
         own(admin, ids)
         if reachable_by(keep, ids):
@@ -211,10 +219,11 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
             live = admin / "live"
             live.mkdir()
             own(live, ids)
-        tls = make_tls(admin / "tls", ids, addr)
+        sec = gateway_security(security, run_security, admin, ids, addr)
+        tls = sec["tls"] if security != "none" else make_tls(admin / "tls", ids, addr)
         # XRD_CPUSEPGWRTRD also for the xrdcp that root TPC runs inside the gateway
-        env = {"XRD_CPUSEPGWRTRD": "0", **(target.gateway_env or {})}
-        client_env: dict[str, str] = dict(target.client_env or {})
+        env = {"XRD_CPUSEPGWRTRD": "0", **(target.gateway_env or {}), **sec["env"]}
+        client_env: dict[str, str] = {**(target.client_env or {}), **sec["client_env"]}
         osd_max = None
         if target.ceph_conf_env:
             if cluster is None:
@@ -238,15 +247,17 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     for _attempt in range(3):
         try:
             servers = _plan(target, name, origins, addr, keep, live, admin, t, report_addr,
-                            wildcard, ids, tls, placement)
+                            wildcard, ids, tls, placement, sec)
         except BaseException:
             remove_tree(admin)
             raise
         gw = Gateway(name, target, addr, url_host_for(addr), servers, findings, client_env,
-                     keep, live, admin, procs)
+                     keep, live, admin, procs, security=security)
         t0 = time.monotonic()
         try:
             _launch(gw, env, ids, wildcard, procs, start_timeout)
+            if security == "macaroons":  # the client asks the running gateway for its macaroon
+                run_security.request_macaroon(gw.http_url, Path(sec["client_env"]["BEARER_TOKEN_FILE"]))
             gw.start_seconds = time.monotonic() - t0
             gw._relaunch = (env, ids, wildcard, procs, start_timeout)
             return gw
@@ -278,7 +289,7 @@ def _stop_servers(gw: Gateway) -> None:
 
 
 def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildcard, ids,
-          tls, placement=None) -> list[Server]:
+          tls, placement=None, security=None) -> list[Server]:
     """Servers to start, in order (manager first), with ports and rendered configs."""
     used: set[int] = set()
 
@@ -304,7 +315,7 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
         text = render_config(daemon, role=role, name=sname, target=target, port=p, http_port=hp,
                              adminpath=adminpath, manager=manager, localroot=localroot,
                              tunables=t, report_addr=report_addr, allow_hosts=allow,
-                             origins=origins, gateway=name, tls=tls)
+                             origins=origins, gateway=name, tls=tls, security=security)
         fname = f"{sname}-{daemon}.cfg"
         for d in {keep, live}:
             (d / fname).write_text(text)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.system.credentials import check_url, read_auth
+from xcbench.system.http_auth import check_url, read_auth
 from xcbench.system.userfiles import read_yaml
 
 ROLES = ("client", "gateway", "redirector", "storage")  # storage: OSDs run there (`cluster up --osd-host`)

@@ -81,7 +81,8 @@ class Matrix:
     def manifest(self) -> dict[str, Any]:
         return {"path": self.path, "name": self.name, "raw": self.raw, "scaled_ec": self.scaled_ec,
                 "reference": self.reference,
-                "cells": {c.id: {"label": c.label, "direction": c.direction, **c.settings()}
+                "cells": {c.id: {"label": c.label, "direction": c.direction, "security": c.security,
+                                 **c.settings()}
                           for c in self.cells}}
 
 

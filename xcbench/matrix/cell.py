@@ -9,8 +9,9 @@ from typing import Any
 
 from xcbench.ceph.layout import Layout
 from xcbench.ceph.protection import PoolSpec, Protection
+from xcbench.gateway.security import SECURITY_MODES
 
-__all__ = ["BACKENDS", "DIRECTIONS", "MODES", "Cell", "Layout", "PoolSpec", "Protection"]
+__all__ = ["BACKENDS", "DIRECTIONS", "MODES", "SECURITY_MODES", "Cell", "Layout", "PoolSpec", "Protection"]
 
 BACKENDS = ("tmpfs", "cephfs", "rados")
 MODES = ("push", "tpc-root", "tpc-http")
@@ -42,6 +43,7 @@ class Cell:
     size_scale: int | None = None  # size_class sizes divided by this (a small target)
     cores: float | None = None  # CPU quota of each origin (xrootd), cgroup cfs quota
     direction: str = "write"  # one of DIRECTIONS; "write" is left out of settings() (old ids)
+    security: str = "none"  # one of SECURITY_MODES; "none" is left out of settings() (old ids)
 
     OPTIONAL = ("streams", "size_class", "size_scale", "cores")
 
@@ -56,4 +58,6 @@ class Cell:
                 d.pop(k)
         if d["direction"] == "write":
             d.pop("direction")
+        if d["security"] == "none":
+            d.pop("security")
         return d

@@ -55,6 +55,8 @@ def _label(c: Cell) -> str:
         parts.append(c.size_class + (f"/{c.size_scale}" if (c.size_scale or 1) > 1 else ""))
     if c.direction != "write":
         parts.append(c.direction)
+    if c.security != "none":
+        parts.append(c.security)
     return " ".join(parts)
 
 
@@ -67,7 +69,8 @@ def _matches(rule: dict, cell: Cell) -> bool:
     facts = {"backend": cell.backend, "origins": cell.origins, "mode": cell.mode,
              "files": cell.files, "file_size": cell.file_size, "size": cell.tmpfs_size,
              "concurrency": cell.concurrency, "streams": cell.streams,
-             "size_class": cell.size_class, "cores": cell.cores, "direction": cell.direction}
+             "size_class": cell.size_class, "cores": cell.cores, "direction": cell.direction,
+             "security": cell.security}
     if cell.layout:
         facts.update(stripe_unit=cell.layout.stripe_unit, stripe_count=cell.layout.stripe_count,
                      object_size=cell.layout.object_size)
@@ -159,8 +162,9 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
                        itertools.product([x for x in layouts if x], pools)]
         optional = [dims.get(k) or [None] for k in OPTIONAL_DIMS]
         directions = dims.get("direction") or ["write"]
-        for tgt, origins, mode, direction, *opt in itertools.product(
-                targets, dims["origins"], dims["modes"], directions, *optional):
+        securities = dims.get("security") or ["none"]
+        for tgt, origins, mode, direction, security, *opt in itertools.product(
+                targets, dims["origins"], dims["modes"], directions, securities, *optional):
             extra = dict(zip(OPTIONAL_DIMS, opt, strict=True))
             sizes = {"file_size": dims["file_size"] or DEFAULTS["file_size"],
                      "size_dist": dims["size_dist"]}
@@ -175,7 +179,8 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
                 id="", label="", backend=bname, origins=origins, mode=mode,
                 concurrency=dims["concurrency"], files=dims["files"] or 1,
                 repeats=dims["repeats"] or 1, gateway=dims["gateway"], probe=dims["probe"],
-                campaign=dims["campaign"], source=path, direction=direction, **sizes, **extra,
+                campaign=dims["campaign"], source=path, direction=direction, security=security,
+                **sizes, **extra,
                 **tgt)))
     for i, rule in enumerate(_as_list(raw.get("exclude") or [])):
         r = _rule(errors, f"exclude[{i}]", rule)

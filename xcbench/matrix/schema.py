@@ -14,7 +14,7 @@ from xcbench.campaign.spec import check_campaign_settings, level_problems
 from xcbench.ceph.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
 from xcbench.hosts import load_inventory, parse_inventory
-from xcbench.matrix.cell import DIRECTIONS, MODES, Layout, PoolSpec
+from xcbench.matrix.cell import DIRECTIONS, MODES, SECURITY_MODES, Layout, PoolSpec
 from xcbench.matrix.classes import SIZE_CLASSES
 from xcbench.system.ports import check_bind
 from xcbench.system.sizes import format_size, parse_size
@@ -23,7 +23,8 @@ SIZE_DISTS = ("fixed", "uniform", "lognormal")
 TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference",
             "hosts")
 DIM_KEYS = ("origins", "modes", "concurrency", "file_size", "files", "size_dist", "repeats",
-            "probe", "gateway", "campaign") + ("streams", "size_class", "size_scale", "cores", "direction")
+            "probe", "gateway", "campaign") + ("streams", "size_class", "size_scale", "cores", "direction") \
+    + ("security",)
 # dimensions whose cells leave the setting out of the id when it is not given (Cell.OPTIONAL)
 OPTIONAL_DIMS = ("streams", "size_class", "cores")
 BACKEND_KEYS = {"tmpfs": ("size",) + DIM_KEYS, "cephfs": ("layouts", "pools") + DIM_KEYS,
@@ -31,7 +32,7 @@ BACKEND_KEYS = {"tmpfs": ("size",) + DIM_KEYS, "cephfs": ("layouts", "pools") + 
 LAYOUT_KEYS = ("stripe_unit", "stripe_count", "object_size")
 PROBE_KEYS = ("runtime", "iodepth", "numjobs", "size", "ramp", "ss", "ss_dur", "ss_ramp",
               "patterns", "bs", "direct")
-GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph")
+GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph", "tpc")
 CAMPAIGN_KEYS = ("client", "streams", "timeout", "retries", "retry_delay", "checksum", "overwrite",
                  "delete_after_verify", "optimizer", "seed", "duration", "steady") + \
     ("read_fraction", "access")  # read campaigns (direction read | mixed)
@@ -181,7 +182,8 @@ def _new_dims(errors: _Errors, where: str, src: dict, out: dict[str, Any]) -> No
     if "streams" in src:
         out["streams"] = sorted({s for s in (_posint(errors, where, "streams", v)
                                              for v in _as_list(src["streams"])) if s})
-    for key, allowed in (("size_class", SIZE_CLASSES), ("direction", DIRECTIONS)):
+    for key, allowed in (("size_class", SIZE_CLASSES), ("direction", DIRECTIONS),
+                         ("security", SECURITY_MODES)):
         if key in src:
             out[key] = _choices(errors, where, key, src[key], allowed)
     if "size_scale" in src:
@@ -225,7 +227,7 @@ def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
         if key in out:
             out[key] = _posint(errors, where, key, out[key],
                                minimum=0 if key in ("ramp", "retries") else 1)
-    for key in ("async", "cksio", "overwrite", "delete_after_verify", "direct"):
+    for key in ("async", "cksio", "overwrite", "delete_after_verify", "direct", "tpc"):
         if key in out and not isinstance(out[key], bool):
             errors.add(where, key, f"{out[key]!r} is not true/false")
     return out

@@ -10,7 +10,7 @@ From runs in the result store (xcbench.store.rundir.RunDir):
   labels {"pool": ...}, growth over the run, else the final ratio; without them (k+m)/k, said so;
 - the network baseline: ``baseline`` (iperf3);
 - gateway CPU per GB per cell, mode and checksum kind: ``campaigns.gateway_cpu_s_per_gb``
-  (xcbench.plan.gatewaycpu says how the checksum kind is found).
+  (xcbench.plan.gateway_cores says how the checksum kind is found).
 An efficiency (achieved / theoretical) needs the measured cluster's own spec (--calibrate-spec);
 for the gateway the iperf3 baseline serves as its theoretical when no gateway spec is given.
 """
@@ -26,7 +26,7 @@ from xcbench.analysis.run_data import RunData
 from xcbench.errors import XcbError
 from xcbench.plan.calibration_facts import _bs, _find_int, _labels, _protection
 from xcbench.plan.gateway import GatewayInputs, gateway_model
-from xcbench.plan.gatewaycpu import gateway_cpu_rows, pick_gateway_cpu
+from xcbench.plan.gateway_cores import gateway_cpu_rows, pick_gateway_cpu
 from xcbench.plan.rate_per_core import add_rate_per_core
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec, Protection
 from xcbench.plan.storage import StorageInputs, storage_model
@@ -141,7 +141,7 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
             "rate_from": "steady window (analysis.steady)" if st else "campaign median over repeats",
             "repeats": len(g)})
     if "gateway_cpu_s_per_gb" in df:
-        cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells)
+        cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells, run.table("verdicts"))
     add_rate_per_core(cal, run, cells, df)  # the cores sweep
 
 

@@ -86,6 +86,17 @@ def gateway_budget(g: GatewaySpec, write_fraction: float, a: Assumptions) -> lis
     ]
 
 
+def datasheet_cpu_s_per_gb(g: GatewaySpec, write_fraction: float, a: Assumptions) -> float:
+    """Core-seconds per 1e9 external bytes from the spec's core_rate and checksum_rate."""
+    W, R = write_fraction, 1.0 - write_fraction
+    cr = 1.0 if g.checksum == "read-back" else 0.0
+    rr = 1.0 if a.read_checksum == "read-back" else 0.0
+    moved = 1.0 + W * cr + R * rr  # bytes through xrootd per external byte
+    summed = W + R * rr  # bytes checksummed per external byte
+    tpc = a.tpc_cpu_factor if g.mode == "tpc" else 1.0
+    return 1e9 * tpc * (moved / g.core_rate + summed / g.checksum_rate)
+
+
 def gateway_model(g: GatewaySpec, write_fraction: float, a: Assumptions,
                   inp: GatewayInputs | None = None) -> GatewayResult:
     inp = inp or GatewayInputs()
@@ -106,12 +117,11 @@ def gateway_model(g: GatewaySpec, write_fraction: float, a: Assumptions,
                          "derate_source": "--nic-saturation", "per_byte": per_byte,
                          "formula": "NICs x speed / bytes per external byte",
                          "inputs": {"NICs": str(n), "speed": fmt_rate(speed), "per_byte": f"{per_byte:.4g}"}})
-    cr = 1.0 if g.checksum == "read-back" else 0.0
+    cpu_s = datasheet_cpu_s_per_gb(g, W, a) / 1e9
     rr = 1.0 if a.read_checksum == "read-back" else 0.0
-    moved = 1.0 + W * cr + R * rr  # bytes through xrootd per external byte
-    summed = W + R * rr  # bytes checksummed per external byte
+    moved = 1.0 + W * (1.0 if g.checksum == "read-back" else 0.0) + R * rr  # the formula's inputs
+    summed = W + R * rr
     tpc = a.tpc_cpu_factor if g.mode == "tpc" else 1.0
-    cpu_s = tpc * (moved / g.core_rate + summed / g.checksum_rate)
     if inp.cpu_s_per_gb:
         cpu_s = inp.cpu_s_per_gb / 1e9  # measured for this checksum kind and mode: used as is
         ceilings.append({"resource": "CPU", "theoretical": g.cores / cpu_s, "derate": a.cpu_utilisation,

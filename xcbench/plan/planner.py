@@ -14,8 +14,8 @@ from typing import Any
 
 from xcbench.plan.calibrate import Calibration, gateway_inputs, storage_inputs
 from xcbench.plan.crosscheck import check_published
-from xcbench.plan.gateway import GatewayInputs, gateway_model, gateways_figure
-from xcbench.plan.gatewaycpu import USCMS_REFERENCE, cores_rows
+from xcbench.plan.gateway import GatewayInputs, datasheet_cpu_s_per_gb, gateway_model, gateways_figure
+from xcbench.plan.gateway_cores import USCMS_REFERENCE, cores_rows, sizing
 from xcbench.plan.presets import PRESETS, RateTarget
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec
 from xcbench.plan.storage import StorageInputs, remote_share, storage_model
@@ -134,6 +134,8 @@ def make_plan(target: RateTarget, spec: ClusterSpec, g: GatewaySpec, a: Assumpti
         "published_source": spec.published[0]["source"] if spec.published else None,
         "gateway_cores": cores_rows(entries, cols[0]["gateway"]["per_gateway"], a.cpu_utilisation),
         "gateway_cpu_measured": bool(entries), "gateway_reference": USCMS_REFERENCE,
+        "gateway_sizing": sizing(entries, target.rate, g.cores, a.cpu_utilisation,
+                                 datasheet_cpu_s_per_gb(g, target.write_fraction, a)) if entries else None,
         "target": {**asdict(target), "rate_gbps": gbps(target.rate), "rate_text": fmt_rate(target.rate),
                    "preset": target.name if target.name in PRESETS else None,
                    "average_rate": target.average_rate,

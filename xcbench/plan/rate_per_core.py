@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from xcbench.plan.gatewaycpu import cell_checksum, plan_mode
+from xcbench.plan.gateway_cores import cell_checksum, plan_mode
 
 BOUND = 0.9  # a gateway using at least 90 % of its quota was held by it (CFS grants whole periods)
 
@@ -69,7 +69,8 @@ def _cores_used(campaigns: Any, cid: str, conc: int, rate: float) -> float | Non
     if campaigns is None or not len(campaigns) or "gateway_cpu_s_per_gb" not in campaigns:
         return None
     g = campaigns[(campaigns["cell_id"] == cid) & (campaigns["concurrency"] == conc)]
-    v = g["gateway_cpu_s_per_gb"].astype(float)
+    import pandas as pd
+    v = pd.to_numeric(g["gateway_cpu_s_per_gb"], errors="coerce")
     v = v[v > 0]
     if not len(v) or not math.isfinite(float(v.median())):
         return None

@@ -10,6 +10,7 @@ from typing import Any
 
 from xcbench.analysis.render import fig_to_data_uri, new_figure, render, write_report
 from xcbench.errors import XcbError
+from xcbench.plan.rtt import rtt_lines
 from xcbench.plan.units import fmt_bytes, fmt_capacity, fmt_rate, fmt_value, gbps
 from xcbench.system.sizes import format_size
 
@@ -144,12 +145,30 @@ def reference_lines(plan: dict) -> list[str]:
     ref = plan["gateway_reference"]
     L += ["", "GATEWAY CORES from measured CPU per GB (cores = per-gateway rate x s/GB / --cpu-utilisation)"]
     if plan.get("gateway_cpu_measured"):
-        L += _table(plan["gateway_cores"], [("checksum", "checksum"), ("mode", "mode"),
+        L += _table(plan["gateway_cores"], [("checksum", "checksum"), ("mode", "mode"), ("security", "security"),
                                             ("s_per_gb_text", "core-s/GB"), ("cores_text", "cores/gateway"),
                                             ("cores_100g_text", "cores at 100 Gb/s"), ("from", "from")])
     else:
         L.append("  no gateway CPU measured (a run's campaigns.gateway_cpu_s_per_gb, or --gateway-cpu)")
     L += [f"  reference: {ref['figures']}; {ref['derived']}", f"  ({ref['source']})"]
+    L += sizing_lines(plan.get("gateway_sizing"))
+    L += rtt_lines(plan.get("rtt"), _table)
+    return L
+
+
+def sizing_lines(sz: dict | None) -> list[str]:
+    """Gateways and cores for the target from each measured CPU per GB (xcbench.plan.gateway_cores.sizing)."""
+    if not sz:
+        return []
+    L = ["", f"GATEWAYS FOR {sz['rate_gbps']:.4g} Gb/s from CPU per GB (cores = rate x s/GB / "
+             f"--cpu-utilisation {sz['cpu_utilisation']:g}; gateways of {sz['cores_per_gateway']} cores, "
+             "CPU only)"]
+    L += _table(sz["rows"], [("what", "figure"), ("s_per_gb_text", "core-s/GB"), ("cores", "cores"),
+                             ("gateways", "gateways"), ("from", "from")])
+    L.append(f"  {sz['reference']}")
+    if sz["cells"]:
+        L.append(f"  cells used: {'; '.join(sz['cells'])}")
+    L += [f"  warning: {w}" for w in sz["warnings"]]
     return L
 
 
@@ -271,10 +290,13 @@ def report_context(plan: dict) -> dict:
         "site_network": plan.get("site_network"), "extrapolation": plan.get("extrapolation") or [],
         "chain_columns": C(("factor", "factor", False), ("value", "value", True), ("from", "from", False)),
         "gateway_cores": plan["gateway_cores"] if plan.get("gateway_cpu_measured") else [],
-        "cores_columns": C(("checksum", "checksum", False), ("mode", "mode", False),
+        "cores_columns": C(("checksum", "checksum", False), ("mode", "mode", False), ("security", "security", False),
                            ("s_per_gb_text", "core-s/GB", True), ("cores_text", "cores per gateway", True),
                            ("cores_100g_text", "cores at 100 Gb/s", True), ("from", "from", False)),
         "gateway_reference": plan["gateway_reference"],
+        # gateways and cores for the target per measured CPU/GB, and RTT on paper (text blocks)
+        "sizing_text": "\n".join(ln for ln in sizing_lines(plan.get("gateway_sizing"))
+                                 + rtt_lines(plan.get("rtt"), _table) if ln),
     }
 
 

@@ -35,6 +35,7 @@ from xcbench.ceph.pools import pool_settings
 from xcbench.errors import XcbError
 from xcbench.gateway import Gateway
 from xcbench.gateway.config import gateway_inputs
+from xcbench.gateway.security import RunSecurity
 from xcbench.matrix import Matrix
 from xcbench.matrix.cell import Cell
 from xcbench.matrix.classes import campaign_sizes
@@ -50,6 +51,7 @@ from xcbench.system.fsutil import remove_tree
 from xcbench.system.signals import Interrupted, StopFlag
 from xcbench.telemetry import ReportListener, TelemetryRunner
 from xcbench.telemetry.gateway import report_listener
+from xcbench.telemetry.gateway_cpu_meter import GatewayCpuMeter
 
 __all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_create", "run_matrix"]
 
@@ -99,7 +101,8 @@ class Runner:
         self.scratch = Path(tempfile.mkdtemp(prefix=f"xcbench-{run.path.name}-", dir="/var/tmp"))
         os.chmod(self.scratch, 0o755)  # xrootd runs as its own user and must traverse it
         orphans.note_dir(self.scratch)  # after a kill -9, the next command removes it
-        self._source: Any = None  # tmpfs source gateway for TPC modes, started on first need
+        self._sources: dict[str, Any] = {}  # tmpfs source gateway per security mode, for TPC modes
+        self._security: Any = None  # the run's CA and token issuer (xcbench.gateway.security)
         self._source_stack = contextlib.ExitStack()
         self.hosts: Any = None  # xcbench.campaign.hostrun.RunHosts with an inventory
         if opts.hosts is not None:
@@ -127,6 +130,8 @@ class Runner:
         finally:
             self._source_stack.close()
             self.procs.stop_all()
+            if self._security is not None:
+                self._security.close()
             remove_tree(self.scratch, unmount=True, what="scratch")  # never crosses a mount
 
     def _baseline(self) -> None:
@@ -173,6 +178,7 @@ class Runner:
         listener = self._listener(stack)
         session = CellSession(cell, cluster=self.cluster, workdir=workdir, procs=self.procs,
                               name=f"gw-{cell.id}", report_addr=listener.addr if listener else None,
+                              run_security=self._run_security(cell),
                               **({"hosts": self.opts.hosts} if self.hosts else {}))
         # after the session's exit (gateway stopped: its logs are final)
         stack.callback(self._copy_artifacts, session, self.run.path / "raw" / "gateways" / cell.id)
@@ -274,15 +280,25 @@ class Runner:
         run_probe(cell, target, cluster=self.cluster, workdir=self.scratch / cell.id / "fio",
                   sink=self.sink, raw_dir=raw, hosts=self.opts.fio_hosts)
 
-    def _source_gateway(self) -> Any:
-        """A tmpfs gateway holding the datasets: the TPC source "of infinite capacity"."""
-        if self._source is None:
+    def _run_security(self, cell: Cell) -> Any:
+        """The run's security material, made when the first secure cell needs it."""
+        if (getattr(cell, "security", "none") or "none") == "none":
+            return None
+        if self._security is None:
+            self._security = RunSecurity()
+        return self._security
+
+    def _source_gateway(self, security: str = "none") -> Any:
+        """A tmpfs gateway holding the datasets: the TPC source "of infinite capacity" (one per
+        security mode: a secure destination pulls from a secure source, as between sites)."""
+        if security not in self._sources:
             from dataclasses import replace
 
             src_cell = replace(self.matrix.cells[0], backend="tmpfs", layout=None, pool=None,
                                tmpfs_size=max(c.file_size * c.files for c in self.matrix.cells) * 2,
-                               id="source", label="tpc source", origins=1, gateway={})
-            workdir = self.scratch / "source"
+                               id="source", label="tpc source", origins=1, gateway={},
+                               security=security)
+            workdir = self.scratch / f"source-{security}"
             workdir.mkdir(exist_ok=True)
             os.chmod(workdir, 0o755)
             bind = None
@@ -290,9 +306,10 @@ class Runner:
                 bind = report_host(self.opts.hosts)
             session = self._source_stack.enter_context(
                 CellSession(src_cell, cluster=None, workdir=workdir, procs=self.procs,
-                            name="gw-source", bind=bind))
-            self._source = session.gateway
-        return self._source
+                            name=f"gw-source-{security}", bind=bind,
+                            run_security=self._run_security(src_cell)))
+            self._sources[security] = session.gateway
+        return self._sources[security]
 
     def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
         settings = dict(cell.campaign)
@@ -310,12 +327,32 @@ class Runner:
                             mode=cell.mode, concurrency=level, repeat=repeat,
                             campaign_id=f"{cell.id}-c{level}-r{repeat}",
                             direction=cell.direction, **settings)
-        source = self._source_gateway() if cell.mode != "push" else None
+        source = self._source_gateway(cell.security) if cell.mode != "push" else None
+        sink = self._metered_sink(cell, gateway, source)
         if self.hosts is not None and run is run_campaign:  # from the client hosts, merged
-            return self.hosts.campaign(spec, dest=gateway, source=source, sink=self.sink,
+            return self.hosts.campaign(spec, dest=gateway, source=source, sink=sink,
                                        cell_id=cell.id, stop_event=self.stop.event)
-        return run(spec, dest=gateway, source=source, sink=self.sink, cell_id=cell.id,
+        return run(spec, dest=gateway, source=source, sink=sink, cell_id=cell.id,
                    progress=False, stop_event=self.stop.event)
+
+    def _metered_sink(self, cell: Cell, gateway: Gateway, source: Any = None) -> Callable[[str, list[dict]], None]:
+        """The run's sink, with the gateway's CPU per GB of the level added to its campaign row
+        (xcbench.telemetry.gateway_cpu_meter): the meter starts now and reads again when the row comes.
+        A TPC level also meters its source gateway: serving the pulls and the source checksums
+        (the dataset is staged as local files, xcbench.campaign.staging: no CPU of the source's)."""
+        meter = GatewayCpuMeter(gateway, security=getattr(cell, "security", "none") or "none")
+        src = GatewayCpuMeter(source, link_bytes=lambda s: None) if source is not None else None
+        meter.start()
+        if src is not None:
+            src.start()
+
+        def sink(table: str, rows: list[dict]) -> None:
+            if table == "campaigns":
+                rows = [{**r, **meter.finish(r.get("bytes"), r.get("direction")),
+                         "source_cpu_s_per_gb": src.finish(r.get("bytes"))["gateway_cpu_s_per_gb"]
+                         if src is not None else None} for r in rows]
+            self.sink(table, rows)
+        return sink
 
 
 def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:

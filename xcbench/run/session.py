@@ -38,10 +38,11 @@ class CellSession:
 
     def __init__(self, cell: Cell, *, cluster: Any, workdir: Path, procs: ProcessSet,
                  name: str | None = None, report_addr: str | None = None, bind: str | None = None,
-                 gateway: bool = True, hosts: Any = None):
+                 gateway: bool = True, hosts: Any = None, run_security: Any = None):
         self.cell, self.cluster, self.workdir, self.procs = cell, cluster, Path(workdir), procs
         self.hosts = hosts  # an xcbench.hosts.Inventory: origins on its gateway hosts
         self.name, self.report_addr, self.bind, self.with_gateway = name, report_addr, bind, gateway
+        self.run_security = run_security  # xcbench.gateway.security.RunSecurity for a secure cell
         self.gateway = None
         self.findings = []
         self._stack: contextlib.ExitStack | None = None
@@ -72,6 +73,9 @@ class CellSession:
         kw: dict[str, Any] = {} if self.bind is None else {"bind": self.bind}
         if self.hosts is not None:
             kw["hosts"] = self.hosts
+        security = getattr(self.cell, "security", "none") or "none"
+        if security != "none":
+            kw.update(security=security, run_security=self.run_security)
         return start_gateway(self.target, workdir=self.workdir, cluster=self.cluster,
                              origins=self.cell.origins, tunables=dict(self.cell.gateway or {}),
                              report_addr=self.report_addr, procs=self.procs, name=self.name,

@@ -22,7 +22,11 @@ TIMELINE = ("cell_id", "campaign_id", "concurrency", "repeat", "t", "wall", "byt
 # One row per campaign (a concurrency level of a cell, one repeat).
 CAMPAIGN = ("cell_id", "campaign_id", "concurrency", "repeat", "mode", "client", "files",
             "bytes", "start_time", "finish_time", "rate", "finished", "failed", "settings") + DRIVER_CPU \
-    + ("direction",)  # write | read | mixed (reads: settings["access"], settings["directions"])
+    + ("direction",) \
+    + ("gateway_cpu_s", "gateway_cpu_s_per_gb", "gateway_cpu_origins", "security", "source_cpu_s_per_gb")
+# direction: write | read | mixed (reads: settings["access"], settings["directions"]);
+# gateway_cpu_*: the gateway's CPU over the level (xcbench.telemetry.gateway_cpu_meter), security: its mode;
+# source_cpu_s_per_gb: for TPC levels, the source gateway's (it serves the pull: the TPC push side)
 # FTS optimizer emulation decisions.
 OPTIMIZER = ("cell_id", "campaign_id", "wall", "previous", "decision", "reason",
              "success_rate", "throughput", "ema")

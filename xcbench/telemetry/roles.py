@@ -191,3 +191,48 @@ class RoleSampler(Sampler):
             for pid in [k for k in d if k not in alive]:
                 d.pop(pid, None)
         return rows
+
+
+
+def tree_cpu_seconds(pids: Iterable[int], exclude: Iterable[int] = ()) -> float | None:
+    """Cumulative CPU seconds (user + system) of the process trees under ``pids``, reaped
+    children included: each live process counts its own time and that of the children it has
+    waited for, so a TPC xrdcp that ran and exited between two readings is still counted (in
+    its parent), and no second is counted twice. None when none of the processes exists."""
+    got = tree_counters(pids, exclude)
+    return got[0] if got is not None else None
+
+
+def tree_counters(pids: Iterable[int], exclude: Iterable[int] = ()) -> tuple[float, int | None] | None:
+    """(CPU seconds, bytes written) of the trees under ``pids`` (see tree_cpu_seconds); bytes
+    written are write(2)/send(2) bytes to files and sockets (/proc/PID/io wchar, reaped children
+    included by the kernel), None where a process's io counters cannot be read."""
+    skip = set(exclude)
+    todo = [int(p) for p in pids]
+    seen: set[int] = set()
+    total, written, found = 0.0, 0, False
+    io_known = True
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid in skip:
+            continue
+        seen.add(pid)
+        try:
+            p = psutil.Process(pid)
+            with p.oneshot():
+                t = p.cpu_times()
+                kids = [c.pid for c in p.children()]
+                try:
+                    w = getattr(p.io_counters(), "write_chars", None)
+                except (psutil.AccessDenied, AttributeError, NotImplementedError):
+                    w = None
+        except psutil.Error:
+            continue  # gone, or a zombie: its seconds arrive in its parent when reaped
+        total += t.user + t.system + getattr(t, "children_user", 0.0) + getattr(t, "children_system", 0.0)
+        if w is None:
+            io_known = False
+        else:
+            written += int(w)
+        found = True
+        todo += kids
+    return (total, written if io_known else None) if found else None

@@ -45,8 +45,11 @@ def test_endpoints_from_urls():
     assert h.url("/f", "http") == "http://localhost:8443/f"
     with pytest.raises(XcbError, match="no root URL"):
         h.url("/f", "root")
-    with pytest.raises(XcbError, match="not a root:// or http://"):
+    with pytest.raises(XcbError, match="not a root://, roots://, http:// or https://"):
         endpoint("ftp://x", "destination")
+    s = endpoint("davs://site.example:1094/store", "destination")  # a secure site: https / roots
+    assert s.url("/f", "http") == "https://site.example:1094/f"
+    assert endpoint("roots://h:1094", "d").url("/f", "root", user="u") == "roots://u@h:1094//f"
 
 
 def test_protocol_choices_say_why():

@@ -10,7 +10,7 @@ import pytest
 from tests.unit.telemetry.promserver import ANSWERS, PromServer
 from xcbench.errors import XcbError
 from xcbench.system import secrets
-from xcbench.system.credentials import check_url, read_auth
+from xcbench.system.http_auth import check_url, read_auth
 from xcbench.system.ports import free_port
 from xcbench.telemetry import promqueries as pq
 from xcbench.telemetry.base import TelemetryRunner
