@@ -24,7 +24,7 @@ from typing import Any
 
 from xcbench.analysis.run_data import RunData
 from xcbench.errors import XcbError
-from xcbench.plan.calibration_facts import _bs, _find_int, _labels, _protection
+from xcbench.plan.calibration_facts import block_size_of, find_int, protection_of, sample_labels
 from xcbench.plan.gateway import GatewayInputs, gateway_model
 from xcbench.plan.gateway_cores import gateway_cpu_rows, pick_gateway_cpu
 from xcbench.plan.rate_per_core import add_rate_per_core
@@ -69,11 +69,11 @@ def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Ca
             raise XcbError(f"--calibrate {path}: not a run directory (no manifest.json)")
         run = RunDir.open(path)
         cells = run.manifest.get("cells", {}) or {}
-        n = num_osds or _find_int(run.manifest, ("num_osds",)) or _osds_in_samples(run)
+        n = num_osds or find_int(run.manifest, ("num_osds",)) or _osds_in_samples(run)
         if n:
             cal.num_osds = cal.num_osds or n
         if n and not cal.notes_osds:
-            how = ("--calibrate-osds" if num_osds else "the manifest" if _find_int(run.manifest, ("num_osds",))
+            how = ("--calibrate-osds" if num_osds else "the manifest" if find_int(run.manifest, ("num_osds",))
                    else "distinct osd labels in the telemetry")
             cal.notes.append(f"{n} OSDs in the measured cluster (from {how})")
             cal.notes_osds = True
@@ -95,7 +95,7 @@ def _osds_in_samples(run: RunDir) -> int | None:
     df = run.table("samples")
     if not len(df) or "metric" not in df:
         return None
-    osd = df[df["metric"].astype(str).str.startswith("osd.")]["labels"].map(lambda v: _labels(v).get("osd"))
+    osd = df[df["metric"].astype(str).str.startswith("osd.")]["labels"].map(lambda v: sample_labels(v).get("osd"))
     n = osd.dropna().astype(str).nunique()
     return int(n) or None
 
@@ -129,7 +129,7 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
     for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
         info = cells.get(cid, {})
         s = info.get("settings") or {}
-        prot = _protection(s)
+        prot = protection_of(s)
         whole = float(g["rate"].astype(float).median())
         st = steady.get((str(cid), int(conc)))
         cal.curve.append({
@@ -160,8 +160,8 @@ def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) ->
     agg = df.groupby(["cell_id", "job"], as_index=False).agg(
         rw=("rw", "first"), bs=("bs", "first"), iops=("iops", "sum"), bw=("bw", "sum"))
     for r in agg.to_dict("records"):
-        prot = _protection((cells.get(r["cell_id"], {}) or {}).get("settings"))
-        bs = _bs(r["bs"])
+        prot = protection_of((cells.get(r["cell_id"], {}) or {}).get("settings"))
+        bs = block_size_of(r["bs"])
         if prot is None or bs is None:
             continue
         rw = str(r["rw"])
@@ -198,11 +198,11 @@ def _amplification(cal: Calibration, run: RunDir, cells: dict) -> None:
         return
     prots = {}
     for info in cells.values():
-        p = _protection((info or {}).get("settings"))
+        p = protection_of((info or {}).get("settings"))
         if p:
             name = f"xcb-rep{p.size}" if p.kind == "replicated" else f"xcb-ec{p.k}-{p.m}"
             prots[name] = p
-    df = df.assign(pool=df["labels"].map(lambda v: _labels(v).get("pool")))
+    df = df.assign(pool=df["labels"].map(lambda v: sample_labels(v).get("pool")))
     for pool, g in df.groupby("pool"):
         raw = g[g["metric"].isin(RAW_METRICS)].sort_values("wall")["value"].astype(float)
         stored = g[g["metric"].isin(STORED_METRICS)].sort_values("wall")["value"].astype(float)

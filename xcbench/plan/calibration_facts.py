@@ -9,7 +9,7 @@ from xcbench.plan.spec import Protection
 from xcbench.system.sizes import parse_size
 
 
-def _protection(settings: dict | None) -> Protection | None:
+def protection_of(settings: dict | None) -> Protection | None:
     pool = (settings or {}).get("pool")
     if not isinstance(pool, dict) or pool.get("kind") not in ("replicated", "erasure"):
         return None
@@ -18,7 +18,7 @@ def _protection(settings: dict | None) -> Protection | None:
     return Protection("erasure", k=int(pool["k"]), m=int(pool["m"]))
 
 
-def _find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
+def find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
     """First int under any of ``keys`` anywhere in a JSON-like manifest."""
     if isinstance(obj, dict):
         for k in keys:
@@ -26,25 +26,25 @@ def _find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
             if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                 return v
         for v in obj.values():
-            found = _find_int(v, keys)
+            found = find_int(v, keys)
             if found:
                 return found
     elif isinstance(obj, list):
         for v in obj:
-            found = _find_int(v, keys)
+            found = find_int(v, keys)
             if found:
                 return found
     return None
 
 
-def _bs(v: Any) -> int | None:
+def block_size_of(v: Any) -> int | None:
     try:
         return parse_size(v if not isinstance(v, float) else int(v))
     except (ValueError, TypeError):
         return None
 
 
-def _labels(v: Any) -> dict:
+def sample_labels(v: Any) -> dict:
     if isinstance(v, dict):
         return v
     if isinstance(v, str) and v.startswith("{"):
