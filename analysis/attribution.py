@@ -40,9 +40,13 @@ first match wins:
                         (xcbench driver)", its CPU, and the advice: more client hosts, or FTS);
                         OSDs or MDS -> storage-iops or storage-bandwidth (the higher of the
                         probe utilisations; without probes, client ops < 1 MiB -> IOPS)
-  3. storage-iops       u_iops >= NEAR
+  3. storage-iops       u_iops >= NEAR (u_iops counts only while the chain's mean op,
+                        R / ops, is below 1 MiB: a 4 KiB-op IOPS ceiling does not hold large ops)
   4. ec-overhead        EC cell, replicated twin measured, E <= NEAR (EC costs >= 15 %),
                         and the gateway is not at its limit
+  4b. storage-bandwidth u_bw >= NEAR and u_bw >= u_gw: a storage ceiling measured on this
+                        host and reached names the cap more closely than a busy host CPU,
+                        which other processes may fill (rule 7 checked before rule 5)
   5. host-cpu           role telemetry present, host CPU busy >= NEAR of its cores and no role at
                         its own limit: the roles share one host and its CPU runs out; the reason
                         names each role's share of the busy cores (separate them)

@@ -288,6 +288,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "reads": reads,
         "glance": {"context": overview.context(rd), "grid": overview.grid(closing)},
         "gateway_cpu": gateway_cpu_table.section(rd.campaigns),  # core-s/GB per mode and security
+        "confirmations": confirmations(rd.run.path, labels),  # xcbench confirm RUN
     }
 
 
@@ -297,6 +298,29 @@ def _beaten(cell: dict[str, Any], said: list[str] | None) -> dict[str, Any]:
         return cell
     title = "; ".join(said) + ": this probe is no ceiling of the chain's path"
     return {**cell, "text": f"{cell['text']} ▲", "title": title, "cls": "beaten"}
+
+
+def confirmations(path: Path, labels: dict[str, str]) -> list[dict[str, Any]]:
+    """The rows of <run>/confirmations.json (``xcbench confirm``): per verdict, the outcome,
+    the experiment and both rates with their noise; [] when the run was never confirmed."""
+    f = Path(path) / "confirmations.json"
+    if not f.is_file():
+        return []
+    try:
+        rows = json.loads(f.read_text()).get("confirmations") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+
+    def rate(b: Any, se: Any) -> str:
+        if not num_cell(b):
+            return "–"
+        return f"{fmt_num(b / GIB)} ± {se * 100:.1f} %" if num_cell(se) else fmt_num(b / GIB)
+    return [{"cell": labels.get(str(x.get("cell_id")), x.get("cell_id")), "conc": x.get("concurrency"),
+             "verdict": x.get("verdict"), "outcome": x.get("outcome"),
+             "what": x.get("what") or x.get("why") or "",
+             "control": rate(x.get("control_Bps"), x.get("control_rel_se")),
+             "changed": rate(x.get("changed_Bps"), x.get("changed_rel_se")),
+             "why": x.get("why") if x.get("what") else ""} for x in rows if isinstance(x, dict)]
 
 
 COLUMNS = {

@@ -134,14 +134,47 @@ def _storage_kind(ev: dict[str, Any]) -> str:
     return "storage-iops" if _ok(ops) and ops > 0 and ev["rate"] / ops < MIB else "storage-bandwidth"
 
 
+def shared_limits(roles: dict[str, dict[str, Any]], near: float = NEAR) -> dict[str, dict[str, Any]]:
+    """Roles that share one quota group (the same cgroup limit source) and are at it together:
+    {"gateway": {... , "cpu": the group's cores, "use": summed cpu / limit, "saturated": True,
+    "shared_with": ["gateway", "client"]}, "client": {same}} (each role of such a group)."""
+    groups: dict[str, list[str]] = {}
+    for r, x in roles.items():
+        if r in VERDICT_OF and x.get("limit") and str(x.get("source", "")).startswith("cgroup"):
+            groups.setdefault(x["source"], []).append(r)
+    out = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        x0 = roles[members[0]]
+        cpu = sum(roles[r]["cpu"] for r in members if _ok(roles[r]["cpu"]))
+        use = cpu / x0["limit"]
+        thr = x0.get("throttled")
+        if use >= near or (_ok(thr) and thr >= THROTTLED):
+            members = sorted(members, key=lambda r: (-(roles[r]["cpu"] if _ok(roles[r]["cpu"]) else 0),
+                                                     _order(r)))
+            for r in members:
+                out[r] = {**roles[r], "cpu": cpu, "use": use, "saturated": True, "shared_with": members}
+    return out
+
+
 def at_limit_verdict(ev: dict[str, Any], at: str, rate_txt: str) -> tuple[str, str] | None:
-    """The verdict of the role that is nearest above NEAR of its own limit, or None."""
-    sat = [(r, x) for r, x in (ev.get("roles") or {}).items() if x["saturated"] and r in VERDICT_OF]
+    """The verdict of the role that is nearest above NEAR of its own limit, or None. Roles
+    sharing one quota group are at it together (their summed CPU): the verdict is the busier
+    one's, and the reason and ``limited_roles`` name every role of the group."""
+    roles = {**(ev.get("roles") or {}), **shared_limits(ev.get("roles") or {})}
+    sat = [(r, x) for r, x in roles.items() if x["saturated"] and r in VERDICT_OF]
     if not sat:
         return None
     role, x = max(sat, key=lambda rx: (rx[1]["use"] or 0, rx[1].get("throttled") or 0, -_order(rx[0])[0]))
     verdict = VERDICT_OF[role]
     ev["limited_role"] = role
+    if x.get("shared_with"):
+        ev["limited_roles"] = list(x["shared_with"])
+        names = " and the ".join(NAMES[r] for r in x["shared_with"])
+        each = ", ".join(f"{r} {fmt_num(ev['roles'][r]['cpu'])}" for r in x["shared_with"])
+        head = f"The {names} share one CPU limit and are at it together {at}: {_limit_text(x)} ({each})"
+        return verdict, f"{head}; the chain moves {rate_txt}: give them limits (or hosts) of their own."
     verb = "are at their" if role == "osd" else "is at its"
     head = f"The {NAMES[role]} {verb} CPU limit {at}: {_limit_text(x)}"
     if verdict == "gateway":

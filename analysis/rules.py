@@ -24,6 +24,7 @@ OVER = 1.15  # the chain beats a storage probe by more than this: the probe is n
 STARVED = 0.25
 SCALING = 1.25
 GIB = float(1 << 30)
+BIG_OP = float(1 << 20)  # a mean client op this large is held by bandwidth, not by an IOPS ceiling
 
 
 def _ok(v: Any) -> TypeGuard[float]:
@@ -55,7 +56,9 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
     if _ok(ev.get("network_bps")) and ev["network_bps"] > 0:
         u["network"] = r / ev["network_bps"]
     ops = ev.get(ops_key(ev))
-    if _ok(ops) and _ok(ev.get("fio_iops")) and ev["fio_iops"] > 0:
+    # a 4 KiB-op IOPS ceiling holds small ops; the chain's large ops (>= 1 MiB each) are
+    # bounded by bytes, not by that count (under a device-bytes limit both fall together)
+    if _ok(ops) and _ok(ev.get("fio_iops")) and ev["fio_iops"] > 0 and (ops <= 0 or r / ops < BIG_OP):
         u["storage-iops"] = ops / ev["fio_iops"]
     # the tmpfs rate is a gateway *ceiling* only if it stopped growing with concurrency
     ceiling = ev.get("gateway_ceiling") if not (ev.get("gateway_growth", 0) >= SCALING) else None
@@ -129,6 +132,12 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
         return "ec-overhead", (f"On the EC pool the chain moves {gib(r)} {at}, "
                                f"{pct(ev['ec_ratio'])} of the same layout on {ev['rep_pool']} "
                                f"({gib(ev['rep_rate'])}){rho}{tail}.")
+    # a storage ceiling measured on this host and reached names the cap more closely than a busy
+    # host CPU (which others' load may fill): it comes first unless the gateway's is nearer
+    bw_first = ubw >= ugw
+    if bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
+                               u.get("storage-bandwidth"), NEAR, se):
+        return _bandwidth(ev, r, at, io, ubw)
     host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR, reaches=lambda busy: _bl.passes(
         ev, "host-cpu", "host CPU busy", busy, NEAR, ev.get("host_busy_rel_se")))
     if host:
@@ -143,11 +152,9 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
         if _ok(ev.get("fio_bw")):
             parts.append(f"fio allows {gib(ev['fio_bw'])}")
         return "gateway", f"The chain moves {gib(r)} {at}: " + "; ".join(parts) + "."
-    if _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling", u.get("storage-bandwidth"), NEAR, se):
-        g = (f", while the tmpfs gateway does {gib(ev['gateway_ceiling'])}"
-             if _ok(ev.get("gateway_ceiling")) else "")
-        return "storage-bandwidth", (f"The chain moves {gib(r)} {at}, {pct(ubw)} of the fio {io} "
-                                     f"ceiling of this layout and pool ({gib(ev['fio_bw'])}){g}.")
+    if not bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
+                                   u.get("storage-bandwidth"), NEAR, se):
+        return _bandwidth(ev, r, at, io, ubw)
     starved = ev.get("starved_frac")
     if _ok(starved) and starved >= STARVED:
         return "client", (f"The client left transfer slots idle while files were queued in "
@@ -186,6 +193,15 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     if ev.get("roles") and _roles.summary(ev["roles"]):
         tail += f"; role CPU/limit in cores: {_roles.summary(ev['roles'])}"
     return "inconclusive", f"The chain moves {gib(r)} {at}, {why}{tail}."
+
+
+def _bandwidth(ev: dict[str, Any], r: float, at: str, io: str, ubw: float) -> tuple[str, str]:
+    g = (f", while the tmpfs gateway does {gib(ev['gateway_ceiling'])}"
+         if _ok(ev.get("gateway_ceiling")) else "")
+    host = (f"; host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) and ev.get("roles")
+            and ev["host_busy"] >= NEAR else "")
+    return "storage-bandwidth", (f"The chain moves {gib(r)} {at}, {pct(ubw)} of the fio {io} "
+                                 f"ceiling of this layout and pool ({gib(ev['fio_bw'])}){g}{host}.")
 
 
 def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:

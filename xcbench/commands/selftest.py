@@ -2,7 +2,8 @@
 
 Runs on the embedded mini cluster (started if none is running, like `demo`, and taken down
 again unless --keep-cluster). Exit 0 if every scenario is attributed right at every level,
-1 on any mismatch, 2 on bad input or when this host cannot make the bottlenecks (no cgroups).
+1 on any mismatch or when a scenario could not run here ("not run", with its reason) unless
+--allow-missing names it, 2 on bad input or when this host cannot make the bottlenecks (no cgroups).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ def add_parser(sub):
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--scenario", action="append", metavar="NAME", choices=list(SCENARIOS),
                    help=f"run only these (repeatable; default all: {', '.join(SCENARIOS)})")
+    p.add_argument("--allow-missing", action="append", metavar="NAME", choices=list(SCENARIOS),
+                   default=[], help="a scenario that cannot run here (not run, with its reason) "
+                                    "does not fail the self-test (repeatable)")
     p.add_argument("--quick", action="store_true",
                    help="fewer cells and smaller levels (each scenario a handful of seconds)")
     p.add_argument("--fraction", type=float, default=None,
@@ -50,7 +54,7 @@ def run(args) -> int:
     if all(s.needs or s.own_run for s in plan(args.scenario, args.quick)):
         try:
             result = run_selftest(None, names=args.scenario, quick=args.quick, out=Path(store_of(args)),
-                                  fraction=fraction, log=log)
+                                  fraction=fraction, allow_missing=args.allow_missing, log=log)
         except Interrupted as e:
             log(f"selftest interrupted; what was measured is in {e}")
             return 130
@@ -61,7 +65,7 @@ def run(args) -> int:
     log(f"mini cluster {'started' if started else 'already running'}: {cluster.conf}")
     try:
         result = run_selftest(cluster, names=args.scenario, quick=args.quick, out=Path(store_of(args)),
-                              fraction=fraction, log=log)
+                              fraction=fraction, allow_missing=args.allow_missing, log=log)
     except Interrupted as e:
         log(f"selftest interrupted (cgroups removed); what was measured is in {e}")
         return 130

@@ -1,9 +1,12 @@
 """`xcbench selftest`: known-answer scenarios that prove the attribution rules on real mechanisms.
 
 ``registry``: the Scenario and CellDef types and the registry of both; ``scenarios``: the
-built-in scenarios and their cells, the levels (time-based) and the matrix of a run;
-``runner``: the uncapped and capped runs and the checks; ``output``: expected vs attributed,
-with the evidence (text or JSON).
+built-in scenarios and their cells, the levels (time-based, sized from the host's cores) and
+the matrix of a run; ``storage_io``: storage-bandwidth, storage-iops and ec-overhead from a
+blkio write throttle on the OSDs' device; ``network``: a shaped link between emulated hosts;
+``runner``: the uncapped and capped runs and the checks; ``cause``: each capped level against
+the same level uncapped (slower beyond the noise, the role at its limit); ``output``:
+expected vs attributed, with the evidence (text or JSON); ``confirm``: ``xcbench confirm``.
 
 Adding a scenario (e.g. the network one of the multi-host issue) in a module of its own:
 
@@ -13,8 +16,12 @@ Adding a scenario (e.g. the network one of the multi-host issue) in a module of 
    with ``replace=True`` to take the place of a "not yet" placeholder of the same name;
 2. add the module's name to ``SCENARIO_MODULES`` below;
 3. a scenario judged on the uncapped run needs nothing else; one that caps a role's CPU sets
-   ``cap`` to that role; a new mechanism (a shaped link, an emulated host) is made by the
-   runner's CappingRunner._apply, which then needs a branch for it;
+   ``cap`` to that role ("gateway+client": both in one group), ``decoy=True`` for a quota
+   that must not bind, ``io="bps"|"iops"`` for a device write throttle on the OSDs; a new
+   mechanism is made by the runner's CappingRunner._apply, which then needs a branch for it
+   (a scenario with runs of its own, like network, needs none: ``own_run``). A scenario that
+   cannot run here sets ``needs`` (or the runner finds why): it is "not run" and fails the
+   self-test unless ``--allow-missing`` names it;
 4. unit-test its expectation on constructed evidence (tests/unit/selftest/) and it is part of
    ``xcbench selftest`` and of the integration test that checks every scenario.
 """
@@ -24,8 +31,8 @@ from importlib import import_module
 from xcbench.selftest.registry import CELLS, SCENARIOS, CellDef, Scenario, register, register_cell
 
 # every module that registers scenarios, in the order they run and print
-SCENARIO_MODULES = ("xcbench.selftest.scenarios", "xcbench.selftest.network",
-                    "xcbench.selftest.storagenet")
+SCENARIO_MODULES = ("xcbench.selftest.scenarios", "xcbench.selftest.storage_io",
+                    "xcbench.selftest.network", "xcbench.selftest.storagenet")
 for _name in SCENARIO_MODULES:
     import_module(_name)
 

@@ -35,10 +35,11 @@ def roles_line(roles: dict[str, Any]) -> str:
 def unexercised(checks: list) -> list[str]:
     """The EC scenario expects ec-overhead only where the EC cell was >= 15 % slower: if it never
     was, it passed without exercising its rule, which the output must not hide."""
-    ec = [c for c in checks if c.scenario == "ec-overhead"]
+    ec = [c for c in checks if c.scenario == "ec-overhead" and c.cell_id != (c.evidence or {}).get("rep_cell")
+          and c.evidence.get("ec_ratio") is not None]
     if ec and not any("ec-overhead" in c.expected for c in ec):
-        return ["ec-overhead was not exercised: the EC cell was never >= 15 % slower than its "
-                "replicated twin here (its raw/logical bytes were still checked)"]
+        return ["ec-overhead was not exercised: the measured raw bytes never predicted the EC cell "
+                ">= 15 % slower than its replicated twin at the device's throttle"]
     return []
 
 
@@ -52,14 +53,17 @@ def text(result: dict[str, Any]) -> str:
         lines.append(f"each level runs {d['min']} to {d['max']}; its steady window is the last "
                      f"{st['window']} ({st['rule']}: {st['points']} points within {st['tolerance']})")
     lines.append("")
-    lines.append(f"{'scenario':<12} {'cell':<11} {'c':>3}  {'expected':<34} {'attributed':<18} result")
+    lines.append(f"{'scenario':<12} {'cell':<11} {'c':>3}  {'expected':<34} {'attributed':<18} "
+                 f"{'uncapped/capped':<22} result")
+    allow = set(result.get("allow_missing") or ())
     for c in result["checks"]:
         exp = expected_text(c.expected)
-        lines.append(f"{c.scenario:<12} {c.cell:<11} {c.level:>3}  {exp:<34} {c.verdict:<18} "
-                     f"{'ok' if c.ok else 'MISMATCH'}")
-    for n in result.get("not_yet", []):
+        lines.append(f"{c.scenario:<12} {c.cell:<11} {c.level:>3}  {exp[:34]:<34} {c.verdict:<18} "
+                     f"{cause_cell(c.cause):<22} {'ok' if c.ok else 'MISMATCH'}")
+    for n in result.get("not_run", []):
         lines.append(f"{n['scenario']:<12} {'-':<11} {'-':>3}  {n['scenario']:<34} {'-':<18} "
-                     f"not yet ({n['needs']})")
+                     f"{'-':<22} not run ({n['needs']})"
+                     + (" [allowed]" if n["scenario"] in allow else ""))
     lines += [f"note: {n}" for n in unexercised(result["checks"])]
     lines += [f"note: {r['scenario']} ran twice: its quota did not hold the role the first time at "
               + ", ".join(f"{cell} c={lv} ({v})" for cell, lv, v in r["checks"])
@@ -69,9 +73,16 @@ def text(result: dict[str, Any]) -> str:
     for c in result["checks"]:
         lines.append(f"- {c.scenario} / {c.cell} c={c.level}: {c.verdict}"
                      + ("" if c.ok else f" (expected {expected_text(c.expected)})"))
-        if c.cap:
+        if c.cap and c.cap.get("io"):
+            unit, what = (("B/s", "rate (B/s)") if c.cap["io"] == "bps" else ("IO/s", "pool write op/s"))
+            lines.append(f"    cap: {c.cap['role']} device writes throttled to {c.cap['limit']:g} {unit} = "
+                         f"{c.cap['fraction']} x the least {what} uncapped ({_n(c.cap.get('uncapped_least'))})"
+                         + (f" ({c.cap['group']})" if c.cap.get("group") else ""))
+        elif c.cap:
+            most = "uncapped_most_cores" in c.cap
             lines.append(f"    cap: {c.cap['role']} at {c.cap['cores']:g} cores = {c.cap['fraction']} x "
-                         f"{_n(c.cap.get('uncapped_least_cores'))} used uncapped"
+                         f"{_n(c.cap.get('uncapped_most_cores' if most else 'uncapped_least_cores'))} "
+                         f"{'(the most it) ' if most else ''}used uncapped"
                          + (f" ({c.cap['group']})" if c.cap.get("group") else ""))
         if c.note:
             lines.append(f"    note: {c.note}")
@@ -84,9 +95,24 @@ def text(result: dict[str, Any]) -> str:
         took = f" ({secs[name]:.0f} s)" if name in secs else ""
         lines.append(f"run {name}{took}: {path}")
     bad = sum(not c.ok for c in result["checks"])
+    missing = [n["scenario"] for n in result.get("not_run", []) if n["scenario"] not in allow]
     lines.append(f"{len(result['checks']) - bad} of {len(result['checks'])} checks right"
-                 + (f", {bad} MISMATCH" if bad else "") + ".")
+                 + (f", {bad} MISMATCH" if bad else "")
+                 + (f"; not run: {', '.join(missing)} (--allow-missing NAME to accept)" if missing else "")
+                 + ".")
     return "\n".join(lines)
+
+
+def cause_cell(cause: dict[str, Any] | None) -> str:
+    """'x2.95 (>= x2.84), quota' for a capped level: uncapped/capped rate, its 95 % lower
+    bound, and whether the role sat at its quota; '-' uncapped."""
+    if not cause:
+        return "-"
+    sl, low = cause.get("slowdown"), cause.get("slowdown_low")
+    if not isinstance(sl, (int, float)):
+        return "no uncapped rate"
+    q = "at quota" if cause.get("at_quota") else "below quota"
+    return f"x{sl:.2f} (>=x{low:.2f}) {q}" if isinstance(low, (int, float)) else f"x{sl:.2f} {q}"
 
 
 def as_json(result: dict[str, Any]) -> str:

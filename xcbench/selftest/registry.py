@@ -31,6 +31,9 @@ class CellDef:
     entry: tuple[tuple[str, Any], ...]  # its matrix entry under backends.<backend>
     pool: str | None = None
     with_: tuple[str, ...] = ()  # cells that must run in the same run (an EC cell's twin)
+    # a file size of its own ("256K"; None: the self-test's): the cell goes into the matrix as
+    # an include entry, told apart from a same-backend, same-pool cell by its file size
+    file_size: str | None = None
 
     @property
     def ident(self) -> tuple[str, str | None]:
@@ -63,6 +66,12 @@ class Scenario:
     expect: Expect | None = None
     extra: Extra | None = None
     own_run: OwnRun | None = None  # runs of its own instead of the uncapped/capped ones
+    # a decoy cap: the quota is scenarios.DECOY x the most the role used uncapped (it must not
+    # bind, and the verdict must not name the role); else fraction x the least it used
+    decoy: bool = False
+    # "bps" | "iops": the OSDs' disk writes throttled (cgroup v1 blkio, xcbench.system.blkio) instead
+    # of a CPU quota (cap "osd"); the limit is derived from the uncapped cell (storage_io)
+    io: str | None = None
 
     def cells_of(self, quick: bool) -> tuple[str, ...]:
         return self.quick_cells if quick and self.quick_cells is not None else self.cells

@@ -27,21 +27,28 @@ from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import Runner, RunOptions, run_matrix
+from xcbench.selftest import storage_io
+from xcbench.selftest.cause import compare
 from xcbench.selftest.scenarios import (
     CELLS,
+    DECOY,
     FULL,
     QUICK,
     SCENARIOS,
     Check,
     Scenario,
     expectation,
+    host_cores,
     ident,
     matrix_yaml,
 )
+from xcbench.system.blkio import IoGroups
 from xcbench.system.cgroups import CpuGroups, detect, sweep_stale
+from xcbench.system.sizes import parse_size
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"
+BASELINE = {"streams": (1, 4), "seconds": 2}  # iperf3 on loopback: a few points
 Log = Callable[[str], None]
 
 
@@ -57,6 +64,10 @@ class Cap:
     groups: Any  # xcbench.system.cgroups.CpuGroups
     cluster_pids: Callable[[], dict[str, list[int]]] | None = None  # the mini cluster's daemons
     applied: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> what was capped
+    io: str | None = None  # "bps" | "iops": a blkio write throttle on ``dev`` instead of a quota
+    dev: str | None = None
+    io_groups: Any = None  # xcbench.system.blkio.IoGroups
+    device: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)  # cell -> level -> writes/s
 
 
 class CappingRunner(Runner):
@@ -73,23 +84,49 @@ class CappingRunner(Runner):
 
     def _apply(self, cell_id: str, cores: float, gateway: Any) -> None:
         role = self.cap.role
-        if role == "gateway":
-            pids = list(gateway.pids)
-        elif role == "client":
-            pids = [os.getpid()]  # every thread: the campaign's clients, telemetry
-        else:  # osd
-            pids = (self.cap.cluster_pids() if self.cap.cluster_pids else {}).get(role, [])
+        pids = []
+        for r in role.split("+"):  # "gateway+client": both roles in one group (a shared quota)
+            if r == "gateway":
+                pids += list(gateway.pids)
+            elif r == "client":
+                pids += [os.getpid()]  # every thread: the campaign's clients, telemetry
+            else:  # osd
+                pids += (self.cap.cluster_pids() if self.cap.cluster_pids else {}).get(r, [])
         if not pids:
             raise XcbError(f"selftest: no {role} process to cap in cell {cell_id}")
-        g = self.cap.groups.create(f"{role}-{cell_id[:8]}", cores)
+        if self.cap.io:  # the role's disk writes, throttled on its device
+            kw = {"write_bps": int(cores)} if self.cap.io == "bps" else {"write_iops": max(1, int(cores))}
+            io = self.cap.io_groups.create(f"{role}-{cell_id[:8]}", self.cap.dev, **kw)
+            self.cap.applied[cell_id] = {"role": role, "io": self.cap.io, "limit": cores,
+                                         "group": str(io.path), "pids": pids, "io_group": io}
+            for pid in pids:
+                io.add(pid)
+            return
+        g = self.cap.groups.create(f"{role.replace('+', '-')}-{cell_id[:8]}", cores)
         self.cap.applied[cell_id] = {"role": role, "cores": cores, "group": str(g.path), "pids": pids}
         for pid in pids:
             g.add(pid)
+
+    def _campaign(self, cell, gateway, level, repeat):
+        """A throttled device's writes/s over the level (blkio counters before and after)."""
+        io = self.cap.applied.get(cell.id, {}).get("io_group")
+        if io is None:
+            return super()._campaign(cell, gateway, level, repeat)
+        t0, (n0, b0) = time.monotonic(), io.written()
+        try:
+            return super()._campaign(cell, gateway, level, repeat)
+        finally:
+            dt = max(1e-3, time.monotonic() - t0)
+            n1, b1 = io.written()
+            self.cap.device.setdefault(cell.id, {})[level] = {
+                "iops": (n1 - n0) / dt, "Bps": (b1 - b0) / dt, "seconds": round(dt, 1)}
 
     def _cell(self, cell) -> None:
         try:
             super()._cell(cell)
         finally:
+            if self.cap.io_groups is not None:
+                self.cap.io_groups.close()
             left = self.cap.groups.close()  # the role's processes go back; the group goes
             if left:
                 self.run.warn(f"selftest: cgroups not removed: {', '.join(left)}")
@@ -104,8 +141,9 @@ def _run(matrix_doc: dict, name: str, cluster: Any, out: Path, workdir: Path,
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(matrix_doc, sort_keys=False))
     matrix = load_matrix(path, cluster)
-    opts = RunOptions(out=out, name=name, baseline=False, probes=False, report=False,
-                      progress=False, telemetry=TELEMETRY)
+    # as `xcbench run` has it: the fio probe of each cell and the iperf3 baseline (a few points)
+    opts = RunOptions(out=out, name=name, baseline=True, probes=True, report=False,
+                      progress=False, telemetry=TELEMETRY, extra={"baseline": dict(BASELINE)})
     return run_matrix(matrix, cluster, opts, view=None, runner=runner), matrix
 
 
@@ -120,9 +158,16 @@ def _verdicts(run: Any) -> dict[tuple[str, int], dict[str, Any]]:
 
 
 def _cell_ids(matrix: Any) -> dict[str, str]:
-    """CellDef key -> cell id in this matrix."""
-    keys = {cd.ident: key for key, cd in CELLS.items()}
-    return {keys[ident(c)]: c.id for c in matrix.cells if ident(c) in keys}
+    """CellDef key -> cell id in this matrix: by backend and pool, and by file size for a cell
+    of its own size (the others of that backend and pool are the ones of no such size)."""
+    out = {}
+    for key, cd in CELLS.items():
+        sized = {parse_size(d.file_size) for d in CELLS.values() if d.ident == cd.ident and d.file_size}
+        hits = [c for c in matrix.cells if ident(c) == cd.ident
+                and (c.file_size == parse_size(cd.file_size) if cd.file_size else c.file_size not in sized)]
+        if hits:
+            out[key] = hits[0].id
+    return out
 
 
 def _failed(run: Any) -> dict[str, str]:
@@ -137,7 +182,10 @@ def _roles_short(ev: dict[str, Any]) -> dict[str, Any]:
 
 
 def _judge(s: Scenario, key: str, cell_id: str, levels: tuple[int, ...], verdicts: dict,
-           failed: dict[str, str], cap: dict[str, Any] | None = None) -> list[Check]:
+           failed: dict[str, str], cap: dict[str, Any] | None = None,
+           uncapped: dict[int, dict[str, Any]] | None = None) -> list[Check]:
+    """Each level's verdict against its expectation; a capped level (``cap``) also against the
+    same level uncapped (``uncapped``: level -> evidence): xcbench.selftest.cause."""
     checks = []
     for level in levels:
         got = verdicts.get((cell_id, level))
@@ -152,9 +200,33 @@ def _judge(s: Scenario, key: str, cell_id: str, levels: tuple[int, ...], verdict
         if s.extra is not None:
             rok, rnote = s.extra(ev)
             ok, note = ok and rok, "; ".join(x for x in (note, rnote) if x)
+        cause = None
+        if cap is not None and s.cap is not None:
+            at = storage_io.at_limit(ev) if s.io else None
+            if "+" in s.cap:  # a shared quota: every role of it named at the limit together
+                at = set(s.cap.split("+")) <= set(ev.get("limited_roles") or ())
+            cause = compare(ev, (uncapped or {}).get(level), s.cap, decoy=s.decoy, at_limit=at,
+                            limit_kind="device throttle" if s.io else "cpu quota")
+            ok = ok and cause["ok"]
+            note = "; ".join(x for x in (note, cause["note"]) if x)
         checks.append(Check(s.name, key, cell_id, level, expected, got["verdict"], got["reason"], ok,
-                            note=note, cap=cap, roles=_roles_short(ev), evidence=ev))
+                            note=note, cap=cap, roles=_roles_short(ev), evidence=ev, cause=cause))
     return checks
+
+
+def _uncapped(verdicts: dict, cell_id: str, levels: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+    return {lv: verdicts[(cell_id, lv)]["evidence"] for lv in levels if (cell_id, lv) in verdicts}
+
+
+def _most_use(verdicts: dict, cell_id: str, role: str, levels: tuple[int, ...]) -> float | None:
+    """The most mean CPU (cores) ``role`` used over the levels of the uncapped cell."""
+    vals = []
+    for level in levels:
+        got = verdicts.get((cell_id, level))
+        x = ((got or {}).get("evidence", {}).get("roles") or {}).get(role) or {}
+        if isinstance(x.get("cpu"), (int, float)) and math.isfinite(x["cpu"]):
+            vals.append(float(x["cpu"]))
+    return max(vals) if vals else None
 
 
 def _least_use(verdicts: dict, cell_id: str, role: str, levels: tuple[int, ...]) -> float | None:
@@ -162,9 +234,11 @@ def _least_use(verdicts: dict, cell_id: str, role: str, levels: tuple[int, ...])
     vals = []
     for level in levels:
         got = verdicts.get((cell_id, level))
-        x = ((got or {}).get("evidence", {}).get("roles") or {}).get(role) or {}
-        if isinstance(x.get("cpu"), (int, float)) and math.isfinite(x["cpu"]):
-            vals.append(float(x["cpu"]))
+        roles = (got or {}).get("evidence", {}).get("roles") or {}
+        cpus = [(roles.get(r) or {}).get("cpu") for r in role.split("+")]  # a shared quota: the sum
+        ok = [float(x) for x in cpus if isinstance(x, (int, float)) and math.isfinite(x)]
+        if len(ok) == len(cpus):
+            vals.append(sum(ok))
     return min(vals) if len(vals) == len(levels) and vals else None
 
 
@@ -182,19 +256,31 @@ def cells_of(s: Scenario, quick: bool) -> tuple[str, ...]:
 
 def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = False,
                  out: Path = Path("results"), fraction: float = FRACTION,
+                 allow_missing: tuple[str, ...] | list[str] = (),
                  log: Log = _stderr) -> dict[str, Any]:
-    """Run the scenarios; return {"checks": [Check...], "not_yet": [...], "runs": {...}, ...}."""
+    """Run the scenarios; return {"checks": [Check...], "not_run": [...], "runs": {...}, "ok", ...}.
+
+    A scenario that cannot run here is "not run" with its reason, and the result is not ok
+    unless ``allow_missing`` names it (so is a level a scenario could not make, e.g. no CPU to
+    cap)."""
     scenarios = plan(names, quick)
-    sizes = QUICK if quick else FULL
+    sizes = QUICK if quick else FULL  # sized from this host's cores (scenarios.sizes_for)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    result: dict[str, Any] = {"checks": [], "not_yet": [], "runs": {}, "fraction": fraction,
-                              "levels": list(sizes.levels), "quick": quick,
-                              "level_rule": sizes.campaign(), "seconds": {}}
+    result: dict[str, Any] = {"checks": [], "not_run": [], "runs": {}, "fraction": fraction,
+                              "levels": list(sizes.levels), "quick": quick, "cores": host_cores(),
+                              "level_rule": sizes.campaign(), "seconds": {},
+                              "allow_missing": sorted(allow_missing)}
     runnable = [s for s in scenarios if s.needs is None]
-    result["not_yet"] = [{"scenario": s.name, "what": s.what, "needs": s.needs}
+    result["not_run"] = [{"scenario": s.name, "what": s.what, "needs": s.needs}
                          for s in scenarios if s.needs]
+    if any(s.io for s in runnable):  # a disk-write throttle on the OSDs' device: can it be made?
+        why_io = storage_io.why_not(cluster)
+        if why_io:
+            result["not_run"] += [{"scenario": s.name, "what": s.what, "needs": why_io}
+                                  for s in runnable if s.io]
+            runnable = [s for s in runnable if not s.io]
     if not runnable:
-        result["ok"] = True  # nothing runnable was asked for: only "not yet" scenarios
+        result["ok"] = verdict_ok(result)
         return result
     own, runnable = ([s for s in runnable if s.own_run], [s for s in runnable if not s.own_run])
     for s in own:  # scenarios with runs of their own (network: emulated hosts)
@@ -205,7 +291,7 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         result["runs"].update(got["runs"])
         result["seconds"].update(got["seconds"])
     if not runnable:
-        result["ok"] = all(c.ok for c in result["checks"]) and bool(result["checks"])
+        result["ok"] = verdict_ok(result)
         return result
     if any(s.cap == "osd" for s in runnable):
         _mini_pids(cluster)  # the OSDs must be this host's: say so before any run
@@ -237,6 +323,16 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         keys_s = cells_of(s, quick)
         cores: dict[str, float] = {}
         for key in keys_s:
+            if s.io:  # a throttle on the OSDs' device, from the cell's uncapped rate or op/s
+                lim = storage_io.limit_of(s, list(_uncapped(base, ids[key], sizes.levels).values()), fraction)
+                if lim is None:
+                    result["checks"] += [Check(s.name, key, ids[key], lv, s.expected, "not run",
+                                               "the uncapped run measured no steady rate or pool op/s "
+                                               f"to derive a throttle from ({failed.get(ids[key], 'no figures')})",
+                                               False) for lv in sizes.levels]
+                else:
+                    cores[key] = lim
+                continue
             use = _least_use(base, ids[key], s.cap, sizes.levels)
             if use is None or use <= 0:
                 result["checks"] += [Check(s.name, key, ids[key], lv, s.expected, "not run",
@@ -244,19 +340,26 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
                                            f"({failed.get(ids[key], 'no role telemetry')})", False)
                                      for lv in sizes.levels]
                 continue
-            cores[key] = max(0.01, round(fraction * use, 3))
+            if s.decoy:  # generous: DECOY x the most it used at any level
+                use = _most_use(base, ids[key], s.cap, sizes.levels) or use
+                cores[key] = round(DECOY * use, 3)
+            else:
+                cores[key] = max(0.01, round(fraction * use, 3))
+        if s.io and cores:  # one device, one throttle: the least over the scenario's cells
+            cores = dict.fromkeys(cores, min(cores.values()))
         if not cores:
             continue
         for attempt in (1, 2):
             name = f"selftest-{stamp}-{s.name}" + ("" if attempt == 1 else "-again")
+            unit = {"bps": " B/s of device writes", "iops": " device write IO/s"}.get(s.io or "", " cores")
             log(f"selftest: {s.name}: {s.cap} capped at "
-                + ", ".join(f"{k} {c:g} cores" for k, c in cores.items()))
+                + ", ".join(f"{k} {c:g}{unit}" for k, c in cores.items()))
             t0 = time.monotonic()
             checks, path = _capped_run(s, cores, name, ids, base, sizes, fraction, cluster, out, workdir)
             result["runs"][s.name if attempt == 1 else f"{s.name}-again"] = path
             result["seconds"][s.name if attempt == 1 else f"{s.name}-again"] = \
                 round(time.monotonic() - t0, 1)
-            unbound = [c for c in checks if not c.ok and _unbound(c)]
+            unbound = [] if s.decoy else [c for c in checks if not c.ok and _unbound(c)]
             if attempt == 2 or not unbound:
                 break
             # the quota did not hold the role: other load on the host took the CPU first, so
@@ -266,8 +369,18 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
             result["retried"] = result.get("retried", []) + [
                 {"scenario": s.name, "checks": [(c.cell, c.level, c.verdict) for c in unbound]}]
         result["checks"] += checks
-    result["ok"] = all(c.ok for c in result["checks"]) and bool(result["checks"])
+    result["ok"] = verdict_ok(result)
     return result
+
+
+def verdict_ok(result: dict[str, Any]) -> bool:
+    """Every check right, and nothing "not run" that ``allow_missing`` does not name (a
+    scenario that could not run, or a level it could not make)."""
+    allow = set(result.get("allow_missing") or ())
+    missing = [n["scenario"] for n in result.get("not_run", []) if n["scenario"] not in allow]
+    bad = [c for c in result["checks"] if not c.ok
+           and not (c.verdict == "not run" and c.scenario in allow)]
+    return not missing and not bad and bool(result["checks"] or result.get("not_run"))
 
 
 UNBOUND = 0.05  # throttled in fewer CFS periods than this: the kernel says the quota never bound
@@ -278,11 +391,24 @@ def _unbound(c: Check) -> bool:
     host's CPU ran out before the role reached its quota (verdict host-cpu, the role below its
     limit and not saturated: other load took the CPU the quota would have left it). Both are
     facts of the run, not of the rules: such a level is run once more, never judged leniently."""
-    x = c.roles.get(c.cap["role"]) if c.cap else None
+    if c.cap and c.cap.get("io"):  # a device throttle: the device's writes/s below MADE of it,
+        # or the host's CPU taken mostly by processes outside the chain (others' load on a
+        # shared box: the host-cpu rule then fires before the storage ones)
+        return not storage_io.at_limit(c.evidence) or _others_took_host(c)
+    x = c.roles.get(c.cap["role"].split("+")[0]) if c.cap else None  # a shared group: its throttling
     thr = (x or {}).get("throttled")
     if isinstance(thr, (int, float)) and thr < UNBOUND:
         return True
     return c.verdict == "host-cpu" and x is not None and x.get("saturated") is False
+
+
+def _others_took_host(c: Check) -> bool:
+    """host-cpu, with the run's own roles using less than half of the busy cores."""
+    busy, cores = c.evidence.get("host_busy"), c.evidence.get("cores")
+    if c.verdict != "host-cpu" or not isinstance(busy, (int, float)) or not isinstance(cores, (int, float)):
+        return False
+    ours = sum(x["cpu"] for x in c.roles.values() if isinstance(x.get("cpu"), (int, float)))
+    return ours < 0.5 * busy * cores
 
 
 def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, str], base: dict,
@@ -295,16 +421,31 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
     mtx_path.write_text(yaml.safe_dump(doc, sort_keys=False))
     cap_ids = _cell_ids(load_matrix(mtx_path, cluster))
     mini_pids = _mini_pids(cluster) if s.cap == "osd" else None
-    with CpuGroups(None, run=f"selftest{os.getpid()}-{s.name}") as groups:
-        capped = Cap(s.cap, {cap_ids[k]: c for k, c in cores.items()}, groups, mini_pids)
+    with CpuGroups(None, run=f"selftest{os.getpid()}-{s.name}") as groups, \
+            IoGroups(None, run=f"selftest{os.getpid()}-{s.name}") as io_groups:
+        capped = Cap(s.cap, {cap_ids[k]: c for k, c in cores.items()}, groups, mini_pids,
+                     io=s.io, dev=storage_io.device(cluster) if s.io else None, io_groups=io_groups)
         run, _ = _run(doc, name, cluster, out, workdir, runner=capping_runner(capped))
     got, failed = _verdicts(run), _failed(run)
     checks: list[Check] = []
     for key, c in cores.items():
+        if s.io:  # what the device did against its throttle, level by level (the expectation)
+            for (cid, lv), v in got.items():
+                if cid == cap_ids[key]:
+                    storage_io.add_device(v["evidence"], s, c, capped.device.get(cid, {}).get(lv))
+    if s.io:
+        storage_io.add_twins(got)
+    for key, c in cores.items():
         use = _least_use(base, ids[key], s.cap, sizes.levels)
         cap = {"role": s.cap, "cores": c, "fraction": fraction, "uncapped_least_cores": use,
                **{k: v for k, v in capped.applied.get(cap_ids[key], {}).items() if k == "group"}}
-        checks += _judge(s, key, cap_ids[key], sizes.levels, got, failed, cap)
+        if s.io:
+            cap.update(io=s.io, limit=c, uncapped_least=storage_io.least_of(
+                s, list(_uncapped(base, ids[key], sizes.levels).values())))
+        if s.decoy:
+            cap.update(fraction=DECOY, uncapped_most_cores=_most_use(base, ids[key], s.cap, sizes.levels))
+        checks += _judge(s, key, cap_ids[key], sizes.levels, got, failed, cap,
+                         _uncapped(base, ids[key], sizes.levels))
     return checks, str(run.path)
 
 

@@ -13,18 +13,25 @@ Two runs of the real chain make every answer:
   never chosen to make the answer come out: the rules must hold for limits nobody tuned.
 
 Each scenario is checked at every concurrency level it runs; each level is time-based (Sizes),
-long enough for its steady window to hold many role samples. The network scenario needs a
-second host (the multi-host issue) and is listed as "not yet" until its module replaces the
-placeholder (see xcbench/selftest/__init__.py).
+long enough for its steady window to hold many role samples. Every run is made the way
+``xcbench run`` makes it: a fio probe per cell (PROBE, as layouts/quick.yaml) and the iperf3
+baseline. A capped level is right only with its cause (xcbench.selftest.cause): slower than
+the same level uncapped beyond both levels' noise, the role at its quota. The ``decoy`` caps
+the gateway at DECOY x the most it used: it must not bind and must not be named;
+``shared-quota`` puts the driver and the gateway in one group: both must be named. The
+network scenario (xcbench.selftest.network) replaces its placeholder here; the storage-*
+and ec-overhead ones come from xcbench.selftest.storage_io.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from xcbench.analysis.attribution import NEAR, VERDICTS
+from xcbench.backends.base import backend_class
 from xcbench.selftest.registry import CELLS, SCENARIOS, CellDef, Scenario, register, register_cell
 
 STORAGE = ("storage-bandwidth", "storage-iops")
@@ -39,8 +46,11 @@ def ident(cell: Any) -> tuple[str, str | None]:
     return cell.backend, cell.pool.label if cell.pool is not None else None
 
 
-def _ceph(pool: str) -> tuple[tuple[str, Any], ...]:
-    return (("layouts", [dict(LAYOUT)]), ("pools", [pool]))
+def _ceph(pool: str, backend: str = "cephfs") -> tuple[tuple[str, Any], ...]:
+    # gateways on CephFS write through ceph-fuse's page cache: probe the same way (quick.yaml)
+    # fio on a CephFS mount buffers (ceph-fuse: no O_DIRECT)
+    probe = (("probe", {"direct": False}),) if getattr(backend_class(backend), "uses_fs", False) else ()
+    return (("layouts", [dict(LAYOUT)]), ("pools", [pool]), *probe)
 
 
 @dataclass(frozen=True)
@@ -62,12 +72,36 @@ class Sizes:
                            "tolerance": self.tolerance}}
 
 
-# At least two transfers in flight per core of this 2-core box: the uncapped scenario's known
-# answer is host-cpu only when its load can exhaust the host. With 2 transfers on an idle box the
-# host was 84 % busy (gateway 1.3 + client 0.3 cores): not exhausted, so not a known answer.
-QUICK = Sizes(levels=(4, 8), file_size="16M", files=16, duration=("8s", "14s"), window="6s", points=3)
-FULL = Sizes(levels=(4, 8, 16), file_size="32M", files=32, duration=("15s", "30s"), window="12s",
-             points=4)
+def host_cores() -> int:
+    """The cores this process may run on (its affinity: a cpuset or taskset counts)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def sizes_for(quick: bool, cores: int | None = None) -> Sizes:
+    """The levels for a host of ``cores`` cores (default: this one's). At least two transfers in
+    flight per core: the uncapped scenario's known answer is host-cpu only when its load can
+    exhaust the host. With 2 transfers on an idle 2-core box the host was 84 % busy (gateway 1.3
+    + client 0.3 cores): not exhausted, so not a known answer. Levels 2 and 4 (full: 2, 4, 8)
+    transfers per core; a host of other size gets other levels, the same load per core."""
+    n = cores or host_cores()
+    if quick:
+        return Sizes(levels=(2 * n, 4 * n), file_size="16M", files=16, duration=("8s", "14s"),
+                     window="6s", points=3)
+    return Sizes(levels=(2 * n, 4 * n, 8 * n), file_size="32M", files=32, duration=("15s", "30s"),
+                 window="12s", points=4)
+
+
+QUICK = sizes_for(True)
+FULL = sizes_for(False)
+# a decoy cap: this many times the MOST the role used uncapped at any level. A quota that
+# generous never holds the role, so the rules must not name it (a rule that names whichever
+# role sits in a quota group would)
+DECOY = 1.5
+# the fio probe of a self-test cell, as layouts/quick.yaml has it (the rules see what a run sees)
+PROBE = {"runtime": 3, "iodepth": 4, "numjobs": 1, "size": "64M"}
 
 
 def _ec_expect(s: Scenario, ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:
@@ -81,6 +115,13 @@ def _ec_expect(s: Scenario, ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:
         return s.expected, f"EC cell at {e * 100:.0f} % of the replicated one"
     return (tuple(v for v in VERDICTS if v != "ec-overhead"),
             f"EC cell at {e * 100:.0f} % of the replicated one: not slower, so not ec-overhead")
+
+
+def _both_named(ev: dict[str, Any]) -> tuple[bool, str]:
+    """A shared quota: the verdict's evidence names every role of the group (limited_roles)."""
+    named = ev.get("limited_roles") or ([ev["limited_role"]] if ev.get("limited_role") else [])
+    ok = {"gateway", "client"} <= set(named)
+    return ok, f"named at the shared limit: {', '.join(named) or 'none'}" + ("" if ok else " (both expected)")
 
 
 def raw_check(ev: dict[str, Any], tolerance: float = 0.2) -> tuple[bool, str]:
@@ -98,7 +139,7 @@ for _cell in (
     CellDef("tmpfs", "tmpfs", (("size", ["2G"]),)),
     CellDef("cephfs-rep", "cephfs", _ceph(REP_POOL), REP_POOL),
     CellDef("cephfs-ec", "cephfs", _ceph(EC_POOL), EC_POOL, with_=("cephfs-rep",)),
-    CellDef("rados-rep", "rados", _ceph(REP_POOL), REP_POOL),
+    CellDef("rados-rep", "rados", _ceph(REP_POOL, "rados"), REP_POOL),
 ):
     register_cell(_cell)
 
@@ -109,8 +150,17 @@ for _s in (
              ("cephfs-rep", "rados-rep"), cap="osd", quick_cells=("cephfs-rep",)),
     Scenario("client", "the campaign driver (this process) in a cgroup with a CPU quota", ("client",),
              ("tmpfs",), cap="client"),
-    Scenario("ec-overhead", "EC 2+1 vs an unprotected replicated pool, same layout, same OSDs",
-             ("ec-overhead",), ("cephfs-ec",), expect=_ec_expect, extra=raw_check),
+    Scenario("decoy", f"the gateway's xrootd/cmsd under a generous CPU quota ({DECOY:g} x the most "
+             "it used uncapped) that must not bind: the verdict must not name it",
+             tuple(v for v in VERDICTS if v != "gateway"), ("tmpfs",), cap="gateway", decoy=True),
+    Scenario("shared-quota", "the campaign driver and the gateway's xrootd/cmsd in ONE cgroup with a "
+             "CPU quota: the answer must name both roles", ("gateway", "client"), ("tmpfs",),
+             cap="gateway+client", extra=_both_named),
+    # the uncapped box: ec-overhead where the EC cell is >= 15 % slower, else not (raw bytes
+    # checked). Its answer leans on the rule's own threshold; the device-throttled
+    # "ec-overhead" scenario (storage_io) derives it from measured raw bytes instead
+    Scenario("ec-uncapped", "EC 2+1 vs an unprotected replicated pool, same layout, same OSDs, "
+             "nothing capped", ("ec-overhead",), ("cephfs-ec",), expect=_ec_expect, extra=raw_check),
     Scenario("host-cpu", "nothing capped: every role shares this host's cores", ("host-cpu",),
              ("tmpfs",)),
     # a placeholder: the multi-host issue's module registers the real one (replace=True)
@@ -121,19 +171,41 @@ for _s in (
 
 
 def matrix_yaml(cells: list[CellDef], sizes: Sizes, name: str) -> dict[str, Any]:
-    """A matrix with exactly these cells (one layout; push; no probe; time-based levels)."""
+    """A matrix with exactly these cells (one layout; push; quick.yaml's fio probe; time-based
+    levels)."""
     backends: dict[str, dict[str, Any]] = {}
+    include: list[dict[str, Any]] = []
+    plain = {c.backend for c in cells if not c.file_size}
     for c in cells:
+        if c.file_size and plain.isdisjoint((c.backend,)):  # alone on its backend: its size there
+            b = backends.setdefault(c.backend, {"file_size": c.file_size})
+            b.update({k: v for k, v in c.entry})
+            continue
+        if c.file_size:  # a cell of its own size beside others of its backend: an include entry
+            e = {"backend": c.backend, "file_size": c.file_size}
+            for key, values in c.entry:
+                if key == "layouts":
+                    e.update(values[0])
+                elif key == "pools":
+                    e["pool"] = values[0]
+                else:
+                    e[key] = values
+            include.append(e)
+            continue
         b = backends.setdefault(c.backend, {})
         for key, values in c.entry:
+            if isinstance(values, dict):  # a backend's settings (its probe)
+                b.setdefault(key, {}).update(values)
+                continue
             b.setdefault(key, [])
             b[key] += [v for v in values if v not in b[key]]
     return {"name": name, "description": "xcbench selftest",
             "defaults": {"origins": [1], "modes": ["push"], "concurrency": list(sizes.levels),
                          "file_size": sizes.file_size, "files": sizes.files, "repeats": 1,
+                         "probe": dict(PROBE),
                          "gateway": {"async": False, "buffers_maxbsz": "16M"},
                          "campaign": sizes.campaign()},
-            "backends": backends}
+            "backends": backends, **({"include": include} if include else {})}
 
 
 @dataclass
@@ -151,6 +223,8 @@ class Check:
     cap: dict[str, Any] | None = None
     roles: dict[str, Any] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
+    # a capped level against the same level uncapped (xcbench.selftest.cause.compare)
+    cause: dict[str, Any] | None = None
 
 
 def _finite(v: Any) -> TypeGuard[float]:

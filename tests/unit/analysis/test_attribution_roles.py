@@ -161,3 +161,30 @@ def test_role_usage_reads_throttling(tmp_path):
                                  + rows("role_cpu_throttled", 0.9, {"role": "gateway"})))
     u = role_usage(s, "c", [(2.0, 8.0)])["gateway"]
     assert u["limit"] is None and u["source"] == "unknown (x)" and not u["saturated"]
+
+
+def test_a_reached_storage_ceiling_is_named_before_a_host_that_others_fill():
+    # the self-test's storage-bandwidth scenario on a busy shared box: the OSDs' device held by
+    # a write throttle, the chain at 96 % of fio's (throttled) bandwidth, the host's CPU full of
+    # other processes (the chain's roles use 0.45 of its 2 busy cores)
+    roles = {"gateway": _role(0.16, 2.0), "client": _role(0.05, 2.0), "osd": _role(0.22, 2.0)}
+    ev = _ev(roles, backend="rados", pool="p", rate=0.055 * GIB, fio_bw=0.057 * GIB, fio_iops=1404,
+             pool_write_ops=61, host_busy=1.0)
+    verdict, reason = decide(ev)
+    assert verdict == "storage-bandwidth" and "host CPU 100 % busy" in reason, reason
+    # below the ceiling, the full host is still host-cpu
+    ev = _ev(roles, backend="rados", pool="p", rate=0.02 * GIB, fio_bw=0.057 * GIB, fio_iops=1404,
+             pool_write_ops=20, host_busy=1.0)
+    assert decide(ev)[0] == "host-cpu"
+
+
+def test_large_ops_are_not_held_against_a_4k_iops_ceiling():
+    # an EC cell under a device-bytes throttle: 4 MiB ops at 3.2/s vs fio's (throttled) 4 IOPS
+    ev = _ev({"gateway": _role(0.1, 2.0)}, backend="rados", pool="p", rate=13.4e6, pool_write_ops=3.2,
+             fio_iops=3.5, fio_bw=0.05 * GIB, ec_ratio=0.28, rep_rate=47e6, rep_pool="rep1")
+    verdict, reason = decide(ev)
+    assert verdict == "ec-overhead" and "storage-iops" not in ev["utilisation"], reason
+    # small ops (32 KiB) at the same op/s ratio: the IOPS ceiling holds them
+    small = _ev({"gateway": _role(0.1, 2.0)}, backend="rados", pool="p", rate=1.7e6, pool_write_ops=52,
+                fio_iops=56, fio_iops_job="randwrite", fio_bw=0.05 * GIB)
+    assert decide(small)[0] == "storage-iops"

@@ -29,10 +29,16 @@ def test_every_scenario_cell_is_a_valid_matrix_cell(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(matrix_yaml(list(CELLS.values()), QUICK, "t")))
     m = load_matrix(path)
+    from xcbench.selftest.run_scenarios import _cell_ids
+    from xcbench.system.sizes import parse_size
+    ids = _cell_ids(m)
+    assert set(ids) == set(CELLS) and len(set(ids.values())) == len(CELLS) == len(m.cells)
     for key, cd in CELLS.items():
-        found = [c for c in m.cells if ident(c) == cd.ident]
-        assert len(found) == 1, key
-        assert found[0].concurrency == QUICK.levels and found[0].mode == "push"
+        (found,) = [c for c in m.cells if c.id == ids[key]]
+        assert ident(found) == cd.ident, key
+        assert found.concurrency == QUICK.levels and found.mode == "push"
+        assert found.file_size == parse_size(cd.file_size or QUICK.file_size), key
+        assert found.probe, key  # every cell is probed, as in a run
 
 
 def test_the_ec_cell_is_compared_with_a_replicated_pool_on_the_same_layout():
@@ -51,7 +57,7 @@ def test_plan_rejects_an_unknown_scenario_and_network_has_runs_of_its_own():
 
 
 def test_ec_expectation_follows_what_the_ec_cell_measured():
-    s = SCENARIOS["ec-overhead"]
+    s = SCENARIOS["ec-uncapped"]
     assert expectation(s, {"ec_ratio": 0.6})[0] == ("ec-overhead",)
     exp, note = expectation(s, {"ec_ratio": 0.95})
     assert "ec-overhead" not in exp and {"host-cpu", "inconclusive"} <= set(exp) and "not slower" in note
@@ -75,7 +81,7 @@ def _result(ok: bool) -> dict:
     c = Check("gateway", "tmpfs", "abc", 4, ("gateway",), "gateway" if ok else "host-cpu", "why", ok,
               cap={"role": "gateway", "cores": 0.119, "fraction": 0.5, "uncapped_least_cores": 0.24,
                    "group": "/sys/fs/cgroup/cpu/xcb-x"}, roles=roles)
-    return {"checks": [c], "not_yet": [{"scenario": "network", "what": "-", "needs": "a second host"}],
+    return {"checks": [c], "not_run": [{"scenario": "network", "what": "-", "needs": "a second host"}],
             "runs": {"uncapped": "/r"}, "fraction": 0.5, "levels": [2, 4], "quick": True, "ok": ok}
 
 
@@ -84,7 +90,9 @@ def test_text_output_shows_expected_attributed_and_evidence():
     assert "gateway      tmpfs         4  gateway" in t and "ok" in t
     assert "gateway 0.12/0.12 101 %, throttled 100 % [cgroup v1" in t
     assert "cap: gateway at 0.119 cores = 0.5 x 0.24 used uncapped" in t
-    assert "not yet (a second host)" in t and "1 of 1 checks right." in t
+    assert "not run (a second host)" in t and "1 of 1 checks right; not run: network" in t
+    allowed = output.text({**_result(True), "allow_missing": ["network"]})
+    assert "not run (a second host) [allowed]" in allowed and "1 of 1 checks right." in allowed
     bad = output.text(_result(False))
     assert "MISMATCH" in bad and "(expected gateway)" in bad
 
@@ -92,7 +100,7 @@ def test_text_output_shows_expected_attributed_and_evidence():
 def test_json_output_is_complete():
     d = json.loads(output.as_json(_result(False)))
     assert d["ok"] is False and d["checks"][0]["verdict"] == "host-cpu"
-    assert d["checks"][0]["roles"]["gateway"]["limit"] == 0.119 and d["not_yet"][0]["scenario"] == "network"
+    assert d["checks"][0]["roles"]["gateway"]["limit"] == 0.119 and d["not_run"][0]["scenario"] == "network"
 
 
 @pytest.mark.parametrize("fraction", ["0.9", "0", "-1"])
@@ -118,20 +126,42 @@ def later(monkeypatch):
     return "later"
 
 
-def test_only_a_not_yet_scenario_runs_nothing_and_says_so(tmp_path, later):
+def test_a_scenario_that_cannot_run_fails_the_selftest_unless_allowed(tmp_path, later):
     from xcbench.selftest.run_scenarios import run_selftest
     result = run_selftest(None, names=[later], out=tmp_path, log=lambda s: None)
-    assert result["ok"] and result["checks"] == [] and list(tmp_path.iterdir()) == []
-    assert "not yet" in output.text(result)
+    assert not result["ok"] and result["checks"] == [] and list(tmp_path.iterdir()) == []
+    assert "not run (a second host)" in output.text(result)
+    result = run_selftest(None, names=[later], out=tmp_path, allow_missing=[later], log=lambda s: None)
+    assert result["ok"] and list(tmp_path.iterdir()) == []
+
+
+def _ec_ev(raw_ec: float, raw_rep: float, use: float = 0.95) -> dict:
+    dev = {"io": "bps", "limit": 50e6, "Bps": use * 50e6, "iops": 100.0, "use": use}
+    return {"rep_cell": "rep", "raw_per_logical": raw_ec, "rep_raw_per_logical": raw_rep,
+            "ec_ratio": raw_rep / raw_ec, "osd_device": dev, "rep_osd_device": dict(dev)}
+
+
+def test_the_ec_expectation_comes_from_the_measured_raw_bytes_at_the_devices_throttle():
+    s = SCENARIOS["ec-overhead"]
+    exp, note = expectation(s, _ec_ev(1.5, 1.0))
+    assert exp == ("ec-overhead",) and "predicted EC at 67 % of its twin" in note
+    exp, note = expectation(s, _ec_ev(1.02, 1.0))  # the raw bytes predict no cost: must not be named
+    assert "ec-overhead" not in exp and "must not be named" in note
+    exp, note = expectation(s, _ec_ev(1.5, 1.0, use=0.3))
+    assert "not made" in note
+    # the replicated twin in the same run: a storage-bandwidth cell at the throttle
+    twin = {"osd_device": {"io": "bps", "limit": 50e6, "Bps": 48e6, "iops": 90.0, "use": 0.96}}
+    assert expectation(s, twin)[0] == ("storage-bandwidth",)
 
 
 def test_an_ec_scenario_that_never_expected_ec_overhead_is_said_not_exercised():
-    def check(level, e):
-        exp, note = expectation(SCENARIOS["ec-overhead"], {"ec_ratio": e})
-        return Check("ec-overhead", "cephfs-ec", "x", level, exp, exp[0], "r", True, note=note)
-    assert output.unexercised([check(2, 0.95), check(4, 0.9)])
-    assert "not exercised" in output.text({**_result(True), "checks": [check(2, 0.95)]})
-    assert not output.unexercised([check(2, 0.95), check(4, 0.7)])
+    def check(level, raw_ec):
+        ev = _ec_ev(raw_ec, 1.0)
+        exp, note = expectation(SCENARIOS["ec-overhead"], ev)
+        return Check("ec-overhead", "rados-ec", "x", level, exp, exp[0], "r", True, note=note, evidence=ev)
+    assert output.unexercised([check(2, 1.0), check(4, 1.05)])
+    assert "not exercised" in output.text({**_result(True), "checks": [check(2, 1.0)]})
+    assert not output.unexercised([check(2, 1.0), check(4, 1.5)])
 
 
 def test_capping_the_osds_of_a_cluster_elsewhere_is_refused_before_any_run(tmp_path):
@@ -165,9 +195,12 @@ def test_a_quota_the_kernel_never_throttled_did_not_make_the_bottleneck():
     assert "gateway ran twice" in output.text(r) and "tmpfs c=4 (host-cpu)" in output.text(r)
 
 
-def test_the_command_lists_a_not_yet_scenario_without_a_cluster(tmp_path, capsys, later):
-    assert main(["selftest", "--scenario", later, "--state-dir", str(tmp_path / "c")]) == 0
-    assert "not yet" in capsys.readouterr().out and not (tmp_path / "c").exists()
+def test_the_command_lists_a_not_run_scenario_without_a_cluster(tmp_path, capsys, later):
+    assert main(["selftest", "--scenario", later, "--state-dir", str(tmp_path / "c")]) == 1
+    assert "not run (a second host)" in capsys.readouterr().out and not (tmp_path / "c").exists()
+    assert main(["selftest", "--scenario", later, "--allow-missing", later,
+                 "--state-dir", str(tmp_path / "c")]) == 0
+    assert "[allowed]" in capsys.readouterr().out and not (tmp_path / "c").exists()
 
 
 def test_every_level_is_time_based_and_long_enough_for_many_role_samples(tmp_path):
@@ -211,3 +244,16 @@ def test_the_packages_scenario_modules_are_all_loaded():
     import xcbench.selftest as st
     assert st.SCENARIO_MODULES[0] == "xcbench.selftest.scenarios"
     assert {"gateway", "storage", "client", "ec-overhead", "host-cpu", "network"} <= set(st.SCENARIOS)
+
+
+@pytest.mark.parametrize("keys", [("rados-small",), ("tmpfs", "rados-small"), ("rados-rep", "rados-small")])
+def test_a_cell_of_its_own_size_is_found_alone_or_beside_others(tmp_path, keys):
+    from xcbench.selftest.run_scenarios import _cell_ids
+    from xcbench.system.sizes import parse_size
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(matrix_yaml([CELLS[k] for k in keys], QUICK, "t")))
+    m = load_matrix(path)
+    ids = _cell_ids(m)
+    assert set(ids) == set(keys) and len(m.cells) == len(keys)
+    (small,) = [c for c in m.cells if c.id == ids["rados-small"]]
+    assert small.file_size == parse_size("256K")
