@@ -17,7 +17,8 @@ from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
 
 # commands that start processes: they stop on SIGINT/SIGTERM/SIGHUP (xcbench.system.signals), record
 # what they start (xcbench.system.orphans) and first stop what a killed earlier command left behind
-STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "selftest", "confirm")
+STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "selftest", "confirm",
+                    "baseline")
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
             "report", "compare", "plan", "telemetry", "baseline", "selftest", "confirm", "hosts",
             "campaign-agent", "smoke")
@@ -88,15 +89,37 @@ def _guarded(args) -> int:
     # stop is waiting for (the tests ask for it before they give up on one)
     with contextlib.suppress(AttributeError, ValueError, OSError):  # a stderr without a file
         faulthandler.register(signal.SIGUSR1, all_threads=True)       # (main() called in-process)
+    from xcbench.system import statedir
+    statedir.ensure()  # a state home that is not ours: one line, exit 2, before anything runs
     with StopFlag():
         said = orphans.reap()
         if said:
             print(said, file=sys.stderr, flush=True)
+        _sweep_host_changes()
         orphans.start()
         try:
             return int(args._run(args) or 0)
         finally:
             orphans.stop()  # the record goes, unless something it names is still there
+
+
+def _sweep_host_changes() -> None:
+    """Undo what a killed earlier command changed on the host beyond processes and mounts:
+    its CPU-quota cgroups (``cores``; emulated hosts' quotas are swept by `hosts down`) and the
+    sysctls ``--tune-tcp`` set."""
+    from xcbench.system import cgroups, sysctlrec
+    try:
+        removed = cgroups.sweep_stale()
+        restored = sysctlrec.restore_stale()
+    except XcbError as e:  # a state dir that is not ours: said, and nothing acted on
+        print(f"xcbench: warning: {e}", file=sys.stderr, flush=True)
+        return
+    if removed:
+        print(f"xcbench: an earlier xcbench was killed and left cgroups behind: removed "
+              f"{', '.join(removed)[:300]}", file=sys.stderr, flush=True)
+    if restored:
+        print(f"xcbench: an earlier xcbench was killed with --tune-tcp in effect: "
+              f"{'; '.join(restored)[:400]}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -15,35 +15,20 @@ from typing import Any
 
 from xcbench.backends.base import Backend, Target
 from xcbench.errors import XcbError
-from xcbench.system import proc
+from xcbench.system import orphans, proc
 from xcbench.system.fsutil import remove_tree
+from xcbench.system.scratch import (  # noqa: F401 (memory_room, RESERVE_*: this module's API before)
+    RESERVE_FRACTION,
+    RESERVE_MIN,
+    check_fits,
+    memory_room,
+    private_dir,
+)
 from xcbench.system.sizes import format_size
 from xcbench.system.xrootd_user import reachable_by, xrootd_ids
 
 DEFAULT_SIZE = 1 << 30
 SHM = "/dev/shm"
-# What a tmpfs may not take of the memory available now: the OS, the gateways, Ceph daemons.
-RESERVE_MIN = 2 << 30
-RESERVE_FRACTION = 0.10  # of total memory, when that is more than RESERVE_MIN
-
-
-def memory_room() -> tuple[int, int]:
-    """(available memory, reserve): a tmpfs target may be at most available - reserve."""
-    import psutil
-    vm = psutil.virtual_memory()
-    return int(vm.available), max(RESERVE_MIN, int(vm.total * RESERVE_FRACTION))
-
-
-def check_fits(size: int, what: str, hint: str = "") -> None:
-    """Refuse (one line) a tmpfs of ``size`` bytes that filling would push the host out of
-    memory: a tmpfs holds its files in RAM (and swap), so its size must fit in what is free."""
-    available, reserve = memory_room()
-    if size > available - reserve:
-        raise XcbError(f"{what}: a tmpfs of {format_size(size)} does not fit in memory "
-                       f"({format_size(available)} available, {format_size(reserve)} kept in "
-                       f"reserve){'; ' + hint if hint else ''}")
-
-
 def _is_mount(path: str) -> bool:
     real = os.path.realpath(path)
     with open("/proc/self/mounts") as fh:
@@ -72,7 +57,9 @@ class TmpfsBackend(Backend):
             # no permission to mount: a plain directory on the machine's /dev/shm tmpfs
             os.rmdir(mnt)
             target.created = []
-            shm = Path(tempfile.mkdtemp(prefix=f"xcb-tmpfs-{cell.id}-", dir=SHM))
+            # a private, recorded dir (the next command removes it after a kill -9)
+            shm = private_dir(SHM, f"xcb-tmpfs-{cell.id}-", mode=0o755,
+                              uid=ids[0] if ids is not None else None)
             target.path = str(shm)
             target.oss = {"localroot": str(shm)}
             target.created.append(f"dir:{shm}")
@@ -119,6 +106,7 @@ class TmpfsBackend(Backend):
                 remove_tree(path)
                 if os.path.isdir(path):
                     raise XcbError(f"tmpfs: cell {target.cell_id}: could not remove {path}")
+                orphans.forget_dir(path)
         target.created.clear()
 
     def describe(self) -> dict[str, Any]:

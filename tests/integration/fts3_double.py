@@ -12,6 +12,8 @@ For tests: ``config_rights=False`` answers /config/links with 403 as FTS does fo
 config rights; ``hold_after=N`` keeps every file of a job after its first N ACTIVE (in flight)
 until ``release`` is set or the job is cancelled, so a test can act on a job that is surely
 running, whatever the machine's speed. ``link_calls`` lists every accepted /config/links body.
+``answer_dest(file_index, dest)`` (a misbehaving or hostile server): the file is copied to the
+destination submitted, but its ``dest_surl`` is answered as what the function returns.
 """
 
 from __future__ import annotations
@@ -43,10 +45,11 @@ def _se(url: str) -> str:
 
 class Fts3Double:
     def __init__(self, token: str = "xcbench-test", default_max_active: int = 4, *,
-                 config_rights: bool = True, hold_after: int | None = None):
+                 config_rights: bool = True, hold_after: int | None = None, answer_dest=None):
         self.token, self.default_max_active = token, default_max_active
         self.config_rights, self.hold_after = config_rights, hold_after
         self.release = threading.Event()
+        self.answer_dest = answer_dest
         self.link_calls: list[dict] = []
         self.jobs: dict[str, dict] = {}
         self.submitted: list[dict] = []      # job JSON bodies as received
@@ -177,7 +180,8 @@ class Fts3Double:
             src, dst = f["sources"][0], f["destinations"][0]
             job["files"].append({
                 "file_id": len(self.jobs) * 100000 + i + 1, "file_index": i, "job_id": job_id,
-                "file_state": "SUBMITTED", "source_surl": src, "dest_surl": dst,
+                "file_state": "SUBMITTED", "source_surl": src, "_dest": dst,
+                "dest_surl": self.answer_dest(i, dst) if self.answer_dest else dst,
                 "source_se": _se(src), "dest_se": _se(dst), "filesize": f.get("filesize"),
                 "user_filesize": f.get("filesize"), "checksum": f.get("checksum"),
                 "file_metadata": f.get("metadata"), "retry": 0, "reason": None,
@@ -257,7 +261,7 @@ class Fts3Double:
                 if mode != "none" and f["checksum"]:
                     algo, value = f["checksum"].split(":", 1)
                     params.set_checksum(getattr(gfal2.checksum_mode, mode), algo.lower(), value)
-                ctx.filecopy(params, f["source_surl"], f["dest_surl"])
+                ctx.filecopy(params, f["source_surl"], f["_dest"])
             except gfal2.GError as e:
                 error = " ".join(str(e.message).split())
             dur = time.time() - t0

@@ -82,34 +82,55 @@ def test_tune_tcp_sets_the_fixes_and_puts_every_old_value_back():
 
 
 @root_only
-def test_tune_tcp_restores_when_the_process_is_terminated(tmp_path):
-    before = proc_sys()
-    script = ("import time\nfrom xcbench.network import tcpaudit\n"
-              "with tcpaudit.TcpTuning(tcpaudit.audit()) as t:\n"
-              "    print(len(t.changed), flush=True)\n    time.sleep(60)\n")
-    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_baseline_leaves_no_iperf3_server_and_no_tuned_sysctl(tmp_path, sig):
+    """`xcbench baseline --tune-tcp` stopped mid-sweep: on SIGTERM through the command's own
+    signal handling (its iperf3 server stopped, the sysctls put back); on SIGKILL by the next
+    command (the recorded server stopped, the recorded sysctls restored)."""
+    mark = f"XCB_TEST_MARK=baseline-{os.getpid()}-{sig}"
+    before, servers = proc_sys(), _iperf3_servers(mark)
+    env = {**os.environ, "XCBENCH_HOME": str(tmp_path / "home"), "XCB_TEST_MARK": mark}
+    cmd = [sys.executable, "-m", "xcbench.cli", "baseline", "--tune-tcp", "--streams", "1",
+           "--seconds", "60"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        changed = int(p.stdout.readline())
-        if changed:
-            assert proc_sys() != before
-        p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=20) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 60
+        while not (_iperf3_servers(mark) - servers) and time.monotonic() < deadline:
+            assert p.poll() is None, p.communicate()
+            time.sleep(0.05)
+        assert _iperf3_servers(mark) - servers, "the sweep never started its iperf3 server"
+        p.send_signal(sig)
+        rc = p.wait(timeout=60)
+        assert rc != 0
+        if sig == signal.SIGKILL:
+            assert (tmp_path / "home" / "procs").is_dir()  # what it started is recorded
+            nxt = subprocess.run([sys.executable, "-m", "xcbench.cli", "baseline", "--audit"],
+                                 env=env, capture_output=True, text=True, timeout=120)
+            assert nxt.returncode == 0, nxt.stderr
+            assert "was killed" in nxt.stderr and "iperf3" in nxt.stderr
+        deadline = time.monotonic() + 20
+        while _iperf3_servers(mark) - servers and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _iperf3_servers(mark) - servers
+        assert proc_sys() == before
     finally:
         if p.poll() is None:
             p.kill()
-    assert proc_sys() == before
 
 
-def _iperf3_servers() -> set[int]:
+def _iperf3_servers(mark: str | None = None) -> set[int]:
+    """iperf3 servers running (with ``mark``: only those started with it in their environment,
+    not another engineer's)."""
     out = set()
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
                 cmd = (d / "cmdline").read_bytes().split(b"\0")
+                if cmd and cmd[0].endswith(b"iperf3") and b"-s" in cmd and (
+                        mark is None or mark.encode() in (d / "environ").read_bytes()):
+                    out.add(int(d.name))
             except OSError:
                 continue
-            if cmd and cmd[0].endswith(b"iperf3") and b"-s" in cmd:
-                out.add(int(d.name))
     return out
 
 

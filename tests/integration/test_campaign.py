@@ -199,6 +199,34 @@ def test_the_same_campaign_through_an_fts3_rest_api(gateways):
     assert rows["timeline"] and rows["campaigns"] == [summary]
 
 
+def test_delete_after_verify_deletes_only_what_the_job_submitted(gateways, tmp_path_factory):
+    """An FTS server that answers a file's dest_surl with a URL this job never submitted (a
+    file of someone else's, on another storage): xcbench neither reads nor deletes it; the row
+    says so; the files it did submit are verified and deleted."""
+    from tests.integration.fts3_double import Fts3Double
+    from xcbench.campaign.fts3 import submit_campaign
+    dst, src = gateways
+    with tmpfs_gateways(tmp_path_factory.mktemp("foreign"), ("camp-foreign",)) as (other,):
+        foreign = Path(other.target.path) / "someone-elses-file"
+        foreign.write_bytes(b"precious")
+
+        def answer(i, dest):
+            return f"{other.http_url}/someone-elses-file" if i == 0 else dest
+        spec = CampaignSpec(files=3, file_size="256K", seed=5, mode="tpc-http", concurrency=2,
+                            checksum="none", delete_after_verify=True)
+        rows = Rows()
+        with Fts3Double(answer_dest=answer) as fts:
+            summary = submit_campaign(spec, fts=fts.url, dest=dst, source=src, sink=rows,
+                                      cell_id="cell-foreign", token=fts.token, poll=0.3)
+        assert foreign.read_bytes() == b"precious"  # not deleted
+        last = finals(rows["transfers"])
+        assert last[0]["file_state"] == "FAILED" and "did not submit" in last[0]["reason"]
+        assert summary["failed"] == 1 and summary["finished"] == 2
+        for i in (1, 2):  # verified copies of this job: deleted as asked
+            assert last[i]["file_state"] == "FINISHED"
+            assert not local(dst, last[i]["destination"]).exists()
+
+
 def test_a_full_destination_never_yields_a_wrong_finished_file(tmp_path):
     """XRootD 5.5.3 on a full file system acknowledges some short writes: the stored file is
     truncated with no error. With checksums off, FTS's size check must still catch it."""

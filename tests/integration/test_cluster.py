@@ -211,3 +211,27 @@ def test_up_down_cycle(tmp_path):
         assert io.read("o") == b"memstore"
     run(XCBENCH + ["cluster", "down", "--state-dir", state], env=NO_ENV, timeout=120)
     assert not state.exists() and mc.processes() == {}
+
+
+def test_no_key_on_a_command_line_while_the_cluster_is_made(tmp_path, monkeypatch):
+    """ceph-osd --mkfs gets the OSD's key from a 0600 file (--keyfile), not --key on its
+    command line (readable by every user with ps); the key reaches the OSD all the same."""
+    import xcbench.ceph.mini as mini
+    seen: list[list[str]] = []
+    real_run, real_spawn = mini.proc.run, mini.proc.spawn
+    monkeypatch.setattr(mini.proc, "run", lambda cmd, **kw: seen.append([str(a) for a in cmd])
+                        or real_run(cmd, **kw))
+    monkeypatch.setattr(mini.proc, "spawn", lambda cmd, **kw: seen.append([str(a) for a in cmd])
+                        or real_spawn(cmd, **kw))
+    mc = MiniCluster(tmp_path / "c")
+    try:
+        mc.up(objectstore="bluestore", osds=3)
+        keys = [ln.split("=", 1)[1].strip() for f in (tmp_path / "c").glob("*/keyring")
+                for ln in f.read_text().splitlines() if ln.strip().startswith("key")]
+        assert len(keys) >= 3 and any(a[0] == "ceph-osd" and "--mkfs" in a for a in seen)
+        assert not [a for a in seen for k in keys if any(k in w for w in a)]
+        for i in range(3):
+            osd = tmp_path / "c" / f"osd.{i}"
+            assert (osd / "osd_key").read_text().strip() in keys and not (osd / "mkfs.key").exists()
+    finally:
+        mc.down()

@@ -35,7 +35,7 @@ def _leftovers(stamp: str) -> list[str]:
         left += [f"netns xcb-{h}"] if f"xcb-{h}" in ns else []
         left += [f"qdisc of {h}"] if f"{h}" in qdiscs else []
         left += [f"cgroup {p}" for p in Path("/sys/fs/cgroup/cpu").glob(f"*{h}*")]
-    left += [f"bridge xcn{TAG}"] if f" xcn{TAG}:" in links else []
+    left += [f"bridge xcbn{TAG}"] if f" xcbn{TAG}:" in links else []
     for p in psutil.process_iter(["pid", "name", "cmdline"]):
         cmd = " ".join(p.info["cmdline"] or [])
         if stamp in cmd and p.pid != os.getpid():  # xrootd, cmsd, agents, iperf3 of the runs

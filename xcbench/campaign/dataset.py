@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.system.scratch import write_new
 
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
 _BASE = 65521  # largest prime below 2**16 (adler32's modulus)
@@ -164,16 +165,13 @@ class Dataset:
             value = self._adler[i] = format_adler32(acc)
         return value
 
-    def materialise(self, i: int, path: str | os.PathLike) -> Path:
-        """Write file ``i`` to ``path`` (for a TPC source dir or a gfal2 file:// source)."""
+    def materialise(self, i: int, path: str | os.PathLike,
+                    owner: tuple[int, int] | None = None) -> Path:
+        """Write file ``i`` to ``path`` (for a TPC source dir or a gfal2 file:// source) without
+        following any link in its directory (xcbench.system.scratch.write_new); ``owner``: (uid, gid)
+        it is given to, set on the new file's descriptor."""
         p = Path(path)
-        tmp = p.with_name(p.name + ".part")
-        with open(tmp, "wb") as fh:
-            for chunk in self.chunks(i):
-                fh.write(chunk)
-        os.chmod(tmp, 0o644)
-        tmp.replace(p)
-        return p
+        return write_new(p.parent, p.name, self.chunks(i), mode=0o644, owner=owner)
 
     def describe(self) -> dict:
         sizes = self.sizes

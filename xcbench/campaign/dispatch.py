@@ -111,7 +111,8 @@ class Campaign:
         self.checksum_retries = 0
         self.mismatches = 0
         self.delete_failures = 0
-        self.local = local_source(self.dataset, spec.campaign_id, spec.mode, self.kind, self.scheme)
+        self.local = local_source(self.dataset, spec.campaign_id, spec.mode, self.kind, self.scheme,
+                                  concurrent=spec.max_active or spec.concurrency)
         self.staging: dict | None = None
         if spec.mode == "tpc-root" and is_xrdceph(self.dest):
             self.findings.append(finding(
@@ -362,11 +363,16 @@ class Campaign:
 
     def run(self, progress: bool = False, stop_event=None) -> dict:
         spec = self.spec
-        if spec.mode != "push":
-            self.staging = stage_source(self.dataset, self.source_endpoint(),
-                                        [self.source_name(i) for i in range(len(self.dataset))])
-        elif self.local:
-            self.staging = self.local.stage_all()
+        try:  # staging is removed on any failure of its own (the record covers a kill -9)
+            if spec.mode != "push":
+                self.staging = stage_source(self.dataset, self.source_endpoint(),
+                                            [self.source_name(i) for i in range(len(self.dataset))])
+            elif self.local:
+                self.staging = self.local.stage_all()
+        except BaseException:
+            if self.local:
+                self.local.cleanup()
+            raise
         if self.optimizer:
             self.monitor.optimize(time.time())  # FTS's first decision: start halfway (or at max)
         timeline = Timeline(self.cell_id, spec.campaign_id, spec.concurrency, spec.repeat)

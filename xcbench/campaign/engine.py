@@ -37,6 +37,7 @@ from typing import Any
 from xcbench.campaign import fts3
 from xcbench.errors import XcbError
 from xcbench.system import secrets
+from xcbench.system.ports import cleartext_token_problem
 from xcbench.system.signals import Interrupted
 
 ENGINES = ("local", "fts3")
@@ -75,6 +76,10 @@ def engine_problems(section: Any) -> list[tuple[str, str]]:
     elif isinstance(ep, str) and "@" in ep.split("://", 1)[1].split("/", 1)[0]:
         out.append(("fts.endpoint", "credentials in the URL are refused (they would be "
                     "recorded): give token_file or token_env"))
+    elif ("token_file" in fts or "token_env" in fts) and isinstance(ep, str):
+        why = cleartext_token_problem(ep)
+        if why is not None:
+            out.append(("fts.endpoint", why))
     if "token_file" in fts and "token_env" in fts:
         out.append(("fts.token_env", "give token_file or token_env, not both"))
     for key in ("token_file", "cert"):

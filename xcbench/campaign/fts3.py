@@ -40,6 +40,7 @@ from xcbench.campaign.thread_clients import thread_client
 from xcbench.errors import XcbError
 from xcbench.store.findings import finding
 from xcbench.store.tables import TIMELINE
+from xcbench.system.ports import cleartext_token_problem
 
 log = logging.getLogger(__name__)
 TERMINAL = ("FINISHED", "FAILED", "FINISHEDDIRTY", "CANCELED")
@@ -69,6 +70,9 @@ def connect(fts_url: str, *, token: str | None = None, ucert: str | None = None,
     except ImportError as e:  # M2Crypto comes from the Debian package python3-m2crypto
         raise XcbError(f"fts3: the fts3 client library cannot be imported ({e}); "
                        "pip install fts3 and apt-get install python3-m2crypto") from None
+    why = cleartext_token_problem(fts_url) if token else None
+    if why is not None:
+        raise XcbError(f"fts3: {why}")
     try:
         if token:
             return Context(fts_url, fts_access_token=token, verify=verify)
@@ -209,12 +213,24 @@ def links_finding(cell_id: str, links: dict, fts: str) -> dict:
         "levels), or read each level as 'what FTS chose' (recorded per level)", "warning")
 
 
-def verify_and_delete(rows: list[dict], spec: CampaignSpec, kind: str) -> int:
+def verify_and_delete(rows: list[dict], spec: CampaignSpec, kind: str,
+                      submitted: set[str] | frozenset[str] = frozenset()) -> int:
     """After FTS said FINISHED: the destination's own adler32 into ``checksum_dest`` (a mismatch
-    turns the row FAILED and keeps the file), then the file is deleted. Returns the failures."""
+    turns the row FAILED and keeps the file), then the file is deleted. Returns the failures.
+    Only a destination this job ``submitted`` is read or deleted: the server's answer
+    (``dest_surl``) never decides what xcbench deletes with the engineer's credentials."""
     client, bad = thread_client(kind), 0
     for r in rows:
         if r["file_state"] != "FINISHED":
+            continue
+        if r.get("destination") not in submitted:
+            bad += 1
+            log.warning("fts3: the server answered with destination %s, which this job did not "
+                        "submit: not read, not deleted", r.get("destination"))
+            r.update(file_state="FAILED", transferred=0, throughput=None,
+                     error_scope="DESTINATION", error_phase="TRANSFER_FINALIZATION",
+                     reason="FTS answered with a destination this job did not submit: left "
+                            "alone (not verified, not deleted)")
             continue
         if spec.checksum != "none":
             try:
@@ -284,7 +300,7 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
             new = harvest(ctx, job_id, spec, cell_id, "fts3", done)
             harvested.update(f.get("file_id") for f in done)
             if spec.delete_after_verify:
-                verify_and_delete(new, spec, kind)
+                verify_and_delete(new, spec, kind, frozenset(dests))
             rows.extend(new)
             out.add("transfers", new)
             out.flush()

@@ -10,8 +10,9 @@ from typing import Any
 from xcbench.analysis.steady import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
 from xcbench.campaign.access import parse_access, read_fraction
 from xcbench.errors import XcbError
+from xcbench.system.scratch import memory_room
 from xcbench.system.secrets import redact
-from xcbench.system.sizes import parse_size
+from xcbench.system.sizes import format_size, parse_size
 
 MODES = ("push", "tpc-root", "tpc-http")
 CLIENTS = ("xrootd", "gfal2", "http")  # http: plain GET, read campaigns only
@@ -43,6 +44,28 @@ CAMPAIGN_LIMITS: dict[str, tuple[type, float, float, bool]] = {
     "repeat": (int, 0, 1_000_000, False), "chunk_size": (int, 1, 1 << 30, False),
     "connections": (int, 1, 4096, False),
 }
+
+
+# What a driver holds (benchmarks/bench_driver_memory.py): ~570 B of dataset state per file
+# measured, counted as 1 KiB with its records; a transfer in flight: its thread (~16 KiB
+# resident measured) and the client's buffers, counted as 1 MiB.
+BYTES_PER_FILE = 1 << 10
+BYTES_PER_TRANSFER = 1 << 20
+
+
+def memory_problem(files: int, concurrency: int) -> tuple[str, str] | None:
+    """(field, why) when ``files`` and ``concurrency`` would take the driver past the memory
+    this host has free (less the reserve kept for the OS, gateways and Ceph); else None."""
+    available, reserve = memory_room()
+    room = max(available - reserve, 0)
+    need_files, need_xfers = files * BYTES_PER_FILE, concurrency * BYTES_PER_TRANSFER
+    if need_files + need_xfers <= room:
+        return None
+    fld = "files" if need_files >= need_xfers else "concurrency"
+    return (fld, f"{files} files at concurrency {concurrency} need about "
+                 f"{format_size(need_files + need_xfers)} of driver memory; this host has "
+                 f"{format_size(room)} free beyond its reserve (give fewer files, or a lower "
+                 f"concurrency)")
 
 
 def _check(obj: Any, limits: dict[str, tuple[type, float, float, bool]], prefix: str) -> None:

@@ -16,6 +16,7 @@ from xcbench.campaign.thread_clients import thread_client
 from xcbench.errors import XcbError
 from xcbench.system import orphans
 from xcbench.system.fsutil import remove_tree
+from xcbench.system.scratch import check_fits, lexists_regular, memory_room, on_tmpfs, private_dir
 
 
 def stage_source(dataset: Dataset, source: Endpoint, names: list[str], *, threads: int = 8,
@@ -33,13 +34,13 @@ def stage_source(dataset: Dataset, source: Endpoint, names: list[str], *, thread
         nonlocal written, kept
         if dirs:
             path = Path(dirs[i % len(dirs)].rstrip("/") + names[i])
-            if path.exists() and path.stat().st_size == dataset.size(i):
+            st = lexists_regular(path.parent, path.name)  # a link there is never followed
+            if st is not None and st.st_size == dataset.size(i):
                 with lock:
                     kept += 1
                 return
-            dataset.materialise(i, path)
-            st = path.parent.stat()  # the gateway's user owns it: xrootd can cache the adler32
-            os.chown(path, st.st_uid, st.st_gid)
+            top = os.lstat(path.parent)  # the gateway's user owns it: xrootd can cache the adler32
+            dataset.materialise(i, path, owner=(top.st_uid, top.st_gid))
         else:
             c = thread_client("xrootd")
             url = source.url(names[i], "root")
@@ -61,35 +62,45 @@ def stage_source(dataset: Dataset, source: Endpoint, names: list[str], *, thread
 
 
 def local_source(dataset: Dataset, campaign_id: str, mode: str, kind: str,
-                 scheme: str) -> LocalSource | None:
+                 scheme: str, concurrent: int = 1) -> LocalSource | None:
     """The local source a push needs: only gfal2 over http:// reads a local file (its POSIX
     writes over davix cost 4x the CPU of filecopy); root:// pushes stream from the dataset."""
     if mode == "push" and kind == "gfal2" and scheme == "http":
-        return LocalSource(dataset, campaign_id)
+        return LocalSource(dataset, campaign_id, concurrent=concurrent)
     return None
 
 
 class LocalSource:
-    """Local copies of dataset files for gfal2's file:// push source. When the whole dataset
-    fits in ``budget`` bytes, :meth:`stage_all` writes every file before the campaign's clock
+    """Local copies of dataset files for gfal2's file:// push source, in a private directory
+    (xcbench.system.scratch.private_dir: a random name, 0700, recorded before it is made; files
+    written without following links). When the whole dataset fits in ``budget`` bytes (and, on
+    a tmpfs, in free memory), :meth:`stage_all` writes every file before the campaign's clock
     starts and they are kept for retries; else each file is written before its attempt's clock
-    starts (its CPU then competes with running transfers) and deleted after its last attempt."""
+    starts (its CPU then competes with running transfers) and deleted after its last attempt:
+    then the ``concurrent`` largest files at once must fit (refused in one line if not)."""
 
     def __init__(self, dataset: Dataset, campaign_id: str, budget: int = 4 << 30,
-                 base: str = "/dev/shm"):
+                 base: str = "/dev/shm", concurrent: int = 1):
         self.dataset = dataset
-        self.dir = Path(base if os.path.isdir(base) else "/tmp") / f"xcb-push-{campaign_id}"
+        self.base = base if os.path.isdir(base) else "/tmp"
+        self.keep = dataset.total_bytes <= budget
+        if on_tmpfs(self.base):
+            available, reserve = memory_room()
+            self.keep = self.keep and dataset.total_bytes <= available - reserve
+            if not self.keep:
+                at_once = sum(sorted(dataset.sizes)[-max(1, concurrent):])
+                check_fits(at_once, f"campaign {campaign_id}: gfal2 push staging in {self.base}",
+                           "give fewer or smaller files, or a lower concurrency")
         # recorded before it is made: after a kill -9 of the driver the next command removes
         # it (and says so); a signal's cleanup removes it at once
-        orphans.note_dir(self.dir)
-        self.dir.mkdir(mode=0o755, parents=True, exist_ok=True)
-        self.keep = dataset.total_bytes <= budget
+        self._fd: int | None = None  # the staging dir, opened once for unlinks relative to it
+        self.dir = private_dir(self.base, f"xcb-push-{campaign_id}-")
 
     def path(self, i: int) -> str:
-        p = self.dir / self.dataset.name(i)  # one attempt per file at a time: no lock needed
-        if not p.exists():
-            self.dataset.materialise(i, p)
-        return str(p)
+        name = self.dataset.name(i)  # one attempt per file at a time: no lock needed
+        if lexists_regular(self.dir, name) is None:
+            self.dataset.materialise(i, self.dir / name)
+        return str(self.dir / name)
 
     def stage_all(self, threads: int = 4) -> dict:
         """Write every file now (when they all fit): staging stays out of the measured window."""
@@ -103,9 +114,20 @@ class LocalSource:
 
     def release(self, i: int) -> None:
         if not self.keep:
-            (self.dir / self.dataset.name(i)).unlink(missing_ok=True)
+            try:
+                os.unlink(self.dataset.name(i), dir_fd=self._dirfd())
+            except FileNotFoundError:
+                pass
+
+    def _dirfd(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return self._fd
 
     def cleanup(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         if not remove_tree(self.dir):
             orphans.forget_dir(self.dir)
 

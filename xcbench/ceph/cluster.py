@@ -43,7 +43,7 @@ from xcbench.ceph import keys, mounts, pools
 from xcbench.ceph.keys import KeyDir
 from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
-from xcbench.system import proc
+from xcbench.system import proc, statedir
 from xcbench.system.mounts import fuse_umount
 from xcbench.system.userfiles import read_bytes
 from xcbench.system.xrootd_user import XROOTD_USER
@@ -59,11 +59,11 @@ MON_OP_TIMEOUT = 60
 
 
 def default_state_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """--state-dir, else $XCBENCH_HOME/cluster, else ./.xcbench/cluster."""
+    """--state-dir, else <state home>/cluster (xcbench.system.statedir: $XCBENCH_HOME, else
+    /var/lib/xcbench for root, else $XDG_STATE_HOME/xcbench)."""
     if explicit:
         return Path(explicit).absolute()
-    home = os.environ.get("XCBENCH_HOME")
-    return (Path(home) / "cluster" if home else Path.cwd() / ".xcbench" / "cluster").absolute()
+    return statedir.home() / "cluster"
 
 
 def parse_ceph_args(text: str | None) -> dict[str, str]:

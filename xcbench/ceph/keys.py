@@ -7,7 +7,7 @@ traverse it, never listable), written with O_CREAT|O_EXCL|O_NOFOLLOW (a planted 
 fails), and the copy itself is the xrootd user's, 0400. The directory is removed by
 :meth:`KeyDir.close` (Cluster.close), at interpreter exit (atexit), and, after a kill -9, by
 the next xcbench command: each directory is recorded under the state home
-(``$XCBENCH_HOME`` or ``./.xcbench``, ``keydirs/<pid>-<dir>.json``) and :func:`sweep` removes
+(xcbench.system.statedir, ``keydirs/<pid>-<dir>.json``) and :func:`sweep` removes
 those whose process is gone.
 """
 
@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.system import statedir
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.proc import pid_alive
 
@@ -32,8 +33,7 @@ _live: set[KeyDir] = set()
 
 
 def state_home() -> Path:
-    home = os.environ.get("XCBENCH_HOME")
-    return (Path(home) if home else Path.cwd() / ".xcbench").absolute()
+    return statedir.home()
 
 
 class KeyDir:
@@ -55,10 +55,10 @@ class KeyDir:
                 _live.add(self)
                 try:
                     rec = state_home() / "keydirs" / f"{os.getpid()}-{self.path.name}.json"
-                    rec.parent.mkdir(parents=True, exist_ok=True)
-                    rec.write_text(json.dumps({"pid": os.getpid(), "dir": str(self.path)}))
+                    statedir.write_private(rec, json.dumps(
+                        {"pid": os.getpid(), "dir": str(self.path), "host": statedir.HOST}))
                     self._record = rec
-                except OSError:
+                except (OSError, XcbError):
                     pass  # no record: close() and atexit still remove it
             if gid is not None:
                 os.chown(self.path, os.getuid(), gid)
@@ -140,6 +140,10 @@ def sweep() -> list[Path]:
             info = json.loads(rec.read_text())
             pid, d = int(info["pid"]), Path(info["dir"])
         except (OSError, ValueError, KeyError, TypeError):
+            continue
+        why = statedir.record_problem(rec) or statedir.host_problem(info)
+        if why is not None:
+            statedir.warn_skipped(rec, why)
             continue
         if pid == os.getpid() or pid_alive(pid):
             continue

@@ -52,11 +52,12 @@ from xcbench.ceph.cluster import (
 )
 from xcbench.errors import XcbError
 from xcbench.system import mounts as sysmounts
-from xcbench.system import proc
+from xcbench.system import proc, statedir
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.ports import LOOPBACK, free_ports
 
 MARKER = "written by xcbench: embedded mini cluster"
+MADE = ".xcbench-cluster"  # the proof a state dir is a cluster this user made on this host
 OBJECTSTORES = ("bluestore", "memstore")
 DAEMON_PROGS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse")
 Log = Callable[[str], None]
@@ -81,13 +82,35 @@ class MiniCluster:
             return {}
 
     def ours(self) -> bool:
-        """True if the state dir was made by xcbench (so wiping it is safe)."""
-        if self.meta_path.exists():
-            return True
+        """True if the state dir is a cluster xcbench made here (so wiping it is safe)."""
+        return self.not_ours() is None
+
+    def not_ours(self) -> str | None:
+        """Why the state dir may not be acted on (None: it may): it must hold the marker that
+        `cluster up` writes first (O_EXCL, 0600), ours, naming this dir and this host (on a
+        shared home, another host's live cluster is never taken for a dead one of ours)."""
+        made = self.state / MADE
+        why = statedir.record_problem(made)
+        if why is not None:
+            return f"no proof xcbench made this cluster ({MADE}: {why})"
         try:
-            return MARKER in self.conf.read_text()[:200]
-        except OSError:
-            return False
+            rec = json.loads(made.read_text())
+        except (OSError, ValueError) as e:
+            return f"{MADE} is unreadable ({e})"
+        why = statedir.host_problem(rec)
+        if why is not None:
+            return f"{MADE}: {why}"
+        if rec.get("state_dir") != str(self.state) or rec.get("uid") != os.geteuid():
+            return f"{MADE} was written for {rec.get('state_dir')!r} by uid {rec.get('uid')!r}"
+        return None
+
+    def _mark(self) -> None:
+        """Write the marker (before anything of the cluster exists)."""
+        fd = os.open(self.state / MADE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                     | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"host": statedir.HOST, "uid": os.geteuid(), "state_dir": str(self.state),
+                       "made": time.time()}, fh)
 
     def run_dir(self) -> Path:
         try:
@@ -188,11 +211,15 @@ class MiniCluster:
 
     def _prepare_dir(self, log: Log) -> None:
         if self.state.exists() and any(self.state.iterdir()):
-            if not self.ours():
-                raise XcbError(f"{self.state}: directory is not empty and holds no xcbench cluster; "
-                               "choose another --state-dir")
+            why = self.not_ours()
+            if why is not None:
+                raise XcbError(f"{self.state}: directory is not empty and holds no xcbench cluster "
+                               f"of this host ({why}); choose another --state-dir")
             log(f"removing the state of a stopped cluster in {self.state}")
             self.down(log=lambda s: None)
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.state.chmod(0o755)
+        self._mark()
         for sub in ("log", "crash", "mounts"):
             (self.state / sub).mkdir(parents=True, exist_ok=True)
         self.state.chmod(0o755)
@@ -305,8 +332,14 @@ class MiniCluster:
     def _make_osd(self, i: int, osd_uuid: str, secret: str, procs: proc.ProcessSet,
                   errors: list) -> None:
         try:
-            proc.run(["ceph-osd", "-c", self.conf, "-i", i, "--mkfs", "--key", secret,
-                      "--osd-uuid", osd_uuid], timeout=180)
+            # the key from a 0600 file, not the command line (which any user reads with ps)
+            keyfile = self.state / f"osd.{i}" / "mkfs.key"
+            write_secret(keyfile, secret)
+            try:
+                proc.run(["ceph-osd", "-c", self.conf, "-i", i, "--mkfs", "--keyfile", keyfile,
+                          "--osd-uuid", osd_uuid], timeout=180)
+            finally:
+                keyfile.unlink(missing_ok=True)
             cmd: list = ["ceph-osd", "-f", "-c", self.conf, "-i", i]
             if self._osd_host:  # inside the storage host, on its address
                 ns, a = self._osd_host
@@ -358,8 +391,10 @@ class MiniCluster:
         if not self.state.exists():
             log(f"{self.state}: no cluster state, nothing to do")
             return 0
-        if not self.ours():
-            raise XcbError(f"{self.state}: not an xcbench cluster state dir; refusing to remove it")
+        why = self.not_ours()
+        if why is not None:
+            raise XcbError(f"{self.state}: not a cluster xcbench made here: {why}; refusing to "
+                           "touch it")
         run_dir = self.run_dir()
         n = self._stop_processes(log=log, timeout=timeout)
         remove_tree(self.state, unmount=True, what="cluster down")

@@ -73,6 +73,10 @@ def _spec(args):
     if args.optimizer:
         opt = OptimizerSpec(interval=args.optimizer_interval, min_active=args.optimizer_min,
                             mode=args.optimizer_mode)
+    from xcbench.campaign.spec import memory_problem
+    mem = memory_problem(args.files, args.concurrency)
+    if mem is not None:
+        raise XcbError(f"campaign: --{mem[0]}: {mem[1]}")
     return CampaignSpec(files=args.files, file_size=args.size, size_dist=args.size_dist,
                         size_spread=args.size_spread, seed=args.seed, mode=args.mode,
                         concurrency=args.concurrency, optimizer=opt, client=args.client,

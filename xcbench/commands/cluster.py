@@ -15,7 +15,7 @@ from xcbench.errors import XcbError
 def add_parser(sub):
     p = sub.add_parser("cluster", help="embedded mini Ceph cluster: up | status | down | env",
                        description="Start, inspect and stop the embedded mini Ceph cluster "
-                                   "(state in --state-dir, $XCBENCH_HOME/cluster or ./.xcbench/cluster).")
+                                   "(state in --state-dir, else the state home's cluster/).")
     acts = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     up = acts.add_parser("up", help="start the mini cluster (does nothing if it runs)")
     up.add_argument("--state-dir", metavar="DIR", help="where the cluster lives")

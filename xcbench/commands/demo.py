@@ -14,7 +14,7 @@ def add_parser(sub):
                        "(6 cells x 2 levels, ~7 min on 2 cores), render the report, end with the "
                        "closing table and take the cluster down.")
     p.add_argument("--matrix", help="another matrix instead of layouts/quick.yaml")
-    p.add_argument("--state-dir", help="embedded cluster state (default ./.xcbench/cluster)")
+    p.add_argument("--state-dir", help="embedded cluster state (default: the state home's cluster/)")
     p.add_argument("--keep-cluster", action="store_true",
                    help="leave a cluster the demo started running (default: take it down)")
     add_run_args(p)

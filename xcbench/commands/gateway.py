@@ -14,9 +14,11 @@ import dataclasses
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
+from xcbench.system import proc, statedir
 from xcbench.system.signals import current
 
 STATE = "gateway.json"
@@ -28,8 +30,8 @@ def add_parser(sub):
     p.add_argument("action", choices=("up", "down"))
     p.add_argument("--matrix", metavar="FILE", help="matrix file (up)")
     p.add_argument("--cell", metavar="ID", help="cell id, id prefix or label (up)")
-    p.add_argument("--workdir", metavar="DIR", default=".xcbench/gateway",
-                   help="where configs, logs and the state file go (default .xcbench/gateway)")
+    p.add_argument("--workdir", metavar="DIR",
+                   help="where configs, logs and the state file go (default <state home>/gateway)")
     p.add_argument("--origins", type=int, help="override the cell's origins")
     p.add_argument("--report", metavar="HOST:PORT", help="xrd.report summaries to this UDP address")
     p.add_argument("--scale-ec", action="store_true", help="as for `xcbench matrix`")
@@ -65,12 +67,11 @@ def up(args) -> int:
         raise XcbError("gateway up: give --matrix FILE and --cell ID")
     argcheck.number("--origins", args.origins, 1, 64)
     argcheck.host_port("--report", args.report)
-    argcheck.directory("--workdir", args.workdir)
-    workdir = Path(args.workdir).absolute()
+    workdir = _workdir(args)
     state_file = workdir / STATE
     if state_file.exists():
         raise XcbError(f"{state_file}: a gateway is already up here (run `xcbench gateway down"
-                       f" --workdir {args.workdir}` first)")
+                       f" --workdir {workdir}` first)")
     peek = load_matrix(args.matrix, scale_ec=args.scale_ec).cell(args.cell)
     cluster = _cluster(args, peek.backend)
     cell = load_matrix(args.matrix, cluster, scale_ec=args.scale_ec).cell(args.cell) if cluster else peek
@@ -92,14 +93,15 @@ def up(args) -> int:
             session.verify()
             target, gw = session.target, session.gateway
             assert gw is not None  # a session started with its gateway
-            state = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label,
+            state: dict[str, Any] = {"matrix": str(args.matrix), "cell": cell.id, "label": cell.label,
                      "backend": cell.backend, "target": dataclasses.asdict(target),
                      "gateway": gw.state()}
             if cluster is not None:  # the gateway reads its key copy after this process exits
                 state["key_dir"] = cluster.keep_keys()
+            state.update(host=statedir.HOST, uid=os.geteuid(), workdir=str(workdir))
             if sec is not None:  # CA, keys, tokens: removed by `down` (the issuer ends with us)
                 state["security_dir"] = str(sec.dir)
-            state_file.write_text(json.dumps(state, indent=2, default=str))
+            statedir.write_private(state_file, json.dumps(state, indent=2, default=str))
             session.keep()  # left running on purpose: `down` undoes what gateway.json records
     except BaseException:
         # a signal just as a daemon started is raised once the daemon is in ``procs`` but
@@ -119,7 +121,7 @@ def up(args) -> int:
     if not args.wait:
         from xcbench.system import orphans
         orphans.release()  # left running on purpose, recorded in gateway.json: not an orphan
-        print(f"state in {state_file}; stop with: xcbench gateway down --workdir {args.workdir}")
+        print(f"state in {state_file}; stop with: xcbench gateway down --workdir {workdir}")
         return 0
     try:
         with current().polite() as stop:  # SIGINT, SIGTERM, SIGHUP: down, as Ctrl-C does
@@ -136,16 +138,19 @@ def up(args) -> int:
 def down(args) -> int:
     from xcbench.backends.base import get_backend
     from xcbench.gateway import stop_recorded
-    workdir = Path(args.workdir).absolute()
+    workdir = _workdir(args)
     state_file = workdir / STATE
     if not state_file.exists():
         raise XcbError(f"{state_file}: no gateway recorded here (nothing to stop)")
     from xcbench.system.userfiles import read_json
     try:
         state = read_json(state_file)
+        why = record_problem(state_file, state, workdir)
         target = _target_from_json(state["target"])
     except (ValueError, KeyError, TypeError) as e:
         raise XcbError(f"{state_file}: unreadable gateway state ({e})") from e
+    if why is not None:
+        raise XcbError(f"{state_file}: left alone, not acted on: {why}")
     pids = stop_recorded(state["gateway"])
     cluster = _cluster(args, state["backend"])
     get_backend(state["backend"])(cluster, workdir, None).cleanup(target)
@@ -156,6 +161,55 @@ def down(args) -> int:
     print(f"gateway {state['gateway']['name']} down ({len(pids)} processes stopped); "
           f"{state['backend']} target of cell {state['cell']} cleaned up; logs in {state['gateway']['keep_dir']}")
     return 0
+
+
+def _workdir(args) -> Path:
+    from xcbench.commands import argcheck
+    if args.workdir is None:
+        return statedir.ensure(statedir.home() / "gateway")
+    argcheck.directory("--workdir", args.workdir)
+    return Path(args.workdir).absolute()
+
+
+GATEWAY_DAEMONS = ("xrootd", "cmsd")
+
+
+def record_problem(path: Path, state: dict, workdir: Path) -> str | None:
+    """Why ``gateway.json`` may not be acted on (None: it may): the file is ours (owner, mode,
+    host); what it names is what `gateway up` makes: its kept dir under the workdir, its admin
+    dir an xcbgw-* dir, configs in those, processes that are xrootd/cmsd running that config,
+    target dirs and mounts under the workdir or named xcb-*."""
+    why = statedir.record_problem(path) or statedir.host_problem(state)
+    if why is not None:
+        return why
+    if state.get("uid") != os.geteuid():
+        return f"written by uid {state.get('uid')!r}, not by this user"
+    gw = state["gateway"]
+    keep, live, admin = (Path(str(gw[k])) for k in ("keep_dir", "live_dir", "admin_dir"))
+    if not keep.is_relative_to(workdir) or keep == workdir:
+        return f"its kept dir {keep} is not in {workdir}"
+    if not admin.name.startswith("xcbgw-") or admin.is_symlink():
+        return f"its admin dir {admin} is not one xcbench makes (xcbgw-*)"
+    if live not in (keep, admin / "live"):
+        return f"its live dir {live} is neither its kept dir nor in its admin dir"
+    for s in gw["servers"]:
+        cfg = Path(str(s["config"]))
+        if not (cfg.is_relative_to(keep) or cfg.is_relative_to(admin)) or ".." in cfg.parts:
+            return f"server {s.get('name')}: config {cfg} is not in the gateway's dirs"
+        pid = s.get("pid")
+        if pid is not None and (not isinstance(pid, int) or pid < 2):
+            return f"server {s.get('name')}: pid {pid!r} is not a pid"
+        argv = (proc.cmdline(pid) or []) if pid else []
+        if argv and not any(os.path.basename(w) in GATEWAY_DAEMONS for w in argv):
+            return f"server {s.get('name')}: pid {pid} runs {os.path.basename(argv[0])}, not xrootd/cmsd"
+    for item in state["target"].get("created") or []:
+        kind, _, where = str(item).partition(":")
+        if kind in ("dir", "mount"):
+            p = Path(where)
+            if not p.is_absolute() or ".." in p.parts or not (
+                    p.is_relative_to(workdir) or p.name.startswith(("xcb-", "xcbench-"))):
+                return f"its target names {kind} {where}, not one xcbench makes"
+    return None
 
 
 def run(args) -> int:

@@ -13,8 +13,8 @@ def add_parser(sub):
                        description="Make, remove or show the emulated hosts of an inventory: network "
                        "namespaces with shaped links and CPU quotas.")
     p.add_argument("--state", metavar="DIR",
-                   help="where the record of what was made is kept (default $XCBENCH_STATE "
-                        "or ./.xcbench)")
+                   help="where the record of what was made is kept (default: the state home, "
+                        "see README 'Running on a shared host')")
     hs = p.add_subparsers(dest="hosts_cmd", metavar="up|down|status", required=True)
     u = hs.add_parser("up", help="make the inventory's netns hosts (bridge, veths, tc, cgroups)")
     u.add_argument("file", help="the inventory (hosts YAML)")

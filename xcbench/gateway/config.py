@@ -24,6 +24,31 @@ TPC_XFR = 64  # concurrent TPC pulls a destination runs
 CMS_SPACE = ("16m", "32m")  # min free space / high-water mark an origin needs to get new files
 
 
+# XrdCeph's ceph.* directives (XRootD 5.5's libXrdCeph knows nbconnections and namelib) with
+# their types; ceph.namelib loads a library into the gateway: never from a matrix
+CEPH_OPTIONS: dict[str, tuple[type, int, int]] = {"nbconnections": (int, 1, 100)}
+
+
+def ceph_problems(ceph: Any) -> list[tuple[str, str]]:
+    """(field, why) for every ceph.* directive that is not a known name with a value of its
+    type and range (a matrix is data: nothing else becomes a line of the gateway's config)."""
+    if not isinstance(ceph, Mapping):
+        return [("ceph", f"{ceph!r} is not a mapping of ceph.* directives")]
+    out = []
+    for key, value in ceph.items():
+        spec = CEPH_OPTIONS.get(key) if isinstance(key, str) else None
+        if spec is None:
+            why = " (it loads a library into the gateway)" if key == "namelib" else ""
+            out.append((f"ceph.{key}", f"not a ceph.* directive xcbench sets{why} (known: "
+                        f"{', '.join(CEPH_OPTIONS)})"))
+            continue
+        kind, lo, hi = spec
+        if isinstance(value, bool) or not isinstance(value, kind) or \
+                not (isinstance(value, int) and lo <= value <= hi):
+            out.append((f"ceph.{key}", f"{value!r} must be an integer in [{lo}, {hi}]"))
+    return out
+
+
 def _defaults(backend: str | Mapping[str, Any] | Target) -> Mapping[str, Any]:
     if isinstance(backend, Mapping):
         return backend
@@ -43,8 +68,8 @@ def effective_tunables(backend: str | Mapping[str, Any] | Target,
     out = dict(_defaults(backend))
     out.update(tunables)
     ceph = out.get("ceph") or {}
-    if not isinstance(ceph, Mapping):
-        raise XcbError(f"gateway tunables: ceph: {ceph!r} is not a mapping of ceph.* directives")
+    for fld, why in ceph_problems(ceph):
+        raise XcbError(f"gateway tunables: {fld}: {why}")
     out["ceph"] = dict(ceph)
     return out
 

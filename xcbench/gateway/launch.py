@@ -18,10 +18,10 @@ from xcbench.gateway.config import effective_tunables, make_tls, render_config, 
 from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
 from xcbench.gateway.security import check_mode, gateway_security
-from xcbench.store.findings import WILDCARD_BINDS, finding
+from xcbench.store.findings import finding
 from xcbench.system import orphans, proc
 from xcbench.system.fsutil import remove_tree
-from xcbench.system.ports import free_port
+from xcbench.system.ports import free_port, is_wildcard
 from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     bind = str(t.pop("bind", None) or bind or "127.0.0.1").strip()  # empty: loopback, never *
     if origins < 1:
         raise XcbError(f"gateway: origins must be >= 1, not {origins}")
-    wildcard = bind in WILDCARD_BINDS
+    wildcard = is_wildcard(bind)
     addr = "127.0.0.1" if wildcard else bind.strip("[]")
     ids = xrootd_ids()
     workdir = Path(workdir)

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from xcbench.backends.base import Backend
-from xcbench.store.findings import WILDCARD_BINDS, finding
+from xcbench.store.findings import finding
+from xcbench.system.ports import is_wildcard
 
 
 def gateway_findings(cell_id: str, backend: type[Backend], *, tunables: Mapping[str, Any] | None = None,
@@ -37,7 +38,7 @@ def gateway_findings(cell_id: str, backend: type[Backend], *, tunables: Mapping[
             "completion in 2.5 s steps (XrdClThirdPartyCopyJob.cc): a 1 MiB and a 64 MiB root "
             "TPC both took 2.54 s here, so per-file rates of small files measure the poll",
             "use files that take well over 2.5 s, or compare with tpc-http", "warning"))
-    if bind.strip() in WILDCARD_BINDS and not authenticated:
+    if is_wildcard(bind) and not authenticated:
         rows.append(finding(
             cell_id, "gateway listens on all interfaces without authentication",
             "without xrootd.seclib access is anonymous read/write for anyone who can reach "

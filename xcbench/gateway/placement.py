@@ -34,8 +34,9 @@ import psutil
 from xcbench.ceph import conf as cephconf
 from xcbench.errors import XcbError
 from xcbench.hosts import transport_for
-from xcbench.store.findings import WILDCARD_BINDS, finding
+from xcbench.store.findings import finding
 from xcbench.system import proc
+from xcbench.system.ports import is_wildcard
 from xcbench.telemetry.xrdreport import parse_report
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | Non
     gws = list(hosts.gateways)
     if not gws:
         raise XcbError(f"{where}: no host has the role gateway (cell {target.cell_id} needs one)")
-    if bind is not None and str(bind).strip() in WILDCARD_BINDS:
+    if bind is not None and is_wildcard(bind):
         raise XcbError(f"cell {target.cell_id}: gateway.bind: {bind} with gateway hosts; origins "
                        "listen on their host's address, never on a wildcard")
     front_host = (hosts.redirector or gws[0]) if origins > 1 else gws[0]

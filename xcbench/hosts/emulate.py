@@ -26,12 +26,13 @@ from typing import Any
 from xcbench.errors import XcbError
 from xcbench.hosts.inventory import Host, Inventory, parse_time
 from xcbench.hosts.transport import NETNS_DIR
-from xcbench.system import proc
-from xcbench.system.cgroups import CpuGroup, default_state_dir, detect, remove_group
+from xcbench.system import proc, statedir
+from xcbench.system.cgroups import CpuGroup, default_state_dir, detect, entry_problem, remove_group
 
 PEER = "eth0"  # the veth end inside a host's namespace
 RECORD_RE = re.compile(r"^hosts-[A-Za-z0-9_-]+\.json$")
 OURS = re.compile(r"^xcb-[A-Za-z0-9_.-]+$")  # the only names `down` deletes
+LINK_OURS = re.compile(r"^xcb[A-Za-z0-9_.-]{0,12}$")  # links: veths xcb-*, bridges xcb* (inventory)
 
 
 def state_dir(path: str | Path | None = None) -> Path:
@@ -148,7 +149,8 @@ class Record:
     def __init__(self, path: Path, source: str = ""):
         self.path = path
         self.data: dict[str, Any] = {"owner": os.getpid(), "source": source,
-                                     "created": time.time(), "complete": False, "items": []}
+                                     "created": time.time(), "complete": False, "items": [],
+                                     "host": statedir.HOST, "uid": os.geteuid()}
 
     @classmethod
     def load(cls, path: Path) -> Record:
@@ -171,10 +173,13 @@ class Record:
         self.save()
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.data, indent=1))
-        os.replace(tmp, self.path)
+        statedir.write_private(self.path, json.dumps(self.data, indent=1))
+
+    def problem(self) -> str | None:
+        """Why this record may not be acted on (None: it may): ours, of this host."""
+        return statedir.record_problem(self.path) or statedir.host_problem(self.data) or \
+            (None if self.data.get("uid") == os.geteuid() else
+             f"written by uid {self.data.get('uid')!r}, not by this user")
 
 
 def records(state: str | Path | None = None) -> list[Path]:
@@ -273,14 +278,14 @@ def teardown(rec: Record) -> list[str]:
                 proc.run(["ip", "netns", "delete", name], check=False, timeout=60)
             if (NETNS_DIR / name).exists():
                 left.append(f"netns {name}")
-        elif kind == "link" and (OURS.match(str(item.get("name"))) or
-                                 item.get("name") == rec.data.get("bridge", {}).get("name")):
+        elif kind == "link" and LINK_OURS.match(str(item.get("name"))):
             name = item["name"]
             if Path("/sys/class/net", name).exists():
                 proc.run(["ip", "link", "delete", name], check=False, timeout=60)
             if Path("/sys/class/net", name).exists():
                 left.append(f"link {name}")
-        elif kind == "cgroup" and OURS.match(Path(str(item.get("path"))).name):
+        elif kind == "cgroup" and entry_problem({"path": str(item.get("path")), "owner": 0,
+                                                  "host": statedir.HOST}) is None:
             if not remove_group(Path(item["path"])):
                 left.append(f"cgroup {item['path']}")
     if not left:
@@ -296,7 +301,13 @@ def down(state: str | Path | None = None, inv: Inventory | None = None) -> tuple
     for path in paths:
         if not path.exists():
             continue
-        leftover = teardown(Record.load(path))
+        rec = Record.load(path)
+        why = rec.problem()
+        if why is not None:  # another user's, another host's: named and left alone
+            statedir.warn_skipped(path, why)
+            left.append(f"record {path}")
+            continue
+        leftover = teardown(rec)
         left += leftover
         if not leftover:
             done.append(str(path))

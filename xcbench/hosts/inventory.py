@@ -25,13 +25,13 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.system.http_auth import check_url, read_auth
-from xcbench.system.userfiles import read_yaml
+from xcbench.system.userfiles import check_strings, read_yaml
 
 ROLES = ("client", "gateway", "redirector", "storage")  # storage: OSDs run there (`cluster up --osd-host`)
 TRANSPORTS = ("local", "netns", "ssh")
 # netns "xcb-<name>" and the veth "xcb-<name>" must fit Linux's 15-character interface names
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,10}$")
-BRIDGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,14}$")
+BRIDGE_RE = re.compile(r"^xcb[A-Za-z0-9_-]{0,12}$")  # xcb*: the only links `hosts down` deletes
 DEFAULT_BRIDGE = {"name": "xcb0", "address": "10.77.0.1/24"}
 HOST_KEYS = {"roles", "transport", "address", "ssh", "ssh_options", "cores", "link", "xcbench"}
 # tc's rate units: bits ("200mbit") or bytes ("25mbps") per second, decimal or binary prefixes
@@ -173,12 +173,23 @@ def local_inventory() -> Inventory:
     return Inventory((Host("local", ROLES, "local", "127.0.0.1"),), None, None, "<local>")
 
 
-def load_inventory(path: str | Path) -> Inventory:
-    return parse_inventory(read_yaml(path), str(path))
+# host settings that run a command on this machine (ssh's ProxyCommand, LocalCommand ...; the
+# command that runs xcbench there): taken only from an inventory file given on the command line
+COMMAND_KEYS = ("xcbench", "ssh_options")
 
 
-def parse_inventory(data: Any, where: str) -> Inventory:
-    """Validate an inventory (a mapping read from YAML); XcbError("<where>: host c1: cores: ...")."""
+def load_inventory(path: str | Path, *, commands: bool = True) -> Inventory:
+    """An inventory file. ``commands``: may it hold settings that run commands (True for a
+    file given on the command line with --hosts; False for one a matrix names)."""
+    data = read_yaml(path)
+    check_strings(data, str(path))
+    return parse_inventory(data, str(path), commands=commands)
+
+
+def parse_inventory(data: Any, where: str, *, commands: bool = True) -> Inventory:
+    """Validate an inventory (a mapping read from YAML); XcbError("<where>: host c1: cores: ...").
+    ``commands=False`` (an inventory inline in a matrix, or a file a matrix names): settings
+    that run commands (:data:`COMMAND_KEYS`) are refused."""
     if not isinstance(data, dict):
         raise XcbError(f"{where}: top level: not a mapping of bridge/hosts/ceph "
                        f"(found {type(data).__name__})")
@@ -188,6 +199,13 @@ def parse_inventory(data: Any, where: str) -> Inventory:
     raw = data.get("hosts")
     if not isinstance(raw, dict) or not raw:
         raise XcbError(f"{where}: hosts: must be a non-empty mapping of host name -> settings")
+    if not commands:
+        for name, spec in raw.items():
+            for key in COMMAND_KEYS:
+                if isinstance(spec, dict) and key in spec:
+                    raise XcbError(f"{where}: host {name}: {key}: runs a command on this machine; "
+                                   f"allowed only in an inventory file given on the command line "
+                                   f"(--hosts FILE), not from a matrix")
     hosts = [_host(str(name), spec, where) for name, spec in raw.items()]
     bridge = _bridge(data.get("bridge"), where) if any(
         h.transport == "netns" for h in hosts) or data.get("bridge") is not None else None
@@ -303,7 +321,8 @@ def _bridge(spec: Any, where: str) -> Bridge:
         raise XcbError(f"{where}: bridge: must be a mapping {{name: xcb0, address: 10.77.0.1/24}}")
     name = str(spec.get("name", DEFAULT_BRIDGE["name"]))
     if not BRIDGE_RE.match(name):
-        raise XcbError(f"{where}: bridge: name: {name!r} must be 1-15 letters, digits, _ or -")
+        raise XcbError(f"{where}: bridge: name: {name!r} must be xcb followed by up to 12 letters, digits, _ or - (xcbench deletes only "
+                       "links named xcb*)")
     addr = str(spec.get("address", DEFAULT_BRIDGE["address"]))
     try:
         iface = ipaddress.ip_interface(addr)

@@ -54,7 +54,7 @@ from xcbench.matrix.schema import (
     parse_pool,
 )
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
-from xcbench.system.userfiles import read_yaml
+from xcbench.system.userfiles import check_strings, read_yaml
 
 __all__ = ["STRIPE_ALIGN", "ClusterFacts", "Matrix", "cell_id", "check_layout", "check_lines",
            "expand", "load_matrix", "parse_pool", "scale_ec_pool", "validate"]
@@ -92,6 +92,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
     error's ``lines`` attribute holds every error."""
     path = str(path)
     raw = read_yaml(path)  # xcbench.system.userfiles: unreadable/non-UTF-8/bad YAML -> one line
+    check_strings(raw, path)  # a matrix is data: no control character or line break anywhere
     errors = _Errors(path)
     cells = expand(raw, path, errors)
     check_levels(errors, cells)

@@ -182,9 +182,15 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
                 campaign=dims["campaign"], source=path, direction=direction, security=security,
                 **sizes, **extra,
                 **tgt)))
+    product = list(cells)
     for i, rule in enumerate(_as_list(raw.get("exclude") or [])):
+        n_errors = len(errors.lines)
         r = _rule(errors, f"exclude[{i}]", rule)
         if r is not None:
+            if product and len(errors.lines) == n_errors and \
+                    not any(_matches(r, c) for c in product):
+                errors.add(f"exclude[{i}]", "rule", f"{rule!r} matches no cell of the matrix "
+                           f"(a value no cell has: a typo, or a dimension that is not there)")
             cells = [c for c in cells if not _matches(r, c)]
     for i, spec in enumerate(_as_list(raw.get("include") or [])):
         cells.extend(_include(errors, f"include[{i}]", spec, base, path))

@@ -4,15 +4,17 @@ file, the cell (or entry) and the field."""
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from xcbench.campaign.access import read_problems
 from xcbench.campaign.engine import cell_problems, engine_problems
-from xcbench.campaign.spec import check_campaign_settings, level_problems
+from xcbench.campaign.spec import check_campaign_settings, level_problems, memory_problem
 from xcbench.ceph.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
+from xcbench.gateway.config import ceph_problems
 from xcbench.hosts import load_inventory, parse_inventory
 from xcbench.matrix.cell import DIRECTIONS, MODES, SECURITY_MODES, Layout, PoolSpec
 from xcbench.matrix.classes import SIZE_CLASSES
@@ -207,11 +209,41 @@ def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
     if key == "campaign":
         problems = check_campaign_settings(section, unknown=False)
         problems += engine_problems(section)  # engine: local | fts3, and fts: {...}
-    elif key == "gateway" and "bind" in section:
-        problems = check_bind(section["bind"])
+    elif key == "gateway":
+        if "bind" in section:
+            problems = check_bind(section["bind"])
+        if "ceph" in section:
+            problems += ceph_problems(section["ceph"])
+    elif key == "probe":
+        problems = probe_problems(section)
     for fld, msg in problems:
         if not any(ln.startswith(f"{errors.path}: {where}: {fld}:") for ln in errors.lines):
             errors.add(where, fld, msg)
+
+
+# fio's steady-state detection: ss=<metric>:<limit>[%] (the only fio option a matrix writes as
+# text); the other probe fields are numbers, sizes, booleans or pattern names
+PROBE_PATTERNS = ("randwrite", "write", "read")  # xcbench.probe.jobs.PATTERNS (a test holds them equal)
+_FIO_SS = re.compile(r"^(iops|bw|iops_slope|bw_slope):[0-9]+(\.[0-9]+)?%?$")
+
+
+def probe_problems(section: dict) -> list[tuple[str, str]]:
+    """(field, why) for probe settings outside their type: ss, ss_dur, ss_ramp, patterns."""
+    out: list[tuple[str, str]] = []
+    ss = section.get("ss")
+    if ss is not None and (not isinstance(ss, str) or not _FIO_SS.match(ss)):
+        out.append(("ss", f"{ss!r} is not a fio steady-state rule (iops|bw|iops_slope|bw_slope"
+                          f":<number>[%], e.g. iops_slope:0.3%)"))
+    for key in ("ss_dur", "ss_ramp"):
+        v = section.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+            out.append((key, f"{v!r} is not a whole number of seconds"))
+    pats = section.get("patterns")
+    if pats is not None:
+        for p in pats if isinstance(pats, list) else [pats]:
+            if p not in PROBE_PATTERNS:
+                out.append(("patterns", f"{p!r} is not one of {', '.join(PROBE_PATTERNS)}"))
+    return out
 
 
 def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
@@ -247,6 +279,9 @@ def check_levels(errors: _Errors, cells: list) -> None:
     for c in cells:
         for fieldname, why in read_problems(c):
             errors.add(f"cell {c.label} ({c.id})", fieldname, why)
+        mem = memory_problem(c.files, max(c.concurrency, default=1))
+        if mem is not None:  # the driver's memory on this host: files and concurrency
+            errors.add(f"cell {c.label} ({c.id})", *mem)
     check_engines(errors, cells)
 
 
@@ -263,10 +298,10 @@ def matrix_hosts(raw: Any, path: str) -> Any:
     spec = raw.get("hosts") if isinstance(raw, dict) else None
     if spec is None:
         return None
-
+    # a matrix is data: settings that run commands come only from --hosts FILE
     if isinstance(spec, str):
-        return load_inventory(Path(path).parent / spec)  # an absolute spec stays itself
-    return parse_inventory(spec, f"{path}: hosts")
+        return load_inventory(Path(path).parent / spec, commands=False)  # absolute: itself
+    return parse_inventory(spec, f"{path}: hosts", commands=False)
 
 
 def check_hosts(errors: _Errors, raw: Any) -> None:

@@ -159,6 +159,9 @@ def sweep(pairs: Iterable[tuple[str, str]] | None = None, *, streams: Sequence[i
     if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 1:
         raise XcbError(f"baseline: seconds: {seconds!r} must be an integer >= 1 (iperf3 -t)")
     rows: list[dict[str, Any]] = []
+    # a set of our own when the caller has none: a recording set, so that after a kill -9 the
+    # next command finds the server in this command's record and stops it
+    procs = procs if procs is not None else proc.ProcessSet()
     for client, gateway in (pairs or LOCAL_PAIRS):
         port = _port(gateway)
         server = runner.spawn(gateway, ["iperf3", "-s", "-B", gateway, "-p", port],
@@ -173,8 +176,7 @@ def sweep(pairs: Iterable[tuple[str, str]] | None = None, *, streams: Sequence[i
                         on_point(row)
         finally:
             runner.stop(gateway, server)
-            if procs is not None:
-                procs.discard(server)
+            procs.discard(server)
     return rows
 
 

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import gzip
 import os
-import signal
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.store.findings import finding
-from xcbench.system import proc
+from xcbench.system import proc, sysctlrec
 
 SOURCE = ("ESnet fasterdata Linux host tuning (https://fasterdata.es.net/host-tuning/linux/); "
           "per-speed DTN buffer tiers as in OSG's fasterdata-tuning.sh")
@@ -239,8 +237,10 @@ def manifest_entry(result: dict[str, Any]) -> dict[str, Any]:
 class TcpTuning:
     """Set the audit's sysctl fixes for the duration of a ``with`` block, then restore.
 
-    Old values go back on normal exit, on exceptions, and on SIGTERM/SIGHUP (turned into
-    SystemExit so ``finally`` blocks run). Values a host cannot take are left alone.
+    Each old value is recorded on disk before its key is set (xcbench.system.sysctlrec): old values go
+    back on normal exit and on exceptions, on SIGTERM/SIGHUP through the command's own signal
+    handling (xcbench.system.signals: the stop unwinds through ``__exit__``), and after a kill -9 the
+    next command restores them. Values a host cannot take are left alone.
     """
 
     def __init__(self, result: dict[str, Any], root: Path = SYSCTL_ROOT):
@@ -251,28 +251,24 @@ class TcpTuning:
             if c["key"] in self.plan and c["key"].endswith("congestion_control"):
                 self.plan[c["key"]] = c["fix"].rsplit("=", 1)[1]
         self.changed: dict[str, tuple[str, str]] = {}
-        self._old_handlers: dict[int, Any] = {}
+        self.record: sysctlrec.Record | None = None
 
     def __enter__(self) -> TcpTuning:
         global ACTIVE
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGTERM, signal.SIGHUP):
-                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
         ACTIVE = self
+        self.record = sysctlrec.Record(str(self.root))
         try:
             for key, value in self.plan.items():
                 old = read_sysctl(key, self.root)
                 if old is None:
                     continue
+                self.record.note(key, old, value)  # on disk before the host changes
                 write_sysctl(key, value, self.root)
                 self.changed[key] = (old, value)
         except BaseException:
             self.restore()
             raise
         return self
-
-    def _on_signal(self, signum, frame) -> None:
-        raise SystemExit(128 + signum)
 
     def restore(self) -> list[str]:
         """Put every changed value back (last first); returns the keys that could not be."""
@@ -284,9 +280,10 @@ class TcpTuning:
             except XcbError:
                 failed.append(key)
         self.changed = {k: v for k, v in self.changed.items() if k in failed}
-        for sig, old in self._old_handlers.items():
-            signal.signal(sig, old)
-        self._old_handlers.clear()
+        if self.record is not None:  # what could not go back stays for the next command
+            for key in list(self.record.changed):
+                if key not in failed:
+                    self.record.forget(key)
         if ACTIVE is self:
             ACTIVE = None
         return failed

@@ -27,6 +27,7 @@ import errno
 import math
 import mmap
 import os
+import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -191,8 +192,11 @@ def _probe_conf(cluster, workdir: Path) -> str:
     return str(out)
 
 
-def _prefixes(cell, hosts: list[str]) -> list[str]:
-    base = f"{PREFIX}.{cell.id}"
+def _prefixes(cell, hosts: list[str], run: str = "") -> list[str]:
+    """Object/file name prefixes of one probe: per cell, per ``run`` (a token of this probe, so
+    two hosts probing the same cell of the same matrix in one pool never take, or delete, each
+    other's objects) and per fio host."""
+    base = f"{PREFIX}.{cell.id}" + (f".{run}" if run else "")
     return [f"{base}.h{i}" for i in range(len(hosts))] if hosts else [base]
 
 
@@ -284,7 +288,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     workdir.mkdir(parents=True, exist_ok=True)
     raw_dir = Path(raw_dir) if raw_dir is not None else workdir
     raw_dir.mkdir(parents=True, exist_ok=True)
-    prefixes = _prefixes(cell, hosts)
+    prefixes = _prefixes(cell, hosts, run=secrets.token_hex(4))
     findings: list[dict] = []
     rados_engine = target.fio_engine == "rados"
     direct = True
@@ -304,8 +308,8 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
                 "fix": "nothing for tmpfs (it is memory); elsewhere read the probe as an upper "
                        "bound", "severity": "info"})
         texts = render_jobs(cell, target, p, prefixes=prefixes, direct=direct)
-    jobfiles = []
-    for pre, text in zip(prefixes, texts, strict=True):
+    jobfiles = []  # named by cell (and host), as before: the run's token is in the objects only
+    for pre, text in zip(_prefixes(cell, hosts), texts, strict=True):
         jf = raw_dir / f"{pre}.fio"
         jf.write_text(text)
         jobfiles.append(jf)

@@ -85,7 +85,7 @@ def inventory_doc(tag: str, rate: str | None, net: Any) -> dict[str, Any]:
     client: dict[str, Any] = {"roles": ["client"], "transport": "netns", "address": str(hosts[10])}
     if rate:
         client["link"] = {"rate": rate}
-    return {"bridge": {"name": f"xcn{tag}", "address": f"{hosts[0]}/{net.prefixlen}"},
+    return {"bridge": {"name": f"xcbn{tag}", "address": f"{hosts[0]}/{net.prefixlen}"},
             "hosts": {f"nc{tag}": client,
                       f"ng{tag}": {"roles": ["gateway", "redirector"], "transport": "netns",
                                    "address": str(hosts[20])}}}

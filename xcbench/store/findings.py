@@ -16,8 +16,6 @@ from typing import Any
 
 from xcbench.system.sizes import format_size
 
-WILDCARD_BINDS = ("", "*", "0.0.0.0", "::", "[::]")
-
 
 def finding(cell_id: str, what: str, why: str, fix: str, severity: str = "warning") -> dict:
     """One FINDING row. severity: info (mitigated by xcbench) | warning (hurts) | error (breaks)."""

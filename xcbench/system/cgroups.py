@@ -171,26 +171,46 @@ class Registry:
         self.file = self.dir / STATE_FILE
 
     def _update(self, fn):
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / (STATE_FILE + ".lock"), "w") as lock:
+        statedir.ensure(self.dir)
+        fd = os.open(self.dir / (STATE_FILE + ".lock"),
+                     os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            entries = self.entries()
+            entries = self.entries(warn=False)
             out = fn(entries)
-            tmp = self.file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(entries, indent=1))
-            tmp.replace(self.file)
+            statedir.write_private(self.file, json.dumps(entries, indent=1))
             return out
 
-    def entries(self) -> list[dict]:
+    def entries(self, warn: bool = True) -> list[dict]:
+        """The recorded groups that prove they are ours (:func:`entry_problem`); a registry file
+        that is not ours, and an entry that fails, are named in one line and left alone."""
         try:
             data = json.loads(self.file.read_text())
-            return data if isinstance(data, list) else []
-        except (OSError, json.JSONDecodeError):
+        except FileNotFoundError:
             return []
+        except (OSError, json.JSONDecodeError) as e:
+            if warn:
+                statedir.warn_skipped(self.file, f"unreadable ({e})")
+            return []
+        why = statedir.record_problem(self.file) or \
+            (None if isinstance(data, list) else "not a list of groups")
+        if why is not None:
+            if warn:
+                statedir.warn_skipped(self.file, why)
+            return []
+        out = []
+        for entry in data:
+            why = entry_problem(entry)
+            if why is None:
+                out.append(entry)
+            elif warn:
+                statedir.warn_skipped(self.file, f"entry {str(entry)[:100]}: {why}")
+        return out
 
     def add(self, path: Path, owner: int) -> None:
         self._update(lambda e: e.append({"path": str(path), "owner": owner, "created": time.time(),
-                                         "owner_start": _start_time(owner)}))
+                                         "owner_start": _start_time(owner),
+                                         "host": statedir.HOST}))
 
     def drop(self, path: Path) -> None:
         def fn(e):
@@ -218,18 +238,40 @@ def _alive(pid: int, start: float | None = None) -> bool:
     return start is None or now is None or abs(now - start) < 1.0
 
 
+def entry_problem(e: object) -> str | None:
+    """Why a registry entry may not be acted on (None: it may): a group named xcb-* directly
+    in a cgroup hierarchy's cpu controller (a real cgroup dir, not a link), of this host, with
+    an owner pid. Removal writes pids into the parent's task list: nothing else may be named."""
+    if not isinstance(e, dict) or not isinstance(e.get("path"), str) or \
+            not isinstance(e.get("owner"), int):
+        return "not a group entry (path, owner)"
+    why = statedir.host_problem(e)
+    if why is not None:
+        return why
+    path = Path(e["path"])
+    if not NAME_RE.match(path.name) or os.path.normpath(str(path)) != str(path):
+        return "not a group named xcb-*"
+    try:
+        parent = Path(os.path.realpath(path.parent))
+    except OSError:
+        return "its parent is unreadable"
+    if parent != path.parent or not parent.is_relative_to(CGROUP_ROOT) or \
+            not (parent / "cgroup.procs").is_file():
+        return f"{path.parent} is not a cgroup under {CGROUP_ROOT}"
+    if path.is_symlink():
+        return "a symlink"
+    return None
+
+
 def sweep_stale(state_dir: str | Path | None = None, all_owners: bool = False) -> list[str]:
     """Remove recorded groups whose owner process is dead (or every recorded one with
-    ``all_owners``). Only paths named xcb-* are touched. Returns the paths removed."""
+    ``all_owners``). Only entries that prove they are ours (:func:`entry_problem`: xcb-*
+    groups in a cgroup hierarchy, of this host) are touched. Returns the paths removed."""
     regs = [Registry(state_dir)]
-    if state_dir is None:  # the state home, and where an older xcbench kept its registry
-        regs += [Registry(d) for d in statedir.legacy() if (d / STATE_FILE).is_file()]
     removed = []
     for reg in regs:
         for e in reg.entries():
-            path = Path(e.get("path", ""))
-            if not NAME_RE.match(path.name):
-                continue
+            path = Path(e["path"])
             if not all_owners and _alive(int(e.get("owner", 0)), e.get("owner_start")):
                 continue
             if remove_group(path):

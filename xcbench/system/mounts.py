@@ -98,7 +98,7 @@ def fuse_umount(mountpoint: Path, *, state_dir: Path | None = None, pid: int | N
         if r.returncode != 0 and is_mounted(mountpoint):  # busy: detach it lazily
             proc.run([tool[0], "-uz" if tool[0] == "fusermount" else "-l", mountpoint],
                      check=False, timeout=30)
-    if pid and proc.pid_alive(pid) and _is_ceph_fuse(pid):
+    if pid and proc.pid_alive(pid) and _is_ceph_fuse(pid, mountpoint):
         deadline = time.monotonic() + 10
         while proc.pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -109,9 +109,17 @@ def fuse_umount(mountpoint: Path, *, state_dir: Path | None = None, pid: int | N
         rec.unlink(missing_ok=True)
 
 
-def _is_ceph_fuse(pid: int) -> bool:
+def _is_ceph_fuse(pid: int, mountpoint: Path) -> bool:
+    """Is ``pid`` the ceph-fuse serving ``mountpoint``: the ceph-fuse program itself, with that
+    mount point as an argument, run by this user? (A recorded pid is never trusted alone: a
+    recycled pid, or one whose argv merely mentions ceph-fuse, is left alone.)"""
     argv = proc.cmdline(pid)
-    return argv is not None and "ceph-fuse" in argv[0]
+    if not argv or os.path.basename(argv[0]) != "ceph-fuse" or str(mountpoint) not in argv[1:]:
+        return False
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def _reap(pid: int | None) -> None:

@@ -6,7 +6,7 @@ waited for) and every mount it makes is written to
 
     <state>/procs/<owner pid>.json    {"owner": {pid, start, cmdline}, "procs": {...}, "mounts": {...}}
 
-(<state>: the state home of xcbench.system.statedir, $XCBENCH_HOME else ./.xcbench), atomically (tmp + rename). A command that ends
+(<state>: the state home of xcbench.system.statedir), 0600, atomically (tmp + rename). A command that ends
 normally removes its record. :func:`reap` (run by the next command) finds records whose owner is
 dead, stops the processes still alive that are the same ones (pid, start time and command line
 all match: a recycled pid is never signalled), unmounts the mounts still there and removes the
@@ -17,17 +17,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import stat
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from xcbench.errors import XcbError
 from xcbench.system import proc, statedir
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.mounts import mount_table
+from xcbench.system.secrets import REDACTED, redact_argv
 
 SUBDIR = "procs"
+VERSION = 2
+# what a recorded mount may be: the mounts xcbench makes (tmpfs targets, CephFS kernel and fuse)
+MOUNT_TYPES = ("tmpfs", "ceph", "fuse", "fuse.ceph-fuse", "fuse.ceph")
 MOUNT_TOOLS = ("mount", "umount", "fusermount", "fusermount3")
 
 
@@ -58,13 +65,25 @@ def identity(pid: int) -> dict[str, Any] | None:
     return None
 
 
+def _word_matches(then: str, now: str) -> bool:
+    """A recorded word (its secrets redacted) against the word running now: a redacted part
+    stands for any text (the secret itself is never on disk)."""
+    if REDACTED not in then:
+        return then == now
+    return re.fullmatch(".*".join(re.escape(p) for p in then.split(REDACTED)), now,
+                        re.DOTALL) is not None
+
+
 def _same_command(then: list[str], now: list[str]) -> bool:
     """The recorded argv, or what it exec'd: a shim (xcbench.system.sdlisten ... -- xrootd ...)
     becomes the tail of its argv with the same pid and start time."""
     def norm(argv: list[str]) -> list[str]:
         return [os.path.basename(argv[0]), *argv[1:]] if argv else []
+
+    def same(a: list[str], b: list[str]) -> bool:
+        return len(a) == len(b) and all(_word_matches(x, y) for x, y in zip(a, b, strict=True))
     then, now = norm(list(then or [])), norm(list(now or []))
-    return bool(now) and (now == then or (len(now) < len(then) and then[-len(now):] == now))
+    return bool(now) and (same(then, now) or (len(now) < len(then) and same(then[-len(now):], now)))
 
 
 def same_process(rec: dict[str, Any]) -> bool:
@@ -82,9 +101,11 @@ class Recorder:
         self.directory = Path(directory)
         self.path = self.directory / f"{os.getpid()}.json"
         self.owner = identity(os.getpid()) or {"pid": os.getpid()}
+        if "cmdline" in self.owner:  # --fts-token X must not outlive the command on disk
+            self.owner["cmdline"] = redact_argv(self.owner["cmdline"])
         self.procs: dict[int, dict[str, Any]] = {}
         self.mounts: dict[str, dict[str, Any]] = {}
-        self.dirs: list[str] = []
+        self.dirs: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
     def add(self, pid: int, name: str, args: list[str]) -> None:
@@ -93,6 +114,7 @@ class Recorder:
             return  # already gone
         ident["name"] = name
         ident["pgid"] = _pgid(pid)
+        ident["cmdline"] = redact_argv(ident["cmdline"])  # the record is on disk: no secret
         with self._lock:
             self.procs[pid] = ident
             self._save()
@@ -107,16 +129,18 @@ class Recorder:
             self.mounts[str(path)] = {"path": str(path), "fstype": fstype, "at": time.time()}
             self._save()
 
-    def add_dir(self, path: str) -> None:
-        """A scratch dir the command made: removed after the reap (never across a mount)."""
+    def add_dir(self, path: str, uid: int | None = None) -> None:
+        """A scratch dir the command made (or is about to make): removed after the reap (never
+        across a mount). ``uid``: the user it is given to, when not this one."""
         with self._lock:
-            self.dirs.append(str(path))
+            self.dirs.append({"path": str(path), "uid": os.geteuid() if uid is None else uid})
             self._save()
 
     def drop_dir(self, path: str) -> None:
         with self._lock:
-            if str(path) in self.dirs:
-                self.dirs.remove(str(path))
+            keep = [d for d in self.dirs if d["path"] != str(path)]
+            if len(keep) != len(self.dirs):
+                self.dirs = keep
                 self._save()
 
     def drop_mount(self, path: str) -> None:
@@ -149,7 +173,7 @@ class Recorder:
         with self._lock:
             self.procs = {pid: p for pid, p in self.procs.items() if same_process(p)}
             self.mounts = {k: m for k, m in self.mounts.items() if _mounted(k)}
-            self.dirs = [d for d in self.dirs if os.path.isdir(d)]
+            self.dirs = [d for d in self.dirs if os.path.isdir(d["path"])]
             self._save()
 
     def _save(self) -> None:
@@ -157,13 +181,11 @@ class Recorder:
             self.path.unlink(missing_ok=True)
             return
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"owner": self.owner, "procs": list(self.procs.values()),
-                                       "mounts": list(self.mounts.values()), "dirs": self.dirs},
-                                      indent=1))
-            os.replace(tmp, self.path)
-        except OSError:
+            statedir.write_private(self.path, json.dumps(
+                {"version": VERSION, "host": statedir.HOST, "uid": os.geteuid(),
+                 "owner": self.owner, "procs": list(self.procs.values()),
+                 "mounts": list(self.mounts.values()), "dirs": self.dirs}, indent=1))
+        except (OSError, XcbError):
             pass  # a read-only or full state dir must not stop the command
 
 
@@ -218,29 +240,87 @@ def _owner_alive(owner: dict[str, Any]) -> bool:
                                        identity(int(owner["pid"])) is not None)
 
 
+def record_problem(path: Path, rec: Any) -> str | None:
+    """Why a process record may not be acted on (None: it may): the file must be ours
+    (xcbench.system.statedir), of this host, and every entry of the expected shape; a mount must be of
+    a kind xcbench makes and still of that kind; a dir must be an xcb-* scratch dir of ours."""
+    why = statedir.record_problem(path)
+    if why is not None:
+        return why
+    if not isinstance(rec, dict) or not isinstance(rec.get("owner"), dict):
+        return "not a process record (no owner)"
+    why = statedir.host_problem(rec)
+    if why is not None:
+        return why
+    if rec.get("uid") != os.geteuid():
+        return f"written by uid {rec.get('uid')!r}, not by this user"
+    if not isinstance(rec["owner"].get("pid"), int) or rec["owner"]["pid"] < 2:
+        return "its owner pid is not a pid"
+    for p in _list(rec, "procs"):
+        if not (isinstance(p, dict) and isinstance(p.get("pid"), int) and p["pid"] > 1
+                and isinstance(p.get("start"), (int, float))
+                and isinstance(p.get("cmdline"), list) and p["cmdline"]
+                and all(isinstance(w, str) for w in p["cmdline"])):
+            return f"a process entry is malformed ({str(p)[:80]})"
+    table = dict((str(m), t) for m, t in mount_table())
+    for m in _list(rec, "mounts"):
+        mpath = m.get("path") if isinstance(m, dict) else None
+        if not isinstance(mpath, str) or not os.path.isabs(mpath) or os.path.normpath(mpath) != mpath:
+            return f"a mount entry names no absolute path ({str(m)[:80]})"
+        kind = str(m.get("fstype"))
+        if kind not in MOUNT_TYPES:
+            return f"mount {mpath}: type {kind!r} is not one xcbench makes"
+        if mpath in table and table[mpath] != kind and not (kind.startswith("fuse") and
+                                                            table[mpath].startswith("fuse")):
+            return f"mount {mpath} is now a {table[mpath]} mount, not the recorded {kind}"
+    for d in _list(rec, "dirs"):
+        dpath, uid = (d, None) if isinstance(d, str) else \
+            ((d.get("path"), d.get("uid")) if isinstance(d, dict) else (None, None))
+        if not isinstance(dpath, str) or (uid is not None and not isinstance(uid, int)):
+            return f"a dir entry is malformed ({str(d)[:80]})"
+        why = scratch_problem(dpath, uid)
+        if why is not None:
+            return f"dir {dpath}: {why}"
+    return None
+
+
+def _list(rec: dict, key: str) -> list:
+    v = rec.get(key) or []
+    return v if isinstance(v, list) else [v]
+
+
 def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
     """Stop the processes, remove the mounts and the scratch dirs that commands killed earlier
-    left behind. Returns the one line saying what was done (None when there was nothing)."""
-    dirs = [directory] if directory else [records_dir(), *(d / SUBDIR for d in statedir.legacy())]
-    files = [f for d in dirs if d.is_dir() for f in sorted(d.glob("*.json"))]
+    left behind. Returns the one line saying what was done (None when there was nothing). A
+    record that does not prove it is ours (:func:`record_problem`) is named in one warning
+    line and left alone."""
+    d = directory or records_dir()
+    files = sorted(d.glob("*.json")) if d.is_dir() else []
     owners, names, mounts, removed = [], [], [], []
     for f in files:
         try:
             rec = json.loads(f.read_text())
-            owner = rec["owner"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError) as e:
+            statedir.warn_skipped(f, f"unreadable ({e})")
             continue
-        if int(owner.get("pid") or 0) == os.getpid() or _owner_alive(owner):
+        why = record_problem(f, rec)
+        if why is not None:
+            statedir.warn_skipped(f, why)
+            continue
+        owner = rec["owner"]
+        if owner["pid"] == os.getpid() or _owner_alive(owner):
             continue  # a command still running (or this one)
-        live = [p for p in rec.get("procs") or [] if same_process(p)]
+        live = [p for p in _list(rec, "procs") if same_process(p)]
         _stop(live, grace)
         names += [p.get("name") or Path(p["cmdline"][0]).name for p in live]
-        for m in reversed(rec.get("mounts") or []):
+        for m in reversed(_list(rec, "mounts")):
             if _unmount(m):
                 mounts.append(m["path"])
-        for d in rec.get("dirs") or []:
-            if remove_dir(d):
-                removed.append(d)
+        for entry in _list(rec, "dirs"):
+            dpath, uid = (entry, None) if isinstance(entry, str) else \
+                (entry["path"], entry.get("uid"))
+            if remove_dir(dpath, uid):
+                removed.append(dpath)
         owners.append(str(owner.get("pid")))
         f.unlink(missing_ok=True)
     if not names and not mounts and not removed:
@@ -270,10 +350,11 @@ def _stop(procs: list[dict[str, Any]], grace: float) -> None:
         time.sleep(0.05)
 
 
-def note_dir(path: str | os.PathLike) -> None:
-    """Record a scratch dir of the running command (no-op when recording is off)."""
+def note_dir(path: str | os.PathLike, uid: int | None = None) -> None:
+    """Record a scratch dir of the running command (no-op when recording is off); ``uid``:
+    the user it is given to (the next command removes it only with that owner, or ours)."""
     if _recorder is not None:
-        _recorder.add_dir(os.path.abspath(path))
+        _recorder.add_dir(os.path.abspath(path), uid)
 
 
 def forget_dir(path: str | os.PathLike) -> None:
@@ -282,11 +363,37 @@ def forget_dir(path: str | os.PathLike) -> None:
         _recorder.drop_dir(os.path.abspath(path))
 
 
-def remove_dir(path: str | os.PathLike) -> bool:
+SCRATCH_PREFIXES = ("xcb-", "xcbench-")
+
+
+def scratch_problem(path: str | os.PathLike, uid: int | None = None) -> str | None:
+    """Why ``path`` is not a scratch dir xcbench may remove (None: it may): an absolute path
+    named xcb-*/xcbench-*, a directory itself (not a link to one), owned by this user (or the
+    recorded ``uid`` it was given to)."""
+    p = str(path)
+    if not os.path.isabs(p) or os.path.normpath(p) != p:
+        return "not an absolute, normal path"
+    if not os.path.basename(p).startswith(SCRATCH_PREFIXES):
+        return "not named xcb-* or xcbench-*"
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return None  # nothing to remove
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a directory (a symlink is never followed)"
+    if st.st_uid not in {os.geteuid(), os.geteuid() if uid is None else uid}:
+        return f"owned by uid {st.st_uid}, not by this user"
+    return None
+
+
+def remove_dir(path: str | os.PathLike, uid: int | None = None) -> bool:
     """Remove a scratch dir xcbench made, unless something is mounted at or below it (a
-    delete never crosses a mount point: the mount stays, and so does the dir)."""
-    real = Path(os.path.realpath(path))
-    if not real.is_dir() or any(m == real or m.is_relative_to(real) for m, _ in mount_table()):
+    delete never crosses a mount point: the mount stays, and so does the dir) or it is not
+    one xcbench made (:func:`scratch_problem`: a link, another owner, another name)."""
+    path = os.path.abspath(path)
+    real = Path(os.path.realpath(os.path.dirname(path))) / os.path.basename(path)
+    if scratch_problem(real, uid) is not None or not real.is_dir() or \
+            any(m == real or m.is_relative_to(real) for m, _ in mount_table()):
         return False
     return not remove_tree(real, what="scratch of a killed xcbench")
 

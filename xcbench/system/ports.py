@@ -42,6 +42,48 @@ def port_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
         return False
 
 
+def is_wildcard(bind: object) -> bool:
+    """Does ``bind`` listen on every interface? By address semantics, not spelling: 0.0.0.0,
+    ::, ::0, 0:0::0, [::], ::ffff:0.0.0.0 (an IPv4-mapped wildcard), "" and "*"."""
+    import ipaddress
+    v = str(bind if bind is not None else "").strip()
+    if v in ("", "*"):
+        return True
+    try:
+        ip = ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_unspecified or (mapped is not None and mapped.is_unspecified)
+
+
+def is_loopback_url(url: str) -> bool:
+    """Does ``url`` name a host on this machine's loopback (127.0.0.0/8, ::1, localhost)?"""
+    import ipaddress
+    from urllib.parse import urlsplit
+    try:
+        host = urlsplit(url).hostname or ""
+    except ValueError:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cleartext_token_problem(url: object) -> str | None:
+    """Why a bearer token may not be sent to ``url`` (None: it may): only over https://, or
+    over http:// to this machine's loopback (it never leaves the host)."""
+    if not isinstance(url, str):
+        return None
+    if url.lower().startswith("http://") and not is_loopback_url(url):
+        return (f"{url}: a bearer token is sent only over https:// (plain http:// would give it "
+                f"to anyone on the path); use the https:// endpoint")
+    return None
+
+
 def check_bind(value: object) -> list[tuple[str, str]]:
     """Problems of a gateway ``bind`` setting as (field, message) pairs ([] if usable).
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -66,11 +67,77 @@ def read_text(path: str | os.PathLike, what: str = "") -> str:
     return decode(read_bytes(path, what), _label(path, what))
 
 
+def _loader():
+    """yaml's SafeLoader, except that a key given twice in one mapping is an error (YAML would
+    keep the last silently: a user's value dropped without a word). A merge (<<) may still be
+    overridden: that is what it is for."""
+    import yaml
+    global _LOADER
+    if _LOADER is None:
+        class Loader(yaml.SafeLoader):
+            pass
+
+        def mapping(loader, node, deep=False):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = loader.construct_object(key_node, deep=True)
+                try:
+                    first = seen.get(key)
+                except TypeError:
+                    continue  # an unhashable key: the base constructor says so
+                if first is not None:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (first at line {first.line + 1}; "
+                        f"YAML would silently keep the last)", key_node.start_mark)
+                seen[key] = key_node.start_mark
+            return yaml.SafeLoader.construct_mapping(loader, node, deep)
+        Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+        _LOADER = Loader
+    return _LOADER
+
+
+_LOADER: Any = None
+# control characters (C0, DEL, C1) and line/paragraph separators: a newline in a value that
+# reaches a config or job file starts a directive of its own
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+FREE_TEXT_KEYS = ("description",)  # prose: newlines and tabs allowed (never in a config file)
+
+
+def check_strings(data: Any, where: str, path: str = "") -> None:
+    """XcbError("<where>: <field.path>: ...") for the first key or string value holding a
+    control character or a line break (a ``description`` may hold newlines and tabs)."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            field = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str):
+                _check_one(k, where, field, "key")
+            if str(k) in FREE_TEXT_KEYS and isinstance(v, str):
+                _check_one(v.replace("\n", " ").replace("\t", " "), where, field, "value")
+            else:
+                check_strings(v, where, field)
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            check_strings(v, where, f"{path}[{i}]" if path else f"[{i}]")
+    elif isinstance(data, str):
+        _check_one(data, where, path or "top level", "value")
+
+
+def _check_one(text: str, where: str, field: str, what: str) -> None:
+    m = _CONTROL.search(text)
+    if m is not None:
+        raise XcbError(f"{where}: {field}: the {what} holds control character "
+                       f"U+{ord(m.group()):04X} (a line break or control character could become "
+                       f"a directive of its own in a config or job file)")
+
+
 def parse_yaml(text: str, where: str) -> Any:
-    """YAML (safe loader) or XcbError("<where>: line N: yaml: <problem>")."""
+    """YAML (safe loader; a duplicate key is an error) or XcbError("<where>: line N: yaml:
+    <problem>")."""
     import yaml
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f"line {mark.line + 1}" if mark else "top level"

@@ -14,7 +14,7 @@ import pytest
 
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.staging import LocalSource
-from xcbench.system import orphans
+from xcbench.system import orphans, statedir
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def home(tmp_path, monkeypatch):
 
 DRIVER = textwrap.dedent("""
     import os, signal, sys
-    from xcbench.system import orphans
+    from xcbench.system import orphans; from xcbench.system import statedir
     from xcbench.campaign.dataset import Dataset
     from xcbench.campaign.staging import LocalSource
     orphans.start()
@@ -44,10 +44,11 @@ def test_staging_left_by_a_killed_driver_is_removed_by_the_next_command(home, tm
     cp = subprocess.run([sys.executable, "-c", DRIVER, str(shm)], capture_output=True, text=True,
                         env={**os.environ, "XCBENCH_HOME": str(home)}, timeout=60)
     assert cp.returncode == -signal.SIGKILL, cp.stderr
-    staged = shm / "xcb-push-c1"
+    [staged] = shm.glob("xcb-push-c1-*")  # a private dir of a random name
     assert cp.stdout.strip() == str(staged) and len(list(staged.iterdir())) == 3
+    assert oct(staged.stat().st_mode & 0o777) == "0o700"
     [record] = (home / "procs").glob("*.json")
-    assert json.loads(record.read_text())["dirs"] == [str(staged)]
+    assert [d["path"] for d in json.loads(record.read_text())["dirs"]] == [str(staged)]
 
     said = orphans.reap()
     assert said is not None and "removed 1 scratch dirs" in said and str(staged) in said
@@ -60,21 +61,22 @@ def test_staging_removed_by_its_cleanup_leaves_no_record(home, tmp_path):
     local = LocalSource(Dataset.generate(2, 4096), "c2", base=str(tmp_path))
     local.stage_all()
     record = home / "procs" / f"{os.getpid()}.json"
-    assert json.loads(record.read_text())["dirs"] == [str(local.dir)]
+    assert [d["path"] for d in json.loads(record.read_text())["dirs"]] == [str(local.dir)]
     local.cleanup()
     assert not local.dir.exists() and not record.exists()
 
 
 def test_a_killed_driver_record_keeps_a_dir_with_a_mount_below_it(home, tmp_path, monkeypatch):
     """remove_dir never crosses a mount: such a dir is left, and not reported as removed."""
-    d = tmp_path / "scratch"
+    d = tmp_path / "xcb-scratch"
     (d / "mnt").mkdir(parents=True)
     monkeypatch.setattr(orphans, "mount_table", lambda: [(d / "mnt", "tmpfs")])
     owner = subprocess.Popen([sys.executable, "-c", "pass"])
     owner.wait()
     (home / "procs").mkdir(parents=True)
     (home / "procs" / f"{owner.pid}.json").write_text(json.dumps(
-        {"owner": {"pid": owner.pid, "start": 1.0, "cmdline": ["x"]}, "procs": [],
+        {"host": statedir.HOST, "uid": os.getuid(),
+         "owner": {"pid": owner.pid, "start": 1.0, "cmdline": ["x"]}, "procs": [],
          "mounts": [], "dirs": [str(d)]}))
     assert orphans.reap() is None
     assert (d / "mnt").is_dir()

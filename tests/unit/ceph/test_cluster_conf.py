@@ -90,8 +90,11 @@ def test_parse_ceph_args(text, want):
 
 def test_default_state_dir(monkeypatch, tmp_path):
     monkeypatch.delenv("XCBENCH_HOME", raising=False)
+    monkeypatch.delenv("XCBENCH_STATE", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert default_state_dir() == tmp_path / ".xcbench" / "cluster"
+    assert default_state_dir() != tmp_path / ".xcbench" / "cluster"  # never the cwd unless asked
+    from xcbench.system import statedir
+    assert default_state_dir() == statedir.default_home() / "cluster"
     monkeypatch.setenv("XCBENCH_HOME", str(tmp_path / "home"))
     assert default_state_dir() == tmp_path / "home" / "cluster"
     assert default_state_dir("rel") == tmp_path / "rel"

@@ -98,5 +98,34 @@ def test_down_refuses_foreign_dir_and_ignores_stale_pid_files(tmp_path):
     _conf(state / "ceph.conf", f"run dir = {state / 'run'}\n")
     (state / "run" / "mon.a.pid").write_text(f"{os.getpid()}\n")
     (state / "run" / "osd.0.pid").write_text("999999999\n")
+    MiniCluster(state)._mark()  # what `cluster up` writes first
     assert MiniCluster(state).down() == 0
     assert pid_alive(os.getpid()) and not state.exists()
+
+
+def test_cluster_down_acts_only_on_a_cluster_it_made_on_this_host(tmp_path, capsys):
+    """A dir that merely holds a cluster.json (and an xcbench conf) is not proof; nor is the
+    marker of another host (a shared home) or one copied from another dir."""
+    import json
+
+    from xcbench import cli
+    from xcbench.system import statedir
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "cluster.json").write_text(json.dumps({"version": 1, "state_dir": str(d)}))
+    _conf(d / "ceph.conf", "")
+    (d / "precious").write_text("x")
+    assert cli.main(["cluster", "down", "--state-dir", str(d)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "refusing" in err and "no proof xcbench made" in err
+    assert (d / "precious").exists()
+    MiniCluster(d)._mark()
+    mark = d / ".xcbench-cluster"
+    mark.write_text(json.dumps({**json.loads(mark.read_text()), "host": "other-host"}))
+    assert cli.main(["cluster", "down", "--state-dir", str(d)]) == 2
+    assert "written on host 'other-host'" in capsys.readouterr().err and (d / "precious").exists()
+    mark.write_text(json.dumps({**json.loads(mark.read_text()), "host": statedir.HOST,
+                                "state_dir": str(tmp_path / "elsewhere")}))
+    assert cli.main(["cluster", "down", "--state-dir", str(d)]) == 2 and (d / "precious").exists()
+    with pytest.raises(XcbError, match="holds no xcbench cluster of this host"):
+        MiniCluster(d).up()

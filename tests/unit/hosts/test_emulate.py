@@ -34,7 +34,7 @@ def test_teardown_only_touches_xcbench_names(tmp_path, monkeypatch):
     monkeypatch.setattr(emulate.proc, "run", lambda cmd, **kw: ran.append(cmd))
     monkeypatch.setattr(emulate, "remove_group", lambda p: ran.append(["rmdir", str(p)]) or True)
     r = Record(tmp_path / "hosts-x.json")
-    r.data["bridge"] = {"name": "br-mine"}
+    r.data["bridge"] = {"name": "br-mine"}  # not an xcb* name: never deleted
     for item in ({"kind": "netns", "name": "eth0"}, {"kind": "link", "name": "lo"},
                  {"kind": "cgroup", "path": "/sys/fs/cgroup/cpu/user.slice"},
                  {"kind": "cgroup", "path": "/sys/fs/cgroup/cpu/xcb-xcbench-host-a"}):

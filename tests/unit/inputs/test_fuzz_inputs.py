@@ -32,7 +32,8 @@ QUICK = ROOT / "layouts" / "quick.yaml"
 PLAN_EXAMPLES = sorted((ROOT / "xcbench" / "plan" / "examples").glob("*.yaml"))
 MARK = f"xcbench-fuzz-{uuid.uuid4().hex}"
 SPAWNED = ("xrootd", "cmsd", "fio", "ceph-fuse", "ceph", "rados", "iperf3", "gfal-copy", "xrdcp")
-EXAMPLES = {"matrix": 110, "plan": 50, "cli": 80, "conf": 35, "rundir": 45}  # 320 in all
+EXAMPLES = {"matrix": 130, "plan": 50, "cli": 80, "conf": 35, "rundir": 45,
+            "inventory": 40}  # 380 in all
 FUZZ = settings(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -198,7 +199,11 @@ def to_text(data, depth: int = 400) -> bytes:
 def bad_matrices(draw) -> bytes:
     m = matrix_base()
     kind = draw(st.sampled_from(["leaf", "leaf", "leaf", "key", "bytes", "nul", "missing", "bind",
-                                 "top"]))
+                                 "top", "control", "control", "dupkey"]))
+    if kind == "control":
+        return with_control(draw, m)
+    if kind == "dupkey":
+        return with_duplicate_key(draw, to_text(m))
     if kind == "leaf":
         path, values = draw(st.sampled_from(MATRIX_LEAVES))
         _set(m, path, draw(values))
@@ -226,6 +231,55 @@ def bad_matrices(draw) -> bytes:
     return text
 
 
+# control characters and line breaks: a newline in a value that reaches a config or job file
+# would start a directive of its own (fio's exec_prerun=, xrootd's all.export ...)
+CONTROL = st.sampled_from(["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1b", "\x7f", "\x85",
+                           "\u2028", "\u2029", "\t", "\x01"])
+
+
+def _strings(node, path=()):
+    """Paths of every string value and every key of ``node`` (("k",) + KEY marks a key)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k != "description":  # prose: newlines allowed
+                yield (*path, k, KEY)
+                yield from _strings(v, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _strings(v, (*path, i))
+    elif isinstance(node, str):
+        yield path
+
+
+KEY = object()
+
+
+def with_control(draw, data) -> bytes:
+    """``data`` with a control character put into one of its strings (a value or a key)."""
+    path = draw(st.sampled_from(list(_strings(data))))
+    ch = draw(CONTROL)
+    if path[-1] is KEY:
+        parent, key = _get(data, path[:-2]), path[-2]
+        at = draw(st.integers(0, len(str(key))))
+        parent[str(key)[:at] + ch + str(key)[at:]] = parent.pop(key)
+    else:
+        value = _get(data, path)
+        at = draw(st.integers(0, len(value)))
+        _set(data, path, value[:at] + ch + value[at:])
+    return to_text(data)
+
+
+def with_duplicate_key(draw, text: bytes) -> bytes:
+    """``text`` with one ``key: value`` line of a block mapping given twice (same indent)."""
+    import re
+    lines = text.decode().splitlines(keepends=True)
+    cands = [i for i, ln in enumerate(lines) if re.match(r"^\s*[A-Za-z_][A-Za-z0-9_]*: \S", ln)]
+    i = draw(st.sampled_from(cands))
+    value = draw(st.sampled_from([None, "1", "x"]))
+    dup = lines[i] if value is None else lines[i].split(":")[0] + f": {value}\n"
+    return "".join(lines[:i + 1] + [dup] + lines[i + 1:]).encode()
+
+
 @given(data=bad_matrices(), how=st.sampled_from(["check", "check", "check", "run", "probe"]))
 @settings(FUZZ, max_examples=EXAMPLES["matrix"])
 def test_fuzz_matrix(base, capsys, data, how):
@@ -238,6 +292,37 @@ def test_fuzz_matrix(base, capsys, data, how):
                 "probe": ["probe", "--matrix", str(f), "--ceph-conf", str(d / "none")]}[how]
         line = refused(capsys, box, argv)
         assert str(f) in line  # the matrix is to blame, not the (missing) cluster
+
+
+# --- inventories (--hosts FILE) --------------------------------------------------------------
+
+INVENTORY = {"bridge": {"name": "xcb0", "address": "10.77.0.1/24"},
+             "hosts": {"c1": {"roles": ["client"], "transport": "netns", "address": "10.77.0.11",
+                              "cores": 0.5, "link": {"rate": "200mbit", "rtt": "2ms"}},
+                       "g2": {"roles": ["gateway"], "transport": "ssh", "ssh": "g2-alias",
+                              "address": "192.0.2.22", "ssh_options": ["-o", "Port=2222"],
+                              "xcbench": ["/opt/xcbench/bin/xcbench"]}},
+             "ceph": {"conf": "/etc/ceph/ceph.conf", "id": "bench"}}
+
+
+@st.composite
+def bad_inventories(draw) -> bytes:
+    data = copy.deepcopy(INVENTORY)
+    if draw(st.integers(0, 3)) == 0:
+        return with_duplicate_key(draw, to_text(data))
+    return with_control(draw, data)
+
+
+@given(data=bad_inventories())
+@settings(FUZZ, max_examples=EXAMPLES["inventory"])
+def test_fuzz_inventory(base, capsys, data):
+    with Sandbox(base) as box:
+        d = box.dir
+        f = d / "hosts.yaml"
+        f.write_bytes(data)
+        line = refused(capsys, box, ["run", str(QUICK), "--hosts", str(f), "--out",
+                                     str(d / "results"), "--ceph-conf", str(d / "none")])
+        assert str(f) in line  # the inventory is to blame, before any cluster or host
 
 
 # --- plan specs ----------------------------------------------------------------------------

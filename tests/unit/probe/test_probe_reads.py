@@ -84,3 +84,29 @@ def test_full_file_reads_add_no_randread():
 def test_a_bad_access_size_is_one_line_naming_cell_and_field():
     with pytest.raises(XcbError, match=r"cell rd1: probe: campaign.access.size: 'lots'"):
         probe.settings(Reading(_rados({"pattern": "random", "size": "lots"}), "read"))
+
+
+def test_each_probe_run_names_its_objects_anew(tmp_path, monkeypatch):
+    """Two probes of the same cell (two hosts running the same matrix on one pool) use
+    different object names, so neither removes the other's objects."""
+    cell = Reading(_rados(patterns=["write"]), "write")
+    target = Target(cell_id=cell.id, backend="rados", pool="xcb-ec2-1", layout=cell.layout)
+    seen: list[list[str]] = []
+
+    class Stop(Exception):
+        pass
+
+    def capture(cell, target, p, *, prefixes, **kw):
+        seen.append(list(prefixes))
+        raise Stop
+    monkeypatch.setattr(probe, "check_target", lambda *a: None)
+    monkeypatch.setattr(probe, "_probe_conf", lambda *a: "/x.conf")
+    monkeypatch.setattr(probe, "render_jobs", capture)
+
+    class C:
+        client_id = "admin"
+    for _ in range(2):
+        with pytest.raises(Stop):
+            probe.run_probe(cell, target, cluster=C(), workdir=tmp_path, sink=None)
+    (a,), (b,) = seen
+    assert a != b and a.startswith(f"xcb-probe.{cell.id}.") and b.startswith(f"xcb-probe.{cell.id}.")

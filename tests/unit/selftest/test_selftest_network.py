@@ -26,7 +26,7 @@ def test_its_hosts_are_a_valid_inventory_with_unique_short_names():
     c, g = inv.clients[0], inv.gateways[0]
     assert c.link is not None and c.link.rate_bps == 448e6 and g.link is None
     assert inv.redirector is g and all(len(h.name) <= 11 for h in inv.hosts)
-    assert inv.bridge is not None and inv.bridge.name == "xcn99999"
+    assert inv.bridge is not None and inv.bridge.name == "xcbn99999"
     unshaped = parse_inventory(network.inventory_doc("1", None, net), "t")
     assert unshaped.clients[0].link is None
 

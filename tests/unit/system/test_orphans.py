@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from xcbench.system import orphans, proc
+from xcbench.system import orphans, proc, statedir
 
 
 @pytest.fixture
@@ -27,7 +27,8 @@ def _dead_owner_record(directory, procs, mounts=()):
     owner.wait()
     directory.mkdir(parents=True, exist_ok=True)
     f = directory / f"{owner.pid}.json"
-    f.write_text(json.dumps({"owner": {"pid": owner.pid, "start": 1.0, "cmdline": ["x"]},
+    f.write_text(json.dumps({"host": statedir.HOST, "uid": os.geteuid(),
+                             "owner": {"pid": owner.pid, "start": 1.0, "cmdline": ["x"]},
                              "procs": procs, "mounts": list(mounts)}))
     return f
 
@@ -127,7 +128,7 @@ def test_a_killed_commands_mount_is_unmounted(records, tmp_path):
 
 
 def test_a_killed_commands_scratch_dir_goes_but_never_across_a_mount(records, tmp_path):
-    plain, held = tmp_path / "plain", tmp_path / "held"
+    plain, held = tmp_path / "xcb-plain", tmp_path / "xcb-held"
     for d in (plain, held):
         (d / "sub").mkdir(parents=True)
         (d / "sub" / "f").write_text("x")
