@@ -13,6 +13,7 @@ import sys
 
 from xcbench import __version__
 from xcbench.errors import XcbError
+from xcbench.system import cgroups, orphans, statedir, sysctlrec
 from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
 
 # commands that start processes: they stop on SIGINT/SIGTERM/SIGHUP (xcbench.system.signals), record
@@ -84,12 +85,10 @@ def _guarded(args) -> int:
     import faulthandler
     import signal
 
-    from xcbench.system import orphans
     # `kill -USR1 <pid>` prints every thread's stack to stderr: what a command that does not
     # stop is waiting for (the tests ask for it before they give up on one)
     with contextlib.suppress(AttributeError, ValueError, OSError):  # a stderr without a file
         faulthandler.register(signal.SIGUSR1, all_threads=True)       # (main() called in-process)
-    from xcbench.system import statedir
     statedir.ensure()  # a state home that is not ours: one line, exit 2, before anything runs
     with StopFlag():
         said = orphans.reap()
@@ -107,7 +106,6 @@ def _sweep_host_changes() -> None:
     """Undo what a killed earlier command changed on the host beyond processes and mounts:
     its CPU-quota cgroups (``cores``; emulated hosts' quotas are swept by `hosts down`) and the
     sysctls ``--tune-tcp`` set."""
-    from xcbench.system import cgroups, sysctlrec
     try:
         removed = cgroups.sweep_stale()
         restored = sysctlrec.restore_stale()

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import threading
 
+from xcbench.campaign.client_gfal2 import Gfal2Client
+from xcbench.campaign.client_http import HttpClient
+from xcbench.campaign.client_xrootd import XrootdClient
 from xcbench.campaign.clients import Client
 
+KINDS: dict[str, type[Client]] = {"xrootd": XrootdClient, "gfal2": Gfal2Client, "http": HttpClient}
 _local = threading.local()
 
 
@@ -19,14 +23,7 @@ def thread_client(kind: str) -> Client:
         cache = _local.clients = {}
     c = cache.get(kind)
     if c is None:
-        cls: type[Client]
-        if kind == "xrootd":
-            from xcbench.campaign.client_xrootd import XrootdClient as cls
-        elif kind == "gfal2":
-            from xcbench.campaign.client_gfal2 import Gfal2Client as cls
-        elif kind == "http":
-            from xcbench.campaign.client_http import HttpClient as cls
-        else:
+        if kind not in KINDS:
             raise ValueError(f"unknown client {kind!r}")
-        c = cache[kind] = cls()
+        c = cache[kind] = KINDS[kind]()
     return c

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 from xcbench.errors import XcbError
+from xcbench.network import tcpaudit
+from xcbench.network.baseline import SECONDS, STREAMS, sweep
 
 
 def add_parser(sub):
-    from xcbench.network.baseline import SECONDS, STREAMS
     p = sub.add_parser("baseline", help="network baseline: host TCP audit + iperf3 streams sweep",
                        description="Audit the hosts' TCP settings and sweep iperf3 streams between "
                        "client and gateway hosts: the network ceiling the verdicts compare with.")
@@ -79,8 +80,6 @@ def print_rows(rows: list[dict]) -> None:
 
 
 def run(args) -> int:
-    from xcbench.network import tcpaudit
-    from xcbench.network.baseline import sweep
     pairs = _pairs(args.pair)
     streams = _streams(args.streams)
     if args.seconds < 1:

@@ -15,8 +15,21 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
+from xcbench.backends.tmpfs import check_fits
+from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
+from xcbench.campaign.endpoints import endpoint
+from xcbench.campaign.fts3 import submit_campaign
+from xcbench.campaign.spec import memory_problem
+from xcbench.commands import add_store_arg, argcheck
 from xcbench.errors import XcbError
+from xcbench.matrix.cell import Cell
+from xcbench.run.session import CellSession
+from xcbench.store.rundir import RunDir, default_store
+from xcbench.system import orphans, secrets
+from xcbench.system.proc import ProcessSet
+from xcbench.system.secrets import redact_argv
 from xcbench.system.signals import EXIT_CODE, current
+from xcbench.system.userfiles import read_text
 
 
 def add_parser(sub):
@@ -59,7 +72,6 @@ def add_parser(sub):
     p.add_argument("--fts-token-file", metavar="FILE", help="read the OAuth2 token for --fts from FILE")
     p.add_argument("--fts-cert", metavar="PEM", help="X509 proxy or certificate for --fts")
     p.add_argument("--fts-no-verify", action="store_true", help="do not verify the FTS server's TLS")
-    from xcbench.commands import add_store_arg
     add_store_arg(p, "result store")
     p.add_argument("--name", help="run directory name")
     p.add_argument("--no-progress", action="store_true")
@@ -68,12 +80,10 @@ def add_parser(sub):
 
 
 def _spec(args):
-    from xcbench.campaign import CampaignSpec, OptimizerSpec
     opt = None
     if args.optimizer:
         opt = OptimizerSpec(interval=args.optimizer_interval, min_active=args.optimizer_min,
                             mode=args.optimizer_mode)
-    from xcbench.campaign.spec import memory_problem
     mem = memory_problem(args.files, args.concurrency)
     if mem is not None:
         raise XcbError(f"campaign: --{mem[0]}: {mem[1]}")
@@ -92,7 +102,6 @@ def tmpfs_sizes(spec, args) -> tuple[int | None, int | None]:
     Each must fit in available memory minus a reserve, else the campaign is refused in one
     line before anything is mounted (the destination of --delete-after-verify holds only the
     files in flight, so that is the way to run a campaign larger than memory)."""
-    from xcbench.backends.tmpfs import check_fits
     dataset = int(spec.file_size * spec.files * 1.3)
     dst = src = None
     if args.gateway == "tmpfs":
@@ -110,9 +119,6 @@ def tmpfs_sizes(spec, args) -> tuple[int | None, int | None]:
 
 
 def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
-    from xcbench.matrix.cell import Cell
-    from xcbench.run.session import CellSession
-    from xcbench.system import orphans
     workdir = Path(tempfile.mkdtemp(prefix=f"xcb-campaign-{name}-"))
     workdir.chmod(0o755)  # the backend hands a dir under it to the xrootd user
     orphans.note_dir(workdir)
@@ -125,8 +131,6 @@ def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
 def _token(args) -> str | None:
     """The FTS token from --fts-token, --fts-token-file or $FTS_TOKEN, registered as a secret
     (xcbench.system.secrets) so no manifest, record, log or error text can carry it."""
-    from xcbench.system import secrets
-    from xcbench.system.userfiles import read_text
     token = args.fts_token
     if args.fts_token_file:
         token = read_text(args.fts_token_file, "--fts-token-file").strip()
@@ -141,8 +145,6 @@ def check_args(args) -> None:
     """Every flag checked before anything starts (one line, exit 2)."""
     from urllib.parse import urlsplit
 
-    from xcbench.campaign.endpoints import endpoint
-    from xcbench.commands import argcheck
     if args.mode == "push" and args.source:
         raise XcbError("campaign: --source is for the TPC modes (tpc-root, tpc-http)")
     for flag, value in (("--gateway", args.gateway), ("--source", args.source)):
@@ -163,9 +165,6 @@ def check_args(args) -> None:
 
 
 def run(args) -> int:
-    from xcbench.store.rundir import RunDir, default_store
-    from xcbench.system.proc import ProcessSet
-    from xcbench.system.secrets import redact_argv
 
     token = _token(args)
     check_args(args)
@@ -183,13 +182,11 @@ def run(args) -> int:
         try:
             with stop.polite() as stop_event:  # a signal: the campaign stops, flushes, cleans up
                 if args.fts:
-                    from xcbench.campaign.fts3 import submit_campaign
                     row = submit_campaign(spec, fts=args.fts, dest=dest, source=source,
                                           sink=run_dir.append, token=token, ucert=args.fts_cert,
                                           ukey=args.fts_cert, verify=not args.fts_no_verify,
                                           stop_event=stop_event)
                 else:
-                    from xcbench.campaign import run_campaign
                     row = run_campaign(spec, dest=dest, source=source, sink=run_dir.append,
                                        progress=not args.no_progress, stop_event=stop_event)
             status = "interrupted" if stop.stopping else "complete"

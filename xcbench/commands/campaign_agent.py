@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from xcbench.campaign.agent import main
+
 
 def add_parser(sub):
     # no help=: argparse leaves a subcommand without help out of `xcbench --help`
@@ -12,5 +14,4 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from xcbench.campaign.agent import main
     return main()

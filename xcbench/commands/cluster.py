@@ -7,9 +7,13 @@ import shlex
 import sys
 
 from xcbench.backends.base import backend_class
+from xcbench.ceph.access import caps_lines, needs_of
 from xcbench.ceph.cluster import Cluster, cluster_from_args, default_state_dir
+from xcbench.ceph.mini import MiniCluster
 from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
+from xcbench.hosts.emulate import Record, records
+from xcbench.matrix import load_matrix
 
 
 def add_parser(sub):
@@ -57,8 +61,6 @@ def run(args) -> int:
 
 
 def _caps(args) -> int:
-    from xcbench.ceph.access import caps_lines, needs_of
-    from xcbench.matrix import load_matrix
     path = args.matrix
     if path is None:
         from importlib.resources import files
@@ -72,7 +74,6 @@ def _caps(args) -> int:
 
 
 def _up(args) -> int:
-    from xcbench.ceph.mini import MiniCluster
     mc = MiniCluster(default_state_dir(args.state_dir))
     log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     osd_host = _emulated_host(args.osd_host) if getattr(args, "osd_host", None) else None
@@ -90,7 +91,6 @@ def _up(args) -> int:
 
 def _emulated_host(name: str) -> tuple[str, str]:
     """(netns, address) of an emulated host recorded as up; one line naming it otherwise."""
-    from xcbench.hosts.emulate import Record, records
     for path in records():
         try:
             h = (Record.load(path).data.get("hosts") or {}).get(name)
@@ -103,7 +103,6 @@ def _emulated_host(name: str) -> tuple[str, str]:
 
 
 def _down(args) -> int:
-    from xcbench.ceph.mini import MiniCluster
     MiniCluster(default_state_dir(args.state_dir)).down(log=print)
     return 0
 
@@ -121,7 +120,6 @@ def _env(args) -> int:
 def _status(args) -> int:
     c = cluster_from_args(args, connect=False)
     if c.embedded and c.state_dir is not None:
-        from xcbench.ceph.mini import MiniCluster
         if not MiniCluster(c.state_dir).running():
             raise XcbError(f"{c.state_dir}: the mini cluster is not running (crashed or stopped); "
                            "`xcbench cluster down` cleans up, `xcbench cluster up` starts it")
@@ -164,7 +162,6 @@ def collect_status(c: Cluster) -> dict:
         "fs": fss, "roles": {"pools": c.pools},
     }
     if c.embedded and c.state_dir is not None:
-        from xcbench.ceph.mini import MiniCluster
         mc = MiniCluster(c.state_dir)
         daemons = mc.daemons()
         rss = mc.rss()

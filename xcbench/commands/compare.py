@@ -6,6 +6,9 @@ import json
 import math
 from pathlib import Path
 
+from xcbench.analysis.compare import MIN_REPEATS, compare_data, versions_changed
+from xcbench.analysis.render import fmt_gib, fmt_pct, text_table
+from xcbench.analysis.run_data import RunData
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
 
@@ -23,14 +26,10 @@ def add_parser(sub):
 
 
 def _gib(v: float) -> str:
-    from xcbench.analysis.render import fmt_gib
     return fmt_gib(v)
 
 
 def run(args) -> int:
-    from xcbench.analysis.compare import MIN_REPEATS, compare_data, versions_changed
-    from xcbench.analysis.render import fmt_pct, text_table
-    from xcbench.analysis.run_data import RunData
     base = RunData(resolve_run(args.base, args.store))
     cont = RunData(resolve_run(args.contender, args.store))
     rows = compare_data(base, cont)

@@ -10,6 +10,12 @@ from __future__ import annotations
 
 import json
 
+from xcbench.ceph.cluster import default_state_dir
+from xcbench.ceph.mini import MiniCluster
+from xcbench.run.runner import Interrupted
+from xcbench.selftest import confirm
+from xcbench.selftest.run_scenarios import _stderr as log
+
 
 def add_parser(sub):
     p = sub.add_parser("confirm", help="test a run's verdicts by relieving or tightening the named limit")
@@ -23,17 +29,12 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from xcbench.run.runner import Interrupted
-    from xcbench.selftest import confirm
-    from xcbench.selftest.run_scenarios import _stderr as log
     run_dir, rows, _ = confirm.preflight(args.run, args.cell)  # bad input: exit 2, nothing started
     labels = {cid: c.label for cid, c in run_dir.cells.items()}
     embedded = bool((run_dir.manifest.get("cluster") or {}).get("embedded"))
     mini = cluster = None
     started = False
     if confirm.needs_cluster(run_dir, rows) and embedded:
-        from xcbench.ceph.cluster import default_state_dir
-        from xcbench.ceph.mini import MiniCluster
         mini = MiniCluster(default_state_dir(args.state_dir))
         cluster, started = mini.up(log=log)
     try:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import sys
 from importlib.resources import files
 
+from xcbench.ceph.cluster import default_state_dir
+from xcbench.ceph.mini import MiniCluster
 from xcbench.commands.run import add_run_args, execute, load_run_matrix, matrix_path, options
+from xcbench.matrix import load_matrix
 
 
 def add_parser(sub):
@@ -22,9 +25,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from xcbench.ceph.cluster import default_state_dir
-    from xcbench.ceph.mini import MiniCluster
-    from xcbench.matrix import load_matrix
     opts = options(args)
     matrix = matrix_path(args.matrix or str(files("xcbench.layouts") / "quick.yaml"), opts)
     load_matrix(matrix)  # bad input fails before a cluster is started

@@ -16,10 +16,23 @@ import os
 from pathlib import Path
 from typing import Any
 
-from xcbench.backends.base import backend_class
+from xcbench.backends.base import Target, backend_class, get_backend
+from xcbench.ceph.access import check_access
+from xcbench.ceph.cluster import cluster_from_args
+from xcbench.ceph.keys import remove_kept
+from xcbench.commands import argcheck
+from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
-from xcbench.system import proc, statedir
+from xcbench.gateway import stop_recorded
+from xcbench.gateway.security import RunSecurity
+from xcbench.matrix import load_matrix
+from xcbench.matrix.cell import Layout
+from xcbench.run.session import CellSession
+from xcbench.system import orphans, proc, statedir
+from xcbench.system.fsutil import remove_tree
+from xcbench.system.proc import ProcessSet
 from xcbench.system.signals import current
+from xcbench.system.userfiles import read_json
 
 STATE = "gateway.json"
 
@@ -36,14 +49,11 @@ def add_parser(sub):
     p.add_argument("--report", metavar="HOST:PORT", help="xrd.report summaries to this UDP address")
     p.add_argument("--scale-ec", action="store_true", help="as for `xcbench matrix`")
     p.add_argument("--wait", action="store_true", help="stay in the foreground; Ctrl-C stops it")
-    from xcbench.commands.options import add_ceph_args
     add_ceph_args(p)
     return p
 
 
 def _target_from_json(d: dict):
-    from xcbench.backends.base import Target
-    from xcbench.matrix.cell import Layout
     d = dict(d)
     if d.get("layout"):
         d["layout"] = Layout(**d["layout"])
@@ -54,15 +64,10 @@ def _cluster(args, backend: str):
     """The cluster (none for a backend that never talks to Ceph, e.g. tmpfs)."""
     if not backend_class(backend).needs_cluster:
         return None
-    from xcbench.ceph.cluster import cluster_from_args
     return cluster_from_args(args)
 
 
 def up(args) -> int:
-    from xcbench.commands import argcheck
-    from xcbench.matrix import load_matrix
-    from xcbench.run.session import CellSession
-    from xcbench.system.proc import ProcessSet
     if not args.matrix or not args.cell:
         raise XcbError("gateway up: give --matrix FILE and --cell ID")
     argcheck.number("--origins", args.origins, 1, 64)
@@ -76,7 +81,6 @@ def up(args) -> int:
     cluster = _cluster(args, peek.backend)
     cell = load_matrix(args.matrix, cluster, scale_ec=args.scale_ec).cell(args.cell) if cluster else peek
     if cluster is not None:
-        from xcbench.ceph.access import check_access
         check_access(cluster, [cell], backend_class)
     if args.origins:
         cell = dataclasses.replace(cell, origins=args.origins)
@@ -84,7 +88,6 @@ def up(args) -> int:
     procs = ProcessSet()
     sec = None
     if cell.security != "none":  # its CA and tokens stay with the gateway until `down`
-        from xcbench.gateway.security import RunSecurity
         sec = RunSecurity()
     session = CellSession(cell, cluster=cluster, workdir=workdir, procs=procs,
                           report_addr=args.report, run_security=sec)
@@ -119,7 +122,6 @@ def up(args) -> int:
     if gw.client_env:
         print("  clients need: " + " ".join(f"{k}={v}" for k, v in gw.client_env.items()))
     if not args.wait:
-        from xcbench.system import orphans
         orphans.release()  # left running on purpose, recorded in gateway.json: not an orphan
         print(f"state in {state_file}; stop with: xcbench gateway down --workdir {workdir}")
         return 0
@@ -136,13 +138,10 @@ def up(args) -> int:
 
 
 def down(args) -> int:
-    from xcbench.backends.base import get_backend
-    from xcbench.gateway import stop_recorded
     workdir = _workdir(args)
     state_file = workdir / STATE
     if not state_file.exists():
         raise XcbError(f"{state_file}: no gateway recorded here (nothing to stop)")
-    from xcbench.system.userfiles import read_json
     try:
         state = read_json(state_file)
         why = record_problem(state_file, state, workdir)
@@ -154,7 +153,6 @@ def down(args) -> int:
     pids = stop_recorded(state["gateway"])
     cluster = _cluster(args, state["backend"])
     get_backend(state["backend"])(cluster, workdir, None).cleanup(target)
-    from xcbench.ceph.keys import remove_kept
     remove_kept(state.get("key_dir"))
     _remove_security(state.get("security_dir"))
     state_file.unlink()
@@ -164,7 +162,6 @@ def down(args) -> int:
 
 
 def _workdir(args) -> Path:
-    from xcbench.commands import argcheck
     if args.workdir is None:
         return statedir.ensure(statedir.home() / "gateway")
     argcheck.directory("--workdir", args.workdir)
@@ -220,7 +217,6 @@ def _remove_security(path: str | None) -> None:
     """The security dir `up` recorded: only an xcbsec-* dir of ours (owner, name) is removed."""
     if not path:
         return
-    from xcbench.system.fsutil import remove_tree
     p = Path(path)
     if p.name.startswith("xcbsec-") and p.is_dir() and not p.is_symlink() and p.stat().st_uid == os.geteuid():
         remove_tree(p, what="gateway security dir")

@@ -7,6 +7,8 @@ import json
 import sys
 import time
 
+from xcbench.hosts import emulate, load_inventory
+
 
 def add_parser(sub):
     p = sub.add_parser("hosts", help="emulated hosts: network namespaces, shaped links, CPU quotas",
@@ -26,7 +28,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from xcbench.hosts import emulate, load_inventory
     if args.hosts_cmd == "up":
         inv = load_inventory(args.file)
         t0 = time.monotonic()

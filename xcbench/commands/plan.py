@@ -14,11 +14,19 @@ from dataclasses import fields
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.plan.calibrate import load_calibration
+from xcbench.plan.gateway_cores import parse_gateway_cpu
+from xcbench.plan.planner import make_plan
+from xcbench.plan.presets import PRESETS, resolve_target
+from xcbench.plan.report import render_plan
+from xcbench.plan.rtt import buffers, parse_rtts, rtt_section
+from xcbench.plan.spec import Assumptions, example_path, examples, load_cluster, load_gateway
+from xcbench.plan.units import fmt_rate
+from xcbench.store.rundir import RunDir
+from xcbench.system.sizes import parse_size
 
 
 def add_parser(sub):
-    from xcbench.plan.presets import PRESETS
-    from xcbench.plan.spec import Assumptions
     p = sub.add_parser("plan", help="capacity planning and gateway sizing",
                        description="How many gateways and disks a target rate needs, from datasheets "
                                    "and (with --calibrate) from what a run measured.")
@@ -75,20 +83,12 @@ def add_parser(sub):
 
 
 def _spec_path(value: str | None) -> str | None:
-    from xcbench.plan.spec import example_path, examples
     if value is None or Path(value).exists() or value not in examples():
         return value
     return str(example_path(value))
 
 
 def run(args) -> int:
-    from xcbench.plan.calibrate import load_calibration
-    from xcbench.plan.gateway_cores import parse_gateway_cpu
-    from xcbench.plan.planner import make_plan
-    from xcbench.plan.presets import PRESETS, resolve_target
-    from xcbench.plan.report import render_plan
-    from xcbench.plan.spec import Assumptions, examples, load_cluster, load_gateway
-    from xcbench.plan.units import fmt_rate
 
     if args.list:
         for name, t in PRESETS.items():
@@ -135,9 +135,6 @@ def run(args) -> int:
 
 
 def _rtt(args, plan: dict, gateway, cal) -> dict:
-    from xcbench.plan.rtt import buffers, parse_rtts, rtt_section
-    from xcbench.store.rundir import RunDir
-    from xcbench.system.sizes import parse_size
     rtts = parse_rtts(args.rtt)
     window = None
     if args.tcp_window_max is not None:

@@ -16,11 +16,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from xcbench.backends.base import backend_class
+from xcbench.ceph.access import check_access
 from xcbench.ceph.cluster import cluster_from_args
+from xcbench.commands import argcheck
 from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
+from xcbench.matrix import load_matrix
+from xcbench.probe.fio import summary
+from xcbench.probe.jobs import run_probe
+from xcbench.run.session import CellSession
+from xcbench.system import orphans
 from xcbench.system.fsutil import remove_tree
+from xcbench.system.proc import ProcessSet
 from xcbench.system.signals import EXIT_CODE, current
+from xcbench.system.sizes import format_size
 
 GIB = float(1 << 30)
 
@@ -51,13 +60,6 @@ def _gib(v) -> str:
 
 
 def run(args) -> int:
-    from xcbench.commands import argcheck
-    from xcbench.matrix import load_matrix
-    from xcbench.probe.fio import summary
-    from xcbench.probe.jobs import run_probe
-    from xcbench.run.session import CellSession
-    from xcbench.system.proc import ProcessSet
-    from xcbench.system.sizes import format_size
     argcheck.number("--runtime", args.runtime, 1, 86400)
     argcheck.directory("--raw", args.raw)
     hosts = argcheck.hosts("--fio-hosts", args.fio_hosts)
@@ -68,7 +70,6 @@ def run(args) -> int:
         cluster = cluster_from_args(args)
         matrix = load_matrix(args.matrix, cluster)  # validated against the cluster's limits
         cells = [matrix.cell(c.id) for c in cells]
-        from xcbench.ceph.access import check_access
         check_access(cluster, cells, backend_class)
     seen: dict[tuple, str] = {}
     todo = []
@@ -83,7 +84,6 @@ def run(args) -> int:
     all_rows: list[dict] = []
     workdir = Path(tempfile.mkdtemp(prefix="xcb-probe-"))
     workdir.chmod(0o755)  # backends hand dirs under it to the xrootd user
-    from xcbench.system import orphans
     orphans.note_dir(workdir)  # after a kill -9, the next command removes it
     procs = ProcessSet()
     interrupted = None

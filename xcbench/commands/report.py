@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xcbench.analysis import glance
+from xcbench.analysis.report import render_report
+from xcbench.analysis.run_data import RunData
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
 
@@ -31,7 +34,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from xcbench.analysis.report import render_report
     runs: list[Path | str | RunData] = [resolve_run(r, args.store).path for r in args.runs]
     if args.json or args.format == "text":
         return closing(runs, args.json, args.out)
@@ -48,8 +50,6 @@ def closing(runs: list, as_json: bool, out: Path | None) -> int:
 
     from rich.console import Console
 
-    from xcbench.analysis import glance
-    from xcbench.analysis.run_data import RunData
     data = [RunData(r) for r in runs]
     tables = [(rd, glance.rows(rd, tuple(o for o in data if o is not rd))) for rd in data]
     if as_json:

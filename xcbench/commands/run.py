@@ -6,10 +6,24 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xcbench.analysis import glance
+from xcbench.analysis.report import render_run_report
+from xcbench.analysis.run_data import RunData
 from xcbench.backends.base import backend_class
+from xcbench.ceph.access import check_access
 from xcbench.ceph.cluster import cluster_from_args
+from xcbench.commands import add_store_arg, argcheck, store_of
 from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
+from xcbench.hosts.checks import check_versions
+from xcbench.matrix import load_matrix
+from xcbench.matrix.schema import inventory_for
+from xcbench.network.tcpaudit import tuned
+from xcbench.run.progress import MatrixView
+from xcbench.run.runner import Interrupted, RunOptions, run_matrix
+from xcbench.store.rundir import RunDir
+from xcbench.system.http_auth import check_url, read_auth
+from xcbench.telemetry.devices import parse_selection
 
 if TYPE_CHECKING:
     from xcbench.matrix import Matrix
@@ -31,7 +45,6 @@ def add_parser(sub):
 
 
 def add_run_args(p) -> None:
-    from xcbench.commands import add_store_arg
     add_store_arg(p)
     p.add_argument("--name", help="run directory name (default: a UTC timestamp)")
     p.add_argument("--repeats", type=int, help="repeat every campaign N times (overrides the matrix)")
@@ -59,18 +72,13 @@ def add_run_args(p) -> None:
 
 
 def options(args):
-    from xcbench.commands import argcheck
-    from xcbench.run.runner import RunOptions
     argcheck.number("--repeats", args.repeats, 1, 10_000)
     argcheck.name("--name", args.name)
-    from xcbench.commands import store_of
     argcheck.directory("--store", str(store_of(args)))
     argcheck.hosts("--fio-hosts", args.fio_hosts)
-    from xcbench.telemetry.devices import parse_selection
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False)}
     if getattr(args, "prometheus", None) or getattr(args, "prometheus_auth", None):
-        from xcbench.system.http_auth import check_url, read_auth
         if not args.prometheus:
             raise XcbError("--prometheus-auth: give --prometheus URL too")
         extra["prometheus"] = {"url": check_url(args.prometheus),
@@ -86,7 +94,6 @@ def options(args):
 def matrix_path(matrix: str | None, opts) -> str:
     """The matrix file to run: MATRIX, or with --resume the run's own (and its --scale-ec)."""
     if opts.resume:
-        from xcbench.store.rundir import RunDir
         prev = RunDir.open(opts.resume).state
         kind = prev.extra.get("kind")
         if kind not in (None, "run"):
@@ -106,7 +113,6 @@ def matrix_path(matrix: str | None, opts) -> str:
 def load_run_matrix(path: str | Path, cluster, opts) -> Matrix:
     """The matrix parsed once for the run: with the cluster's facts when there is a cluster
     (call load_matrix(path) first, before the cluster is asked, to fail fast on bad input)."""
-    from xcbench.matrix import load_matrix
     if cluster is None:
         return load_matrix(path)
     return load_matrix(path, cluster, scale_ec=opts.scale_ec)
@@ -114,9 +120,6 @@ def load_run_matrix(path: str | Path, cluster, opts) -> Matrix:
 
 def execute(matrix: Matrix, cluster, opts) -> int:
     """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
-    from xcbench.network.tcpaudit import tuned
-    from xcbench.run.progress import MatrixView
-    from xcbench.run.runner import Interrupted, run_matrix
     try:
         with tuned(opts.extra.get("tune_tcp", False)):  # old sysctls back on any exit
             run = run_matrix(matrix, cluster, opts, view=MatrixView())
@@ -125,7 +128,6 @@ def execute(matrix: Matrix, cluster, opts) -> int:
               f"`xcbench run --resume {e}`", file=sys.stderr)
         return 130
     if opts.report:
-        from xcbench.analysis.report import render_run_report
         render_run_report(run, opts.report_format)
     failed = [c for c in run.cells.values() if c.status == "failed"]
     as_json = bool(opts.extra.get("json"))
@@ -148,8 +150,6 @@ def closing(path: Path, as_json: bool = False) -> None:
     run that measured but cannot be summarised still ends with its paths."""
     import json
     try:
-        from xcbench.analysis import glance
-        from xcbench.analysis.run_data import RunData
         rd = RunData(path)
         rows = glance.rows(rd)
     except Exception as e:  # noqa: BLE001 - the records are safe; only the summary failed
@@ -165,11 +165,9 @@ def closing(path: Path, as_json: bool = False) -> None:
 def hosts(args, parsed, opts) -> None:
     """The run's inventory (``--hosts``, else the matrix's) into ``opts.hosts``, and the same
     xcbench on every host checked first (one line naming the host that differs)."""
-    from xcbench.matrix.schema import inventory_for
     inv = inventory_for(getattr(args, "hosts", None), parsed.raw, parsed.path)
     if inv is None:
         return
-    from xcbench.hosts.checks import check_versions
     check_versions(inv)
     opts.hosts = inv
     if inv.ceph and not getattr(args, "ceph_conf", None):  # the cluster every host reaches
@@ -178,7 +176,6 @@ def hosts(args, parsed, opts) -> None:
 
 
 def run(args) -> int:
-    from xcbench.matrix import load_matrix
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
     opts = options(args)
@@ -189,6 +186,5 @@ def run(args) -> int:
         return execute(load_run_matrix(path, None, opts), None, opts)
     cluster = cluster_from_args(args)
     matrix = load_run_matrix(path, cluster, opts)
-    from xcbench.ceph.access import check_access
     check_access(cluster, matrix.cells, backend_class)  # the key can do what the matrix needs: asked, not tried
     return execute(matrix, cluster, opts)

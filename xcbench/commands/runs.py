@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from xcbench.analysis.render import text_table
 from xcbench.store.catalog import list_runs, resolve_run
 from xcbench.store.rundir import RunDir, default_store
 from xcbench.store.tables import TABLES
@@ -55,7 +56,6 @@ def _matrix(m) -> str:
 
 
 def _list(args) -> int:
-    from xcbench.analysis.render import text_table
     store = args.store or default_store()
     runs = list_runs(store)
     if args.json:
@@ -74,7 +74,6 @@ def _list(args) -> int:
 
 
 def _show(args) -> int:
-    from xcbench.analysis.render import text_table
     run = resolve_run(args.run, args.store)
     m = run.manifest
     if args.json:

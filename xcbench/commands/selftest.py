@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xcbench.commands import store_of
+from xcbench.ceph.cluster import default_state_dir
+from xcbench.ceph.mini import MiniCluster
+from xcbench.commands import add_store_arg, store_of
 from xcbench.errors import XcbError
+from xcbench.run.runner import Interrupted
+from xcbench.selftest import output
+from xcbench.selftest.run_scenarios import FRACTION, plan, run_selftest
+from xcbench.selftest.run_scenarios import _stderr as log
+from xcbench.selftest.scenarios import SCENARIOS
 
 
 def add_parser(sub):
-    from xcbench.selftest.scenarios import SCENARIOS
     p = sub.add_parser("selftest", help="known-answer scenarios: expected vs attributed verdicts",
                        description="Make known bottlenecks on purpose (cgroup CPU quotas, shaped "
                        "links) and check that each gets its known verdict; exit 1 if any differs.")
@@ -30,7 +36,6 @@ def add_parser(sub):
     p.add_argument("--fraction", type=float, default=None,
                    help="a capped role gets this share of the least CPU it used uncapped "
                         "(default 0.5; any value in (0, 0.8] must give the same answers)")
-    from xcbench.commands import add_store_arg
     add_store_arg(p, "result store for the runs")
     p.add_argument("--state-dir", help="embedded cluster state (default: the state home's cluster/)")
     p.add_argument("--keep-cluster", action="store_true",
@@ -39,12 +44,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from xcbench.ceph.cluster import default_state_dir
-    from xcbench.ceph.mini import MiniCluster
-    from xcbench.run.runner import Interrupted
-    from xcbench.selftest import output
-    from xcbench.selftest.run_scenarios import FRACTION, plan, run_selftest
-    from xcbench.selftest.run_scenarios import _stderr as log
     fraction = FRACTION if args.fraction is None else args.fraction
     if not 0 < fraction <= 0.8:
         raise XcbError(f"selftest: --fraction {fraction}: must be in (0, 0.8] (a cap near the "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from xcbench.campaign.smoke import smoke
+
 
 def add_parser(sub):
     p = sub.add_parser(
@@ -25,7 +27,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from xcbench.campaign.smoke import smoke
     checks = smoke(args.url, token_file=args.token_file, ca_dir=args.ca_dir,
                    write_path=args.write_path, xroot=args.xroot)
     if args.json:

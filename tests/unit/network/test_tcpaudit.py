@@ -154,7 +154,6 @@ def test_run_tune_tcp_wraps_the_whole_run_and_restores_after_a_fault(monkeypatch
 
     from xcbench.cli import build_parser
     from xcbench.commands import run as run_cmd
-    from xcbench.run import runner
     events = []
 
     @contextlib.contextmanager
@@ -168,8 +167,9 @@ def test_run_tune_tcp_wraps_the_whole_run_and_restores_after_a_fault(monkeypatch
     def fake_run_matrix(*a, **kw):
         events.append(("run",))
         raise RuntimeError("a fault inside the run")
-    monkeypatch.setattr(tcpaudit, "tuned", fake_tuned)
-    monkeypatch.setattr(runner, "run_matrix", fake_run_matrix)
+    # patched where the command looks them up (it imports them at its top)
+    monkeypatch.setattr(run_cmd, "tuned", fake_tuned)
+    monkeypatch.setattr(run_cmd, "run_matrix", fake_run_matrix)
     args = build_parser().parse_args(["run", "layouts/quick.yaml", "--tune-tcp"])
     opts = run_cmd.options(args)
     assert opts.extra["tune_tcp"] is True
