@@ -209,7 +209,9 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     name = keep.name.removeprefix("gateway-")
     keep.mkdir(parents=True)
     admin = Path(tempfile.mkdtemp(prefix="xcbgw-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
-    orphans.note_dir(admin)  # its TLS key (and a token config): removed by the next command after a kill -9
+    # its TLS key (and a token config): removed by the next command after a kill -9, as the
+    # xrootd user's dir it is given to
+    orphans.note_dir(admin, ids[0] if ids else None)
     try:
         own(admin, ids)
         if reachable_by(keep, ids):

@@ -363,18 +363,20 @@ def forget_dir(path: str | os.PathLike) -> None:
         _recorder.drop_dir(os.path.abspath(path))
 
 
-SCRATCH_PREFIXES = ("xcb-", "xcbench-")
+# the names xcbench gives its scratch dirs: xcb-*, xcbench-*, and the gateways' admin (xcbgw-*)
+# and security (xcbsec-*: CA, keys, tokens) dirs
+SCRATCH_PREFIXES = ("xcb-", "xcbench-", "xcbgw-", "xcbsec-")
 
 
 def scratch_problem(path: str | os.PathLike, uid: int | None = None) -> str | None:
     """Why ``path`` is not a scratch dir xcbench may remove (None: it may): an absolute path
-    named xcb-*/xcbench-*, a directory itself (not a link to one), owned by this user (or the
+    named as xcbench names them (SCRATCH_PREFIXES), a directory itself (not a link to one), owned by this user (or the
     recorded ``uid`` it was given to)."""
     p = str(path)
     if not os.path.isabs(p) or os.path.normpath(p) != p:
         return "not an absolute, normal path"
     if not os.path.basename(p).startswith(SCRATCH_PREFIXES):
-        return "not named xcb-* or xcbench-*"
+        return "not named " + " or ".join(f"{x}*" for x in SCRATCH_PREFIXES)
     try:
         st = os.lstat(p)
     except FileNotFoundError:

@@ -62,7 +62,7 @@ def test_a_record_naming_a_dir_xcbench_never_makes_is_left_alone(home, tmp_path,
     victim = _precious(tmp_path)
     f = _record(home, dirs=[str(victim)])
     assert orphans.reap() is None
-    _left_alone(f, capsys, "not named xcb-* or xcbench-*")
+    _left_alone(f, capsys, "not named xcb-* or xcbench-* or xcbgw-* or xcbsec-*")
     assert (victim / "data").read_text() == "keep me"
 
 
