@@ -15,12 +15,11 @@ hierarchy, or the path is on no block device (tmpfs, overlay), :func:`why_not` s
 
 from __future__ import annotations
 
-import atexit
 import os
 import re
 from pathlib import Path
 
-from xcbench.system.cgroups import NAME_RE, CgroupError, Registry, remove_group
+from xcbench.system.cgroups import NAME_RE, CgroupError, GroupSet, remove_group
 from xcbench.system.limits import v1_mount
 
 SYS_DEV = Path("/sys/dev/block")
@@ -107,14 +106,8 @@ class IoGroup:
         return remove_group(self.path)
 
 
-class IoGroups:
+class IoGroups(GroupSet):
     """The blkio groups of one run: ``xcb-<run>-<role>``; all removed on exit and by a sweep."""
-
-    def __init__(self, state_dir: str | Path | None, run: str):
-        self.registry = Registry(state_dir)
-        self.run = re.sub(r"[^A-Za-z0-9_.-]", "-", run)
-        self.groups: dict[str, IoGroup] = {}
-        self._atexit = False
 
     def create(self, role: str, dev: str, write_bps: int | None = None,
                write_iops: int | None = None) -> IoGroup:
@@ -123,33 +116,4 @@ class IoGroups:
         if base is None or why:
             raise CgroupError(f"blkio: {why}")
         g = IoGroup(base, f"xcb-{self.run}-{role}", dev, write_bps, write_iops)
-        if g.path.exists() and role not in self.groups:
-            raise CgroupError(f"cgroup {g.path} already exists (another run?)")
-        self.registry.add(g.path, os.getpid())  # recorded first: a crash right after leaves no orphan
-        if not self._atexit:
-            atexit.register(self.close)
-            self._atexit = True
-        try:
-            g.make()
-        except OSError as e:
-            g.remove()
-            self.registry.drop(g.path)
-            raise CgroupError(f"cannot set up cgroup {g.path}: {e}") from e
-        self.groups[role] = g
-        return g
-
-    def close(self) -> list[str]:
-        left = []
-        for role, g in list(self.groups.items()):
-            if g.remove():
-                self.registry.drop(g.path)
-                del self.groups[role]
-            else:
-                left.append(str(g.path))
-        return left
-
-    def __enter__(self) -> IoGroups:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        return self._add(role, g)

@@ -27,6 +27,7 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.system import statedir
@@ -280,20 +281,18 @@ def sweep_stale(state_dir: str | Path | None = None, all_owners: bool = False) -
     return removed
 
 
-class CpuGroups:
-    """The groups of one run: ``xcb-<run>-<role>``; all removed on exit, atexit and by a sweep."""
+class GroupSet:
+    """The groups of one run, ``xcb-<run>-<role>``: each recorded in the registry before it is
+    made, all removed on exit, atexit and by a sweep (CpuGroups here; xcbench.system.blkio's
+    IoGroups). A group is anything with ``path``, ``make()`` and ``remove() -> bool``."""
 
-    def __init__(self, state_dir: str | Path | None, run: str, mech: Mechanism | None = None):
+    def __init__(self, state_dir: str | Path | None, run: str):
         self.registry = Registry(state_dir)
         self.run = re.sub(r"[^A-Za-z0-9_.-]", "-", run)
-        self.mech = mech
-        self.groups: dict[str, CpuGroup] = {}
+        self.groups: dict[str, Any] = {}
         self._atexit = False
 
-    def create(self, role: str, cores: float, period_us: int = PERIOD_US) -> CpuGroup:
-        if self.mech is None:
-            self.mech = detect()
-        g = CpuGroup(self.mech, f"xcb-{self.run}-{role}", cores, period_us)
+    def _add(self, role: str, g: Any) -> Any:
         if g.path.exists() and role not in self.groups:
             raise CgroupError(f"cgroup {g.path} already exists (another run? `xcbench` sweeps "
                               f"stale ones it recorded)")
@@ -321,8 +320,21 @@ class CpuGroups:
                 left.append(str(g.path))
         return left
 
-    def __enter__(self) -> CpuGroups:
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class CpuGroups(GroupSet):
+    """The CPU-quota groups of one run."""
+
+    def __init__(self, state_dir: str | Path | None, run: str, mech: Mechanism | None = None):
+        super().__init__(state_dir, run)
+        self.mech = mech
+
+    def create(self, role: str, cores: float, period_us: int = PERIOD_US) -> CpuGroup:
+        if self.mech is None:
+            self.mech = detect()
+        return self._add(role, CpuGroup(self.mech, f"xcb-{self.run}-{role}", cores, period_us))
