@@ -54,6 +54,11 @@ def dir_problem(path: Path) -> str | None:
         return "it does not exist"
     if not stat.S_ISDIR(st.st_mode):
         return "not a directory (a symlink is not followed)"
+    return _not_ours(st)
+
+
+def _not_ours(st: os.stat_result) -> str | None:
+    """Why a file with this stat is not ours to act on: another owner, or others may write it."""
     if st.st_uid != os.geteuid():
         return f"owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
     if st.st_mode & 0o022:
@@ -100,11 +105,7 @@ def record_problem(path: Path) -> str | None:
         return "it is gone"
     if not stat.S_ISREG(st.st_mode):
         return "not a regular file (a symlink is not followed)"
-    if st.st_uid != os.geteuid():
-        return f"owned by uid {st.st_uid}, not by this user"
-    if st.st_mode & 0o022:
-        return f"writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
-    return None
+    return _not_ours(st)
 
 
 def host_problem(rec: dict) -> str | None:
