@@ -27,6 +27,7 @@ from xcbench.telemetry.promapi import PromClient, PromError
 DEFAULT_STEP = 15.0  # Prometheus's own default scrape interval, when its config is not readable
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series
 LIVE_TIMEOUT = 1.0  # the progress view's one number must not hold up the telemetry loop
+LIVE_METRIC = "node.nic_tx_bps.all"  # the live query's rows: taken on the telemetry tick, any time
 
 
 class PrometheusSampler(Sampler):
@@ -127,7 +128,7 @@ class PrometheusSampler(Sampler):
             return []
         finally:
             self.client.timeout = old
-        return [self.row(wall, mono, "node.nic_tx_bps.all", float(a["value"][1]))
+        return [self.row(wall, mono, LIVE_METRIC, float(a["value"][1]))
                 for a in ans[:1] if a.get("value")]
 
     def stop(self) -> None:
