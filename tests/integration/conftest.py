@@ -1,10 +1,12 @@
 """Fixtures the backend tests share: a workdir the xrootd user can reach, the module's backend
-(``BACKEND`` of the test module) on the session's cluster, and the gateway module."""
+(``BACKEND`` of the test module) on the session's cluster, the gateway module, and the demo
+matrix's shape run once for the session (``demo_run``)."""
 
 from __future__ import annotations
 
 import pytest
 
+from tests.integration.demorun import run_demo_shape
 from tests.integration.gwcheck import xrootd_workdir
 
 
@@ -32,3 +34,9 @@ def backend(request, ceph_cluster, workdir):
 @pytest.fixture(scope="module")
 def gateway_mod():
     return pytest.importorskip("xcbench.gateway")
+
+
+@pytest.fixture(scope="session")
+def demo_run(ceph_cluster, tmp_path_factory):
+    """The demo matrix's shape run once for the session (tests/integration/demorun.py)."""
+    return run_demo_shape(ceph_cluster, tmp_path_factory.mktemp("demo-run"))

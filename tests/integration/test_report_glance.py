@@ -1,5 +1,5 @@
-"""The answer at a glance on a real run of the demo matrix's shape (layouts/quick.yaml, its
-files made small and its levels file-counted so the run takes a few minutes): `xcbench run
+"""The answer at a glance on a real run of the demo matrix's shape (the session's ``demo_run``,
+tests/integration/demorun.py: layouts/quick.yaml with short levels): `xcbench run
 --json` ends with one row per cell x level; the report's first screen, in a real browser
 (Debian's chromium, headless, 1280x900), shows every cell x level with its verdict in the first
 viewport, and no label in the grid is clipped or overlaps another (boxes measured in the page)."""
@@ -8,15 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-from importlib.resources import files
 from pathlib import Path
 
 import pytest
-import yaml
 
-from xcbench.matrix import load_matrix
 from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
@@ -76,32 +71,12 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def demo_shape(tmp_path: Path) -> Path:
-    """layouts/quick.yaml with small files, file-counted levels and 1-s probes."""
-    m = yaml.safe_load((files("xcbench.layouts") / "quick.yaml").read_text())
-    d = m["defaults"]
-    d.update(file_size="8M", files=16, campaign={"timeout": 120})
-    d["probe"] = {**d.get("probe", {}), "runtime": 1, "size": "16M"}
-    m["name"] = "quick-shape"
-    p = tmp_path / "quick-shape.yaml"
-    p.write_text(yaml.safe_dump(m))
-    return p
-
-
 @pytest.fixture(scope="module")
-def run(ceph_cluster, tmp_path_factory):
+def run(demo_run):
     if not CHROMIUM.exists():
         pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
-    tmp = tmp_path_factory.mktemp("glance")
-    path = demo_shape(tmp)
-    shape = load_matrix(path)
-    cp = subprocess.run([sys.executable, "-m", "xcbench", "run", str(path), "-c", str(ceph_cluster.conf),
-                         "--store", str(tmp / "results"), "--name", "glance", "--json"],
-                        capture_output=True, text=True, timeout=900)
-    assert cp.returncode == 0, cp.stderr[-3000:]
-    return {"path": tmp / "results" / "glance", "closing": json.loads(cp.stdout),
-            "cells": len(shape.cells), "levels": sorted({c for x in shape.cells for c in x.concurrency}),
-            "stderr": cp.stderr}
+    return {"path": demo_run.run.path, "closing": demo_run.closing, "cells": demo_run.cells,
+            "levels": demo_run.levels, "stderr": demo_run.stderr}
 
 
 def test_run_ends_with_the_closing_table_as_data(run):

@@ -1,4 +1,5 @@
-"""A real run of the demo matrix's cells (layouts/quick.yaml, shortened) on the mini cluster,
+"""A real run of the demo matrix's cells (the session's ``demo_run``: layouts/quick.yaml with
+short levels, tests/integration/demorun.py) on the mini cluster,
 checked for what a correct attribution must say, whatever this machine's speeds are:
 
 - the tmpfs cell is never storage-bandwidth or storage-iops (it has no storage);
@@ -12,29 +13,10 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
 from xcbench.analysis import rules
-from xcbench.commands.run import load_run_matrix
-from xcbench.layouts import __file__ as _layouts_init
-from xcbench.run.runner import RunOptions, run_matrix
 
 pytestmark = pytest.mark.integration
-QUICK = __import__("pathlib").Path(_layouts_init).parent / "quick.yaml"
-
-
-def shortened(tmp_path):
-    """quick.yaml's cells with short levels, probes and files (the same cells and pools)."""
-    m = yaml.safe_load(QUICK.read_text())
-    d = m["defaults"]
-    d["campaign"] = {"duration": {"min": "5s", "max": "10s"},
-                     "steady": {"rule": "autoterm", "window": "5s", "points": 5, "tolerance": "15%"}}
-    d["probe"] = {**d["probe"], "runtime": 1, "size": "16M"}
-    d["file_size"], d["files"] = "8M", 12
-    m["backends"]["tmpfs"]["size"] = ["512M"]
-    p = tmp_path / "quick-short.yaml"
-    p.write_text(yaml.safe_dump(m))
-    return p
 
 
 def idle(ev: dict) -> bool:
@@ -57,9 +39,8 @@ def idle(ev: dict) -> bool:
     return not ev.get("link_use")
 
 
-def test_the_demo_matrix_gets_the_verdicts_a_correct_attribution_must_give(ceph_cluster, tmp_path):
-    opts = RunOptions(out=tmp_path / "results", name="quick-short", baseline=False, report=False)
-    run = run_matrix(load_run_matrix(shortened(tmp_path), ceph_cluster, opts), ceph_cluster, opts)
+def test_the_demo_matrix_gets_the_verdicts_a_correct_attribution_must_give(demo_run):
+    run = demo_run.run
     m = json.loads((run.path / "manifest.json").read_text())
     assert {c["status"] for c in m["cells"].values()} == {"complete"}, \
         {c["label"]: c.get("error") for c in m["cells"].values()}

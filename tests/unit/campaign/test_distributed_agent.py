@@ -4,6 +4,7 @@ stop ends it with its records flushed (no gateway: a destination that refuses co
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -43,9 +44,12 @@ def test_bad_requests_are_one_line(line, why):
 
 
 def _agent() -> subprocess.Popen:
+    # the destination is dead: an attempt in flight waits out XrdCl's ConnectionWindow before
+    # the agent can end, so the shell's value (which XrdCl keeps) makes it 2 s, not 10 s
     return subprocess.Popen([sys.executable, "-m", "xcbench", "campaign-agent"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "XRD_CONNECTIONWINDOW": "2"})
 
 
 def _lines(p: subprocess.Popen, timeout: float = 60) -> list[dict]:
