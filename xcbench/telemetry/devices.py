@@ -77,13 +77,18 @@ def _prometheus(ctx: Context) -> Sampler | None:
     conf = prometheus_of(ctx)
     if not conf:
         return None
-    return PrometheusSampler(PromClient(conf["url"], conf.get("auth")), cell_id=ctx.cell.id,
+    client = PromClient(conf["url"], conf.get("auth"))
+    if conf.get("timeout"):
+        client.timeout = float(conf["timeout"])
+    return PrometheusSampler(client, cell_id=ctx.cell.id,
                              sink=ctx.sink, cluster=ctx.cluster, inventory=ctx.hosts,
                              step=conf.get("scrape_interval"),
                              raw_dir=ctx.raw_dir / "prometheus" / ctx.cell.id if ctx.raw_dir else None)
 
 
 def prometheus_of(ctx: Context) -> dict | None:
+    """--prometheus, else the matrix's (both in ``ctx.prometheus``: xcbench.commands.run picks
+    the command line's first), else the inventory's, else the embedded cluster's."""
     if ctx.prometheus:
         return dict(ctx.prometheus)
     inv = getattr(ctx.hosts, "prometheus", None)

@@ -13,9 +13,12 @@ problem and cell) and at most one request timeout per level: the run goes on wit
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from xcbench.errors import XcbError
 from xcbench.hosts.emulate import PEER, Record, records
@@ -75,11 +78,10 @@ class PrometheusSampler(Sampler):
 
     def _scrape_interval(self) -> float:
         """The server's global scrape interval (its /api/v1/status/config)."""
-        import yaml
         data = self.client.get("/api/v1/status/config", {})
         try:
             conf = yaml.safe_load((data or {}).get("yaml") or "") or {}
-            return _seconds(conf.get("global", {}).get("scrape_interval", "1m"))
+            return parse_duration(conf.get("global", {}).get("scrape_interval", "1m"))
         except (yaml.YAMLError, AttributeError, ValueError):
             return DEFAULT_STEP
 
@@ -194,9 +196,8 @@ def emulated_hosts() -> dict[str, dict]:
     return out
 
 
-def _seconds(text: Any) -> float:
-    """A Prometheus duration ("1s", "15s", "1m", "500ms") in seconds."""
-    import re
+def parse_duration(text: Any) -> float:
+    """A Prometheus duration ("1s", "15s", "1m", "500ms") in seconds; ValueError otherwise."""
     units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
     total, pos, s = 0.0, 0, str(text).strip()
     for m in re.finditer(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", s):
