@@ -131,15 +131,14 @@ class PrometheusSampler(Sampler):
         by more than one LIVE_TIMEOUT."""
         if not self.live_ok:
             return []
-        old, self.client.timeout = self.client.timeout, min(self.client.timeout, LIVE_TIMEOUT)
         t0 = self.mono()
         try:
-            ans = self.client.query(pq.live_promql(self.step or DEFAULT_STEP))
+            ans = self.client.query(pq.live_promql(self.step or DEFAULT_STEP),
+                                    timeout=min(self.client.timeout, LIVE_TIMEOUT))
         except PromError:
             self.live_ok = False
             return []
         finally:
-            self.client.timeout = old
             self.live_seconds.append(self.mono() - t0)
         fig = pq.live_figures(ans, self.hosts)
         return live_rows(self, wall, mono, fig) if fig else []

@@ -90,8 +90,9 @@ def live_promql(step: float) -> str:
 def live_figures(answer: list[dict], hosts: HostMap) -> dict[str, Any] | None:
     """The busiest storage host in a live answer: {host, nic, nic_bps, nic_use, disk, disk_busy,
     cpu_use} (a figure None when not answered; nic_use None when the link speed is unknown).
-    Storage hosts: the instances running OSDs (every host when none is known to); busiest: the
-    highest of its NIC's use of its link, its busiest (OSD) disk and its CPU."""
+    Storage hosts: the instances running OSDs (every host when none is known to); their NICs:
+    the OSDs' (front/back iface) when named, else all; busiest: the highest of its NIC's use of
+    its link, its busiest (OSD) disk and its CPU."""
     per: dict[str, dict[str, Any]] = {}
     for a in answer:
         m, kind = a.get("metric") or {}, (a.get("metric") or {}).get("xcb_live")
@@ -113,7 +114,9 @@ def live_figures(answer: list[dict], hosts: HostMap) -> dict[str, Any] | None:
         h = per[inst]
         em = hosts.emulated.get(instance_ip(inst) or "") or {}
         nic = None
-        for dev in sorted(set(h["rx"]) | set(h["tx"])):
+        devs = sorted(set(h["rx"]) | set(h["tx"]))
+        ifaces = hosts.osd_ifaces(inst)  # the OSDs' own NICs when osd metadata names them
+        for dev in [d for d in devs if d in ifaces] or devs:
             bps = max(h["rx"].get(dev, 0.0), h["tx"].get(dev, 0.0))
             speed = h["speed"].get(dev)
             if em.get("rate_bps") and dev == em.get("device"):

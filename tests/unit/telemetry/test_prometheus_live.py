@@ -48,11 +48,15 @@ def test_the_busiest_storage_host_and_its_link_use():
     uname = [{"metric": {**UNAME[0]["metric"], "instance": i, "nodename": n}}
              for i, n in (("10.0.0.1:9100", "stor1"), ("10.0.0.2:9100", "stor2"), ("10.0.0.3:9100", "gw1"))]
     meta = [{**o, "hostname": "stor1" if o["id"] == 0 else "stor2",
-             "front_addr": f"[v2:10.0.0.{1 if o['id'] == 0 else 2}:6800/1]", "back_addr": ""} for o in OSD_META]
+             "front_addr": f"[v2:10.0.0.{1 if o['id'] == 0 else 2}:6800/1]", "back_addr": "",
+             "front_iface": "eth0"} for o in OSD_META]
     ans = _answer("10.0.0.1:9100") + _answer("10.0.0.2:9100") + _answer("10.0.0.3:9100")
     ans += [{"metric": {"instance": "10.0.0.2:9100", "device": "eth0", "xcb_live": "tx"}, "value": [0, "1.25e9"]},
             {"metric": {"instance": "10.0.0.2:9100", "device": "eth0", "xcb_live": "speed"}, "value": [0, "1.25e9"]},
-            {"metric": {"instance": "10.0.0.3:9100", "xcb_live": "cpu"}, "value": [0, "1.5"]}]
+            {"metric": {"instance": "10.0.0.3:9100", "xcb_live": "cpu"}, "value": [0, "1.5"]},
+            # a busier NIC that is not the OSDs' (osd metadata names eth0): not the one shown
+            {"metric": {"instance": "10.0.0.2:9100", "device": "eth9", "xcb_live": "tx"}, "value": [0, "2.5e9"]},
+            {"metric": {"instance": "10.0.0.2:9100", "device": "eth9", "xcb_live": "speed"}, "value": [0, "2.5e9"]}]
     ans = [a for a in ans if not (a["metric"]["instance"] == "10.0.0.3:9100" and a["metric"]["xcb_live"] == "cpu"
                                   and a["value"][1] != "1.5")]
     fig = pq.live_figures(ans, pq.HostMap(uname, meta))
