@@ -146,6 +146,10 @@ def test_one_box_both_views_of_the_cpu_must_agree():
     bad = sh.views_agree(hosts, 0.3)
     assert not bad["agree"] and "90 % busy for Prometheus but 30 % for the host device" in bad["finding"]
     assert bad["host"] == "vm" and bad["tolerance"] == sh.AGREE
+    # a window noisier than the measured noise widens the tolerance by its own standard error
+    assert not sh.views_agree(hosts, 0.78, 0.01)["agree"]  # 12 points apart, 3*1.41*0.01 < 0.10
+    wide = sh.views_agree(hosts, 0.78, 0.04)  # the host view's mean is only known to +-4 points
+    assert wide["agree"] and wide["tolerance"] == pytest.approx(3 * math.sqrt(2) * 0.04)
     assert sh.views_agree(hosts, math.nan) is None
     assert sh.views_agree({"s1": {**hosts["vm"], "loopback": False}}, 0.3) is None  # a remote host
 
