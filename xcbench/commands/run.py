@@ -65,7 +65,8 @@ def add_run_args(p) -> None:
                         "or none (default: every device; see `xcbench telemetry list`)")
     p.add_argument("--prometheus", metavar="URL",
                    help="the site's Prometheus (node_exporter on the storage hosts, the ceph-mgr "
-                        "module); default: the inventory's, else the embedded cluster's")
+                        "module); default: the matrix's prometheus:, else the inventory's, else the "
+                        "embedded cluster's")
     p.add_argument("--prometheus-auth", metavar="KIND:PATH",
                    help="credentials for --prometheus from a file: bearer:PATH (a token) or "
                         "basic:PATH (user:password)")

@@ -115,8 +115,9 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            "it is shaped to (its limit)", 1.0, "runs with emulated hosts up", _links),
     Device("prometheus", "every host's CPU busy vs cores, NIC rx/tx vs link speed, disk busy and "
            "bytes (node_exporter); per OSD ops, bytes, latency and per pool client rates (ceph-mgr); "
-           "range queries after each level", 5.0,
-           "runs with a Prometheus (--prometheus, the inventory's, the embedded cluster's)",
+           "range queries after each level; live.* (the busiest storage host's NIC, disk, CPU for "
+           "the progress view) every tick", 5.0,
+           "runs with a Prometheus (--prometheus, the matrix's, the inventory's, the embedded cluster's)",
            _prometheus),
 )}
 DEFAULT = tuple(DEVICES)  # every device, at its default interval
