@@ -367,6 +367,7 @@ def write_verdicts(run: RunDir, others: tuple = ()) -> list[dict[str, Any]]:
                                                                     index=False)
     else:
         run.replace_table("verdicts", keep + rows)
+    storagehosts.store_views_findings(run, rows)  # one box: the two CPU views disagree
     return rows
 
 

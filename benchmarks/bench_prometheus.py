@@ -9,7 +9,9 @@ ceph-mgr (which renders the module's /metrics) is read from /proc before and aft
 (and as a share of this machine's cores). The mgr is measured with its module on; its cost
 without the module is not separated (the mgr does other work every second too). Then the
 device's level_end() runs over windows of 10, 60 and 300 s (the window of one campaign level)
-and its wall time per level is printed, with the rows it returns.
+and its wall time per level is printed, with the rows it returns. Last, the live query (one per
+telemetry tick, for the progress view) runs 50 times: its wall time and this process's CPU
+time per tick, and the share of a 5 s tick (the device's pace) that is.
 """
 
 from __future__ import annotations
@@ -68,6 +70,16 @@ def measure(state: Path, seconds: float) -> None:
         t = time.monotonic()
         rows = s.level_end(end - window, end, {})
         print(f"  {window:>4} s window: {time.monotonic() - t:.2f} s, {len(rows)} rows")
+    n, c0, t0 = 50, time.process_time(), time.monotonic()
+    rows = []
+    for _ in range(n):
+        rows = s.sample(time.time(), time.monotonic())
+    wall, cpu = (time.monotonic() - t0) / n, (time.process_time() - c0) / n
+    walls = sorted(s.live_seconds)
+    print(f"live query per tick ({n} ticks): {wall * 1000:.1f} ms wall (median "
+          f"{walls[len(walls) // 2] * 1000:.1f} ms, max {walls[-1] * 1000:.1f} ms), {cpu * 1000:.1f} ms "
+          f"CPU of xcbench ({cpu / s.min_interval * 100:.2f} % of a core at one tick per "
+          f"{s.min_interval:g} s); {len(rows)} rows: {[r['metric'] for r in rows]}")
     s.stop()
     cluster.close()
 

@@ -1,17 +1,21 @@
 """A run reads the cluster's hosts through Prometheus (the embedded cluster's own: the same path
 as a site's): per level, after it ends, its window's host, OSD and pool figures land in the
-samples; the queries are in the run. A Prometheus that is down costs one finding per cell and
-the run completes."""
+samples; the queries are in the run; while a level runs, the progress view shows the busiest
+storage host's line; on one box, Prometheus's and the host device's CPU views agree (no finding).
+A Prometheus that is down costs one finding per cell, no storage line, and the run completes."""
 
 import json
+import re
 
 import pytest
 
+from xcbench.analysis.storagehosts import VIEWS_WHAT
 from xcbench.commands.run import load_run_matrix
+from xcbench.run.progress import MatrixView
 from xcbench.run.runner import RunOptions, run_matrix
 from xcbench.system.ports import free_port
 from xcbench.telemetry import promqueries as pq
-from xcbench.telemetry.prometheus import LIVE_METRIC
+from xcbench.telemetry.prometheus import LIVE_PREFIX
 
 pytestmark = pytest.mark.integration
 
@@ -21,27 +25,32 @@ defaults:
   concurrency: [2, 4]
   file_size: 16M
   files: 8
-  campaign: {{timeout: 120, retries: 1, retry_delay: 0.5}}
+  campaign: {{timeout: 120, retries: 1, retry_delay: 0.5{duration}}}
 backends:
 {backends}
 """
 
 
-def _matrix(tmp_path, backends):
+# levels of at least 12 s: the live query (every 5 s, the device's pace) runs during each
+TIMED = ", duration: {min: 12s, max: 20s}"
+
+
+def _matrix(tmp_path, backends, duration=""):
     p = tmp_path / "m.yaml"
-    p.write_text(MATRIX.format(backends=backends))
+    p.write_text(MATRIX.format(backends=backends, duration=duration))
     return p
 
 
-def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_path):
+def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_path, capsys):
     if not ceph_cluster.info.get("prometheus"):
         pytest.fail("the session's cluster runs no Prometheus (a --ceph-conf cluster: give its "
                     "Prometheus to this test is not supported)", pytrace=False)
     path = _matrix(tmp_path, "  rados: {layouts: [{stripe_unit: 4M, stripe_count: 1, object_size: 4M}],"
-                             " pools: [ec2+1]}")
+                             " pools: [ec2+1]}", TIMED)
     opts = RunOptions(out=tmp_path / "r", name="prom", probes=False, baseline=False,
-                      telemetry="prometheus", report=False)
-    run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts)
+                      telemetry="host,prometheus", report=False)
+    run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts, view=MatrixView())
+    err = capsys.readouterr().err
     cell_id, state = next(iter(run.cells.items()))
     assert state.status == "complete", state.error
     s = run.table("samples")
@@ -61,7 +70,7 @@ def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_pa
     assert [lv["concurrency"] for lv in levels] == [2, 4]
     # the range queries' rows lie in the levels' windows (the live query's rows are taken on the
     # telemetry tick, also before the first level: they are not the level's)
-    ranged = s[s["metric"] != LIVE_METRIC]
+    ranged = s[~s["metric"].str.startswith(LIVE_PREFIX)]
     assert ranged["wall"].min() >= levels[0]["start"] - 1e-3 and ranged["wall"].max() <= levels[-1]["end"] + 1e-3
     assert "ceph.pool_write_bps\trate(ceph_pool_wr_bytes[4s])" in (raw / "queries.promql").read_text()
     f = run.table("findings")
@@ -78,14 +87,26 @@ def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_pa
         break
     else:
         pytest.fail(f"no verdict of {cell_id} has storage host figures: {v['evidence'].tolist()}")
+    # one box: both CPU views of this machine were compared at some level, and agree: no finding
+    views = [ev["storage_views"] for ev in map(json.loads, v["evidence"]) if ev.get("storage_views")]
+    assert views and all(x["agree"] for x in views), views
+    assert not any(str(w).startswith(VIEWS_WHAT) for w in f.get("what", []))
+    # the progress view (stderr) said the busiest storage host's figures while each level ran
+    for c in (2, 4):
+        level = err.split(f"campaign c={c} ", 1)[1].split(f"c={c}: ", 1)[0]
+        assert re.search(r"storage host \S+: (NIC .*, )?disk \S+ \d+ % busy, CPU \d+ %", level), err
 
 
-def test_a_prometheus_that_is_down_is_one_finding_and_the_run_completes(tmp_path):
+def test_a_prometheus_that_is_down_is_one_finding_and_the_run_completes(tmp_path, capsys):
     dead = f"http://127.0.0.1:{free_port()}"
-    path = _matrix(tmp_path, "  tmpfs: {size: 256M}")
+    path = _matrix(tmp_path, "  tmpfs: {size: 256M}", TIMED)
     opts = RunOptions(out=tmp_path / "r", name="dead", probes=False, baseline=False, report=False,
                       telemetry="host,prometheus", extra={"prometheus": {"url": dead, "auth": None}})
-    run = run_matrix(load_run_matrix(path, None, opts), None, opts)
+    run = run_matrix(load_run_matrix(path, None, opts), None, opts, view=MatrixView())
+    err = capsys.readouterr().err
+    # the view went on without the storage line: every level's own line, none of the storage host
+    assert re.search(r"c=2: [\d.]+ Gb/s", err) and re.search(r"c=4: [\d.]+ Gb/s", err), err
+    assert "storage host" not in err
     cell_id, state = next(iter(run.cells.items()))
     assert state.status == "complete", state.error
     f = run.table("findings")

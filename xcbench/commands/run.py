@@ -17,7 +17,7 @@ from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
 from xcbench.hosts.checks import check_versions
 from xcbench.matrix import load_matrix
-from xcbench.matrix.schema import inventory_for
+from xcbench.matrix.schema import inventory_for, matrix_prometheus
 from xcbench.network.tcpaudit import tuned
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
@@ -65,7 +65,8 @@ def add_run_args(p) -> None:
                         "or none (default: every device; see `xcbench telemetry list`)")
     p.add_argument("--prometheus", metavar="URL",
                    help="the site's Prometheus (node_exporter on the storage hosts, the ceph-mgr "
-                        "module); default: the inventory's, else the embedded cluster's")
+                        "module); default: the matrix's prometheus:, else the inventory's, else the "
+                        "embedded cluster's")
     p.add_argument("--prometheus-auth", metavar="KIND:PATH",
                    help="credentials for --prometheus from a file: bearer:PATH (a token) or "
                         "basic:PATH (user:password)")
@@ -175,6 +176,17 @@ def hosts(args, parsed, opts) -> None:
         args.ceph_id = getattr(args, "ceph_id", None) or inv.ceph.get("id")
 
 
+def prometheus(opts, parsed) -> None:
+    """The run's Prometheus: the command line's (``--prometheus``), else the matrix's
+    ``prometheus:``; without either, the telemetry device takes the inventory's, else the
+    embedded cluster's (xcbench.telemetry.devices.prometheus_of)."""
+    if opts.extra.get("prometheus"):
+        return
+    conf = matrix_prometheus(parsed.raw, parsed.path)
+    if conf:
+        opts.extra["prometheus"] = conf
+
+
 def run(args) -> int:
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
@@ -182,6 +194,7 @@ def run(args) -> int:
     path = matrix_path(args.matrix, opts)
     parsed = load_matrix(path)  # structure first: bad input fails before anything touches a cluster
     hosts(args, parsed, opts)
+    prometheus(opts, parsed)
     if not any(backend_class(c.backend).needs_cluster for c in parsed.cells):  # tmpfs only
         return execute(load_run_matrix(path, None, opts), None, opts)
     cluster = cluster_from_args(args)

@@ -51,6 +51,7 @@ from xcbench.matrix.schema import (
     check_hosts,
     check_layout,
     check_levels,
+    check_prometheus,
     parse_pool,
 )
 from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
@@ -97,6 +98,7 @@ def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | 
     cells = expand(raw, path, errors)
     check_levels(errors, cells)
     check_hosts(errors, raw)
+    check_prometheus(errors, raw)
     reference = check_reference(raw, cells, errors)
     errors.raise_if_any()
     if not cells:

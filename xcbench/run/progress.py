@@ -14,6 +14,9 @@ from rich.live import Live
 from rich.table import Table
 
 from xcbench.analysis.steady import steady_window
+from xcbench.telemetry.prometheus import LIVE_PREFIX, live_line
+
+PLAIN_STORAGE_EVERY = 10.0  # seconds between two storage lines in the plain (non-terminal) view
 
 
 class MatrixView:
@@ -26,6 +29,10 @@ class MatrixView:
         self.transfers = self.transfer_failures = 0
         self.t0 = time.monotonic()
         self.buckets: dict[str, list[dict]] = {}  # campaign_id -> its 1-s timeline rows
+        # the busiest storage host while a level runs (the prometheus device's live query)
+        self.storage: str | None = None
+        self.in_level = False
+        self._storage_said = -float("inf")
 
     def begin(self, run: Any, matrix: Any) -> None:
         self.total = len(matrix.cells)
@@ -43,6 +50,8 @@ class MatrixView:
 
     def phase(self, label: str, what: str) -> None:
         self.cell, self.what = label, what
+        self.in_level, self.storage = what.startswith("campaign"), None
+        self._storage_said = -float("inf")
         self._say(f"    {what}")
 
     def observe(self, table: str, rows: list[dict]) -> None:
@@ -53,7 +62,17 @@ class MatrixView:
         elif table == "transfers":
             self.transfers += len(rows)
             self.transfer_failures += sum(1 for r in rows if r.get("file_state") != "FINISHED")
+        elif table == "samples":
+            live = [r for r in rows if r.get("sampler") == "prometheus"
+                    and str(r.get("metric", "")).startswith(LIVE_PREFIX)]
+            if not live or not self.in_level:
+                return  # most sample rows: nothing to show (and no re-render for them)
+            self.storage = live_line(live)
+            if not self.live and self.storage and time.monotonic() - self._storage_said >= PLAIN_STORAGE_EVERY:
+                self._storage_said = time.monotonic()
+                self._say(f"    {self.storage}")
         elif table == "campaigns":
+            self.in_level, self.storage = False, None  # the level ended: its figures with it
             for r in rows:
                 whole = 8 * float(r.get("rate") or 0) / 1e9
                 steady = self._steady(r)
@@ -102,6 +121,8 @@ class MatrixView:
         t.add_row("cells", f"{self.done}/{self.total} done, {self.failed} failed")
         t.add_row("current", f"{self.cell} — {self.what}")
         t.add_row("rate", f"{8 * self.rate / 1e9:.2f} Gb/s in the last second ({self.rate / 2**20:.0f} MiB/s)")
+        if self.storage:
+            t.add_row("storage", self.storage.removeprefix("storage "))
         t.add_row("transfers", f"{self.transfers} ({self.transfer_failures} not finished)")
         t.add_row("elapsed", f"{time.monotonic() - self.t0:.0f} s")
         return t

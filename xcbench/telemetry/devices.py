@@ -77,13 +77,18 @@ def _prometheus(ctx: Context) -> Sampler | None:
     conf = prometheus_of(ctx)
     if not conf:
         return None
-    return PrometheusSampler(PromClient(conf["url"], conf.get("auth")), cell_id=ctx.cell.id,
+    client = PromClient(conf["url"], conf.get("auth"))
+    if conf.get("timeout"):
+        client.timeout = float(conf["timeout"])
+    return PrometheusSampler(client, cell_id=ctx.cell.id,
                              sink=ctx.sink, cluster=ctx.cluster, inventory=ctx.hosts,
                              step=conf.get("scrape_interval"),
                              raw_dir=ctx.raw_dir / "prometheus" / ctx.cell.id if ctx.raw_dir else None)
 
 
 def prometheus_of(ctx: Context) -> dict | None:
+    """--prometheus, else the matrix's (both in ``ctx.prometheus``: xcbench.commands.run picks
+    the command line's first), else the inventory's, else the embedded cluster's."""
     if ctx.prometheus:
         return dict(ctx.prometheus)
     inv = getattr(ctx.hosts, "prometheus", None)
@@ -110,8 +115,9 @@ DEVICES: dict[str, Device] = {d.name: d for d in (
            "it is shaped to (its limit)", 1.0, "runs with emulated hosts up", _links),
     Device("prometheus", "every host's CPU busy vs cores, NIC rx/tx vs link speed, disk busy and "
            "bytes (node_exporter); per OSD ops, bytes, latency and per pool client rates (ceph-mgr); "
-           "range queries after each level", 5.0,
-           "runs with a Prometheus (--prometheus, the inventory's, the embedded cluster's)",
+           "range queries after each level; live.* (the busiest storage host's NIC, disk, CPU for "
+           "the progress view) every tick", 5.0,
+           "runs with a Prometheus (--prometheus, the matrix's, the inventory's, the embedded cluster's)",
            _prometheus),
 )}
 DEFAULT = tuple(DEVICES)  # every device, at its default interval

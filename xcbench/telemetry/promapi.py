@@ -45,13 +45,15 @@ class PromClient:
             self._session.close()
             self._session = None
 
-    def get(self, path: str, params: dict[str, Any]) -> Any:
-        """``data`` of a successful answer; PromError otherwise."""
+    def get(self, path: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+        """``data`` of a successful answer; PromError otherwise. ``timeout``: this request's
+        (default ``self.timeout``; per call, so threads sharing the client do not race on it)."""
         import requests
+        limit = self.timeout if timeout is None else timeout
         try:
-            r = self.session().get(f"{self.url}{path}", params=params, timeout=self.timeout)
+            r = self.session().get(f"{self.url}{path}", params=params, timeout=limit)
         except requests.Timeout:
-            raise PromError(f"{self.url}: no answer in {self.timeout:g} s") from None
+            raise PromError(f"{self.url}: no answer in {limit:g} s") from None
         except requests.RequestException as e:
             raise PromError(f"{self.url}: {_short(e)}") from None
         try:
@@ -65,11 +67,11 @@ class PromClient:
                             f"{body.get('errorType', 'error')}: {str(body.get('error', ''))[:200]}")
         return body.get("data")
 
-    def query(self, q: str, at: float | None = None) -> list[dict]:
+    def query(self, q: str, at: float | None = None, timeout: float | None = None) -> list[dict]:
         params: dict[str, Any] = {"query": q}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        return _vector(self.get("/api/v1/query", params), q)
+        return _vector(self.get("/api/v1/query", params, timeout), q)
 
     def query_range(self, q: str, start: float, end: float, step: float) -> list[dict]:
         data = self.get("/api/v1/query_range", {"query": q, "start": f"{start:.3f}",

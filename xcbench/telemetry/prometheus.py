@@ -13,9 +13,12 @@ problem and cell) and at most one request timeout per level: the run goes on wit
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from xcbench.errors import XcbError
 from xcbench.hosts.emulate import PEER, Record, records
@@ -26,8 +29,13 @@ from xcbench.telemetry.promapi import PromClient, PromError
 
 DEFAULT_STEP = 15.0  # Prometheus's own default scrape interval, when its config is not readable
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series
-LIVE_TIMEOUT = 1.0  # the progress view's one number must not hold up the telemetry loop
-LIVE_METRIC = "node.nic_tx_bps.all"  # the live query's rows: taken on the telemetry tick, any time
+LIVE_TIMEOUT = 1.0  # the progress view's line must not hold up the telemetry loop
+# the live query's rows (taken on the telemetry tick, any time, for the progress view): the
+# busiest storage host's NIC (use of its link, or bytes/s when its speed is unknown), busiest
+# disk and CPU, labelled with its host and device
+LIVE_PREFIX = "live."
+LIVE_METRICS = ("live.storage_nic_use", "live.storage_nic_bps", "live.storage_disk_busy",
+                "live.storage_cpu_use")
 
 
 class PrometheusSampler(Sampler):
@@ -44,6 +52,7 @@ class PrometheusSampler(Sampler):
         self.reported: set[str] = set()  # the problems already reported for this cell
         self.live_ok = True
         self.query_seconds: list[float] = []  # per level, for the cost benchmark
+        self.live_seconds: list[float] = []  # per live query (telemetry tick)
 
     # ---- findings ----------------------------------------------------------------------
     def _finding(self, key: str, what: str, why: str, fix: str, severity: str = "warning") -> None:
@@ -75,11 +84,10 @@ class PrometheusSampler(Sampler):
 
     def _scrape_interval(self) -> float:
         """The server's global scrape interval (its /api/v1/status/config)."""
-        import yaml
         data = self.client.get("/api/v1/status/config", {})
         try:
             conf = yaml.safe_load((data or {}).get("yaml") or "") or {}
-            return _seconds(conf.get("global", {}).get("scrape_interval", "1m"))
+            return parse_duration(conf.get("global", {}).get("scrape_interval", "1m"))
         except (yaml.YAMLError, AttributeError, ValueError):
             return DEFAULT_STEP
 
@@ -117,19 +125,23 @@ class PrometheusSampler(Sampler):
             pass  # a full store loses the copy, not the measurement
 
     def sample(self, wall: float, mono: float) -> list[dict]:
-        """One light instant query (bytes/s sent by every host's NICs) for the progress view."""
+        """One light instant query (every host's NICs, disks, CPU) for the progress view: the
+        busiest storage host's figures (LIVE_METRICS). A failed query ends the live query for
+        this cell: the level's range queries report the problem, and the loop is never held up
+        by more than one LIVE_TIMEOUT."""
         if not self.live_ok:
             return []
-        old, self.client.timeout = self.client.timeout, LIVE_TIMEOUT
+        t0 = self.mono()
         try:
-            ans = self.client.query(pq.LIVE)
+            ans = self.client.query(pq.live_promql(self.step or DEFAULT_STEP),
+                                    timeout=min(self.client.timeout, LIVE_TIMEOUT))
         except PromError:
-            self.live_ok = False  # the level's range queries report the problem
+            self.live_ok = False
             return []
         finally:
-            self.client.timeout = old
-        return [self.row(wall, mono, LIVE_METRIC, float(a["value"][1]))
-                for a in ans[:1] if a.get("value")]
+            self.live_seconds.append(self.mono() - t0)
+        fig = pq.live_figures(ans, self.hosts)
+        return live_rows(self, wall, mono, fig) if fig else []
 
     def stop(self) -> None:
         self.client.close()
@@ -178,6 +190,43 @@ class PrometheusSampler(Sampler):
             pass
 
 
+def live_rows(s: Sampler, wall: float, mono: float, fig: dict[str, Any]) -> list[dict]:
+    """SAMPLE rows of the busiest storage host's live figures (pq.live_figures)."""
+    host = {"host": fig["host"]}
+    out = []
+    if fig.get("nic_use") is not None:
+        out.append(s.row(wall, mono, "live.storage_nic_use", fig["nic_use"], {**host, "device": fig["nic"]}))
+    elif fig.get("nic_bps") is not None:
+        out.append(s.row(wall, mono, "live.storage_nic_bps", fig["nic_bps"], {**host, "device": fig["nic"]}))
+    if fig.get("disk_busy") is not None:
+        out.append(s.row(wall, mono, "live.storage_disk_busy", fig["disk_busy"], {**host, "device": fig["disk"]}))
+    if fig.get("cpu_use") is not None:
+        out.append(s.row(wall, mono, "live.storage_cpu_use", fig["cpu_use"], host))
+    return out
+
+
+def live_line(rows: list[dict]) -> str | None:
+    """The progress view's line of one tick's live rows ("storage host vm: NIC eth0 12 % of
+    link, disk vda 36 % busy, CPU 99 %"); None without them."""
+    by = {r["metric"]: r for r in rows if str(r.get("metric", "")).startswith(LIVE_PREFIX)}
+    if not by:
+        return None
+    parts = []
+    host = next(iter(by.values()))["labels"].get("host", "?")
+    if "live.storage_nic_use" in by:
+        r = by["live.storage_nic_use"]
+        parts.append(f"NIC {r['labels'].get('device')} {r['value'] * 100:.0f} % of link")
+    elif "live.storage_nic_bps" in by:
+        r = by["live.storage_nic_bps"]
+        parts.append(f"NIC {r['labels'].get('device')} {r['value'] * 8 / 1e6:,.0f} Mb/s (link speed unknown)")
+    if "live.storage_disk_busy" in by:
+        r = by["live.storage_disk_busy"]
+        parts.append(f"disk {r['labels'].get('device')} {r['value'] * 100:.0f} % busy")
+    if "live.storage_cpu_use" in by:
+        parts.append(f"CPU {by['live.storage_cpu_use']['value'] * 100:.0f} %")
+    return f"storage host {host}: " + ", ".join(parts)
+
+
 def emulated_hosts() -> dict[str, dict]:
     """{address: {name, rate_bps, device}} of the emulated hosts recorded as up (xcbench.hosts)."""
     out = {}
@@ -194,9 +243,8 @@ def emulated_hosts() -> dict[str, dict]:
     return out
 
 
-def _seconds(text: Any) -> float:
-    """A Prometheus duration ("1s", "15s", "1m", "500ms") in seconds."""
-    import re
+def parse_duration(text: Any) -> float:
+    """A Prometheus duration ("1s", "15s", "1m", "500ms") in seconds; ValueError otherwise."""
     units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
     total, pos, s = 0.0, 0, str(text).strip()
     for m in re.finditer(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)", s):

@@ -59,7 +59,17 @@ QUERIES = {**HOST_QUERIES, **CEPH_QUERIES}
 # the metric each query needs: an empty answer names it in the finding
 NEEDS = {name: re.findall(r"\b(node_[a-z_]+|ceph_[a-z_]+)\b", q)[0] for name, q in QUERIES.items()}
 UNAME = "node_uname_info"
-LIVE = 'sum(rate(node_network_transmit_bytes_total{device!="lo"}[5s]))'  # progress view: one number
+# the progress view's live query: one request per telemetry tick, every host's NICs, disks and
+# CPU over the last four scrapes, each part tagged ``xcb_live`` (live_figures picks the busiest
+# storage host)
+LIVE_PARTS = {
+    "rx": 'rate(node_network_receive_bytes_total{{device!="lo"}}[{w}])',
+    "tx": 'rate(node_network_transmit_bytes_total{{device!="lo"}}[{w}])',
+    "speed": 'node_network_speed_bytes{{device!="lo"}} > 0',
+    "disk": "rate(node_disk_io_time_seconds_total[{w}])",
+    "cpu": 'sum by (instance) (rate(node_cpu_seconds_total{{mode!~"idle|iowait|steal"}}[{w}])) '
+           '/ count by (instance) (node_cpu_seconds_total{{mode="idle"}})',
+}
 
 
 def window(step: float) -> str:
@@ -69,6 +79,64 @@ def window(step: float) -> str:
 
 def promql(name: str, step: float) -> str:
     return QUERIES[name].format(w=window(step))
+
+
+def live_promql(step: float) -> str:
+    """The live query: LIVE_PARTS in one request (``or`` of series told apart by ``xcb_live``)."""
+    return " or ".join(f'label_replace({q.format(w=window(step))}, "xcb_live", "{k}", "", "")'
+                       for k, q in LIVE_PARTS.items())
+
+
+def live_figures(answer: list[dict], hosts: HostMap) -> dict[str, Any] | None:
+    """The busiest storage host in a live answer: {host, nic, nic_bps, nic_use, disk, disk_busy,
+    cpu_use} (a figure None when not answered; nic_use None when the link speed is unknown).
+    Storage hosts: the instances running OSDs (every host when none is known to); their NICs:
+    the OSDs' (front/back iface) when named, else all; busiest: the highest of its NIC's use of
+    its link, its busiest (OSD) disk and its CPU."""
+    per: dict[str, dict[str, Any]] = {}
+    for a in answer:
+        m, kind = a.get("metric") or {}, (a.get("metric") or {}).get("xcb_live")
+        inst = m.get("instance")
+        try:
+            v = float(a["value"][1])
+        except (KeyError, IndexError, TypeError, ValueError):
+            continue
+        if not inst or kind not in LIVE_PARTS or v != v or v in (float("inf"), float("-inf")):
+            continue
+        h = per.setdefault(inst, {"rx": {}, "tx": {}, "speed": {}, "disk": {}, "cpu": None})
+        if kind == "cpu":
+            h["cpu"] = v
+        elif m.get("device"):
+            h[kind][m["device"]] = v
+    osd = [i for i in per if "osd" in hosts.roles(i)]
+    best: tuple[float, dict[str, Any]] | None = None
+    for inst in osd or list(per):
+        h = per[inst]
+        em = hosts.emulated.get(instance_ip(inst) or "") or {}
+        nic = None
+        devs = sorted(set(h["rx"]) | set(h["tx"]))
+        ifaces = hosts.osd_ifaces(inst)  # the OSDs' own NICs when osd metadata names them
+        for dev in [d for d in devs if d in ifaces] or devs:
+            bps = max(h["rx"].get(dev, 0.0), h["tx"].get(dev, 0.0))
+            speed = h["speed"].get(dev)
+            if em.get("rate_bps") and dev == em.get("device"):
+                speed = min(speed or float("inf"), em["rate_bps"] / 8.0)  # its shaped link
+            use = bps / speed if speed else None
+            key = (use if use is not None else -1.0, bps)
+            if nic is None or key > nic[0]:
+                nic = (key, dev, bps, use)
+        mine = set(hosts.osd_devices(inst))
+        disks = {d: b for d, b in h["disk"].items() if not mine or d in mine}
+        disk = max(disks.items(), key=lambda kv: kv[1]) if disks else None
+        fig = {"host": hosts.host(inst), "nic": nic[1] if nic else None,
+               "nic_bps": nic[2] if nic else None, "nic_use": nic[3] if nic else None,
+               "disk": disk[0] if disk else None, "disk_busy": disk[1] if disk else None,
+               "cpu_use": h["cpu"]}
+        score = max((x for x in (fig["nic_use"], fig["disk_busy"], fig["cpu_use"]) if x is not None),
+                    default=-1.0)
+        if best is None or score > best[0]:
+            best = (score, fig)
+    return best[1] if best else None
 
 
 def short(host: str | None) -> str:

@@ -33,7 +33,7 @@ for name in pq.QUERIES:
     r = requests.get(f"{url}/api/v1/query_range", params={
         "query": pq.promql(name, step), "start": end - 20, "end": end, "step": step})
     answers["range"][name] = r.json()
-for q in (pq.UNAME, "ceph_osd_metadata", pq.LIVE, "max(timestamp(up))"):
+for q in (pq.UNAME, "ceph_osd_metadata", pq.live_promql(step), "max(timestamp(up))"):
     answers["instant"][q] = requests.get(f"{url}/api/v1/query", params={"query": q}).json()
 answers["config"] = requests.get(f"{url}/api/v1/status/config").json()
 answers["error"] = requests.get(f"{url}/api/v1/query", params={"query": "rate(x[1s]"}).json()

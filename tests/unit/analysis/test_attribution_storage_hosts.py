@@ -14,6 +14,8 @@ from tests.unit.telemetry.test_promqueries import OSD_META, UNAME
 from xcbench.analysis import storagehosts as sh
 from xcbench.analysis.attribution import NEAR, VERDICTS
 from xcbench.analysis.samples import SampleIndex
+from xcbench.store.findings import finding
+from xcbench.store.rundir import RunDir
 from xcbench.telemetry import promqueries as pq
 
 WINDOW = [(ANSWERS["start"] + 4, ANSWERS["end"])]
@@ -143,6 +145,11 @@ def test_one_box_both_views_of_the_cpu_must_agree():
     assert sh.views_agree(hosts, 0.85)["agree"]
     bad = sh.views_agree(hosts, 0.3)
     assert not bad["agree"] and "90 % busy for Prometheus but 30 % for the host device" in bad["finding"]
+    assert bad["host"] == "vm" and bad["tolerance"] == sh.AGREE
+    # a window noisier than the measured noise widens the tolerance by its own standard error
+    assert not sh.views_agree(hosts, 0.78, 0.01)["agree"]  # 12 points apart, 3*1.41*0.01 < 0.10
+    wide = sh.views_agree(hosts, 0.78, 0.04)  # the host view's mean is only known to +-4 points
+    assert wide["agree"] and wide["tolerance"] == pytest.approx(3 * math.sqrt(2) * 0.04)
     assert sh.views_agree(hosts, math.nan) is None
     assert sh.views_agree({"s1": {**hosts["vm"], "loopback": False}}, 0.3) is None  # a remote host
 
@@ -154,3 +161,41 @@ def test_recorded_one_box_views_agree_with_the_recorded_host_load():
     ev = {"rate": 200e6, "concurrency": 8, "direction": "write", "host_busy": 0.99}
     sh.add_evidence(RD, {"cell_id": "c", "pool_kind": "erasure", "pool_label": "ec2+1"}, WINDOW, ev)
     assert ev["storage_views"]["agree"] and ev["storage_views"]["prometheus_cpu"] > 0.9
+
+
+def _one_box_verdict(host_busy: float, concurrency: int = 8) -> dict:
+    """A verdict row whose evidence holds the recorded run's storage figures (this machine's CPU
+    as Prometheus saw it, ~99 % of 2 cores) beside a host device's reading ``host_busy``."""
+    class RD:
+        samples, run_id = _samples(pq.HostMap(UNAME, OSD_META)), "r"
+    ev = {"rate": 200e6, "concurrency": concurrency, "direction": "write", "host_busy": host_busy}
+    sh.add_evidence(RD, {"cell_id": "c", "pool_kind": "erasure", "pool_label": "ec2+1"}, WINDOW, ev)
+    return {"cell_id": "c", "concurrency": concurrency, "verdict": "host-cpu", "reason": "r.",
+            "evidence": json.dumps(ev, default=str), "direction": "write"}
+
+
+def test_recorded_one_box_views_that_agree_give_no_finding():
+    assert sh.views_findings([_one_box_verdict(0.99), _one_box_verdict(0.93, 4)]) == []
+
+
+def test_recorded_one_box_views_that_disagree_are_one_finding_naming_host_and_figures():
+    rows = [_one_box_verdict(0.99, 4), _one_box_verdict(0.55, 8)]
+    prom = json.loads(rows[1]["evidence"])["storage_views"]["prometheus_cpu"]
+    (f,) = sh.views_findings(rows)
+    assert f["cell_id"] == "c" and f["severity"] == "warning"
+    assert f["what"] == (f"CPU views disagree on vm at 8 transfers (write): Prometheus "
+                         f"{prom * 100:.0f} %, host device 55 % of the cores busy")
+    assert f"differ by {abs(prom - 0.55) * 100:.0f} points" in f["why"]
+
+
+def test_views_findings_are_stored_once_and_replaced_when_attributed_again(tmp_path):
+    run = RunDir.create(tmp_path, name="views", fingerprint=False)
+    other = finding("c", "something else", "why", "fix")
+    run.append("findings", [other])
+    sh.store_views_findings(run, [_one_box_verdict(0.55)])
+    sh.store_views_findings(run, [_one_box_verdict(0.40)])  # a resumed run attributes c again
+    f = run.table("findings")
+    assert list(f["what"]) == ["something else", f["what"].iloc[1]] and "host device 40 %" in f["what"].iloc[1]
+    run.finalize("complete")
+    sh.store_views_findings(run, [_one_box_verdict(0.99)])  # `xcbench report` again: they agree
+    assert list(RunDir.open(run.path).table("findings")["what"]) == ["something else"]

@@ -21,6 +21,7 @@ class PromServer:
     def __init__(self, mode: str = "replay", auth: str | None = None, delay: float = 3.0):
         self.mode, self.auth, self.delay = mode, auth, delay
         self.requests: list[tuple[str, dict]] = []
+        self.instant = dict(ANSWERS["instant"])  # query -> answer (a test may add its own)
         by_promql = {}
         from xcbench.telemetry import promqueries as pq
         for name, answer in ANSWERS["range"].items():
@@ -71,7 +72,7 @@ class PromServer:
         if path == "/api/v1/query":
             if self.mode == "empty":
                 return empty_vec
-            return ANSWERS["instant"].get(params.get("query"), empty_vec)
+            return self.instant.get(params.get("query"), empty_vec)
         if path == "/api/v1/query_range":
             if self.mode == "empty":
                 return {"status": "success", "data": {"resultType": "matrix", "result": []}}

@@ -11,7 +11,7 @@ import pytest
 from tests.unit.telemetry.promserver import ANSWERS, DATA
 from xcbench.hosts.inventory import parse_inventory
 from xcbench.telemetry import promqueries as pq
-from xcbench.telemetry.prometheus import _seconds
+from xcbench.telemetry.prometheus import parse_duration as _seconds
 
 NODE_TXT = (DATA / "node_exporter-1.5.0.txt").read_text()
 MGR_TXT = (DATA / "ceph-mgr-16.2.15.txt").read_text()
