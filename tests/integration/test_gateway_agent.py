@@ -204,6 +204,8 @@ def _check_run(site, run, origins: int) -> dict:
     # every origin is on the ssh host and carried load (its own xrootd counters: opens, bytes in)
     assert len(load) == origins and all(o["host"] == site["g"].name for o in load), load
     assert all(o["files"] > 0 and o["bytes"] > 0 for o in load), load
+    assert all(o["agent"]["host"] == site["g"].name and o["agent"]["version"] == __version__
+               and o["agent"]["start_s"] > 0 for o in load), load
     # the level's gateway CPU per GB: measured by the agents, per origin and the redirector
     cp = run.table("campaigns").iloc[0]
     per = json.loads(cp["gateway_cpu_origins"])
@@ -224,7 +226,9 @@ def _check_run(site, run, origins: int) -> dict:
     print(f"\n{cells[0].backend} through ssh gateway agents, {origins} origin(s): "
           f"{cp['bytes'] / 2**20:.0f} MiB at {cp['rate'] / 2**20:.1f} MiB/s, gateway "
           f"{cp['gateway_cpu_s']:.2f} CPU s = {cp['gateway_cpu_s_per_gb']:.2f} s/GB; per origin "
-          + ", ".join(f"{p['origin']}: {p['cpu_s']:.2f} s" for p in per))
+          + ", ".join(f"{p['origin']}: {p['cpu_s']:.2f} s" for p in per)
+          + "; agents ready in " + ", ".join(f"{o['agent']['start_s']:.2f} s (daemons "
+                                             f"{o['agent']['daemons_start_s']:.2f} s)" for o in load))
     return {"per_gb": float(cp["gateway_cpu_s_per_gb"]), "manifest": manifest}
 
 
@@ -237,6 +241,7 @@ def test_a_matrix_with_a_gateway_host_over_ssh(site):
     print(f"run with ssh gateway agents: {time.monotonic() - t0:.1f} s")
 
 
+@pytest.mark.slow  # ~60 s: a CLI run brought up, killed, and its leftovers reaped
 def test_kill9_of_the_coordinator_leaves_nothing_on_the_gateway_host(site):
     out = site["dir"] / "results-kill"
     home = site["dir"] / "coordinator-home"
@@ -278,8 +283,6 @@ def test_bad_request_and_other_version_are_one_line_exit_2(site):
     for req, says in [("not json\n", "request: not JSON"),
                       (json.dumps({**good, "version": "0.0.1"}) + "\n",
                        f"xcbench {__version__} here, 0.0.1 on the coordinator"),
-                      (json.dumps({**good, "role": "boss"}) + "\n", "request: role: 'boss'"),
-                      (json.dumps({**good, "addr": "0.0.0.0"}) + "\n", "never a wildcard"),
                       (json.dumps({**good, "target": {"cell_id": "c", "backend": "cephfs"}}) + "\n",
                        "target.backend: 'cephfs'")]:
         res = t.run(argv, input=req, check=False, timeout=60)

@@ -231,10 +231,13 @@ def origin_load(gw: Gateway) -> list[dict]:
     (tmpfs/cephfs origins behind a redirector), else from its own counters (``kXR_query
     stats``: xrootd.ops.open and link.in) for a shared store (rados, one pool)."""
     out = []
+    agent_of = getattr(gw, "agent_of", None)  # a gateway on ssh hosts (xcbench.gateway.remote)
     for i, s in enumerate(gw.origins, 1):
         host = s.slot.host.name if s.slot is not None else "local"
         row: dict[str, Any] = {"origin": s.name, "index": i, "host": host,
                                "addr": s.addr or gw.addr, "port": s.port}
+        if agent_of is not None:
+            row["agent"] = agent_of(s)
         if s.localroot and len(gw.origins) > 1:
             files, size = _count_dir(s.localroot)
             row.update(files=files, bytes=size, source=f"files under {s.localroot}")

@@ -61,8 +61,11 @@ class Part:
         self.done = threading.Event()
         self.cond = threading.Condition()
         self.reader: threading.Thread | None = None
+        self.start_s: float | None = None  # from spawning the agent to its "ready"
+        self.t0 = 0.0
 
     def start(self, request: dict[str, Any], procs: proc.ProcessSet | None) -> None:
+        self.t0 = time.monotonic()
         try:
             self.p = self.slot.transport.spawn(agent_argv(self.slot.transport),
                                                name=f"gateway-agent-{self.host}-{self.role}{self.index or ''}",
@@ -196,6 +199,18 @@ class RemoteGateway:
 
     def __repr__(self) -> str:
         return f"<RemoteGateway {self.name} {self.root_url} origins={len(self.origins)}>"
+
+    def agent_of(self, server: Any) -> dict[str, Any] | None:
+        """The agent that runs ``server``: its host, version, pid there, and the seconds from
+        its start to its "ready" (ssh, xcbench's start, the tmpfs, TLS, the daemons)."""
+        part = self._part_of.get(_key(server))
+        if part is None:
+            return None
+        hello = part.msgs.get("hello") or {}
+        ready = part.msgs.get("ready") or {}
+        return {"host": part.host, "role": part.role, "version": hello.get("version"),
+                "pid": hello.get("pid"), "start_s": part.start_s,
+                "daemons_start_s": ready.get("seconds"), "storage": ready.get("storage")}
 
     # --- measured by the agents ----------------------------------------------------------
     def server_counters(self, servers: list[Any]) -> tuple[float, int | None] | None:
@@ -349,13 +364,13 @@ def _start(gw: RemoteGateway, common: dict, role: str, index: int, slot: placeme
 
 def _ready(gw: RemoteGateway, part: Part, timeout: float) -> None:
     """Wait for the agent's hello (same version) and ready; its servers join the gateway's."""
-    t0 = time.monotonic()
     hello = part.wait("hello", timeout + AGENT_SLACK)
     if hello.get("version") != __version__:
         raise XcbError(f"gateway: host {part.host}: xcbench {hello.get('version')} there, "
                        f"{__version__} here: install the same version on every host")
     ready = part.wait("ready", timeout + AGENT_SLACK)
-    gw.agent_seconds[f"{part.role}{part.index or ''}@{part.host}"] = round(time.monotonic() - t0, 3)
+    part.start_s = round(time.monotonic() - part.t0, 3)
+    gw.agent_seconds[f"{part.role}{part.index or ''}@{part.host}"] = part.start_s
     for fname, text in (ready.get("configs") or {}).items():
         path = gw.keep_dir / Path(fname).name
         path.write_text(text)
