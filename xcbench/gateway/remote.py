@@ -369,6 +369,7 @@ def _ready(gw: RemoteGateway, part: Part, timeout: float) -> None:
         raise XcbError(f"gateway: host {part.host}: xcbench {hello.get('version')} there, "
                        f"{__version__} here: install the same version on every host")
     ready = part.wait("ready", timeout + AGENT_SLACK)
+    part.wait("sample", SAMPLE_WAIT)  # sent right after ready: the roles device's first tick has one
     part.start_s = round(time.monotonic() - part.t0, 3)
     gw.agent_seconds[f"{part.role}{part.index or ''}@{part.host}"] = part.start_s
     for fname, text in (ready.get("configs") or {}).items():
