@@ -36,7 +36,7 @@ from xcbench.errors import XcbError
 from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.agent import TARGET_FIELDS
 from xcbench.gateway.config import effective_tunables, url_host_for
-from xcbench.gateway.launch import START_TIMEOUT, Server
+from xcbench.gateway.launch import START_TIMEOUT, Gateway, Server
 from xcbench.gateway.misconfig import findings_for
 from xcbench.system import proc
 
@@ -141,8 +141,9 @@ class Part:
             return None
 
 
-class RemoteGateway:
-    """A started gateway on ssh gateway hosts; the interface of xcbench.gateway.Gateway."""
+class RemoteGateway(Gateway):
+    """A started gateway on ssh gateway hosts: a xcbench.gateway.Gateway to the runner and the
+    campaigns (URLs, servers, origins, stop); what its daemons read lives on their hosts."""
 
     def __init__(self, name: str, target: Any, keep: Path, findings: list[dict],
                  procs: proc.ProcessSet | None, security: str = "none"):
@@ -161,25 +162,11 @@ class RemoteGateway:
         self.addr = self.url_host = ""
         self.root_url = self.http_url = self.https_url = ""
 
-    # --- the interface of a local Gateway ------------------------------------------------
-    @property
-    def origins(self) -> list[Server]:
-        return [s for s in self.servers if s.daemon == "xrootd" and s.role != "manager"]
-
+    # --- the interface of a local Gateway (url, origins, __enter__/__exit__: inherited) ----
     @property
     def pids(self) -> list[int]:
-        """The daemons' pids on their hosts (not this machine's: the agent measures them)."""
+        """The daemons' pids on their hosts (not this machine's: the agents measure them)."""
         return [s.pid for s in self.servers if s.pid]
-
-    def url(self, name: str, scheme: str = "root") -> str:
-        path = "/" + str(name).lstrip("/")
-        if scheme in ("root", "xroot", "roots"):
-            return f"{self.root_url}/{path}"
-        if scheme in ("http", "dav"):
-            return self.http_url + path
-        if scheme in ("https", "davs"):
-            return self.https_url.replace("https", scheme, 1) + path
-        raise XcbError(f"gateway {self.name}: unknown URL scheme {scheme!r} (root, http, https)")
 
     def restart(self) -> None:
         raise XcbError(f"gateway {self.name}: a gateway on ssh gateway hosts is not restarted "
@@ -190,12 +177,6 @@ class RemoteGateway:
                 "http_url": self.http_url, "keep_dir": str(self.keep_dir), "remote": True,
                 "servers": [{"daemon": s.daemon, "role": s.role, "name": s.name, "pid": s.pid,
                              "port": s.port, "host": s.host} for s in self.servers]}
-
-    def __enter__(self) -> RemoteGateway:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"<RemoteGateway {self.name} {self.root_url} origins={len(self.origins)}>"
@@ -219,15 +200,18 @@ class RemoteGateway:
         parts = {id(p): p for s in servers if (p := self._part_of.get(_key(s))) is not None}
         got = {pid: p.fresh_sample() for pid, p in parts.items()}
         cpu, wchar = 0.0, 0
+        known = True
         for s in servers:
             part = self._part_of.get(_key(s))
             entry = ((got.get(id(part)) or {}).get("servers") or {}).get(_key(s)) if part else None
             if not entry or entry.get("cpu_s") is None:
                 return None
             cpu += float(entry["cpu_s"])
-            wchar = wchar + int(entry["wchar"]) if wchar is not None and entry.get("wchar") is not None \
-                else None
-        return cpu, wchar
+            if entry.get("wchar") is None:
+                known = False
+            else:
+                wchar += int(entry["wchar"])
+        return cpu, wchar if known else None
 
     def agent_role_sample(self) -> dict[str, Any]:
         """The gateway role as its agents last saw it: cores busy, RSS, and the limit (the
@@ -240,7 +224,7 @@ class RemoteGateway:
                 limits.setdefault(host, s["limit"])
         known = len(limits) == len({h for h, _ in samples}) and \
             all(v.get("cores") is not None for v in limits.values())
-        return {"cores": sum(cores) if cores and all(c is not None for c in cores) else None,  # type: ignore[misc]
+        return {"cores": sum(cores) if cores and all(c is not None for c in cores) else None,
                 "rss": sum(int(s.get("rss") or 0) for _, s in samples),
                 "limit_cores": sum(float(v["cores"]) for v in limits.values()) if known else None,
                 "limit_source": "gateway agent: " + "; ".join(f"{h}: {v.get('source')}"
