@@ -123,7 +123,8 @@ def tempfile_dir() -> str:
     return d
 
 
-def _matrix(d: Path, backends: dict | None = None, origins: int = 2, seconds=(4, 10)) -> Path:
+def _matrix(d: Path, backends: dict | None = None, origins: int = 2, seconds=(4, 10),
+            security: str = "none") -> Path:
     m = {"name": f"gwagent-{TAG}",
          "defaults": {"origins": [origins], "modes": ["push"], "concurrency": [2],
                       "file_size": "2M", "files": 12, "repeats": 1,
@@ -131,6 +132,8 @@ def _matrix(d: Path, backends: dict | None = None, origins: int = 2, seconds=(4,
                                    "steady": {"rule": "autoterm", "window": "3s", "points": 3,
                                               "tolerance": "50%"}}},
          "backends": backends or {"tmpfs": {"size": ["128M"]}}}
+    if security != "none":
+        m["defaults"]["security"] = [security]
     path = d / f"matrix-{len(list(d.glob('matrix-*')))}.yaml"
     path.write_text(yaml.safe_dump(m))
     return path
@@ -194,8 +197,9 @@ def _run(site, matrix: Path, out: Path, cluster=None):
 
 def _check_run(site, run, origins: int) -> dict:
     cells = list(run.cells.values())
-    assert [c.status for c in cells] == ["complete"], [(c.status, c.error) for c in cells]
     tr = run.table("transfers")
+    assert [c.status for c in cells] == ["complete"], ([(c.status, c.error) for c in cells],
+                                                       tr["reason"].dropna().unique()[:3] if len(tr) else None)
     assert len(tr) and set(tr["file_state"]) == {"FINISHED"}, tr["reason"].dropna().unique()
     assert (tr["checksum_source"] == tr["checksum_dest"]).all()
     manifest = json.loads((run.path / "manifest.json").read_text())
@@ -357,3 +361,37 @@ def test_cpu_per_gb_from_the_agent_beside_a_local_gateway(site):
     print(f"\ngateway CPU s/GB, one origin, tmpfs push c=2: agent over ssh {ssh['per_gb']:.2f}, "
           f"netns host measured here {cp['gateway_cpu_s_per_gb']:.2f} "
           f"(ratio {ssh['per_gb'] / cp['gateway_cpu_s_per_gb']:.2f})")
+
+
+@pytest.mark.slow
+def test_tls_through_an_ssh_gateway_agent(site):
+    """security tls: the agent gets the run's CA over its stdin and signs its host's certificate
+    there; the clients reach the gateway over roots:// with the run's CA; the CA's key is never
+    on a command line nor in the run dir, and its dir on the host is gone after."""
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for q in psutil.process_iter(["cmdline"]):
+                if "PRIVATE KEY" in " ".join(q.info["cmdline"] or []):
+                    seen.append(" ".join(q.info["cmdline"]))
+            time.sleep(0.02)
+
+    w = threading.Thread(target=watch, daemon=True)
+    w.start()
+    try:
+        run = _run(site, _matrix(site["dir"], origins=1, security="tls"), site["dir"] / "results-tls")
+    finally:
+        stop.set()
+        w.join()
+    _check_run(site, run, origins=1)
+    tr = run.table("transfers")
+    assert all(str(u).startswith(("roots://", "https://")) for u in tr["destination"]), tr["destination"][:3]
+    assert seen == []
+    for f in run.path.rglob("*"):
+        if f.is_file():
+            assert b"PRIVATE KEY" not in f.read_bytes(), f"a private key in {f}"
+    made = _made(run.path)
+    assert any(Path(m).name.startswith("xcbsec-") for m in made), made
+    _assert_nothing_left(site, made, "after the tls run")

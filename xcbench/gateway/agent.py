@@ -45,6 +45,7 @@ from xcbench.backends.base import Target
 from xcbench.backends.tmpfs import TmpfsBackend
 from xcbench.errors import XcbError
 from xcbench.gateway.agent_parts import ROLES, SCRATCH, AgentCeph, start_part, wait_logged_in
+from xcbench.gateway.security import RunSecurity
 from xcbench.system import orphans, proc
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.limits import cpu_limit
@@ -56,6 +57,7 @@ from xcbench.telemetry.roles import tree_counters
 
 TARGET_FIELDS = tuple(f.name for f in fields(Target) if f.name not in ("created", "path"))
 BACKENDS = ("tmpfs", "rados")  # cephfs: see xcbench.gateway.placement.SSH_NEEDS
+AGENT_SECURITY = ("none", "tls")  # tokens: the issuer and its key cache are this machine's
 TICK = 1.0
 LOG_TAIL = 200
 
@@ -95,6 +97,12 @@ def parse_request(line: str) -> dict[str, Any]:
         raise _bad(f"target.backend: {t.get('backend')!r}: the agent serves {', '.join(BACKENDS)}")
     if not isinstance(req.get("tunables") or {}, dict) or not isinstance(req.get("allow") or [], list):
         raise _bad("tunables/allow: not a mapping/list")
+    sec = req.get("security") or {"mode": "none"}
+    if not isinstance(sec, dict) or sec.get("mode") not in AGENT_SECURITY:
+        raise _bad(f"security: {sec.get('mode') if isinstance(sec, dict) else sec!r} is not one of "
+                   f"{', '.join(AGENT_SECURITY)} (the modes a gateway agent serves)")
+    if sec["mode"] != "none" and not (isinstance(sec.get("ca_cert"), str) and isinstance(sec.get("ca_key"), str)):
+        raise _bad(f"security: {sec['mode']} needs the run's CA (ca_cert, ca_key)")
     ceph = req.get("ceph")
     if t.get("ceph_conf_env") and (not isinstance(ceph, dict) or not isinstance(ceph.get("keyring"), str)
                                    or not isinstance(ceph.get("global"), dict)):
@@ -161,12 +169,19 @@ class Agent:
                              xrootd_ids())
             stack.callback(ceph.close)
             self.made.append(str(ceph.key_dir))
+        sec = req.get("security") or {"mode": "none"}
+        run_security = None
+        if sec["mode"] != "none":  # the run's CA, to sign this host's certificate here
+            run_security = RunSecurity.from_ca(sec["ca_cert"], sec["ca_key"], SCRATCH)
+            stack.callback(run_security.close)
+            self.made.append(str(run_security.dir))
         stack.callback(self.procs.stop_all)
         self.gw = start_part(target, role=req["role"], index=req["index"], origins=req["origins"],
                              name=req["name"], addr=req["addr"], manager=req.get("manager"),
                              allow=tuple(req.get("allow") or ()), tunables=req.get("tunables") or {},
                              report_addr=req.get("report_addr"), workdir=work, ceph=ceph,
-                             procs=self.procs, timeout=float(req.get("start_timeout") or 30))
+                             procs=self.procs, timeout=float(req.get("start_timeout") or 30),
+                             security=sec["mode"], run_security=run_security)
         stack.callback(self._end)
         self.made.append(str(self.gw._admin_dir))
         mgr = next((s for s in self.gw.servers if s.daemon == "cmsd" and s.role == "manager"), None)

@@ -23,6 +23,7 @@ from xcbench.errors import XcbError
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
 from xcbench.gateway.launch import Gateway, Server
 from xcbench.gateway.readiness import Crashed, PortTaken, failed, wait_server
+from xcbench.gateway.security import RunSecurity, gateway_security
 from xcbench.system import orphans, proc
 from xcbench.system.ports import free_port
 from xcbench.system.scratch import private_dir
@@ -94,7 +95,8 @@ class PartGateway(Gateway):
 def start_part(target: Target, *, role: str, index: int, origins: int, name: str, addr: str,
                manager: str | None, allow: tuple[str, ...], tunables: Mapping[str, Any],
                report_addr: str | None, workdir: Path, ceph: AgentCeph | None,
-               procs: proc.ProcessSet, timeout: float) -> PartGateway:
+               procs: proc.ProcessSet, timeout: float, security: str = "none",
+               run_security: RunSecurity | None = None) -> PartGateway:
     """Start this host's part of a gateway, bound to ``addr``; a started launch.Gateway (its
     ``stop()`` stops the daemons and removes the admin dir). Retried on a port taken between
     choosing and binding it, and on a start that died by a signal."""
@@ -113,15 +115,18 @@ def start_part(target: Target, *, role: str, index: int, origins: int, name: str
         env = {"XRD_CPUSEPGWRTRD": "0", **(target.gateway_env or {})}
         gw: PartGateway | None = None
         try:
-            tls = make_tls(admin / "tls", ids, addr)
+            sec = gateway_security(security, run_security, admin, ids, addr)
+            tls = sec["tls"] if security != "none" else make_tls(admin / "tls", ids, addr)
+            env.update(sec["env"])
             if target.ceph_conf_env:
                 if ceph is None:
                     raise XcbError(f"gateway-agent: a {target.backend} gateway needs the ceph "
                                    "section of the request")
                 env["CEPH_CONF"] = str(ceph.gateway_conf(live))
             servers = _servers(target, role, index, origins, name, addr, manager, allow, t,
-                               report_addr, keep, live, admin, ids, tls)
+                               report_addr, keep, live, admin, ids, tls, sec)
             gw = PartGateway(name, target, addr, servers, keep, live, admin, procs)
+            gw.security = security
             t0 = time.monotonic()
             _launch(gw, env, ids, procs, timeout)
             gw.start_seconds = time.monotonic() - t0
@@ -144,7 +149,7 @@ def start_part(target: Target, *, role: str, index: int, origins: int, name: str
 
 
 def _servers(target, role, index, origins, name, addr, manager, allow, t, report_addr, keep,
-             live, admin, ids, tls) -> list[Server]:
+             live, admin, ids, tls, sec) -> list[Server]:
     used: set[int] = set()
     out: list[Server] = []
 
@@ -162,7 +167,7 @@ def _servers(target, role, index, origins, name, addr, manager, allow, t, report
         text = render_config(daemon, role=srole, name=sname, target=target, port=p, http_port=hp,
                              adminpath=adminpath, manager=mgr, localroot=localroot, tunables=t,
                              report_addr=report_addr, allow_hosts=allow, origins=origins,
-                             gateway=name, tls=tls)
+                             gateway=name, tls=tls, security=sec)
         fname = f"{sname}-{daemon}.cfg"
         for d in {keep, live}:
             (d / fname).write_text(text)

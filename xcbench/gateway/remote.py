@@ -34,10 +34,11 @@ from xcbench.ceph import conf as cephconf
 from xcbench.ceph.layout import Layout
 from xcbench.errors import XcbError
 from xcbench.gateway import placement as placement_mod
-from xcbench.gateway.agent import TARGET_FIELDS
+from xcbench.gateway.agent import AGENT_SECURITY, TARGET_FIELDS
 from xcbench.gateway.config import effective_tunables, url_host_for
 from xcbench.gateway.launch import START_TIMEOUT, Gateway, Server
 from xcbench.gateway.misconfig import findings_for
+from xcbench.gateway.security import RunSecurity
 from xcbench.system import proc
 
 AGENT_SLACK = 60.0  # s on top of the daemons' start timeout: ssh, a tmpfs mount, a certificate
@@ -286,12 +287,16 @@ def start_remote_gateway(target: Any, *, workdir: Path, cluster: Any = None, ori
                          tunables: dict[str, Any] | None = None, report_addr: str | None = None,
                          procs: proc.ProcessSet | None = None, name: str | None = None,
                          cell: Any = None, hosts: Any = None, security: str = "none",
+                         run_security: RunSecurity | None = None,
                          start_timeout: float = START_TIMEOUT, **_: Any) -> RemoteGateway:
     """Start ``target``'s gateway on the inventory's gateway hosts through gateway agents."""
-    if security != "none":
+    if security not in AGENT_SECURITY:
         raise XcbError(f"cell {target.cell_id}: security {security} on a gateway host reached "
-                       "over ssh: the run's CA and tokens are not sent to gateway agents yet; "
-                       "use security none there, or a local/netns gateway host")
+                       "over ssh: its token issuer and the gateway's key cache live on this "
+                       f"machine; a gateway agent serves {', '.join(AGENT_SECURITY)}; give the "
+                       "gateway role to a local or netns host for token modes")
+    if security != "none" and run_security is None:
+        raise XcbError(f"gateway: security {security} needs the run's security material (RunSecurity)")
     t = effective_tunables(target, tunables)
     placement = placement_mod.plan(hosts, target, cluster, origins, t.pop("bind", None), report_addr)
     workdir = Path(workdir)
@@ -307,8 +312,13 @@ def start_remote_gateway(target: Any, *, workdir: Path, cluster: Any = None, ori
     common = {"version": __version__, "name": name, "origins": origins,
               "allow": list(placement.allow), "tunables": t, "report_addr": report_addr,
               "target": _target_request(target), "ceph": _ceph_request(target, cluster),
-              "start_timeout": start_timeout}
+              "start_timeout": start_timeout,
+              # the run's CA over the agents' stdin: each signs its own host's certificate
+              "security": {"mode": "none"} if security == "none" else
+              {"mode": security, **run_security.ca_material()}}
     gw = RemoteGateway(name, target, keep, findings, procs, security)
+    if security != "none":
+        gw.client_env["X509_CERT_DIR"] = str(run_security.cadir)
     t0 = time.monotonic()
     try:
         if origins == 1:
@@ -375,6 +385,7 @@ def _urls(gw: RemoteGateway) -> None:
     gw.addr = str(front.addr)
     gw.url_host = url_host_for(gw.addr)
     netloc = f"[{gw.url_host}]" if ":" in gw.url_host else gw.url_host
-    gw.root_url = f"root://{netloc}:{front.port}"
-    gw.http_url = f"http://{netloc}:{front.http_port}"
+    secure = gw.security != "none"  # reached as sites reach theirs: roots:// and https://
+    gw.root_url = f"{'roots' if secure else 'root'}://{netloc}:{front.port}"
+    gw.http_url = f"{'https' if secure else 'http'}://{netloc}:{front.http_port}"
     gw.https_url = f"https://{netloc}:{front.http_port}"
