@@ -395,3 +395,29 @@ def test_tls_through_an_ssh_gateway_agent(site):
     made = _made(run.path)
     assert any(Path(m).name.startswith("xcbsec-") for m in made), made
     _assert_nothing_left(site, made, "after the tls run")
+
+
+def test_a_killed_agent_leaves_records_the_next_command_there_acts_on(site, tmp_path):
+    """kill -9 of the agent itself (its daemons outlive it): what it recorded on the host before
+    making it is removed by the next xcbench command there (here: another agent, refused)."""
+    from xcbench.backends.base import Target
+    from xcbench.gateway.remote import start_remote_gateway
+    from xcbench.hosts import transport_for
+    target = Target(cell_id="k1", backend="tmpfs", info={"size": 32 << 20})
+    procs = proc.ProcessSet(record=False)
+    gw = start_remote_gateway(target, workdir=tmp_path, origins=1, hosts=site["inv"], procs=procs)
+    try:
+        part = gw.parts[0]
+        made, pid = part.msgs["ready"]["made"], part.msgs["hello"]["pid"]
+        assert _daemons(site["netns"]) == 1 and all(os.path.isdir(m) for m in made)
+        assert any(str(m).startswith(made[1]) for m, _ in mount_table())  # its tmpfs
+        os.kill(pid, signal.SIGKILL)  # same machine underneath: the agent's pid is visible here
+        assert part.done.wait(30)
+        assert _daemons(site["netns"]) == 1  # its xrootd is still there, and so is the rest
+        t = transport_for(next(h for h in site["inv"].hosts if h.transport == "ssh"))
+        res = t.run([*t.xcbench_argv(), "gateway-agent"], input="not json\n", check=False, timeout=120)
+        assert res.returncode == 2 and "was killed and left" in res.stderr, res.stderr
+        _assert_nothing_left(site, made, "after the next command reaped the killed agent's records")
+    finally:
+        gw.stop()
+        procs.stop_all()
