@@ -98,9 +98,8 @@ class Part:
                     if not isinstance(msg, dict) or len(msg) != 1:
                         continue
                     kind, body = next(iter(msg.items()))
-                    if kind != "sample":  # samples are many; the rest is the part's record
-                        raw.write(text)
-                        raw.flush()
+                    raw.write(text)  # samples too: each level's CPU figure traces back to them
+                    raw.flush()
                     with self.cond:
                         if kind == "error":
                             self.error = self.error or str(body)
@@ -246,6 +245,9 @@ class RemoteGateway(Gateway):
                 path.write_text(text)
                 self.log_paths.append(path)
             self.log_paths.append(part.raw)
+            err = part.raw.with_suffix(".log")  # the agent's stderr (ssh's too)
+            if err.is_file() and err.stat().st_size:
+                self.log_paths.append(err)
             if part.p is not None:
                 with contextlib.suppress(OSError, ValueError):
                     if part.p.popen.stdin:
