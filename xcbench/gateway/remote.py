@@ -42,7 +42,7 @@ from xcbench.gateway.security import RunSecurity
 from xcbench.system import proc
 
 AGENT_SLACK = 60.0  # s on top of the daemons' start timeout: ssh, a tmpfs mount, a certificate
-SAMPLE_WAIT = 5.0  # s a fresh sample may take
+SAMPLE_WAIT = 10.0  # s a fresh sample may take (a loaded host)
 STOP_WAIT = 30.0  # s an agent gets to stop its daemons and remove what it made
 
 
@@ -365,7 +365,7 @@ def _ready(gw: RemoteGateway, part: Part, timeout: float) -> None:
         raise XcbError(f"gateway: host {part.host}: xcbench {hello.get('version')} there, "
                        f"{__version__} here: install the same version on every host")
     ready = part.wait("ready", timeout + AGENT_SLACK)
-    part.wait("sample", SAMPLE_WAIT)  # sent right after ready: the roles device's first tick has one
+    part.wait("sample", timeout)  # sent right after ready: the roles device's first tick has one
     part.start_s = round(time.monotonic() - part.t0, 3)
     gw.agent_seconds[f"{part.role}{part.index or ''}@{part.host}"] = part.start_s
     for fname, text in (ready.get("configs") or {}).items():
