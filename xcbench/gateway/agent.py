@@ -41,8 +41,7 @@ from typing import IO, Any
 import psutil
 
 from xcbench import __version__
-from xcbench.backends.base import Target
-from xcbench.backends.tmpfs import TmpfsBackend
+from xcbench.backends.base import BACKENDS, Target, backend_class
 from xcbench.errors import XcbError
 from xcbench.gateway.agent_parts import ROLES, SCRATCH, AgentCeph, start_part, wait_logged_in
 from xcbench.gateway.security import RunSecurity
@@ -56,7 +55,6 @@ from xcbench.system.xrootd_user import xrootd_ids
 from xcbench.telemetry.roles import tree_counters
 
 TARGET_FIELDS = tuple(f.name for f in fields(Target) if f.name not in ("created", "path"))
-BACKENDS = ("tmpfs", "rados")  # cephfs: see xcbench.gateway.placement.SSH_NEEDS
 AGENT_SECURITY = ("none", "tls")  # tokens: the issuer and its key cache are this machine's
 TICK = 1.0
 LOG_TAIL = 200
@@ -93,8 +91,9 @@ def parse_request(line: str) -> dict[str, Any]:
     unknown = sorted(set(t) - set(TARGET_FIELDS))
     if unknown:
         raise _bad(f"target: unknown fields {unknown}")
-    if t.get("backend") not in BACKENDS:
-        raise _bad(f"target.backend: {t.get('backend')!r}: the agent serves {', '.join(BACKENDS)}")
+    served = [b for b in BACKENDS if backend_class(b).remote_gateway]
+    if t.get("backend") not in served:
+        raise _bad(f"target.backend: {t.get('backend')!r}: the agent serves {', '.join(served)}")
     if not isinstance(req.get("tunables") or {}, dict) or not isinstance(req.get("allow") or [], list):
         raise _bad("tunables/allow: not a mapping/list")
     sec = req.get("security") or {"mode": "none"}
@@ -154,8 +153,8 @@ class Agent:
         tdata = dict(req["target"])
         target = Target(**tdata)
         storage: dict[str, Any] = {}
-        if target.backend == "tmpfs":  # its own tmpfs on this host, of the cell's size
-            backend = TmpfsBackend(None, work, self.procs)
+        if target.backend_type.remote_gateway == "mount":  # its own (tmpfs) on this host
+            backend = target.backend_type(None, work, self.procs)
             size = int((tdata.get("info") or {}).get("size") or 0) or None
             local = backend.prepare(SimpleNamespace(id=target.cell_id, tmpfs_size=size))
             stack.callback(backend.cleanup, local)

@@ -12,7 +12,7 @@ ceph-fuse made in the root namespace are what the origin sees). When a host of t
 reached over ssh nothing is assumed shared: every part of the gateway then runs through a gateway
 agent on its host (:func:`uses_agents`; xcbench.gateway.remote, xcbench.gateway.agent), which makes
 there what the daemons read. A backend the agent cannot serve there is refused with one line
-saying what it would need (SSH_NEEDS).
+saying what it would need (Backend.remote_gateway_refusal).
 A Ceph-client gateway (rados) on a netns host needs the cluster on an address that host reaches
 (`xcbench cluster up --bind <bridge address>`): a loopback-only cluster is refused.
 
@@ -143,20 +143,10 @@ def _bridge_addr(hosts: Any) -> str | None:
     return str(b.ip) if b is not None else None
 
 
-# What an ssh gateway host would need, per backend the gateway agent does not serve: said in
-# the refusal, never assumed (tmpfs: the agent mounts its own; rados: it gets conf and key)
-SSH_NEEDS = {
-    "cephfs": "the CephFS layout dir is made, its layout xattrs set and checked on this machine's "
-              "ceph-fuse mount before the gateway starts; a gateway agent would have to make its "
-              "own ceph-fuse mount (with a CephFS key on that host) and find the same dir there, "
-              "which it does not do yet",
-}
-AGENT_BACKENDS = ("tmpfs", "rados")
-
-
 def _check_host(where: str, h: Any, target: Target, cluster: Any) -> None:
-    if h.transport not in SHARED_FS and target.backend not in AGENT_BACKENDS:
-        need = SSH_NEEDS.get(target.backend, "its target is prepared on this machine only")
+    kind = target.backend_type  # what a gateway agent can make there (Backend.remote_gateway)
+    if h.transport not in SHARED_FS and kind.remote_gateway is None:
+        need = kind.remote_gateway_refusal
         raise XcbError(f"{where}: host {h.name}: transport {h.transport}: a {target.backend} "
                        f"gateway (cell {target.cell_id}) runs on local and netns hosts only: "
                        f"{need}; give the gateway role to a local or netns host")
