@@ -156,7 +156,8 @@ class Agent:
         if target.backend_type.remote_gateway == "mount":  # its own (tmpfs) on this host
             backend = target.backend_type(None, work, self.procs)
             size = int((tdata.get("info") or {}).get("size") or 0) or None
-            local = backend.prepare(SimpleNamespace(id=target.cell_id, tmpfs_size=size))
+            cell: Any = SimpleNamespace(id=target.cell_id, tmpfs_size=size)  # what prepare() reads
+            local = backend.prepare(cell)
             stack.callback(backend.cleanup, local)
             target.path, target.oss = local.path, dict(local.oss)
             self.made.append(str(local.path))

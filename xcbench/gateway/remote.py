@@ -314,12 +314,11 @@ def start_remote_gateway(target: Any, *, workdir: Path, cluster: Any = None, ori
     common = {"version": __version__, "name": name, "origins": origins,
               "allow": list(placement.allow), "tunables": t, "report_addr": report_addr,
               "target": _target_request(target), "ceph": _ceph_request(target, cluster),
-              "start_timeout": start_timeout,
-              # the run's CA over the agents' stdin: each signs its own host's certificate
-              "security": {"mode": "none"} if security == "none" else
-              {"mode": security, **run_security.ca_material()}}
+              "start_timeout": start_timeout, "security": {"mode": "none"}}
     gw = RemoteGateway(name, target, keep, findings, procs, security)
-    if security != "none":
+    if run_security is not None and security != "none":
+        # the run's CA over the agents' stdin: each signs its own host's certificate
+        common["security"] = {"mode": security, **run_security.ca_material()}
         gw.client_env["X509_CERT_DIR"] = str(run_security.cadir)
     t0 = time.monotonic()
     try:
