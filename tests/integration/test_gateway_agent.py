@@ -160,12 +160,15 @@ def _daemons(netns: str) -> int:
                for c in _in_netns(netns).values() if c)
 
 
-def _made(run_or_dir: Path) -> list[str]:
-    """What the agents said they made (their raw streams' ready lines)."""
+def _made(path: Path) -> list[str]:
+    """What the agents said they made (the ready lines of the raw streams in or at ``path``)."""
     made = []
-    for f in run_or_dir.rglob("agent-*.jsonl"):
+    for f in [path] if path.is_file() else path.rglob("agent-*.jsonl"):
         for line in f.read_text().splitlines():
-            msg = json.loads(line)
+            try:
+                msg = json.loads(line)
+            except ValueError:  # a line being written: not yet
+                continue
             if "ready" in msg:
                 made += msg["ready"]["made"]
     return made
@@ -256,16 +259,19 @@ def test_kill9_of_the_coordinator_leaves_nothing_on_the_gateway_host(site):
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        # until the gateway serves (the redirector and two origins up on the host) and a client
-        # host moves data into it
-        while not (_daemons(site["netns"]) >= 3 and any(
-                "campaign-agent" in " ".join(q.info["cmdline"] or [])
-                for q in psutil.process_iter(["cmdline"]))):
+
+        def ready_parts() -> list[list[str]]:  # what each agent said it made, once it is ready
+            runs = list(out.iterdir()) if out.exists() else []
+            scratch = [d for r in runs for d in Path("/var/tmp").glob(f"xcbench-{r.name}-*")]
+            return [m for d in scratch for f in d.rglob("agent-*.jsonl")
+                    if (m := _made(f))]
+
+        # until the whole gateway serves: the redirector's agent and both origins' said ready
+        while not (len(ready_parts()) == 3 and _daemons(site["netns"]) == 6):
             assert p.poll() is None, p.stderr.read()[-2000:]
             assert time.monotonic() < deadline, "the gateway never came up"
             time.sleep(0.1)
-        run_name = next(out.iterdir()).name
-        made = [m for d in Path("/var/tmp").glob(f"xcbench-{run_name}-*") for m in _made(d)]
+        made = [m for part in ready_parts() for m in part]
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=30)
         _assert_nothing_left(site, made, "after a kill -9 of the coordinator")
