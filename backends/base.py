@@ -81,6 +81,11 @@ class Backend(ABC):
     name: str = ""
     needs_cluster = False
     verify_needs_gateway = False  # verify() writes through a gateway (the session gives it one)
+    # a gateway on a host reached over ssh (xcbench.gateway.agent): how the agent there makes the
+    # data path: "mount" (prepare() run there: its own mount of the target's size), "client" (a
+    # Ceph client: nothing to mount, the conf and key are sent), or None: refused with the reason
+    remote_gateway: str | None = None
+    remote_gateway_refusal = "its target is prepared on this machine only"
     # what every Target of this backend says to gateways and probes (see Target)
     target_defaults: Mapping[str, Any] = {
         "osslib": None, "gateway_env": {}, "ceph_conf_env": False, "client_env": {},

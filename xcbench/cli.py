@@ -19,10 +19,10 @@ from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
 # commands that start processes: they stop on SIGINT/SIGTERM/SIGHUP (xcbench.system.signals), record
 # what they start (xcbench.system.orphans) and first stop what a killed earlier command left behind
 STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "selftest", "confirm",
-                    "baseline")
+                    "baseline", "gateway-agent")
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
             "report", "compare", "plan", "telemetry", "baseline", "selftest", "confirm", "hosts",
-            "campaign-agent", "smoke")
+            "campaign-agent", "smoke", "gateway-agent")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -53,6 +53,11 @@ def compare_layout(got: dict[str, Any], s: Layout, pool: str, where: str) -> Non
 class CephFSBackend(Backend):
     name = "cephfs"
     needs_cluster = True
+    remote_gateway_refusal = (
+        "the CephFS layout dir is made, its layout xattrs set and checked on this machine's "
+        "ceph-fuse mount before the gateway starts; a gateway agent would have to make its own "
+        "ceph-fuse mount (with a CephFS key on that host) and find the same dir there, which it "
+        "does not do yet")
     uses_fs = True  # the cluster key needs the file system (xcbench.ceph.access)
 
     def __init__(self, cluster, workdir, procs=None):

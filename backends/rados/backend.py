@@ -56,6 +56,7 @@ class RadosBackend(Backend):
     name = "rados"
     needs_cluster = True
     verify_needs_gateway = True
+    remote_gateway = "client"  # XrdCeph there: the agent gets the conf and the key
     target_defaults = {
         "osslib": OSSLIB, "gateway_env": {}, "ceph_conf_env": True, "client_env": CLIENT_ENV,
         "shared_store": True, "gateway_defaults": GATEWAY_DEFAULTS, "fio_engine": "rados"}

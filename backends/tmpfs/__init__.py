@@ -37,6 +37,7 @@ def _is_mount(path: str) -> bool:
 
 class TmpfsBackend(Backend):
     name = "tmpfs"
+    remote_gateway = "mount"  # the agent mounts its own tmpfs there
 
     def prepare(self, cell) -> Target:
         size = int(cell.tmpfs_size or DEFAULT_SIZE)

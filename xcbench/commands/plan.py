@@ -14,6 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.gateway.security import SECURITY_MODES
 from xcbench.plan.calibrate import load_calibration
 from xcbench.plan.gateway_cores import parse_gateway_cpu
 from xcbench.plan.planner import make_plan
@@ -47,6 +48,9 @@ def add_parser(sub):
     s.add_argument("--checksum", choices=("on-the-fly", "read-back"), help="= --set gateway.checksum=...")
     s.add_argument("--mode", choices=("push", "tpc"), help="= --set gateway.mode=...")
     s.add_argument("--origins-per-host", type=int, help="= --set gateway.origins_per_host=...")
+    s.add_argument("--security", choices=SECURITY_MODES,
+                   help="= --set gateway.security=...: the security mode whose measured gateway "
+                        "CPU/GB sizes the gateways (--calibrate; default none)")
     c = p.add_argument_group("calibration")
     c.add_argument("--calibrate", nargs="+", action="extend", default=[], metavar="RUN",
                    help="run directories whose measurements replace datasheet numbers")
@@ -97,7 +101,8 @@ def run(args) -> int:
         return 0
     target = resolve_target(args.target, args.rate, args.write_fraction, args.file_size, args.volume_per_year)
     sets = list(args.set)
-    for flag, key in (("checksum", "checksum"), ("mode", "mode"), ("origins_per_host", "origins_per_host")):
+    for flag, key in (("checksum", "checksum"), ("mode", "mode"), ("origins_per_host", "origins_per_host"),
+                      ("security", "security")):
         if getattr(args, flag) is not None:
             sets.append(f"gateway.{key}={getattr(args, flag)}")
     cpath = _spec_path(args.cluster_spec)

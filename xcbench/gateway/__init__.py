@@ -7,7 +7,9 @@ What depends on the backend (OSS library, environment, shared store, defaults) c
 Target (xcbench.backends). Modules: ``config`` (tunables, config text, TLS), ``launch`` (start
 with retries, stop, restart, stop a recorded gateway), ``readiness`` (protocol handshakes, waits),
 ``placement`` (origins on an inventory's gateway hosts: ``start_gateway(..., hosts=inventory)``;
-per-origin evidence and the finding for an origin that got no files).
+per-origin evidence and the finding for an origin that got no files), ``remote`` (a gateway on
+gateway hosts reached over ssh: one ``agent`` per part, ``xcbench gateway-agent`` on its host,
+``agent_parts`` what it starts there).
 
 Measured on this machine (XRootD 5.5.3), and why the code looks like this:
 - xrootd has no directive to bind one address, but takes systemd-style pre-bound sockets: every

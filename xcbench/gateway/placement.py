@@ -8,8 +8,11 @@ Every daemon is started through its host's Transport and listens on that host's 
 (pre-bound by xcbench.system.sdlisten inside the host's network namespace; never a wildcard). What the
 daemons read (configs, TLS, the gateway's ceph.conf and keyring copy) stays where it is when the
 host shares this machine's files (local, netns: same files, same mounts, so tmpfs mounts and
-ceph-fuse made in the root namespace are what the origin sees). An ssh gateway host is refused
-with one line saying what the backend would need there (SSH_NEEDS): nothing is assumed shared.
+ceph-fuse made in the root namespace are what the origin sees). When a host of the placement is
+reached over ssh nothing is assumed shared: every part of the gateway then runs through a gateway
+agent on its host (:func:`uses_agents`; xcbench.gateway.remote, xcbench.gateway.agent), which makes
+there what the daemons read. A backend the agent cannot serve there is refused with one line
+saying what it would need (Backend.remote_gateway_refusal).
 A Ceph-client gateway (rados) on a netns host needs the cluster on an address that host reaches
 (`xcbench cluster up --bind <bridge address>`): a loopback-only cluster is refused.
 
@@ -100,8 +103,7 @@ def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | Non
     if bind is not None and is_wildcard(bind):
         raise XcbError(f"cell {target.cell_id}: gateway.bind: {bind} with gateway hosts; origins "
                        "listen on their host's address, never on a wildcard")
-    front_host = (hosts.redirector or gws[0]) if origins > 1 else gws[0]
-    used = [front_host] + [gws[i % len(gws)] for i in range(origins)] if origins > 1 else [gws[0]]
+    front_host, used = _used(hosts, origins)
     for h in used:
         _check_host(where, h, target, cluster)
         if report_addr and h.transport != "local" and \
@@ -120,25 +122,31 @@ def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | Non
                      [slots[gws[i % len(gws)].name] for i in range(origins)], tuple(sorted(allow)))
 
 
+def _used(hosts: Any, origins: int) -> tuple[Any, list[Any]]:
+    """The front host (the redirector's, or the standalone xrootd's) and every host used."""
+    gws = list(hosts.gateways)
+    front_host = (hosts.redirector or gws[0]) if origins > 1 else gws[0]
+    used = [front_host] + [gws[i % len(gws)] for i in range(origins)] if origins > 1 else [gws[0]]
+    return front_host, used
+
+
+def uses_agents(hosts: Any, origins: int) -> bool:
+    """True when a gateway of ``origins`` origins has a daemon on a host reached over ssh: then
+    every part of it runs through a gateway agent (xcbench.gateway.remote)."""
+    if not is_placed(hosts) or not list(hosts.gateways):
+        return False
+    return any(h.transport not in SHARED_FS for h in _used(hosts, origins)[1])
+
+
 def _bridge_addr(hosts: Any) -> str | None:
     b = getattr(hosts, "bridge", None)
     return str(b.ip) if b is not None else None
 
 
-# What an ssh gateway host would need, per backend: said in the refusal, never assumed
-SSH_NEEDS = {
-    "tmpfs": "the tmpfs is mounted on this machine; an ssh host sees its own files, so the "
-             "tmpfs would have to be mounted there",
-    "cephfs": "the ceph-fuse mount is made on this machine; the mount would have to be made on "
-              "that host",
-    "rados": "XrdCeph there needs the gateway's ceph.conf and key put on that host, which "
-             "xcbench does not do yet",
-}
-
-
 def _check_host(where: str, h: Any, target: Target, cluster: Any) -> None:
-    if h.transport not in SHARED_FS:
-        need = SSH_NEEDS.get(target.backend, "its target is prepared on this machine only")
+    kind = target.backend_type  # what a gateway agent can make there (Backend.remote_gateway)
+    if h.transport not in SHARED_FS and kind.remote_gateway is None:
+        need = kind.remote_gateway_refusal
         raise XcbError(f"{where}: host {h.name}: transport {h.transport}: a {target.backend} "
                        f"gateway (cell {target.cell_id}) runs on local and netns hosts only: "
                        f"{need}; give the gateway role to a local or netns host")
@@ -213,10 +221,13 @@ def origin_load(gw: Gateway) -> list[dict]:
     (tmpfs/cephfs origins behind a redirector), else from its own counters (``kXR_query
     stats``: xrootd.ops.open and link.in) for a shared store (rados, one pool)."""
     out = []
+    agent_of = getattr(gw, "agent_of", None)  # a gateway on ssh hosts (xcbench.gateway.remote)
     for i, s in enumerate(gw.origins, 1):
         host = s.slot.host.name if s.slot is not None else "local"
         row: dict[str, Any] = {"origin": s.name, "index": i, "host": host,
                                "addr": s.addr or gw.addr, "port": s.port}
+        if agent_of is not None:
+            row["agent"] = agent_of(s)
         if s.localroot and len(gw.origins) > 1:
             files, size = _count_dir(s.localroot)
             row.update(files=files, bytes=size, source=f"files under {s.localroot}")

@@ -56,6 +56,7 @@ from typing import Any
 from xcbench.errors import XcbError
 from xcbench.system import orphans, proc, secrets
 from xcbench.system.fsutil import remove_tree
+from xcbench.system.scratch import private_dir
 from xcbench.system.xrootd_user import own
 
 # how the gateway is reached: anonymous root/http; roots/https with a per-run CA; WLCG tokens from
@@ -157,12 +158,42 @@ class RunSecurity:
         self._client: tuple[Path, Path, str] | None = None
         self._secret: bytes | None = None
 
+    @classmethod
+    def from_ca(cls, ca_cert: str, ca_key: str, base: str = "/var/tmp") -> RunSecurity:
+        """The run's CA on a gateway host (xcbench.gateway.agent; the PEM texts came over its
+        stdin): a private dir of that host, recorded before it is made, the key 0600 in it, so
+        host certificates are signed there as here. ``close()`` removes it."""
+        self = cls.__new__(cls)
+        self.dir = private_dir(base, "xcbsec-", mode=0o711)
+        try:
+            self.cadir = self.dir / "ca"
+            self.cadir.mkdir(mode=0o755)
+            self.ca_cert, self._ca_key = self.cadir / "ca.pem", self.dir / "ca.key"
+            fd = os.open(self._ca_key, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(ca_key)
+            self.ca_cert.write_text(ca_cert)
+            os.chmod(self.ca_cert, 0o644)
+            proc.run(["openssl", "rehash", self.cadir], timeout=60)
+        except BaseException:
+            remove_tree(self.dir)
+            orphans.forget_dir(self.dir)
+            raise
+        self._issuer, self._tokens, self._n, self._client, self._secret = None, {}, 0, None, None
+        return self
+
+    def ca_material(self) -> dict[str, str]:
+        """The CA's certificate and key as PEM text, for a gateway agent's stdin only."""
+        return {"ca_cert": self.ca_cert.read_text(), "ca_key": self._ca_key.read_text()}
+
     def host_cert(self, directory: Path, ids: Any, host: str) -> tuple[Path, Path]:
         """A certificate for ``host`` (and localhost) signed by the run's CA, owned by ``ids``."""
         self._n += 1
         directory.mkdir(mode=0o700, exist_ok=True)
         cert, key, csr = directory / "cert.pem", directory / "key.pem", directory / "req.csr"
-        san = "DNS:localhost,IP:127.0.0.1" + (f",IP:{host}" if host[:1].isdigit() and host != "127.0.0.1" else "")
+        # an address also as a DNS name: XrdCl 5.5 matches the URL's host against DNS entries
+        # only ("Unable to validate 10.x.y.z; hostname not in SAN extension" with IP: alone)
+        san = "DNS:localhost,IP:127.0.0.1" + (f",IP:{host},DNS:{host}" if host[:1].isdigit() and host != "127.0.0.1" else "")
         ext = directory / "ext.cnf"
         ext.write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n"
                        "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n")

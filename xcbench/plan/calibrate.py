@@ -311,11 +311,15 @@ def gateway_inputs(cal: Calibration, g: GatewaySpec, a: Assumptions, *, carry_ov
     """Measured per-gateway rate; with ``carry_over`` (a --calibrate-spec was given) also the
     efficiency against the measured gateway's spec, or else against the iperf3 baseline."""
     inp = GatewayInputs(label="calibrated")
-    cpu = pick_gateway_cpu(cal.gateway_cpu, g.checksum, g.mode)
+    cpu = pick_gateway_cpu(cal.gateway_cpu, g.checksum, g.mode, g.security)
     if cpu is not None:
         inp.cpu_s_per_gb = cpu["s_per_gb"]
         inp.notes.append(f"gateway CPU {cpu['s_per_gb']:.3g} core-s/GB measured ({cpu['checksum']}, "
-                         f"{cpu['mode']}; {cpu['from']}) replaces core_rate/checksum_rate")
+                         f"{cpu['mode']}, security {g.security}; {cpu['from']}) replaces "
+                         "core_rate/checksum_rate")
+    elif g.security != "none" and cal.gateway_cpu:
+        inp.notes.append(f"no gateway CPU measured with security {g.security} "
+                         f"({g.checksum}, {g.mode}): run a cell with security: [{g.security}]")
     pts = [c for c in cal.curve if (c["mode"] == "push") == (g.mode == "push")]
     if not pts:
         pts = cal.curve

@@ -30,6 +30,7 @@ import yaml
 from xcbench.ceph.layout import Layout
 from xcbench.ceph.protection import Protection
 from xcbench.errors import XcbError
+from xcbench.gateway.security import SECURITY_MODES
 from xcbench.plan.published import parse_published
 from xcbench.plan.reader import Reader, protection_of
 from xcbench.plan.units import parse_capacity, parse_rate
@@ -84,6 +85,7 @@ class GatewaySpec:
     checksum_rate: float = 2e9  # bytes/s of adler32 one core computes
     checksum: str = "on-the-fly"  # on-the-fly | read-back
     mode: str = "push"  # push | tpc
+    security: str = "none"  # none | tls | scitokens | macaroons: the measured CPU/GB it sizes from
     origins_per_host: int = 1
     origin_rate: float = math.inf  # bytes/s one xrootd process moves (inf = not limiting)
     source: str = "defaults"
@@ -230,6 +232,7 @@ def gateway_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
         checksum_rate=r.conv("checksum_rate", parse_rate, d.checksum_rate),
         checksum=r.choice("checksum", ("on-the-fly", "read-back"), d.checksum),
         mode=r.choice("mode", ("push", "tpc"), d.mode),
+        security=r.choice("security", SECURITY_MODES, d.security),
         origins_per_host=r.number("origins_per_host", d.origins_per_host, integer=True, lo=1),
         origin_rate=r.conv("origin_rate", parse_rate, d.origin_rate),
         source=source)

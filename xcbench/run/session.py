@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from xcbench.backends.base import get_backend
 from xcbench.gateway import start_gateway
 from xcbench.gateway.cores import limit_origins
-from xcbench.gateway.placement import origin_findings, origin_load, refuse_cores
+from xcbench.gateway.placement import origin_findings, origin_load, refuse_cores, uses_agents
+from xcbench.gateway.remote import start_remote_gateway
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Backend, Target
@@ -76,10 +77,12 @@ class CellSession:
         security = getattr(self.cell, "security", "none") or "none"
         if security != "none":
             kw.update(security=security, run_security=self.run_security)
-        return start_gateway(self.target, workdir=self.workdir, cluster=self.cluster,
-                             origins=self.cell.origins, tunables=dict(self.cell.gateway or {}),
-                             report_addr=self.report_addr, procs=self.procs, name=self.name,
-                             cell=self.cell, **kw)
+        # a gateway host over ssh: every part through a gateway agent on its host
+        start = start_remote_gateway if uses_agents(self.hosts, self.cell.origins) else start_gateway
+        return start(self.target, workdir=self.workdir, cluster=self.cluster,
+                     origins=self.cell.origins, tunables=dict(self.cell.gateway or {}),
+                     report_addr=self.report_addr, procs=self.procs, name=self.name,
+                     cell=self.cell, **kw)
 
     def _verify_gateway(self) -> Gateway:
         """A plain one-origin gateway for a check only (loopback, the backend's defaults)."""

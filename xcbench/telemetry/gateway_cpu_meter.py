@@ -15,8 +15,10 @@ reaped ones included) as cumulative CPU seconds at both ends (``tree_cpu_seconds
                            counters cannot be read (then s_per_gb is None too)
     security               the cell's security mode (none, tls, scitokens, macaroons)
 
-A gateway with a server on an ssh host is not measured here (its pids are that host's):
-the columns stay None and the row says nothing it did not measure.
+A gateway with a server on an ssh host is measured by its gateway agents
+(xcbench.gateway.remote: ``server_counters``, the same tree counters taken on that host); a
+gateway that has them neither here nor there leaves the columns None: the row says nothing it
+did not measure.
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ class GatewayCpuMeter:
     def __init__(self, gateway: Any, security: str = "none",
                  link_bytes: Callable[[Any], int | None] | None = None):
         self.gateway, self.security = gateway, security
-        self._link = link_bytes if link_bytes is not None else _written
+        # a gateway on ssh hosts counts its servers' trees there (xcbench.gateway.remote)
+        self._counters = getattr(gateway, "server_counters", None) or _local_counters
+        self._link = link_bytes if link_bytes is not None else self._written
         self._cpu0: dict[str, float | None] = {}
         self._bytes0: dict[str, int | None] = {}
 
@@ -61,11 +65,18 @@ class GatewayCpuMeter:
         return out
 
     def measurable(self) -> bool:
-        return bool(getattr(self.gateway, "servers", None)) and all(_local(s) for s in self.gateway.servers)
+        servers = getattr(self.gateway, "servers", None)
+        if not servers:
+            return False
+        return self._counters is not _local_counters or all(_local(s) for s in servers)
 
     def _cpu(self, servers: list[Any]) -> float | None:
-        got = tree_counters([s.pid for s in servers if s.pid])
+        got = self._counters(servers)
         return got[0] if got is not None else None
+
+    def _written(self, server: Any) -> int | None:
+        got = self._counters([server]) if server.pid else None
+        return got[1] if got is not None else None
 
     def _bytes(self, servers: list[Any]) -> int | None:
         data = [s for s in servers if s.daemon == "xrootd"]
@@ -110,6 +121,5 @@ class GatewayCpuMeter:
         return out
 
 
-def _written(server: Any) -> int | None:
-    got = tree_counters([server.pid]) if server.pid else None
-    return got[1] if got is not None else None
+def _local_counters(servers: list[Any]) -> tuple[float, int | None] | None:
+    return tree_counters([s.pid for s in servers if s.pid])

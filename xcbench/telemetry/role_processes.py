@@ -118,8 +118,8 @@ def cluster_providers(cluster: Any) -> tuple[dict[str, Provider], str | None]:
 def providers(*, gateway: Any, target: Any, cluster: Any) -> tuple[dict[str, Provider], str | None]:
     """Every role of a cell with its pid provider, and the note for roles that are unknown."""
     roles: dict[str, Provider] = {"client": driver_pids}
-    if gateway is not None:
-        roles["gateway"] = lambda: list(gateway.pids)
+    if gateway is not None and not hasattr(gateway, "agent_role_sample"):
+        roles["gateway"] = lambda: list(gateway.pids)  # else its agents measure it on its hosts
     info = getattr(target, "info", None) or {}
     if info.get("mount") == "fuse" and info.get("mountpoint"):
         roles["mount"] = fuse_pids(info["mountpoint"], getattr(cluster, "state_dir", None))
@@ -134,9 +134,18 @@ class CellRoleSampler(RoleSampler):
     CPU row: their use was not measured, and 0 would be a lie)."""
 
     def __init__(self, roles: dict[str, Provider], *, remote: tuple[str, ...] = (),
-                 remote_note: str | None = None, **kw: Any):
+                 remote_note: str | None = None, agent_gateway: Any = None, **kw: Any):
         super().__init__(roles, **kw)
         self.remote, self.remote_note = remote, remote_note
+        self.agent_gateway = agent_gateway  # a gateway on ssh hosts: its agents' samples
+
+    def _agent_rows(self, wall: float, mono: float) -> list[dict]:
+        s = self.agent_gateway.agent_role_sample()
+        role = {"role": "gateway"}
+        rows = [self.row(wall, mono, "role_cpu_cores", s["cores"], role)] if s["cores"] is not None else []
+        return rows + [self.row(wall, mono, "role_rss_bytes", float(s["rss"]), role),
+                       self.row(wall, mono, "role_cpu_limit_cores", s["limit_cores"],
+                                {**role, "source": s["limit_source"]})]
 
     def sample(self, wall: float, mono: float) -> list[dict]:
         rows = super().sample(wall, mono)
@@ -148,10 +157,13 @@ class CellRoleSampler(RoleSampler):
         for role in self.remote:
             rows.append(self.row(wall, mono, "role_cpu_limit_cores", None,
                                  {"role": role, "source": self.remote_note}))
+        if self.agent_gateway is not None:
+            rows += self._agent_rows(wall, mono)
         return rows
 
 
 def make_sampler(*, gateway: Any, target: Any, cluster: Any) -> CellRoleSampler:
     roles, note = providers(gateway=gateway, target=target, cluster=cluster)
     remote = tuple(r for r in CLUSTER_ROLES if r not in roles) if note else ()
-    return CellRoleSampler(roles, remote=remote, remote_note=note)
+    agent = gateway if hasattr(gateway, "agent_role_sample") else None
+    return CellRoleSampler(roles, remote=remote, remote_note=note, agent_gateway=agent)

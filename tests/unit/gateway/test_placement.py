@@ -58,15 +58,19 @@ def test_no_gateway_host_is_refused():
         placement.plan(inv(c1=gw("10.77.0.11", roles=["client"])), TMPFS, None, 1, None)
 
 
-def test_ssh_gateway_host_is_refused_in_one_line():
+def test_ssh_gateway_host_goes_through_agents_and_cephfs_is_refused_in_one_line():
     i = inv(g1=gw("10.77.0.21"), g2=gw("10.0.0.5", transport="ssh", ssh="g2"))
-    with pytest.raises(XcbError, match=r"^hosts.yaml: host g2: transport ssh: a tmpfs gateway "
-                                       r"\(cell c1\) runs on local and netns hosts only: the "
-                                       r"tmpfs is mounted on this machine") as e:
-        placement.plan(i, TMPFS, None, 2, None)
+    # tmpfs and rados: the gateway agent makes there what the daemons read
+    assert [s.host.name for s in placement.plan(i, TMPFS, None, 2, None).origins] == ["g1", "g2"]
+    assert placement.uses_agents(i, 2) and not placement.uses_agents(i, 1)  # 1: only g1 is used
+    assert not placement.uses_agents(inv(g1=gw("10.77.0.21")), 2)
+    assert not placement.uses_agents(None, 1)
+    cephfs = Target(cell_id="c3", backend="cephfs", path="/mnt/x")
+    with pytest.raises(XcbError, match=r"^hosts.yaml: host g2: transport ssh: a cephfs gateway "
+                                       r"\(cell c3\) runs on local and netns hosts only: the "
+                                       r"CephFS layout dir is made") as e:
+        placement.plan(i, cephfs, None, 2, None)
     assert "\n" not in str(e.value)
-    with pytest.raises(XcbError, match="XrdCeph there needs the gateway's ceph.conf and key"):
-        placement.plan(i, RADOS, None, 2, None)
 
 
 def test_reports_to_a_netns_host_loopback_are_refused():

@@ -67,3 +67,21 @@ def test_md_and_html_plans_carry_the_sizing_and_rtt(tmp_path, capsys):
                      "--rtt", "40", "--format", fmt, "--out", str(out)]) == 0
         text = out.read_text()
         assert "GATEWAYS FOR 100 Gb/s" in text and "RTT ON PAPER" in text and "rate capped by" in text
+
+
+def test_plan_security_sizes_its_own_gateway_from_that_modes_cpu(tmp_path, capsys):
+    run = _run(tmp_path)
+    args = ["plan", "--rate", "100Gb/s", "--calibrate", str(run.path), "--calibrate-osds", "3",
+            "--cluster-spec", "tier1-hdd-ec8+3", "--mode", "push", "--checksum", "read-back",
+            "--format", "json"]
+    notes = {}
+    for sec in ("none", "tls", "scitokens"):
+        assert main([*args, "--security", sec]) == 0
+        notes[sec] = json.dumps(json.loads(capsys.readouterr().out))
+    assert "1.1 core-s/GB measured (read-back, push, security none" in notes["none"]
+    assert "1.9 core-s/GB measured (read-back, push, security tls" in notes["tls"]
+    assert "no gateway CPU measured with security scitokens" in notes["scitokens"]
+    with pytest.raises(SystemExit) as e:  # argparse's one line, exit 2
+        main([*args[:-2], "--security", "kerberos"])
+    assert e.value.code == 2
+    assert "--security: invalid choice: 'kerberos'" in capsys.readouterr().err
