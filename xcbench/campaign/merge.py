@@ -79,15 +79,24 @@ def merge_timelines(per_host: dict[str, list[dict]], *, until: float | None = No
     if until is not None:  # whole buckets only
         end = min(end, until)
         n = max(0, math.floor(end - t0 + 1e-9))
+        last = t0 + n
     else:
-        n = max(0, math.ceil(end - t0 - 1e-9))
+        n = max(1, math.ceil(end - t0 - 1e-9))
+        # a last sliver that rounds to the previous bucket's t (rows' t are in ms; clocks near
+        # 1e9 s carry ~1e-7 s of rounding) joins that bucket: as a bucket of its own it would
+        # repeat that t
+        if n > 1 and round(end - t0, 3) <= n - 1:
+            n -= 1
+        last = end
+    if n == 0:
+        return []
     nbytes, nread, active, cores = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
     for host_spans in spans.values():
         for s, e, r in host_spans:
             width = e - s
-            k0 = max(0, int(math.floor(s - t0)))
+            k0 = min(n - 1, max(0, int(math.floor(s - t0))))
             for k in range(k0, min(n, math.ceil(e - t0 - 1e-9))):
-                lo, hi = max(s, t0 + k), min(e, t0 + k + 1)
+                lo, hi = max(s, t0 + k), min(e, t0 + k + 1 if k < n - 1 else max(last, t0 + k + 1))
                 if hi <= lo:
                     continue
                 frac = (hi - lo) / width if width > 0 else 1.0
@@ -98,7 +107,7 @@ def merge_timelines(per_host: dict[str, list[dict]], *, until: float | None = No
     limit = _sum_limits([sp[0][2] for sp in spans.values()])
     rows, cum, given, cum_read, given_read = [], 0.0, 0, 0.0, 0
     for k in range(n):
-        b0, b1 = t0 + k, min(t0 + k + 1, end)
+        b0, b1 = t0 + k, (t0 + k + 1 if k < n - 1 else last)
         span = max(b1 - b0, 1e-9)
         cum += nbytes[k]
         moved = int(round(cum)) - given  # whole bytes whose sum is the hosts' sum

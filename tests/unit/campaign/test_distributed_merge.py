@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from xcbench.campaign import merge
@@ -61,6 +61,9 @@ def test_until_keeps_whole_buckets_only():
 
 
 @settings(max_examples=60, deadline=None)
+# found by a run of this test: the last host's end lies ~1e-7 s past a whole second (float
+# rounding at 1e9 s), which made a last bucket with the previous one's t
+@example([(2.310758, 3, 0.379412, 8389), (0.689704, 2, 0.443437, 9940)])
 @given(st.lists(st.tuples(st.floats(0, 5), st.integers(0, 8), st.floats(0.01, 1.0),
                           st.integers(0, 10_000)), min_size=1, max_size=4))
 def test_merged_bytes_are_the_hosts_bytes_and_buckets_are_contiguous(hosts):
