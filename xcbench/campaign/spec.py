@@ -89,6 +89,9 @@ def _check(obj: Any, limits: dict[str, tuple[type, float, float, bool]], prefix:
         setattr(obj, name, int(v) if kind is int else float(v))
 
 
+LEVEL_KEYS = ("duration", "steady")  # checked together: the window must fit the level
+
+
 def check_campaign_settings(settings: Any, *, unknown: bool = True) -> list[tuple[str, str]]:
     """Problems of a campaign mapping (a matrix's ``campaign:``, or keyword arguments of
     CampaignSpec) as (field, message) pairs, [] when a CampaignSpec can be made of it.
@@ -97,16 +100,20 @@ def check_campaign_settings(settings: Any, *, unknown: bool = True) -> list[tupl
         return [("campaign", f"{settings!r} is not a mapping")]
     names = set(CampaignSpec.field_names())
     problems = [(str(k), "unknown setting") for k in settings if k not in names] if unknown else []
-    # one field at a time, so that every bad field is named (a spec stops at the first)
+    # one field at a time, so that every bad field is named (a spec stops at the first); the
+    # level's duration and steady rule only together (a 2-s window fits a 6-s level, the
+    # default 10-s one does not)
     for key, value in settings.items():
         if key not in names:
             continue
+        kw = {k: settings[k] for k in LEVEL_KEYS if k in settings} if key in LEVEL_KEYS else {key: value}
         try:
-            CampaignSpec(**{key: value})
+            CampaignSpec(**kw)
         except XcbError as e:
             msg = str(e).removeprefix("campaign: ")
             fld, _, why = msg.partition(": ")
-            problems.append((fld, why or msg))
+            if (fld, why or msg) not in problems:
+                problems.append((fld, why or msg))
         except (TypeError, ValueError, OverflowError) as e:
             problems.append((str(key), str(e)))
     if not problems:

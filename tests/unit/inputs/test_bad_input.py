@@ -42,6 +42,17 @@ def test_good_values_still_pass_and_are_normalised():
     assert check_campaign_settings({"x": 1}, unknown=False) == []
 
 
+def test_a_level_duration_and_its_steady_window_are_checked_together():
+    """A 2-s window fits a 6-s level; checked alone, the 6-s duration met the default 10-s
+    window and a good campaign was refused."""
+    level = {"duration": {"min": "2s", "max": "6s"},
+             "steady": {"rule": "autoterm", "window": "2s", "points": 2, "tolerance": "10%"}}
+    assert check_campaign_settings(level) == []
+    bad = {**level, "steady": {**level["steady"], "window": "8s"}}
+    assert check_campaign_settings(bad) == [
+        ("steady.window", "8 s must be at least 1 s per point (2) and at most max (6 s)")]
+
+
 def write(tmp_path, text, name="m.yaml"):
     p = tmp_path / name
     p.write_text(text)
