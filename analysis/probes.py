@@ -3,7 +3,7 @@
 - :func:`probe_jobs`: one row per (cell, fio job, rw): the 'all' row fio's client/server mode
   gives (xcbench.probe.fio.ALL), else the sum over hosts; ``query`` selects the rows it comes from.
 - :func:`probe_ceilings`: per cell, the write ceilings (best write job by bandwidth, best by
-  IOPS) and the read ceilings (the same over the read jobs: the sequential read of what the
+  IOPS, and the storage device's write IO/s during that IOPS job where they were counted) and the read ceilings (the same over the read jobs: the sequential read of what the
   write probe laid out, and the random read of the access size), each with its source.
 """
 
@@ -20,7 +20,7 @@ from xcbench.analysis.sources import source
 WRITE_RW = ("write", "randwrite", "trimwrite")  # fio rw, or the direction of "randrw.write"
 READ_RW = ("read", "randread")
 COLS = ["cell_id", "job", "rw", "write", "bs", "iodepth", "hosts", "iops", "bw",
-        "lat_mean_us", "lat_p99_us", "query"]
+        "lat_mean_us", "lat_p99_us", "device_write_iops", "query"]
 
 
 def _q(v: Any) -> str:
@@ -35,14 +35,17 @@ def probe_jobs(pr: pd.DataFrame) -> pd.DataFrame:
     if pr.empty:
         return pd.DataFrame(columns=COLS)
     pr = pr.assign(rw=pr["rw"].astype(str), job=pr["job"].astype(str),
-                   _all=pr["host"].astype(str).eq("all"))
+                   _all=pr["host"].astype(str).eq("all"),
+                   device_write_iops=pd.to_numeric(pr["device_write_iops"], errors="coerce")
+                   if "device_write_iops" in pr else math.nan)
     keys = ["cell_id", "job", "rw"]
     has_all = pr.groupby(keys, sort=False)["_all"].transform("any")
     use = pr[pr["_all"] | ~has_all]
     g = use.groupby(keys, sort=False)
     out = g.agg(bs=("bs", "first"), iodepth=("iodepth", "first"), iops=("iops", "sum"),
                 bw=("bw", "sum"), lat_mean_us=("lat_mean_us", "mean"),
-                lat_p99_us=("lat_p99_us", "max"), _all=("_all", "any")).reset_index()
+                lat_p99_us=("lat_p99_us", "max"), device_write_iops=("device_write_iops", "max"),
+                _all=("_all", "any")).reset_index()
     out["hosts"] = pr[~pr["_all"]].groupby(keys, sort=False)["host"].nunique().reindex(
         pd.MultiIndex.from_frame(out[keys])).fillna(0).astype(int).to_numpy()
     out["write"] = _ddir(out["rw"]).isin(WRITE_RW)
@@ -67,12 +70,20 @@ def _figures(run_id: str, g: pd.DataFrame, io: str, prefix: str, src_prefix: str
                                          note=f"fio {io} bandwidth (all hosts); B/s") if b is not None else None,
         f"{src_prefix}iops_source": source(run_id, "probes", i["query"], "iops", "sum",
                                            note=f"fio {io} IOPS (all hosts)") if i is not None else None,
+        # the storage device's write IO/s while that IOPS job ran (where the runner counted them)
+        f"{prefix}device_iops": float(i["device_write_iops"]) if i is not None
+        and pd.notna(i["device_write_iops"]) else math.nan,
+        f"{src_prefix}device_iops_source": source(
+            run_id, "probes", i["query"], "device_write_iops", "max",
+            note="the storage device's write IO/s during the IOPS job") if i is not None
+        and pd.notna(i["device_write_iops"]) else None,
     }
 
 
 CEILING_COLS = ["cell_id", "write_bw", "write_bw_job", "write_iops", "write_iops_job",
                 "bw_source", "iops_source", "read_bw", "read_bw_job", "read_iops",
-                "read_iops_job", "read_bw_source", "read_iops_source"]
+                "read_iops_job", "read_bw_source", "read_iops_source",
+                "write_device_iops", "device_iops_source", "read_device_iops", "read_device_iops_source"]
 
 
 def probe_ceilings(jobs: pd.DataFrame, run_id: str) -> pd.DataFrame:
@@ -91,3 +102,19 @@ def probe_ceilings(jobs: pd.DataFrame, run_id: str) -> pd.DataFrame:
         rows.append({"cell_id": cid, **_figures(run_id, w, "write", "write_", ""),
                      **_figures(run_id, r, "read", "read_", "read_")})
     return pd.DataFrame(rows, columns=CEILING_COLS).set_index("cell_id", drop=False)
+
+
+def level_device_iops(campaigns: pd.DataFrame, run_id: str, cell_id: str,
+                      concurrency: Any) -> tuple[float, dict[str, Any] | None]:
+    """(the storage device's write IO/s over a level, mean over its repeats; its source), or
+    (NaN, None) where the runner did not count them (campaigns.device_write_iops)."""
+    if campaigns.empty or "device_write_iops" not in campaigns:
+        return math.nan, None
+    mine = campaigns[(campaigns["cell_id"] == cell_id)
+                     & (pd.to_numeric(campaigns["concurrency"], errors="coerce") == float(concurrency))]
+    vals = pd.to_numeric(mine["device_write_iops"], errors="coerce").dropna()
+    if vals.empty:
+        return math.nan, None
+    q = f"cell_id == {_q(cell_id)} & concurrency == {_q(concurrency)}"
+    return float(vals.mean()), source(run_id, "campaigns", q, "device_write_iops", "mean",
+                                      note="the storage device's write IO/s over the level")

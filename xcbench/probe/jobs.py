@@ -52,6 +52,7 @@ DEFAULT_ACCESS = 64 << 10  # a random/readv access without a size reads 64 KiB p
 TEMPLATES = "xcbench.fio_jobs"
 
 Sink = Callable[[str, list[dict]], None]
+DeviceCounter = Callable[[], tuple[int, int]]  # cumulative (write IOs, write bytes) of a device
 
 
 def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
@@ -276,11 +277,37 @@ def remove_files(directory: str | os.PathLike, prefixes: list[str]) -> int:
     return removed
 
 
+def _counted_iops_job(jobfiles: list[Path], output: Path, jobs: list[str], timeout: float,
+                      device: DeviceCounter) -> tuple[dict[str, Any], float | None]:
+    """fio's IOPS job (randwrite) alone, with the storage device's write IOs counted around it,
+    then the other jobs: (fio's JSON of all jobs, the device's write IO/s during the IOPS job).
+
+    The IO/s are the device IOs over the job's own runtime (fio's), the time its IOs were
+    issued; the few IOs of fio's object create/remove fall in that count too."""
+    n0 = device()[0]
+    first = fio.run_fio(jobfiles, output=output.with_suffix(".iops.json"), timeout=timeout,
+                        sections=["randwrite"])
+    n1 = device()[0]
+    data = dict(first)
+    rest = [j for j in jobs if j != "randwrite"]
+    if rest:
+        other = fio.run_fio(jobfiles, output=output, timeout=timeout, sections=rest)
+        data["jobs"] = list(first.get("jobs") or []) + list(other.get("jobs") or [])
+    ran = [j for j in first.get("jobs") or [] if j.get("jobname") == "randwrite"]
+    secs = float(ran[0]["write"]["runtime"]) / 1000.0 if ran and ran[0].get("write") else 0.0
+    return data, ((n1 - n0) / secs if secs > 0 else None)
+
+
 def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
               raw_dir: Path | None = None, hosts: Sequence[str] | str | None = None,
-              patterns: Sequence[str] | None = None) -> list[dict]:
+              patterns: Sequence[str] | None = None, device: DeviceCounter | None = None) -> list[dict]:
     """Run the cell's fio probe against ``target``; write PROBE rows (and a FINDING when direct
-    I/O is not possible) to ``sink``; keep the job files and fio's JSON+ in ``raw_dir``."""
+    I/O is not possible) to ``sink``; keep the job files and fio's JSON+ in ``raw_dir``.
+
+    ``device``: the storage device's cumulative (write IOs, write bytes), where the caller can
+    count them (the OSDs' device, e.g. their blkio group). The IOPS job then runs alone and its
+    row carries ``device_write_iops``: the device IOs/s fio's 4 KiB writes made, the IOPS ceiling
+    in the unit a chain of other ops can be held against (analysis.rules)."""
     p = settings(cell, patterns)
     hosts = _hosts(hosts)
     check_target(cell, target, cluster)
@@ -320,13 +347,19 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
         if rados_engine and any(j in READ_JOBS for j in p["jobs"]):
             _prefill(cluster, target.pool, [n for n in names if n.split(".")[-3] in READ_JOBS],
                      p["object_size"])
-        data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
+        dev_iops = None
+        if device is not None and not hosts and "randwrite" in p["jobs"]:
+            data, dev_iops = _counted_iops_job(jobfiles, output, p["jobs"], timeout, device)
+        else:
+            data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
     finally:
         if rados_engine:
             remove_objects(cluster, target.pool, names)
         else:
             remove_files(target.path, prefixes)
     rows = fio.parse(data, cell_id=cell.id, jobfile=texts[0])
+    for r in rows:
+        r["device_write_iops"] = dev_iops if r["job"] == "randwrite" and dev_iops is not None else math.nan
     if sink is not None:
         if findings:
             sink("findings", findings)
