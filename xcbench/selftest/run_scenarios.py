@@ -48,7 +48,9 @@ from xcbench.system.sizes import parse_size
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"
-BASELINE = {"streams": (1, 4), "seconds": 2}  # iperf3 on loopback: a few points
+# iperf3 on loopback: a few points, in the write direction only: every self-test campaign pushes,
+# and a write point is held against the write direction's baseline (RunData.network_for)
+BASELINE = {"streams": (1, 4), "seconds": 2, "directions": ("write",)}
 Log = Callable[[str], None]
 
 
