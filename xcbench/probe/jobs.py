@@ -28,6 +28,8 @@ import math
 import mmap
 import os
 import secrets
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -277,25 +279,47 @@ def remove_files(directory: str | os.PathLike, prefixes: list[str]) -> int:
     return removed
 
 
+POLL = 0.1  # s between reads of the device's counter while the IOPS job runs
+
+
+def active_rate(samples: Sequence[tuple[float, int]]) -> float | None:
+    """IOs/s over the span in which a cumulative counter moved: from the last reading before it
+    first rose to the first reading after it last rose (``samples``: (monotonic s, count)).
+    fio's start (connecting, laying out objects) and end are thus not counted as idle time, nor
+    is a burst at either end spread over a shorter runtime. None: the counter never moved."""
+    up = [i for i in range(1, len(samples)) if samples[i][1] > samples[i - 1][1]]
+    if not up:
+        return None
+    (t0, n0), (t1, n1) = samples[up[0] - 1], samples[up[-1]]
+    return (n1 - n0) / (t1 - t0) if t1 > t0 else None
+
+
 def _counted_iops_job(jobfiles: list[Path], output: Path, jobs: list[str], timeout: float,
                       device: DeviceCounter) -> tuple[dict[str, Any], float | None]:
-    """fio's IOPS job (randwrite) alone, with the storage device's write IOs counted around it,
-    then the other jobs: (fio's JSON of all jobs, the device's write IO/s during the IOPS job).
+    """fio's IOPS job (randwrite) alone, with the storage device's write IOs read every POLL s
+    while it runs, then the other jobs: (fio's JSON of all jobs, the device's write IO/s during
+    the IOPS job: :func:`active_rate`)."""
+    samples = [(time.monotonic(), device()[0])]
+    done = threading.Event()
 
-    The IO/s are the device IOs over the job's own runtime (fio's), the time its IOs were
-    issued; the few IOs of fio's object create/remove fall in that count too."""
-    n0 = device()[0]
-    first = fio.run_fio(jobfiles, output=output.with_suffix(".iops.json"), timeout=timeout,
-                        sections=["randwrite"])
-    n1 = device()[0]
+    def poll() -> None:
+        while not done.wait(POLL):
+            samples.append((time.monotonic(), device()[0]))
+    t = threading.Thread(target=poll, name="xcb-probe-device", daemon=True)
+    t.start()
+    try:
+        first = fio.run_fio(jobfiles, output=output.with_suffix(".iops.json"), timeout=timeout,
+                            sections=["randwrite"])
+    finally:
+        done.set()
+        t.join()
+    samples.append((time.monotonic(), device()[0]))
     data = dict(first)
     rest = [j for j in jobs if j != "randwrite"]
     if rest:
         other = fio.run_fio(jobfiles, output=output, timeout=timeout, sections=rest)
         data["jobs"] = list(first.get("jobs") or []) + list(other.get("jobs") or [])
-    ran = [j for j in first.get("jobs") or [] if j.get("jobname") == "randwrite"]
-    secs = float(ran[0]["write"]["runtime"]) / 1000.0 if ran and ran[0].get("write") else 0.0
-    return data, ((n1 - n0) / secs if secs > 0 else None)
+    return data, active_rate(samples)
 
 
 def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
