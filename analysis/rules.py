@@ -68,8 +68,16 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
     if small and _dev_iops(ev):
         # like with like: the device IOs the level made per second against those fio's IOPS
         # job made; a chain op (an XrdCeph lock, xattr or 256 KiB write) costs the device
-        # another number of IOs than a 4 KiB random write, so op counts do not compare
-        u["storage-iops"] = ev["device_write_iops"] / ev["fio_device_iops"]
+        # another number of IOs than a 4 KiB random write, so op counts do not compare. The IO
+        # count is the cap only where it is nearer its ceiling than the device's bytes are
+        # theirs (under a bytes limit fio's 4 KiB job is held by bytes too: its IO/s are then
+        # no IO-count ceiling)
+        ui = ev["device_write_iops"] / ev["fio_device_iops"]
+        ub = (ev["device_write_Bps"] / ev["fio_device_Bps"] if _ok(ev.get("device_write_Bps"))
+              and _ok(ev.get("fio_device_Bps")) and ev["fio_device_Bps"] > 0 else math.nan)
+        ev["device_use"] = {"ios": ui, "bytes": ub}
+        if not (_ok(ub) and ub >= ui):
+            u["storage-iops"] = ui
     elif _ok(ops) and _ok(ev.get("fio_iops")) and ev["fio_iops"] > 0 and small:
         u["storage-iops"] = ops / ev["fio_iops"]
     # the tmpfs rate is a gateway *ceiling* only if it stopped growing with concurrency
@@ -131,12 +139,13 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     if _bl.passes(ev, "storage-iops", "share of fio's IOPS" + (" (device IOs)" if dev else ""),
                   u.get("storage-iops"), NEAR, None if dev else ev.get(ops_key(ev) + "_rel_se")):
         if dev:
-            ops = ev.get(ops_key(ev))
+            ops, ub = ev.get(ops_key(ev)), ev["device_use"]["bytes"]
             return "storage-iops", (f"The storage device does {fmt_num(ev['device_write_iops'])} write "
                                     f"IO/s {at}, {pct(u['storage-iops'])} of the "
                                     f"{fmt_num(ev['fio_device_iops'])} IO/s fio's {ev['fio_iops_job']} "
-                                    f"job made it do ({fmt_num(ev['fio_iops'])} IOPS), while the chain "
-                                    f"moves only {gib(r)}"
+                                    f"job made it do ({fmt_num(ev['fio_iops'])} IOPS)"
+                                    + (f", its bytes at {pct(ub)} of their ceiling" if _ok(ub) else "")
+                                    + f", while the chain moves only {gib(r)}"
                                     + (f" in {fmt_num(ops)} pool {io} op/s" if _ok(ops) else "") + ".")
         return "storage-iops", (f"The pool {ev['pool']} sustains {fmt_num(ev[ops_key(ev)])} "
                                 f"{io} op/s {at}, {pct(u['storage-iops'])} of the "

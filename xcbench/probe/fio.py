@@ -254,7 +254,8 @@ def _row(cell_id: str, job: Mapping, glob: Mapping, ddir: str, ndirs: int, host:
         "runtime_s": st["runtime"] / 1000.0, "errors": _errors(job), "ss_reached": _ss(job),
         "engine": str(_opt(job, glob, "ioengine", "psync")),
         "direct": str(_opt(job, glob, "direct", "0")).lower() in ("1", "true"),
-        "device_write_iops": math.nan,  # filled by the probe where the device's IOs were counted
+        # filled by the probe where the storage device's writes were counted during the job
+        "device_write_iops": math.nan, "device_write_Bps": math.nan,
     }
 
 

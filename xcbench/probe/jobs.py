@@ -279,47 +279,66 @@ def remove_files(directory: str | os.PathLike, prefixes: list[str]) -> int:
     return removed
 
 
-POLL = 0.1  # s between reads of the device's counter while the IOPS job runs
+POLL = 0.1  # s between reads of the device's counters while a write job runs
+WRITE_JOBS = ("randwrite", "write")  # the jobs counted at the device, each alone
 
 
-def active_rate(samples: Sequence[tuple[float, int]]) -> float | None:
-    """IOs/s over the span in which a cumulative counter moved: from the last reading before it
-    first rose to the first reading after it last rose (``samples``: (monotonic s, count)).
-    fio's start (connecting, laying out objects) and end are thus not counted as idle time, nor
-    is a burst at either end spread over a shorter runtime. None: the counter never moved."""
+def active_rate(samples: Sequence[tuple[float, int, int]]) -> tuple[float, float] | None:
+    """(IOs/s, bytes/s) over the span in which the IO counter moved: from the last reading
+    before it first rose to the first reading after it last rose (``samples``: (monotonic s,
+    IOs, bytes), cumulative). fio's start (connecting, laying out objects) and end are thus not
+    counted as idle time, nor is a burst at either end spread over a shorter runtime. None:
+    the counter never moved."""
     up = [i for i in range(1, len(samples)) if samples[i][1] > samples[i - 1][1]]
     if not up:
         return None
-    (t0, n0), (t1, n1) = samples[up[0] - 1], samples[up[-1]]
-    return (n1 - n0) / (t1 - t0) if t1 > t0 else None
+    (t0, n0, b0), (t1, n1, b1) = samples[up[0] - 1], samples[up[-1]]
+    return ((n1 - n0) / (t1 - t0), (b1 - b0) / (t1 - t0)) if t1 > t0 else None
 
 
-def _counted_iops_job(jobfiles: list[Path], output: Path, jobs: list[str], timeout: float,
-                      device: DeviceCounter) -> tuple[dict[str, Any], float | None]:
-    """fio's IOPS job (randwrite) alone, with the storage device's write IOs read every POLL s
-    while it runs, then the other jobs: (fio's JSON of all jobs, the device's write IO/s during
-    the IOPS job: :func:`active_rate`)."""
-    samples = [(time.monotonic(), device()[0])]
+def _counted(device: DeviceCounter, run: Callable[[], dict[str, Any]]
+             ) -> tuple[dict[str, Any], tuple[float, float] | None]:
+    """``run()`` (one fio job) with the device's counters read every POLL s meanwhile."""
+    samples = [(time.monotonic(), *device())]
     done = threading.Event()
 
     def poll() -> None:
         while not done.wait(POLL):
-            samples.append((time.monotonic(), device()[0]))
+            samples.append((time.monotonic(), *device()))
     t = threading.Thread(target=poll, name="xcb-probe-device", daemon=True)
     t.start()
     try:
-        first = fio.run_fio(jobfiles, output=output.with_suffix(".iops.json"), timeout=timeout,
-                            sections=["randwrite"])
+        data = run()
     finally:
         done.set()
         t.join()
-    samples.append((time.monotonic(), device()[0]))
-    data = dict(first)
-    rest = [j for j in jobs if j != "randwrite"]
-    if rest:
-        other = fio.run_fio(jobfiles, output=output, timeout=timeout, sections=rest)
-        data["jobs"] = list(first.get("jobs") or []) + list(other.get("jobs") or [])
+    samples.append((time.monotonic(), *device()))
     return data, active_rate(samples)
+
+
+def _counted_jobs(jobfiles: list[Path], output: Path, jobs: list[str], timeout: float,
+                  device: DeviceCounter) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+    """Each write job alone (the IOPS job, then the bandwidth job) with the storage device's
+    write IOs and bytes counted while it runs, then the other jobs: (fio's JSON of all jobs,
+    job -> the device's (write IO/s, write bytes/s) during it: :func:`active_rate`). The IOPS
+    job's figures are the device's IO-count ceiling as fio's 4 KiB writes reach it, the
+    bandwidth job's its bytes ceiling as large writes reach it (analysis.rules)."""
+    data: dict[str, Any] = {}
+    found: dict[str, tuple[float, float]] = {}
+    parts = []
+    for job in (j for j in jobs if j in WRITE_JOBS):
+        out = output.with_suffix(f".{job}.json")
+        got, rate = _counted(device, lambda out=out, job=job: fio.run_fio(
+            jobfiles, output=out, timeout=timeout, sections=[job]))
+        parts.append(got)
+        if rate is not None:
+            found[job] = rate
+    rest = [j for j in jobs if j not in WRITE_JOBS]
+    if rest:
+        parts.append(fio.run_fio(jobfiles, output=output, timeout=timeout, sections=rest))
+    data = dict(parts[0]) if parts else {}
+    data["jobs"] = [j for part in parts for j in part.get("jobs") or []]
+    return data, found
 
 
 def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
@@ -329,9 +348,9 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     I/O is not possible) to ``sink``; keep the job files and fio's JSON+ in ``raw_dir``.
 
     ``device``: the storage device's cumulative (write IOs, write bytes), where the caller can
-    count them (the OSDs' device, e.g. their blkio group). The IOPS job then runs alone and its
-    row carries ``device_write_iops``: the device IOs/s fio's 4 KiB writes made, the IOPS ceiling
-    in the unit a chain of other ops can be held against (analysis.rules)."""
+    count them (the OSDs' device, e.g. their blkio group). Each write job then runs alone and its
+    row carries ``device_write_iops``/``device_write_Bps``: what it made the device do, the
+    ceilings in the unit a chain of other ops can be held against (analysis.rules)."""
     p = settings(cell, patterns)
     hosts = _hosts(hosts)
     check_target(cell, target, cluster)
@@ -371,9 +390,9 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
         if rados_engine and any(j in READ_JOBS for j in p["jobs"]):
             _prefill(cluster, target.pool, [n for n in names if n.split(".")[-3] in READ_JOBS],
                      p["object_size"])
-        dev_iops = None
-        if device is not None and not hosts and "randwrite" in p["jobs"]:
-            data, dev_iops = _counted_iops_job(jobfiles, output, p["jobs"], timeout, device)
+        dev: dict[str, tuple[float, float]] = {}
+        if device is not None and not hosts and any(j in WRITE_JOBS for j in p["jobs"]):
+            data, dev = _counted_jobs(jobfiles, output, p["jobs"], timeout, device)
         else:
             data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
     finally:
@@ -383,7 +402,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
             remove_files(target.path, prefixes)
     rows = fio.parse(data, cell_id=cell.id, jobfile=texts[0])
     for r in rows:
-        r["device_write_iops"] = dev_iops if r["job"] == "randwrite" and dev_iops is not None else math.nan
+        r["device_write_iops"], r["device_write_Bps"] = dev.get(r["job"], (math.nan, math.nan))
     if sink is not None:
         if findings:
             sink("findings", findings)
