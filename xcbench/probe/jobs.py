@@ -24,6 +24,7 @@ files by their prefix.
 from __future__ import annotations
 
 import errno
+import functools
 import math
 import mmap
 import os
@@ -327,9 +328,9 @@ def _counted_jobs(jobfiles: list[Path], output: Path, jobs: list[str], timeout: 
     found: dict[str, tuple[float, float]] = {}
     parts = []
     for job in (j for j in jobs if j in WRITE_JOBS):
-        out = output.with_suffix(f".{job}.json")
-        got, rate = _counted(device, lambda out=out, job=job: fio.run_fio(
-            jobfiles, output=out, timeout=timeout, sections=[job]))
+        got, rate = _counted(device, functools.partial(
+            fio.run_fio, jobfiles, output=output.with_suffix(f".{job}.json"), timeout=timeout,
+            sections=[job]))
         parts.append(got)
         if rate is not None:
             found[job] = rate
