@@ -41,7 +41,13 @@ first match wins:
                         OSDs or MDS -> storage-iops or storage-bandwidth (the higher of the
                         probe utilisations; without probes, client ops < 1 MiB -> IOPS)
   3. storage-iops       u_iops >= NEAR (u_iops counts only while the chain's mean op,
-                        R / ops, is below 1 MiB: a 4 KiB-op IOPS ceiling does not hold large ops)
+                        R / ops, is below 1 MiB: a 4 KiB-op IOPS ceiling does not hold large ops).
+                        Where the runner counted the storage device's write IOs during the IOPS
+                        probe (I_dev) and the level (D), u_iops = D / I_dev: like with like, as a
+                        chain op (XrdCeph lock/xattr ops, a 256 KiB write) costs the device
+                        another number of IOs than fio's 4 KiB write, so op counts do not compare;
+                        and only where the device's bytes/s are farther from the most any write
+                        job made it do (D_B / B_dev < u_iops): else the device is held by bytes
   4. ec-overhead        EC cell, replicated twin measured, E <= NEAR (EC costs >= 15 %),
                         and the gateway is not at its limit
   4b. storage-bandwidth u_bw >= NEAR and u_bw >= u_gw: a storage ceiling measured on this
@@ -106,6 +112,7 @@ import numpy as np
 
 from xcbench.analysis import amplification as _amp
 from xcbench.analysis import link_use, storagehosts
+from xcbench.analysis import probes as _probes
 from xcbench.analysis import roles as _roles
 from xcbench.analysis import stats as _stats
 from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rules live here too
@@ -178,6 +185,12 @@ def _ceilings(rd: RunData, cid: str, direction: str, ev: dict[str, Any], src: di
     ev.update(fio_bw=row["write_bw"], fio_bw_job=row["write_bw_job"],
               fio_iops=row["write_iops"], fio_iops_job=row["write_iops_job"])
     src["fio_bw"], src["fio_iops"] = row["bw_source"], row["iops_source"]
+    if _ok(row.get("write_device_iops")):  # the IOPS ceiling in device IOs (analysis.rules)
+        ev["fio_device_iops"] = row["write_device_iops"]
+        src["fio_device_iops"] = row["device_iops_source"]
+    if _ok(row.get("write_device_Bps")):  # and the device's bytes ceiling as the probe reached it
+        ev["fio_device_Bps"] = row["write_device_Bps"]
+        src["fio_device_Bps"] = row["device_Bps_source"]
 
 
 def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[str, Any]:
@@ -234,6 +247,11 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         if d == "read":
             _read_amplification(rd, cell, conc, ev, src)
         else:
+            dev, dev_b, dsrc = _probes.level_device(rd.campaigns, rd.run_id, cid, conc)
+            if _ok(dev):  # the level's ops counted at the device, as the probe's were
+                ev["device_write_iops"], src["device_write_iops"] = dev, dsrc
+            if _ok(dev_b):
+                ev["device_write_Bps"], src["device_write_Bps"] = dev_b, dsrc
             raw, stored = s.positive_increase(cid, "pool_raw", pool), s.positive_increase(cid, "pool_stored", pool)
             ev["raw_per_logical"] = raw / stored if _ok(raw) and _ok(stored) and stored > 0 else math.nan
             if _ok(ev["raw_per_logical"]):

@@ -24,8 +24,8 @@ def _leftovers(work: Path) -> list[str]:
     left = []
     if f"xcb-st{TAG}" in proc.run(["ip", "netns", "list"]).stdout:
         left.append(f"netns xcb-st{TAG}")
-    if f" xcv{TAG}:" in proc.run(["ip", "-o", "link", "show"]).stdout:
-        left.append(f"bridge xcv{TAG}")
+    if f" xcbv{TAG}:" in proc.run(["ip", "-o", "link", "show"]).stdout:
+        left.append(f"bridge xcbv{TAG}")
     for p in psutil.process_iter(["pid", "cmdline"]):
         if str(work) in " ".join(p.info["cmdline"] or []) and p.pid != os.getpid():
             left.append(f"process {p.pid} {(p.info['cmdline'] or ['?'])[0]}")

@@ -209,7 +209,7 @@ def _point(runner: Runner, client: str, gateway: str, port: int, streams: int, d
 def iperf3(pairs: Iterable[tuple[str, str]] | None = None, *, procs: proc.ProcessSet | None = None,
            run: Any = None, sink: Callable[[str, list[dict]], None] | None = None,
            seconds: int = SECONDS, streams: Sequence[int] = STREAMS,
-           runner: Runner | None = None) -> list[dict[str, Any]]:
+           runner: Runner | None = None, directions: Sequence[str] = DIRECTIONS) -> list[dict[str, Any]]:
     """A run's network baseline (runner.py): the host TCP audit into the run's manifest and
     findings, then the iperf3 sweep; returns the BASELINE rows. Raises XcbError only when no
     point at all measured a rate."""
@@ -221,7 +221,8 @@ def iperf3(pairs: Iterable[tuple[str, str]] | None = None, *, procs: proc.Proces
         if sink is not None:
             sink("findings", tcpaudit.findings(result))
     raw = run.path / "raw" / "iperf3" if run is not None else None
-    rows = sweep(pairs, streams=streams, seconds=seconds, procs=procs, raw_dir=raw, runner=runner)
+    rows = sweep(pairs, streams=streams, seconds=seconds, procs=procs, raw_dir=raw, runner=runner,
+                 directions=directions)
     if not any(r["bits_per_second"] for r in rows):
         raise XcbError(f"iperf3: no point measured a rate ({rows[0]['error'] if rows else 'no pair'})")
     return rows

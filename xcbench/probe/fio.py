@@ -19,6 +19,7 @@ Hosts: a local run gives host "local"; a client/server run gives one row per ser
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections import defaultdict
@@ -70,10 +71,10 @@ def check_fio(engine: str | None = None) -> str:
 
 
 def command(jobfiles: Sequence[str | os.PathLike], *, output: str | os.PathLike,
-            hosts: Sequence[str] | None = None) -> list[str]:
+            hosts: Sequence[str] | None = None, sections: Sequence[str] = ()) -> list[str]:
     """fio's argv. With ``hosts``: ``--client=h1 job1 --client=h2 job2`` (one job file per host,
-    so each host writes its own files/objects)."""
-    cmd = ["fio", "--output-format=json+", f"--output={output}"]
+    so each host writes its own files/objects). ``sections``: run only these jobs of the file."""
+    cmd = ["fio", "--output-format=json+", f"--output={output}"] + [f"--section={s}" for s in sections]
     if not hosts:
         if len(jobfiles) != 1:
             raise ValueError("a local fio run takes one job file")
@@ -87,7 +88,7 @@ def command(jobfiles: Sequence[str | os.PathLike], *, output: str | os.PathLike,
 
 def run_fio(jobfiles: Sequence[str | os.PathLike], *, output: str | os.PathLike,
             hosts: Sequence[str] | None = None, timeout: float | None = None,
-            env: Mapping[str, str] | None = None) -> dict[str, Any]:
+            env: Mapping[str, str] | None = None, sections: Sequence[str] = ()) -> dict[str, Any]:
     """Run fio, keep its JSON+ output in ``output``, return the decoded JSON.
 
     A non-zero exit with usable JSON is not an error here: fio exits 2 when a job hit an I/O
@@ -95,7 +96,7 @@ def run_fio(jobfiles: Sequence[str | os.PathLike], *, output: str | os.PathLike,
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.unlink(missing_ok=True)  # never parse an earlier run's output as this one's
-    cmd = command(jobfiles, output=output, hosts=hosts)
+    cmd = command(jobfiles, output=output, hosts=hosts, sections=sections)
     cp = proc.run(cmd, timeout=timeout, check=False, env=env)
     try:
         return load_output(output.read_text())
@@ -253,6 +254,8 @@ def _row(cell_id: str, job: Mapping, glob: Mapping, ddir: str, ndirs: int, host:
         "runtime_s": st["runtime"] / 1000.0, "errors": _errors(job), "ss_reached": _ss(job),
         "engine": str(_opt(job, glob, "ioengine", "psync")),
         "direct": str(_opt(job, glob, "direct", "0")).lower() in ("1", "true"),
+        # filled by the probe where the storage device's writes were counted during the job
+        "device_write_iops": math.nan, "device_write_Bps": math.nan,
     }
 
 

@@ -24,10 +24,13 @@ files by their prefix.
 from __future__ import annotations
 
 import errno
+import functools
 import math
 import mmap
 import os
 import secrets
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,7 @@ DEFAULT_ACCESS = 64 << 10  # a random/readv access without a size reads 64 KiB p
 TEMPLATES = "xcbench.fio_jobs"
 
 Sink = Callable[[str, list[dict]], None]
+DeviceCounter = Callable[[], tuple[int, int]]  # cumulative (write IOs, write bytes) of a device
 
 
 def settings(cell, patterns: Sequence[str] | None = None) -> dict[str, Any]:
@@ -276,11 +280,78 @@ def remove_files(directory: str | os.PathLike, prefixes: list[str]) -> int:
     return removed
 
 
+POLL = 0.1  # s between reads of the device's counters while a write job runs
+WRITE_JOBS = ("randwrite", "write")  # the jobs counted at the device, each alone
+
+
+def active_rate(samples: Sequence[tuple[float, int, int]]) -> tuple[float, float] | None:
+    """(IOs/s, bytes/s) over the span in which the IO counter moved: from the last reading
+    before it first rose to the first reading after it last rose (``samples``: (monotonic s,
+    IOs, bytes), cumulative). fio's start (connecting, laying out objects) and end are thus not
+    counted as idle time, nor is a burst at either end spread over a shorter runtime. None:
+    the counter never moved."""
+    up = [i for i in range(1, len(samples)) if samples[i][1] > samples[i - 1][1]]
+    if not up:
+        return None
+    (t0, n0, b0), (t1, n1, b1) = samples[up[0] - 1], samples[up[-1]]
+    return ((n1 - n0) / (t1 - t0), (b1 - b0) / (t1 - t0)) if t1 > t0 else None
+
+
+def _counted(device: DeviceCounter, run: Callable[[], dict[str, Any]]
+             ) -> tuple[dict[str, Any], tuple[float, float] | None]:
+    """``run()`` (one fio job) with the device's counters read every POLL s meanwhile."""
+    samples = [(time.monotonic(), *device())]
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(POLL):
+            samples.append((time.monotonic(), *device()))
+    t = threading.Thread(target=poll, name="xcb-probe-device", daemon=True)
+    t.start()
+    try:
+        data = run()
+    finally:
+        done.set()
+        t.join()
+    samples.append((time.monotonic(), *device()))
+    return data, active_rate(samples)
+
+
+def _counted_jobs(jobfiles: list[Path], output: Path, jobs: list[str], timeout: float,
+                  device: DeviceCounter) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+    """Each write job alone (the IOPS job, then the bandwidth job) with the storage device's
+    write IOs and bytes counted while it runs, then the other jobs: (fio's JSON of all jobs,
+    job -> the device's (write IO/s, write bytes/s) during it: :func:`active_rate`). The IOPS
+    job's figures are the device's IO-count ceiling as fio's 4 KiB writes reach it, the
+    bandwidth job's its bytes ceiling as large writes reach it (analysis.rules)."""
+    data: dict[str, Any] = {}
+    found: dict[str, tuple[float, float]] = {}
+    parts = []
+    for job in (j for j in jobs if j in WRITE_JOBS):
+        got, rate = _counted(device, functools.partial(
+            fio.run_fio, jobfiles, output=output.with_suffix(f".{job}.json"), timeout=timeout,
+            sections=[job]))
+        parts.append(got)
+        if rate is not None:
+            found[job] = rate
+    rest = [j for j in jobs if j not in WRITE_JOBS]
+    if rest:
+        parts.append(fio.run_fio(jobfiles, output=output, timeout=timeout, sections=rest))
+    data = dict(parts[0]) if parts else {}
+    data["jobs"] = [j for part in parts for j in part.get("jobs") or []]
+    return data, found
+
+
 def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
               raw_dir: Path | None = None, hosts: Sequence[str] | str | None = None,
-              patterns: Sequence[str] | None = None) -> list[dict]:
+              patterns: Sequence[str] | None = None, device: DeviceCounter | None = None) -> list[dict]:
     """Run the cell's fio probe against ``target``; write PROBE rows (and a FINDING when direct
-    I/O is not possible) to ``sink``; keep the job files and fio's JSON+ in ``raw_dir``."""
+    I/O is not possible) to ``sink``; keep the job files and fio's JSON+ in ``raw_dir``.
+
+    ``device``: the storage device's cumulative (write IOs, write bytes), where the caller can
+    count them (the OSDs' device, e.g. their blkio group). Each write job then runs alone and its
+    row carries ``device_write_iops``/``device_write_Bps``: what it made the device do, the
+    ceilings in the unit a chain of other ops can be held against (analysis.rules)."""
     p = settings(cell, patterns)
     hosts = _hosts(hosts)
     check_target(cell, target, cluster)
@@ -320,13 +391,19 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
         if rados_engine and any(j in READ_JOBS for j in p["jobs"]):
             _prefill(cluster, target.pool, [n for n in names if n.split(".")[-3] in READ_JOBS],
                      p["object_size"])
-        data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
+        dev: dict[str, tuple[float, float]] = {}
+        if device is not None and not hosts and any(j in WRITE_JOBS for j in p["jobs"]):
+            data, dev = _counted_jobs(jobfiles, output, p["jobs"], timeout, device)
+        else:
+            data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
     finally:
         if rados_engine:
             remove_objects(cluster, target.pool, names)
         else:
             remove_files(target.path, prefixes)
     rows = fio.parse(data, cell_id=cell.id, jobfile=texts[0])
+    for r in rows:
+        r["device_write_iops"], r["device_write_Bps"] = dev.get(r["job"], (math.nan, math.nan))
     if sink is not None:
         if findings:
             sink("findings", findings)

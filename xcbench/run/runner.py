@@ -278,7 +278,15 @@ class Runner:
         raw = self.run.path / "raw" / "fio" / cell.id
         raw.mkdir(parents=True, exist_ok=True)
         run_probe(cell, target, cluster=self.cluster, workdir=self.scratch / cell.id / "fio",
-                  sink=self.sink, raw_dir=raw, hosts=self.opts.fio_hosts)
+                  sink=self.sink, raw_dir=raw, hosts=self.opts.fio_hosts,
+                  device=self._device_counter(cell))
+
+    def _device_counter(self, cell: Cell) -> Callable[[], tuple[int, int]] | None:
+        """The cell's storage device's cumulative (write IOs, write bytes), where this runner can
+        count the IOs the cell costs there (the self-test's blkio group of the OSDs); None: not
+        counted. Counted, the probe's write jobs and each level carry ``device_write_iops`` and
+        ``device_write_Bps``."""
+        return None
 
     def _run_security(self, cell: Cell) -> Any:
         """The run's security material, made when the first secure cell needs it."""
@@ -342,6 +350,8 @@ class Runner:
         (the dataset is staged as local files, xcbench.campaign.staging: no CPU of the source's)."""
         meter = GatewayCpuMeter(gateway, security=getattr(cell, "security", "none") or "none")
         src = GatewayCpuMeter(source, link_bytes=lambda s: None) if source is not None else None
+        device = self._device_counter(cell)
+        dev0 = (time.monotonic(), *device()) if device is not None else None
         meter.start()
         if src is not None:
             src.start()
@@ -351,6 +361,11 @@ class Runner:
                 rows = [{**r, **meter.finish(r.get("bytes"), r.get("direction")),
                          "source_cpu_s_per_gb": src.finish(r.get("bytes"))["gateway_cpu_s_per_gb"]
                          if src is not None else None} for r in rows]
+                if device is not None and dev0 is not None:  # the device's writes/s over the level
+                    dt = max(1e-3, time.monotonic() - dev0[0])
+                    n, b = device()
+                    rows = [{**r, "device_write_iops": (n - dev0[1]) / dt,
+                             "device_write_Bps": (b - dev0[2]) / dt} for r in rows]
             self.sink(table, rows)
         return sink
 

@@ -56,7 +56,8 @@ WHAT = "the client host's link shaped (tc tbf) to a fraction of the unshaped cha
 # transfers moved only 82-95 % of the link second by second, four a flat 96 %
 FRACTION = 0.1
 TELEMETRY = "host:0.5,roles:0.5,gateway,links"
-BASELINE = {"streams": (1, 4), "seconds": 2}  # iperf3 over the shaped link: a few points
+# iperf3 over the shaped link: a few points, in the direction the campaign pushes (write)
+BASELINE = {"streams": (1, 4), "seconds": 2, "directions": ("write",)}
 Log = Callable[[str], None]
 
 

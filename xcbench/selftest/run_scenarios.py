@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,9 @@ from xcbench.system.sizes import parse_size
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"
-BASELINE = {"streams": (1, 4), "seconds": 2}  # iperf3 on loopback: a few points
+# iperf3 on loopback: a few points, in the write direction only: every self-test campaign pushes,
+# and a write point is held against the write direction's baseline (RunData.network_for)
+BASELINE = {"streams": (1, 4), "seconds": 2, "directions": ("write",)}
 Log = Callable[[str], None]
 
 
@@ -106,6 +108,11 @@ class CappingRunner(Runner):
         self.cap.applied[cell_id] = {"role": role, "cores": cores, "group": str(g.path), "pids": pids}
         for pid in pids:
             g.add(pid)
+
+    def _device_counter(self, cell):
+        """The OSDs' blkio group's writes to their device: exact (only the OSDs are in it)."""
+        io = self.cap.applied.get(cell.id, {}).get("io_group")
+        return io.written if io is not None else None
 
     def _campaign(self, cell, gateway, level, repeat):
         """A throttled device's writes/s over the level (blkio counters before and after)."""
@@ -317,10 +324,12 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         if s.cap is None:
             for key in cells_of(s, quick):
                 result["checks"] += _judge(s, key, ids[key], sizes.levels, base, failed)
+    riders = _riders(runnable, quick)
     for s in runnable:
-        if s.cap is None:
+        if s.cap is None or s.name in riders:
             continue
         keys_s = cells_of(s, quick)
+        also = [(r, cells_of(r, quick)) for r in runnable if riders.get(r.name) == s.name]
         cores: dict[str, float] = {}
         for key in keys_s:
             if s.io:  # a throttle on the OSDs' device, from the cell's uncapped rate or op/s
@@ -355,10 +364,14 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
             log(f"selftest: {s.name}: {s.cap} capped at "
                 + ", ".join(f"{k} {c:g}{unit}" for k, c in cores.items()))
             t0 = time.monotonic()
-            checks, path = _capped_run(s, cores, name, ids, base, sizes, fraction, cluster, out, workdir)
-            result["runs"][s.name if attempt == 1 else f"{s.name}-again"] = path
+            checks, path = _capped_run(s, cores, name, ids, base, sizes, fraction, cluster, out, workdir,
+                                       also=also)
+            for x in (s, *(r for r, _ in also)):
+                result["runs"][x.name if attempt == 1 else f"{x.name}-again"] = path
             result["seconds"][s.name if attempt == 1 else f"{s.name}-again"] = \
                 round(time.monotonic() - t0, 1)
+            if also:
+                result.setdefault("shared_runs", {}).update({r.name: s.name for r, _ in also})
             unbound = [] if s.decoy else [c for c in checks if not c.ok and _unbound(c)]
             if attempt == 2 or not unbound:
                 break
@@ -411,10 +424,29 @@ def _others_took_host(c: Check) -> bool:
     return ours < 0.5 * busy * cores
 
 
+def _riders(runnable: list[Scenario], quick: bool) -> dict[str, str]:
+    """Scenario -> the scenario whose capped run also judges it: a device-throttle scenario whose
+    cells are a strict part of another's with the same cap (storage-bandwidth's replicated cell
+    is ec-overhead's twin under the same bytes throttle, derived the same way: the least over
+    the cells, so at most the rider's own). Its cells then run once, not twice."""
+    out: dict[str, str] = {}
+    for s in runnable:
+        if not s.io or s.decoy:
+            continue
+        mine = set(cells_of(s, quick))
+        for t in runnable:
+            if t is not s and t.cap == s.cap and t.io == s.io and not t.decoy \
+                    and mine < set(cells_of(t, quick)):
+                out[s.name] = t.name
+                break
+    return out
+
+
 def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, str], base: dict,
-                sizes: Any, fraction: float, cluster: Any, out: Path, workdir: Path
-                ) -> tuple[list[Check], str]:
-    """One run of the scenario's cells with its role capped, judged level by level."""
+                sizes: Any, fraction: float, cluster: Any, out: Path, workdir: Path,
+                also: Sequence[tuple[Scenario, tuple[str, ...]]] = ()) -> tuple[list[Check], str]:
+    """One run of the scenario's cells with its role capped, judged level by level; ``also``:
+    other scenarios (and their cells, a part of these) judged on the same run."""
     assert s.cap is not None
     doc = matrix_yaml([CELLS[k] for k in cores], sizes, name)
     mtx_path = workdir / f"{name}.yaml"
@@ -435,7 +467,8 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
                     storage_io.add_device(v["evidence"], s, c, capped.device.get(cid, {}).get(lv))
     if s.io:
         storage_io.add_twins(got)
-    for key, c in cores.items():
+    for sc, key in [(s, k) for k in cores] + [(r, k) for r, keys in also for k in keys if k in cores]:
+        c = cores[key]
         use = _least_use(base, ids[key], s.cap, sizes.levels)
         cap = {"role": s.cap, "cores": c, "fraction": fraction, "uncapped_least_cores": use,
                **{k: v for k, v in capped.applied.get(cap_ids[key], {}).items() if k == "group"}}
@@ -444,7 +477,7 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
                 s, list(_uncapped(base, ids[key], sizes.levels).values())))
         if s.decoy:
             cap.update(fraction=DECOY, uncapped_most_cores=_most_use(base, ids[key], s.cap, sizes.levels))
-        checks += _judge(s, key, cap_ids[key], sizes.levels, got, failed, cap,
+        checks += _judge(sc, key, cap_ids[key], sizes.levels, got, failed, cap,
                          _uncapped(base, ids[key], sizes.levels))
     return checks, str(run.path)
 

@@ -10,7 +10,11 @@ blkio, xcbench.system.blkio) in bytes/s or in IOs/s, on the device their BlueSto
 
 Both are rados cells: their fio probe (ioengine=rados) goes straight to the throttled OSDs, so
 its figures are the ceilings under the throttle, as a run would have them (a buffered probe on
-a ceph-fuse mount would measure the page cache). The expected answer comes from the device,
+a ceph-fuse mount would measure the page cache). The capped runner counts the OSDs' device
+writes (their blkio group: only the OSDs are in it) during each write job of the probe and
+over each level, so the IOPS rule holds device IOs against device IOs (analysis.rules): a
+chain op (XrdCeph's lock/xattr ops, a 256 KiB write) costs the device another number of IOs
+than fio's 4 KiB write, and compared in op counts the chain "beat" the probe. The expected answer comes from the device,
 not from the rules: the group's write IOs and bytes per second over each level (blkio
 counters) against the throttle. At >= MADE of it the throttle held the device and the verdict
 must name its kind; below, the bottleneck was not made (the level is run once more, then

@@ -69,7 +69,7 @@ def inventory_doc(tag: str, rate: str | None, net: Any) -> dict[str, Any]:
     host: dict[str, Any] = {"roles": ["storage"], "transport": "netns", "address": str(hosts[29])}
     if rate:
         host["link"] = {"rate": rate}
-    return {"bridge": {"name": f"xcv{tag}", "address": f"{hosts[0]}/{net.prefixlen}"},
+    return {"bridge": {"name": f"xcbv{tag}", "address": f"{hosts[0]}/{net.prefixlen}"},
             "hosts": {f"st{tag}": host}}
 
 

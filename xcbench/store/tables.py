@@ -23,7 +23,8 @@ TIMELINE = ("cell_id", "campaign_id", "concurrency", "repeat", "t", "wall", "byt
 CAMPAIGN = ("cell_id", "campaign_id", "concurrency", "repeat", "mode", "client", "files",
             "bytes", "start_time", "finish_time", "rate", "finished", "failed", "settings") + DRIVER_CPU \
     + ("direction",) \
-    + ("gateway_cpu_s", "gateway_cpu_s_per_gb", "gateway_cpu_origins", "security", "source_cpu_s_per_gb")
+    + ("gateway_cpu_s", "gateway_cpu_s_per_gb", "gateway_cpu_origins", "security", "source_cpu_s_per_gb") \
+    + ("device_write_iops", "device_write_Bps")  # the storage device's writes over the level, where counted
 # direction: write | read | mixed (reads: settings["access"], settings["directions"]);
 # gateway_cpu_*: the gateway's CPU over the level (xcbench.telemetry.gateway_cpu_meter), security: its mode;
 # source_cpu_s_per_gb: for TPC levels, the source gateway's (it serves the pull: the TPC push side)
@@ -35,7 +36,8 @@ OPTIMIZER = ("cell_id", "campaign_id", "wall", "previous", "decision", "reason",
 # engine: rados | libaio | psync; direct: O_DIRECT used (False on tmpfs: page-cache figures).
 PROBE = ("cell_id", "job", "host", "rw", "bs", "iodepth", "numjobs", "iops", "bw",
          "lat_mean_us", "lat_p50_us", "lat_p99_us", "lat_p999_us", "runtime_s", "errors",
-         "ss_reached", "engine", "direct")
+         "ss_reached", "engine", "direct",
+         "device_write_iops", "device_write_Bps")  # the storage device's writes during the job, where counted
 # Telemetry, long format: one value per row.
 SAMPLE = ("cell_id", "wall", "mono", "sampler", "metric", "value", "labels")
 # Sampler gaps (a sampler failed; the others went on).

@@ -155,3 +155,11 @@ def test_a_control_connection_reset_is_retried(no_wait, monkeypatch):
     r = RecordingRunner(fail_streams=1)  # "unable to connect": not transient, not retried
     rows = baseline.sweep(streams=[1], directions=["write"], runner=r)
     assert len(r.runs) == 1 and "unable to connect" in rows[0]["error"]
+
+
+def test_the_runs_baseline_measures_the_directions_it_is_given(no_wait):
+    """A run whose campaigns only push (the self-test's) asks for the write direction only."""
+    r = RecordingRunner()
+    rows = baseline.iperf3(streams=[1, 4], seconds=1, runner=r, directions=("write",))
+    assert [(x["streams"], x["direction"]) for x in rows] == [(1, "write"), (4, "write")]
+    assert not any("-R" in cmd for _, cmd in r.runs)

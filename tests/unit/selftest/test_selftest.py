@@ -10,8 +10,9 @@ import yaml
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
+from xcbench.probe.jobs import settings
 from xcbench.selftest import output
-from xcbench.selftest.run_scenarios import cells_of, plan
+from xcbench.selftest.run_scenarios import _riders, cells_of, plan
 from xcbench.selftest.scenarios import (
     CELLS,
     QUICK,
@@ -257,3 +258,21 @@ def test_a_cell_of_its_own_size_is_found_alone_or_beside_others(tmp_path, keys):
     assert set(ids) == set(keys) and len(m.cells) == len(keys)
     (small,) = [c for c in m.cells if c.id == ids["rados-small"]]
     assert small.file_size == parse_size("256K")
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_storage_bandwidth_is_judged_on_the_ec_scenarios_capped_run(quick):
+    """storage-bandwidth's replicated cell is ec-overhead's twin under the same kind of bytes
+    throttle: one capped run holds both (the time of the full self-test); nothing else shares."""
+    riders = _riders(plan(None, quick), quick)
+    assert riders == {"storage-bandwidth": "ec-overhead"}
+    assert set(cells_of(SCENARIOS["storage-bandwidth"], quick)) < set(cells_of(SCENARIOS["ec-overhead"], quick))
+
+
+def test_self_test_cells_probe_the_write_jobs_only(tmp_path):
+    """Every self-test cell writes: its probe runs fio's write jobs (a write point is held
+    against those), the IOPS job first."""
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(matrix_yaml(list(CELLS.values()), QUICK, "t")))
+    for cell in load_matrix(path).cells:
+        assert settings(cell)["jobs"] == ["randwrite", "write"], cell.label

@@ -77,3 +77,13 @@ def test_the_note_gives_the_link_against_its_shaped_rate_and_iperf3():
 def test_levels_follow_the_selftests_rule(quick, n):
     lv = network.levels_of(quick)
     assert len(lv["levels"]) == n and lv["campaign"]["duration"] and lv["campaign"]["steady"]
+
+
+def test_the_storage_network_hosts_are_a_valid_inventory():
+    """The storage host's bridge is named as the inventory takes it (xcb*): an xcv* name
+    stopped the full self-test with exit 2 before its storage-network scenario ran."""
+    from xcbench.selftest import storagenet
+    net = ipaddress.IPv4Network("10.233.8.0/24")
+    inv = parse_inventory(storagenet.inventory_doc("99999", "300mbit", net), "t")
+    assert inv.bridge is not None and inv.bridge.name == "xcbv99999"
+    assert [h.name for h in inv.hosts] == ["st99999"] and inv.hosts[0].link.rate_bps == 300e6

@@ -1,0 +1,61 @@
+"""The IOPS job counted at the device: with a device counter, each of fio's write jobs runs alone
+while the counters are read, and its row carries the device's write IO/s and bytes/s over the
+span the counter moved (real fio, files engine, in a temporary dir)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from xcbench.backends.base import Target
+from xcbench.matrix.cell import Cell
+from xcbench.probe import jobs as probe
+
+
+def _cell() -> Cell:
+    return Cell(id="dev1", label="tmpfs", backend="tmpfs", layout=None, pool=None, file_size=1 << 20,
+                probe={"runtime": 1, "iodepth": 1, "size": 1 << 20, "direct": False})
+
+
+def test_each_write_job_runs_alone_while_the_device_is_read(tmp_path):
+    target = Target(cell_id="dev1", backend="tmpfs", path=str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    raw = tmp_path / "raw"
+    seen = []
+
+    def device():  # what fio had written when the counters were read; 7 IOs, 7 kB per read
+        seen.append(sorted(p.name for p in raw.glob("*.json")))
+        return 7 * len(seen), 7000 * len(seen)
+
+    rows = probe.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=raw, device=device)
+    assert len(seen) >= 10  # polled while each write job ran (1 s each)
+    assert seen[0] == []  # the IOPS job first, alone; then the bandwidth job, alone
+    assert ["xcb-probe.dev1.randwrite.json"] in seen
+    assert seen[-1] == ["xcb-probe.dev1.randwrite.json", "xcb-probe.dev1.write.json"]
+    by = {r["job"]: r for r in rows}
+    assert set(by) == {"randwrite", "write", "read"}  # the read job ran afterwards, uncounted
+    for job in ("randwrite", "write"):  # 7 IOs per read, a read every POLL s: the counter's rate
+        assert 7 / probe.POLL * 0.5 < by[job]["device_write_iops"] <= 7 / probe.POLL * 1.05
+        assert math.isclose(by[job]["device_write_Bps"], 1000 * by[job]["device_write_iops"])
+    assert math.isnan(by["read"]["device_write_iops"]) and math.isnan(by["read"]["device_write_Bps"])
+
+
+@pytest.mark.parametrize("samples, rate", [
+    ([(0.0, 0, 0), (1.0, 0, 0), (2.0, 100, 10), (3.0, 200, 20), (4.0, 200, 20), (9.0, 200, 20)],
+     (100.0, 10.0)),  # idle ends left out
+    ([(0.0, 5, 0), (0.5, 55, 5), (1.0, 105, 10)], (100.0, 10.0)),
+    ([(0.0, 5, 0), (1.0, 5, 0)], None),  # the device never moved
+    ([(0.0, 5, 0)], None),
+])
+def test_the_active_rate_is_over_the_span_the_counter_moved(samples, rate):
+    assert probe.active_rate(samples) == rate
+
+
+def test_without_a_counter_one_fio_run_and_no_device_figures(tmp_path):
+    target = Target(cell_id="dev1", backend="tmpfs", path=str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    rows = probe.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=tmp_path / "raw")
+    assert {r["job"] for r in rows} == {"randwrite", "write", "read"}
+    assert all(math.isnan(r["device_write_iops"]) and math.isnan(r["device_write_Bps"]) for r in rows)
+    assert [p.name for p in (tmp_path / "raw").glob("*.json")] == ["xcb-probe.dev1.json"]
