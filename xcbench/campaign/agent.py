@@ -32,6 +32,8 @@ from xcbench.campaign.endpoints import Endpoint, endpoint
 from xcbench.campaign.reads import ReadCampaign
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.system.agentstream import Stream as AgentStream
+from xcbench.system.agentstream import claim_stdout
 from xcbench.system.signals import EXIT_CODE, StopFlag
 
 ENDPOINT_FIELDS = tuple(f.name for f in fields(Endpoint) if f.name != "gateway")
@@ -86,26 +88,8 @@ def parse_request(line: str) -> dict[str, Any]:
 
 
 # --- the stream --------------------------------------------------------------------------
-class Stream:
-    """JSON lines to the coordinator, one writer at a time. A reader that went away (EPIPE)
-    sets ``broken``: the campaign is then cancelled, there is nobody to record it."""
-
-    def __init__(self, fh: IO[str], on_broken: Any = None):
-        self.fh, self.on_broken, self._lock = fh, on_broken, threading.Lock()
-        self.broken = threading.Event()
-
-    def send(self, obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, default=str) + "\n"
-        with self._lock:
-            if self.broken.is_set():
-                return
-            try:
-                self.fh.write(line)
-                self.fh.flush()
-            except (BrokenPipeError, OSError, ValueError):
-                self.broken.set()
-                if self.on_broken is not None:
-                    self.on_broken()
+class Stream(AgentStream):
+    """The agent's stream; a reader gone cancels the campaign (nobody is left to record it)."""
 
     def rows(self, table: str, rows: list[dict]) -> None:  # the campaign's sink
         self.send({"table": table, "rows": rows})
@@ -166,10 +150,7 @@ def serve(stdin: IO[str], out: Stream, stop: threading.Event) -> int:
 
 def main() -> int:
     """The command: stdout kept for the stream, signals turned into a cancel."""
-    stream_fd = os.dup(sys.stdout.fileno())
-    sys.stdout.flush()
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints cannot corrupt the stream
-    fh = os.fdopen(stream_fd, "w", encoding="utf-8")
+    fh = claim_stdout()
     with StopFlag() as flag, flag.polite():
         # a reader gone: cancel as on a signal
         code = serve(sys.stdin, Stream(fh, flag.event.set), flag.event)

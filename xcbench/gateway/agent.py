@@ -46,6 +46,7 @@ from xcbench.errors import XcbError
 from xcbench.gateway.agent_parts import ROLES, SCRATCH, AgentCeph, start_part, wait_logged_in
 from xcbench.gateway.security import RunSecurity
 from xcbench.system import orphans, proc
+from xcbench.system.agentstream import Stream, claim_stdout
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.limits import cpu_limit
 from xcbench.system.ports import is_wildcard
@@ -107,28 +108,6 @@ def parse_request(line: str) -> dict[str, Any]:
                                    or not isinstance(ceph.get("global"), dict)):
         raise _bad(f"ceph: a {t['backend']} gateway needs ceph.global and ceph.keyring")
     return req
-
-
-class Stream:
-    """JSON lines to the coordinator, one writer at a time; a reader gone (EPIPE) sets
-    ``broken`` and calls ``on_broken`` (a stop: nobody is left to serve)."""
-
-    def __init__(self, fh: IO[str], on_broken: Any = None):
-        self.fh, self.on_broken, self._lock = fh, on_broken, threading.Lock()
-        self.broken = threading.Event()
-
-    def send(self, obj: dict[str, Any]) -> None:
-        line = json.dumps(obj, default=str) + "\n"
-        with self._lock:
-            if self.broken.is_set():
-                return
-            try:
-                self.fh.write(line)
-                self.fh.flush()
-            except (OSError, ValueError):
-                self.broken.set()
-                if self.on_broken is not None:
-                    self.on_broken()
 
 
 class Agent:
@@ -274,10 +253,7 @@ def _tree_rss(pid: int) -> int:
 
 def main() -> int:
     """The command: stdout kept for the stream, signals and stdin's end turned into a stop."""
-    stream_fd = os.dup(sys.stdout.fileno())
-    sys.stdout.flush()
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints cannot corrupt the stream
-    fh = os.fdopen(stream_fd, "w", encoding="utf-8")
+    fh = claim_stdout()
     with StopFlag() as flag:
         out = Stream(fh, flag.event.set)
         out.send({"hello": {"version": __version__, "pid": os.getpid(), "clock": time.time(),

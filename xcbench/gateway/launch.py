@@ -143,6 +143,18 @@ class Gateway:
         return f"<Gateway {self.name} {self.root_url} {self.http_url} origins={len(self.origins)}>"
 
 
+def keep_dir(workdir: str | Path, base: str) -> Path:
+    """A new ``gateway-<base>[-n]`` dir under ``workdir``: what a gateway keeps (configs, logs)."""
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    keep, n = workdir / f"gateway-{base}", 1
+    while keep.exists():
+        n += 1
+        keep = workdir / f"gateway-{base}-{n}"
+    keep.mkdir(parents=True)
+    return keep
+
+
 def _keep_live_files(live: Path, keep: Path, log_paths: list[Path]) -> list[Path]:
     """Copy what xrootd wrote in a private live dir (logs, ceph client logs) to the kept dir."""
     if live == keep or not live.exists():
@@ -199,15 +211,8 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     wildcard = is_wildcard(bind)
     addr = "127.0.0.1" if wildcard else bind.strip("[]")
     ids = xrootd_ids()
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    base = name or f"gw-{target.cell_id or 'x'}"
-    keep, n = workdir / f"gateway-{base}", 1
-    while keep.exists():
-        n += 1
-        keep = workdir / f"gateway-{base}-{n}"
+    keep = keep_dir(workdir, name or f"gw-{target.cell_id or 'x'}")
     name = keep.name.removeprefix("gateway-")
-    keep.mkdir(parents=True)
     admin = Path(tempfile.mkdtemp(prefix="xcbgw-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
     # its TLS key (and a token config): removed by the next command after a kill -9, as the
     # xrootd user's dir it is given to

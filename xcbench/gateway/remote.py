@@ -36,7 +36,7 @@ from xcbench.errors import XcbError
 from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.agent import AGENT_SECURITY, TARGET_FIELDS
 from xcbench.gateway.config import effective_tunables, url_host_for
-from xcbench.gateway.launch import START_TIMEOUT, Gateway, Server
+from xcbench.gateway.launch import START_TIMEOUT, Gateway, Server, keep_dir
 from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.security import RunSecurity
 from xcbench.system import proc
@@ -301,14 +301,7 @@ def start_remote_gateway(target: Any, *, workdir: Path, cluster: Any = None, ori
         raise XcbError(f"gateway: security {security} needs the run's security material (RunSecurity)")
     t = effective_tunables(target, tunables)
     placement = placement_mod.plan(hosts, target, cluster, origins, t.pop("bind", None), report_addr)
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    base = name or f"gw-{target.cell_id or 'x'}"
-    keep, n = workdir / f"gateway-{base}", 1
-    while keep.exists():
-        n += 1
-        keep = workdir / f"gateway-{base}-{n}"
-    keep.mkdir(parents=True)
+    keep = keep_dir(workdir, name or f"gw-{target.cell_id or 'x'}")
     name = keep.name.removeprefix("gateway-")
     findings = findings_for(cell, target, t, bind=placement.front.addr, origins=origins)
     common = {"version": __version__, "name": name, "origins": origins,
