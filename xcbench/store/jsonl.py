@@ -2,8 +2,6 @@
 
 - appends are whole lines or nothing (:func:`write_all` cuts a short write back off, e.g. on a
   full disk), and a file whose last line was torn by a hard kill gets a newline first;
-- a run keeps a ballast file of :data:`RESERVE` bytes, given up when the disk fills, so the
-  manifest that says what was lost can still be written;
 - rewrites (the resume's) are atomic: tmp + rename;
 - :func:`read_jsonl` skips a torn last line with a warning; any other bad line is an error.
 """
@@ -18,28 +16,6 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.system.userfiles import read_bytes
-
-RESERVE = 256 << 10  # bytes kept free for the manifest and the report once the store is full
-BALLAST = ".reserve"  # a file of RESERVE bytes made with the run, removed when the disk fills
-
-
-def make_ballast(run: Path) -> None:
-    try:
-        fd = os.open(run / BALLAST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except OSError:
-        return
-    try:
-        os.posix_fallocate(fd, 0, RESERVE)
-    except OSError:
-        os.close(fd)
-        (run / BALLAST).unlink(missing_ok=True)  # no room even for it: nothing to keep
-        return
-    os.close(fd)
-
-
-def release_ballast(run: Path) -> None:
-    with contextlib.suppress(OSError):
-        (run / BALLAST).unlink()
 
 
 def open_append(path: Path) -> int:

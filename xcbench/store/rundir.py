@@ -39,15 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.store import reserve
 from xcbench.store.fingerprint import cell_fingerprint, run_fingerprint
 from xcbench.store.jsonl import (
-    BALLAST,
-    RESERVE,
     append_lines,
-    make_ballast,
     open_append,
     read_jsonl,
-    release_ballast,
     rewrite_lines,
     split_lines,
     write_all,
@@ -61,11 +58,12 @@ from xcbench.store.manifest import (
     Manifest,
     upgrade,
 )
+from xcbench.store.reserve import RESERVE
 from xcbench.store.tables import TABLES
 from xcbench.system.secrets import redact, scrub_known
 from xcbench.system.userfiles import read_json
 
-__all__ = ["BALLAST", "CELL_STATUSES", "DONE", "RESERVE", "SCHEMA_VERSION", "CellState", "LostRows",
+__all__ = ["CELL_STATUSES", "DONE", "RESERVE", "SCHEMA_VERSION", "CellState", "LostRows",
            "Manifest", "RunDir",
            "read_jsonl", "upgrade_manifest", "write_json"]
 log = logging.getLogger(__name__)
@@ -80,12 +78,16 @@ def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat()
 
 
+def _json_bytes(data: Any) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode()
+
+
 def write_json(path: str | os.PathLike, data: Any) -> None:
     """Atomic JSON write (tmp + rename)."""
     path = Path(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+        tmp.write_bytes(_json_bytes(data))
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)  # a full disk: the old file stays whole
@@ -134,7 +136,7 @@ class RunDir:
              "fingerprint": fingerprint or {}, **info}, path)
         run = cls(path, manifest)
         run.save_manifest()
-        make_ballast(path)
+        reserve.make(path)
         return run
 
     @classmethod
@@ -156,7 +158,7 @@ class RunDir:
         self.state.status = "running"
         self.state.resumed = [*(self.state.resumed or []), time.time()]
         self.save_manifest()
-        make_ballast(self.path)
+        reserve.make(self.path)
 
     def supersede_partial(self) -> None:
         """Records of cells that did not finish move to records/superseded/: kept, not analysed.
@@ -202,22 +204,24 @@ class RunDir:
         return self.state.status
 
     def save_manifest(self) -> bool:
-        """Write manifest.json; False when it could not be. On a full disk the old one stays
-        whole and the state is kept in memory: the next save writes it (the ballast gives it
-        room once the disk fills). Never raises: a run that cannot say it ended stays resumable
-        (its manifest on disk still says where it was), and ``unsaved`` says why."""
+        """Write manifest.json; False when it could not be. On a full disk it goes into the
+        room the run's reserve slots hold (xcbench.store.reserve), which no other writer can
+        take. When even that fails the old one stays whole and the state is kept in memory for
+        the next save. Never raises: a run that cannot say it ended stays resumable (its
+        manifest on disk still says where it was), and ``unsaved`` says why."""
+        path = self.path / "manifest.json"
         with self._lock:
+            data = redact(self.state.to_dict())
             try:
-                write_json(self.path / "manifest.json", redact(self.state.to_dict()))
+                write_json(path, data)
                 self.unsaved = None
                 return True
             except OSError as e:
                 error = e
-                if e.errno == errno.ENOSPC and not self._full:
+                if e.errno in (errno.ENOSPC, errno.EDQUOT):
                     self._full = True
-                    release_ballast(self.path)
-                    try:  # the room the ballast kept; something else may have taken it first
-                        write_json(self.path / "manifest.json", redact(self.state.to_dict()))
+                    try:
+                        reserve.write_into(self.path, path, _json_bytes(data))
                         self.unsaved = None
                         return True
                     except OSError as again:
@@ -238,7 +242,7 @@ class RunDir:
             try:
                 if self._full and not self.has_room():
                     raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (its last "
-                                  f"{RESERVE >> 10} KiB are kept for the manifest)")
+                                  f"{RESERVE >> 10} KiB are left free)")
                 fd = self._files.get(table)
                 if fd is None:
                     fd = self._files[table] = open_append(self.path / "records" / f"{table}.jsonl")
@@ -257,9 +261,8 @@ class RunDir:
         return st.f_bavail * st.f_frsize > RESERVE + need
 
     def _lost(self, table: str, n: int, error: OSError) -> None:
-        if error.errno == errno.ENOSPC and not self._full:
-            self._full = True
-            release_ballast(self.path)  # room for the manifest that says what was lost
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            self._full = True  # appends stop short of the reserve; the manifest uses its slots
         why = f"{type(error).__name__}: [Errno {error.errno}] {error.strerror or error}"
         first = self.state.lost(table, n, why)
         if first:
@@ -338,8 +341,12 @@ class RunDir:
         self.state.status = status
         if self.state.lost_rows:
             self.warn(self.state.lost_summary() or "")
-        release_ballast(self.path)  # the run is written; a resume makes it again
         self.save_manifest()
+        reserve.release(self.path)  # the run is written; a resume makes them again
+        if self._full:  # the manifest may be a padded slot: compact again where there is room
+            with contextlib.suppress(OSError):
+                write_json(self.path / "manifest.json", redact(self.state.to_dict()))
+                self.unsaved = None
 
     def has_table(self, name: str) -> bool:
         jl = self.path / "records" / f"{name}.jsonl"

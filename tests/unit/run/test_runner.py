@@ -106,14 +106,16 @@ def test_conclude_records_an_attribution_failure_as_a_warning(tmp_path, monkeypa
 
 
 def test_a_full_disk_at_the_final_manifest_is_one_warning_and_a_resumable_run(tmp_path, monkeypatch):
-    """The store fills for good just before the run ends, and the room the ballast kept is taken
-    by another writer (a gateway's log) before the manifest gets it: no traceback, one line
-    that says the run is resumable and how, and the manifest on disk stays whole."""
+    """The store fills for good just before the run ends, and the run began with too little room
+    for its reserve slots (xcbench.store.reserve): no traceback, one line that says the run is
+    resumable and how, and the manifest on disk stays whole."""
     import errno
 
     import xcbench.store.rundir as store
+    from xcbench.store import reserve
     a, b = _cells()
     run = RunDir.create(tmp_path, name="r", matrix={"path": "m.yaml"}, fingerprint=False)
+    reserve.release(run.path)  # as make() leaves a disk with no room for them
     run.register_cells([a, b])
     run.set_cell(a.id, status="complete")
     run.append("transfers", [{"cell_id": a.id, "n": 1}])

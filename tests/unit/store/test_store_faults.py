@@ -9,8 +9,9 @@ import os
 from tests.unit.synthrun import SynthCell, make_run
 from xcbench.analysis.report import render_report
 from xcbench.campaign.rows import Buffered
+from xcbench.store import reserve
 from xcbench.store.manifest import LostRows, Manifest
-from xcbench.store.rundir import BALLAST, RunDir, read_jsonl
+from xcbench.store.rundir import RunDir, read_jsonl
 from xcbench.telemetry.base import Sampler, TelemetryRunner
 
 
@@ -55,7 +56,6 @@ def test_resume_rewrites_atomically_and_a_finished_run_loses_only_the_torn_line(
 
 def test_rows_that_cannot_be_written_are_counted_not_raised(tmp_path, monkeypatch):
     run = RunDir.create(tmp_path, name="r", fingerprint=False)
-    assert (run.path / BALLAST).exists()
     run.append("samples", [{"v": 1}])
     import xcbench.store.rundir as store
 
@@ -65,7 +65,6 @@ def test_rows_that_cannot_be_written_are_counted_not_raised(tmp_path, monkeypatc
     run.append("samples", [{"v": 2}, {"v": 3}])
     run.append("samples", [{"v": 4}])
     run.append("transfers", [{"v": 5}])
-    assert not (run.path / BALLAST).exists()  # given up so the manifest has room
     m = json.loads((run.path / "manifest.json").read_text())
     assert m["lost_rows"]["samples"]["rows"] >= 2 and "ENOSPC" not in m["lost_rows"]["samples"]["error"]
     assert "No space left" in m["lost_rows"]["samples"]["error"]
@@ -78,6 +77,49 @@ def test_rows_that_cannot_be_written_are_counted_not_raised(tmp_path, monkeypatc
     assert state.lost_rows["transfers"].rows == 1
     assert any(w.startswith("records lost: samples: 3 rows") for w in state.warnings)
     assert list(run.table("samples")["v"]) == [1]
+
+
+def test_a_full_disk_whose_room_others_take_still_gets_the_manifest(tmp_path, monkeypatch):
+    """Every new block is taken (another writer fills the disk): each save still lands, in the
+    blocks the run's slots hold, and the slots are kept for the saves after it."""
+    import xcbench.store.rundir as store
+    run = RunDir.create(tmp_path, name="r", fingerprint=False)
+    slots = {s: os.stat(run.path / s).st_blocks for s in reserve.SLOTS}
+    assert all(b * 512 >= reserve.RESERVE for b in slots.values())  # allocated, not sparse
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(store, "write_json", full)
+    monkeypatch.setattr(store, "write_all", full)
+    for n in range(1, 4):
+        run.append("samples", [{"v": n}])
+        run.state.cell(f"c{n}").status = "complete"
+        assert run.save_manifest() and run.unsaved is None
+        m = json.loads((run.path / "manifest.json").read_text())  # padded with spaces: whole
+        assert m["lost_rows"]["samples"]["rows"] == n and f"c{n}" in m["cells"]
+        big = [s for s in reserve.SLOTS if os.stat(run.path / s).st_size >= reserve.RESERVE]
+        assert big, "a full-size slot is left for the next save"
+    assert os.stat(run.path / "manifest.json").st_size == reserve.RESERVE
+    monkeypatch.undo()  # room again: the final manifest is compact and the slots are gone
+    run.finalize("complete")
+    assert os.stat(run.path / "manifest.json").st_size < reserve.RESERVE
+    assert not [p.name for p in run.path.iterdir() if p.name.startswith(".reserve")]
+    assert RunDir.open(run.path).state.lost_rows["samples"].rows == 3
+
+
+def test_a_manifest_larger_than_a_slot_is_not_saved_and_the_old_one_stays(tmp_path, monkeypatch):
+    import xcbench.store.rundir as store
+    run = RunDir.create(tmp_path, name="r", fingerprint=False)
+    before = (run.path / "manifest.json").read_text()
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(store, "write_json", full)
+    run.state.warn("x" * reserve.RESERVE)
+    assert not run.save_manifest()
+    assert "no reserve slot" in run.unsaved
+    assert (run.path / "manifest.json").read_text() == before
+    assert all(os.stat(run.path / s).st_size == reserve.RESERVE for s in reserve.SLOTS)
 
 
 def test_a_short_write_is_cut_back_to_whole_lines(tmp_path, monkeypatch):
