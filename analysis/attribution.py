@@ -111,6 +111,8 @@ from typing import Any, cast
 import numpy as np
 
 from xcbench.analysis import amplification as _amp
+from xcbench.analysis import between_run as _between
+from xcbench.analysis import borderline as _bl
 from xcbench.analysis import link_use, storagehosts
 from xcbench.analysis import probes as _probes
 from xcbench.analysis import roles as _roles
@@ -204,6 +206,9 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
     src: dict[str, Any] = {"rate": p["source"]}
     win = p["windows"]
     s = rd.samples
+    between = _between.of(rd.manifest)  # measured between fresh clusters (analysis.between_run)
+    if between:
+        ev["between_run"] = between
     cores_busy = s.window_mean(cid, "gateway_cores", win)
     ev["gateway_cores"] = cores_busy
     ev["cpu"] = cores_busy / rd.cores if _ok(cores_busy) and _ok(rd.cores) else math.nan
@@ -227,7 +232,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         if tw:
             trd, t, tp = tw
             higher = [r for c, r in trd.levels_rate(t["cell_id"]) if c > conc and _ok(r)]
-            ev.update(gateway_ceiling=tp["rate"], gateway_ceiling_rel_se=_rel_se(tp),
+            ev.update(gateway_ceiling=tp["rate"], gateway_ceiling_rel_se=_rel_se(tp, ev),
                       gateway_cell=t["cell_id"], gateway_run=trd.run_id,
                       gateway_starved=tp["starved_frac"],
                       gateway_growth=max(higher) / tp["rate"] if higher and tp["rate"] else math.nan)
@@ -265,7 +270,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
             if tw:
                 t, tp = tw
                 ev.update(rep_cell=t["cell_id"], rep_pool=t["pool_label"], rep_rate=tp["rate"],
-                          rep_rate_rel_se=_rel_se(tp),
+                          rep_rate_rel_se=_rel_se(tp, ev),
                           ec_ratio=p["rate"] / tp["rate"] if tp["rate"] else math.nan)
                 src["rep_rate"] = tp["source"]
                 if d == "read":
@@ -279,21 +284,26 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
     return ev
 
 
-def _rel_se(p: dict[str, Any]) -> float:
-    return _stats.rate_rel_se(*(float(p.get(k, math.nan)) for k in
-                                ("repeats", "rate_cv_repeats", "window_cv", "window_n")))
+def _rel_se(p: dict[str, Any], ev: dict[str, Any]) -> float:
+    """A level's relative rate error: its own, and the run's between-run term if it has one."""
+    own = _stats.rate_rel_se(*(float(p.get(k, math.nan)) for k in
+                               ("repeats", "rate_cv_repeats", "window_cv", "window_n")))
+    extra = (ev.get("between_run") or {}).get("rate")
+    return _bl.combined(own, extra) if extra is not None else own
 
 
 def _growth(view, cid: str, conc: float, p: dict[str, Any], ev: dict[str, Any]) -> None:
     """The higher level whose rate is surely the most above this one's: the largest lower
     confidence bound of rate(higher) / rate(here), from each level's own noise (stats)."""
-    se = _rel_se(p)
-    bounds = [(c, r, _stats.ratio_lower_bound(p["rate"], se, r, _rel_se(view.point(cid, c) or {})))
+    se = _rel_se(p, ev)
+    bounds = [(c, r, _stats.ratio_lower_bound(p["rate"], se, r, _rel_se(view.point(cid, c) or {}, ev)))
               for c, r in view.levels_rate(cid) if c > conc and _ok(r)]
     ev["rate_rel_se"] = se
     # one repeat: only the window's spread is known, not the drift between levels (see repeats)
     ev["rate_noise"] = ("repeats and steady window" if float(p.get("repeats") or 1) >= 2
                         else "steady window, one repeat")
+    if (ev.get("between_run") or {}).get("rate") is not None:
+        ev["rate_noise"] += f", between runs {ev['between_run']['rate'] * 100:.1f} %"
     if bounds:  # no bound (this rate is 0): the fastest higher level
         c, r, low = max(bounds, key=lambda b: (b[2] if _ok(b[2]) else -math.inf, b[1]))
         ev.update(best_higher_level=c, best_higher_rate=r, best_higher_growth_low=low)

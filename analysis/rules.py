@@ -169,7 +169,8 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
                                u.get("storage-bandwidth"), NEAR, se):
         return _bandwidth(ev, r, at, io, ubw)
     host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR, reaches=lambda busy: _bl.passes(
-        ev, "host-cpu", "host CPU busy", busy, NEAR, ev.get("host_busy_rel_se")))
+        ev, "host-cpu", "host CPU busy", busy, NEAR,
+        _bl.combined(ev.get("host_busy_rel_se"), (ev.get("between_run") or {}).get("host_busy"))))
     if host:
         return host
     if ugw >= ubw and _bl.passes(ev, "gateway", "gateway use", u.get("gateway"), NEAR, _gw_rel_se(ev, u)):

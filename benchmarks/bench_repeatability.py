@@ -14,6 +14,12 @@ attribution knows only the steady window's spread, not a drift of the cell betwe
 levels. Measured on this 2-core box, the demo matrix agreed on 11 of 12 verdicts with one pass
 (an EC CephFS cell's c=1 level ran 94 then 74 MB/s at the same OSD CPU) and 12 of 12 with two.
 
+``--record`` (with ``--fresh`` or ``--from-runs``): the pair's per-level differences of rate and
+host CPU go into this host's between-run noise (analysis.between_run), which later runs copy
+into their manifest and their verdicts' noise. A run made after a recording was attributed with
+the pairs before it: a fresh pair then checks the term out of sample.
+``--from-runs A B``: judge two runs already made (no cluster is started).
+
 ``--quick``: a reduced variant of layouts/quick.yaml (tmpfs + CephFS default layout on the
 replicated and the EC pool, 10-20 s levels with an 8 s steady window, short fio probes), for a
 check that the benchmark works in a few minutes.
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -32,6 +39,8 @@ from importlib.resources import files
 from pathlib import Path
 
 import yaml
+
+from xcbench.analysis import between_run
 
 TARGET_AGREE = 0.95
 TARGET_MEDIAN_DIFF = 0.10
@@ -106,6 +115,29 @@ def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
     return out
 
 
+def level_diffs(a, b) -> dict[str, list[float]]:
+    """log(b / a) of each level's rate and host CPU busy, over the levels both runs have."""
+    from xcbench.analysis.attribution import verdicts_of
+
+    def figures(rd):
+        out = {}
+        for r in verdicts_of(rd).to_dict("records"):
+            try:
+                ev = json.loads(r.get("evidence") or "{}")
+            except ValueError:
+                continue
+            out[(r["cell_id"], float(r["concurrency"]), r.get("direction") or "write")] = ev
+        return out
+    fa, fb = figures(a), figures(b)
+    diffs: dict[str, list[float]] = {"rate": [], "host_busy": []}
+    for key in sorted(fa.keys() & fb.keys()):
+        for q in diffs:
+            x, y = fa[key].get(q), fb[key].get(q)
+            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x > 0 and y > 0:
+                diffs[q].append(math.log(y / x))
+    return diffs
+
+
 def judge(va: str, vb: str, ca: set, cb: set) -> str:
     """agree: the same verdict; borderline: different verdicts, but one names the other's
     verdict (or a cause of it) as its borderline candidate: a figure within its noise of a
@@ -167,7 +199,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true",
                     help="each run on a fresh mini cluster of its own (issue 23: two fresh "
                     "clusters, one pass: --fresh --repeats 1)")
+    ap.add_argument("--record", action="store_true",
+                    help="add the pair's level differences to this host's between-run noise "
+                    "(with --fresh or --from-runs)")
+    ap.add_argument("--from-runs", nargs=2, metavar="RUN", help="judge two runs already made")
     args = ap.parse_args(argv)
+    if args.record and not (args.fresh or args.from_runs):
+        ap.error("--record: only a pair on two fresh clusters measures the between-run noise "
+                 "(--fresh, or --from-runs of such a pair)")
+    if args.from_runs:
+        from xcbench.analysis.run_data import RunData
+        a, b = (RunData(r) for r in args.from_runs)
+        report(summarise(a, b), a, b, "two runs given", None, args)
+        return 0
     from xcbench.ceph.mini import MiniCluster
     work = Path(tempfile.mkdtemp(prefix="xcb-bench-repeat-"))
     matrix = Path(args.matrix) if args.matrix else \
@@ -186,13 +230,24 @@ def main(argv: list[str] | None = None) -> int:
             cluster.close()
             if started:
                 mini.down()
-    s = summarise(a, b)
     print(f"matrix {matrix.name} with {args.repeats} repeat(s) a level: two runs "
           f"on {'two fresh clusters' if args.fresh else 'one cluster'}, "
           f"{seconds[0]:.0f} s and {seconds[1]:.0f} s")
-    # what else ran moves the rates: say how busy the box was (1/5/15-min load on {cores} cores)
-    print(f"host load average before {'/'.join(f'{x:.1f}' for x in load[0])}, after "
-          f"{'/'.join(f'{x:.1f}' for x in load[-1])} on {os.cpu_count()} cores")
+    report(summarise(a, b), a, b, "", load, args)
+    return 0
+
+
+def report(s: dict, a, b, what: str, load, args) -> None:
+    if what:
+        print(what)
+    if load:  # what else ran moves the rates: say how busy the box was
+        print(f"host load average before {'/'.join(f'{x:.1f}' for x in load[0])}, after "
+              f"{'/'.join(f'{x:.1f}' for x in load[-1])} on {os.cpu_count()} cores")
+    for name, rd in (("first", a), ("second", b)):
+        br = rd.manifest.get("between_run")
+        print(f"{name} run's between-run noise: " + (
+            f"rate {br['rate'] * 100:.1f} %, host CPU {br['host_busy'] * 100:.1f} % "
+            f"({br['pairs']} pair(s) before it)" if isinstance(br, dict) else "none recorded"))
     print(f"  {'cell':<38} {'level':<5} {'first':>7} {'second':>7}")
     print("\n".join(s["lines"]))
     print("  (* borderline: a figure within its own noise of a rule's threshold; == same verdict, "
@@ -211,7 +266,15 @@ def main(argv: list[str] | None = None) -> int:
           f"ratio to target {s['median_diff'] / TARGET_MEDIAN_DIFF:.2f})")
     print(f"cell fingerprints changed between the runs: {s['fingerprints_changed']} of {s['rows']} rows")
     print(f"runs: {a.run.path} {b.run.path}")
-    return 0
+    diffs = level_diffs(a, b)
+    print("between the two runs, one run's spread (median |log(b/a)| / 0.6745 / sqrt 2): "
+          + ", ".join(f"{q} {between_run.sigma(d) * 100:.1f} % over {len(d)} levels"
+                      for q, d in diffs.items()))
+    if args.record:
+        now = between_run.record((str(a.run.path), str(b.run.path)), diffs)
+        print(f"recorded in {between_run.path()}: " + (
+            f"now rate {now['rate'] * 100:.1f} %, host CPU {now['host_busy'] * 100:.1f} % from "
+            f"{now['pairs']} pair(s)" if now else "too few levels yet for a term"))
 
 
 if __name__ == "__main__":

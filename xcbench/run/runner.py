@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench import telemetry
+from xcbench.analysis import between_run
 from xcbench.analysis.attribution import write_verdicts
 from xcbench.backends.base import Target
 from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
@@ -386,10 +387,13 @@ def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
     ``runner``: a Runner subclass (the self-test's, which caps a role of each cell).
     A signal from the run directory's creation on is a polite stop: the run is concluded
     (interrupted) and resumable, never left saying `running`."""
+    # the self-test's proofs stand on each level's own noise alone
+    between = None if runner else between_run.load()
     with StopFlag() as stop, stop.polite():  # the command's own flag when there is one (cli.main)
         run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
                                                     "fio_hosts": opts.fio_hosts},
-                             cluster=_cluster_info(cluster))
+                             cluster=_cluster_info(cluster),
+                             **({"between_run": between} if between else {}))
         run.register_cells(c for c in matrix.cells if c.id not in run.cells)
         status = "complete"
         r = (runner or Runner)(matrix, cluster, run, opts, stop, view)
