@@ -26,6 +26,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from xcbench.store.rundir import write_json
 from xcbench.system import statedir
 
 FILE = "between-run.json"
@@ -79,17 +80,13 @@ def record(runs: tuple[str, str], diffs: dict[str, list[float]]) -> dict[str, An
         data = json.loads(p.read_text())
     except (OSError, ValueError):
         data = {}
-    if not isinstance(data, dict) or data.get("host") != _host():
+    if not isinstance(data, dict) or data.get("host") != _host() or not isinstance(data.get("pairs"), list):
         data = {"host": _host(), "pairs": []}
     data["pairs"].append({"runs": list(runs), "recorded": _dt.datetime.now(_dt.UTC).isoformat(),
                           **{q: [round(abs(x), 6) for x in diffs.get(q, []) if math.isfinite(x)]
                              for q in QUANTITIES}})
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + f".{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(json.dumps(data, indent=2) + "\n")
-    os.replace(tmp, p)
+    write_json(p, data)
     return load()
 
 
