@@ -5,14 +5,17 @@ A level's own noise (analysis.stats, analysis.samples) is measured inside one ru
 see what changes between two fresh clusters (PG placement, BlueStore state, what the box did
 before). Measured on this 2-core box, two fresh clusters differed by 1.5-2x what the levels'
 own errors predict for rates and 2.4-4.8x for host CPU, so figures near a threshold fell on
-either side without being called borderline (benchmarks/bench_repeatability.py).
+either side without being called borderline (benchmarks/bench_repeatability.py). A fio probe
+has no error of its own (one job, one figure), yet the same job on two fresh clusters differed
+by a median of 9 % and up to 36 % (write bandwidth), and up to 2.1x (reads): the ceilings get
+terms of their own, one per probe column (PROBES).
 
-The term is measured, never assumed: the repeatability benchmark records each pair's per-level
-|log(b / a)| of the rate and of host CPU busy in ``<state home>/between-run.json``, for the host
-it ran on, and sigma = median |log(b / a)| / 0.6745 / sqrt(2) (the robust normal estimate of
-one run's spread from differences of pairs). `xcbench run` copies the host's figures into a new
-run's manifest (``between_run``), so a run's verdicts do not change when the file does. The
-attribution adds them in quadrature to the rates' and host CPU's own relative errors wherever a
+The terms are measured, never assumed: the repeatability benchmark records each pair's
+per-level |log(b / a)| of the rate and of host CPU busy, and per storage cell of its fio
+ceilings, in ``<state home>/between-run.json`` for the host it ran on. sigma() turns them into
+one run's spread. `xcbench run` copies the host's figures into a new run's manifest
+(``between_run``), so a run's verdicts do not change when the file does. The attribution adds
+them in quadrature to the errors of the rates, host CPU and shares of fio ceilings wherever a
 figure is compared with a threshold (analysis.borderline). No file, or another host's: no term.
 """
 
@@ -22,17 +25,21 @@ import datetime as _dt
 import json
 import math
 import os
-import statistics
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
+from xcbench.analysis.stats import CONFIDENCE
 from xcbench.store.rundir import write_json
 from xcbench.system import statedir
 
 FILE = "between-run.json"
-QUANTITIES = ("rate", "host_busy")
-_MAD = 0.6745  # median |x| of a standard normal
-MIN_LEVELS = 8  # fewer paired levels than this give no term
+PROBES = ("fio_write_bw", "fio_write_iops", "fio_read_bw", "fio_read_iops")  # analysis.probes columns
+QUANTITIES = ("rate", "host_busy", *PROBES)
+_Z = NormalDist().inv_cdf(CONFIDENCE)
+MIN_LEVELS = 8  # fewer paired figures than this give that quantity no term
 
 
 def path() -> Path:
@@ -44,14 +51,20 @@ def _host() -> dict[str, Any]:
 
 
 def sigma(diffs: list[float]) -> float:
-    """One run's relative spread from |log(b / a)| of paired levels."""
+    """One run's relative spread from |log(b / a)| of paired levels: the normal-equivalent
+    spread whose one-sided CONFIDENCE bound sits where the measured differences put it,
+    Q(|d|, 2 CONFIDENCE - 1) / z / sqrt(2). The differences are heavy-tailed (3 pairs on this
+    box: the 90 % quantile of the rates' |d| was 3.6x their median, 2.44x for a normal), so a
+    spread from the median would put the borderline interval's edge too close."""
     d = [abs(x) for x in diffs if math.isfinite(x)]
-    return statistics.median(d) / _MAD / math.sqrt(2) if d else math.nan
+    if not d:
+        return math.nan
+    return float(np.quantile(d, 2 * CONFIDENCE - 1)) / _Z / math.sqrt(2)
 
 
 def load() -> dict[str, Any] | None:
     """This host's calibration for a new run's manifest, or None (no file, another host's,
-    too few levels, unreadable)."""
+    unreadable, no quantity with enough figures). A quantity with too few has no term."""
     try:
         st = os.stat(path())
         if st.st_uid != os.geteuid() or st.st_mode & 0o022:  # not ours alone: not acted on
@@ -65,11 +78,10 @@ def load() -> dict[str, Any] | None:
     out: dict[str, Any] = {"source": str(path()), "pairs": len(pairs)}
     for q in QUANTITIES:
         diffs = [float(x) for p in pairs for x in p.get(q) or () if isinstance(x, (int, float))]
-        if len(diffs) < MIN_LEVELS:
-            return None
-        out[q] = sigma(diffs)
-        out[q + "_levels"] = len(diffs)
-    return out
+        if len(diffs) >= MIN_LEVELS:
+            out[q] = sigma(diffs)
+            out[q + "_levels"] = len(diffs)
+    return out if any(q in out for q in QUANTITIES) else None
 
 
 def record(runs: tuple[str, str], diffs: dict[str, list[float]]) -> dict[str, Any] | None:
@@ -97,3 +109,8 @@ def of(manifest: dict[str, Any]) -> dict[str, float]:
         return {}
     return {q: float(b[q]) for q in QUANTITIES
             if isinstance(b.get(q), (int, float)) and math.isfinite(b[q]) and b[q] >= 0}
+
+
+def probe(between: dict[str, float] | None, direction: str, kind: str) -> float | None:
+    """The term of a fio ceiling (``kind`` bw or iops) in ``direction``, or None."""
+    return (between or {}).get(f"fio_{'read' if direction == 'read' else 'write'}_{kind}")

@@ -15,7 +15,7 @@ levels. Measured on this 2-core box, the demo matrix agreed on 11 of 12 verdicts
 (an EC CephFS cell's c=1 level ran 94 then 74 MB/s at the same OSD CPU) and 12 of 12 with two.
 
 ``--record`` (with ``--fresh`` or ``--from-runs``): the pair's per-level differences of rate and
-host CPU go into this host's between-run noise (analysis.between_run), which later runs copy
+host CPU, and per storage cell of its fio ceilings, go into this host's between-run noise (analysis.between_run), which later runs copy
 into their manifest and their verdicts' noise. A run made after a recording was attributed with
 the pairs before it: a fresh pair then checks the term out of sample.
 ``--from-runs A B``: judge two runs already made (no cluster is started).
@@ -116,7 +116,9 @@ def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
 
 
 def level_diffs(a, b) -> dict[str, list[float]]:
-    """log(b / a) of each level's rate and host CPU busy, over the levels both runs have."""
+    """log(b / a) of each level's rate and host CPU busy, over the levels both runs have, and
+    of each storage cell's fio ceilings (analysis.between_run.PROBES), over the cells both
+    probed."""
     from xcbench.analysis.attribution import verdicts_of
 
     def figures(rd):
@@ -129,23 +131,31 @@ def level_diffs(a, b) -> dict[str, list[float]]:
             out[(r["cell_id"], float(r["concurrency"]), r.get("direction") or "write")] = ev
         return out
     fa, fb = figures(a), figures(b)
-    diffs: dict[str, list[float]] = {"rate": [], "host_busy": []}
+    diffs: dict[str, list[float]] = {q: [] for q in between_run.QUANTITIES}
     for key in sorted(fa.keys() & fb.keys()):
-        for q in diffs:
+        for q in ("rate", "host_busy"):
             x, y = fa[key].get(q), fb[key].get(q)
             if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x > 0 and y > 0:
+                diffs[q].append(math.log(y / x))
+    pa, pb = a.probe_ceilings, b.probe_ceilings
+    storage = set(a.cells.loc[a.cells["backend"] != "tmpfs", "cell_id"])  # tmpfs: no fio ceiling used
+    for cid in sorted(storage & set(pa.index) & set(pb.index)):
+        for q in between_run.PROBES:
+            x, y = (float(p.loc[cid, q.removeprefix("fio_")]) for p in (pa, pb))
+            if x > 0 and y > 0:  # NaN (not probed) compares False
                 diffs[q].append(math.log(y / x))
     return diffs
 
 
 def judge(va: str, vb: str, ca: set, cb: set) -> str:
     """agree: the same verdict; borderline: different verdicts, but one names the other's
-    verdict (or a cause of it) as its borderline candidate: a figure within its noise of a
-    threshold fell on either side (counted as agreeing); inconclusive: a cause named plainly
-    against inconclusive; contradiction: two different causes named, neither as a candidate."""
+    verdict as its borderline candidate (inconclusive too: "on its other side the verdict
+    would be inconclusive"), or both name one cause: a figure within its noise of a threshold
+    fell on either side (counted as agreeing); inconclusive: a cause named plainly against
+    inconclusive; contradiction: two different causes named, neither as a candidate."""
     if va == vb:
         return "agree"
-    if ({va} | ca) & ({vb} | cb) - {"inconclusive"}:
+    if va in cb or vb in ca or (ca & cb) - {"inconclusive"}:
         return "borderline"
     if "inconclusive" in (va, vb):
         return "inconclusive"
@@ -246,8 +256,7 @@ def report(s: dict, a, b, what: str, load, args) -> None:
     for name, rd in (("first", a), ("second", b)):
         br = rd.manifest.get("between_run")
         print(f"{name} run's between-run noise: " + (
-            f"rate {br['rate'] * 100:.1f} %, host CPU {br['host_busy'] * 100:.1f} % "
-            f"({br['pairs']} pair(s) before it)" if isinstance(br, dict) else "none recorded"))
+            terms(br) + f" ({br['pairs']} pair(s) before it)" if isinstance(br, dict) else "none recorded"))
     print(f"  {'cell':<38} {'level':<5} {'first':>7} {'second':>7}")
     print("\n".join(s["lines"]))
     print("  (* borderline: a figure within its own noise of a rule's threshold; == same verdict, "
@@ -267,14 +276,19 @@ def report(s: dict, a, b, what: str, load, args) -> None:
     print(f"cell fingerprints changed between the runs: {s['fingerprints_changed']} of {s['rows']} rows")
     print(f"runs: {a.run.path} {b.run.path}")
     diffs = level_diffs(a, b)
-    print("between the two runs, one run's spread (median |log(b/a)| / 0.6745 / sqrt 2): "
+    print("between the two runs, one run's spread (90 % quantile of |log(b/a)| / 1.645 / sqrt 2): "
           + ", ".join(f"{q} {between_run.sigma(d) * 100:.1f} % over {len(d)} levels"
                       for q, d in diffs.items()))
     if args.record:
         now = between_run.record((str(a.run.path), str(b.run.path)), diffs)
         print(f"recorded in {between_run.path()}: " + (
-            f"now rate {now['rate'] * 100:.1f} %, host CPU {now['host_busy'] * 100:.1f} % from "
-            f"{now['pairs']} pair(s)" if now else "too few levels yet for a term"))
+            f"now {terms(now)} from {now['pairs']} pair(s)" if now else "too few levels yet for a term"))
+
+
+def terms(br: dict) -> str:
+    """'rate 3.6 %, host_busy 1.7 %, fio_write_bw 8.7 %' (the terms a calibration has)."""
+    return ", ".join(f"{q} {br[q] * 100:.1f} %" for q in between_run.QUANTITIES
+                     if isinstance(br.get(q), (int, float))) or "no term"
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 import math
 import os
 
+import numpy as np
 import pytest
 
 from tests.unit.analysis.test_attribution import _ev
@@ -23,10 +24,22 @@ def home(tmp_path, monkeypatch):
     return tmp_path / "home"
 
 
-def test_sigma_is_the_robust_spread_of_one_run_from_paired_differences():
-    # |log(b/a)| of two runs each with spread s: median s * sqrt(2) * 0.6745
-    assert math.isclose(between_run.sigma([0.0674, -0.0674, 0.0674]), 0.0674 / 0.6745 / math.sqrt(2))
+Q90_NORMAL = 1.6449 * math.sqrt(2)  # 90 % quantile of |d| for two runs each of spread 1
+
+
+def test_sigma_puts_the_95_percent_bound_where_the_measured_pairs_put_it():
+    assert math.isclose(between_run.sigma([0.0674, -0.0674, 0.0674]), 0.0674 / Q90_NORMAL, rel_tol=1e-4)
     assert math.isnan(between_run.sigma([]))
+    # heavy tails: the same median, two differences in ten far out: the spread the 95 % bound
+    # needs is theirs, not the median's
+    body = [0.03] * 8
+    assert between_run.sigma(body + [0.30] * 2) > 5 * between_run.sigma(body + [0.03] * 2)
+
+
+def test_sigma_of_normal_differences_is_their_spread():
+    rng = np.random.default_rng(7)
+    d = rng.normal(0, 0.05, 20000) - rng.normal(0, 0.05, 20000)
+    assert abs(between_run.sigma(list(d)) / 0.05 - 1) < 0.03
 
 
 def test_a_term_needs_enough_levels_and_this_hosts_file(home):
@@ -34,13 +47,26 @@ def test_a_term_needs_enough_levels_and_this_hosts_file(home):
     assert between_run.record(("a", "b"), {"rate": [0.05] * 4, "host_busy": [0.01] * 4}) is None
     got = between_run.record(("c", "d"), {"rate": [-0.05] * 4, "host_busy": [0.01] * 4})
     assert got["pairs"] == 2 and got["rate_levels"] == 8  # pooled over both pairs
-    assert math.isclose(got["rate"], 0.05 / 0.6745 / math.sqrt(2))
+    assert math.isclose(got["rate"], 0.05 / Q90_NORMAL, rel_tol=1e-4)
+    assert "fio_write_bw" not in got  # no probe figures recorded: no probe term
     data = json.loads(between_run.path().read_text())
     data["host"]["hostname"] = "another-host"
     between_run.path().write_text(json.dumps(data))
     assert between_run.load() is None  # another host's noise is not this one's
     between_run.path().write_text("{not json")
     assert between_run.load() is None
+
+
+def test_each_quantity_has_a_term_once_it_has_enough_figures(home):
+    # the file of an older xcbench has no probe figures: its rate term still counts
+    between_run.record(("a", "b"), {"rate": [0.05] * 12, "host_busy": [0.01] * 12})
+    got = between_run.record(("c", "d"), {"rate": [0.05] * 12, "host_busy": [0.01] * 12,
+                                          "fio_write_bw": [0.1] * 5, "fio_read_bw": [0.2] * 5})
+    assert got["rate_levels"] == 24 and "fio_write_bw" not in got  # 5 cells: too few yet
+    got = between_run.record(("e", "f"), {"fio_write_bw": [-0.1] * 5, "fio_read_bw": [0.2] * 5})
+    assert got["fio_write_bw_levels"] == 10 and math.isclose(got["fio_write_bw"], 0.1 / Q90_NORMAL, rel_tol=1e-4)
+    assert math.isclose(got["fio_read_bw"], 0.2 / Q90_NORMAL, rel_tol=1e-4) and "fio_write_iops" not in got
+    assert between_run.of({"between_run": got})["fio_read_bw"] == got["fio_read_bw"]
 
 
 def test_a_file_others_can_write_is_not_acted_on(home):

@@ -21,6 +21,12 @@ _spec.loader.exec_module(bench)
     ("host-cpu", "inconclusive", set(), set(), "inconclusive"),
     ("gateway", "storage-bandwidth", set(), set(), "contradiction"),
     ("gateway", "storage-bandwidth", {"client"}, {"client"}, "borderline"),
+    # a borderline pass names the verdict on the figure's other side, inconclusive too
+    ("host-cpu", "inconclusive", {"host-cpu", "inconclusive"}, {"inconclusive"}, "borderline"),
+    ("storage-bandwidth", "host-cpu", {"storage-bandwidth", "host-cpu"}, {"host-cpu"}, "borderline"),
+    # two causes that could each be inconclusive still name two different causes
+    ("gateway", "storage-bandwidth", {"gateway", "inconclusive"},
+     {"storage-bandwidth", "inconclusive"}, "contradiction"),
 ])
 def test_judge(a, b, ca, cb, kind):
     assert bench.judge(a, b, ca, cb) == kind
