@@ -83,9 +83,12 @@ first match wins:
   The rules decide as above; a rule the cascade looked at (up to the verdict's) whose interval
   straddles its threshold is a borderline candidate: evidence "borderline" true and
   "borderline_candidates" (rule, figure, value, threshold, interval), and the reason ends
-  "borderline: <figure> ... within its noise of <threshold> (...: <rule>?)". Two runs whose
-  figures fall on either side of a threshold name the same cause, one as its verdict and the
-  other as its candidate. No threshold moves; an unknown noise counts as 0.
+  "borderline: <figure> ... within its noise of <threshold> (...: <rule>?)". When the figure
+  that decided is the borderline one, the verdict the rest of the cascade reaches is a
+  candidate too ("on its other side the verdict would be <rule>"). Two runs whose figures fall
+  on either side of a threshold name the same cause, one as its verdict and the other as its
+  candidate. A run with a between-run term (analysis.between_run) adds it to the rates', host
+  CPU's and fio ceilings' errors. No threshold moves; an unknown noise counts as 0.
 
   9. inconclusive       nothing within 15 % of a ceiling, or no ceiling measured; the reason
                         says which ceilings were not measured and how busy the host CPU was

@@ -9,13 +9,17 @@ up to the verdict, is recorded as a *borderline candidate*, and the verdict says
 ``borderline`` and ``borderline_candidates``, a clause in the reason). Two runs whose figures
 fall on either side of a threshold then both name that candidate: one as its verdict, the other
 as the cause it was within noise of (benchmarks/bench_repeatability.py counts that as agreeing).
+When the figure that decided the verdict is itself the borderline one, the verdict the rest of
+the cascade reaches is a candidate too ("otherwise"): every verdict one figure's noise away is
+named, whichever side of its threshold that figure fell on.
 
 The interval of a figure x with relative standard error se is x * exp(+-z se), z the one-sided
 CONFIDENCE quantile (the growth rule's bound, analysis.stats.ratio_lower_bound, is its lower
 end). A ratio of two rates takes both rates' errors (sqrt(se1^2 + se2^2)); a figure sampled over
 the steady window (CPU busy, pool op/s) its samples' standard error, std / (mean sqrt(n)) (a
-floor: samples are autocorrelated); a share of a probe's ceiling (fio, iperf3) the rate's error,
-the probe's own spread being unknown. An unknown error counts as 0: the plain comparison.
+floor: samples are autocorrelated); a share of a fio ceiling the rate's error and the probe's
+between-run term where this host has measured one (analysis.between_run); of the iperf3
+baseline the rate's error only. An unknown error counts as 0: the plain comparison.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from xcbench.analysis.render import fmt_num
 from xcbench.analysis.stats import CONFIDENCE
 
 Z = NormalDist().inv_cdf(CONFIDENCE)
+SKIP = "_skip_rules"  # evidence key: rules taken as not passing (analysis.rules._otherwise)
 
 
 def combined(*rel_se: Any) -> float:
@@ -45,7 +50,7 @@ def passes(ev: dict[str, Any], rule: str, figure: str, x: Any, threshold: float,
     """Is ``x`` >= ``threshold`` (``at_most``: <=)? The plain comparison, as the rules always
     made it; when ``x``'s interval straddles the threshold, ``rule`` is recorded as a
     borderline candidate of the point (whichever side ``x`` fell on)."""
-    if not _finite(x):
+    if not _finite(x) or rule in ev.get(SKIP, ()):
         return False
     x = float(x)
     lo, hi = interval(x, rel_se)
@@ -65,6 +70,9 @@ def mark(ev: dict[str, Any], verdict: str, reason: str) -> tuple[str, str]:
         return verdict, reason
     clauses = []
     for c in cands:
+        if c.get("figure") == "otherwise":  # analysis.rules._otherwise
+            clauses.append(f"on its other side the verdict would be {c['rule']}")
+            continue
         fmt = _fmt(c)
         clauses.append(f"{c['figure']} {fmt(c['value'])} is within its noise of "
                        f"{fmt(c['threshold'])} ({fmt(c['low'])}-{fmt(c['high'])} at "

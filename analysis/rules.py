@@ -6,11 +6,13 @@ the texts say read where a write point's say write.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, TypeGuard
 
 import numpy as np
 
+from xcbench.analysis import between_run as _between
 from xcbench.analysis import borderline as _bl
 from xcbench.analysis import roles as _roles
 from xcbench.analysis.amplification import describe
@@ -99,9 +101,29 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
 def decide(ev: dict[str, Any]) -> tuple[str, str]:
     """(verdict, reason) for one point's figures (the rules of the module docstring). A rule
     the cascade looked at whose figure is within its own noise of the threshold is named as
-    borderline (analysis.borderline: evidence and reason say so)."""
+    borderline (analysis.borderline: evidence and reason say so), and so is the verdict the
+    cascade reaches when the deciding figure falls on the other side of its threshold."""
     ev.pop("borderline_candidates", None)
-    return _bl.mark(ev, *_decide(ev))
+    verdict, reason = _decide(ev)
+    other = _otherwise(ev, verdict)
+    if other:
+        ev["borderline_candidates"].append({"rule": other, "figure": "otherwise", "otherwise_of": verdict})
+    return _bl.mark(ev, verdict, reason)
+
+
+def _otherwise(ev: dict[str, Any], verdict: str) -> str | None:
+    """The verdict one figure's noise away past the deciding rule: when the figure that named
+    ``verdict`` passed its threshold only within its noise, the rest of the cascade decides (a
+    run whose figure fell short names that); None when the verdict was not a borderline pass or
+    the rest names it too."""
+    if not any(c["rule"] == verdict and c.get("figure") != "otherwise"
+               for c in ev.get("borderline_candidates") or ()):
+        return None
+    alt = copy.deepcopy(ev)
+    alt.pop("borderline_candidates", None)
+    alt[_bl.SKIP] = [verdict]  # that rule's figure fell short: its passes() are False
+    other = _decide(alt)[0]
+    return other if other != verdict else None
 
 
 def _gw_rel_se(ev: dict[str, Any], u: dict[str, float]) -> float:
@@ -136,8 +158,10 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     if limited:
         return limited
     dev = _dev_iops(ev) and "storage-iops" in u
+    between = ev.get("between_run") or {}
     if _bl.passes(ev, "storage-iops", "share of fio's IOPS" + (" (device IOs)" if dev else ""),
-                  u.get("storage-iops"), NEAR, None if dev else ev.get(ops_key(ev) + "_rel_se")):
+                  u.get("storage-iops"), NEAR, _bl.combined(None if dev else ev.get(ops_key(ev) + "_rel_se"),
+                                                           _between.probe(between, io, "iops"))):
         if dev:
             ops, ub = ev.get(ops_key(ev)), ev["device_use"]["bytes"]
             return "storage-iops", (f"The storage device does {fmt_num(ev['device_write_iops'])} write "
@@ -165,12 +189,13 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     # a storage ceiling measured on this host and reached names the cap more closely than a busy
     # host CPU (which others' load may fill): it comes first unless the gateway's is nearer
     bw_first = ubw >= ugw
+    se_bw = _bl.combined(se, _between.probe(between, io, "bw"))  # R / F: the probe's term too
     if bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
-                               u.get("storage-bandwidth"), NEAR, se):
+                               u.get("storage-bandwidth"), NEAR, se_bw):
         return _bandwidth(ev, r, at, io, ubw)
     host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR, reaches=lambda busy: _bl.passes(
         ev, "host-cpu", "host CPU busy", busy, NEAR,
-        _bl.combined(ev.get("host_busy_rel_se"), (ev.get("between_run") or {}).get("host_busy"))))
+        _bl.combined(ev.get("host_busy_rel_se"), between.get("host_busy"))))
     if host:
         return host
     if ugw >= ubw and _bl.passes(ev, "gateway", "gateway use", u.get("gateway"), NEAR, _gw_rel_se(ev, u)):
@@ -184,7 +209,7 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
             parts.append(f"fio allows {gib(ev['fio_bw'])}")
         return "gateway", f"The chain moves {gib(r)} {at}: " + "; ".join(parts) + "."
     if not bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
-                                   u.get("storage-bandwidth"), NEAR, se):
+                                   u.get("storage-bandwidth"), NEAR, se_bw):
         return _bandwidth(ev, r, at, io, ubw)
     starved = ev.get("starved_frac")
     if _ok(starved) and starved >= STARVED:

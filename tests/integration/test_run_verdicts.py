@@ -60,6 +60,10 @@ def test_the_demo_matrix_gets_the_verdicts_a_correct_attribution_must_give(demo_
             assert row["verdict"] == "inconclusive", what
             idle_points += 1
         for c in ev.get("borderline_candidates") or ():  # within its noise: the interval holds it
+            if c["figure"] == "otherwise":  # the other side of the figure that decided the verdict
+                assert c["otherwise_of"] == row["verdict"] != c["rule"], what
+                assert any(d.get("rule") == row["verdict"] for d in ev["borderline_candidates"]), what
+                continue
             assert c["low"] <= c["threshold"] <= c["high"], what
         if cell["backend"] != "tmpfs" and row["direction"] == "write":
             rho, expected = ev.get("raw_per_logical"), ev.get("raw_expected")

@@ -37,7 +37,7 @@ def test_an_ec_ratio_within_its_noise_of_the_threshold_is_a_borderline_candidate
     got, reason = decide(ev)
     assert got == verdict and ev["borderline"] is True, reason  # the rule decides as before
     assert _causes(ev, got) >= {"ec-overhead"}  # and both sides name EC
-    (c,) = ev["borderline_candidates"]
+    (c,) = [c for c in ev["borderline_candidates"] if c["figure"] != "otherwise"]
     assert c["rule"] == "ec-overhead" and c["threshold"] == NEAR and c["at_most"]
     assert c["low"] < NEAR < c["high"]
     assert math.isclose(c["high"] / ratio, math.exp(Z * math.hypot(0.05, 0.05)))  # both rates' errors
@@ -131,3 +131,63 @@ def test_growth_is_named_surely_or_as_a_candidate_exactly_when_its_interval_reac
         assert verdict == "inconclusive" and _causes(ev, verdict) == {"inconclusive", "client"}
     elif high < SCALING * (1 - 1e-9):
         assert verdict == "inconclusive" and not ev["borderline"]
+
+
+def _bw_and_busy_host(share: float, busy: float, **kw):
+    """A storage point at ``share`` of its fio ceiling on a host ``busy`` (no role at a limit)."""
+    return _ev(rate=share * GIB, gateway_ceiling=4 * GIB, fio_bw=1.0 * GIB, rate_rel_se=0.03,
+               cores=2.0, roles={"gateway": _role(0.5, 2.0), "client": _role(0.9, 2.0)},
+               host_busy=busy, host_busy_rel_se=0.002, **kw)
+
+
+def test_a_verdict_decided_within_its_noise_names_what_its_other_side_would_be():
+    # 87 % of the fio ceiling (+-3 %): storage-bandwidth, but 85 % is inside its interval; had it
+    # fallen short, the busy host (90 %) was next: host-cpu is named as the other side
+    ev = _bw_and_busy_host(0.87, 0.90)
+    got, reason = decide(ev)
+    assert got == "storage-bandwidth" and _causes(ev, got) == {"storage-bandwidth", "host-cpu"}, reason
+    (other,) = [c for c in ev["borderline_candidates"] if c["figure"] == "otherwise"]
+    assert other == {"rule": "host-cpu", "figure": "otherwise", "otherwise_of": "storage-bandwidth"}
+    assert "on its other side the verdict would be host-cpu" in reason and _one_sentence(reason)
+    # the run whose share fell short names host-cpu, with storage-bandwidth as its candidate
+    ev2 = _bw_and_busy_host(0.83, 0.90)
+    assert decide(ev2)[0] == "host-cpu" and _causes(ev2, "host-cpu") == {"host-cpu", "storage-bandwidth"}
+    # surely past the threshold: nothing on the other side is named
+    ev3 = _bw_and_busy_host(0.97, 0.90)
+    assert decide(ev3)[0] == "storage-bandwidth" and ev3["borderline"] is False
+    assert "_skip_rules" not in ev and "_skip_rules" not in ev3  # the other side's trial is a copy
+
+
+def test_a_borderline_pass_with_nothing_after_it_names_inconclusive():
+    ev = _ev(rate=0.87 * GIB, gateway_ceiling=4 * GIB, fio_bw=1.0 * GIB, rate_rel_se=0.03)
+    got, reason = decide(ev)
+    assert got == "storage-bandwidth" and _causes(ev, got) == {"storage-bandwidth", "inconclusive"}
+    assert "the verdict would be inconclusive" in reason
+
+
+@pytest.mark.parametrize("direction, term", [("write", "fio_write_bw"), ("read", "fio_read_bw")])
+def test_a_fio_ceiling_share_takes_its_probes_between_run_term(direction, term):
+    # 80 % of the ceiling, +-1 % on the rate: surely under 85 %; the probe on another fresh
+    # cluster gave a ceiling 9 % apart, and with that term the share is borderline
+    kw = dict(rate=0.8 * GIB, gateway_ceiling=4 * GIB, fio_bw=1.0 * GIB, rate_rel_se=0.01, direction=direction)
+    ev = _ev(**kw)
+    assert decide(ev)[0] == "inconclusive" and ev["borderline"] is False
+    other = "fio_read_bw" if term == "fio_write_bw" else "fio_write_bw"
+    ev = _ev(**kw, between_run={other: 0.09})  # the other direction's term does not apply
+    assert decide(ev)[0] == "inconclusive" and ev["borderline"] is False
+    ev = _ev(**kw, between_run={term: 0.09})
+    got, reason = decide(ev)
+    assert got == "inconclusive" and _causes(ev, got) == {"inconclusive", "storage-bandwidth"}, reason
+    (c,) = ev["borderline_candidates"]
+    assert math.isclose(c["high"] / 0.8, math.exp(Z * math.hypot(0.01, 0.09)))
+
+
+def test_a_fio_iops_share_takes_its_probes_between_run_term():
+    # small ops at 80 % of fio's IOPS, the op count's own noise 1 %
+    kw = dict(rate=0.05 * GIB, gateway_ceiling=4 * GIB, fio_bw=8 * GIB, fio_iops=1000.0,
+              pool_write_ops=800.0, pool_write_ops_rel_se=0.01, pool="rep3", fio_iops_job="randwrite-4k")
+    ev = _ev(**kw)
+    assert decide(ev)[0] != "storage-iops" and "storage-iops" not in _causes(ev, "x")
+    ev = _ev(**kw, between_run={"fio_write_iops": 0.15})
+    decide(ev)
+    assert "storage-iops" in _causes(ev, "x")
