@@ -70,6 +70,13 @@ def beaten(ev: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def near(verdict: str, ev: dict[str, Any]) -> list[str]:
+    """The other verdicts this one is within its noise of (analysis.borderline's candidates):
+    another run may name them."""
+    out = [str(c.get("rule")) for c in ev.get("borderline_candidates") or () if isinstance(c, dict)]
+    return [r for r in dict.fromkeys(out) if r and r != verdict]
+
+
 def _first_clause(reason: str) -> str:
     s = " ".join(str(reason or "").split())
     for stop in (": ", "; ", ". "):
@@ -177,7 +184,8 @@ def rows(rd: Any, others: tuple = (), verdicts: Any = None) -> list[dict[str, An
             "rate_method": str(p.get("method") or ""),
             "rate_gbps": rate * 8 / 1e9 if rate is not None else None,
             "rate_gibps": rate / GIB if rate is not None else None,
-            "verdict": verdict, "short_reason": short_reason(verdict, reason, ev, v.get("short")),
+            "verdict": verdict, "near": near(verdict, ev),
+            "short_reason": short_reason(verdict, reason, ev, v.get("short")),
             "reason": reason, "beats": beaten(ev),
             "_order": (rank.get(str(c["backend"]) if c is not None else "", len(rank)),
                        str(c["label"]) if c is not None else cid, d != "write", float(p["concurrency"])),
@@ -213,8 +221,9 @@ def table(rd: Any, rows_: list[dict[str, Any]]):
     reads = any(r["direction"] != "write" for r in rows_)
     t = Table(title=f"what capped each level — run {rd.run_id}", title_justify="left",
               caption="rate: steady-window mean over repeats (1 Gb/s = 1e9 bit/s); † no steady window: "
-                      "the mean over the whole level; ▲ the chain beat a measured ceiling (that probe "
-                      "is no ceiling of its path)",
+                      "the mean over the whole level; ~ borderline: a figure within its noise of a "
+                      "threshold, another run may name that verdict; ▲ the chain beat a measured "
+                      "ceiling (that probe is no ceiling of its path)",
               caption_justify="left", show_edge=False, pad_edge=False)
     t.add_column("cell", overflow="fold")
     t.add_column("c", justify="right")
@@ -232,7 +241,8 @@ def table(rd: Any, rows_: list[dict[str, Any]]):
         if reads:
             cells.append(r["direction"])
         style = STYLE.get(r["verdict"], "bold")
-        t.add_row(*cells, rate, f"[{style}]{r['verdict']}[/]", r["short_reason"] + mark)
+        near_ = f" ~ {', '.join(r['near'])}" if r.get("near") else ""
+        t.add_row(*cells, rate, f"[{style}]{r['verdict']}[/]{near_}", r["short_reason"] + mark)
         last = r["cell"]
     return t
 

@@ -85,3 +85,23 @@ def test_report_text_and_json(run, capsys):
     assert doc["run"] == rd.run_id and len(doc["points"]) == len(rd.points)
     assert sum(doc["verdict_counts"].values()) == len(rd.points)
     assert not (path / "report.text").exists()
+
+
+def test_a_borderline_verdict_shows_the_verdicts_it_is_within_noise_of():
+    from types import SimpleNamespace
+
+    from rich.console import Console
+    ev = {"borderline_candidates": [
+        {"rule": "storage-bandwidth", "figure": "share of the fio ceiling", "value": 0.87},
+        {"rule": "host-cpu", "figure": "otherwise", "otherwise_of": "storage-bandwidth"}]}
+    assert glance.near("storage-bandwidth", ev) == ["host-cpu"]
+    assert glance.near("host-cpu", ev) == ["storage-bandwidth"]
+    assert glance.near("inconclusive", {}) == []
+    row = {"cell": "cephfs ec", "concurrency": 4, "direction": "write", "rate_gbps": 1.5,
+           "rate_method": "plateau", "verdict": "storage-bandwidth", "near": ["host-cpu"],
+           "short_reason": "87 % of fio write 1.72 Gb/s", "beats": []}
+    console = Console(width=200, record=True, force_terminal=False)
+    console.print(glance.table(SimpleNamespace(run_id="r1"), [row, {**row, "near": [], "concurrency": 8}]))
+    lines = console.export_text().splitlines()
+    assert any("storage-bandwidth ~ host-cpu" in ln and "87 %" in ln for ln in lines)
+    assert any(" 8 " in ln and "storage-bandwidth" in ln and "~" not in ln for ln in lines)
