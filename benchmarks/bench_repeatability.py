@@ -11,13 +11,16 @@ this 2-core machine is shared, and what else runs moves the rates.
 
 Each level runs twice by default (``--repeats``, interleaved c1 c4 c1 c4): with one pass the
 attribution knows only the steady window's spread, not a drift of the cell between its
-levels. Measured on this 2-core box, the demo matrix agreed on 11 of 12 verdicts with one pass
-(an EC CephFS cell's c=1 level ran 94 then 74 MB/s at the same OSD CPU) and 12 of 12 with two.
+levels. Measured on this 2-core box before the between-run terms, the demo matrix agreed on 11
+of 12 verdicts with one pass (an EC CephFS cell's c=1 level ran 94 then 74 MB/s at the same OSD
+CPU) and 12 of 12 with two; with the recorded terms, one pass agreed on 60 of 60 levels over five
+pairs judged out of sample (README, "Between-run noise").
 
 ``--record`` (with ``--fresh`` or ``--from-runs``): the pair's per-level differences of rate and
-host CPU, and per storage cell of its fio ceilings, go into this host's between-run noise (analysis.between_run), which later runs copy
-into their manifest and their verdicts' noise. A run made after a recording was attributed with
-the pairs before it: a fresh pair then checks the term out of sample.
+host CPU, and per storage cell of its fio ceilings, go into this host's between-run noise
+(analysis.between_run), which later runs copy into their manifest and their verdicts' noise. A
+run made after a recording was attributed with the pairs before it: a fresh pair then checks the
+term out of sample.
 ``--from-runs A B``: judge two runs already made (no cluster is started).
 
 ``--quick``: a reduced variant of layouts/quick.yaml (tmpfs + CephFS default layout on the
