@@ -1,1 +1,2 @@
-"""Analysis: steady state, statistics, attribution, plots, reports (xcbench.analysis)."""
+"""Analysis in two parts: verdicts/ decides (rules, attribution, noise), report/ shows (render,
+plots, templates, glance)."""

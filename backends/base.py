@@ -13,8 +13,8 @@ from xcbench.errors import XcbError
 from xcbench.store.findings import plain_gateway_findings
 
 if TYPE_CHECKING:
+    from xcbench.cell import Cell, Layout
     from xcbench.ceph.cluster import Cluster
-    from xcbench.matrix.cell import Cell, Layout
     from xcbench.system.proc import ProcessSet
 
 BACKENDS = ("tmpfs", "cephfs", "rados")

@@ -62,9 +62,9 @@ def main() -> int:
         print("error: the synthetic run is smaller than the target", file=sys.stderr)
         return 1
 
-    from xcbench.analysis.attribution import attribute
-    from xcbench.analysis.report import render_report
-    from xcbench.analysis.run_data import RunData
+    from xcbench.analysis.report.document import render_report
+    from xcbench.analysis.verdicts.attribution import attribute
+    from xcbench.analysis.verdicts.run_data import RunData
     t0 = time.perf_counter()
     rd = RunData(path)
     _ = rd.points, rd.transfer_quantiles

@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xcbench.campaign import CampaignSpec, Dataset, run_campaign  # noqa: E402
-from xcbench.matrix.cell import Cell  # noqa: E402
+from xcbench.cell import Cell  # noqa: E402
 from xcbench.run.session import CellSession  # noqa: E402
 from xcbench.system import proc  # noqa: E402
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from xcbench.ceph.mini import MiniCluster
-from xcbench.system.sizes import parse_size
+from xcbench.figures.units import parse_size
 
 TARGET_UP_S = 20.0
 TARGET_RSS = 4 << 30

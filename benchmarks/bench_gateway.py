@@ -21,11 +21,11 @@ from pathlib import Path
 
 import requests
 
-from xcbench.matrix.cell import Cell
+from xcbench.cell import Cell
+from xcbench.figures.units import format_size, parse_size
 from xcbench.run.session import CellSession
 from xcbench.system import proc
 from xcbench.system.proc import ProcessSet
-from xcbench.system.sizes import format_size, parse_size
 
 TARGET_START_S = 2.0
 

@@ -26,9 +26,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from xcbench.cell import Cell  # noqa: E402
 from xcbench.hosts import load_inventory  # noqa: E402
 from xcbench.hosts.emulate import down, free_network, up  # noqa: E402
-from xcbench.matrix.cell import Cell  # noqa: E402
 from xcbench.run.session import CellSession  # noqa: E402
 from xcbench.system import proc  # noqa: E402
 

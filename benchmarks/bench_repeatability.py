@@ -18,7 +18,7 @@ pairs judged out of sample (README, "Between-run noise").
 
 ``--record`` (with ``--fresh`` or ``--from-runs``): the pair's per-level differences of rate and
 host CPU, and per storage cell of its fio ceilings, go into this host's between-run noise
-(analysis.between_run), which later runs copy into their manifest and their verdicts' noise. A
+(analysis.verdicts.between_run), which later runs copy into their manifest and their verdicts' noise. A
 run made after a recording was attributed with the pairs before it: a fresh pair then checks the
 term out of sample.
 ``--from-runs A B``: judge two runs already made (no cluster is started).
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import yaml
 
-from xcbench.analysis import between_run
+from xcbench.analysis.verdicts import between_run
 
 TARGET_AGREE = 0.95
 TARGET_MEDIAN_DIFF = 0.10
@@ -67,7 +67,7 @@ def quick_matrix(directory: Path) -> Path:
 
 def run_once(matrix_path: Path, cluster, out: Path, name: str, repeats: int | None = None):
     """(RunData, seconds) of one run of the matrix."""
-    from xcbench.analysis.run_data import RunData
+    from xcbench.analysis.verdicts.run_data import RunData
     from xcbench.matrix import load_matrix
     from xcbench.run.runner import RunOptions, run_matrix
     matrix = load_matrix(matrix_path, cluster)
@@ -103,9 +103,9 @@ def run_on_fresh_clusters(matrix_path: Path, work: Path, repeats: int | None = N
 
 def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
     """{(cell_id, concurrency, direction): (the causes the verdict names: its own and its
-    borderline candidates', whether it is borderline)} (analysis.borderline)."""
-    from xcbench.analysis.attribution import verdicts_of
-    from xcbench.analysis.borderline import causes
+    borderline candidates', whether it is borderline)} (analysis.verdicts.borderline)."""
+    from xcbench.analysis.verdicts.attribution import verdicts_of
+    from xcbench.analysis.verdicts.borderline import causes
     out = {}
     for r in verdicts_of(rd).to_dict("records"):
         try:
@@ -120,9 +120,9 @@ def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
 
 def level_diffs(a, b) -> dict[str, list[float]]:
     """log(b / a) of each level's rate and host CPU busy, over the levels both runs have, and
-    of each storage cell's fio ceilings (analysis.between_run.PROBES), over the cells both
+    of each storage cell's fio ceilings (analysis.verdicts.between_run.PROBES), over the cells both
     probed."""
-    from xcbench.analysis.attribution import verdicts_of
+    from xcbench.analysis.verdicts.attribution import verdicts_of
 
     def figures(rd):
         out = {}
@@ -166,7 +166,7 @@ def judge(va: str, vb: str, ca: set, cb: set) -> str:
 
 
 def summarise(a, b) -> dict:
-    from xcbench.analysis.compare import compare_data
+    from xcbench.analysis.verdicts.compare import compare_data
     rows = [r for r in compare_data(a, b) if not r["only_in"]]
     ca_all, cb_all = causes_of(a), causes_of(b)
     diffs, judged, lines = [], 0, []
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--record: only a pair on two fresh clusters measures the between-run noise "
                  "(--fresh, or --from-runs of such a pair)")
     if args.from_runs:
-        from xcbench.analysis.run_data import RunData
+        from xcbench.analysis.verdicts.run_data import RunData
         a, b = (RunData(r) for r in args.from_runs)
         report(summarise(a, b), a, b, "two runs given", None, args)
         return 0

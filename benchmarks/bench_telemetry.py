@@ -23,7 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from xcbench.matrix.cell import Cell
+from xcbench.cell import Cell
 from xcbench.run.session import CellSession
 from xcbench.store.rundir import RunDir
 from xcbench.system import proc

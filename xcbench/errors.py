@@ -1,6 +1,18 @@
-from xcbench.system.secrets import scrub
-
 """The one exception type users see: a single line naming what is wrong and where."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+# Text filters every message passes through. xcbench.system.secrets adds its scrubber when it is
+# imported, which is before any secret can be registered (register() lives there): the error type
+# stays on the ground floor and still never carries a token.
+_SCRUBBERS: list[Callable[[str], str]] = []
+
+
+def add_scrubber(fn: Callable[[str], str]) -> None:
+    if fn not in _SCRUBBERS:
+        _SCRUBBERS.append(fn)
 
 
 class XcbError(Exception):
@@ -13,4 +25,7 @@ class XcbError(Exception):
     exit_code = 2
 
     def __init__(self, message: str):
-        super().__init__(scrub(" ".join(str(message).split())))
+        text = " ".join(str(message).split())
+        for fn in _SCRUBBERS:
+            text = fn(text)
+        super().__init__(text)

@@ -14,10 +14,10 @@ import shutil
 
 import pytest
 
+from xcbench.cell import Cell
 from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import BINARIES, MiniCluster
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell
 from xcbench.run.session import CellSession
 from xcbench.system.proc import ProcessSet, pid_alive
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.cephfs import rundir
+from xcbench.cell.layout import Layout, cephfs_objects, cephfs_oid, layout_xattrs
+from xcbench.cell.layout import parse_xattr as parse_layout
 from xcbench.ceph import mounts as cmount
-from xcbench.ceph.layout import Layout, cephfs_objects, cephfs_oid, layout_xattrs
-from xcbench.ceph.layout import parse_xattr as parse_layout
 from xcbench.errors import XcbError
 from xcbench.store.findings import object_size_findings, plain_gateway_findings
 from xcbench.system.fsutil import remove_tree

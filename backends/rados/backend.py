@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from xcbench.backends.base import Backend, Target
 from xcbench.backends.rados import objects
-from xcbench.ceph.layout import Layout, striper_objects, striper_oid
+from xcbench.cell.layout import Layout, striper_objects, striper_oid
 from xcbench.errors import XcbError
+from xcbench.figures.units import format_size
 from xcbench.store.findings import finding, object_size_findings
 from xcbench.system import proc
-from xcbench.system.sizes import format_size
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster

@@ -15,6 +15,7 @@ from typing import Any
 
 from xcbench.backends.base import Backend, Target
 from xcbench.errors import XcbError
+from xcbench.figures.units import format_size
 from xcbench.system import orphans, proc
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.scratch import (  # noqa: F401 (memory_room, RESERVE_*: this module's API before)
@@ -24,7 +25,6 @@ from xcbench.system.scratch import (  # noqa: F401 (memory_room, RESERVE_*: this
     memory_room,
     private_dir,
 )
-from xcbench.system.sizes import format_size
 from xcbench.system.xrootd_user import reachable_by, xrootd_ids
 
 DEFAULT_SIZE = 1 << 30

@@ -24,8 +24,8 @@ from pathlib import Path
 import requests
 
 from xcbench.backends.tmpfs import BACKEND as TMPFS
+from xcbench.cell import Cell
 from xcbench.gateway import start_gateway
-from xcbench.matrix.cell import Cell
 from xcbench.system import proc
 
 

@@ -11,9 +11,9 @@ import pytest
 
 from xcbench.backends.cephfs import BACKEND  # noqa: F401 - the conftest backend fixture
 from xcbench.backends.cephfs.backend import TOP
-from xcbench.ceph.layout import cephfs_objects, parse_xattr
+from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.cell.layout import cephfs_objects, parse_xattr
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.system import proc
 
 pytestmark = pytest.mark.integration

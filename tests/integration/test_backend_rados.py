@@ -10,9 +10,9 @@ import pytest
 
 from tests.integration.gwcheck import adler32_hex
 from xcbench.backends.rados import BACKEND, objects  # noqa: F401 - BACKEND: conftest backend fixture
-from xcbench.ceph.layout import striper_objects
+from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.cell.layout import striper_objects
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.system import proc
 
 pytestmark = pytest.mark.integration

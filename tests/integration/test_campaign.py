@@ -16,8 +16,8 @@ import pytest
 from tests.integration.gwcheck import tmpfs_gateways
 from xcbench.backends.tmpfs import BACKEND
 from xcbench.campaign import CampaignHooks, CampaignSpec, run_campaign
+from xcbench.cell import Cell
 from xcbench.gateway import start_gateway
-from xcbench.matrix.cell import Cell
 from xcbench.system.proc import ProcessSet
 
 pytestmark = pytest.mark.integration
@@ -169,7 +169,7 @@ def test_the_same_campaign_through_an_fts3_rest_api(gateways):
     checksum, every attempt harvested into TRANSFER rows."""
     from tests.integration.fts3_double import Fts3Double
     from xcbench.campaign.dataset import Dataset
-    from xcbench.campaign.fts3 import submit_campaign
+    from xcbench.scaleout.fts3 import submit_campaign
 
     dst, src = gateways
     spec = CampaignSpec(files=6, file_size="1M", size_dist="uniform", seed=11, mode="tpc-http",
@@ -204,7 +204,7 @@ def test_delete_after_verify_deletes_only_what_the_job_submitted(gateways, tmp_p
     file of someone else's, on another storage): xcbench neither reads nor deletes it; the row
     says so; the files it did submit are verified and deleted."""
     from tests.integration.fts3_double import Fts3Double
-    from xcbench.campaign.fts3 import submit_campaign
+    from xcbench.scaleout.fts3 import submit_campaign
     dst, src = gateways
     with tmpfs_gateways(tmp_path_factory.mktemp("foreign"), ("camp-foreign",)) as (other,):
         foreign = Path(other.target.path) / "someone-elses-file"

@@ -11,8 +11,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.integration.gwcheck import tmpfs_gateways
-from xcbench.analysis.steady import steady_table
 from xcbench.campaign import CampaignSpec, run_campaign
+from xcbench.figures.steady import steady_table
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from xcbench.backends.cephfs import BACKEND  # noqa: F401 - the conftest backend
 from xcbench.campaign import CampaignSpec, run_campaign
 from xcbench.campaign.access import ranges
 from xcbench.campaign.reads import ReadCampaign, prepare_dataset
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.cell import Cell, Layout, PoolSpec
 
 pytestmark = pytest.mark.integration
 M = 1 << 20
@@ -202,7 +202,7 @@ def test_rados_read_catches_a_corrupt_object(ceph_cluster, workdir):
     """XrdCeph: one RADOS object of one file changed after the dataset was verified; a random
     read pass and a full read pass each fail that file only."""
     from xcbench.backends.rados import BACKEND as RADOS
-    from xcbench.ceph.layout import striper_objects
+    from xcbench.cell.layout import striper_objects
     from xcbench.gateway import start_gateway
     from xcbench.system.proc import ProcessSet
     procs = ProcessSet()

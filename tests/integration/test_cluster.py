@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from xcbench.cell import PoolSpec
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph import pools as cephpools
 from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import PoolSpec
 from xcbench.system import mounts as sysmounts
 from xcbench.system.proc import run
 

@@ -112,7 +112,7 @@ def test_a_cell_with_cores_runs_its_origins_in_quota_groups_removed_on_exit():
         detect()
     except CgroupError as e:
         pytest.skip(f"needs CPU-quota cgroups: {e}")
-    from xcbench.matrix.cell import Cell
+    from xcbench.cell import Cell
     from xcbench.run.session import CellSession
     from xcbench.system.proc import ProcessSet
     cell = Cell(id="dims-sess", label="dims", backend="tmpfs", tmpfs_size=64 << 20, origins=2,

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from xcbench.ceph.layout import layout_xattrs
+from xcbench.cell.layout import layout_xattrs
 from xcbench.ceph.pools import pool_settings
 
 pytestmark = pytest.mark.integration

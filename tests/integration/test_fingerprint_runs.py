@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from xcbench.analysis.compare import compare_data
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.verdicts.compare import compare_data
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.matrix import ClusterFacts, load_matrix
 from xcbench.run.runner import RunOptions, run_matrix
 

@@ -10,9 +10,9 @@ import pytest
 
 from tests.integration.gwcheck import listeners, upload_and_verify
 from xcbench.backends.tmpfs import BACKEND
+from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.gateway import start_gateway
-from xcbench.matrix.cell import Cell
 from xcbench.system.proc import ProcessSet, pid_alive
 
 pytestmark = pytest.mark.integration

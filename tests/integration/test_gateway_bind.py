@@ -8,8 +8,8 @@ import pytest
 
 from tests.integration.gwcheck import listeners
 from xcbench.backends.tmpfs import BACKEND
+from xcbench.cell import Cell
 from xcbench.gateway import start_gateway
-from xcbench.matrix.cell import Cell
 from xcbench.system.proc import ProcessSet
 
 pytestmark = pytest.mark.integration

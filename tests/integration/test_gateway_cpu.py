@@ -50,7 +50,7 @@ def test_every_level_records_gateway_cpu_per_gb_and_plan_sizes_from_it(tmp_path,
             # the origins wrote every byte the campaign moved into them (and a little log)
             moved = sum(o["bytes"] for k, o in per.items() if k != "redirector")
             assert r["bytes"] <= moved < 1.2 * r["bytes"]
-    from xcbench.analysis.report import render_report
+    from xcbench.analysis.report.document import render_report
     md = render_report([run.path], fmt="md").read_text()
     assert "## Gateway CPU per GB" in md and "| push | none | write |" in md and "TPC source core-s/GB" in md
     assert main(["plan", "--rate", "100Gb/s", "--calibrate", str(run.path), "--calibrate-osds", "3"]) == 0

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from xcbench.cell import Cell
 from xcbench.hosts.emulate import why_not
-from xcbench.matrix.cell import Cell
 from xcbench.system import proc
 
 TAG = f"{os.getpid() % 10000}"
@@ -201,7 +201,7 @@ def test_tmpfs_origins_on_two_netns_hosts(inventory, scratch):
 # cell through a bridge-bound cluster in the default suite, and tmpfs origins stay here
 @pytest.mark.slow
 def test_rados_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
-    from xcbench.matrix.cell import Layout, PoolSpec
+    from xcbench.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-rados-{TAG}", label="gateway hosts rados", backend="rados",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
                 origins=2)
@@ -235,7 +235,7 @@ def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
 def test_cephfs_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
     """ceph-fuse mounts in the root namespace; the origins in the hosts' namespaces see it (the
     netns transport enters the network namespace only)."""
-    from xcbench.matrix.cell import Layout, PoolSpec
+    from xcbench.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-cephfs-{TAG}", label="gateway hosts cephfs", backend="cephfs",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
                 origins=2)

@@ -10,8 +10,8 @@ import pytest
 
 from tests.integration.gwcheck import listeners, make_file, upload_and_verify
 from xcbench.backends.tmpfs import BACKEND
+from xcbench.cell import Cell
 from xcbench.gateway import start_gateway
-from xcbench.matrix.cell import Cell
 from xcbench.system import proc
 from xcbench.system.proc import ProcessSet, pid_alive
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from xcbench.backends.base import Target
+from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.probe import fio
 from xcbench.probe.jobs import PREFIX, direct_io_supported, run_probe
 from xcbench.store.tables import PROBE

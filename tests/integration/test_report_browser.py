@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis.report import render_report
+from xcbench.analysis.report.document import render_report
 from xcbench.system import proc
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from XRootD import client as xc
 
-from xcbench.analysis.report import render_run_report
+from xcbench.analysis.report.document import render_run_report
 from xcbench.commands.run import load_run_matrix
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import RunOptions, run_matrix

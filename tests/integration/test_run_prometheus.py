@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from xcbench.analysis.storagehosts import VIEWS_WHAT
+from xcbench.analysis.verdicts.storagehosts import VIEWS_WHAT
 from xcbench.commands.run import load_run_matrix
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import RunOptions, run_matrix

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from xcbench.analysis import rules
+from xcbench.analysis.verdicts import rules
 
 pytestmark = pytest.mark.integration
 

@@ -209,8 +209,8 @@ def test_least_privilege_key_for_cephfs(ceph_cluster, site):
     """The bench key `cluster caps` prints (mds path=/xcbench) prepares a CephFS cell: it mounts
     only /xcbench/<run>, sets the layout, and removes the run dir after."""
     from xcbench.backends.cephfs import BACKEND
+    from xcbench.cell import Cell, Layout, PoolSpec
     from xcbench.ceph.cluster import Cluster
-    from xcbench.matrix.cell import Cell, Layout, PoolSpec
     from xcbench.system.proc import ProcessSet
     pool = PoolSpec("replicated", size=1)
     ceph_cluster.ensure_pool(pool, cephfs=True)  # the admin's part (`cluster caps` step 3)
@@ -275,9 +275,9 @@ def test_issue_bench_key_without_p_names_the_cap(ceph_cluster, site):
     """The issue's bench key (mds 'allow rw': no p) cannot set a layout: prepare says which cap,
     and leaves neither a mount nor its run dir behind."""
     from xcbench.backends.cephfs import BACKEND
+    from xcbench.cell import Cell, Layout, PoolSpec
     from xcbench.ceph.cluster import Cluster
     from xcbench.errors import XcbError
-    from xcbench.matrix.cell import Cell, Layout, PoolSpec
     from xcbench.system.proc import ProcessSet
     pool = PoolSpec("replicated", size=1)
     ceph_cluster.ensure_pool(pool, cephfs=True)

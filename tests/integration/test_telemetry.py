@@ -20,9 +20,9 @@ from types import SimpleNamespace
 import pytest
 
 from xcbench.backends import get_backend
+from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.ceph import pools as cephpools
 from xcbench.gateway import start_gateway
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.system import proc
 from xcbench.system.ports import free_port
 from xcbench.telemetry import (

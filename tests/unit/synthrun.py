@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.figures.units import format_size
 from xcbench.matrix import cell_id as _cell_id
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.store.rundir import RunDir
-from xcbench.system.sizes import format_size
 
 MIB, GIB = float(1 << 20), float(1 << 30)
 T0 = 1_760_000_000.0  # run start (epoch s)
@@ -171,7 +171,7 @@ def _schedule(rng, n: int, c: int, size: np.ndarray, slot_rate: float, gap: floa
 
 
 def _timeline(start: np.ndarray, finish: np.ndarray, moved: np.ndarray, ok: np.ndarray, t0: float):
-    """1 s buckets, computed independently of analysis.steady: each transfer's bytes are split
+    """1 s buckets, computed independently of figures.steady: each transfer's bytes are split
     over the buckets it overlaps; active = transfers in flight at the bucket's end."""
     s, e = start - t0, finish - t0
     nb = int(math.ceil(e.max()))

@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.system.sizes import parse_size
+from xcbench.figures.units import parse_size
 
 PATTERNS = ("full", "random", "readv")
 ACCESS_KEYS = ("pattern", "size", "count")

@@ -35,13 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from xcbench.campaign.cancel import Canceller
-from xcbench.campaign.clients import (
-    XRDCL_ENV,
-    Outcome,
-    Progress,
-    TransferError,
-    apply_client_env,
-)
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.drivercpu import DriverCpu
 from xcbench.campaign.endpoints import Endpoint, choose, endpoint, is_xrdceph
@@ -52,7 +45,14 @@ from xcbench.campaign.optimizer import AttemptView, Optimizer
 from xcbench.campaign.rows import Buffered, Timeline, transfer_row
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import local_source, stage_source
-from xcbench.campaign.thread_clients import thread_client
+from xcbench.clients.base import (
+    XRDCL_ENV,
+    Outcome,
+    Progress,
+    TransferError,
+    apply_client_env,
+)
+from xcbench.clients.threads import thread_client
 from xcbench.errors import XcbError
 from xcbench.store.findings import finding
 

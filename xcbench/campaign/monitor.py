@@ -13,9 +13,9 @@ import threading
 import time
 from typing import Any
 
-from xcbench.campaign.clients import XRDCL_ENV
 from xcbench.campaign.optimizer import observe
 from xcbench.campaign.rows import Timeline, campaign_row, optimizer_row
+from xcbench.clients.base import XRDCL_ENV
 from xcbench.store.findings import finding
 
 log = logging.getLogger(__name__)

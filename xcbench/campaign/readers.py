@@ -17,11 +17,11 @@ import threading
 import time
 import zlib
 
-from xcbench.campaign.client_gfal2 import _error
-from xcbench.campaign.client_http import KeptAlive, _left
-from xcbench.campaign.client_xrootd import status_error, use_streams, with_streams
-from xcbench.campaign.clients import Progress, TransferError
 from xcbench.campaign.dataset import format_adler32
+from xcbench.clients.base import Progress, TransferError
+from xcbench.clients.gfal2_client import _error
+from xcbench.clients.http_client import KeptAlive, _left
+from xcbench.clients.xrootd_client import status_error, use_streams, with_streams
 
 CHUNK = 4 << 20
 # XRootD full reads: 1 MiB requests, 8 in flight per file (tried on a tmpfs gateway, 8 x 32 MiB

@@ -25,7 +25,6 @@ import zlib
 from typing import Any
 
 from xcbench.campaign.access import direction_of, ranges
-from xcbench.campaign.clients import Outcome, Progress, TransferError
 from xcbench.campaign.dataset import format_adler32
 from xcbench.campaign.dispatch import Campaign, CampaignHooks
 from xcbench.campaign.dispatch import run_campaign as run_writes
@@ -33,7 +32,8 @@ from xcbench.campaign.level import _Job
 from xcbench.campaign.optimizer import AttemptView
 from xcbench.campaign.readers import thread_reader
 from xcbench.campaign.spec import CampaignSpec
-from xcbench.campaign.thread_clients import thread_client
+from xcbench.clients.base import Outcome, Progress, TransferError
+from xcbench.clients.threads import thread_client
 from xcbench.errors import XcbError
 from xcbench.store.findings import finding
 

@@ -7,12 +7,12 @@ import uuid
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from xcbench.analysis.steady import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
 from xcbench.campaign.access import parse_access, read_fraction
 from xcbench.errors import XcbError
+from xcbench.figures.steady import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
+from xcbench.figures.units import format_size, parse_size
 from xcbench.system.scratch import memory_room
 from xcbench.system.secrets import redact
-from xcbench.system.sizes import format_size, parse_size
 
 MODES = ("push", "tpc-root", "tpc-http")
 CLIENTS = ("xrootd", "gfal2", "http")  # http: plain GET, read campaigns only

@@ -9,10 +9,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from xcbench.campaign.clients import Progress
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.endpoints import Endpoint
-from xcbench.campaign.thread_clients import thread_client
+from xcbench.clients.base import Progress
+from xcbench.clients.threads import thread_client
 from xcbench.errors import XcbError
 from xcbench.system import orphans
 from xcbench.system.fsutil import remove_tree

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from xcbench.ceph.protection import POOL_PREFIX, Protection
+from xcbench.cell.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 
 BENCH_ID = "xcb-bench"

@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from xcbench.cell.protection import POOL_PREFIX, Protection
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph import keys, mounts, pools
 from xcbench.ceph.keys import KeyDir
-from xcbench.ceph.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 from xcbench.system import proc, statedir
 from xcbench.system.mounts import fuse_umount

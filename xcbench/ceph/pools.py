@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from xcbench.ceph.protection import POOL_PREFIX, Protection
+from xcbench.cell.protection import POOL_PREFIX, Protection
 from xcbench.errors import XcbError
 
 if TYPE_CHECKING:

@@ -18,12 +18,12 @@ from pathlib import Path
 from xcbench.backends.tmpfs import check_fits
 from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
 from xcbench.campaign.endpoints import endpoint
-from xcbench.campaign.fts3 import submit_campaign
 from xcbench.campaign.spec import memory_problem
+from xcbench.cell import Cell
 from xcbench.commands import add_store_arg, argcheck
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell
 from xcbench.run.session import CellSession
+from xcbench.scaleout.fts3 import submit_campaign
 from xcbench.store.rundir import RunDir, default_store
 from xcbench.system import orphans, secrets
 from xcbench.system.proc import ProcessSet

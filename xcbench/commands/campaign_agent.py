@@ -1,9 +1,9 @@
 """xcbench campaign-agent: one client host's share of a campaign level (hidden; started by
-`xcbench run --hosts` on each client host, see xcbench.campaign.agent for the protocol)."""
+`xcbench run --hosts` on each client host, see xcbench.scaleout.agent for the protocol)."""
 
 from __future__ import annotations
 
-from xcbench.campaign.agent import main
+from xcbench.scaleout.agent import main
 
 
 def add_parser(sub):

@@ -6,9 +6,10 @@ import json
 import math
 from pathlib import Path
 
-from xcbench.analysis.compare import MIN_REPEATS, compare_data, versions_changed
-from xcbench.analysis.render import fmt_gib, fmt_pct, text_table
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report.render import text_table
+from xcbench.analysis.verdicts.compare import MIN_REPEATS, compare_data, versions_changed
+from xcbench.analysis.verdicts.run_data import RunData
+from xcbench.figures.units import fmt_gib, fmt_pct
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
 

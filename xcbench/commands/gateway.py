@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.backends.base import Target, backend_class, get_backend
+from xcbench.cell import Layout
 from xcbench.ceph.access import check_access
 from xcbench.ceph.cluster import cluster_from_args
 from xcbench.ceph.keys import remove_kept
@@ -26,7 +27,6 @@ from xcbench.errors import XcbError
 from xcbench.gateway import stop_recorded
 from xcbench.gateway.security import RunSecurity
 from xcbench.matrix import load_matrix
-from xcbench.matrix.cell import Layout
 from xcbench.run.session import CellSession
 from xcbench.system import orphans, proc, statedir
 from xcbench.system.fsutil import remove_tree

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from xcbench.errors import XcbError
+from xcbench.figures.units import format_size, parse_size
 from xcbench.matrix import ClusterFacts, check_lines, load_matrix
-from xcbench.system.sizes import format_size, parse_size
 
 
 def add_parser(sub):

@@ -14,6 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.figures.units import fmt_rate, parse_size
 from xcbench.gateway.security import SECURITY_MODES
 from xcbench.plan.calibrate import load_calibration
 from xcbench.plan.gateway_cores import parse_gateway_cpu
@@ -22,9 +23,7 @@ from xcbench.plan.presets import PRESETS, resolve_target
 from xcbench.plan.report import render_plan
 from xcbench.plan.rtt import buffers, parse_rtts, rtt_section
 from xcbench.plan.spec import Assumptions, example_path, examples, load_cluster, load_gateway
-from xcbench.plan.units import fmt_rate
 from xcbench.store.rundir import RunDir
-from xcbench.system.sizes import parse_size
 
 
 def add_parser(sub):

@@ -21,6 +21,7 @@ from xcbench.ceph.cluster import cluster_from_args
 from xcbench.commands import argcheck
 from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
+from xcbench.figures.units import format_size
 from xcbench.matrix import load_matrix
 from xcbench.probe.fio import summary
 from xcbench.probe.jobs import run_probe
@@ -29,7 +30,6 @@ from xcbench.system import orphans
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.proc import ProcessSet
 from xcbench.system.signals import EXIT_CODE, current
-from xcbench.system.sizes import format_size
 
 GIB = float(1 << 30)
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xcbench.analysis import glance
-from xcbench.analysis.report import render_report
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report import glance
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
 
 if TYPE_CHECKING:
-    from xcbench.analysis.run_data import RunData
+    from xcbench.analysis.verdicts.run_data import RunData
 
 
 def add_parser(sub):

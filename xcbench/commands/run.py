@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xcbench.analysis import glance
-from xcbench.analysis.report import render_run_report
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report import glance
+from xcbench.analysis.report.document import render_run_report
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.backends.base import backend_class
 from xcbench.ceph.access import check_access
 from xcbench.ceph.cluster import cluster_from_args
@@ -147,7 +147,7 @@ def execute(matrix: Matrix, cluster, opts) -> int:
 
 
 def closing(path: Path, as_json: bool = False) -> None:
-    """The closing table of a run (analysis.glance): what capped each level; best effort, so a
+    """The closing table of a run (analysis.report.glance): what capped each level; best effort, so a
     run that measured but cannot be summarised still ends with its paths."""
     import json
     try:

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from xcbench.analysis.render import text_table
+from xcbench.analysis.report.render import text_table
 from xcbench.store.catalog import list_runs, resolve_run
 from xcbench.store.rundir import RunDir, default_store
 from xcbench.store.tables import TABLES

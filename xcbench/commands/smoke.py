@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from xcbench.campaign.smoke import smoke
+from xcbench.gateway.smoke import smoke
 
 
 def add_parser(sub):

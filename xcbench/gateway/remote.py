@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from xcbench import __version__
+from xcbench.cell.layout import Layout
 from xcbench.ceph import conf as cephconf
-from xcbench.ceph.layout import Layout
 from xcbench.errors import XcbError
 from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.agent import AGENT_SECURITY, TARGET_FIELDS

@@ -53,6 +53,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from xcbench.cell import SECURITY_MODES
 from xcbench.errors import XcbError
 from xcbench.system import orphans, proc, secrets
 from xcbench.system.fsutil import remove_tree
@@ -61,7 +62,6 @@ from xcbench.system.xrootd_user import own
 
 # how the gateway is reached: anonymous root/http; roots/https with a per-run CA; WLCG tokens from
 # xcbench's own issuer; macaroons the client asks the gateway for (a cell's `security`)
-SECURITY_MODES = ("none", "tls", "scitokens", "macaroons")
 
 AUDIENCE = "https://wlcg.cern.ch/jwt/v1/any"  # the WLCG profile's "any audience"
 WRITE_SCOPES = "storage.create:/ storage.read:/ storage.modify:/"

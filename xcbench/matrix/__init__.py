@@ -15,7 +15,7 @@ A matrix names backends and, per backend, the dimensions to cross::
       size_dist: fixed        # fixed | uniform | lognormal
       repeats: 1
       streams: [1, 4, 16]     # optional: TCP streams per transfer (crossed like origins)
-      size_class: [small, large]  # optional: Fermilab's classes (matrix/classes.py) ...
+      size_class: [small, large]  # optional: Fermilab's classes (cell/classes.py) ...
       size_scale: 8           # ... divided by this where the target is too small
       cores: [0.5, 1]         # optional: CPU quota of each origin (cgroup), x origins
       probe: {runtime: 3, iodepth: 4, numjobs: 1, size: 64M}
@@ -41,9 +41,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from xcbench.analysis.reference import check_reference
+from xcbench.cell import Cell
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell
+from xcbench.figures.reference import check_reference
 from xcbench.matrix.expand import _finish, cell_id, expand
 from xcbench.matrix.schema import (
     STRIPE_ALIGN,
@@ -69,7 +69,7 @@ class Matrix:
     cells: list[Cell]
     raw: dict[str, Any]
     scaled_ec: dict[str, str] = field(default_factory=dict)  # "ec8+3" -> "ec2+1" (--scale-ec)
-    reference: dict[str, Any] | None = None  # the published table reproduced (xcbench.analysis.reference)
+    reference: dict[str, Any] | None = None  # the published table reproduced (xcbench.figures.reference)
 
     def cell(self, key: str) -> Cell:
         """A cell by id, id prefix or label."""

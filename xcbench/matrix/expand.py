@@ -9,8 +9,9 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from xcbench.matrix.cell import BACKENDS, Cell
-from xcbench.matrix.classes import class_range, class_sizes
+from xcbench.cell import BACKENDS, Cell
+from xcbench.cell.classes import class_range, class_sizes
+from xcbench.figures.units import format_size
 from xcbench.matrix.schema import (
     BACKEND_KEYS,
     DEFAULTS,
@@ -28,7 +29,6 @@ from xcbench.matrix.schema import (
     check_layout,
     parse_pool,
 )
-from xcbench.system.sizes import format_size
 
 
 def cell_id(settings: dict[str, Any]) -> str:

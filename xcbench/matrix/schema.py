@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.campaign.access import read_problems
-from xcbench.campaign.engine import cell_problems, engine_problems
 from xcbench.campaign.spec import check_campaign_settings, level_problems, memory_problem
-from xcbench.ceph.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
+from xcbench.cell import DIRECTIONS, MODES, SECURITY_MODES, Layout, PoolSpec
+from xcbench.cell.classes import SIZE_CLASSES
+from xcbench.cell.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
+from xcbench.figures.units import format_size, parse_size
 from xcbench.gateway.config import ceph_problems
 from xcbench.hosts import load_inventory, parse_inventory
-from xcbench.matrix.cell import DIRECTIONS, MODES, SECURITY_MODES, Layout, PoolSpec
-from xcbench.matrix.classes import SIZE_CLASSES
+from xcbench.scaleout.engine import cell_problems, engine_problems
 from xcbench.system.http_auth import check_url, read_auth
 from xcbench.system.ports import check_bind
-from xcbench.system.sizes import format_size, parse_size
 from xcbench.telemetry.prometheus import parse_duration
 
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
@@ -40,7 +40,7 @@ GATEWAY_KEYS = ("async", "buffers_maxbsz", "cksio", "bind", "ceph", "tpc")
 CAMPAIGN_KEYS = ("client", "streams", "timeout", "retries", "retry_delay", "checksum", "overwrite",
                  "delete_after_verify", "optimizer", "seed", "duration", "steady") + \
     ("read_fraction", "access")  # read campaigns (direction read | mixed)
-ENGINE_KEYS = ("engine", "fts")  # the run's transfer engine (xcbench.campaign.engine)
+ENGINE_KEYS = ("engine", "fts")  # the run's transfer engine (xcbench.scaleout.engine)
 RULE_KEYS = ("backend", "pool", "stripe_unit", "stripe_count", "object_size", "size", "origins",
              "mode", "concurrency", "file_size", "files")  # + streams, size_class, cores (DIM_KEYS)
 

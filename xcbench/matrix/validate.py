@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from xcbench.matrix.cell import Cell, PoolSpec
+from xcbench.cell import Cell, PoolSpec
 from xcbench.matrix.schema import _Errors
 
 

@@ -14,7 +14,7 @@ ceiling nothing above the network can beat (verdict "network" when a cell runs c
 
 Commands go through a *runner* so that the same sweep can later run its client on one host and
 its server on another: :class:`LocalRunner` runs both here, :class:`TransportRunner` each on its
-host of a run's inventory (client hosts x gateway hosts, xcbench.campaign.hostrun).
+host of a run's inventory (client hosts x gateway hosts, xcbench.run.hostrun).
 """
 
 from __future__ import annotations

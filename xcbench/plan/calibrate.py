@@ -22,15 +22,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
+from xcbench.figures.units import fmt_rate
 from xcbench.plan.calibration_facts import block_size_of, find_int, protection_of, sample_labels
 from xcbench.plan.gateway import GatewayInputs, gateway_model
 from xcbench.plan.gateway_cores import gateway_cpu_rows, pick_gateway_cpu
 from xcbench.plan.rate_per_core import add_rate_per_core
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec, Protection
 from xcbench.plan.storage import StorageInputs, storage_model
-from xcbench.plan.units import fmt_rate
 from xcbench.store.rundir import RunDir
 
 SMALL_BS, LARGE_BS = 64 << 10, 1 << 20
@@ -138,7 +138,7 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
             "origins": int(s.get("origins") or 1), "cores": s.get("cores"),
             "mode": str(g["mode"].iloc[0] if "mode" in g else s.get("mode", "push")),
             "concurrency": int(conc), "rate": st or whole, "campaign_rate": whole,
-            "rate_from": "steady window (analysis.steady)" if st else "campaign median over repeats",
+            "rate_from": "steady window (figures.steady)" if st else "campaign median over repeats",
             "repeats": len(g)})
     if "gateway_cpu_s_per_gb" in df:
         cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells, run.table("verdicts"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from xcbench.figures.units import parse_size
 from xcbench.plan.spec import Protection
-from xcbench.system.sizes import parse_size
 
 
 def protection_of(settings: dict | None) -> Protection | None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from xcbench.figures.units import fmt_rate
 from xcbench.plan.gateway import gateway_model
 from xcbench.plan.storage import storage_model
-from xcbench.plan.units import fmt_rate
 
 
 def _model(spec, gw, a, fig: dict) -> tuple[float, float, str]:

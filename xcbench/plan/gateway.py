@@ -25,9 +25,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from xcbench.figures.units import Figure, fmt_rate, gbps
 from xcbench.plan.spec import Assumptions, GatewaySpec
 from xcbench.plan.storage import ceil_count
-from xcbench.plan.units import Figure, fmt_rate, gbps
 
 
 @dataclass

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import Any
 
+from xcbench.figures.units import Figure, fmt_capacity, fmt_rate, gbps
 from xcbench.plan.calibrate import Calibration, gateway_inputs, storage_inputs
 from xcbench.plan.crosscheck import check_published
 from xcbench.plan.gateway import GatewayInputs, datasheet_cpu_s_per_gb, gateway_model, gateways_figure
@@ -19,7 +20,6 @@ from xcbench.plan.gateway_cores import USCMS_REFERENCE, cores_rows, sizing
 from xcbench.plan.presets import PRESETS, RateTarget
 from xcbench.plan.spec import Assumptions, ClusterSpec, GatewaySpec
 from xcbench.plan.storage import StorageInputs, remote_share, storage_model
-from xcbench.plan.units import Figure, fmt_capacity, fmt_rate, gbps
 
 PLAN_VERSION = 1
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from xcbench.errors import XcbError
-from xcbench.plan.units import SECONDS_PER_YEAR, from_gbps, parse_capacity, parse_rate
-from xcbench.system.sizes import parse_size
+from xcbench.figures.units import SECONDS_PER_YEAR, from_gbps, parse_capacity, parse_rate, parse_size
 
 
 @dataclass(frozen=True)
@@ -19,7 +18,7 @@ class RateTarget:
     name: str
     rate: float  # bytes/s, external, through the gateways
     write_fraction: float  # share of `rate` that is written into the site (ingest)
-    file_size: int  # bytes (powers of 1024, as xcbench.system.sizes)
+    file_size: int  # bytes (powers of 1024, as xcbench.figures.units)
     description: str = ""
     volume_per_year: float | None = None  # bytes stored per year, if the target states one
     source: str = ""  # where the rate (and volume) were published; "" for a custom target

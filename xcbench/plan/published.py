@@ -28,9 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from xcbench.figures.units import parse_rate, parse_size
 from xcbench.plan.reader import Reader, protection_of
-from xcbench.plan.units import parse_rate
-from xcbench.system.sizes import parse_size
 
 MODELS = ("client_write_ops", "network_theoretical", "storage", "end_to_end")
 CHECKS = ("within", "bracket")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from xcbench.ceph.protection import Protection, label_fields
+from xcbench.cell.protection import Protection, label_fields
 from xcbench.errors import XcbError
 
 _REQ = object()

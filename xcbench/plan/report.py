@@ -1,5 +1,5 @@
 """Plan output: text (terminal), JSON (the plan dict), HTML and Markdown (analysis/templates/plan.*.j2
-through the shared report machinery, xcbench.analysis.render). Every figure carries its formula
+through the shared report machinery, xcbench.analysis.report.render). Every figure carries its formula
 and inputs; the assumptions are listed with the flag that changes each."""
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from xcbench.analysis.render import fig_to_data_uri, new_figure, render, write_report
+from xcbench.analysis.report.render import fig_to_data_uri, new_figure, render, write_report
 from xcbench.errors import XcbError
+from xcbench.figures.units import fmt_bytes, fmt_capacity, fmt_rate, fmt_value, format_size, gbps
 from xcbench.plan.rtt import rtt_lines
-from xcbench.plan.units import fmt_bytes, fmt_capacity, fmt_rate, fmt_value, gbps
-from xcbench.system.sizes import format_size
 
 FORMATS = ("text", "json", "html", "md")
 

@@ -23,9 +23,9 @@ import math
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.figures.units import fmt_rate
 from xcbench.network.tcpaudit import TIERS
 from xcbench.plan.storage import ceil_count
-from xcbench.plan.units import fmt_rate
 
 RTT_MAX_MS = 10_000.0
 USCMS_RTT: dict[str, Any] = {

@@ -27,14 +27,13 @@ from typing import Any
 
 import yaml
 
-from xcbench.ceph.layout import Layout
-from xcbench.ceph.protection import Protection
+from xcbench.cell import SECURITY_MODES
+from xcbench.cell.layout import Layout
+from xcbench.cell.protection import Protection
 from xcbench.errors import XcbError
-from xcbench.gateway.security import SECURITY_MODES
+from xcbench.figures.units import parse_capacity, parse_rate, parse_size
 from xcbench.plan.published import parse_published
 from xcbench.plan.reader import Reader, protection_of
-from xcbench.plan.units import parse_capacity, parse_rate
-from xcbench.system.sizes import parse_size
 from xcbench.system.userfiles import read_yaml
 
 

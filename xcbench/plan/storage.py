@@ -48,8 +48,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from xcbench.figures.units import Figure, fmt_capacity, fmt_rate
 from xcbench.plan.spec import Assumptions, ClusterSpec
-from xcbench.plan.units import Figure, fmt_capacity, fmt_rate
 
 
 @dataclass

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.figures.units import parse_size
 from xcbench.system import proc
-from xcbench.system.sizes import parse_size
 
 DEFAULT_PORT = 8765  # fio --server's default port
 LOCAL = "local"

@@ -37,9 +37,9 @@ from typing import Any
 
 from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
+from xcbench.figures.units import parse_size
 from xcbench.probe import fio
 from xcbench.system import proc
-from xcbench.system.sizes import parse_size
 from xcbench.system.templates import render
 
 PATTERNS = ("randwrite", "write", "read")
@@ -323,7 +323,7 @@ def _counted_jobs(jobfiles: list[Path], output: Path, jobs: list[str], timeout: 
     write IOs and bytes counted while it runs, then the other jobs: (fio's JSON of all jobs,
     job -> the device's (write IO/s, write bytes/s) during it: :func:`active_rate`). The IOPS
     job's figures are the device's IO-count ceiling as fio's 4 KiB writes reach it, the
-    bandwidth job's its bytes ceiling as large writes reach it (analysis.rules)."""
+    bandwidth job's its bytes ceiling as large writes reach it (analysis.verdicts.rules)."""
     data: dict[str, Any] = {}
     found: dict[str, tuple[float, float]] = {}
     parts = []
@@ -351,7 +351,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     ``device``: the storage device's cumulative (write IOs, write bytes), where the caller can
     count them (the OSDs' device, e.g. their blkio group). Each write job then runs alone and its
     row carries ``device_write_iops``/``device_write_Bps``: what it made the device do, the
-    ceilings in the unit a chain of other ops can be held against (analysis.rules)."""
+    ceilings in the unit a chain of other ops can be held against (analysis.verdicts.rules)."""
     p = settings(cell, patterns)
     hosts = _hosts(hosts)
     check_target(cell, target, cluster)

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from xcbench.analysis.steady import steady_window
+from xcbench.figures.steady import steady_window
 from xcbench.telemetry.prometheus import LIVE_PREFIX, live_line
 
 PLAIN_STORAGE_EVERY = 10.0  # seconds between two storage lines in the plain (non-terminal) view
@@ -84,7 +84,7 @@ class MatrixView:
             self.live.update(self._render())
 
     def _steady(self, campaign: dict) -> float | None:
-        """Gb/s over the campaign's steady window (analysis.steady's RULE, as the report has it
+        """Gb/s over the campaign's steady window (figures.steady's RULE, as the report has it
         for a level ended by its files; a time-based level's own window may differ a little)."""
         rows = self.buckets.pop(str(campaign.get("campaign_id")), None)
         if not rows:

@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from xcbench import telemetry
-from xcbench.analysis import between_run
-from xcbench.analysis.attribution import write_verdicts
+from xcbench.analysis.verdicts import between_run
+from xcbench.analysis.verdicts.attribution import write_verdicts
 from xcbench.backends.base import Target
 from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
-from xcbench.campaign.engine import pop_engine
-from xcbench.campaign.hostrun import RunHosts
+from xcbench.scaleout.engine import pop_engine
+from xcbench.cell import Cell
+from xcbench.cell.classes import campaign_sizes
 from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.pools import pool_settings
 from xcbench.errors import XcbError
@@ -38,11 +39,10 @@ from xcbench.gateway import Gateway
 from xcbench.gateway.config import gateway_inputs
 from xcbench.gateway.security import RunSecurity
 from xcbench.matrix import Matrix
-from xcbench.matrix.cell import Cell
-from xcbench.matrix.classes import campaign_sizes
 from xcbench.network.addressing import report_host
 from xcbench.network.baseline import iperf3
 from xcbench.probe.jobs import run_probe
+from xcbench.run.hostrun import RunHosts
 from xcbench.run.session import CellSession
 from xcbench.store import fingerprint as fp
 from xcbench.store.manifest import DONE
@@ -105,7 +105,7 @@ class Runner:
         self._sources: dict[str, Any] = {}  # tmpfs source gateway per security mode, for TPC modes
         self._security: Any = None  # the run's CA and token issuer (xcbench.gateway.security)
         self._source_stack = contextlib.ExitStack()
-        self.hosts: Any = None  # xcbench.campaign.hostrun.RunHosts with an inventory
+        self.hosts: Any = None  # xcbench.run.hostrun.RunHosts with an inventory
         if opts.hosts is not None:
             self.hosts = RunHosts(opts.hosts, run, self.procs)
 
@@ -426,7 +426,7 @@ def _cluster_info(cluster: Cluster | None) -> dict[str, Any]:
 
 def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
     """Verdicts and Parquet, each best effort, so a failure here loses no record (the command
-    renders the report: xcbench.analysis.report.render_run_report)."""
+    renders the report: xcbench.analysis.report.document.render_run_report)."""
     if status == "complete" and any(not c.done for c in run.cells.values()):
         status = "partial"
     try:

@@ -23,8 +23,8 @@ from xcbench.gateway.remote import start_remote_gateway
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Backend, Target
+    from xcbench.cell import Cell
     from xcbench.gateway import Gateway
-    from xcbench.matrix.cell import Cell
     from xcbench.system.proc import ProcessSet
 
 

@@ -4,8 +4,8 @@ A scenario that caps a role is right only when the cap made the bottleneck it na
 
 - **slower**: the capped level's steady rate is below the uncapped one's by more than the two
   levels' own measured noise: the one-sided 95 % lower bound of uncapped / capped
-  (analysis.stats.ratio_lower_bound, each rate's relative standard error from its steady
-  window and repeats, analysis.stats.rate_rel_se) is above 1;
+  (figures.stats.ratio_lower_bound, each rate's relative standard error from its steady
+  window and repeats, figures.stats.rate_rel_se) is above 1;
 - **at its quota**: the capped role's CPU sits at its quota over the steady window (the role's
   ``saturated``: cores >= NEAR of the limit, or its group throttled in most CFS periods).
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from xcbench.analysis.stats import CONFIDENCE, ratio_lower_bound
+from xcbench.figures.stats import CONFIDENCE, ratio_lower_bound
 
 
 def _num(v: Any) -> float:

@@ -12,7 +12,7 @@ a **changed** run, where the named limit is
   rate x 0.5; the verdict is confirmed when the upper 95 % bound of changed / control shows at
   least half that fall (<= 0.75), refuted otherwise.
 
-A relief is confirmed when the lower 95 % bound of changed / control (analysis.stats, each
+A relief is confirmed when the lower 95 % bound of changed / control (figures.stats, each
 rate's own noise) is above 1, refuted otherwise. Verdicts no experiment on this host can test
 are "not testable here" with the reason (host-cpu: the roles would need hosts of their own;
 network: a wider link than the run's; ec-overhead: the comparison with the replicated twin is
@@ -33,9 +33,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from xcbench.analysis.stats import CONFIDENCE, ratio_lower_bound
 from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
+from xcbench.figures.stats import CONFIDENCE, ratio_lower_bound
 from xcbench.matrix import load_matrix
 from xcbench.matrix.expand import _finish
 from xcbench.run.runner import RunOptions, run_matrix

@@ -10,7 +10,7 @@ run, so it coexists with others' hosts on a shared machine):
   Its slowest level's steady rate U is what the chain does through the hosts here at least;
 - then the client host's link is shaped (tc tbf, both ways) to ``FRACTION`` x U, a fraction
   stated here and derived from U measured now, never tuned to make the verdict come out: the
-  rule (analysis.link_use: a level moving >= 85 % of its link's shaped rate) must hold for it;
+  rule (analysis.verdicts.link_use: a level moving >= 85 % of its link's shaped rate) must hold for it;
 - the **shaped** run: every level, with the iperf3 baseline from the client host to the gateway
   host over the shaped link (the network verdict from the link does not need it; it should
   agree, and both figures are in the checks' notes).
@@ -97,7 +97,7 @@ def emulated(doc: dict[str, Any], workdir: Path, name: str) -> Iterator[Any]:
     """The hosts of ``doc`` up for the block, then down (everything the record lists).
 
     Recorded in the default state dir: the ``links`` telemetry device reads the links of the
-    hosts recorded there while telemetry.build() passes it no inventory (analysis.link_use then
+    hosts recorded there while telemetry.build() passes it no inventory (analysis.verdicts.link_use then
     keeps only the run's own client hosts, from the manifest)."""
     path = workdir / f"{name}-hosts.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))

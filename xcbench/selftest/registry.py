@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from xcbench.matrix.cell import PoolSpec
+from xcbench.cell import PoolSpec
 
 # (right verdicts, note) for one level of a scenario, from the evidence its cell measured
 Expect = Callable[["Scenario", dict[str, Any]], tuple[tuple[str, ...], str]]

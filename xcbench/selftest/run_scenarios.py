@@ -25,6 +25,7 @@ import yaml
 
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
+from xcbench.figures.units import parse_size
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import Runner, RunOptions, run_matrix
 from xcbench.selftest import storage_io
@@ -44,7 +45,6 @@ from xcbench.selftest.scenarios import (
 )
 from xcbench.system.blkio import IoGroups
 from xcbench.system.cgroups import CpuGroups, detect, sweep_stale
-from xcbench.system.sizes import parse_size
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"

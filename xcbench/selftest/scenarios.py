@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from xcbench.analysis.attribution import NEAR, VERDICTS
+from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS
 from xcbench.backends.base import backend_class
 from xcbench.selftest.registry import CELLS, SCENARIOS, CellDef, Scenario, register, register_cell
 
@@ -102,7 +102,7 @@ FULL = sizes_for(False)
 DECOY = 1.5
 # the fio probe of a self-test cell, as layouts/quick.yaml has it (the rules see what a run sees),
 # without the sequential read job: every self-test cell writes (push), and a write point is held
-# against the write jobs only (analysis.attribution), so a read ceiling would be measured for nothing
+# against the write jobs only (analysis.verdicts.attribution), so a read ceiling would be measured for nothing
 PROBE = {"runtime": 3, "iodepth": 4, "numjobs": 1, "size": "64M", "patterns": ["randwrite", "write"]}
 
 

@@ -12,7 +12,7 @@ Both are rados cells: their fio probe (ioengine=rados) goes straight to the thro
 its figures are the ceilings under the throttle, as a run would have them (a buffered probe on
 a ceph-fuse mount would measure the page cache). The capped runner counts the OSDs' device
 writes (their blkio group: only the OSDs are in it) during each write job of the probe and
-over each level, so the IOPS rule holds device IOs against device IOs (analysis.rules): a
+over each level, so the IOPS rule holds device IOs against device IOs (analysis.verdicts.rules): a
 chain op (XrdCeph's lock/xattr ops, a 256 KiB write) costs the device another number of IOs
 than fio's 4 KiB write, and compared in op counts the chain "beat" the probe. The expected answer comes from the device,
 not from the rules: the group's write IOs and bytes per second over each level (blkio
@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from xcbench.analysis.rules import NEAR, VERDICTS
+from xcbench.analysis.verdicts.rules import NEAR, VERDICTS
 from xcbench.selftest.registry import CellDef, Scenario, register, register_cell
 from xcbench.system.blkio import device_of
 from xcbench.system.blkio import why_not as blkio_why_not

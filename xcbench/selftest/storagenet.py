@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from xcbench.analysis.attribution import VERDICTS
+from xcbench.analysis.verdicts.attribution import VERDICTS
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.hosts import load_inventory

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from xcbench.system.sizes import format_size
+from xcbench.figures.units import format_size
 
 
 def finding(cell_id: str, what: str, why: str, fix: str, severity: str = "warning") -> dict:

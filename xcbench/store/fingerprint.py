@@ -3,7 +3,7 @@
 Run level (``manifest["fingerprint"]``): versions of ceph / xrootd / fio / gfal2 / iperf3 /
 xcbench / python (tool ``--version`` and the Debian package versions) and host info.
 Cell level (``manifest["cells"][id]["fingerprint"]``): layout xattrs as applied
-(xcbench.ceph.layout.layout_xattrs), pool settings and EC profile as the cluster reports them
+(xcbench.cell.layout.layout_xattrs), pool settings and EC profile as the cluster reports them
 (xcbench.ceph.pools.pool_settings), the gateway's inputs (xcbench.gateway.config.gateway_inputs:
 backend, origins, effective tunables, oss library and its arguments) with the sha256 of the
 config templates, and the stack versions' digest. Its ``digest`` hashes what defines the measurement and nothing

@@ -296,7 +296,7 @@ class RunDir:
         self.save_manifest()
 
     def register_cells(self, cells: Iterable[Any]) -> None:
-        """Record every cell of the matrix (xcbench.matrix.cell.Cell) as pending: id, label, settings."""
+        """Record every cell of the matrix (xcbench.cell.Cell) as pending: id, label, settings."""
         for c in cells:
             self.state.cell(c.id).update(
                 {"label": c.label, "backend": c.backend, "settings": c.settings(),

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from xcbench.errors import XcbError
+from xcbench.figures.units import format_size
 from xcbench.system import orphans
-from xcbench.system.sizes import format_size
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from xcbench.errors import add_scrubber
+
 REDACTED = "<redacted>"
 # a name holding any of these anywhere is secret (fts_token, X509_USER_PASSWORD, api_secret ...)
 _SUBSTRINGS = ("token", "password", "passwd", "secret", "keyring", "credential", "private",
@@ -147,3 +149,6 @@ def redact(value: Any) -> Any:
 def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
     """An environment dump without secret variables' values (FTS_TOKEN, X509_USER_PROXY ...)."""
     return redact(dict(env))
+
+
+add_scrubber(scrub)  # every XcbError message passes through it

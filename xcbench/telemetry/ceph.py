@@ -15,7 +15,7 @@ Metrics (labels in brackets):
   osd.perf.<logger>.<counter>  [osd]   admin socket `perf dump` of OSDs running on this host;
       counters as reported, latencies as the mean over the interval (seconds);
       bluestore_buffer_hit_bytes + bluestore_buffer_miss_bytes = bytes the object store read
-      (with EC, the k shards of a read): analysis.amplification's read amplification
+      (with EC, the k shards of a read): analysis.verdicts.amplification's read amplification
 
 The sampler keeps its own librados handle with short timeouts, so a cluster that stops
 answering costs one timeout and then a back-off, never a hung telemetry loop.

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xcbench.analysis.dimensions import section
-from xcbench.analysis.render import GIB, environment
+from xcbench.analysis.report.dimensions import section
+from xcbench.analysis.report.render import environment
+from xcbench.figures.units import GIB
 
 BASE = {"backend": "tmpfs", "tmpfs_size": 2 << 30, "mode": "push", "files": 8,
         "file_size": 16 << 20, "size_dist": "fixed", "concurrency": [1, 4]}

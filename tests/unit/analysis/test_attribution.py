@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.unit.synthrun import GIB, MIB, SynthCell, make_run, mixed_cells
-from xcbench.analysis.attribution import NEAR, VERDICTS, attribute, decide, write_verdicts
+from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS, attribute, decide, write_verdicts
 from xcbench.store.rundir import RunDir
 from xcbench.store.tables import VERDICT
 
@@ -156,7 +156,7 @@ def test_fio_ceilings_from_real_client_server_output_count_the_all_row_once(tmp_
     """tests/data/fio: real fio 3.33 JSON+ (two loopback servers) parsed by xcbench.probe.fio."""
     from pathlib import Path
 
-    from xcbench.analysis.run_data import RunData
+    from xcbench.analysis.verdicts.run_data import RunData
     from xcbench.probe import fio
     data = Path(__file__).parents[2] / "data" / "fio"
     run = RunDir.create(tmp_path, name="fio", fingerprint=False)

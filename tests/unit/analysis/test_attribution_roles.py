@@ -9,7 +9,7 @@ import re
 import pytest
 
 from tests.unit.synthrun import GIB, make_run, role_cells
-from xcbench.analysis.attribution import VERDICTS, attribute, decide
+from xcbench.analysis.verdicts.attribution import VERDICTS, attribute, decide
 
 CG = "cgroup v1 cpu.cfs_quota_us=25000/100000 at /sys/fs/cgroup/cpu/xcb-r-gateway"
 HOST = "host cores (2; no CFS quota or cpuset below them)"
@@ -119,8 +119,8 @@ def test_roles_run_every_cell_gets_its_known_verdict(roles_run):
 
 
 def test_role_usage_means_over_the_window(roles_run):
-    from xcbench.analysis.roles import role_usage
-    from xcbench.analysis.run_data import RunData
+    from xcbench.analysis.verdicts.roles import role_usage
+    from xcbench.analysis.verdicts.run_data import RunData
     rd = RunData(roles_run[0])
     cid = next(c for c, v in roles_run[1].items() if v == "client")
     p = rd.point(cid, 8)
@@ -143,8 +143,8 @@ def test_a_throttled_quota_group_is_at_its_limit_even_below_near():
 def test_role_usage_reads_throttling(tmp_path):
     import pandas as pd
 
-    from xcbench.analysis.roles import THROTTLED, role_usage
-    from xcbench.analysis.samples import SampleIndex
+    from xcbench.analysis.verdicts.roles import THROTTLED, role_usage
+    from xcbench.analysis.verdicts.samples import SampleIndex
 
     def rows(metric, value, labels):
         return [{"cell_id": "c", "wall": float(w), "metric": metric, "value": value,

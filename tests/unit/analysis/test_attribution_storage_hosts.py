@@ -1,5 +1,5 @@
 """The storage hosts' rules: an OSD host's NIC, disk or CPU at its limit, seen through Prometheus
-(analysis.storagehosts), on rows made from the recorded real answers and on evidence figures."""
+(analysis.verdicts.storagehosts), on rows made from the recorded real answers and on evidence figures."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from tests.unit.telemetry.promserver import ANSWERS
 from tests.unit.telemetry.test_promqueries import OSD_META, UNAME
-from xcbench.analysis import storagehosts as sh
-from xcbench.analysis.attribution import NEAR, VERDICTS
-from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.verdicts import storagehosts as sh
+from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS
+from xcbench.analysis.verdicts.samples import SampleIndex
 from xcbench.store.findings import finding
 from xcbench.store.rundir import RunDir
 from xcbench.telemetry import promqueries as pq
@@ -127,7 +127,7 @@ def test_the_fanout_by_rals_arithmetic(cell, fanout):
 
 
 def test_the_report_panels_and_the_fanout_text():
-    from xcbench.analysis.storageplots import fanout_text, storage_host_panels
+    from xcbench.analysis.report.storageplots import fanout_text, storage_host_panels
     s = _samples(pq.HostMap(UNAME, OSD_META))
     uri = storage_host_panels(s, "c", ANSWERS["start"], "cell: storage hosts")
     assert uri and uri.startswith("data:image/png;base64,")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.unit.synthrun import GIB, SynthCell, make_run
-from xcbench.analysis.attribution import attribute
+from xcbench.analysis.verdicts.attribution import attribute
 
 LAYOUT = (4 << 20, 1, 4 << 20)
 

@@ -1,4 +1,4 @@
-"""Between-run noise (analysis.between_run): measured from pairs of runs on fresh clusters,
+"""Between-run noise (analysis.verdicts.between_run): measured from pairs of runs on fresh clusters,
 kept per host, copied into a run's manifest, and added to the figures' own errors."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from tests.unit.analysis.test_attribution import _ev
 from tests.unit.analysis.test_attribution_roles import _role
 from tests.unit.synthrun import GIB, SynthCell, make_run
-from xcbench.analysis import between_run
-from xcbench.analysis.attribution import attribute, decide
+from xcbench.analysis.verdicts import between_run
+from xcbench.analysis.verdicts.attribution import attribute, decide
 from xcbench.store.rundir import RunDir
 
 

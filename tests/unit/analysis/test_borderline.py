@@ -1,4 +1,4 @@
-"""Borderline verdicts (analysis.borderline): the rules decide as before; a figure within its own
+"""Borderline verdicts (analysis.verdicts.borderline): the rules decide as before; a figure within its own
 measured noise of a rule's threshold makes that rule a borderline candidate of the verdict, so
 two runs whose figures fall on either side of it both name that cause."""
 
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from tests.unit.analysis.test_attribution import _ev, _one_sentence
 from tests.unit.analysis.test_attribution_roles import _role
 from tests.unit.synthrun import GIB
-from xcbench.analysis import borderline
-from xcbench.analysis.attribution import NEAR, SCALING, decide
+from xcbench.analysis.verdicts import borderline
+from xcbench.analysis.verdicts.attribution import NEAR, SCALING, decide
 
 Z = borderline.Z
 
@@ -101,7 +101,7 @@ def test_a_rule_after_the_verdict_is_never_a_candidate():
 
 
 def test_a_growth_surely_past_the_threshold_is_client_not_borderline():
-    from xcbench.analysis.stats import ratio_lower_bound
+    from xcbench.figures.stats import ratio_lower_bound
     ev = _ev(rate=0.2 * GIB, concurrency=1, best_higher_level=4, best_higher_rate=0.4 * GIB,
              best_higher_growth_low=ratio_lower_bound(1.0, 0.05, 2.0, 0.05))
     assert decide(ev)[0] == "client" and ev["borderline"] is False

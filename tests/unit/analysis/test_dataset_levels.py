@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import SynthCell, make_run
-from xcbench.analysis.report import render_report
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
 
 

@@ -8,8 +8,8 @@ import math
 
 import pandas as pd
 
-from xcbench.analysis.attribution import NEAR, decide
-from xcbench.analysis.probes import level_device, probe_ceilings, probe_jobs
+from xcbench.analysis.verdicts.attribution import NEAR, decide
+from xcbench.analysis.verdicts.probes import level_device, probe_ceilings, probe_jobs
 
 GIB = float(1 << 30)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xcbench.analysis.gateway_cpu_table import section
+from xcbench.analysis.report.gateway_cpu_table import section
 
 
 def test_rows_per_mode_and_security_with_the_ratio_to_none():

@@ -1,4 +1,4 @@
-"""The closing table (analysis.glance): one row per point with its steady rate, the verdict of
+"""The closing table (analysis.report.glance): one row per point with its steady rate, the verdict of
 the stored record, a one-line reason quoting the deciding figure, and beaten ceilings marked."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import re
 import pytest
 
 from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis import glance
-from xcbench.analysis.attribution import verdicts_of
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report import glance
+from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.cli import main
 
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from tests.unit.analysis.test_attribution import _ev
 from tests.unit.synthrun import GIB, MIB, SynthCell, make_run
-from xcbench.analysis.attribution import attribute_data, decide
-from xcbench.analysis.run_data import RunData
-from xcbench.analysis.stats import rate_rel_se, ratio_lower_bound
+from xcbench.analysis.verdicts.attribution import attribute_data, decide
+from xcbench.analysis.verdicts.run_data import RunData
+from xcbench.figures.stats import rate_rel_se, ratio_lower_bound
 
 
 def test_rel_se_takes_the_larger_of_repeats_and_window():

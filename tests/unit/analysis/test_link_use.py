@@ -1,4 +1,4 @@
-"""The shaped-link rule (analysis.link_use) on constructed telemetry: a level moving >= 85 % of its
+"""The shaped-link rule (analysis.verdicts.link_use) on constructed telemetry: a level moving >= 85 % of its
 client link's shaped rate is "network" with the link's figures as evidence; a level well under
 its link's rate is not; a link of a host the run's inventory does not name never counts."""
 
@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from xcbench.analysis import link_use
-from xcbench.analysis.attribution import NEAR, decide
-from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.verdicts import link_use
+from xcbench.analysis.verdicts.attribution import NEAR, decide
+from xcbench.analysis.verdicts.samples import SampleIndex
 
 MBIT = 1e6 / 8  # bytes/s of 1 Mbit/s
 CELL = "c1"

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import make_run, mixed_cells, role_cells
-from xcbench.analysis import plots, scaling
-from xcbench.analysis.attribution import verdicts_of
-from xcbench.analysis.roles import role_series
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report import plots, scaling
+from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.analysis.verdicts.roles import role_series
+from xcbench.analysis.verdicts.run_data import RunData
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,9 @@ import pytest
 
 from tests.unit.analysis.readrun import make_read_run
 from tests.unit.synthrun import GIB, MIB, SynthCell
-from xcbench.analysis.attribution import attribute, decide
-from xcbench.analysis.report import render_report
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.verdicts.attribution import attribute, decide
+from xcbench.analysis.verdicts.run_data import RunData
 
 M4 = 4 << 20
 
@@ -115,7 +115,7 @@ def test_ec_read_amplification_next_to_the_replicated_twin(run):
     ev = json.loads(rows[(ids[3], 8, "read")]["evidence"])
     assert ev["read_amplification"] == pytest.approx(1.5, rel=0.02)
     assert ev["rep_read_amplification"] == pytest.approx(1.0, rel=0.02)
-    # the twin is a replicated cell of the same layout (which size: analysis.attribution)
+    # the twin is a replicated cell of the same layout (which size: analysis.verdicts.attribution)
     assert ev["read_shards_expected"] == 2 and ev["rep_cell"] in (ids[1], ids[4])
     # the mixed cell has no BlueStore counters: not measured, never a number
     mixed = json.loads(rows[(ids[2], 8, "read")]["evidence"])
@@ -150,7 +150,7 @@ def test_a_write_only_run_has_no_read_section(tmp_path):
 def test_the_cells_last_sample_closes_a_window_only_when_it_is_close_to_the_end():
     import numpy as np
 
-    from xcbench.analysis.amplification import TAIL, _span
+    from xcbench.analysis.verdicts.amplification import TAIL, _span
     w = np.array([10.0, 11.0, 12.0, 13.0])
     assert _span(w, 10.5, 12.5) == (0, 3)
     assert _span(w, 10.5, 13.0 + TAIL / 2) == (0, 3)  # the sampler stopped with the cell

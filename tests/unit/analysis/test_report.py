@@ -10,9 +10,9 @@ import shutil
 import pytest
 
 from tests.unit.synthrun import SynthCell, make_run, mixed_cells, role_cells
-from xcbench.analysis import plots, render
-from xcbench.analysis.report import render_report
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report import plots, render
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.store.rundir import RunDir
@@ -173,7 +173,7 @@ def test_a_run_without_timeline_table_is_rebuilt_from_transfers(tmp_path):
     out = render_report([path], "html", tmp_path / "r.html")
     text = out.read_text()
     assert "timelines rebuilt from the transfer records" in text
-    assert "analysis.steady.timeline_from_transfers" in text
+    assert "figures.steady.timeline_from_transfers" in text
 
 
 def test_runs_without_campaigns_or_records_still_render(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xcbench.analysis.roles import at_limit_verdict, shared_limits
+from xcbench.analysis.verdicts.roles import at_limit_verdict, shared_limits
 
 SRC = "cgroup v1 cpu.cfs_quota_us=30000/100000 at /sys/fs/cgroup/cpu/xcb-x-shared"
 

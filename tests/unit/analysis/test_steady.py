@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import SynthCell, make_run
-from xcbench.analysis.run_data import RunData
-from xcbench.analysis.stats import Stats, bootstrap_ci, ci_overlap, pct_diff
-from xcbench.analysis.steady import steady_table, steady_window, timeline_from_transfers
+from xcbench.analysis.verdicts.run_data import RunData
+from xcbench.figures.stats import Stats, bootstrap_ci, ci_overlap, pct_diff
+from xcbench.figures.steady import steady_table, steady_window, timeline_from_transfers
 
 
 def _campaign(rates, active):

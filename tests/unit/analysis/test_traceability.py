@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis.report import render_report
+from xcbench.analysis.report.document import render_report
 
 
 @pytest.fixture(scope="module")

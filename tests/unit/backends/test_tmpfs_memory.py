@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from xcbench.backends import tmpfs
+from xcbench.cell import Cell
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell
 
 XCBENCH = [sys.executable, "-m", "xcbench.cli"]
 

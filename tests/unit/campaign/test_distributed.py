@@ -1,4 +1,4 @@
-"""The coordinator (xcbench.campaign.distributed) against scripted agents: real processes with
+"""The coordinator (xcbench.scaleout.distributed) against scripted agents: real processes with
 the agent's protocol, a virtual clock that runs fast, and a host clock offset."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from xcbench.campaign.distributed import host_specs, run_distributed
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.scaleout.distributed import host_specs, run_distributed
 from xcbench.system import proc
 
 # the agent's protocol with a virtual clock: one 1 s bucket every 20 ms of real time, its host
@@ -167,7 +167,7 @@ def test_a_failing_agent_names_its_host_and_nothing_is_left(setup):
 
 
 def test_stop_event_cancels_and_a_hanging_agent_is_stopped(setup, monkeypatch):
-    from xcbench.campaign import distributed
+    from xcbench.scaleout import distributed
     monkeypatch.setattr(distributed, "CANCEL_WAIT", 2.0)
     tmp, make, made = setup
     now = time.time()

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from xcbench.campaign.agent import parse_request, request
 from xcbench.campaign.endpoints import Endpoint
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.scaleout.agent import parse_request, request
 from xcbench.system.ports import free_port
 
 

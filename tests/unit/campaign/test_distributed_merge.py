@@ -1,4 +1,4 @@
-"""Merging client hosts' records (xcbench.campaign.merge): split, clock correction, timelines."""
+"""Merging client hosts' records (xcbench.scaleout.merge): split, clock correction, timelines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from xcbench.campaign import merge
+from xcbench.scaleout import merge
 from xcbench.store.tables import CAMPAIGN, TIMELINE
 
 

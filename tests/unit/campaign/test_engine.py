@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from xcbench.campaign.engine import credentials, pop_engine
+from xcbench.scaleout.engine import credentials, pop_engine
 from xcbench.errors import XcbError
 from xcbench.matrix import ClusterFacts, check_lines, load_matrix
 from xcbench.system import secrets
@@ -166,8 +166,8 @@ def test_cli_matrix_check_exits_2_with_one_line(tmp_path):
 def test_an_fts3_client_error_ends_the_level_as_one_scrubbed_line(token_file, monkeypatch):
     """An error quoting the request (its Authorization header) must not carry the token into the
     cell's error (the manifest) nor into a traceback file."""
-    import xcbench.campaign.fts3 as fts3
-    from xcbench.campaign.engine import run_level
+    import xcbench.scaleout.fts3 as fts3
+    from xcbench.scaleout.engine import run_level
 
     def boom(*args, **kw):
         raise RuntimeError(f"HTTP 500 for headers {{'Authorization': 'Bearer {kw['token']}'}}")
@@ -200,8 +200,8 @@ class _Ctx:
     ({"min_active": 2}, 1, (1, 1, 2)),                 # min never above the level's max
 ])
 def test_link_limits_follow_the_level(optimizer, level, want):
-    from xcbench.campaign.fts3 import set_link_limits
     from xcbench.campaign.spec import CampaignSpec
+    from xcbench.scaleout.fts3 import set_link_limits
     ctx = _Ctx()
     spec = CampaignSpec(concurrency=level, optimizer=optimizer, mode="tpc-http", campaign_id="c")
     got = set_link_limits(ctx, "https://src", "https://dst", spec)
@@ -212,8 +212,8 @@ def test_link_limits_follow_the_level(optimizer, level, want):
 
 
 def test_refused_link_limits_are_recorded_with_the_request():
-    from xcbench.campaign.fts3 import links_finding, set_link_limits
     from xcbench.campaign.spec import CampaignSpec
+    from xcbench.scaleout.fts3 import links_finding, set_link_limits
     got = set_link_limits(_Ctx(refuse=True), "https://s", "https://d",
                           CampaignSpec(concurrency=4, mode="tpc-http", campaign_id="c"))
     assert got["set"] is False and got["requested"]["max_active"] == 4

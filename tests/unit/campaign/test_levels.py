@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcbench.analysis.steady import LevelRule, block_rates, parse_fraction, parse_seconds, steady_table
 from xcbench.campaign.spec import CampaignSpec, level_rule
 from xcbench.errors import XcbError
+from xcbench.figures.steady import LevelRule, block_rates, parse_fraction, parse_seconds, steady_table
 from xcbench.matrix import ClusterFacts, load_matrix
 
 FACTS = ClusterFacts(osd_max_object_size=128 << 20, num_osds=3, num_hosts=1)
@@ -238,8 +238,8 @@ def test_fingerprints_ignore_ports_and_paths_and_name_what_changed():
 
 def test_compare_flags_only_the_cells_whose_fingerprint_changed(tmp_path):
     from tests.unit.synthrun import SynthCell, make_run
-    from xcbench.analysis.compare import compare_data
-    from xcbench.analysis.run_data import RunData
+    from xcbench.analysis.verdicts.compare import compare_data
+    from xcbench.analysis.verdicts.run_data import RunData
     from xcbench.store.fingerprint import cell_fingerprint
     cells = [SynthCell("tmpfs", None, None, concurrency=(4,), files=8, repeats=1)]
     p1, ids = make_run(tmp_path / "a", cells)

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xcbench.ceph.layout import Layout, parse_xattr
-from xcbench.ceph.protection import PoolSpec, Protection, label_fields
+from xcbench import cell
+from xcbench.cell.layout import Layout, parse_xattr
+from xcbench.cell.protection import PoolSpec, Protection, label_fields
 from xcbench.errors import XcbError
-from xcbench.matrix import cell
 from xcbench.matrix import schema as matrix_schema
 from xcbench.plan import spec as plan_spec
 

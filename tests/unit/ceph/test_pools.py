@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from xcbench.cell.protection import Protection
 from xcbench.ceph import pools
-from xcbench.ceph.protection import Protection
 from xcbench.errors import XcbError
 
 

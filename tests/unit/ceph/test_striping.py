@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from xcbench.ceph.layout import (
+from xcbench.cell.layout import (
     Layout,
     cephfs_objects,
     object_count,

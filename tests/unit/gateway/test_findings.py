@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from xcbench.backends.base import Target, backend_class
+from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.gateway import effective_tunables
 from xcbench.gateway.misconfig import findings_for, gateway_findings
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.store.tables import FINDING
 
 

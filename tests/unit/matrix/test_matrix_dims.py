@@ -8,10 +8,10 @@ import textwrap
 import pytest
 
 from xcbench.campaign.dataset import file_sizes
+from xcbench.cell import Cell
+from xcbench.cell.classes import SIZE_CLASSES, campaign_sizes, class_range
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
-from xcbench.matrix.cell import Cell
-from xcbench.matrix.classes import SIZE_CLASSES, campaign_sizes, class_range
 
 BASE = """
 name: t

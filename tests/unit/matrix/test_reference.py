@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis import network_baseline
-from xcbench.analysis.report import render_report
+from xcbench.analysis.report import network_baseline
+from xcbench.analysis.report.document import render_report
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix

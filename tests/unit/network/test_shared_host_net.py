@@ -42,14 +42,14 @@ def test_a_bearer_token_goes_over_https_or_loopback_only(url, ok):
 
 
 def test_fts_connect_refuses_a_token_over_plain_http():
-    from xcbench.campaign.fts3 import connect
+    from xcbench.scaleout.fts3 import connect
     with pytest.raises(XcbError, match=r"^fts3: http://fts\.example\.org:8446: a bearer token is "
                                        r"sent only over https://"):
         connect("http://fts.example.org:8446", token="tok-abcdef")
 
 
 def test_a_matrix_with_a_token_for_a_plain_http_endpoint_is_refused():
-    from xcbench.campaign.engine import engine_problems
+    from xcbench.scaleout.engine import engine_problems
     probs = engine_problems({"engine": "fts3", "fts": {"endpoint": "http://fts.example.org:8446",
                                                        "token_env": "FTS_TOKEN"}})
     assert [f for f, _ in probs] == ["fts.endpoint"] and "https://" in probs[0][1]

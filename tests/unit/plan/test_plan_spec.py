@@ -7,9 +7,9 @@ import yaml
 
 from xcbench.cli import main
 from xcbench.errors import XcbError
+from xcbench.figures.units import parse_capacity, parse_rate
 from xcbench.plan.presets import resolve_target
 from xcbench.plan.spec import example_path, examples, load_cluster, load_gateway
-from xcbench.plan.units import parse_capacity, parse_rate
 
 GOOD = {
     "name": "t", "hosts": 12,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from xcbench.backends.base import Target
+from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.probe import jobs as probe
 from xcbench.probe.fio import jobfile_options
 from xcbench.system import proc

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from xcbench.backends.base import Target
-from xcbench.matrix.cell import Cell
+from xcbench.cell import Cell
 from xcbench.probe import jobs as probe
 
 

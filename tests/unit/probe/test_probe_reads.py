@@ -7,8 +7,8 @@ import pytest
 
 from tests.unit.probe.test_fio_templates import parse_only
 from xcbench.backends.base import Target
+from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.probe import jobs as probe
 from xcbench.probe.fio import jobfile_options
 

@@ -1,4 +1,4 @@
-"""The progress view's per-level line: the steady-window rate (analysis.steady's RULE), with the
+"""The progress view's per-level line: the steady-window rate (figures.steady's RULE), with the
 whole-level mean beside it, so it matches what the report calls steady."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import numpy as np
 from rich.console import Console
 
-from xcbench.analysis.steady import steady_window
+from xcbench.figures.steady import steady_window
 from xcbench.run.progress import MatrixView
 
 

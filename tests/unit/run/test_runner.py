@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.unit.synthrun import SynthCell
-from xcbench.analysis import attribution
+from xcbench.analysis.verdicts import attribution
 from xcbench.matrix import Matrix
 from xcbench.run.runner import Runner, RunOptions, StopFlag, _conclude, open_or_create
 from xcbench.store.rundir import RunDir

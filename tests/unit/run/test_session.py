@@ -9,8 +9,8 @@ import pytest
 
 import xcbench.run.session
 from xcbench.backends.tmpfs import TmpfsBackend
+from xcbench.cell import Cell
 from xcbench.errors import XcbError
-from xcbench.matrix.cell import Cell
 from xcbench.run.session import CellSession
 from xcbench.system.proc import ProcessSet
 

@@ -30,8 +30,8 @@ def test_every_scenario_cell_is_a_valid_matrix_cell(tmp_path):
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(matrix_yaml(list(CELLS.values()), QUICK, "t")))
     m = load_matrix(path)
+    from xcbench.figures.units import parse_size
     from xcbench.selftest.run_scenarios import _cell_ids
-    from xcbench.system.sizes import parse_size
     ids = _cell_ids(m)
     assert set(ids) == set(CELLS) and len(set(ids.values())) == len(CELLS) == len(m.cells)
     for key, cd in CELLS.items():
@@ -205,7 +205,7 @@ def test_the_command_lists_a_not_run_scenario_without_a_cluster(tmp_path, capsys
 
 
 def test_every_level_is_time_based_and_long_enough_for_many_role_samples(tmp_path):
-    from xcbench.analysis.steady import parse_seconds
+    from xcbench.figures.steady import parse_seconds
     from xcbench.selftest.scenarios import FULL
     for sizes, least in ((QUICK, 6), (FULL, 15)):
         path = tmp_path / "m.yaml"
@@ -249,8 +249,8 @@ def test_the_packages_scenario_modules_are_all_loaded():
 
 @pytest.mark.parametrize("keys", [("rados-small",), ("tmpfs", "rados-small"), ("rados-rep", "rados-small")])
 def test_a_cell_of_its_own_size_is_found_alone_or_beside_others(tmp_path, keys):
+    from xcbench.figures.units import parse_size
     from xcbench.selftest.run_scenarios import _cell_ids
-    from xcbench.system.sizes import parse_size
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(matrix_yaml([CELLS[k] for k in keys], QUICK, "t")))
     m = load_matrix(path)

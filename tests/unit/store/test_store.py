@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.unit.synthrun import SynthCell
-from xcbench.ceph.layout import layout_xattrs
+from xcbench.cell.layout import layout_xattrs
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.store import fingerprint

@@ -7,7 +7,7 @@ import json
 import os
 
 from tests.unit.synthrun import SynthCell, make_run
-from xcbench.analysis.report import render_report
+from xcbench.analysis.report.document import render_report
 from xcbench.campaign.rows import Buffered
 from xcbench.store import reserve
 from xcbench.store.manifest import LostRows, Manifest

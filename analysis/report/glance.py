@@ -1,0 +1,265 @@
+"""The answer at a glance: one row per cell × level × direction with the steady rate, the verdict,
+a one-line reason quoting the figure that decided it, and the ceilings the chain beat.
+
+Shared by the closing table of ``xcbench run``/``demo``/``report --format text``, their
+``--json``, the first screen of the HTML report and the Markdown summary, so all four say the
+same thing. The verdict's name and its reason come from the verdict record (analysis.verdicts.attribution):
+a record may carry its own short reason (``short``); otherwise the short line is built from the
+evidence of the verdicts known here, and for any other verdict name from the first clause of the
+record's reason. Nothing here decides a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, TypeGuard
+
+from xcbench.analysis.report.plots import BACKENDS
+from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.figures.units import fmt_num
+
+GIB = float(1 << 30)
+WIDTH = 72  # a short reason fits one terminal line beside the rate and the verdict
+# what each measured ceiling is called where the chain beat it
+CEILINGS = {"storage-bandwidth": "fio bandwidth", "storage-iops": "fio IOPS",
+            "gateway": "tmpfs gateway", "network": "iperf3"}
+
+
+def _ok(v: Any) -> TypeGuard[float]:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def gbps(bps: Any) -> str:
+    """bytes/s -> '6.02 Gb/s' ('–' when missing)."""
+    return f"{fmt_num(float(bps) * 8 / 1e9)} Gb/s" if _ok(bps) else "–"
+
+
+def _pct(v: float) -> str:
+    return f"{v * 100:.0f} %"
+
+
+def evidence_of(v: Any) -> dict[str, Any]:
+    if isinstance(v, dict):
+        return v
+    try:
+        out = json.loads(v) if isinstance(v, str) and v else {}
+    except json.JSONDecodeError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def beaten(ev: dict[str, Any]) -> list[dict[str, Any]]:
+    """The measured ceilings the chain's rate is above (utilisation > 1): fio, tmpfs gateway,
+    iperf3. A chain above its probe says the probe is no ceiling of this path."""
+    u = ev.get("utilisation") or {}
+    figure = {"storage-bandwidth": ev.get("fio_bw"), "storage-iops": ev.get("fio_iops"),
+              "gateway": ev.get("gateway_ceiling"), "network": ev.get("network_bps")}
+    out = []
+    for k, name in CEILINGS.items():
+        x = u.get(k)
+        if not _ok(x) or x <= 1.0:
+            continue
+        if k == "gateway" and _ok(ev.get("cpu")) and x == ev.get("cpu"):
+            continue  # the gateway's utilisation was its CPU share, not the tmpfs ceiling
+        fig = figure[k]
+        shown = (f"{fmt_num(fig)} IOPS" if k == "storage-iops" else gbps(fig)) if _ok(fig) else ""
+        job = {"storage-bandwidth": ev.get("fio_bw_job"), "storage-iops": ev.get("fio_iops_job")}.get(k)
+        out.append({"ceiling": k, "name": name, "utilisation": float(x), "figure": fig, "job": job,
+                    "text": f"{_pct(x)} of {name}" + (f" {shown}" if shown else "")})
+    return out
+
+
+def near(verdict: str, ev: dict[str, Any]) -> list[str]:
+    """The other verdicts this one is within its noise of (analysis.verdicts.borderline's candidates):
+    another run may name them."""
+    out = [str(c.get("rule")) for c in ev.get("borderline_candidates") or () if isinstance(c, dict)]
+    return [r for r in dict.fromkeys(out) if r and r != verdict]
+
+
+def _first_clause(reason: str) -> str:
+    s = " ".join(str(reason or "").split())
+    for stop in (": ", "; ", ". "):
+        i = s.find(stop)
+        if 0 < i < WIDTH:
+            s = s[:i]
+            break
+    return s.rstrip(".") if len(s) <= WIDTH else s[:WIDTH - 1].rstrip() + "…"
+
+
+def _role_line(ev: dict[str, Any]) -> str | None:
+    role = ev.get("limited_role")
+    x = (ev.get("roles") or {}).get(role) if role else None
+    if not x or not _ok(x.get("cpu")) or not _ok(x.get("limit")):
+        return None
+    thr = x.get("throttled")
+    t = f", throttled {_pct(thr)}" if _ok(thr) and thr >= 0.5 else ""
+    return f"{role} CPU {fmt_num(x['cpu'])} of {fmt_num(x['limit'])} cores ({_pct(x['cpu'] / x['limit'])}{t})"
+
+
+def short_reason(verdict: str, reason: str, ev: dict[str, Any], short: Any = None) -> str:
+    """At most one line (WIDTH characters) naming the figure that decided ``verdict``."""
+    if isinstance(short, str) and short.strip():
+        return _fit(short)
+    u = ev.get("utilisation") or {}
+    io = "read" if ev.get("direction") == "read" else "write"
+    line: str | None = None
+    if verdict == "network":
+        use = ev.get("link_use")
+        if _ok(use) and use >= (ev.get("thresholds") or {}).get("near", 0.85):
+            line = f"client link at {_pct(use)} of its shaped rate"
+        elif _ok(u.get("network")):
+            line = f"{_pct(u['network'])} of iperf3 {gbps(ev.get('network_bps'))}"
+    elif ev.get("limited_role") and verdict in ("gateway", "client", "storage-iops", "storage-bandwidth"):
+        line = _role_line(ev)
+    elif verdict == "storage-iops" and _ok(u.get("storage-iops")):
+        line = f"pool {fmt_num(ev.get(f'pool_{io}_ops'))} op/s, {_pct(u['storage-iops'])} of fio " \
+               f"{fmt_num(ev.get('fio_iops'))} IOPS"
+    elif verdict == "ec-overhead" and _ok(ev.get("ec_ratio")):
+        line = f"EC at {_pct(ev['ec_ratio'])} of {ev.get('rep_pool') or 'replicated'} " \
+               f"({gbps(ev.get('rep_rate'))})"
+    elif verdict == "host-cpu" and _ok(ev.get("host_busy")):
+        roles = [(r, x.get("cpu")) for r, x in (ev.get("roles") or {}).items()
+                 if r != "probe" and _ok(x.get("cpu"))]
+        top = max(roles, key=lambda rx: rx[1], default=None)
+        line = f"host CPU {_pct(ev['host_busy'])} of {fmt_num(ev.get('cores'))} cores, no role at limit" \
+               + (f"; most: {top[0]} {fmt_num(top[1])} cores" if top else "")
+    elif verdict == "gateway":
+        if _ok(ev.get("gateway_ceiling")) and _ok(ev.get("rate")) and ev["gateway_ceiling"] > 0:
+            line = f"{_pct(ev['rate'] / ev['gateway_ceiling'])} of tmpfs gateway {gbps(ev['gateway_ceiling'])}"
+        elif _ok(ev.get("cpu")):
+            line = f"gateway CPU {fmt_num(ev.get('gateway_cores'))} of {fmt_num(ev.get('cores'))} cores"
+    elif verdict == "storage-bandwidth" and _ok(u.get("storage-bandwidth")):
+        line = f"{_pct(u['storage-bandwidth'])} of fio {io} {gbps(ev.get('fio_bw'))}"
+    elif verdict == "client":
+        if _ok(ev.get("starved_frac")) and ev["starved_frac"] >= (ev.get("thresholds") or {}).get("starved", 0.25):
+            line = f"slots idle with files queued in {_pct(ev['starved_frac'])} of seconds"
+        elif _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= 0.25:
+            line = f"slots idle {_pct(ev['gateway_starved'])} of the time even into tmpfs"
+        elif _ok(ev.get("best_higher_rate")) and _ok(ev.get("rate")) and ev["rate"] > 0:
+            line = f"x{fmt_num(ev['best_higher_rate'] / ev['rate'])} at c={fmt_num(ev.get('best_higher_level'))}: " \
+                   f"more transfers go faster"
+    elif verdict == "inconclusive":
+        near = {k: v for k, v in u.items() if _ok(v) and k not in (ev.get("not_ceilings") or [])}
+        if near:
+            k, v = max(near.items(), key=lambda kv: kv[1])
+            line = f"nearest ceiling {CEILINGS.get(k, k)} at {_pct(v)}"
+        elif ev:
+            line = "no ceiling measured to compare with"
+    return _fit(line) if line else _first_clause(reason)
+
+
+def _fit(s: str) -> str:
+    s = " ".join(s.split())
+    return s if len(s) <= WIDTH else s[:WIDTH - 1].rstrip() + "…"
+
+
+def rows(rd: Any, others: tuple = (), verdicts: Any = None) -> list[dict[str, Any]]:
+    """One dict per point of the run (cell × level × direction), cells in the report's order.
+    ``verdicts``: the run's VERDICT rows if the caller has them (else stored, or attributed now)."""
+    cells, points = rd.cells, rd.points
+    if verdicts is None:
+        verdicts = verdicts_of(rd, others)
+    recs = {}
+    for v in verdicts.to_dict("records"):
+        d = v.get("direction") if isinstance(v.get("direction"), str) else "write"
+        recs[(v["cell_id"], float(v["concurrency"]), d)] = v
+    rank = {b: i for i, b in enumerate(BACKENDS)}
+    out = []
+    for p in points.to_dict("records"):
+        cid = p["cell_id"]
+        c = cells.loc[cid] if cid in cells.index else None
+        d = p.get("direction") if isinstance(p.get("direction"), str) else "write"
+        v = recs.get((cid, float(p["concurrency"]), d)) or {}
+        ev = evidence_of(v.get("evidence"))
+        verdict = str(v.get("verdict") or "inconclusive")
+        reason = str(v.get("reason") or "")
+        rate = float(p["rate"]) if _ok(p.get("rate")) else None
+        out.append({
+            "cell_id": cid, "cell": str(c["label"]) if c is not None else cid,
+            "backend": str(c["backend"]) if c is not None else "",
+            "concurrency": int(p["concurrency"]) if _ok(p["concurrency"]) else p["concurrency"],
+            "direction": d, "rate_bytes_per_s": rate,
+            # plateau | slope: a steady window; whole: none found, the mean over the whole level
+            "rate_method": str(p.get("method") or ""),
+            "rate_gbps": rate * 8 / 1e9 if rate is not None else None,
+            "rate_gibps": rate / GIB if rate is not None else None,
+            "verdict": verdict, "near": near(verdict, ev),
+            "short_reason": short_reason(verdict, reason, ev, v.get("short")),
+            "reason": reason, "beats": beaten(ev),
+            "_order": (rank.get(str(c["backend"]) if c is not None else "", len(rank)),
+                       str(c["label"]) if c is not None else cid, d != "write", float(p["concurrency"])),
+        })
+    out.sort(key=lambda r: r["_order"])
+    for r in out:
+        del r["_order"]
+    return out
+
+
+def counts(table: list[dict[str, Any]]) -> dict[str, int]:
+    """How many points got each verdict (in order of first appearance)."""
+    out: dict[str, int] = {}
+    for r in table:
+        out[r["verdict"]] = out.get(r["verdict"], 0) + 1
+    return out
+
+
+def as_json(rd: Any, table: list[dict[str, Any]]) -> dict[str, Any]:
+    """The closing table as data (``--json``): the run, its points and the verdict counts."""
+    return {"run": rd.run_id, "path": str(rd.run.path), "unit": "rate_gbps: 1e9 bit/s",
+            "points": table, "verdict_counts": counts(table)}
+
+
+STYLE = {"gateway": "magenta", "storage-bandwidth": "yellow", "storage-iops": "dark_orange",
+         "ec-overhead": "cyan", "client": "blue", "network": "green", "host-cpu": "red",
+         "inconclusive": "dim"}
+
+
+def table(rd: Any, rows_: list[dict[str, Any]]):
+    """A rich Table of the closing rows (▲: the chain beat that measured ceiling)."""
+    from rich.table import Table
+    reads = any(r["direction"] != "write" for r in rows_)
+    t = Table(title=f"what capped each level — run {rd.run_id}", title_justify="left",
+              caption="rate: steady-window mean over repeats (1 Gb/s = 1e9 bit/s); † no steady window: "
+                      "the mean over the whole level; ~ borderline: a figure within its noise of a "
+                      "threshold, another run may name that verdict; ▲ the chain beat a measured "
+                      "ceiling (that probe is no ceiling of its path)",
+              caption_justify="left", show_edge=False, pad_edge=False)
+    t.add_column("cell", overflow="fold")
+    t.add_column("c", justify="right")
+    if reads:
+        t.add_column("dir")
+    t.add_column("Gb/s", justify="right")
+    t.add_column("verdict")
+    t.add_column("why (deciding figure)", overflow="fold")
+    last = None
+    for r in rows_:
+        mark = " ▲ " + "; ".join(b["text"] for b in r["beats"]) if r["beats"] else ""
+        rate = fmt_num(r["rate_gbps"]) + ("†" if r["rate_method"] == "whole" else "") \
+            if r["rate_gbps"] is not None else "–"
+        cells = [r["cell"] if r["cell"] != last else "", str(r["concurrency"])]
+        if reads:
+            cells.append(r["direction"])
+        style = STYLE.get(r["verdict"], "bold")
+        near_ = f" ~ {', '.join(r['near'])}" if r.get("near") else ""
+        t.add_row(*cells, rate, f"[{style}]{r['verdict']}[/]{near_}", r["short_reason"] + mark)
+        last = r["cell"]
+    return t
+
+
+def counts_line(rows_: list[dict[str, Any]]) -> str:
+    c = counts(rows_)
+    return ", ".join(f"{n} {v}" for v, n in c.items()) if c else "no points measured"
+
+
+def print_table(rd: Any, rows_: list[dict[str, Any]], console=None) -> None:
+    """The closing table on ``console`` (default: stdout; plain text when it is no terminal)."""
+    from rich.console import Console
+    console = console or Console(width=None if _is_tty() else 160, highlight=False)
+    console.print(table(rd, rows_))
+    console.print(f"verdicts: {counts_line(rows_)}", highlight=False)
+
+
+def _is_tty() -> bool:
+    import sys
+    return sys.stdout.isatty()

@@ -1,0 +1,98 @@
+"""Borderline figures: a rule's figure whose confidence interval straddles the rule's threshold.
+
+A rule compares a measured figure with a threshold (u_gw >= NEAR, E <= NEAR, growth >= SCALING,
+...). Each figure has its own measured noise, and when the figure is within that noise of the
+threshold, which side it falls on is decided by the noise: two runs of the same matrix would
+name different causes. The rules still decide as before (no threshold moves, the verdict names
+do not change); a rule whose figure straddles its threshold, among those the cascade looked at
+up to the verdict, is recorded as a *borderline candidate*, and the verdict says so (evidence
+``borderline`` and ``borderline_candidates``, a clause in the reason). Two runs whose figures
+fall on either side of a threshold then both name that candidate: one as its verdict, the other
+as the cause it was within noise of (benchmarks/bench_repeatability.py counts that as agreeing).
+When the figure that decided the verdict is itself the borderline one, the verdict the rest of
+the cascade reaches is a candidate too ("otherwise"): every verdict one figure's noise away is
+named, whichever side of its threshold that figure fell on.
+
+The interval of a figure x with relative standard error se is x * exp(+-z se), z the one-sided
+CONFIDENCE quantile (the growth rule's bound, figures.stats.ratio_lower_bound, is its lower
+end). A ratio of two rates takes both rates' errors (sqrt(se1^2 + se2^2)); a figure sampled over
+the steady window (CPU busy, pool op/s) its samples' standard error, std / (mean sqrt(n)) (a
+floor: samples are autocorrelated); a share of a fio ceiling the rate's error and the probe's
+between-run term where this host has measured one (analysis.verdicts.between_run); of the iperf3
+baseline the rate's error only. An unknown error counts as 0: the plain comparison.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Any
+
+from xcbench.figures.stats import CONFIDENCE
+from xcbench.figures.units import fmt_num
+
+Z = NormalDist().inv_cdf(CONFIDENCE)
+SKIP = "_skip_rules"  # evidence key: rules taken as not passing (analysis.verdicts.rules._otherwise)
+
+
+def combined(*rel_se: Any) -> float:
+    """The relative error of a product or ratio of figures with these errors (unknown: 0)."""
+    return math.hypot(*(float(s) if _finite(s) else 0.0 for s in rel_se)) if rel_se else 0.0
+
+
+def interval(x: float, rel_se: float) -> tuple[float, float]:
+    s = rel_se if _finite(rel_se) else 0.0
+    return x * math.exp(-Z * s), x * math.exp(Z * s)
+
+
+def passes(ev: dict[str, Any], rule: str, figure: str, x: Any, threshold: float, rel_se: Any,
+           at_most: bool = False) -> bool:
+    """Is ``x`` >= ``threshold`` (``at_most``: <=)? The plain comparison, as the rules always
+    made it; when ``x``'s interval straddles the threshold, ``rule`` is recorded as a
+    borderline candidate of the point (whichever side ``x`` fell on)."""
+    if not _finite(x) or rule in ev.get(SKIP, ()):
+        return False
+    x = float(x)
+    lo, hi = interval(x, rel_se)
+    if lo < threshold < hi or (lo < threshold <= hi and not at_most) or (lo <= threshold < hi and at_most):
+        ev.setdefault("borderline_candidates", []).append(
+            {"rule": rule, "figure": figure, "value": x, "threshold": threshold, "low": lo,
+             "high": hi, "confidence": CONFIDENCE, "at_most": at_most})
+    return x <= threshold if at_most else x >= threshold
+
+
+def mark(ev: dict[str, Any], verdict: str, reason: str) -> tuple[str, str]:
+    """The verdict, with evidence ``borderline`` (any candidate) and a clause per candidate:
+    '...; borderline: EC/replicated rate 86 % is within its noise of 85 % (78 %-95 % at 95 %).'"""
+    cands = ev.get("borderline_candidates") or []
+    ev["borderline"] = bool(cands)
+    if not cands:
+        return verdict, reason
+    clauses = []
+    for c in cands:
+        if c.get("figure") == "otherwise":  # analysis.verdicts.rules._otherwise
+            clauses.append(f"on its other side the verdict would be {c['rule']}")
+            continue
+        fmt = _fmt(c)
+        clauses.append(f"{c['figure']} {fmt(c['value'])} is within its noise of "
+                       f"{fmt(c['threshold'])} ({fmt(c['low'])}-{fmt(c['high'])} at "
+                       f"{CONFIDENCE * 100:.0f} %{'' if c['rule'] == verdict else ': ' + c['rule'] + '?'})")
+    return verdict, reason.rstrip(".") + "; borderline: " + "; ".join(clauses) + "."
+
+
+def causes(verdict: str, evidence: dict[str, Any]) -> set[str]:
+    """The causes a verdict names: its own, and its borderline candidates'."""
+    return {verdict} | {c["rule"] for c in evidence.get("borderline_candidates") or ()}
+
+
+def _fmt(cand: dict[str, Any]):
+    if cand["figure"] == "growth":
+        return lambda v: f"x{fmt_num(v)}"
+    return lambda v: f"{v * 100:.0f} %"
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return v is not None and math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False

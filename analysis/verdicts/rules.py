@@ -1,0 +1,292 @@
+"""The verdict rules (analysis.verdicts.attribution's docstring states them): utilisations, then the
+first rule that matches. Input: one point's figures (``ev``, built by analysis.verdicts.attribution);
+a read point (``ev["direction"] == "read"``) is held against the read ceilings of its cell, so
+the texts say read where a write point's say write.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from xcbench.analysis.verdicts import between_run as _between
+from xcbench.analysis.verdicts import borderline as _bl
+from xcbench.analysis.verdicts import roles as _roles
+from xcbench.analysis.verdicts.amplification import describe
+from xcbench.figures.stats import CONFIDENCE
+from xcbench.figures.units import fmt_num
+
+VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "network",
+            "host-cpu", "storage-network", "storage-disk", "storage-host-cpu", "inconclusive")
+NEAR = 0.85
+OVER = 1.15  # the chain beats a storage probe by more than this: the probe is not its ceiling
+STARVED = 0.25
+SCALING = 1.25
+GIB = float(1 << 30)
+BIG_OP = float(1 << 20)  # a mean client op this large is held by bandwidth, not by an IOPS ceiling
+
+
+def _ok(v: Any) -> TypeGuard[float]:
+    """A finite number (None, NaN and non-numbers are not)."""
+    return v is not None and isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
+
+
+def gib(v: float) -> str:
+    return f"{fmt_num(v / GIB)} GiB/s"
+
+
+def pct(v: float) -> str:
+    return f"{v * 100:.0f} %"
+
+
+def io_word(ev: dict[str, Any]) -> str:
+    """"read" for a read point, else "write" (old evidence has no direction: writes)."""
+    return "read" if ev.get("direction") == "read" else "write"
+
+
+def ops_key(ev: dict[str, Any]) -> str:
+    """The evidence key of the pool's client op/s in the point's direction."""
+    return f"pool_{io_word(ev)}_ops"
+
+
+def _dev_iops(ev: dict[str, Any]) -> bool:
+    """The level's and the IOPS probe's IOs were both counted at the storage device (writes)."""
+    return (io_word(ev) == "write" and _ok(ev.get("device_write_iops"))
+            and _ok(ev.get("fio_device_iops")) and ev["fio_device_iops"] > 0)
+
+
+def _util(ev: dict[str, Any]) -> dict[str, float]:
+    r = ev["rate"]
+    u = {}
+    if _ok(ev.get("network_bps")) and ev["network_bps"] > 0:
+        u["network"] = r / ev["network_bps"]
+    ops = ev.get(ops_key(ev))
+    # a 4 KiB-op IOPS ceiling holds small ops; the chain's large ops (>= 1 MiB each) are
+    # bounded by bytes, not by that count (under a device-bytes limit both fall together)
+    small = not _ok(ops) or ops <= 0 or r / ops < BIG_OP
+    if small and _dev_iops(ev):
+        # like with like: the device IOs the level made per second against those fio's IOPS
+        # job made; a chain op (an XrdCeph lock, xattr or 256 KiB write) costs the device
+        # another number of IOs than a 4 KiB random write, so op counts do not compare. The IO
+        # count is the cap only where it is nearer its ceiling than the device's bytes are
+        # theirs (under a bytes limit fio's 4 KiB job is held by bytes too: its IO/s are then
+        # no IO-count ceiling)
+        ui = ev["device_write_iops"] / ev["fio_device_iops"]
+        ub = (ev["device_write_Bps"] / ev["fio_device_Bps"] if _ok(ev.get("device_write_Bps"))
+              and _ok(ev.get("fio_device_Bps")) and ev["fio_device_Bps"] > 0 else math.nan)
+        ev["device_use"] = {"ios": ui, "bytes": ub}
+        if not (_ok(ub) and ub >= ui):
+            u["storage-iops"] = ui
+    elif _ok(ops) and _ok(ev.get("fio_iops")) and ev["fio_iops"] > 0 and small:
+        u["storage-iops"] = ops / ev["fio_iops"]
+    # the tmpfs rate is a gateway *ceiling* only if it stopped growing with concurrency
+    ceiling = ev.get("gateway_ceiling") if not (ev.get("gateway_growth", 0) >= SCALING) else None
+    own = (ev.get("roles") or {}).get("gateway", {}).get("limit")
+    twin = ev.get("gateway_twin_limit")
+    if _ok(own) and _ok(twin) and abs(own - twin) > 0.01 * max(own, twin):
+        ceiling = None  # the tmpfs gateway ran under another CPU limit: not this gateway's ceiling
+        ev["gateway_ceiling_note"] = (f"tmpfs gateway limit {fmt_num(twin)} cores "
+                                      f"({ev.get('gateway_twin_limit_source')}) vs {fmt_num(own)} here")
+    gw = [x for x in (r / ceiling if _ok(ceiling) and ceiling > 0 else None, ev.get("cpu")) if _ok(x)]
+    if gw:
+        u["gateway"] = max(gw)
+    if _ok(ev.get("fio_bw")) and ev["fio_bw"] > 0:
+        u["storage-bandwidth"] = r / ev["fio_bw"]
+    return u
+
+
+def decide(ev: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, reason) for one point's figures (the rules of the module docstring). A rule
+    the cascade looked at whose figure is within its own noise of the threshold is named as
+    borderline (analysis.verdicts.borderline: evidence and reason say so), and so is the verdict the
+    cascade reaches when the deciding figure falls on the other side of its threshold."""
+    ev.pop("borderline_candidates", None)
+    verdict, reason = _decide(ev)
+    other = _otherwise(ev, verdict)
+    if other:
+        ev["borderline_candidates"].append({"rule": other, "figure": "otherwise", "otherwise_of": verdict})
+    return _bl.mark(ev, verdict, reason)
+
+
+def _otherwise(ev: dict[str, Any], verdict: str) -> str | None:
+    """The verdict one figure's noise away past the deciding rule: when the figure that named
+    ``verdict`` passed its threshold only within its noise, the rest of the cascade decides (a
+    run whose figure fell short names that); None when the verdict was not a borderline pass or
+    the rest names it too."""
+    if not any(c["rule"] == verdict and c.get("figure") != "otherwise"
+               for c in ev.get("borderline_candidates") or ()):
+        return None
+    alt = copy.deepcopy(ev)
+    alt.pop("borderline_candidates", None)
+    alt[_bl.SKIP] = [verdict]  # that rule's figure fell short: its passes() are False
+    other = _decide(alt)[0]
+    return other if other != verdict else None
+
+
+def _gw_rel_se(ev: dict[str, Any], u: dict[str, float]) -> float:
+    """The noise of u_gw: of R/G (both rates' errors) when that is the larger part, else of the
+    gateway's CPU share (its samples' error over the window)."""
+    r, g, se = ev["rate"], ev.get("gateway_ceiling"), ev.get("rate_rel_se")
+    if _ok(g) and g > 0 and math.isclose(u.get("gateway", math.nan), r / g):
+        return _bl.combined(se, ev.get("gateway_ceiling_rel_se"))
+    return _bl.combined(ev.get("gateway_cores_rel_se"))
+
+
+def _decide(ev: dict[str, Any]) -> tuple[str, str]:
+    r, conc, mode = ev["rate"], ev["concurrency"], ev["mode"]
+    se = _bl.combined(ev.get("rate_rel_se"))  # the level's own noise (0 when unknown)
+    io = io_word(ev)
+    u = _util(ev)
+    ev["utilisation"] = u
+    beaten = {k: v for k, v in u.items() if k in ("storage-bandwidth", "storage-iops") and v > OVER}
+    u = {k: v for k, v in u.items() if k not in beaten}
+    ev["not_ceilings"] = sorted(beaten)
+    ev["thresholds"] = {"near": NEAR, "starved": STARVED, "scaling": SCALING, "scaling_confidence": CONFIDENCE}
+    at = f"at {fmt_num(conc)} transfers ({mode}{', reads' if io == 'read' else ''})"
+    cpu_txt = (f"gateway CPU {fmt_num(ev['gateway_cores'])} of {fmt_num(ev['cores'])} cores "
+               f"({pct(ev['cpu'])})") if _ok(ev.get("cpu")) else None
+    host_txt = f"host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) else None
+
+    if _bl.passes(ev, "network", "share of the iperf3 baseline", u.get("network"), NEAR, se):
+        return "network", (f"The chain moves {gib(r)} ({fmt_num(r * 8 / 1e9)} Gb/s) {at}, "
+                           f"{pct(u['network'])} of the iperf3 baseline "
+                           f"({fmt_num(ev['network_bps'] * 8 / 1e9)} Gb/s).")
+    limited = _roles.at_limit_verdict(ev, at, gib(r))
+    if limited:
+        return limited
+    dev = _dev_iops(ev) and "storage-iops" in u
+    between = ev.get("between_run") or {}
+    if _bl.passes(ev, "storage-iops", "share of fio's IOPS" + (" (device IOs)" if dev else ""),
+                  u.get("storage-iops"), NEAR, _bl.combined(None if dev else ev.get(ops_key(ev) + "_rel_se"),
+                                                           _between.probe(between, io, "iops"))):
+        if dev:
+            ops, ub = ev.get(ops_key(ev)), ev["device_use"]["bytes"]
+            return "storage-iops", (f"The storage device does {fmt_num(ev['device_write_iops'])} write "
+                                    f"IO/s {at}, {pct(u['storage-iops'])} of the "
+                                    f"{fmt_num(ev['fio_device_iops'])} IO/s fio's {ev['fio_iops_job']} "
+                                    f"job made it do ({fmt_num(ev['fio_iops'])} IOPS)"
+                                    + (f", its bytes at {pct(ub)} of their ceiling" if _ok(ub) else "")
+                                    + f", while the chain moves only {gib(r)}"
+                                    + (f" in {fmt_num(ops)} pool {io} op/s" if _ok(ops) else "") + ".")
+        return "storage-iops", (f"The pool {ev['pool']} sustains {fmt_num(ev[ops_key(ev)])} "
+                                f"{io} op/s {at}, {pct(u['storage-iops'])} of the "
+                                f"{fmt_num(ev['fio_iops'])} IOPS fio measured ({ev['fio_iops_job']}), "
+                                f"while the chain moves only {gib(r)}.")
+    ugw, ubw = u.get("gateway", 0), u.get("storage-bandwidth", 0)
+    if ugw < NEAR and _bl.passes(ev, "ec-overhead", "EC/replicated rate", ev.get("ec_ratio"), NEAR,
+                                 _bl.combined(se, ev.get("rep_rate_rel_se")), at_most=True):
+        rho = (f"; measured raw/logical {fmt_num(ev['raw_per_logical'])} "
+               f"(expected {fmt_num(ev['raw_expected'])})") if _ok(ev.get("raw_per_logical")) else ""
+        if io == "read":
+            rho = "; " + amplification_text(ev)
+        tail = f"; {host_txt}" if host_txt and ev.get("roles") else ""
+        return "ec-overhead", (f"On the EC pool the chain moves {gib(r)} {at}, "
+                               f"{pct(ev['ec_ratio'])} of the same layout on {ev['rep_pool']} "
+                               f"({gib(ev['rep_rate'])}){rho}{tail}.")
+    # a storage ceiling measured on this host and reached names the cap more closely than a busy
+    # host CPU (which others' load may fill): it comes first unless the gateway's is nearer
+    bw_first = ubw >= ugw
+    se_bw = _bl.combined(se, _between.probe(between, io, "bw"))  # R / F: the probe's term too
+    if bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
+                               u.get("storage-bandwidth"), NEAR, se_bw):
+        return _bandwidth(ev, r, at, io, ubw)
+    host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR, reaches=lambda busy: _bl.passes(
+        ev, "host-cpu", "host CPU busy", busy, NEAR,
+        _bl.combined(ev.get("host_busy_rel_se"), between.get("host_busy"))))
+    if host:
+        return host
+    if ugw >= ubw and _bl.passes(ev, "gateway", "gateway use", u.get("gateway"), NEAR, _gw_rel_se(ev, u)):
+        parts = []
+        if _ok(ev.get("gateway_ceiling")):
+            parts.append(f"{pct(r / ev['gateway_ceiling'])} of the tmpfs-gateway ceiling "
+                         f"({gib(ev['gateway_ceiling'])})")
+        if cpu_txt:
+            parts.append(cpu_txt)
+        if _ok(ev.get("fio_bw")):
+            parts.append(f"fio allows {gib(ev['fio_bw'])}")
+        return "gateway", f"The chain moves {gib(r)} {at}: " + "; ".join(parts) + "."
+    if not bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
+                                   u.get("storage-bandwidth"), NEAR, se_bw):
+        return _bandwidth(ev, r, at, io, ubw)
+    starved = ev.get("starved_frac")
+    if _ok(starved) and starved >= STARVED:
+        return "client", (f"The client left transfer slots idle while files were queued in "
+                          f"{pct(starved)} of the seconds {at}; the chain moved {gib(r)}.")
+    if _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= STARVED:
+        return "client", (f"Even into tmpfs the client left slots idle {pct(ev['gateway_starved'])} "
+                          f"of the time {at}; the chain moved {gib(r)}.")
+    grows, growth_txt = _growth(ev, r)
+    if grows:
+        return "client", (f"The rate still grows with concurrency: {gib(r)} {at} but "
+                          f"{gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
+                          f"{growth_txt}, so more transfers in flight would go faster.")
+    names = {"network": "iperf3", "gateway": "gateway", "storage-bandwidth": "fio bandwidth",
+             "storage-iops": "fio IOPS"}
+    missing = [what for what, ok in (
+        ("tmpfs-gateway ceiling at this level", _ok(ev.get("gateway_ceiling")) or ev.get("backend") == "tmpfs"),
+        ("fio probe", _ok(ev.get("fio_bw")) or _ok(ev.get("fio_iops")) or ev.get("backend") == "tmpfs"),
+        ("iperf3 baseline", _ok(ev.get("network_bps")))) if not ok]
+    if u:
+        ceil = ", ".join(f"{names[k]} {pct(v)}" for k, v in sorted(u.items(), key=lambda x: -x[1]))
+        why = f"below every measured ceiling ({ceil}); none within {pct(1 - NEAR)}"
+    else:
+        why = "not comparable with any ceiling"
+    if missing:
+        why += "; not measured: " + ", ".join(missing)
+    if beaten:
+        why += "; the chain beats " + ", ".join(f"{names[k]} ({pct(v)})" for k, v in beaten.items()) \
+            + (", so that probe is no ceiling of this path (direct I/O vs the gateway's buffered "
+               f"{io}s?)")
+    if growth_txt:
+        why += (f"; {gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
+                f"{growth_txt}, not surely {fmt_num(SCALING)}x: not shown to grow with concurrency")
+    if ev.get("gateway_ceiling_note"):
+        why += f"; the tmpfs cell is no gateway ceiling here ({ev['gateway_ceiling_note']})"
+    tail = f"; {host_txt}" if host_txt else ""
+    if ev.get("roles") and _roles.summary(ev["roles"]):
+        tail += f"; role CPU/limit in cores: {_roles.summary(ev['roles'])}"
+    return "inconclusive", f"The chain moves {gib(r)} {at}, {why}{tail}."
+
+
+def _bandwidth(ev: dict[str, Any], r: float, at: str, io: str, ubw: float) -> tuple[str, str]:
+    g = (f", while the tmpfs gateway does {gib(ev['gateway_ceiling'])}"
+         if _ok(ev.get("gateway_ceiling")) else "")
+    host = (f"; host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) and ev.get("roles")
+            and ev["host_busy"] >= NEAR else "")
+    return "storage-bandwidth", (f"The chain moves {gib(r)} {at}, {pct(ubw)} of the fio {io} "
+                                 f"ceiling of this layout and pool ({gib(ev['fio_bw'])}){g}{host}.")
+
+
+def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
+    """(does the rate surely grow >= SCALING x at a higher level?, the words for its bound).
+
+    Surely: the one-sided 95 % lower bound of rate(higher) / rate (figures.stats, from each
+    level's own noise) is >= SCALING. A growth that reaches SCALING only within the noise is
+    not called, and is a borderline candidate (analysis.verdicts.borderline): another run would call it.
+    Without noise figures the plain ratio is used."""
+    hi = ev.get("best_higher_rate")
+    if not (_ok(hi) and r > 0):
+        return False, ""
+    low = ev.get("best_higher_growth_low")
+    if not _ok(low):
+        return hi >= SCALING * r, ""
+    noise = f" ({ev['rate_noise']})" if ev.get("rate_noise") else ""
+    words = (f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at {CONFIDENCE * 100:.0f} % given "
+             f"the levels' noise{noise})")
+    if low > 0:  # the interval of the growth: low = g exp(-z se)
+        _bl.passes(ev, "client", "growth", hi / r, SCALING, max(math.log(hi / r / low), 0.0) / _bl.Z)
+    if low >= SCALING:
+        return True, words
+    return False, words if hi >= SCALING * r else ""
+
+
+def amplification_text(ev: dict[str, Any]) -> str:
+    """'the OSDs read 1.52x the bytes read (replicated twin 1.01x)' or '... not measured'."""
+    a, rep = ev.get("read_amplification"), ev.get("rep_read_amplification")
+    if not _ok(a):
+        return "OSD read amplification not measured (no BlueStore read counters sampled)"
+    twin = f" (replicated twin {describe(rep)})" if _ok(rep) else ""
+    return f"the OSDs read {describe(a)} the bytes the campaign read{twin}"

@@ -1,0 +1,363 @@
+"""One run, loaded once and summarised: cells, steady windows, per-level points, probe ceilings.
+
+Everything the attribution, the report and `xcbench compare` show comes from here, and each
+figure carries a *source*: a dict naming the run, the table, the pandas query selecting the
+rows and the aggregation that gives the figure (see :func:`source`), so it can be recomputed
+from the Parquet files (tests/unit/analysis/test_traceability.py does).
+
+Column meanings: rates are bytes/s; ``rate`` of a point is the mean over repeats of each
+repeat's steady-window mean (figures.steady.RULE), with a bootstrap CI over repeats. A point
+is (cell, concurrency, direction): write, or read (analysis.verdicts.directions; a mixed campaign gives
+one of each, runs from before reads only writes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Set as AbstractSet
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from xcbench.analysis.verdicts import directions as _dirs
+from xcbench.analysis.verdicts import probes as _probes
+from xcbench.analysis.verdicts.samples import SampleIndex
+from xcbench.analysis.verdicts.sources import source, source_text  # noqa: F401 - source_text: re-exported
+from xcbench.errors import XcbError
+from xcbench.figures import steady as _steady
+from xcbench.figures.stats import Stats
+from xcbench.figures.units import format_size, parse_size
+from xcbench.store.rundir import RunDir
+
+TRANSFER_COLS = ["cell_id", "campaign_id", "concurrency", "repeat", "file_size", "transferred",
+                 "start_time", "finish_time", "tx_duration", "throughput", "file_state", "direction"]
+LEVEL_KEYS = ("cell_id", "campaign_id", "concurrency")  # a transfer without them is in no level
+
+
+def _q(v: Any) -> str:
+    return json.dumps(v) if isinstance(v, str) else repr(v)
+
+
+def _bs(v: Any) -> float:
+    try:
+        return float(parse_size(v if not isinstance(v, float) else int(v)))
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def cell_frame(manifest: dict[str, Any], extra_ids: AbstractSet[str] = frozenset()) -> pd.DataFrame:
+    """One row per cell from the manifest's settings (plus ids only seen in the tables)."""
+    rows = []
+    cells = dict(manifest.get("cells") or {})
+    for cid in sorted(extra_ids - set(cells)):
+        cells[cid] = {"label": cid, "status": "unknown"}
+    for cid, c in cells.items():
+        s = c.get("settings") or {}
+        lay = s.get("layout") or {}
+        pool = s.get("pool") or {}
+        fp_pool = ((c.get("fingerprint") or {}).get("pool") or {})
+        kind = pool.get("kind")
+        size, k, m = pool.get("size", 1), pool.get("k", 0), pool.get("m", 0)
+        if kind == "replicated":
+            pname, plabel, ratio = f"xcb-rep{size}", f"rep{size}", float(size)
+        elif kind == "erasure":
+            pname, plabel, ratio = f"xcb-ec{k}-{m}", f"ec{k}+{m}", (k + m) / k if k else math.nan
+        else:
+            pname, plabel, ratio = None, "", math.nan
+        su, sc, osz = lay.get("stripe_unit"), lay.get("stripe_count"), lay.get("object_size")
+        rows.append({
+            "cell_id": cid, "label": c.get("label") or cid, "status": c.get("status", "unknown"),
+            "error": c.get("error"), "backend": s.get("backend") or c.get("backend") or "",
+            "mode": s.get("mode", ""), "origins": s.get("origins", 1),
+            "stripe_unit": su, "stripe_count": sc, "object_size": osz,
+            "layout": (f"su={format_size(su)} sc={sc} os={None if osz is None else format_size(osz)}" if su else ""),
+            "pool_kind": kind, "pool": c.get("pool_name") or fp_pool.get("name") or pname,
+            "pool_label": plabel, "raw_ratio_expected": ratio,
+            "file_size": s.get("file_size"), "files": s.get("files"),
+            "size_dist": s.get("size_dist", ""),
+            "gateway": json.dumps(s.get("gateway") or {}, sort_keys=True),
+            "levels": tuple(s.get("concurrency") or ()),
+        })
+    cols = ["cell_id", "label", "status", "error", "backend", "mode", "origins", "stripe_unit",
+            "stripe_count", "object_size", "layout", "pool_kind", "pool", "pool_label",
+            "raw_ratio_expected", "file_size", "files", "size_dist", "gateway", "levels"]
+    return pd.DataFrame(rows, columns=cols).set_index("cell_id", drop=False)
+
+
+POINT_COLS = ["cell_id", "concurrency", "direction", "repeats", "rate", "ci_low", "ci_high",
+              "rate_cv_repeats", "window_cv", "window_n", "run_rate", "run_cv", "method", "starved_frac",
+              "wall_start", "wall_end", "finished", "failed", "source"]
+
+
+class RunData:
+    """A run's tables and the summaries derived from them (computed lazily, once)."""
+
+    def __init__(self, run: RunDir | str | Path):
+        self.run = run if isinstance(run, RunDir) else RunDir.open(run)
+        self.run_id = self.run.run_id
+        self.manifest = self.run.manifest
+
+    # --- raw tables ------------------------------------------------------------------------
+    @cached_property
+    def transfers(self) -> pd.DataFrame:
+        df = self.run.table("transfers", columns=TRANSFER_COLS)
+        for c in ("file_size", "transferred", "start_time", "finish_time", "tx_duration",
+                  "throughput", "concurrency", "repeat"):
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+        missing = df["throughput"].isna() & (df["tx_duration"] > 0)
+        if missing.any():
+            df.loc[missing, "throughput"] = df["file_size"] / df["tx_duration"]
+        df["direction"] = _dirs.transfer_direction(df)
+        return self._levelled(df)
+
+    def _levelled(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Transfers with their level keys; a level the campaigns table knows is filled in from
+        it, any other gap is an XcbError naming the run, table and column (no level invented)."""
+        if df.empty:
+            return df
+        cp = self.campaigns
+        if df["concurrency"].isna().any() and len(cp) and cp["concurrency"].notna().any():
+            conc = dict(zip(cp["campaign_id"], pd.to_numeric(cp["concurrency"], errors="coerce"),
+                            strict=False))
+            df["concurrency"] = df["concurrency"].fillna(df["campaign_id"].map(conc))
+        for col in LEVEL_KEYS:
+            n = int(df[col].isna().sum())
+            if n and self.timeline_derived:  # the levels must come from these rows
+                raise XcbError(f"run {self.run_id}: transfers: {n} of {len(df)} rows have no {col}"
+                               f"{'' if len(cp) else ' and the run has no campaigns table to give it'}"
+                               f": cannot tell which concurrency level they belong to")
+        return df
+
+    @cached_property
+    def timeline_derived(self) -> bool:
+        return not self.run.has_table("timeline")
+
+    @cached_property
+    def timeline(self) -> pd.DataFrame:
+        if self.timeline_derived:
+            return _steady.timeline_from_transfers(self.transfers)
+        df = self.run.table("timeline")
+        for c in ("concurrency", "repeat", "t", "wall", "bytes", "rate", "active", "done", "failed"):
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+        # tolerate producers that leave out derivable columns (bucket = 1 s)
+        if df["t"].isna().all() and df["wall"].notna().any():
+            df["t"] = df["wall"] - df.groupby("campaign_id")["wall"].transform("min")
+        if df["rate"].isna().all():
+            df["rate"] = df["bytes"]
+        if df["bytes"].isna().all():
+            df["bytes"] = df["rate"]
+        if df["repeat"].isna().all():
+            df["repeat"] = 0
+        return df
+
+    @cached_property
+    def campaigns(self) -> pd.DataFrame:
+        return self.run.table("campaigns")
+
+    @cached_property
+    def directions(self) -> dict[str, str]:
+        """{campaign_id: write | read | mixed} (analysis.verdicts.directions)."""
+        return _dirs.campaign_directions(self.campaigns, self.manifest, self.timeline)
+
+    @cached_property
+    def directional_timeline(self) -> pd.DataFrame:
+        """The timeline with a ``direction`` column, mixed campaigns split per direction."""
+        def rebuild(camp):
+            tr = self.transfers
+            return _steady.timeline_from_transfers(tr[tr["campaign_id"] == camp])
+        return _dirs.directional_timeline(self.timeline, self.directions, rebuild)
+
+    @cached_property
+    def probes(self) -> pd.DataFrame:
+        df = self.run.table("probes")
+        for c in ("iops", "bw", "iodepth", "numjobs", "lat_mean_us", "lat_p99_us", "runtime_s"):
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+        df["bs_bytes"] = df["bs"].map(_bs) if len(df) else pd.Series(dtype=float)
+        return df
+
+    @cached_property
+    def samples(self) -> SampleIndex:
+        return SampleIndex(self.run.table("samples", columns=["cell_id", "wall", "metric",
+                                                              "value", "labels"]))
+
+    @cached_property
+    def baseline(self) -> pd.DataFrame:
+        return self.run.table("baseline")
+
+    @cached_property
+    def findings(self) -> pd.DataFrame:
+        return self.run.table("findings")
+
+    @cached_property
+    def gaps(self) -> pd.DataFrame:
+        return self.run.table("gaps")
+
+    @cached_property
+    def stored_verdicts(self) -> pd.DataFrame:
+        return self.run.table("verdicts")
+
+    # --- summaries -------------------------------------------------------------------------
+    @cached_property
+    def cells(self) -> pd.DataFrame:
+        ids = set(self.timeline["cell_id"].dropna().unique()) | set(self.probes["cell_id"].dropna().unique())
+        return cell_frame(self.manifest, ids)
+
+    @cached_property
+    def cores(self) -> float:
+        host = (self.manifest.get("fingerprint") or {}).get("host") or {}
+        n = host.get("cpus_usable") or host.get("cpus")
+        return float(n) if n else math.nan
+
+    @cached_property
+    def steady(self) -> pd.DataFrame:
+        files = None
+        cp = self.campaigns
+        if len(cp) and "files" in cp:
+            files = dict(zip(cp["campaign_id"], pd.to_numeric(cp["files"], errors="coerce"), strict=False))
+        elif len(self.transfers):
+            files = self.transfers.groupby("campaign_id")["file_size"].size().to_dict()
+        return _steady.steady_table(self.directional_timeline, files, self.levels)
+
+    @cached_property
+    def levels(self) -> dict[str, dict]:
+        """{campaign_id: how its time-based level ended} (CAMPAIGN settings["level"])."""
+        cp, out = self.campaigns, {}
+        if len(cp) and "settings" in cp:
+            for cid, text in zip(cp["campaign_id"], cp["settings"], strict=False):
+                try:
+                    level = json.loads(text).get("level") if isinstance(text, str) else None
+                except ValueError:
+                    level = None
+                if level:
+                    out[cid] = level
+        return out
+
+    def _rate_source(self, cell_id: str, conc: Any, windows: pd.DataFrame,
+                     direction: str = "write") -> dict[str, Any]:
+        parts = " | ".join(f"(repeat == {_q(r.repeat)} & t >= {r.t_start!r} & t <= {r.t_end!r})"
+                           for r in windows.itertuples())
+        q = f"cell_id == {_q(cell_id)} & concurrency == {_q(conc)} & ({parts})"
+        camps = set(windows["campaign_id"])
+        if any(self.directions.get(c) == "mixed" for c in camps):
+            col = _dirs.SPLIT[direction]
+            return source(self.run_id, "timeline", q, "rate", "mean", by="repeat", recompute=False,
+                          note=f"mixed campaign, {direction}s only: rate x {col} / bytes per bucket "
+                               "(analysis.verdicts.directions), steady-window mean per repeat, then mean "
+                               "over repeats; B/s")
+        if self.timeline_derived:
+            return source(self.run_id, "transfers", f"cell_id == {_q(cell_id)} & concurrency == {_q(conc)}",
+                          "throughput", "mean", note="timeline rebuilt from transfers by "
+                          "figures.steady.timeline_from_transfers, then mean rate over the steady "
+                          "window of each repeat: " + parts, recompute=False)
+        return source(self.run_id, "timeline", q, "rate", "mean", by="repeat",
+                      note="steady-window mean per repeat, then mean over repeats; B/s")
+
+    @cached_property
+    def points(self) -> pd.DataFrame:
+        """One row per (cell, concurrency): steady rate over repeats, CI, volatility, counts."""
+        st = self.steady
+        if st.empty:
+            return pd.DataFrame(columns=POINT_COLS)
+        tr = self.transfers
+        counts = (tr.assign(ok=tr["file_state"].eq("FINISHED"))
+                  .groupby(["cell_id", "concurrency", "direction"])["ok"].agg(["sum", "size"]))
+        rows = []
+        for (cid, conc, d), g in st.groupby(["cell_id", "concurrency", "direction"], sort=False):
+            s = Stats.of(g["window_mean"], ci=True)
+            k = (cid, conc, d)
+            ok, n = counts.loc[k] if k in counts.index else (math.nan, math.nan)
+            rows.append({
+                "cell_id": cid, "concurrency": conc, "direction": d, "repeats": len(g), "rate": s.mean,
+                "ci_low": s.ci_low, "ci_high": s.ci_high, "rate_cv_repeats": s.cv,
+                "window_cv": float(g["window_cv"].mean()), "window_std": float(g["window_std"].mean()),
+                "window_n": float(g["window_n"].mean()),
+                "window_median": float(g["window_median"].mean()),
+                "run_rate": float(g["run_mean"].mean()), "run_cv": float(g["run_cv"].mean()),
+                "method": ",".join(sorted(set(g["method"]))),
+                "ended_by": ",".join(sorted(set(g["ended_by"].dropna()))) if "ended_by" in g else "",
+                "steady_at": float(g["steady_at"].mean()) if "steady_at" in g else math.nan,
+                "starved_frac": float(g["starved_frac"].mean()),
+                "wall_start": float(g["wall_start"].min()), "wall_end": float(g["wall_end"].max()),
+                "windows": [(float(a), float(b)) for a, b in zip(g["wall_start"], g["wall_end"], strict=True)],
+                "finished": ok, "failed": n - ok if n == n else math.nan,
+                "source": self._rate_source(cid, conc, g, d),
+            })
+        if not rows:  # steady rows without a level (NaN concurrency): nothing to summarise
+            return pd.DataFrame(columns=POINT_COLS)
+        return pd.DataFrame(rows).sort_values(["cell_id", "concurrency", "direction"],
+                                              kind="stable").reset_index(drop=True)
+
+    @cached_property
+    def _point_index(self) -> dict[tuple[str, float, str], dict[str, Any]]:
+        return {(r["cell_id"], float(r["concurrency"]), r["direction"]): r
+                for r in self.points.to_dict("records")}
+
+    def point(self, cell_id: str, concurrency: Any, direction: str = "write") -> dict[str, Any] | None:
+        return self._point_index.get((cell_id, float(concurrency), direction))
+
+    def view(self, direction: str) -> _dirs.DirectionView:
+        """This run seen in one direction: ``point``/``levels_rate`` default to it."""
+        return _dirs.DirectionView(self, direction)
+
+    @cached_property
+    def transfer_quantiles(self) -> pd.DataFrame:
+        """Per (cell, concurrency, direction): quantiles of per-transfer throughput (FINISHED only)."""
+        tr = self.transfers
+        ok = tr[tr["file_state"].eq("FINISHED") & tr["throughput"].notna()]
+        if ok.empty:
+            return pd.DataFrame(columns=["cell_id", "concurrency", "direction", "n", "q05", "q25",
+                                         "q50", "q75", "q95", "mean"])
+        g = ok.groupby(["cell_id", "concurrency", "direction"])["throughput"]
+        q = g.quantile([0.05, 0.25, 0.5, 0.75, 0.95]).unstack()
+        q.columns = ["q05", "q25", "q50", "q75", "q95"]
+        q["n"] = g.size()
+        q["mean"] = g.mean()
+        return q.reset_index()
+
+    @cached_property
+    def probe_jobs(self) -> pd.DataFrame:
+        """One row per (cell, fio job, direction) (analysis.verdicts.probes.probe_jobs)."""
+        return _probes.probe_jobs(self.probes)
+
+    @cached_property
+    def probe_ceilings(self) -> pd.DataFrame:
+        """Per cell: fio write and read bandwidth and IOPS ceilings with their sources
+        (analysis.verdicts.probes.probe_ceilings)."""
+        return _probes.probe_ceilings(self.probe_jobs, self.run_id)
+
+    @cached_property
+    def network(self) -> tuple[float, dict[str, Any] | None]:
+        """(bytes/s, source) of the network baseline: the best iperf3 result of the run."""
+        return self._network(None)
+
+    def network_for(self, direction: str) -> tuple[float, dict[str, Any] | None]:
+        """The baseline of one direction: the best iperf3 result measured that way (read =
+        ``-R``, gateway -> client; rows without a direction are writes), else the best of all."""
+        return self._network(direction)
+
+    def _network(self, direction: str | None) -> tuple[float, dict[str, Any] | None]:
+        b = self.baseline
+        if b.empty or "bits_per_second" not in b:
+            return (math.nan, None)
+        bps = pd.to_numeric(b["bits_per_second"], errors="coerce")
+        q, note = "kind == 'iperf3'", "divided by 8 for B/s"
+        if direction is not None and "direction" in b:
+            d = b["direction"].astype(object).where(b["direction"].notna(), "write")
+            mine = (d.eq("read") if direction == "read" else d.ne("read")) & bps.notna()
+            if mine.any():
+                bps = bps[mine]
+                q += " & direction == 'read'" if direction == "read" else " & direction != 'read'"
+            else:
+                note += f"; no iperf3 result in the {direction} direction, the best of all used"
+        if not bps.notna().any():
+            return (math.nan, None)
+        return (float(bps.max()) / 8.0,
+                source(self.run_id, "baseline", q, "bits_per_second", "max", note=note))
+
+    def levels_rate(self, cell_id: str, direction: str = "write") -> list[tuple[float, float]]:
+        """[(concurrency, steady rate)] of a cell in one direction."""
+        return [(c, r["rate"]) for (cid, c, d), r in self._point_index.items()
+                if cid == cell_id and d == direction]

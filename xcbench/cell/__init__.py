@@ -1,0 +1,63 @@
+"""A cell: one point of a matrix. Produced by xcbench.matrix, consumed by backends, gateways,
+probes, campaigns and the run. Fields may be added (with defaults); do not rename them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from xcbench.cell.layout import Layout
+from xcbench.cell.protection import PoolSpec, Protection
+
+__all__ = ["BACKENDS", "DIRECTIONS", "MODES", "SECURITY_MODES", "Cell", "Layout", "PoolSpec", "Protection"]
+
+BACKENDS = ("tmpfs", "cephfs", "rados")
+MODES = ("push", "tpc-root", "tpc-http")
+SECURITY_MODES = ("none", "tls", "scitokens", "macaroons")  # how a gateway is reached
+DIRECTIONS = ("write", "read", "mixed")  # into the gateway, out of it, both (campaign.read_fraction)
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str  # stable: hash of the settings below (not of label or source)
+    label: str  # readable, e.g. "cephfs su=4M sc=1 os=4M ec2+1 o1 push"
+    backend: str  # one of BACKENDS
+    layout: Layout | None = None  # cephfs and rados
+    pool: Protection | None = None  # cephfs and rados
+    tmpfs_size: int | None = None  # tmpfs
+    origins: int = 1  # data servers behind a cmsd redirector when > 1
+    mode: str = "push"  # one of MODES
+    concurrency: tuple[int, ...] = (4,)  # campaign levels run inside the cell
+    file_size: int = 64 << 20  # mean file size of the campaign dataset
+    files: int = 16  # files per campaign
+    size_dist: str = "fixed"  # fixed | uniform | lognormal
+    repeats: int = 1
+    gateway: Mapping[str, Any] = field(default_factory=dict)  # tunables (async, buffers, ceph.*)
+    probe: Mapping[str, Any] = field(default_factory=dict)  # fio: iodepth, numjobs, runtime, size
+    campaign: Mapping[str, Any] = field(default_factory=dict)  # client, timeout, retries, checksum ...
+    source: str = ""  # the matrix file it came from
+    # dimensions added later: None = not set, left out of settings() so older ids stay stable
+    streams: int | None = None  # parallel TCP streams per transfer (overrides campaign.streams)
+    size_class: str | None = None  # small | medium | large (xcbench.cell.classes)
+    size_scale: int | None = None  # size_class sizes divided by this (a small target)
+    cores: float | None = None  # CPU quota of each origin (xrootd), cgroup cfs quota
+    direction: str = "write"  # one of DIRECTIONS; "write" is left out of settings() (old ids)
+    security: str = "none"  # one of SECURITY_MODES; "none" is left out of settings() (old ids)
+
+    OPTIONAL = ("streams", "size_class", "size_scale", "cores")
+
+    def settings(self) -> dict[str, Any]:
+        """The settings the id is a hash of (JSON-able)."""
+        from dataclasses import asdict
+        d = asdict(self)
+        for k in ("id", "label", "source"):
+            d.pop(k)
+        for k in self.OPTIONAL:
+            if d[k] is None:
+                d.pop(k)
+        if d["direction"] == "write":
+            d.pop("direction")
+        if d["security"] == "none":
+            d.pop("security")
+        return d

@@ -1,0 +1,137 @@
+"""A matrix's ``reference:`` key: the published table the matrix reproduces.
+
+    reference:
+      source: RAL (STFC), CHEP 2024 — CephFS layouts behind XRootD gateways
+      conditions: {mount: cephfs kernel, pool: ec8+3, hosts: 4, osds: 54 HDD, fts_limits: [200, 400]}
+      rows:                       # one per layout, each a layout of the matrix
+        - {stripe_unit: 8M, object_size: 16M, stripe_count: 2, io_rate_gib_s: 2.8, iops: 480}
+
+The report's layout table shows these figures beside the run's own (a reference column). The
+rows are validated with the matrix, before anything touches a cluster: every row must name a
+layout that the matrix measures, once, with a positive published rate and/or IOPS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xcbench.figures.units import parse_size
+
+KEYS = ("source", "conditions", "url", "note", "rows")
+LAYOUT = ("stripe_unit", "stripe_count", "object_size")
+FIGURES = ("io_rate_gib_s", "iops")
+GIB = float(1 << 30)
+
+
+def _positive(errors: Any, where: str, name: str, v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        errors.add(where, name, f"{v!r} is not a positive number")
+        return None
+    return float(v)
+
+
+def check_reference(raw: Any, cells: list, errors: Any) -> dict[str, Any] | None:
+    """The normalised ``reference`` of a parsed matrix (None when it has none); problems go to
+    ``errors`` (matrix._Errors: one line each, naming reference.rows[i] and the field)."""
+    ref = raw.get("reference") if isinstance(raw, dict) else None
+    if ref is None:
+        return None
+    if not isinstance(ref, dict):
+        errors.add("reference", "reference", f"{ref!r} is not a mapping of {', '.join(KEYS)}")
+        return None
+    for key in ref:
+        if key not in KEYS:
+            errors.add("reference", str(key), f"unknown key (allowed: {', '.join(KEYS)})")
+    if not isinstance(ref.get("source"), str) or not ref["source"].strip():
+        errors.add("reference", "source", "missing: name the published table (who, where, when)")
+    if "conditions" in ref and not isinstance(ref["conditions"], dict):
+        errors.add("reference", "conditions", f"{ref['conditions']!r} is not a mapping")
+    rows = ref.get("rows")
+    if not isinstance(rows, list) or not rows:
+        errors.add("reference", "rows", "missing or empty: one row per published layout")
+        rows = []
+    layouts = {(c.layout.stripe_unit, c.layout.stripe_count, c.layout.object_size)
+               for c in cells if getattr(c, "layout", None) is not None}
+    out, seen = [], set()
+    for i, row in enumerate(rows):
+        where = f"reference.rows[{i}]"
+        if not isinstance(row, dict):
+            errors.add(where, "row", f"{row!r} is not a mapping of {', '.join(LAYOUT + FIGURES)}")
+            continue
+        for key in row:
+            if key not in LAYOUT + FIGURES:
+                errors.add(where, str(key), f"unknown key (allowed: {', '.join(LAYOUT + FIGURES)})")
+        lay: list[int | None] = []
+        for key in LAYOUT:
+            if key not in row:
+                errors.add(where, key, "missing")
+                lay.append(None)
+            elif key == "stripe_count":
+                v = row[key]
+                ok = isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                if not ok:
+                    errors.add(where, key, f"{v!r} is not an integer >= 1")
+                lay.append(v if ok else None)
+            else:
+                try:
+                    lay.append(parse_size(row[key]))
+                except (ValueError, TypeError) as e:
+                    errors.add(where, key, str(e))
+                    lay.append(None)
+        figs = {k: _positive(errors, where, k, row[k]) for k in FIGURES if k in row}
+        if not figs:
+            errors.add(where, "io_rate_gib_s", "a row needs the published io_rate_gib_s and/or iops")
+        if None in lay:
+            continue
+        key = tuple(lay)
+        if key not in layouts:
+            errors.add(where, "stripe_unit", f"layout su={row['stripe_unit']} sc={row['stripe_count']} "
+                       f"os={row['object_size']} is not a layout of this matrix (add it, or drop the row)")
+        elif key in seen:
+            errors.add(where, "stripe_unit", "a second row for the same layout")
+        seen.add(key)
+        su, sc, os_ = key
+        rate = figs.get("io_rate_gib_s")
+        out.append({"stripe_unit": su, "stripe_count": sc, "object_size": os_,
+                    "io_rate_gib_s": rate, "io_rate": rate * GIB if rate else None,
+                    "iops": figs.get("iops")})
+    return {"source": str(ref.get("source") or ""), "url": ref.get("url"), "note": ref.get("note"),
+            "conditions": ref.get("conditions") or {}, "rows": out}
+
+
+def lookup(reference: dict[str, Any] | None, stripe_unit: Any, stripe_count: Any,
+           object_size: Any) -> dict[str, Any] | None:
+    """The reference row of a layout (sizes in bytes), or None."""
+    for r in (reference or {}).get("rows") or []:
+        try:
+            if (int(r["stripe_unit"]), int(r["stripe_count"]), int(r["object_size"])) == \
+                    (int(stripe_unit), int(stripe_count), int(object_size)):
+                return r
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+# RAL's published gateway figures (issue 15): one XRootD gateway in front of XrdBlackhole (a
+# sink/source with no storage behind it), writes and reads at increasing numbers of parallel
+# files. The issue gives the rates and the ranges "1-16" (writes, five figures) and "1-32"
+# (reads, six figures); five and six figures fit doubling steps, so the parallel-file counts
+# below are 1, 2, 4, ..., an interpretation stated wherever the report shows them.
+RAL_GATEWAY: dict[str, Any] = {
+    "source": "RAL (STFC), XRootD gateway with XrdBlackhole, one gateway",
+    "note": "parallel files 1-16 (writes) and 1-32 (reads) as published; the doubling steps "
+            "(1, 2, 4, ...) are xcbench's reading of those ranges",
+    "write": {"files": (1, 2, 4, 8, 16), "gbps": (8.0, 13.0, 24.0, 30.0, 32.0)},
+    "read": {"files": (1, 2, 4, 8, 16, 32), "gbps": (14.5, 27.0, 39.0, 91.0, 150.0, 184.0)},
+}
+
+
+def ral_gateway_rows() -> list[dict[str, Any]]:
+    """[{files, write_gbps, read_gbps, read_over_write}] of RAL_GATEWAY (None where unpublished)."""
+    w = dict(zip(RAL_GATEWAY["write"]["files"], RAL_GATEWAY["write"]["gbps"], strict=True))
+    r = dict(zip(RAL_GATEWAY["read"]["files"], RAL_GATEWAY["read"]["gbps"], strict=True))
+    out = []
+    for n in sorted(set(w) | set(r)):
+        out.append({"files": n, "write_gbps": w.get(n), "read_gbps": r.get(n),
+                    "read_over_write": r[n] / w[n] if n in r and n in w else None})
+    return out

@@ -1,0 +1,358 @@
+"""Steady state of a campaign: trim ramp-up and ramp-down by a stated rule, then describe.
+
+Input: a campaign's TIMELINE (1 s buckets: ``t`` s since the campaign started, ``wall``,
+``bytes``, ``rate`` bytes/s, ``active`` transfers in flight, cumulative ``done``/``failed``).
+When a run has no timeline table, :func:`timeline_from_transfers` rebuilds one from the
+transfer records (bytes spread evenly over each transfer's start..finish; ``active`` is the
+time-averaged number of transfers in flight in the bucket).
+
+The rule (RULE, quoted in every report):
+
+1. **Plateau** (preferred). The concurrency limit L is the campaign's ``concurrency``, or the
+   highest ``active`` reached if the campaign never got there (fewer files than slots). The
+   steady window is the longest contiguous run of buckets with ``active >= L`` (``L - 0.5``
+   for time-averaged ``active``), minus its first and last bucket (partial seconds in which
+   transfers open or close), provided at least 3 buckets remain.
+2. **Slope** (fallback, when the plateau is shorter than 3 buckets). Smooth ``rate`` with a
+   centred 3-bucket median; keep buckets whose centred slope is at most 10 % of the peak per
+   second and whose rate is at least half the peak; the window spans the first to the last
+   such bucket (at least 2).
+3. **Whole run** (last resort): every bucket, flagged ``method = "whole"`` (no steady state).
+
+A time-based level (campaign.duration, see LevelRule below) has its own window: the one its
+rule judged when the level ended (``steady_table(levels=...)``), named by the rule if it held,
+or "not steady" if the maximum duration came first.
+
+Mean, median, standard deviation and CV of ``rate`` are given over the window and over the
+whole run. Two more facts feed the attribution: ``plateau_frac`` (share of buckets at the
+limit) and ``starved_frac`` (share of buckets where slots were free while files were still
+queued: the client did not keep its transfers in flight).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from xcbench.figures.stats import Stats
+
+RULE = ("steady window = the longest run of 1-s buckets in which the campaign holds its "
+        "concurrency limit (active transfers >= limit), minus its first and last bucket, if >= 3 "
+        "buckets remain; otherwise buckets whose smoothed rate changes by <= 10 % of the peak per "
+        "second and is >= 50 % of the peak; otherwise the whole run (flagged)")
+MIN_POINTS = 3
+SLOPE_MAX = 0.10
+LEVEL_MIN = 0.50
+KEYS = ["cell_id", "campaign_id", "concurrency", "repeat"]
+
+
+@dataclass(frozen=True)
+class SteadyWindow:
+    method: str  # plateau | slope | whole
+    start: float  # t of the first bucket in the window (s since campaign start)
+    end: float  # t of the last bucket in the window (inclusive)
+    limit: float
+    plateau_frac: float
+    starved_frac: float
+    window: Stats
+    run: Stats
+
+
+def _longest_true_run(mask: np.ndarray) -> tuple[int, int]:
+    """(first, last) index of the longest run of True; (-1, -2) if none."""
+    if not mask.any():
+        return (-1, -2)
+    m = np.concatenate([[False], mask, [False]]).astype(np.int8)
+    d = np.diff(m)
+    starts, ends = np.flatnonzero(d == 1), np.flatnonzero(d == -1) - 1
+    i = int(np.argmax(ends - starts))
+    return int(starts[i]), int(ends[i])
+
+
+def steady_window(t, rate, active=None, *, concurrency: float | None = None,
+                  queued=None) -> SteadyWindow:
+    """Apply RULE to one campaign's buckets (arrays in time order)."""
+    t = np.asarray(t, dtype=float)
+    rate = np.asarray(rate, dtype=float)
+    n = rate.size
+    run = Stats.of(rate)
+    limit, plateau_frac, starved_frac = math.nan, math.nan, math.nan
+    lo, hi, method = -1, -2, "whole"
+    act = np.asarray(active, dtype=float) if active is not None else np.array([])
+    if n and act.size == n and np.isfinite(act).any():
+        peak = float(np.nanmax(act))
+        limit = min(float(concurrency), peak) if concurrency and math.isfinite(concurrency) else peak
+        fractional = not np.allclose(act[np.isfinite(act)], np.round(act[np.isfinite(act)]))
+        at = act >= (limit - 0.5 if fractional else limit)
+        plateau_frac = float(at.mean())
+        if queued is not None:
+            starved_frac = float(((np.asarray(queued) > 0) & ~at).mean())
+        a, b = _longest_true_run(at)
+        if b - a + 1 >= MIN_POINTS + 2:
+            lo, hi, method = a + 1, b - 1, "plateau"
+        elif b - a + 1 >= MIN_POINTS and a == 0 and b == n - 1:
+            lo, hi, method = a, b, "plateau"  # the whole run is at the limit: nothing to trim
+    if method == "whole" and n >= 3:
+        s = pd.Series(rate).rolling(3, center=True, min_periods=1).median().to_numpy()
+        peak = float(np.nanmax(s))
+        if peak > 0:
+            slope = np.abs(np.gradient(s)) / peak
+            ok = np.flatnonzero((slope <= SLOPE_MAX) & (s >= LEVEL_MIN * peak))
+            if ok.size >= 2 and ok[-1] - ok[0] + 1 >= 2:
+                lo, hi, method = int(ok[0]), int(ok[-1]), "slope"
+    if method == "whole":
+        lo, hi = 0, n - 1
+    win = Stats.of(rate[lo:hi + 1]) if n else run
+    return SteadyWindow(method, float(t[lo]) if n else math.nan, float(t[hi]) if n else math.nan,
+                        limit, plateau_frac, starved_frac, win, run)
+
+
+def steady_table(timeline: pd.DataFrame, files: dict | None = None,
+                 levels: dict | None = None) -> pd.DataFrame:
+    """One row per campaign (cell_id, campaign_id, concurrency, repeat): the window and the
+    stats. ``files``: {campaign_id: files in the campaign} to compute ``starved_frac``.
+    ``levels``: {campaign_id: the level's end (the CAMPAIGN row's settings["level"])} of
+    time-based levels, whose window is the one their LevelRule judged (see _level_window).
+    A ``direction`` column (analysis.verdicts.directions) gives one row per campaign and direction."""
+    cols = ["method", "t_start", "t_end", "wall_start", "wall_end", "limit", "plateau_frac",
+            "starved_frac", "buckets", "bytes", "ended_by", "steady_at"]
+    stat_cols = [f"{p}_{k}" for p in ("window", "run") for k in ("n", "mean", "median", "std", "cv")]
+    keys = KEYS + (["direction"] if "direction" in timeline else [])
+    if timeline.empty:
+        return pd.DataFrame(columns=keys + cols + stat_cols)
+    tl = timeline.sort_values(KEYS[:2] + ["t"], kind="stable")
+    out = []
+    for key, g in tl.groupby(keys, sort=False, dropna=False):
+        queued = None
+        nfiles = (files or {}).get(key[1])
+        if nfiles is not None and {"done", "failed", "active"} <= set(g.columns):
+            queued = nfiles - g["done"].fillna(0).to_numpy() - g["failed"].fillna(0).to_numpy() \
+                - g["active"].fillna(0).to_numpy()
+        w = steady_window(g["t"].to_numpy(), g["rate"].to_numpy(),
+                          g["active"].to_numpy(dtype=float) if "active" in g else None,
+                          concurrency=float(key[2]) if pd.notna(key[2]) else None, queued=queued)
+        wall = g["wall"].to_numpy(dtype=float)
+        t = g["t"].to_numpy(dtype=float)
+        i0, i1 = np.searchsorted(t, w.start), np.searchsorted(t, w.end)
+        row = dict(zip(keys, key, strict=True))
+        row.update(method=w.method, t_start=w.start, t_end=w.end,
+                   wall_start=wall[i0], wall_end=wall[i1] + 1.0, limit=w.limit,
+                   plateau_frac=w.plateau_frac, starved_frac=w.starved_frac, buckets=len(g),
+                   bytes=float(g["bytes"].sum()), ended_by="files", steady_at=math.nan)
+        level = (levels or {}).get(key[1])
+        if level:
+            w = _level_window(w, level, t, g["rate"].to_numpy(dtype=float), wall, row)
+        for p, s in (("window", w.window), ("run", w.run)):
+            row.update({f"{p}_n": s.n, f"{p}_mean": s.mean, f"{p}_median": s.median,
+                        f"{p}_std": s.std, f"{p}_cv": s.cv})
+        out.append(row)
+    return pd.DataFrame(out, columns=keys + cols + stat_cols)
+
+
+def _level_window(w: SteadyWindow, level: dict, t, rate, wall, row: dict) -> SteadyWindow:
+    """A time-based level's window: the ``window`` s before the level ended (buckets whose end
+    lies in it), ``method`` the rule's name if it held, else "not steady"; ``row`` updated."""
+    w0, w1 = level["window"]
+    inside = (t > w0 + 0.5) & (t <= w1 + 0.5)
+    if not inside.any():  # no bucket recorded in the window (an interrupted level): keep w
+        return w
+    steady = level.get("ended_by") == "steady"
+    method = level.get("rule", {}).get("rule", "level") if steady else "not steady"
+    lo, hi = int(np.flatnonzero(inside)[0]), int(np.flatnonzero(inside)[-1])
+    origin = float(wall[0] - t[0])  # wall time at which the level's clock started
+    w = SteadyWindow(method, float(t[lo]), float(t[hi]), w.limit, w.plateau_frac, w.starved_frac,
+                     Stats.of(rate[lo:hi + 1]), w.run)
+    row.update(method=method, t_start=w.start, t_end=w.end, wall_start=origin + w0,
+               wall_end=origin + w1, ended_by=level.get("ended_by"),
+               steady_at=float(level["t_end"]) if steady else math.nan)
+    return w
+
+
+def _integral(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, edges: np.ndarray):
+    """sum_i w_i * |[s_i, e_i] ∩ (-inf, T]| for each T in edges (O((n + m) log n))."""
+    order_s, order_e = np.argsort(starts), np.argsort(ends)
+    s, ws = starts[order_s], weights[order_s]
+    e, we = ends[order_e], weights[order_e]
+    cs_w, cs_ws = np.concatenate([[0], np.cumsum(ws)]), np.concatenate([[0], np.cumsum(ws * s)])
+    ce_w, ce_we = np.concatenate([[0], np.cumsum(we)]), np.concatenate([[0], np.cumsum(we * e)])
+    i = np.searchsorted(s, edges, side="right")
+    j = np.searchsorted(e, edges, side="right")
+    return (edges * cs_w[i] - cs_ws[i]) - (edges * ce_w[j] - ce_we[j])
+
+
+def timeline_from_transfers(transfers: pd.DataFrame, bucket: float = 1.0) -> pd.DataFrame:
+    """TIMELINE rows rebuilt from TRANSFER rows, per campaign (see the module docstring)."""
+    cols = KEYS + ["t", "wall", "bytes", "rate", "active", "done", "failed"]
+    split = "direction" in transfers and transfers["direction"].notna().any()
+    if split:
+        cols += ["bytes_read", "bytes_written"]
+    tr = transfers.dropna(subset=["start_time", "finish_time"])
+    if tr.empty:
+        return pd.DataFrame(columns=cols)
+    moved = tr["transferred"] if "transferred" in tr else tr["file_size"]
+    moved = pd.to_numeric(moved, errors="coerce")
+    finished = tr["file_state"].eq("FINISHED") if "file_state" in tr else True
+    moved = moved.fillna(pd.to_numeric(tr["file_size"], errors="coerce").where(finished)).fillna(0)
+    tr = tr.assign(_moved=moved.to_numpy(dtype=float), _failed=~np.asarray(finished, dtype=bool))
+    parts = []
+    for key, g in tr.groupby(KEYS, sort=False, dropna=False):
+        t0 = float(g["start_time"].min())
+        s = g["start_time"].to_numpy(dtype=float) - t0
+        e = np.maximum(g["finish_time"].to_numpy(dtype=float) - t0, s + 1e-9)
+        nb = max(1, math.ceil(float(e.max()) / bucket))
+        edges = np.arange(nb + 1, dtype=float) * bucket
+        moved = g["_moved"].to_numpy()
+        b = np.diff(_integral(s, e, moved / (e - s), edges))
+        act = np.diff(_integral(s, e, np.ones_like(s), edges)) / bucket
+        ends_sorted = np.sort(e[~g["_failed"].to_numpy()])
+        fails_sorted = np.sort(e[g["_failed"].to_numpy()])
+        df = pd.DataFrame({"t": edges[:-1], "wall": t0 + edges[:-1], "bytes": b, "rate": b / bucket,
+                           "active": act,
+                           "done": np.searchsorted(ends_sorted, edges[1:], side="right"),
+                           "failed": np.searchsorted(fails_sorted, edges[1:], side="right")})
+        if split:  # a transfer without a direction is a write
+            read = g["direction"].eq("read").to_numpy()
+            df["bytes_read"] = np.diff(_integral(s, e, np.where(read, moved, 0.0) / (e - s), edges))
+            df["bytes_written"] = df["bytes"] - df["bytes_read"]
+        for k, v in zip(KEYS, key, strict=True):
+            df[k] = v
+        parts.append(df)
+    return pd.concat(parts, ignore_index=True)[cols]
+
+
+# --- time-based campaign levels: when is a level's rate steady? -------------------------------
+#
+# A time-based level (campaign.duration) runs until LevelRule says its rate is steady, between
+# a minimum and a maximum duration. The rule is checked once a second on the level's timeline
+# so far; the last ``window`` seconds are the level's steady window, whether the rule held
+# (``ended_by = "steady"``) or the maximum duration came first (``"max"``: not steady).
+
+LEVEL_RULES = ("autoterm", "slope", "none")
+_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+MAX_SECONDS = 86400.0  # a level longer than a day is a typo
+
+
+def parse_seconds(value) -> float:
+    """20, 2.5, "20s", "1.5m", "1h" -> seconds (finite, >= 0); ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration")
+    if isinstance(value, (int, float)):
+        s = float(value)
+    else:
+        text = str(value).strip().lower()
+        unit = text[-1] if text and text[-1] in "smh" else ""
+        try:
+            s = float(text[:-1] if unit else text) * _SECONDS[unit]
+        except ValueError:
+            raise ValueError(f"{value!r} is not a duration (use e.g. 20s, 1.5m, 45)") from None
+    if not math.isfinite(s) or s < 0:
+        raise ValueError(f"{value!r} must be a finite duration >= 0")
+    return s
+
+
+def parse_fraction(value) -> float:
+    """"10%", 10 (%), 0.1 -> 0.1: a number above 1 is read as percent; ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a percentage")
+    text = str(value).strip()
+    pct = text.endswith("%")
+    try:
+        f = float(text[:-1] if pct else text)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a percentage (use e.g. 10%)") from None
+    if pct or f > 1:
+        f /= 100.0
+    if not math.isfinite(f) or not 0 < f < 1:
+        raise ValueError(f"{value!r} must be a percentage above 0 and below 100 %")
+    return f
+
+
+@dataclass(frozen=True)
+class LevelRule:
+    """When a time-based level ends: bounds (s) and the steadiness rule.
+
+    autoterm (after minio/warp's --autoterm, on a fixed window rather than warp's share of the
+    whole run): the last ``window`` s, downsampled into ``points`` equal blocks, are steady when
+    every block's rate is within ``tolerance`` of their mean.
+    slope (after fio's ``ss=bw_slope``): the least-squares line through the same blocks drifts
+    by at most ``tolerance`` of their mean over the window.
+    none: the level runs for its maximum duration.
+    """
+    min: float = 20.0
+    max: float = 60.0
+    rule: str = "autoterm"
+    window: float = 10.0
+    points: int = 5
+    tolerance: float = 0.10
+
+    def problems(self) -> list[tuple[str, str]]:
+        """[(field, why)] for settings no level can run with."""
+        out = []
+        for name in ("min", "max", "window", "tolerance"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                out.append((name, f"{v!r} is not a finite number"))
+        if out:
+            return out
+        if self.rule not in LEVEL_RULES:
+            out.append(("rule", f"{self.rule!r} is not one of {', '.join(LEVEL_RULES)}"))
+        if not 0 < self.max <= MAX_SECONDS:
+            out.append(("max", f"{self.max:g} s must be above 0 and at most {MAX_SECONDS:g} s"))
+        if not 0 <= self.min <= self.max:
+            out.append(("min", f"{self.min:g} s must be between 0 and max ({self.max:g} s)"))
+        if isinstance(self.points, bool) or not isinstance(self.points, int) or self.points < 2:
+            out.append(("points", f"{self.points!r} must be an integer >= 2"))
+        elif not self.points <= self.window <= self.max:
+            out.append(("window", f"{self.window:g} s must be at least 1 s per point "
+                                  f"({self.points}) and at most max ({self.max:g} s)"))
+        if not 0 < self.tolerance < 1:
+            out.append(("tolerance", f"{self.tolerance!r} must be above 0 and below 1 (100 %)"))
+        return out
+
+    def describe(self) -> str:
+        """The rule as the report prints it."""
+        bounds = f"between {self.min:g} s and {self.max:g} s"
+        if self.rule == "none":
+            return f"time-based level: runs {self.max:g} s (no steadiness check)"
+        what = (f"each of {self.points} points within {self.tolerance * 100:g} % of their mean"
+                if self.rule == "autoterm" else
+                f"a fitted line through {self.points} points drifting by <= "
+                f"{self.tolerance * 100:g} % of their mean")
+        return (f"time-based level, {bounds}: ends once the last {self.window:g} s (the steady "
+                f"window), downsampled to {self.points} points, is steady by rule {self.rule} "
+                f"({what}); at the maximum it ends \"not steady\"")
+
+    def check(self, t, nbytes) -> tuple[bool, float]:
+        """(steady?, spread) of a level's buckets so far: ``t`` the end of each bucket (s since
+        the level began, increasing), ``nbytes`` the bytes moved in it. ``spread`` is the
+        largest deviation (autoterm) or the drift (slope) as a fraction of the mean."""
+        t = np.asarray(t, dtype=float)
+        if self.rule == "none" or t.size == 0 or t[-1] < self.window:
+            return False, math.nan
+        rates = block_rates(t, nbytes, t[-1] - self.window, t[-1], self.points)
+        mean = float(rates.mean())
+        if not mean > 0:
+            return False, math.nan
+        if self.rule == "autoterm":
+            spread = float(np.abs(rates - mean).max()) / mean
+        else:
+            x = (np.arange(self.points) + 0.5) * self.window / self.points
+            spread = abs(float(np.polyfit(x, rates, 1)[0])) * self.window / mean
+        return spread <= self.tolerance, spread
+
+    def settings(self) -> dict:
+        return {"min": self.min, "max": self.max, "rule": self.rule, "window": self.window,
+                "points": self.points, "tolerance": self.tolerance}
+
+
+def block_rates(t, nbytes, start: float, end: float, points: int) -> np.ndarray:
+    """Mean rate in ``points`` equal blocks of [start, end], from per-bucket byte counts
+    (bytes spread evenly over each bucket: cumulative bytes interpolated at the block edges)."""
+    t = np.asarray(t, dtype=float)
+    cum = np.concatenate([[0.0], np.cumsum(np.asarray(nbytes, dtype=float))])
+    edges = np.linspace(start, end, points + 1)
+    c = np.interp(edges, np.concatenate([[0.0], t]), cum)
+    return np.diff(c) / np.diff(edges)
