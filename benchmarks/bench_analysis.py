@@ -1,6 +1,6 @@
 """Benchmark: analysis + HTML report of a run with 1 M transfer records and 1 M samples.
 
-Target: under 30 s (issue 7). The run is synthetic (tests/unit/synthrun.py, written straight
+Target: under 30 s (issue 7). The run is synthetic (tests/support/synthrun.py, written straight
 to Parquet; generating it is not timed) with 16 cells x 4 concurrency levels x 2 repeats.
 Timed: what `xcbench report RUN` does - load the tables, steady windows, points with bootstrap
 CIs, attribution, plots, rendering. Prints the time and its ratio to the 30 s target.
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.unit.synthrun import GIB, MIB, SynthCell, make_run  # noqa: E402
+from tests.support.synthrun import GIB, MIB, SynthCell, make_run  # noqa: E402
 
 TARGET_S = 30.0
 TRANSFERS = 1_000_000

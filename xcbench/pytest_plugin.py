@@ -115,7 +115,7 @@ def ceph_fuse_mount(ceph_cluster, tmp_path_factory):
 @pytest.fixture
 def tmpfs_gateway(tmp_path):
     """A started xcbench.gateway.Gateway on a fresh 512 MiB tmpfs target; stopped and the
-    target removed afterwards. (Owner: gateway engineer; see tests/integration/gwcheck.py.)"""
+    target removed afterwards. (Owner: gateway engineer; see tests/support/gwcheck.py.)"""
     procs = ProcessSet()
     cell = Cell(id="tmpfs-fixture", label="tmpfs fixture", backend="tmpfs", tmpfs_size=512 << 20)
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.demorun import run_demo_shape
-from tests.integration.gwcheck import xrootd_workdir
+from tests.support.demorun import run_demo_shape
+from tests.support.gwcheck import xrootd_workdir
 
 
 @pytest.fixture(scope="module")
@@ -38,5 +38,5 @@ def gateway_mod():
 
 @pytest.fixture(scope="session")
 def demo_run(ceph_cluster, tmp_path_factory):
-    """The demo matrix's shape run once for the session (tests/integration/demorun.py)."""
+    """The demo matrix's shape run once for the session (tests/support/demorun.py)."""
     return run_demo_shape(ceph_cluster, tmp_path_factory.mktemp("demo-run"))

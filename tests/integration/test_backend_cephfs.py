@@ -119,7 +119,7 @@ def test_cleanup_removes_only_its_own_dir(backend):
 # ---- through a gateway ------------------------------------------------------------------
 def test_uploads_through_gateway(backend, workdir):
     gateway = pytest.importorskip("xcbench.gateway")
-    from tests.integration.gwcheck import upload_and_verify
+    from tests.support.gwcheck import upload_and_verify
     layout = Layout(1 * M, 2, 4 * M)
     target = backend.prepare(cell("gw", layout, REP))
     try:

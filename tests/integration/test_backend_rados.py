@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.integration.gwcheck import adler32_hex
+from tests.support.gwcheck import adler32_hex
 from xcbench.backends.rados import BACKEND, objects  # noqa: F401 - BACKEND: conftest backend fixture
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.cell.layout import striper_objects
@@ -71,7 +71,7 @@ def test_object_count_and_cleanup(ceph_cluster, backend, gateway_mod, workdir, i
 
 
 def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, workdir):
-    from tests.integration.gwcheck import upload_and_verify, xrdcp_put
+    from tests.support.gwcheck import upload_and_verify, xrdcp_put
     layout = Layout(4 * M, 1, 4 * M)
     target = backend.prepare(cell("clients", layout))
     other = backend.prepare(cell("other", layout))  # must survive target's cleanup
@@ -147,7 +147,7 @@ def test_a_file_written_through_xrdceph_reads_back_whole(ceph_cluster, backend, 
     """Write, then read back through the same XrdCeph gateway with xrdcp: the bytes and their
     adler32 are the ones written, and the gateway is still up (a pgread, which 5.5 clients use
     by default, kills XrdCeph: the gateway's client_env turns it off, XRD_CPUSEPGWRTRD=0)."""
-    from tests.integration.gwcheck import make_file, xrdcp_get, xrdcp_put
+    from tests.support.gwcheck import make_file, xrdcp_get, xrdcp_put
     layout = Layout(1 * M, 2, 2 * M)  # striped: the read gathers units from several objects
     target = backend.prepare(cell(f"readback-{pool.name}", layout, pool))
     size = 9 * M + 12345

@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.integration.gwcheck import tmpfs_gateways
+from tests.support.campaign_rows import Rows, finals, local, max_overlap
+from tests.support.gwcheck import tmpfs_gateways
 from xcbench.backends.tmpfs import BACKEND
 from xcbench.campaign import CampaignHooks, CampaignSpec, run_campaign
 from xcbench.cell import Cell
@@ -31,34 +32,12 @@ def gateways(tmp_path_factory):
         yield gws[0], gws[1]
 
 
-class Rows(dict):
-    def __call__(self, table, rows):
-        self.setdefault(table, []).extend(rows)
 
 
-def local(gw, url: str) -> Path:
-    return Path(gw.target.path) / urlsplit(url).path.lstrip("/")
 
 
-def max_overlap(rows) -> int:
-    """Most attempts active at one instant, from the records' start/finish times."""
-    events = sorted([(r["start_time"], 1) for r in rows if r["start_time"]] +
-                    [(r["finish_time"], -1) for r in rows if r["start_time"]],
-                    key=lambda e: (e[0], e[1]))  # a finish before a start at the same instant
-    best = cur = 0
-    for _, d in events:
-        cur += d
-        best = max(best, cur)
-    return best
 
 
-def finals(rows) -> dict[int, dict]:
-    """The last attempt of each file."""
-    last: dict[int, dict] = {}
-    for r in rows:
-        if r["file_index"] not in last or r["retry"] > last[r["file_index"]]["retry"]:
-            last[r["file_index"]] = r
-    return last
 
 
 @pytest.mark.parametrize("client, streams", [("xrootd", 1), ("xrootd", 3), ("gfal2", 1)])
@@ -167,7 +146,7 @@ def test_the_same_campaign_through_an_fts3_rest_api(gateways):
     """Submitted with the fts3 client to a local FTS3 stand-in that copies with gfal2: link
     limit honoured, per-file checksums in the job, a wrong source file caught by FTS's
     checksum, every attempt harvested into TRANSFER rows."""
-    from tests.integration.fts3_double import Fts3Double
+    from tests.support.fts3_double import Fts3Double
     from xcbench.campaign.dataset import Dataset
     from xcbench.scaleout.fts3 import submit_campaign
 
@@ -203,7 +182,7 @@ def test_delete_after_verify_deletes_only_what_the_job_submitted(gateways, tmp_p
     """An FTS server that answers a file's dest_surl with a URL this job never submitted (a
     file of someone else's, on another storage): xcbench neither reads nor deletes it; the row
     says so; the files it did submit are verified and deleted."""
-    from tests.integration.fts3_double import Fts3Double
+    from tests.support.fts3_double import Fts3Double
     from xcbench.scaleout.fts3 import submit_campaign
     dst, src = gateways
     with tmpfs_gateways(tmp_path_factory.mktemp("foreign"), ("camp-foreign",)) as (other,):

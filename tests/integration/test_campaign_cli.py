@@ -27,7 +27,7 @@ def xcbench(*argv, env=None):
 
 @pytest.mark.parametrize("how", ["flag", "flag=", "file", "env"])
 def test_cli_fts_token_never_reaches_results(tmp_path, how):
-    from tests.integration.fts3_double import Fts3Double
+    from tests.support.fts3_double import Fts3Double
     out = tmp_path / "results"
     tok_file = tmp_path / "token"
     tok_file.write_text(TOKEN + "\n")
@@ -50,7 +50,7 @@ def test_cli_fts_token_never_reaches_results(tmp_path, how):
 
 def test_cli_refused_token_is_not_printed(tmp_path):
     """FTS answers 401: the error is one line, and it does not quote the token."""
-    from tests.integration.fts3_double import Fts3Double
+    from tests.support.fts3_double import Fts3Double
     with Fts3Double(token="the-right-one") as fts:
         cp = xcbench("campaign", "--gateway", "tmpfs", "--source", "tmpfs",
                      "--mode", "tpc-http", "--files", 1, "--size", "64K", "--fts", fts.url,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.gwcheck import tmpfs_gateways
-from tests.integration.test_campaign import Rows, finals, max_overlap
+from tests.support.campaign_rows import Rows, finals, max_overlap
+from tests.support.gwcheck import tmpfs_gateways
 from xcbench.campaign import CampaignSpec, run_campaign
 
 pytestmark = pytest.mark.integration

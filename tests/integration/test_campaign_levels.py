@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.integration.gwcheck import tmpfs_gateways
+from tests.support.gwcheck import tmpfs_gateways
 from xcbench.campaign import CampaignSpec, run_campaign
 from xcbench.figures.steady import steady_table
 

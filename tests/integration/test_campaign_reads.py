@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.gwcheck import tmpfs_gateways
+from tests.support.gwcheck import tmpfs_gateways
 from xcbench.backends.cephfs import BACKEND  # noqa: F401 - the conftest backend fixture
 from xcbench.campaign import CampaignSpec, run_campaign
 from xcbench.campaign.access import ranges

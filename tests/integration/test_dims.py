@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from tests.integration.gwcheck import tmpfs_gateways, xrootd_workdir
+from tests.support.gwcheck import tmpfs_gateways, xrootd_workdir
 from xcbench.campaign import CampaignSpec, run_campaign
 from xcbench.system.cgroups import PERIOD_US, CgroupError, detect
 from xcbench.telemetry.xrdreport import ReportListener, parse_report

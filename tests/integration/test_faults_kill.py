@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.faults import check_complete, flushed, lines, run_matrix, scene, start_run
+from tests.support.faults import check_complete, flushed, lines, run_matrix, scene, start_run
 
 pytestmark = pytest.mark.integration
 

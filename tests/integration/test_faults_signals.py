@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.integration.faults import check_complete, final_rows, flushed, lines, scene, start_run
+from tests.support.faults import check_complete, final_rows, flushed, lines, scene, start_run
 
 pytestmark = pytest.mark.integration
 SIGNALS = [signal.SIGTERM, signal.SIGHUP]
@@ -101,7 +101,7 @@ def held_fts(free: int):
     test signals xcbench, however fast the box is."""
     import threading
 
-    from tests.integration.fts3_double import Fts3Double, _now
+    from tests.support.fts3_double import Fts3Double, _now
 
     class HeldFts(Fts3Double):
         def __init__(self) -> None:

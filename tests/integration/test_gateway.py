@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.integration.gwcheck import listeners, upload_and_verify
+from tests.support.gwcheck import listeners, upload_and_verify
 from xcbench.backends.tmpfs import BACKEND
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
@@ -115,7 +115,7 @@ def test_a_start_killed_by_a_signal_is_retried_and_recorded(tmp_path, monkeypatc
     import signal
 
     import xcbench.gateway.launch as gateway_mod
-    from tests.integration.gwcheck import (
+    from tests.support.gwcheck import (
         adler32_hex,
         gateway_checksum,
         make_file,

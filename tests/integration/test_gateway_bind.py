@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.gwcheck import listeners
+from tests.support.gwcheck import listeners
 from xcbench.backends.tmpfs import BACKEND
 from xcbench.cell import Cell
 from xcbench.gateway import start_gateway

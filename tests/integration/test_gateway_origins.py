@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.integration.gwcheck import listeners, make_file, upload_and_verify
+from tests.support.gwcheck import listeners, make_file, upload_and_verify
 from xcbench.backends.tmpfs import BACKEND
 from xcbench.cell import Cell
 from xcbench.gateway import start_gateway

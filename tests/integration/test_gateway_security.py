@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.integration.gwcheck import tmpfs_gateways, xrootd_workdir
+from tests.support.gwcheck import tmpfs_gateways, xrootd_workdir
 from xcbench.gateway.security import READ_SCOPES, WRITE_SCOPES, RunSecurity
 from xcbench.store.rundir import RunDir
 
@@ -150,7 +150,7 @@ def test_kill9_of_a_secure_run_leaves_no_key_or_token_after_the_next_command():
     command (orphan records), like its processes; --resume then completes with new ones."""
     import signal
 
-    from tests.integration.faults import flushed, scene
+    from tests.support.faults import flushed, scene
     with scene("xcb-fault-sec-") as s:
         m = s.root / "m.yaml"
         m.write_text("name: ksec\ndefaults: {concurrency: [2], files: 40, file_size: 16M, security: [scitokens],\n"

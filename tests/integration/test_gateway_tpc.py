@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from tests.integration.gwcheck import (
+from tests.support.gwcheck import (
     adler32_hex,
     gateway_checksum,
     make_file,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_report_browser import CHROMIUM, chromium, console_messages
+from tests.support.browser import CHROMIUM, chromium, console_messages
 from xcbench.cli import main
 
 pytestmark = pytest.mark.integration

@@ -10,18 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.synthrun import make_run, mixed_cells
+from tests.support.browser import CHROMIUM, chromium, console_messages
+from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report.document import render_report
-from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--virtual-time-budget=10000"]
 # Console messages with --enable-logging=stderr: [..:INFO:CONSOLE:12] "msg", source: ... (older: CONSOLE(12))
-CONSOLE = re.compile(r":CONSOLE(?:\(\d+\)|:\d+)?\]\s*(.*)")
 
 # Injected into a copy of the report only: records errors, then checks images and sorting.
 PROBE_HEAD = """<script>
@@ -55,13 +50,8 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def chromium(profile: Path, *args: str) -> proc.Completed:
-    return proc.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args], timeout=180,
-                    check=False)
 
 
-def console_messages(stderr: str) -> list[str]:
-    return [m.group(1) for m in map(CONSOLE.search, stderr.splitlines()) if m]
 
 
 @pytest.fixture(scope="module")

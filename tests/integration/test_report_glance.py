@@ -1,5 +1,5 @@
 """The answer at a glance on a real run of the demo matrix's shape (the session's ``demo_run``,
-tests/integration/demorun.py: layouts/quick.yaml with short levels): `xcbench run
+tests/support/demorun.py: layouts/quick.yaml with short levels): `xcbench run
 --json` ends with one row per cell x level; the report's first screen, in a real browser
 (Debian's chromium, headless, 1280x900), shows every cell x level with its verdict in the first
 viewport, and no label in the grid is clipped or overlaps another (boxes measured in the page)."""

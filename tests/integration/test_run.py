@@ -79,7 +79,7 @@ def complete_records(run: RunDir, cell_id: str, files: int, levels: int) -> None
 
 
 def test_end_to_end_demo_matrix(demo_run, ceph_cluster):
-    """The session's run of the demo matrix's shape (tests/integration/demorun.py), end to end:
+    """The session's run of the demo matrix's shape (tests/support/demorun.py), end to end:
     every record, table, probe, sample and verdict there, the report made, nothing left behind."""
     run = demo_run.run
     m = json.loads((run.path / "manifest.json").read_text())

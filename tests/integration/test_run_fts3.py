@@ -10,8 +10,8 @@ import signal
 
 import pytest
 
-from tests.integration.faults import final_rows, flushed, lines, scene
-from tests.integration.fts3_double import Fts3Double
+from tests.support.faults import final_rows, flushed, lines, scene
+from tests.support.fts3_double import Fts3Double
 
 pytestmark = pytest.mark.integration
 TOKEN = "fts-engine-t0ken-n0t-f0r-the-rec0rds"

@@ -1,5 +1,5 @@
 """A real run of the demo matrix's cells (the session's ``demo_run``: layouts/quick.yaml with
-short levels, tests/integration/demorun.py) on the mini cluster,
+short levels, tests/support/demorun.py) on the mini cluster,
 checked for what a correct attribution must say, whatever this machine's speeds are:
 
 - the tmpfs cell is never storage-bandwidth or storage-iops (it has no storage);

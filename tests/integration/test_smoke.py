@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.gwcheck import tmpfs_gateways, xrootd_workdir
+from tests.support.gwcheck import tmpfs_gateways, xrootd_workdir
 from xcbench.cli import main
 from xcbench.gateway.security import READ_SCOPES, WRITE_SCOPES, RunSecurity
 

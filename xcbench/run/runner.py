@@ -29,7 +29,6 @@ from xcbench.analysis.verdicts import between_run
 from xcbench.analysis.verdicts.attribution import write_verdicts
 from xcbench.backends.base import Target
 from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
-from xcbench.scaleout.engine import pop_engine
 from xcbench.cell import Cell
 from xcbench.cell.classes import campaign_sizes
 from xcbench.ceph.cluster import Cluster
@@ -44,6 +43,7 @@ from xcbench.network.baseline import iperf3
 from xcbench.probe.jobs import run_probe
 from xcbench.run.hostrun import RunHosts
 from xcbench.run.session import CellSession
+from xcbench.scaleout.engine import pop_engine
 from xcbench.store import fingerprint as fp
 from xcbench.store.manifest import DONE
 from xcbench.store.rundir import RunDir

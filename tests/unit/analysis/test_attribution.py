@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import pytest
 
-from tests.unit.synthrun import GIB, MIB, SynthCell, make_run, mixed_cells
+from tests.support.evidence import _ev, _one_sentence
+from tests.support.synthrun import GIB, MIB, SynthCell, make_run, mixed_cells
 from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS, attribute, decide, write_verdicts
 from xcbench.store.rundir import RunDir
 from xcbench.store.tables import VERDICT
-
-
-def _ev(**kw):
-    ev = {"rate": 1.0 * GIB, "concurrency": 8, "mode": "push", "cores": 8.0, "gateway_cores": math.nan,
-          "cpu": math.nan, "host_busy": math.nan, "network_bps": 10 * GIB, "starved_frac": 0.0}
-    ev.update(kw)
-    return ev
-
-
-def _one_sentence(reason: str) -> bool:
-    return reason.endswith(".") and not re.search(r"\.\s+[A-Z]", reason)
 
 
 @pytest.mark.parametrize("ev, verdict, quoted", [

@@ -8,17 +8,9 @@ import re
 
 import pytest
 
-from tests.unit.synthrun import GIB, make_run, role_cells
+from tests.support.evidence import CG, _role
+from tests.support.synthrun import GIB, make_run, role_cells
 from xcbench.analysis.verdicts.attribution import VERDICTS, attribute, decide
-
-CG = "cgroup v1 cpu.cfs_quota_us=25000/100000 at /sys/fs/cgroup/cpu/xcb-r-gateway"
-HOST = "host cores (2; no CFS quota or cpuset below them)"
-
-
-def _role(cpu, limit, source=HOST):
-    use = cpu / limit if limit else None
-    return {"cpu": cpu, "limit": limit, "source": source, "use": use,
-            "saturated": use is not None and use >= 0.85}
 
 
 def _ev(roles, **kw):

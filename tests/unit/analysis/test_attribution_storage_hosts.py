@@ -9,8 +9,7 @@ import math
 import pandas as pd
 import pytest
 
-from tests.unit.telemetry.promserver import ANSWERS
-from tests.unit.telemetry.test_promqueries import OSD_META, UNAME
+from tests.support.promserver import ANSWERS, OSD_META, UNAME
 from xcbench.analysis.verdicts import storagehosts as sh
 from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS
 from xcbench.analysis.verdicts.samples import SampleIndex

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.synthrun import GIB, SynthCell, make_run
+from tests.support.synthrun import GIB, SynthCell, make_run
 from xcbench.analysis.verdicts.attribution import attribute
 
 LAYOUT = (4 << 20, 1, 4 << 20)

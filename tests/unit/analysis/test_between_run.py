@@ -10,9 +10,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.unit.analysis.test_attribution import _ev
-from tests.unit.analysis.test_attribution_roles import _role
-from tests.unit.synthrun import GIB, SynthCell, make_run
+from tests.support.evidence import _ev, _role
+from tests.support.synthrun import GIB, SynthCell, make_run
 from xcbench.analysis.verdicts import between_run
 from xcbench.analysis.verdicts.attribution import attribute, decide
 from xcbench.store.rundir import RunDir

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.unit.analysis.test_attribution import _ev, _one_sentence
-from tests.unit.analysis.test_attribution_roles import _role
-from tests.unit.synthrun import GIB
+from tests.support.evidence import _ev, _one_sentence, _role
+from tests.support.synthrun import GIB
 from xcbench.analysis.verdicts import borderline
 from xcbench.analysis.verdicts.attribution import NEAR, SCALING, decide
 

@@ -8,7 +8,7 @@ import os
 import pandas as pd
 import pytest
 
-from tests.unit.synthrun import SynthCell, make_run
+from tests.support.synthrun import SynthCell, make_run
 from xcbench.analysis.report.document import render_report
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError

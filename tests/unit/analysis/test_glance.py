@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests.unit.synthrun import make_run, mixed_cells
+from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report import glance
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.run_data import RunData

@@ -8,8 +8,8 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.unit.analysis.test_attribution import _ev
-from tests.unit.synthrun import GIB, MIB, SynthCell, make_run
+from tests.support.evidence import _ev
+from tests.support.synthrun import GIB, MIB, SynthCell, make_run
 from xcbench.analysis.verdicts.attribution import attribute_data, decide
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.figures.stats import rate_rel_se, ratio_lower_bound

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.unit.synthrun import make_run, mixed_cells, role_cells
+from tests.support.synthrun import make_run, mixed_cells, role_cells
 from xcbench.analysis.report import plots, scaling
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.roles import role_series

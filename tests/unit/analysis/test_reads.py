@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from tests.unit.analysis.readrun import make_read_run
-from tests.unit.synthrun import GIB, MIB, SynthCell
+from tests.support.readrun import make_read_run
+from tests.support.synthrun import GIB, MIB, SynthCell
 from xcbench.analysis.report.document import render_report
 from xcbench.analysis.verdicts.attribution import attribute, decide
 from xcbench.analysis.verdicts.run_data import RunData
@@ -140,7 +140,7 @@ def test_report_shows_reads_and_writes_side_by_side(run, tmp_path):
 
 
 def test_a_write_only_run_has_no_read_section(tmp_path):
-    from tests.unit.synthrun import make_run
+    from tests.support.synthrun import make_run
     path, _ = make_run(tmp_path, [SynthCell("tmpfs", concurrency=(2,), repeats=1, files=8)])
     text = render_report([path], "md", tmp_path / "w.md").read_text()
     assert "Reads and writes" not in text

@@ -35,7 +35,7 @@ def test_judge(a, b, ca, cb, kind):
 def test_summarise_two_runs_of_the_same_matrix(tmp_path):
     """Two synthetic runs of the same cells (different noise): every level is judged, the kinds
     add up, and the same known bottlenecks agree."""
-    from tests.unit.synthrun import GIB, SynthCell, make_run
+    from tests.support.synthrun import GIB, SynthCell, make_run
     from xcbench.analysis.verdicts.run_data import RunData
     cells = [SynthCell("tmpfs", None, None, gateway=2 * GIB),
              SynthCell("cephfs", (4 << 20, 1, 4 << 20), "rep1", gateway=2 * GIB, fio_bw=0.3 * GIB)]

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from tests.unit.synthrun import SynthCell, make_run, mixed_cells, role_cells
+from tests.support.synthrun import SynthCell, make_run, mixed_cells, role_cells
 from xcbench.analysis.report import plots, render
 from xcbench.analysis.report.document import render_report
 from xcbench.analysis.verdicts.run_data import RunData

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.synthrun import make_run, mixed_cells
+from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report.document import render_report
 from xcbench.selftest.confirm import judge, write
 

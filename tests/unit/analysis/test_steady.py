@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.unit.synthrun import SynthCell, make_run
+from tests.support.synthrun import SynthCell, make_run
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.figures.stats import Stats, bootstrap_ci, ci_overlap, pct_diff
 from xcbench.figures.steady import steady_table, steady_window, timeline_from_transfers

@@ -13,7 +13,7 @@ import re
 import pandas as pd
 import pytest
 
-from tests.unit.synthrun import make_run, mixed_cells
+from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report.document import render_report
 
 

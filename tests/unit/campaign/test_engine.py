@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from xcbench.scaleout.engine import credentials, pop_engine
 from xcbench.errors import XcbError
 from xcbench.matrix import ClusterFacts, check_lines, load_matrix
+from xcbench.scaleout.engine import credentials, pop_engine
 from xcbench.system import secrets
 
 FACTS = ClusterFacts()

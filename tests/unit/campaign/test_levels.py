@@ -237,7 +237,7 @@ def test_fingerprints_ignore_ports_and_paths_and_name_what_changed():
 
 
 def test_compare_flags_only_the_cells_whose_fingerprint_changed(tmp_path):
-    from tests.unit.synthrun import SynthCell, make_run
+    from tests.support.synthrun import SynthCell, make_run
     from xcbench.analysis.verdicts.compare import compare_data
     from xcbench.analysis.verdicts.run_data import RunData
     from xcbench.store.fingerprint import cell_fingerprint

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.gateway_config import lines, xrootd
 from xcbench.backends.base import Target
 from xcbench.errors import XcbError
 from xcbench.gateway import effective_tunables, render_config, url_host_for
@@ -13,14 +14,8 @@ RADOS_OSS = {"ceph_user": "xcbgw", "pool": "xcb-ec2-1", "nb_stripes": 4,
              "stripe_unit": 4 << 20, "object_size": 64 << 20}
 
 
-def lines(text: str) -> list[str]:
-    return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
 
 
-def xrootd(target, role="standalone", **kw):
-    kw.setdefault("http_port", 1094)
-    return lines(render_config("xrootd", role=role, name="xcb", target=target, port=1094,
-                               adminpath="/run/x", **kw))
 
 
 @pytest.fixture

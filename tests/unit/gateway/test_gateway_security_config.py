@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.gateway.test_gateway_config import xrootd
+from tests.support.gateway_config import xrootd
 from xcbench.backends.base import Target
 from xcbench.errors import XcbError
 from xcbench.gateway.security import check_mode

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.unit.synthrun import make_run, mixed_cells
+from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report import network_baseline
 from xcbench.analysis.report.document import render_report
 from xcbench.cli import main

@@ -1,5 +1,5 @@
 """Calibrated planning on run directories: a hand-built one with known numbers (arithmetic in the
-comments), and a synthetic run from tests/unit/synthrun.py (real store path, Parquet labels)."""
+comments), and a synthetic run from tests/support/synthrun.py (real store path, Parquet labels)."""
 
 import json
 
@@ -125,7 +125,7 @@ def test_amplification_fallback_says_so():
 
 
 def test_synthetic_run_and_cli(tmp_path, capsys):
-    from tests.unit.synthrun import make_run, mixed_cells
+    from tests.support.synthrun import make_run, mixed_cells
     path, _ = make_run(tmp_path, mixed_cells())
     cal = load_calibration([path], num_osds=3)
     assert cal.curve and cal.gateway_rate is None  # set when the gateway inputs are derived

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
+from tests.support.fio_parse import parse_only
 from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
 from xcbench.probe import jobs as probe
 from xcbench.probe.fio import jobfile_options
-from xcbench.system import proc
 from xcbench.system.templates import render
 
 RADOS_CTX = dict(cell_id="c1", label="rados su=4M sc=1 os=4M rep1", conf="/etc/ceph/ceph.conf",
@@ -24,14 +21,6 @@ FILES_CTX = dict(cell_id="c2", label="tmpfs 1G", directory="/dev/shm/x", prefix=
                  direct=1, iodepth=8, numjobs=1, file_size=64 << 20, bw_bs=4 << 20, ss=None)
 
 
-def parse_only(tmp_path: Path, text: str) -> None:
-    """fio itself accepts every option of the rendered job file."""
-    if shutil.which("fio") is None:
-        pytest.skip("fio not installed")
-    jf = tmp_path / "job.fio"
-    jf.write_text(text)
-    cp = proc.run(["fio", "--parse-only", str(jf)], check=False)
-    assert cp.returncode == 0, cp.stdout + cp.stderr
 
 
 def test_rados_template(tmp_path):

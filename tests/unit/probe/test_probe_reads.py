@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.probe.test_fio_templates import parse_only
+from tests.support.fio_parse import parse_only
 from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError

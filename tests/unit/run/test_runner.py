@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.synthrun import SynthCell
+from tests.support.synthrun import SynthCell
 from xcbench.analysis.verdicts import attribution
 from xcbench.matrix import Matrix
 from xcbench.run.runner import Runner, RunOptions, StopFlag, _conclude, open_or_create

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from tests.unit.synthrun import SynthCell
+from tests.support.synthrun import SynthCell
 from xcbench.cell.layout import layout_xattrs
 from xcbench.cli import main
 from xcbench.errors import XcbError

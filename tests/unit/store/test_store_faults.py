@@ -6,7 +6,7 @@ import errno
 import json
 import os
 
-from tests.unit.synthrun import SynthCell, make_run
+from tests.support.synthrun import SynthCell, make_run
 from xcbench.analysis.report.document import render_report
 from xcbench.campaign.rows import Buffered
 from xcbench.store import reserve

@@ -4,10 +4,11 @@ Each problem is one FINDING per cell, the level gets what there is, and nothing 
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.unit.telemetry.promserver import ANSWERS, PromServer
+from tests.support.promserver import ANSWERS, PromServer
 from xcbench.errors import XcbError
 from xcbench.system import secrets
 from xcbench.system.http_auth import check_url, read_auth
@@ -24,7 +25,7 @@ class Cluster:
     """What the device asks the cluster (`osd metadata`), as the real mon answered it."""
 
     def mon_command(self, prefix):
-        from tests.unit.telemetry.test_promqueries import OSD_META
+        from tests.support.promserver import OSD_META
         assert prefix == "osd metadata"
         return OSD_META
 
@@ -183,7 +184,7 @@ def test_bad_urls(url, says):
     (["--prometheus-auth", "bearer:/x"], "give --prometheus URL too"),
 ])
 def test_run_rejects_bad_prometheus_flags_with_one_line_and_exit_2(argv, says, capsys, tmp_path):
-    from tests.unit.telemetry.test_telemetry_devices import MATRIX
+    MATRIX = Path(__file__).resolve().parents[3] / "layouts" / "quick.yaml"
     from xcbench.cli import main
     rc = main(["run", str(MATRIX), *argv, "--out", str(tmp_path),
                "--ceph-conf", str(tmp_path / "never-read.conf")])

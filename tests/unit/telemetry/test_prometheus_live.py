@@ -12,8 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from tests.unit.telemetry.promserver import ANSWERS, PromServer
-from tests.unit.telemetry.test_promqueries import OSD_META, UNAME
+from tests.support.promserver import ANSWERS, OSD_META, UNAME, PromServer
 from xcbench.run.progress import MatrixView
 from xcbench.system.ports import free_port
 from xcbench.telemetry import promqueries as pq

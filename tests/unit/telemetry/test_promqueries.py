@@ -8,15 +8,13 @@ import re
 
 import pytest
 
-from tests.unit.telemetry.promserver import ANSWERS, DATA
+from tests.support.promserver import ANSWERS, DATA, OSD_META, UNAME
 from xcbench.hosts.inventory import parse_inventory
 from xcbench.telemetry import promqueries as pq
 from xcbench.telemetry.prometheus import parse_duration as _seconds
 
 NODE_TXT = (DATA / "node_exporter-1.5.0.txt").read_text()
 MGR_TXT = (DATA / "ceph-mgr-16.2.15.txt").read_text()
-OSD_META = json.loads((DATA / "ceph-osd-metadata-16.2.15.json").read_text())
-UNAME = ANSWERS["instant"][pq.UNAME]["data"]["result"]
 OSD_SERIES = ANSWERS["instant"]["ceph_osd_metadata"]["data"]["result"]
 
 

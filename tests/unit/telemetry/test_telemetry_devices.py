@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.unit.telemetry.test_telemetry_runner import Collect, Counting, FakeTime
+from tests.support.samplers import Collect, Counting, FakeTime
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.telemetry import DEVICES, TelemetryRunner, build, parse_selection, wants

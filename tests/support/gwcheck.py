@@ -1,6 +1,6 @@
 """Checks of a started gateway with real clients, reusable for every backend.
 
-    from tests.integration.gwcheck import upload_and_verify
+    from tests.support.gwcheck import upload_and_verify
     evidence = upload_and_verify(gateway, "cephfs", tmp_path)
 
 uploads with xrdcp, gfal2 (python binding, checksum mode both, in a subprocess so XRootD's

@@ -1,4 +1,4 @@
-"""Constructed runs with reads: tests.unit.synthrun's run, then some cells turned into read or
+"""Constructed runs with reads: tests.support.synthrun's run, then some cells turned into read or
 mixed cells the way the read campaigns record them (TRANSFER/CAMPAIGN ``direction``, timeline
 ``bytes_read``/``bytes_written``), with fio read probes, pool read op/s, BlueStore read counters
 and an iperf3 baseline in both directions as asked.
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tests.unit.synthrun import SynthCell, make_run
+from tests.support.synthrun import SynthCell, make_run
 
 OSD_METRICS = ("osd.perf.bluestore.bluestore_buffer_hit_bytes",
                "osd.perf.bluestore.bluestore_buffer_miss_bytes")

@@ -8,7 +8,7 @@ campaigns, fio probes, telemetry samples with the telemetry engineer's metric na
 (proc.cpu_seconds.rate, cpu.busy, pool.client_write_ops_per_s, pool.bytes_used, pool.stored,
 ...), an iperf3 baseline, findings and a gap, and a manifest with settings and fingerprints.
 
-    from tests.unit.synthrun import make_run, mixed_cells
+    from tests.support.synthrun import make_run, mixed_cells
     run_path, truth = make_run(tmp_path, mixed_cells())   # truth: {cell_id: verdict at top level}
 
 The plan engineer may reuse it: ``make_run(store, cells, ...)`` returns (path, truth).

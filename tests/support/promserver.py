@@ -10,7 +10,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "prometheus"
+from xcbench.telemetry import promqueries as pq
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "prometheus"
 ANSWERS = json.loads((DATA / "prometheus-2.42-answers.json").read_text())
 
 
@@ -87,3 +89,11 @@ class PromServer:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+OSD_META = json.loads((DATA / "ceph-osd-metadata-16.2.15.json").read_text())
+
+
+UNAME = ANSWERS["instant"][pq.UNAME]["data"]["result"]
+
+

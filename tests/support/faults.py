@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.integration.gwcheck import xrootd_workdir
+from tests.support.gwcheck import xrootd_workdir
 from xcbench.store.rundir import RunDir
 from xcbench.system import proc
 from xcbench.system.mounts import mount_table

@@ -1,0 +1,3 @@
+"""What tests share: session fixtures' helpers (the demo-shaped run, gateways, faults, an FTS3
+double, a synthetic run, a Prometheus double, browsers). Test modules import from here, never
+from each other."""
