@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
-_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?\s*$", re.IGNORECASE)
+_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(ib|b)?\s*$", re.IGNORECASE)
 
 
 def parse_size(value: int | str) -> int:
-    """Bytes for an int or a human size; powers of 1024 whether or not an 'i' is written
-    (storage engineers write 4M for 4 MiB, as Ceph and fio do). Raises ValueError."""
+    """Bytes for an int or a human size: 4M and 4MiB are powers of 1024 (as Ceph and fio write
+    them). 4MB is refused: it is 10^6-based everywhere else in xcbench (rates, capacities) and
+    2^20-based in fio, so it is ambiguous here. Raises ValueError."""
     if isinstance(value, bool):
         raise ValueError(f"{value!r} is not a size")
     if isinstance(value, int):
@@ -36,6 +37,10 @@ def parse_size(value: int | str) -> int:
     m = _RE.match(str(value))
     if not m:
         raise ValueError(f"{value!r} is not a size (use e.g. 64K, 4M, 16MiB, 1G)")
+    if m.group(2) and (m.group(3) or "").lower() == "b":
+        p = m.group(2).upper()
+        raise ValueError(f"{value!r} is ambiguous: write {m.group(1)}{p} or {m.group(1)}{p}iB "
+                         f"(powers of 1024, as Ceph and fio) or the number of bytes")
     n = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if not n.is_integer():
         raise ValueError(f"{value!r} is not a whole number of bytes")
@@ -88,6 +93,9 @@ def parse_capacity(value: Any) -> float:
         if not m:
             raise ValueError(f"{value!r} is not a capacity (write e.g. 18TB, 3.84TB, 16TiB)")
         num, prefix, binary = m.groups()
+        if prefix and not str(value).strip().endswith("B"):
+            raise ValueError(f"{value!r} is ambiguous: write {num}{prefix.upper()}B (decimal, as "
+                             f"drive vendors count) or {num}{prefix.upper()}iB (binary, as Ceph's df)")
         n = float(num) * (_IEC if binary else _SI)[prefix.lower()]
     if n < 0 or not math.isfinite(n):
         raise ValueError(f"{value!r} is not a capacity")
