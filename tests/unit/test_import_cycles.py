@@ -287,3 +287,12 @@ def test_project_imports_sit_at_module_level():
              for line in function_imports(m, f, known)]
     assert not found, ("project imports inside functions (move them to the top of the module, "
                        "or say in LAZY_IMPORTS_ALLOWED why they must stay): " + ", ".join(found))
+
+
+def test_no_circle_hidden_under_type_checking_in_ceph():
+    """pools and mounts name the handle's Protocol (ceph.handle), not the Cluster that imports
+    them: an import under TYPE_CHECKING is still a circle a reader has to follow."""
+    root = ROOT / "xcbench" / "ceph"
+    for low in ("pools", "mounts", "handle", "keys", "conf"):
+        text = (root / f"{low}.py").read_text()
+        assert "xcbench.ceph.cluster import" not in text, low

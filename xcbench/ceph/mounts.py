@@ -8,8 +8,7 @@
   a loadable module), else ceph-fuse; containers and this dev machine have only ceph-fuse;
 - the mount table and unmounting are the OS layer's (xcbench.system.mounts).
 
-Takes a cluster handle (conf, fs_name, fs client and keyring, state_dir); it does not import
-xcbench.ceph.cluster, which imports it.
+Takes a cluster handle (xcbench.ceph.handle: conf, fs_name, fs client and keyring, state_dir).
 """
 
 from __future__ import annotations
@@ -20,14 +19,11 @@ import platform
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from xcbench.ceph.handle import ClusterHandle
 from xcbench.errors import XcbError
 from xcbench.system import proc
 from xcbench.system.mounts import _record, fuse_umount, is_mounted, umount_path
-
-if TYPE_CHECKING:
-    from xcbench.ceph.cluster import Cluster
 
 
 # ---- ceph-fuse -----------------------------------------------------------------------------------
@@ -37,7 +33,7 @@ def check_fuse() -> None:
                        "with `modprobe fuse`, or give the container --device /dev/fuse)")
 
 
-def fuse_mount(cluster: Cluster, mountpoint: Path, *, procs: proc.ProcessSet | None = None,
+def fuse_mount(cluster: ClusterHandle, mountpoint: Path, *, procs: proc.ProcessSet | None = None,
                timeout: float = 30, root: str | None = None) -> proc.Proc:
     """ceph-fuse the cluster's file system (as its fs client) on ``mountpoint``; wait for it.
     ``root``: the directory of the file system to mount (ceph-fuse -r), default its root."""
@@ -104,7 +100,7 @@ def _secret(keyring: Path, client_id: str) -> str:
     raise XcbError(f"{keyring}: no key for client.{client_id}")
 
 
-def kernel_mount(cluster: Cluster, mountpoint: Path, secret_dir: Path, root: str = "/") -> None:
+def kernel_mount(cluster: ClusterHandle, mountpoint: Path, secret_dir: Path, root: str = "/") -> None:
     """mount -t ceph, monitors found from the conf by mount.ceph itself."""
     opts = [f"name={cluster.fs_client_id}", f"conf={cluster.conf}", f"mds_namespace={cluster.fs_name}"]
     if cluster.fs_keyring:
@@ -116,7 +112,7 @@ def kernel_mount(cluster: Cluster, mountpoint: Path, secret_dir: Path, root: str
     proc.run(["mount", "-t", "ceph", f":{root}", mountpoint, "-o", ",".join(opts)], timeout=60)
 
 
-def mount(cluster: Cluster, mountpoint: Path, *, procs=None, secret_dir: Path | None = None,
+def mount(cluster: ClusterHandle, mountpoint: Path, *, procs=None, secret_dir: Path | None = None,
           root: str = "/") -> tuple[str, str]:
     """Mount directory ``root`` of the file system; return (kind, note): kind 'kernel' or
     'fuse'; note says why fuse was used. (``secret_dir`` is unused: secrets go to the
@@ -134,7 +130,7 @@ def mount(cluster: Cluster, mountpoint: Path, *, procs=None, secret_dir: Path | 
     return "fuse", note
 
 
-def umount(cluster: Cluster, mountpoint: Path, kind: str) -> None:
+def umount(cluster: ClusterHandle, mountpoint: Path, kind: str) -> None:
     if kind == "kernel":
         umount_path(mountpoint)
     else:

@@ -11,13 +11,11 @@ embedded cluster, by that cluster's admin (:func:`may_grant`): never on a site's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xcbench.cell.protection import POOL_PREFIX, Protection
+from xcbench.ceph.handle import ClusterHandle
 from xcbench.errors import XcbError
-
-if TYPE_CHECKING:
-    from xcbench.ceph.cluster import Cluster
 
 __all__ = ["POOL_PREFIX", "add_fs_data_pool", "check_name", "create_erasure", "create_replicated",
            "ensure_pool", "grant_gateway", "may_grant"]
@@ -29,7 +27,7 @@ def check_name(name: str) -> None:
                        "(refusing to touch a pool it did not create)")
 
 
-def create_replicated(cluster: Cluster, name: str, size: int, pg_num: int, *, rados: bool = True) -> None:
+def create_replicated(cluster: ClusterHandle, name: str, size: int, pg_num: int, *, rados: bool = True) -> None:
     """``rados=False`` for pools CephFS takes first (`fs new` refuses pools tagged for another app)."""
     check_name(name)
     cluster.mon_command("osd pool create", pool=name, pg_num=pg_num, pgp_num=pg_num,
@@ -41,7 +39,7 @@ def create_replicated(cluster: Cluster, name: str, size: int, pg_num: int, *, ra
         enable_rados(cluster, name)
 
 
-def create_erasure(cluster: Cluster, name: str, profile: str, k: int, m: int, pg_num: int,
+def create_erasure(cluster: ClusterHandle, name: str, profile: str, k: int, m: int, pg_num: int,
                    failure_domain: str = "osd", *, rados: bool = True) -> None:
     check_name(name)
     check_name(profile)
@@ -58,7 +56,7 @@ def create_erasure(cluster: Cluster, name: str, profile: str, k: int, m: int, pg
 MARK = ("rados", "xcbench", "created")  # application metadata on every pool xcbench made
 
 
-def enable_rados(cluster: Cluster, name: str) -> None:
+def enable_rados(cluster: ClusterHandle, name: str) -> None:
     """Tag the pool for librados users (XrdCeph, fio), marked as xcbench's own (so a later run
     may retag it); a CephFS data pool keeps its cephfs tag."""
     cluster.mon_command("osd pool application enable", pool=name, app="rados",
@@ -67,12 +65,12 @@ def enable_rados(cluster: Cluster, name: str) -> None:
                         value=MARK[2])
 
 
-def _marked(cluster: Cluster, name: str) -> bool:
+def _marked(cluster: ClusterHandle, name: str) -> bool:
     apps = cluster.mon_command("osd pool application get", pool=name) or {}
     return isinstance(apps, dict) and (apps.get(MARK[0]) or {}).get(MARK[1]) == MARK[2]
 
 
-def add_fs_data_pool(cluster: Cluster, fs_name: str, name: str, *, created: bool = True) -> None:
+def add_fs_data_pool(cluster: ClusterHandle, fs_name: str, name: str, *, created: bool = True) -> None:
     """Make ``name`` a data pool of ``fs_name``. A pool xcbench did not just create (``created``
     False: the admin's) keeps its application tags: xcbench never retags a pool it did not make."""
     check_name(name)
@@ -100,14 +98,14 @@ def add_fs_data_pool(cluster: Cluster, fs_name: str, name: str, *, created: bool
         enable_rados(cluster, name)
 
 
-def may_grant(cluster: Cluster) -> bool:
+def may_grant(cluster: ClusterHandle) -> bool:
     """Only the embedded cluster's own admin updates the caps of the gateway user xcbench made
     for it; xcbench never changes the caps of a key on a site's cluster."""
     info = getattr(cluster, "info", None) or {}
     return bool(cluster.embedded and getattr(cluster, "client_id", "admin") == info.get("client_id", "admin"))
 
 
-def grant_gateway(cluster: Cluster) -> None:
+def grant_gateway(cluster: ClusterHandle) -> None:
     """Give the embedded cluster's gateway user rwx on every xcb- pool except CephFS metadata."""
     if not may_grant(cluster):
         raise XcbError(f"client.{cluster.client_id}: xcbench changes the caps of no key but the "
@@ -119,7 +117,7 @@ def grant_gateway(cluster: Cluster) -> None:
                         caps=["mon", "allow r", "osd", osd])
 
 
-def ensure_pool(cluster: Cluster, spec: Protection, *, cephfs: bool = False, pg_num: int = 32) -> str:
+def ensure_pool(cluster: ClusterHandle, spec: Protection, *, cephfs: bool = False, pg_num: int = 32) -> str:
     """The pool of ``spec``: created (and tagged) if missing; one that exists is used as it is
     (an admin may have made it for xcbench), only added to the file system if it is not yet."""
     name = spec.name
