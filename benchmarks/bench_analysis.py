@@ -1,6 +1,6 @@
 """Benchmark: analysis + HTML report of a run with 1 M transfer records and 1 M samples.
 
-Target: under 30 s (issue 7). The run is synthetic (tests/support/synthrun.py, written straight
+Target: under 30 s. The run is synthetic (tests/support/synthrun.py, written straight
 to Parquet; generating it is not timed) with 16 cells x 4 concurrency levels x 2 repeats.
 Timed: what `xcbench report RUN` does - load the tables, steady windows, points with bootstrap
 CIs, attribution, plots, rendering. Prints the time and its ratio to the 30 s target.

@@ -1,4 +1,4 @@
-"""The campaign driver beside its CLI-loop peer, for every client x mode, in one run (issue 18).
+"""The campaign driver beside its CLI-loop peer, for every client x mode, in one run.
 
 The same FILES files of SIZE into the same tmpfs gateway at concurrency CONC, checksum none
 (bare CLI copies verify nothing either), by the campaign driver (one process) and by a parallel

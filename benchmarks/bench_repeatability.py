@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                     "which sees drift within a cell; 1 = the demo's single pass")
     ap.add_argument("--state-dir", help="use/start the embedded cluster here (default: a temp dir)")
     ap.add_argument("--fresh", action="store_true",
-                    help="each run on a fresh mini cluster of its own (issue 23: two fresh "
+                    help="each run on a fresh mini cluster of its own (two fresh "
                     "clusters, one pass: --fresh --repeats 1)")
     ap.add_argument("--record", action="store_true",
                     help="add the pair's level differences to this host's between-run noise "

@@ -2,7 +2,7 @@
 best steady rate, grouped by the settings the cells share, drawn the way the studies did
 (rate vs streams, rate per size class, a heatmap of rate over origins x cores).
 
-Inputs are the run's points (analysis.dataset.RunData.points) and the manifest's cell
+Inputs are the run's points (analysis.verdicts.run_data.RunData.points) and the manifest's cell
 settings; a cell's figure is its best steady rate over its concurrency levels, the same figure
 the layout table uses.
 """

@@ -1,6 +1,6 @@
 """Report plots (matplotlib Agg + seaborn style), each returned as a PNG data URI.
 
-Every axis says its unit. Inputs are the summaries of analysis.dataset.RunData, never raw
+Every axis says its unit. Inputs are the summaries of analysis.verdicts.run_data.RunData, never raw
 tables, so a plot shows exactly the figures the tables next to it list (and their sources).
 """
 

@@ -1,5 +1,5 @@
 """Where a figure comes from: a dict naming the run, the table, the pandas query selecting the
-rows and the aggregation giving the figure (see analysis.dataset's module docstring)."""
+rows and the aggregation giving the figure (see analysis.verdicts.run_data's module docstring)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Gateways on gateway hosts over ssh, through `xcbench gateway-agent` (issue 26, item 4).
+"""Gateways on gateway hosts over ssh, through `xcbench gateway-agent`.
 
 An emulated gateway host (a network namespace with a CPU quota) runs sshd (throwaway keys, a
 private ssh_config alias, as test_hosts_ssh does); the inventory reaches it over ssh, so every

@@ -1,4 +1,4 @@
-"""Gateways on gateway hosts (issue 16, item 3) on emulated hosts: 2 netns gateway hosts with a
+"""Gateways on gateway hosts on emulated hosts: 2 netns gateway hosts with a
 CPU quota each, one origin on each behind a cmsd redirector, a second mini cluster listening on
 the bridge address; files pushed through the redirector with xrdcp from the root namespace.
 

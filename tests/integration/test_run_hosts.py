@@ -1,4 +1,4 @@
-"""`xcbench run` with an inventory (issue 16, items 1 and 4) on emulated hosts: 2 client hosts,
+"""`xcbench run` with an inventory on emulated hosts: 2 client hosts,
 2 gateway hosts with one origin each behind a cmsd (on the first), a small time-based matrix.
 
 Checked: every transfer verified (adler32 at source and destination, all FINISHED); both client

@@ -1,4 +1,4 @@
-"""Safe on a site's cluster (issue 14), on the real mini cluster: a cleanup never crosses a mount
+"""Safe on a site's cluster, on the real mini cluster: a cleanup never crosses a mount
 into the file system; a run with a non-admin key changes no caps and either completes or stops
 in one line naming the missing cap; no key reaches the run directory; key copies are removed."""
 

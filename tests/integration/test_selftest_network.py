@@ -1,4 +1,4 @@
-"""The network known-answer scenario (issue 16 item 6, issue 13 item 4) on emulated hosts: the
+"""The network known-answer scenario on emulated hosts: the
 client host's link shaped to a fraction of what the unshaped chain did here, the campaign driven
 from the client host into a tmpfs gateway on the gateway host. Every level must read "network",
 with the link's measured bytes against its shaped rate in the evidence; afterwards no namespace,

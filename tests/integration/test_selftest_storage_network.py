@@ -1,4 +1,4 @@
-"""The storage-network known-answer scenario (issue 25 item 4): the mini cluster's OSDs in an
+"""The storage-network known-answer scenario: the mini cluster's OSDs in an
 emulated storage host, a node_exporter inside it scraped over the bridge. Unshaped, no level may
 say storage-network; its link shaped to a tenth of the unshaped chain, every level must say
 storage-network, naming that host and its NIC, with the figures from Prometheus. Nothing of

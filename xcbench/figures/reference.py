@@ -112,7 +112,7 @@ def lookup(reference: dict[str, Any] | None, stripe_unit: Any, stripe_count: Any
     return None
 
 
-# RAL's published gateway figures (issue 15): one XRootD gateway in front of XrdBlackhole (a
+# RAL's published gateway figures: one XRootD gateway in front of XrdBlackhole (a
 # sink/source with no storage behind it), writes and reads at increasing numbers of parallel
 # files. The issue gives the rates and the ranges "1-16" (writes, five figures) and "1-32"
 # (reads, six figures); five and six figures fit doubling steps, so the parallel-file counts

@@ -1,4 +1,4 @@
-"""The gateway agent: a gateway's daemons on a gateway host reached over ssh (issue 26, item 4).
+"""The gateway agent: a gateway's daemons on a gateway host reached over ssh.
 
 ``xcbench gateway-agent`` (a hidden command, started on the gateway host through the host's
 transport by xcbench.gateway.remote) makes everything the gateway reads on that host and streams

@@ -1,4 +1,4 @@
-"""Gateways on gateway hosts (issue 16): each origin on a host of the inventory.
+"""Gateways on gateway hosts: each origin on a host of the inventory.
 
     gw = start_gateway(target, workdir=wd, cluster=c, origins=2, hosts=inventory)
 

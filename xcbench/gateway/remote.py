@@ -1,4 +1,4 @@
-"""A gateway whose daemons run on gateway hosts over ssh, through gateway agents (issue 26, item 4).
+"""A gateway whose daemons run on gateway hosts over ssh, through gateway agents.
 
     gw = start_remote_gateway(target, workdir=wd, cluster=c, origins=2, hosts=inventory, ...)
     gw.root_url, gw.http_url, gw.origins, gw.servers   # as a local xcbench.gateway.Gateway

@@ -29,7 +29,7 @@ USCMS_SOURCE = ("A. Arora et al., 'Benchmarking XRootD-HTTPS on 400Gbps Links wi
 USCMS_REFERENCE = {
     "source": USCMS_SOURCE,
     "figures": "~4 origins / 64 cores for 100 Gb/s at long RTT; one server capped near 260 Gb/s "
-               "(as quoted in xcbench issue 17; not re-read from the paper by xcbench)",
+               "(as quoted to xcbench; not re-read from the paper by xcbench)",
     "derived": "64 cores / 12.5 GB/s = at most 5.1 core-s/GB (if every core was busy); 100 Gb/s / 4 "
                "origins = ~25 Gb/s per origin",
     "core_s_per_gb_max": 64 / 12.5, "per_origin": 100e9 / 8 / 4, "server_cap": 260e9 / 8,

@@ -32,9 +32,9 @@ class RateTarget:
 RAL_CHEP2024 = ("J. Walder, J. Thomas, T. Byrne (STFC RAL), 'Achieving 100Gb/s data rates with XRootD - "
                 "Preparing for HL-LHC and SKA', CHEP 2024, 21 Oct 2024, "
                 "https://indico.cern.ch/event/1338689/contributions/6010880/")
-SKA_SOURCE = ("SKAO figures for AA4 as quoted in " + RAL_CHEP2024 + " (as transcribed in xcbench issue 17; "
+SKA_SOURCE = ("SKAO figures for AA4 as quoted in " + RAL_CHEP2024 + " (as transcribed by xcbench; "
               "the slide itself was not re-read by xcbench)")
-HLLHC_SOURCE = ("HL-LHC Tier-1 network scenarios for RAL (minimal / flexible) as given in xcbench issue 17 "
+HLLHC_SOURCE = ("HL-LHC Tier-1 network scenarios for RAL (minimal / flexible) as transcribed by xcbench "
                 "from " + RAL_CHEP2024 + "; not re-read by xcbench")
 USCMS_SOURCE = ("US-CMS Tier-2 HL-LHC requirement of 400 Gb/s to storage: A. Arora et al., '400Gbps "
                 "benchmark of XRootD HTTP-TPC', CHEP 2023, EPJ Web Conf. 295, 01001 (2024), "

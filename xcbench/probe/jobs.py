@@ -7,7 +7,7 @@ The target says which engine (``Target.fio_engine``): "rados" gets ``fio-jobs/ra
 the target dir. Patterns: ``randwrite`` (4 KiB
 random writes: IOPS), ``write`` and ``read`` (object-sized sequential I/O: bandwidth).
 
-Reads (issue 15): a cell whose ``direction`` is read or mixed always gets the sequential
+Reads: a cell whose ``direction`` is read or mixed always gets the sequential
 ``read`` job (its storage read bandwidth ceiling), and, when its campaign reads with
 ``access: {pattern: random | readv, size, count}``, a ``randread`` job of that size (its read
 IOPS ceiling; a readv of ``count`` pieces costs the storage ``count`` random reads of ``size``,

@@ -1,4 +1,4 @@
-"""The network known-answer scenario (issue 16 item 6): a client host whose link is shaped well
+"""The network known-answer scenario: a client host whose link is shaped well
 below what the gateway and its storage do here; the verdict must be ``network`` at every level.
 
 What it makes, on emulated hosts (xcbench.hosts.emulate; unique names, bridge and free /24 per

@@ -1,4 +1,4 @@
-"""The storage-network known-answer scenario (issue 25 item 4): the mini cluster's OSDs on an
+"""The storage-network known-answer scenario: the mini cluster's OSDs on an
 emulated storage host whose link is shaped well below what the gateway and the disks do; the
 verdict must be ``storage-network`` naming that host, from Prometheus's figures, at every level.
 Its control: the same host unshaped must never give ``storage-network``.

@@ -93,7 +93,7 @@ def stop_tree(popen: subprocess.Popen, *, grace: float = 5.0, give_up: float = 1
     ``grace`` s, SIGSTOP (it forks no more) and SIGKILL to it and to every descendant seen, each
     with its group. A signal to the child's group alone is not enough: fio's job processes call
     setsid(), so they are in no group of the child's, and a job forked just before fio died
-    waits forever for fio's go (issue 14: fio left running after a signal)."""
+    waits forever for fio's go (fio left running after a signal)."""
     seen = descendants(popen.pid) if popen.poll() is None else {}
     if popen.returncode is None:
         kill_group(popen.pid, signal.SIGTERM)

@@ -1,5 +1,5 @@
 """A tmpfs target is sized against available memory: a campaign whose tmpfs would not fit is
-refused in one line before anything is mounted or started (issue 14, item 8)."""
+refused in one line before anything is mounted or started."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A signal while xcbench.system.proc starts a child: the child is never left without someone to stop it.
 
-The race of issue 14 (a probe's fio left running after SIGHUP): the KeyboardInterrupt the
+The race (a probe's fio left running after SIGHUP): the KeyboardInterrupt the
 command's StopFlag raises came between Popen and the code that stops the child (while the child
 was being written into the orphan record), so nobody stopped it. Here the signal is sent at
 exactly those points, so each test fails every time on the old code, not now and then.
