@@ -16,18 +16,18 @@ import pytest
 
 # test node id (fnmatch pattern) -> why a skip there is right on a complete CI machine
 ALLOWED: dict[str, str] = {
-    "tests/integration/test_selftest.py::test_full_selftest":
+    "tests/integration/selftest/test_selftest.py::test_full_selftest":
         "the ~10 min full self-test runs only when asked for (-m slow, `make slow`, `make selftest`)",
-    "tests/integration/test_baseline.py::test_audit_says_whether_fq_exists_rather_than_assuming":
+    "tests/integration/network/test_baseline.py::test_audit_says_whether_fq_exists_rather_than_assuming":
         "a host that already uses fq has nothing to report (this kernel has no fq)",
-    "tests/integration/test_hosts.py::test_the_cpu_quota_holds":
+    "tests/integration/hosts/test_hosts.py::test_the_cpu_quota_holds":
         "a shared machine so busy that an unconfined busy loop gets under 1.5x the quota cannot "
         "show the quota binding (the test prints what it measured)",
-    "tests/integration/test_cluster.py::test_ensure_pool":
+    "tests/integration/ceph/test_cluster.py::test_ensure_pool":
         "creates and deletes a pool: only on a cluster xcbench made, never on one given by --ceph-conf",
-    "tests/integration/test_cluster.py::test_pools_create_exists_use":
+    "tests/integration/ceph/test_cluster.py::test_pools_create_exists_use":
         "creates and deletes pools: only on a cluster xcbench made, never on one given by --ceph-conf",
-    "tests/integration/test_run.py::test_osd_dies_during_ec_campaign":
+    "tests/integration/run/test_run.py::test_osd_dies_during_ec_campaign":
         "kills an OSD: only on the embedded mini cluster, never on one given by --ceph-conf",
 }
 

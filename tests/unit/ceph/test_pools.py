@@ -1,5 +1,5 @@
 """xcbench.ceph.pools as logic: which mon commands it sends for which pool, against a recorded
-stand-in for the cluster handle (the real cluster is in tests/integration/test_cluster.py)."""
+stand-in for the cluster handle (the real cluster is in tests/integration/ceph/test_cluster.py)."""
 
 from __future__ import annotations
 

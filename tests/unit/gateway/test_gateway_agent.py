@@ -1,5 +1,5 @@
 """The gateway agent's request checks and the coordinator side's use of what agents measure
-(no ssh here: tests/integration/test_gateway_agent.py runs the agents on an emulated host)."""
+(no ssh here: tests/integration/gateway/test_gateway_agent.py runs the agents on an emulated host)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ except CgroupError as e:
     MECH, WHY = None, str(e)
 pytestmark = pytest.mark.skipif(MECH is None, reason=WHY or "no CPU-quota cgroups")
 BUSY = [sys.executable, "-c", "while True: pass"]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _stat(group: Path) -> dict[str, int]:

@@ -91,7 +91,7 @@ def test_cli_gateway_up_down(tmp_path):
 
     from xcbench.matrix import load_matrix
     from xcbench.system import proc
-    quick = Path(__file__).resolve().parents[2] / "layouts" / "quick.yaml"
+    quick = Path(__file__).resolve().parents[3] / "layouts" / "quick.yaml"
     cell = next(c for c in load_matrix(quick).cells if c.backend == "tmpfs")
     wd = tmp_path / "cli"
     cli = [sys.executable, "-m", "xcbench", "gateway"]
