@@ -15,8 +15,8 @@ import errno
 import os
 import secrets
 import socket
-from typing import Any
 
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 
 TOP = "xcbench"
@@ -28,7 +28,7 @@ def new_run_name() -> str:
 
 
 @contextlib.contextmanager
-def _libcephfs(cluster: Any, root: str):
+def _libcephfs(cluster: Cluster, root: str):
     import cephfs
     fs = cephfs.LibCephFS(conffile=str(cluster.conf), auth_id=cluster.fs_client_id)
     try:
@@ -47,7 +47,7 @@ def _errno(e: Exception) -> int | None:
     return getattr(e, "errno", None)
 
 
-def make(cluster: Any, run: str) -> bool:
+def make(cluster: Cluster, run: str) -> bool:
     """Make ``/xcbench/<run>`` (0755); return True if ``/xcbench`` was made too."""
     import cephfs
     made_top = False
@@ -74,7 +74,7 @@ def make(cluster: Any, run: str) -> bool:
     return made_top
 
 
-def remove(cluster: Any, run: str, made_top: bool) -> str | None:
+def remove(cluster: Cluster, run: str, made_top: bool) -> str | None:
     """Remove the (empty) run directory, and ``/xcbench`` if this run made it and it is empty.
     Returns why something was left, or None."""
     import cephfs

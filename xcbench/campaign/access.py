@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.figures.units import parse_size
 
@@ -92,7 +93,7 @@ def direction_of(direction: str, fraction: float, seq: int) -> str:
     return "read" if int((seq + 1) * fraction) > int(seq * fraction) else "write"
 
 
-def read_problems(cell: Any) -> list[tuple[str, str]]:
+def read_problems(cell: Cell) -> list[tuple[str, str]]:
     """[(field, why)] of a matrix cell whose direction or read settings cannot run, found
     when the matrix is loaded (before anything touches a cluster)."""
     c = cell.campaign or {}

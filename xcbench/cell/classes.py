@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from xcbench.cell import Cell
+
 SIZE_CLASSES: dict[str, tuple[int, int]] = {
     "small": (8 << 10, 4 << 20),
     "medium": (8 << 20, 1 << 30),
@@ -28,8 +30,8 @@ def class_sizes(name: str, scale: int = 1) -> dict[str, Any]:
             "size_spread": (hi - lo) / (hi + lo)}
 
 
-def campaign_sizes(cell: Any) -> dict[str, Any]:
+def campaign_sizes(cell: Cell) -> dict[str, Any]:
     """CampaignSpec keywords for a cell's sizes (its size class when it has one)."""
-    if getattr(cell, "size_class", None):
+    if cell.size_class:
         return class_sizes(cell.size_class, cell.size_scale or 1)
     return {"file_size": cell.file_size, "size_dist": cell.size_dist}

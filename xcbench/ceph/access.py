@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.cell.protection import POOL_PREFIX, Protection
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 
 BENCH_ID = "xcb-bench"
@@ -119,7 +120,7 @@ def caps_lines(needs: Needs, fs_name: str | None, *, bench_id: str = BENCH_ID,
 
 
 # ---- the check -----------------------------------------------------------------------------------
-def _ask(cluster: Any, prefix: str, *, mgr: bool = False, **args: Any) -> tuple[int, str]:
+def _ask(cluster: Cluster, prefix: str, *, mgr: bool = False, **args: Any) -> tuple[int, str]:
     cmd = json.dumps({"prefix": prefix, "format": "json", **args})
     r = cluster.rados()
     ret, _out, outs = (r.mgr_command if mgr else r.mon_command)(cmd, b"")
@@ -130,7 +131,7 @@ def _denied(ret: int) -> bool:
     return ret in (-errno.EACCES, -errno.EPERM)
 
 
-def check_access(cluster: Any, cells: Iterable[Any], backend_of: Callable[[str], Any]) -> None:
+def check_access(cluster: Cluster, cells: Iterable[Any], backend_of: Callable[[str], Any]) -> None:
     """Stop with one line if the cluster's key cannot do what ``cells`` need (see module doc).
     The embedded cluster's own admin is not asked: it can do everything."""
     cells = list(cells)
@@ -179,7 +180,7 @@ def check_access(cluster: Any, cells: Iterable[Any], backend_of: Callable[[str],
         check_gateway_key(cluster, needs)
 
 
-def _check_cephfs(cluster: Any, needs: Needs, who: str, stop: Any) -> None:
+def _check_cephfs(cluster: Cluster, needs: Needs, who: str, stop: Any) -> None:
     fs = cluster.fs_name
     if not fs:
         raise XcbError("the matrix has cephfs cells and the cluster no single file system: give --fs NAME")
@@ -202,7 +203,7 @@ def _check_cephfs(cluster: Any, needs: Needs, who: str, stop: Any) -> None:
             stop("mds 'allow rwp' (the p sets layouts)", f"set file layouts in {fs}")
 
 
-def own_caps(cluster: Any) -> dict[str, str] | None:
+def own_caps(cluster: Cluster) -> dict[str, str] | None:
     """The key's own caps when it may read them (`auth get` needs mon 'allow *'), else None."""
     ret, _ = _ask(cluster, "auth get", entity=f"client.{cluster.client_id}")
     if ret != 0:
@@ -214,7 +215,7 @@ def own_caps(cluster: Any) -> dict[str, str] | None:
         return None
 
 
-def check_gateway_key(cluster: Any, needs: Needs | None = None) -> None:
+def check_gateway_key(cluster: Cluster, needs: Needs | None = None) -> None:
     """A rados (XrdCeph) gateway of a site's cluster runs with its own limited key, never admin."""
     if cluster.embedded:
         return

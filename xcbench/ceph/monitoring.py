@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from xcbench.ceph.handle import ClusterHandle
 from xcbench.errors import XcbError
 from xcbench.system import proc
 from xcbench.system.ports import LOOPBACK, free_ports
@@ -85,7 +86,7 @@ def check_prerequisites() -> None:
                        "(install ceph-mgr-modules-core, or `make setup`)")
 
 
-def enable_mgr_module(cluster: Any, addr: str) -> str:
+def enable_mgr_module(cluster: ClusterHandle, addr: str) -> str:
     """Turn the mgr's prometheus module on, listening on ``addr`` and a free port (early in
     bring-up: the mgr loads it while the OSDs start). Returns its addr:port."""
     mgr_port, = free_ports(1, addr)

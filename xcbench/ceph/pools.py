@@ -141,7 +141,7 @@ def ensure_pool(cluster: ClusterHandle, spec: Protection, *, cephfs: bool = Fals
     return name
 
 
-def pool_settings(cluster: Any, pool: str) -> dict[str, Any]:
+def pool_settings(cluster: ClusterHandle, pool: str) -> dict[str, Any]:
     """`ceph osd pool get <pool> all` and, for EC pools, the EC profile, as the cluster says."""
     out: dict[str, Any] = {"name": pool}
     try:

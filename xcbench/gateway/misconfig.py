@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from xcbench.backends.base import Backend
+from xcbench.cell import Cell
 from xcbench.store.findings import finding
 from xcbench.system.ports import is_wildcard
 
@@ -56,7 +57,7 @@ def gateway_findings(cell_id: str, backend: type[Backend], *, tunables: Mapping[
     return rows
 
 
-def findings_for(cell: Any, target: Any, tunables: Mapping[str, Any], *, bind: str,
+def findings_for(cell: Cell | None, target: Any, tunables: Mapping[str, Any], *, bind: str,
                  osd_max_object_size: int | None = None, authenticated: bool = False,
                  origins: int = 1) -> list[dict]:
     """:func:`gateway_findings` from a Cell (or None) and a backends Target."""

@@ -34,7 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
+from xcbench.cell import Cell
 from xcbench.ceph import conf as cephconf
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.hosts import transport_for
 from xcbench.store.findings import finding
@@ -92,7 +94,7 @@ def is_placed(hosts: Any) -> bool:
                for h in hosts.gateways)
 
 
-def plan(hosts: Any, target: Target, cluster: Any, origins: int, bind: str | None,
+def plan(hosts: Any, target: Target, cluster: Cluster | None, origins: int, bind: str | None,
          report_addr: str | None = None) -> Placement:
     """The placement of a gateway of ``origins`` origins on ``hosts``; XcbError (one line,
     naming the inventory and host) for what cannot run there, before anything starts."""
@@ -143,7 +145,7 @@ def _bridge_addr(hosts: Any) -> str | None:
     return str(b.ip) if b is not None else None
 
 
-def _check_host(where: str, h: Any, target: Target, cluster: Any) -> None:
+def _check_host(where: str, h: Any, target: Target, cluster: Cluster | None) -> None:
     kind = target.backend_type  # what a gateway agent can make there (Backend.remote_gateway)
     if h.transport not in SHARED_FS and kind.remote_gateway is None:
         need = kind.remote_gateway_refusal
@@ -159,7 +161,9 @@ def _check_host(where: str, h: Any, target: Target, cluster: Any) -> None:
                            "10.77.0.1`) or give a cluster every host reaches")
 
 
-def _mon_host(cluster: Any) -> str:
+def _mon_host(cluster: Cluster | None) -> str:
+    if cluster is None:
+        return ""
     info = getattr(cluster, "info", None) or {}
     if info.get("mon_host"):
         return str(info["mon_host"])
@@ -282,7 +286,7 @@ def origin_findings(gw: Gateway, load: list[dict]) -> list[dict]:
                     "more concurrency than origins", severity="warning")]
 
 
-def refuse_cores(cell: Any, hosts: Any) -> None:
+def refuse_cores(cell: Cell, hosts: Any) -> None:
     """The cores dimension moves origins into their own quota groups: with gateway hosts that
     would take them out of their host's group (its ``cores``), so a cell asking both is refused."""
     if is_placed(hosts):

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.cell import Cell
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.figures.reference import check_reference
 from xcbench.matrix.expand import _finish, cell_id, expand
@@ -87,7 +88,7 @@ class Matrix:
                           for c in self.cells}}
 
 
-def load_matrix(path: str | Path, cluster: Any = None, *, facts: ClusterFacts | None = None,
+def load_matrix(path: str | Path, cluster: Cluster | None = None, *, facts: ClusterFacts | None = None,
                 scale_ec: bool = False) -> Matrix:
     """Parse, expand and validate a matrix. Raises XcbError (first error, one line); the
     error's ``lines`` attribute holds every error."""

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from xcbench.cell import Cell, PoolSpec
+from xcbench.ceph.cluster import Cluster
 from xcbench.matrix.schema import _Errors
 
 
@@ -18,7 +18,7 @@ class ClusterFacts:
     failure_domain: str = "osd"
 
     @classmethod
-    def of(cls, cluster: Any) -> ClusterFacts:
+    def of(cls, cluster: Cluster) -> ClusterFacts:
         return cls(cluster.osd_max_object_size(), cluster.num_osds(), cluster.num_hosts())
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xcbench.backends.base import get_backend
+from xcbench.ceph.cluster import Cluster
 from xcbench.gateway import start_gateway
 from xcbench.gateway.cores import limit_origins
 from xcbench.gateway.placement import origin_findings, origin_load, refuse_cores, uses_agents
@@ -37,7 +38,7 @@ class CellSession:
     gateway: Gateway | None
     findings: list[dict]
 
-    def __init__(self, cell: Cell, *, cluster: Any, workdir: Path, procs: ProcessSet,
+    def __init__(self, cell: Cell, *, cluster: Cluster | None, workdir: Path, procs: ProcessSet,
                  name: str | None = None, report_addr: str | None = None, bind: str | None = None,
                  gateway: bool = True, hosts: Any = None, run_security: Any = None):
         self.cell, self.cluster, self.workdir, self.procs = cell, cluster, Path(workdir), procs

@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.hosts import load_inventory
 from xcbench.hosts.emulate import down, free_network, up
@@ -118,7 +119,7 @@ def matrix_doc(name: str, levels: tuple[int, ...], sizes: dict[str, Any]) -> dic
             "backends": {"tmpfs": {"size": ["2G"]}}}
 
 
-def _run(doc: dict[str, Any], name: str, cluster: Any, out: Path, workdir: Path, inv: Any,
+def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, workdir: Path, inv: Any,
          baseline: bool) -> Any:
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -173,7 +174,7 @@ def link_note(ev: dict[str, Any], iperf_bps: float, figures: dict[str, Any] | No
     return "; ".join(parts)
 
 
-def run_network(cluster: Any, *, quick: bool = False, out: Path = Path("results"),
+def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Path("results"),
                 workdir: Path | None = None, stamp: str | None = None, fraction: float = FRACTION,
                 log: Log = _stderr) -> dict[str, Any]:
     """Run the scenario; {"checks": [Check...], "runs": {name: path}, "seconds": {...},

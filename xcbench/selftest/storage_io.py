@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.analysis.verdicts.rules import NEAR, VERDICTS
+from xcbench.ceph.cluster import Cluster
 from xcbench.selftest.registry import CellDef, Scenario, register, register_cell
 from xcbench.system.blkio import device_of
 from xcbench.system.blkio import why_not as blkio_why_not
@@ -38,12 +39,12 @@ MADE = 0.7  # the device's writes/s at >= this share of the throttle: the thrott
 KIND = {"bps": "storage-bandwidth", "iops": "storage-iops"}
 
 
-def block_file(cluster: Any) -> Path | None:
+def block_file(cluster: Cluster) -> Path | None:
     sd = getattr(cluster, "state_dir", None)
     return Path(sd) / "osd.0" / "block" if sd and getattr(cluster, "embedded", False) else None
 
 
-def why_not(cluster: Any) -> str | None:
+def why_not(cluster: Cluster) -> str | None:
     """Why the OSDs' device writes cannot be throttled here (None: they can)."""
     path = block_file(cluster)
     if path is None:
@@ -53,7 +54,7 @@ def why_not(cluster: Any) -> str | None:
     return blkio_why_not(path)
 
 
-def device(cluster: Any) -> str:
+def device(cluster: Cluster) -> str:
     path = block_file(cluster)
     assert path is not None
     return device_of(path)

@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from xcbench.analysis.verdicts.attribution import VERDICTS
+from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.hosts import load_inventory
@@ -107,7 +108,7 @@ def storage_host(doc: dict[str, Any], workdir: Path, name: str, log: Log) -> Ite
         down(None, inv)
 
 
-def _run(doc: dict[str, Any], name: str, cluster: Any, out: Path, workdir: Path) -> Any:
+def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, workdir: Path) -> Any:
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     opts = RunOptions(out=out, name=name, baseline=False, probes=False, report=False,
@@ -132,7 +133,7 @@ def nic_note(ev: dict[str, Any]) -> str:
             + (f", {use * 100:.0f} %" if isinstance(use, (int, float)) else ""))
 
 
-def run_storage_network(cluster: Any = None, *, quick: bool = False, out: Path = Path("results"),
+def run_storage_network(cluster: Cluster | None = None, *, quick: bool = False, out: Path = Path("results"),
                         workdir: Path | None = None, stamp: str | None = None,
                         fraction: float = FRACTION, log: Log = _stderr) -> dict[str, Any]:
     """Both runs and their checks: {"checks", "runs", "seconds", "figures"} (``cluster``: not

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.telemetry.base import SampleGap, Sampler
 
@@ -79,7 +80,7 @@ class CephSampler(Sampler):
     name = "ceph"
     min_interval = 1.0  # the mgr's rates and PG stats change every few seconds: no use polling faster
 
-    def __init__(self, cluster: Any, pools: list[str] | None = None, *, osd_perf: bool | None = None,
+    def __init__(self, cluster: Cluster, pools: list[str] | None = None, *, osd_perf: bool | None = None,
                  timeout: float = 3.0, max_backoff: float = 60.0):
         self.cluster = cluster
         self.pools = list(pools) if pools else None

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from xcbench.cell import Cell
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.hosts.links import links_of, recorded_links
 from xcbench.telemetry.base import Sampler, Sink, TelemetryRunner
@@ -28,11 +30,11 @@ from xcbench.telemetry.role_processes import make_sampler
 @dataclass(frozen=True)
 class Context:
     """What a device may need to build its sampler for one cell."""
-    cell: Any
+    cell: Cell
     target: Any
     gateway: Any
     listener: Any
-    cluster: Any
+    cluster: Cluster | None
     hosts: Any = None  # the run's inventory (xcbench.hosts.Inventory), None: no --hosts
     prometheus: Any = None  # {"url", "auth"} of the run's Prometheus (xcbench.telemetry.prometheus)
     sink: Any = None  # where a device writes FINDING rows
@@ -159,8 +161,8 @@ def wants(selection: str | None, device: str) -> bool:
     return device in parse_selection(selection)
 
 
-def build(selection: str | None, *, cell: Any, target: Any, gateway: Any, listener: Any,
-          cluster: Any, sink: Sink, hosts: Any = None, prometheus: Any = None,
+def build(selection: str | None, *, cell: Cell, target: Any, gateway: Any, listener: Any,
+          cluster: Cluster | None, sink: Sink, hosts: Any = None, prometheus: Any = None,
           raw_dir: Any = None) -> TelemetryRunner | None:
     """The cell's TelemetryRunner with the chosen devices that apply to it (None if none does);
     ``hosts``: the run's inventory (the links device samples its hosts, not every one up)."""
