@@ -119,6 +119,7 @@ from xcbench.analysis import borderline as _bl
 from xcbench.analysis import link_use, storagehosts
 from xcbench.analysis import probes as _probes
 from xcbench.analysis import roles as _roles
+from xcbench.analysis import saturation as _sat
 from xcbench.analysis import stats as _stats
 from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rules live here too
     GIB,
@@ -283,6 +284,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                     if rep.get("source") and _ok(rep["amplification"]):
                         src["rep_read_amplification"] = rep["source"]
     _growth(view, cid, conc, p, ev)
+    _sat.add_evidence(view, s, cid, conc, win, ev, lambda q: _rel_se(q, ev))  # host-cpu's waits
     ev["sources"] = src
     return ev
 
