@@ -7,6 +7,8 @@ A small YAML file (``--hosts FILE`` or a ``hosts:`` key in a matrix)::
       c1: {roles: [client], transport: netns, address: 10.77.0.11, cores: 0.5,
            link: {rate: 200mbit}}
       g2: {roles: [gateway], transport: ssh, ssh: g2-alias, address: 192.0.2.22}
+      osd1: {roles: [storage], transport: ssh, ssh: osd1, address: 192.0.2.31,
+             link: {speed: {bond0: 50gbit, eth0: 25gbit, eth1: 25gbit}}}  # or speed: 25gbit
     ceph: {conf: /etc/ceph/ceph.conf, id: bench}
     prometheus: {url: http://prom.example:9090, auth: bearer:/path/to/token}   # optional
 
@@ -59,6 +61,22 @@ class Link:
 
 
 @dataclass(frozen=True)
+class LinkSpeed:
+    """A host's link speed as the operator states it (``link: {speed: 25gbit}`` for every NIC
+    of the host, or ``{speed: {eth0: 25gbit, bond0: 50gbit}}`` per NIC): for NICs whose driver
+    reports none (node_network_speed_bytes absent). Bits/s."""
+    host_bps: float | None = None
+    nics: tuple[tuple[str, float], ...] = ()
+
+    def of(self, device: str) -> tuple[float, str] | None:
+        """(bytes/s, which entry) of one NIC: its own entry, else the host's."""
+        own = dict(self.nics).get(device)
+        if own is not None:
+            return own / 8.0, f"link.speed.{device}"
+        return (self.host_bps / 8.0, "link.speed") if self.host_bps else None
+
+
+@dataclass(frozen=True)
 class Bridge:
     name: str
     address: str  # with its prefix, "10.77.0.1/24"
@@ -87,6 +105,7 @@ class Host:
     cores: float | None = None
     link: Link | None = None
     xcbench: tuple[str, ...] = ()  # how to run xcbench there (default: see Transport.xcbench_argv)
+    link_speed: LinkSpeed | None = None  # stated, not shaped (any transport)
 
     @property
     def netns(self) -> str:
@@ -277,7 +296,11 @@ def _host(name: str, spec: Any, where: str) -> Host:
         if isinstance(cores, bool) or not isinstance(cores, (int, float)) or \
                 not (0.01 <= cores <= 1024) or not math.isfinite(cores):
             raise XcbError(f"{at}: cores: {cores!r} must be a number of cores in [0.01, 1024]")
-    link = _link(spec.get("link"), transport, at)
+    link_spec = spec.get("link")
+    speed = _speed(link_spec.get("speed"), at) if isinstance(link_spec, dict) and "speed" in link_spec else None
+    if isinstance(link_spec, dict) and "speed" in link_spec:
+        link_spec = {k: v for k, v in link_spec.items() if k != "speed"} or None
+    link = _link(link_spec, transport, at)
     xcb = spec.get("xcbench", [])
     if isinstance(xcb, str):
         import shlex
@@ -287,7 +310,7 @@ def _host(name: str, spec: Any, where: str) -> Host:
                        f"(e.g. /opt/xcbench/bin/xcbench)")
     return Host(name, tuple(dict.fromkeys(roles)), transport, str(ip), ssh if transport == "ssh"
                 else None, tuple(str(o) for o in opts) if transport == "ssh" else (),
-                float(cores) if cores is not None else None, link, tuple(xcb))
+                float(cores) if cores is not None else None, link, tuple(xcb), speed)
 
 
 def _link(spec: Any, transport: str, at: str) -> Link | None:
@@ -299,7 +322,7 @@ def _link(spec: Any, transport: str, at: str) -> Link | None:
         raise XcbError(f"{at}: link: must be a mapping with rate (e.g. 200mbit) and/or rtt")
     unknown = sorted(set(map(str, spec)) - {"rate", "rtt"})
     if unknown:
-        raise XcbError(f"{at}: link: {unknown[0]}: unknown key (known: rate, rtt)")
+        raise XcbError(f"{at}: link: {unknown[0]}: unknown key (known: rate, rtt, speed)")
     rate, rtt = spec.get("rate"), spec.get("rtt")
     bps = math.inf
     if rate is not None:
@@ -313,6 +336,25 @@ def _link(spec: Any, transport: str, at: str) -> Link | None:
         except ValueError as e:
             raise XcbError(f"{at}: link: rtt: {e}") from None
     return Link(str(rate) if rate is not None else "", bps, str(rtt) if rtt is not None else None)
+
+
+def _speed(spec: Any, at: str) -> LinkSpeed:
+    """``speed: 25gbit`` (every NIC of the host) or ``speed: {eth0: 25gbit, ...}`` (per NIC)."""
+    def rate(v: Any, field: str) -> float:
+        try:
+            return parse_tc_rate(v)
+        except ValueError as e:
+            raise XcbError(f"{at}: {field}: {e}") from None
+    if isinstance(spec, dict):
+        if not spec:
+            raise XcbError(f"{at}: link: speed: must name at least one NIC (e.g. {{eth0: 25gbit}})")
+        nics = []
+        for nic, v in spec.items():
+            if not isinstance(nic, str) or not re.match(r"^[A-Za-z0-9_.:@-]{1,15}$", nic):
+                raise XcbError(f"{at}: link: speed: {nic!r} is not a network interface name")
+            nics.append((nic, rate(v, f"link: speed: {nic}")))
+        return LinkSpeed(None, tuple(nics))
+    return LinkSpeed(rate(spec, "link: speed"), ())
 
 
 def _bridge(spec: Any, where: str) -> Bridge:
