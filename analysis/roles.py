@@ -85,16 +85,16 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
             thr = float(v.mean()) if v.size else math.nan
         sx = sched.get(role, {})
         share = _sat.wait_share(sx.get("runq_wait"), cores)
-        hot = sx.get("hot_thread")
+        hot = sx.get("hot_thread") or {}
         by = [why for why, yes in (
             ("limit", use is not None and use >= near),
             ("throttled", limit is not None and _ok(thr) and thr >= THROTTLED),
-            ("thread", bool(hot) and _ok(hot.get("cores")) and hot["cores"] >= near),
+            ("thread", _ok(hot.get("cores")) and hot["cores"] >= near),
             ("run-queue wait", source.startswith("cgroup") and share is not None and share >= _sat.WAIT_SAT),
         ) if yes]
         out[role] = {"cpu": cores, "limit": limit, "source": source, "use": use,
                      "throttled": thr if _ok(thr) else None, "runq_wait": sx.get("runq_wait"),
-                     "wait_share": share, "hot_thread": hot, "limited_by": by, "saturated": bool(by)}
+                     "wait_share": share, "hot_thread": hot or None, "limited_by": by, "saturated": bool(by)}
         if "pressure" in sx:
             out[role].update(pressure=sx["pressure"], pressure_source=sx.get("pressure_source"))
     return out

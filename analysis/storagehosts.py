@@ -103,7 +103,7 @@ def host_figures(samples: Any, cell_id: str, windows) -> dict[str, dict[str, Any
         if not (_ok(sp) and sp > 0):
             stated = declared.get(key) if declared.get(key) is not None else declared.get((h, "*"))
             sp = _mean(stated, everywhere)
-            if _ok(sp) and sp > 0:
+            if stated is not None and _ok(sp) and sp > 0:
                 source = str(stated["labels"].iloc[-1].get("source", "inventory"))
         busiest = max((x for x in (r, t) if _ok(x)), default=math.nan)
         if not _ok(busiest):
