@@ -153,6 +153,7 @@ class CellRoleSampler(RoleSampler):
         self._threads: dict[tuple[int, int], tuple[float, float]] = {}  # (pid, tid) -> (run, wait)
         self._psi: dict[str, tuple[Path, dict[str, float]]] = {}  # role -> (its cpu.pressure, last)
         self._psi_noted: set[str] = set()
+        self._names: dict[int, dict[int, str]] = {}  # pid -> {tid: thread name}
         self._sched_mono: float | None = None
         self._dt: float | None = None
 
@@ -169,7 +170,7 @@ class CellRoleSampler(RoleSampler):
         for role, pids in self._seen.items():
             wait, hot, known = 0.0, None, False
             for pid in pids:
-                for tid, (run_s, wait_s, comm) in thread_times(pid).items():
+                for tid, (run_s, wait_s, comm) in thread_times(pid, names=self._names.setdefault(pid, {})).items():
                     now[(pid, tid)] = (run_s, wait_s)
                     prev = self._threads.get((pid, tid))
                     if prev is None or not dt or run_s < prev[0] or wait_s < prev[1]:
@@ -187,6 +188,8 @@ class CellRoleSampler(RoleSampler):
                 rows.append(self.row(wall, mono, "role_hot_thread_wait", hot[1], lab))
             rows += self._role_pressure(role, pids, wall, mono)
         self._threads = now
+        alive = {pid for pid, _ in now}
+        self._names = {pid: n for pid, n in self._names.items() if pid in alive}
         self._seen = {}
         return rows
 

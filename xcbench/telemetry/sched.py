@@ -45,10 +45,12 @@ def read_pressure(path: str | Path = PRESSURE) -> dict[str, float]:
     return out
 
 
-def thread_times(pid: int, proc: Path = PROC) -> dict[int, tuple[float, float, str]]:
+def thread_times(pid: int, proc: Path = PROC,
+                 names: dict[int, str] | None = None) -> dict[int, tuple[float, float, str]]:
     """{tid: (seconds on a CPU, seconds runnable but waiting, thread name)} of a process's
     threads; {} when the process is gone. /proc/PID/schedstat is the leader thread's alone: a
-    process's wait is the sum over its threads."""
+    process's wait is the sum over its threads. ``names`` ({tid: name}, kept by the caller)
+    spares re-reading the name of a thread seen before (an OSD has ~60 threads)."""
     out: dict[int, tuple[float, float, str]] = {}
     base = proc / str(pid) / "task"
     try:
@@ -58,7 +60,11 @@ def thread_times(pid: int, proc: Path = PROC) -> dict[int, tuple[float, float, s
     for tid in tids:
         try:
             run, wait, *_ = (base / tid / "schedstat").read_text().split()
-            comm = (base / tid / "comm").read_text().strip()
+            comm = names.get(int(tid)) if names is not None else None
+            if comm is None:
+                comm = (base / tid / "comm").read_text().strip()
+                if names is not None:
+                    names[int(tid)] = comm
         except (OSError, ValueError):
             continue  # the thread exited between the listing and the read
         out[int(tid)] = (int(run) / 1e9, int(wait) / 1e9, comm)
