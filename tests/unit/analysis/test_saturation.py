@@ -100,3 +100,25 @@ def test_host_cpu_below_the_busy_cut_when_the_chain_waits_and_more_transfers_gai
     assert host_cpu_verdict(_host_ev(0.82, pressure=0.5, wait=0.6, eff=0.6), at, "1 GiB/s") is None
     # nor when the chain's own tasks do not wait (others' work fills the pressure)
     assert host_cpu_verdict(_host_ev(0.82, pressure=0.5, wait=0.05, eff=0.33), at, "1 GiB/s") is None
+
+
+def test_the_evidence_carries_pressure_and_the_efficiency_with_its_noise():
+    class View:
+        rates = {1.0: 4.0, 4.0: 5.2}
+
+        def levels_rate(self, cid):
+            return list(self.rates.items())
+
+        def point(self, cid, c):
+            return {"c": c}
+    s = SampleIndex(pd.DataFrame(rows("cpu.pressure.some", 0.4, {"scope": "system"})))
+    ev: dict = {}
+    sat.add_evidence(View(), s, "c", 4.0, WIN, ev, lambda p: 0.05)
+    assert ev["cpu_pressure"] == pytest.approx(0.4) and ev["cpu_pressure_rel_se"] == pytest.approx(0.0, abs=1e-12)
+    e = ev["scaling_efficiency"]
+    assert e["value"] == pytest.approx(1.3 / 4) and (e["from"], e["to"]) == (1.0, 4.0)
+    assert e["high"] > e["value"]  # the upper end of its interval from both levels' noise
+    ev = {}
+    sat.add_evidence(View(), SampleIndex(pd.DataFrame(rows("cpu.busy", 0.5, {"cpu": "all"}))), "c", 1.0,
+                     WIN, ev, lambda p: math.nan)
+    assert math.isnan(ev["cpu_pressure"]) and ev["scaling_efficiency"]["high"] == pytest.approx(1.3 / 4)

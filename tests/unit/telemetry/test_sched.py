@@ -103,3 +103,17 @@ def test_the_role_sampler_names_the_busiest_thread_and_the_wait():
     assert by["role_hot_thread_wait"]["labels"] == hot["labels"]
     assert not [r for r in rows if r["metric"] == "role_cpu_pressure"]  # said once
 
+
+
+def test_a_role_in_a_group_with_its_own_pressure_gets_its_share(tmp_path, monkeypatch):
+    """Where the role's cgroup has cpu.pressure (cgroup v2 hosts), its stalled share per tick."""
+    import xcbench.telemetry.role_processes as rp
+    f = tmp_path / "cpu.pressure"
+    monkeypatch.setattr(rp, "cgroup_pressure_file", lambda pid: (f, ""))
+    s = CellRoleSampler({"gateway": lambda: [os.getpid()]})
+    f.write_text(PSI.format(some=1_000_000, full=0))
+    s.sample(0.0, 100.0)
+    f.write_text(PSI.format(some=1_500_000, full=0))  # 0.5 s of 2 s
+    got = [r for r in s.sample(2.0, 102.0) if r["metric"] == "role_cpu_pressure"]
+    assert len(got) == 1 and got[0]["value"] == pytest.approx(0.25)
+    assert got[0]["labels"] == {"role": "gateway", "source": str(f)}
