@@ -9,7 +9,9 @@ and ``role`` (``osd`` on hosts running OSDs), ``device`` (NIC or disk) and, on a
   nics    {device: {rx, tx, speed, use, way}}   node.nic_{rx,tx}_bps vs node.nic_speed_bps (or,
           on an emulated host, node.nic_limit_bps: the rate its link is shaped to, the lower);
           where the NIC reports no speed, the inventory's (node.nic_declared_bps: the NIC's own
-          entry, else the host's); else no speed, and ``speed_at_least`` the highest rate seen
+          entry, else the host's); else the best iperf3 rate xcbench measured to or from the
+          host's address in the run's baseline (an achievable rate: at most the link's, stated
+          as such); else no speed, and ``speed_at_least`` the highest rate seen
           on it over the cell (a stated lower bound: a use against it would be an upper bound,
           so no rule fires on it). Every NIC is a link of its own: a bond's members beside the
           bond (whose reported speed is their sum), so one member full is seen.
@@ -42,6 +44,7 @@ from typing import Any, TypeGuard
 import pandas as pd
 
 from xcbench.store.findings import finding
+from xcbench.telemetry.promqueries import instance_ip
 from xcbench.store.tables import FINDING
 
 VERDICTS = ("storage-network", "storage-disk", "storage-host-cpu")
@@ -79,8 +82,27 @@ def _by_host_device(samples: Any, cell_id: str, metric: str) -> dict[tuple[str, 
     return out
 
 
-def host_figures(samples: Any, cell_id: str, windows) -> dict[str, dict[str, Any]]:
-    """{OSD host: {nics, disks, cpu}} over the windows ({} without prometheus rows)."""
+def measured_speeds(baseline: Any) -> dict[str, tuple[float, str]]:
+    """{address: (bytes/s, source)}: the best iperf3 rate of the run's baseline between that
+    address and another (loopback pairs, a host with itself, say nothing of a NIC)."""
+    out: dict[str, tuple[float, str]] = {}
+    if baseline is None or not len(baseline) or "bits_per_second" not in baseline:
+        return out
+    for r in baseline.to_dict("records"):
+        bps, a, b = r.get("bits_per_second"), r.get("client"), r.get("gateway")
+        if not _ok(bps) or bps <= 0 or r.get("error") or not a or not b or a == b:
+            continue
+        for end in (a, b):
+            if end not in out or bps / 8.0 > out[end][0]:
+                out[end] = (bps / 8.0, f"iperf3 {a} -> {b} at {r.get('streams')} streams: the best "
+                                       "rate measured to this host (at most its link's speed)")
+    return out
+
+
+def host_figures(samples: Any, cell_id: str, windows,
+                 measured: dict[str, tuple[float, str]] | None = None) -> dict[str, dict[str, Any]]:
+    """{OSD host: {nics, disks, cpu}} over the windows ({} without prometheus rows);
+    ``measured``: measured_speeds of the run's baseline."""
     out: dict[str, dict[str, Any]] = {}
 
     def host(h: str) -> dict[str, Any]:
@@ -105,6 +127,11 @@ def host_figures(samples: Any, cell_id: str, windows) -> dict[str, dict[str, Any
             sp = _mean(stated, everywhere)
             if stated is not None and _ok(sp) and sp > 0:
                 source = str(stated["labels"].iloc[-1].get("source", "inventory"))
+            else:
+                g = rx.get(key) if rx.get(key) is not None else tx.get(key)
+                ip = instance_ip(str(g["labels"].iloc[-1].get("instance", ""))) if g is not None else None
+                if ip and ip in (measured or {}):
+                    sp, source = (measured or {})[ip]
         busiest = max((x for x in (r, t) if _ok(x)), default=math.nan)
         if not _ok(busiest):
             continue
@@ -164,7 +191,7 @@ def expected_fanout(cell: Any) -> float:
 def add_evidence(rd: Any, cell: Any, windows, ev: dict[str, Any]) -> None:
     """The storage hosts' figures of one point into its evidence (``storage_hosts``, the
     busiest of each kind, the EC fan-out and their source)."""
-    hosts = host_figures(rd.samples, cell["cell_id"], windows)
+    hosts = host_figures(rd.samples, cell["cell_id"], windows, measured_speeds(getattr(rd, "baseline", None)))
     if not hosts:
         return
     ev["storage_hosts"] = hosts

@@ -107,3 +107,25 @@ def test_a_speed_is_no_shaping_and_rate_stays_for_emulated_hosts():
     s, c = inv.host("stor1"), inv.host("c1")
     assert s.link is None and s.link_speed.of("eth7") == (25e9 / 8, "link.speed")
     assert c.link.rate_bps == 200e6 and c.link_speed.host_bps == 1e9
+
+
+def test_an_iperf3_rate_measured_to_the_host_stands_in_for_its_speed():
+    _, rows = _remote()
+    base = pd.DataFrame([
+        {"kind": "iperf3", "client": "10.9.9.1", "gateway": "10.9.9.9", "streams": 4,
+         "bits_per_second": 10.5e6, "error": None},
+        {"kind": "iperf3", "client": "10.9.9.1", "gateway": "10.9.9.9", "streams": 1,
+         "bits_per_second": 8e6, "error": None},
+        {"kind": "iperf3", "client": "127.0.0.1", "gateway": "127.0.0.1", "streams": 8,
+         "bits_per_second": 20e9, "error": None}])
+    speeds = sh.measured_speeds(base)
+    assert "127.0.0.1" not in speeds and speeds["10.9.9.9"][0] == pytest.approx(10.5e6 / 8)
+    df = pd.DataFrame([{**r, "cell_id": "c", "labels": json.dumps(r["labels"], sort_keys=True)} for r in rows])
+    nic = sh.host_figures(SampleIndex(df), "c", WINDOW, speeds)["stor1"]["nics"]["eth0"]
+    assert nic["speed"] == pytest.approx(10.5e6 / 8) and nic["use"] == pytest.approx(1.2e6 / (10.5e6 / 8))
+    assert nic["speed_source"].startswith("iperf3 10.9.9.1 -> 10.9.9.9 at 4 streams")
+    # the inventory's stated speed comes first
+    inv = parse_inventory({"hosts": {"stor1": {**STOR, "link": {"speed": "1gbit"}}}}, "hosts.yaml")
+    _, rows = _remote(inv)
+    df = pd.DataFrame([{**r, "cell_id": "c", "labels": json.dumps(r["labels"], sort_keys=True)} for r in rows])
+    assert sh.host_figures(SampleIndex(df), "c", WINDOW, speeds)["stor1"]["nics"]["eth0"]["speed"] == 1e9 / 8
