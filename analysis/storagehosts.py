@@ -44,8 +44,8 @@ from typing import Any, TypeGuard
 import pandas as pd
 
 from xcbench.store.findings import finding
-from xcbench.telemetry.promqueries import instance_ip
 from xcbench.store.tables import FINDING
+from xcbench.telemetry.promqueries import instance_ip
 
 VERDICTS = ("storage-network", "storage-disk", "storage-host-cpu")
 CLIENT_ROLES = ("gateway", "mount", "client")  # a saturated one is named before a storage host
