@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.hosts.linkspeed import LinkSpeed, parse_speed, parse_tc_rate
 from xcbench.system.http_auth import check_url, read_auth
 from xcbench.system.userfiles import check_strings, read_yaml
 
@@ -36,10 +37,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,10}$")
 BRIDGE_RE = re.compile(r"^xcb[A-Za-z0-9_-]{0,12}$")  # xcb*: the only links `hosts down` deletes
 DEFAULT_BRIDGE = {"name": "xcb0", "address": "10.77.0.1/24"}
 HOST_KEYS = {"roles", "transport", "address", "ssh", "ssh_options", "cores", "link", "xcbench"}
-# tc's rate units: bits ("200mbit") or bytes ("25mbps") per second, decimal or binary prefixes
-_TC_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(|k|m|g|t|ki|mi|gi|ti)(bit|bps)\s*$", re.I)
-_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
-           "ki": 2.0 ** 10, "mi": 2.0 ** 20, "gi": 2.0 ** 30, "ti": 2.0 ** 40}
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 
 
@@ -58,22 +55,6 @@ class Link:
     @property
     def tc_rate(self) -> str:
         return f"{int(round(self.rate_bps))}bit"
-
-
-@dataclass(frozen=True)
-class LinkSpeed:
-    """A host's link speed as the operator states it (``link: {speed: 25gbit}`` for every NIC
-    of the host, or ``{speed: {eth0: 25gbit, bond0: 50gbit}}`` per NIC): for NICs whose driver
-    reports none (node_network_speed_bytes absent). Bits/s."""
-    host_bps: float | None = None
-    nics: tuple[tuple[str, float], ...] = ()
-
-    def of(self, device: str) -> tuple[float, str] | None:
-        """(bytes/s, which entry) of one NIC: its own entry, else the host's."""
-        own = dict(self.nics).get(device)
-        if own is not None:
-            return own / 8.0, f"link.speed.{device}"
-        return (self.host_bps / 8.0, "link.speed") if self.host_bps else None
 
 
 @dataclass(frozen=True)
@@ -163,20 +144,6 @@ class Inventory:
             if h.name == name:
                 return h
         raise XcbError(f"{self.source}: no host named {name!r}")
-
-
-def parse_tc_rate(value: Any) -> float:
-    """'200mbit' -> 2e8 bits/s ('25mbps' is bytes/s, as tc reads it). Raises ValueError."""
-    if isinstance(value, bool) or not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a tc rate (write e.g. 200mbit or 1gbit)")
-    m = _TC_RATE.match(value)
-    if not m:
-        raise ValueError(f"{value!r} is not a tc rate (write e.g. 200mbit or 1gbit)")
-    num, prefix, unit = m.groups()
-    bits = float(num) * _PREFIX[prefix.lower()] * (8.0 if unit.lower() == "bps" else 1.0)
-    if not (bits >= 8000 and math.isfinite(bits)):
-        raise ValueError(f"{value!r} is below 1 kB/s: not a rate a link can be shaped to")
-    return bits
 
 
 def parse_time(value: Any) -> float:
@@ -297,7 +264,7 @@ def _host(name: str, spec: Any, where: str) -> Host:
                 not (0.01 <= cores <= 1024) or not math.isfinite(cores):
             raise XcbError(f"{at}: cores: {cores!r} must be a number of cores in [0.01, 1024]")
     link_spec = spec.get("link")
-    speed = _speed(link_spec.get("speed"), at) if isinstance(link_spec, dict) and "speed" in link_spec else None
+    speed = parse_speed(link_spec.get("speed"), at) if isinstance(link_spec, dict) and "speed" in link_spec else None
     if isinstance(link_spec, dict) and "speed" in link_spec:
         link_spec = {k: v for k, v in link_spec.items() if k != "speed"} or None
     link = _link(link_spec, transport, at)
@@ -336,25 +303,6 @@ def _link(spec: Any, transport: str, at: str) -> Link | None:
         except ValueError as e:
             raise XcbError(f"{at}: link: rtt: {e}") from None
     return Link(str(rate) if rate is not None else "", bps, str(rtt) if rtt is not None else None)
-
-
-def _speed(spec: Any, at: str) -> LinkSpeed:
-    """``speed: 25gbit`` (every NIC of the host) or ``speed: {eth0: 25gbit, ...}`` (per NIC)."""
-    def rate(v: Any, field: str) -> float:
-        try:
-            return parse_tc_rate(v)
-        except ValueError as e:
-            raise XcbError(f"{at}: {field}: {e}") from None
-    if isinstance(spec, dict):
-        if not spec:
-            raise XcbError(f"{at}: link: speed: must name at least one NIC (e.g. {{eth0: 25gbit}})")
-        nics = []
-        for nic, v in spec.items():
-            if not isinstance(nic, str) or not re.match(r"^[A-Za-z0-9_.:@-]{1,15}$", nic):
-                raise XcbError(f"{at}: link: speed: {nic!r} is not a network interface name")
-            nics.append((nic, rate(v, f"link: speed: {nic}")))
-        return LinkSpeed(None, tuple(nics))
-    return LinkSpeed(rate(spec, "link: speed"), ())
 
 
 def _bridge(spec: Any, where: str) -> Bridge:
