@@ -29,7 +29,9 @@ as for writes. Runs from before reads have write points only, attributed as befo
 Utilisations: u_net = R/N, u_iops = ops/I, u_gw = max(R/G, cpu), u_bw = R/F. A layer is
 *at its limit* when its utilisation is >= NEAR (0.85); a role is *saturated* when its cores
 busy are >= NEAR of its own CPU limit, or its CFS quota group was throttled in >= half of the
-periods it ran (a busy host can keep a capped role's average below NEAR of its quota). Rules,
+periods it ran (a busy host can keep a capped role's average below NEAR of its quota), or its
+busiest thread runs >= NEAR of one core, or under a quota of its own it waits on the run queue
+longer than it runs (analysis.roles). Rules,
 first match wins:
 
   1. network            a client host's shaped link moves >= NEAR of its shaped rate
@@ -55,7 +57,11 @@ first match wins:
                         which other processes may fill (rule 7 checked before rule 5)
   5. host-cpu           role telemetry present, host CPU busy >= NEAR of its cores and no role at
                         its own limit: the roles share one host and its CPU runs out; the reason
-                        names each role's share of the busy cores (separate them)
+                        names each role's share of the busy cores (separate them). Where waiting
+                        was sampled (analysis.saturation: CPU pressure, the roles' run-queue
+                        wait), runnable tasks must also wait; and below NEAR busy the rule holds
+                        when the chain's own threads wait and the scaling efficiency between
+                        this level and its neighbour is surely below 0.5
   6. gateway            u_gw >= NEAR and u_gw >= u_bw (the nearer ceiling is the gateway's);
                         R/G counts only when the tmpfs cell itself stopped scaling (its best
                         higher level is < 1.25 x G): matching an unsaturated tmpfs rate only
@@ -113,13 +119,15 @@ from typing import Any, cast
 
 import numpy as np
 
-from xcbench.analysis.verdicts import amplification as _amp
-from xcbench.analysis.verdicts import between_run as _between
-from xcbench.analysis.verdicts import borderline as _bl
-from xcbench.analysis.verdicts import link_use, storagehosts
-from xcbench.analysis.verdicts import probes as _probes
-from xcbench.analysis.verdicts import roles as _roles
-from xcbench.analysis.verdicts.rules import (  # noqa: F401 - the public names of the rules live here too
+from xcbench.analysis import amplification as _amp
+from xcbench.analysis import between_run as _between
+from xcbench.analysis import borderline as _bl
+from xcbench.analysis import link_use, storagehosts
+from xcbench.analysis import probes as _probes
+from xcbench.analysis import roles as _roles
+from xcbench.analysis import saturation as _sat
+from xcbench.analysis import stats as _stats
+from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rules live here too
     GIB,
     NEAR,
     OVER,
@@ -283,6 +291,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                     if rep.get("source") and _ok(rep["amplification"]):
                         src["rep_read_amplification"] = rep["source"]
     _growth(view, cid, conc, p, ev)
+    _sat.add_evidence(view, s, cid, conc, win, ev, lambda q: _rel_se(q, ev))  # host-cpu's waits
     ev["sources"] = src
     return ev
 

@@ -5,8 +5,11 @@ Input: the RoleSampler's rows (xcbench/telemetry/roles.py): role_cpu_cores, role
 (cores; None when the limit is unknown, never the host), ``source`` (where the limit comes from),
 ``use`` = cpu/limit, ``throttled`` (mean share of CFS periods its quota group was throttled in),
 ``saturated`` = use >= NEAR, or throttled >= THROTTLED: a group throttled in most of its periods
-is at its quota even when a busy host keeps its average below NEAR of it. Runs without role telemetry give {} and the attribution falls back
-to its older rules.
+is at its quota even when a busy host keeps its average below NEAR of it; or its busiest thread
+runs >= NEAR of one core (one thread caps the role whatever its quota: more cores do not help
+it); or, under a cgroup quota of its own, its threads wait for a CPU longer than they run
+(run-queue wait, analysis.saturation.WAIT_SAT: throttling shows there). ``limited_by`` says
+which. Runs without role telemetry give {} and the attribution falls back to its older rules.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from xcbench.analysis.verdicts.samples import SampleIndex
-from xcbench.figures.units import fmt_num
+from xcbench.analysis import saturation as _sat
+from xcbench.analysis.render import fmt_num
+from xcbench.analysis.samples import SampleIndex
 
 NEAR = 0.85
 THROTTLED = 0.5  # a majority of the CFS periods in which the role ran ended throttled
@@ -53,6 +57,7 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
     cpu = s.by_label(cell_id, "role_cpu_cores", "role")
     lim = s.by_label(cell_id, "role_cpu_limit_cores", "role")
     throttled = s.by_label(cell_id, "role_cpu_throttled", "role")
+    sched = _sat.role_sched(s, cell_id, windows)
     out: dict[str, dict[str, Any]] = {}
     for role in sorted(set(cpu) | set(lim), key=_order):
         c = cpu.get(role)
@@ -78,10 +83,20 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
             v = t["value"].to_numpy()[_mask(t["wall"].to_numpy(), windows)]
             v = v[np.isfinite(v)]
             thr = float(v.mean()) if v.size else math.nan
+        sx = sched.get(role, {})
+        share = _sat.wait_share(sx.get("runq_wait"), cores)
+        hot = sx.get("hot_thread") or {}
+        by = [why for why, yes in (
+            ("limit", use is not None and use >= near),
+            ("throttled", limit is not None and _ok(thr) and thr >= THROTTLED),
+            ("thread", _ok(hot.get("cores")) and hot["cores"] >= near),
+            ("run-queue wait", source.startswith("cgroup") and share is not None and share >= _sat.WAIT_SAT),
+        ) if yes]
         out[role] = {"cpu": cores, "limit": limit, "source": source, "use": use,
-                     "throttled": thr if _ok(thr) else None,
-                     "saturated": bool((use is not None and use >= near)
-                                       or (limit is not None and _ok(thr) and thr >= THROTTLED))}
+                     "throttled": thr if _ok(thr) else None, "runq_wait": sx.get("runq_wait"),
+                     "wait_share": share, "hot_thread": hot or None, "limited_by": by, "saturated": bool(by)}
+        if "pressure" in sx:
+            out[role].update(pressure=sx["pressure"], pressure_source=sx.get("pressure_source"))
     return out
 
 
@@ -112,10 +127,27 @@ def share_text(roles: dict[str, dict[str, Any]], busy_cores: float | None = None
 
 
 def _limit_text(x: dict[str, Any]) -> str:
-    thr = x.get("throttled")
+    thr, by, hot, share = x.get("throttled"), x.get("limited_by") or (), x.get("hot_thread"), x.get("wait_share")
     t = f", throttled in {thr * 100:.0f} % of its CFS periods" if _ok(thr) else ""
-    return (f"{fmt_num(x['cpu'])} of {fmt_num(x['limit'])} cores ({x['use'] * 100:.0f} %, "
-            f"{x['source']}){t}")
+    if x.get("limit") and _ok(x.get("use")):
+        head = (f"{fmt_num(x['cpu'])} of {fmt_num(x['limit'])} cores ({x['use'] * 100:.0f} %, "
+                f"{x['source']}){t}")
+    else:
+        head = f"{fmt_num(x['cpu'])} cores (limit: {x['source']}){t}"
+    if "thread" in by and hot:
+        head += (f", its busiest thread ({hot['name']}) at {fmt_num(hot['cores'])} of one core: "
+                 f"one thread's limit, which more cores do not lift")
+    if _ok(share) and ("run-queue wait" in by or share >= _sat.WAIT_SAT):
+        head += f", waiting for a CPU {share * 100:.0f} % of its runnable time"
+    return head
+
+
+def _level(x: dict[str, Any]) -> float:
+    """How close a saturated role is to what holds it: its use of its limit or, for a thread at
+    a core, that thread's share of one core."""
+    hot = x.get("hot_thread") or {}
+    t = hot.get("cores") if "thread" in (x.get("limited_by") or ()) else None
+    return max(x.get("use") or 0.0, t if _ok(t) else 0.0)
 
 
 def _ops_key(ev: dict[str, Any]) -> str:
@@ -166,7 +198,7 @@ def at_limit_verdict(ev: dict[str, Any], at: str, rate_txt: str) -> tuple[str, s
     sat = [(r, x) for r, x in roles.items() if x["saturated"] and r in VERDICT_OF]
     if not sat:
         return None
-    role, x = max(sat, key=lambda rx: (rx[1]["use"] or 0, rx[1].get("throttled") or 0, -_order(rx[0])[0]))
+    role, x = max(sat, key=lambda rx: (_level(rx[1]), rx[1].get("throttled") or 0, -_order(rx[0])[0]))
     verdict = VERDICT_OF[role]
     ev["limited_role"] = role
     if x.get("shared_with"):
@@ -198,25 +230,56 @@ def at_limit_verdict(ev: dict[str, Any], at: str, rate_txt: str) -> tuple[str, s
 
 def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = NEAR,
                      reaches: Any = None) -> tuple[str, str] | None:
-    """host-cpu: roles share this host, its CPU is >= near busy, and no role is at its own limit.
-    ``reaches(busy)``: whether the busy share reaches ``near`` (analysis.verdicts.borderline: within its
-    noise); default: busy >= near."""
+    """host-cpu: roles share this host, no role is at its own limit, and its CPU runs out.
+    ``reaches(busy)``: whether the busy share reaches ``near`` (analysis.borderline: within its
+    noise); default: busy >= near.
+
+    Where waiting was measured (system CPU pressure, the roles' run-queue wait), busy cores are
+    not enough: runnable tasks must wait too (pressure >= PSI_WAIT or the chain's wait share >=
+    CHAIN_WAIT, analysis.saturation). And the host's CPU runs out below ``near`` busy when the
+    chain's own tasks wait and more transfers surely gain little (scaling efficiency's upper
+    bound below EFFICIENCY_LOW): bursts leave cores idle on average while the work queues."""
     roles = ev.get("roles") or {}
     busy, cores = ev.get("host_busy"), ev.get("cores")
     if not roles or not (_ok(busy) and _ok(cores)):
         return None
     if any(x["saturated"] for x in roles.values()):
         return None
-    if not (reaches(busy) if reaches is not None else busy >= near):
+    busy_ok = reaches(busy) if reaches is not None else busy >= near
+    pressure, chain = ev.get("cpu_pressure"), _sat.chain_wait(roles)
+    eff = ev.get("scaling_efficiency") or {}
+    ev["chain_wait_share"] = chain
+    waits_txt = ""
+    if _ok(pressure) or chain is not None:
+        psi_waits = _ok(pressure) and pressure >= _sat.PSI_WAIT
+        chain_waits = chain is not None and chain >= _sat.CHAIN_WAIT
+        low = _ok(eff.get("high")) and eff["high"] < _sat.EFFICIENCY_LOW
+        ev["host_cpu_waits"] = {"pressure": psi_waits, "chain": chain_waits, "low_efficiency": low}
+        if not (psi_waits or chain_waits):
+            return None  # the cores are busy but nothing queues for them
+        if not (busy_ok or (chain_waits and low)):
+            return None
+        w = []
+        if _ok(pressure):
+            w.append(f"tasks waited for a CPU {pressure * 100:.0f} % of the time (pressure)")
+        if chain is not None:
+            w.append(f"the chain's threads {chain * 100:.0f} % of their runnable time")
+        if _ok(eff.get("value")):
+            w.append(f"x{fmt_num(eff['value'] * eff['to'] / eff['from'])} the rate for "
+                     f"x{fmt_num(eff['to'] / eff['from'])} the transfers from {fmt_num(eff['from'])} to "
+                     f"{fmt_num(eff['to'])} (efficiency {eff['value'] * 100:.0f} %)")
+        waits_txt = "; " + ", ".join(w)
+    elif not busy_ok:
         return None
     used = busy * cores
     ev["host_cores_busy"] = used
     unknown = [r for r, x in roles.items() if x["limit"] is None]
     unk = f" (limit unknown: {', '.join(unknown)})" if unknown else ""
     return "host-cpu", (f"The host's CPU runs out {at}: {fmt_num(used)} of {fmt_num(cores)} cores "
-                        f"busy ({busy * 100:.0f} %), shared by {share_text(roles, used)}, with no role "
-                        f"at its own limit{unk}, while the chain moves {rate_txt}: separate these roles "
-                        f"onto their own hosts (or limit them) to see which one caps the chain.")
+                        f"busy ({busy * 100:.0f} %){waits_txt}, shared by {share_text(roles, used)}, "
+                        f"with no role at its own limit{unk}, while the chain moves {rate_txt}: "
+                        f"separate these roles onto their own hosts (or limit them) to see which "
+                        f"one caps the chain.")
 
 
 def summary(roles: dict[str, dict[str, Any]]) -> str:

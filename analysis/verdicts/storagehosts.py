@@ -8,6 +8,13 @@ and ``role`` (``osd`` on hosts running OSDs), ``device`` (NIC or disk) and, on a
 
   nics    {device: {rx, tx, speed, use, way}}   node.nic_{rx,tx}_bps vs node.nic_speed_bps (or,
           on an emulated host, node.nic_limit_bps: the rate its link is shaped to, the lower);
+          where the NIC reports no speed, the inventory's (node.nic_declared_bps: the NIC's own
+          entry, else the host's); else the best iperf3 rate xcbench measured to or from the
+          host's address in the run's baseline (an achievable rate: at most the link's, stated
+          as such); else no speed, and ``speed_at_least`` the highest rate seen
+          on it over the cell (a stated lower bound: a use against it would be an upper bound,
+          so no rule fires on it). Every NIC is a link of its own: a bond's members beside the
+          bond (whose reported speed is their sum), so one member full is seen.
           use = max(rx, tx) / speed: each direction of a full-duplex link has the link's speed,
           so the busier one binds (for EC writes: shards out of the primaries, into the others)
   disks   {device: {busy, read, write, osds}}  node.disk_busy (fraction of the second), bytes/s;
@@ -38,6 +45,7 @@ import pandas as pd
 
 from xcbench.store.findings import finding
 from xcbench.store.tables import FINDING
+from xcbench.telemetry.promqueries import instance_ip
 
 VERDICTS = ("storage-network", "storage-disk", "storage-host-cpu")
 CLIENT_ROLES = ("gateway", "mount", "client")  # a saturated one is named before a storage host
@@ -55,6 +63,11 @@ def _mean(df: Any, windows) -> float:
     return sum(vals) / len(vals) if vals else math.nan
 
 
+def _max(df: Any) -> float:
+    vals = [float(v) for v in df["value"] if _ok(float(v))] if df is not None and len(df) else []
+    return max(vals) if vals else math.nan
+
+
 def _by_host_device(samples: Any, cell_id: str, metric: str) -> dict[tuple[str, str], Any]:
     """{(host, device): rows} of a prometheus metric on OSD hosts (rows keep their labels)."""
     out: dict[tuple[str, str], Any] = {}
@@ -69,8 +82,27 @@ def _by_host_device(samples: Any, cell_id: str, metric: str) -> dict[tuple[str, 
     return out
 
 
-def host_figures(samples: Any, cell_id: str, windows) -> dict[str, dict[str, Any]]:
-    """{OSD host: {nics, disks, cpu}} over the windows ({} without prometheus rows)."""
+def measured_speeds(baseline: Any) -> dict[str, tuple[float, str]]:
+    """{address: (bytes/s, source)}: the best iperf3 rate of the run's baseline between that
+    address and another (loopback pairs, a host with itself, say nothing of a NIC)."""
+    out: dict[str, tuple[float, str]] = {}
+    if baseline is None or not len(baseline) or "bits_per_second" not in baseline:
+        return out
+    for r in baseline.to_dict("records"):
+        bps, a, b = r.get("bits_per_second"), r.get("client"), r.get("gateway")
+        if not _ok(bps) or bps <= 0 or r.get("error") or not a or not b or a == b:
+            continue
+        for end in (a, b):
+            if end not in out or bps / 8.0 > out[end][0]:
+                out[end] = (bps / 8.0, f"iperf3 {a} -> {b} at {r.get('streams')} streams: the best "
+                                       "rate measured to this host (at most its link's speed)")
+    return out
+
+
+def host_figures(samples: Any, cell_id: str, windows,
+                 measured: dict[str, tuple[float, str]] | None = None) -> dict[str, dict[str, Any]]:
+    """{OSD host: {nics, disks, cpu}} over the windows ({} without prometheus rows);
+    ``measured``: measured_speeds of the run's baseline."""
     out: dict[str, dict[str, Any]] = {}
 
     def host(h: str) -> dict[str, Any]:
@@ -80,21 +112,40 @@ def host_figures(samples: Any, cell_id: str, windows) -> dict[str, dict[str, Any
     tx = _by_host_device(samples, cell_id, "node.nic_tx_bps")
     speed = _by_host_device(samples, cell_id, "node.nic_speed_bps")
     shaped = _by_host_device(samples, cell_id, "node.nic_limit_bps")
+    declared = _by_host_device(samples, cell_id, "node.nic_declared_bps")
+    everywhere = [(-math.inf, math.inf)]
     for key in sorted(set(rx) | set(tx)):
         h, dev = key
         r, t = _mean(rx.get(key), windows), _mean(tx.get(key), windows)
-        sp = _mean(speed.get(key), [(-math.inf, math.inf)])
-        limit = _mean(shaped.get(key), [(-math.inf, math.inf)])
+        sp = _mean(speed.get(key), everywhere)
+        limit = _mean(shaped.get(key), everywhere)
         source = "node_network_speed_bytes"
         if _ok(limit) and limit > 0 and not (_ok(sp) and 0 < sp < limit):
             sp, source = limit, str(shaped[key]["labels"].iloc[-1].get("source", "shaped link"))
+        if not (_ok(sp) and sp > 0):
+            stated = declared.get(key) if declared.get(key) is not None else declared.get((h, "*"))
+            sp = _mean(stated, everywhere)
+            if stated is not None and _ok(sp) and sp > 0:
+                source = str(stated["labels"].iloc[-1].get("source", "inventory"))
+            else:
+                g = rx.get(key) if rx.get(key) is not None else tx.get(key)
+                ip = instance_ip(str(g["labels"].iloc[-1].get("instance", ""))) if g is not None else None
+                if ip and ip in (measured or {}):
+                    sp, source = (measured or {})[ip]
         busiest = max((x for x in (r, t) if _ok(x)), default=math.nan)
         if not _ok(busiest):
             continue
-        host(h)["nics"][dev] = {"rx": r, "tx": t, "speed": sp if _ok(sp) and sp > 0 else None,
-                                "speed_source": source if _ok(sp) and sp > 0 else None,
-                                "use": busiest / sp if _ok(sp) and sp > 0 else math.nan,
+        known = _ok(sp) and sp > 0
+        host(h)["nics"][dev] = {"rx": r, "tx": t, "speed": sp if known else None,
+                                "speed_source": source if known else None,
+                                "use": busiest / sp if known else math.nan,
                                 "way": "received" if _ok(r) and (not _ok(t) or r >= t) else "sent"}
+        if not known:
+            seen = max((x for x in (_max(rx.get(key)), _max(tx.get(key))) if _ok(x)), default=math.nan)
+            host(h)["nics"][dev].update(
+                speed_at_least=seen if _ok(seen) else None,
+                speed_source=("unknown (no node_network_speed_bytes, no link.speed in the "
+                              "inventory): at least the highest rate seen on it"))
     busy = _by_host_device(samples, cell_id, "node.disk_busy")
     rd = _by_host_device(samples, cell_id, "node.disk_read_bps")
     wr = _by_host_device(samples, cell_id, "node.disk_write_bps")
@@ -140,7 +191,7 @@ def expected_fanout(cell: Any) -> float:
 def add_evidence(rd: Any, cell: Any, windows, ev: dict[str, Any]) -> None:
     """The storage hosts' figures of one point into its evidence (``storage_hosts``, the
     busiest of each kind, the EC fan-out and their source)."""
-    hosts = host_figures(rd.samples, cell["cell_id"], windows)
+    hosts = host_figures(rd.samples, cell["cell_id"], windows, measured_speeds(getattr(rd, "baseline", None)))
     if not hosts:
         return
     ev["storage_hosts"] = hosts

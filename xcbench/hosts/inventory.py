@@ -7,6 +7,8 @@ A small YAML file (``--hosts FILE`` or a ``hosts:`` key in a matrix)::
       c1: {roles: [client], transport: netns, address: 10.77.0.11, cores: 0.5,
            link: {rate: 200mbit}}
       g2: {roles: [gateway], transport: ssh, ssh: g2-alias, address: 192.0.2.22}
+      osd1: {roles: [storage], transport: ssh, ssh: osd1, address: 192.0.2.31,
+             link: {speed: {bond0: 50gbit, eth0: 25gbit, eth1: 25gbit}}}  # or speed: 25gbit
     ceph: {conf: /etc/ceph/ceph.conf, id: bench}
     prometheus: {url: http://prom.example:9090, auth: bearer:/path/to/token}   # optional
 
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.hosts.linkspeed import LinkSpeed, parse_speed, parse_tc_rate
 from xcbench.system.http_auth import check_url, read_auth
 from xcbench.system.userfiles import check_strings, read_yaml
 
@@ -34,10 +37,6 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,10}$")
 BRIDGE_RE = re.compile(r"^xcb[A-Za-z0-9_-]{0,12}$")  # xcb*: the only links `hosts down` deletes
 DEFAULT_BRIDGE = {"name": "xcb0", "address": "10.77.0.1/24"}
 HOST_KEYS = {"roles", "transport", "address", "ssh", "ssh_options", "cores", "link", "xcbench"}
-# tc's rate units: bits ("200mbit") or bytes ("25mbps") per second, decimal or binary prefixes
-_TC_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(|k|m|g|t|ki|mi|gi|ti)(bit|bps)\s*$", re.I)
-_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
-           "ki": 2.0 ** 10, "mi": 2.0 ** 20, "gi": 2.0 ** 30, "ti": 2.0 ** 40}
 _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 
 
@@ -87,6 +86,7 @@ class Host:
     cores: float | None = None
     link: Link | None = None
     xcbench: tuple[str, ...] = ()  # how to run xcbench there (default: see Transport.xcbench_argv)
+    link_speed: LinkSpeed | None = None  # stated, not shaped (any transport)
 
     @property
     def netns(self) -> str:
@@ -144,20 +144,6 @@ class Inventory:
             if h.name == name:
                 return h
         raise XcbError(f"{self.source}: no host named {name!r}")
-
-
-def parse_tc_rate(value: Any) -> float:
-    """'200mbit' -> 2e8 bits/s ('25mbps' is bytes/s, as tc reads it). Raises ValueError."""
-    if isinstance(value, bool) or not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a tc rate (write e.g. 200mbit or 1gbit)")
-    m = _TC_RATE.match(value)
-    if not m:
-        raise ValueError(f"{value!r} is not a tc rate (write e.g. 200mbit or 1gbit)")
-    num, prefix, unit = m.groups()
-    bits = float(num) * _PREFIX[prefix.lower()] * (8.0 if unit.lower() == "bps" else 1.0)
-    if not (bits >= 8000 and math.isfinite(bits)):
-        raise ValueError(f"{value!r} is below 1 kB/s: not a rate a link can be shaped to")
-    return bits
 
 
 def parse_time(value: Any) -> float:
@@ -277,7 +263,11 @@ def _host(name: str, spec: Any, where: str) -> Host:
         if isinstance(cores, bool) or not isinstance(cores, (int, float)) or \
                 not (0.01 <= cores <= 1024) or not math.isfinite(cores):
             raise XcbError(f"{at}: cores: {cores!r} must be a number of cores in [0.01, 1024]")
-    link = _link(spec.get("link"), transport, at)
+    link_spec = spec.get("link")
+    speed = parse_speed(link_spec.get("speed"), at) if isinstance(link_spec, dict) and "speed" in link_spec else None
+    if isinstance(link_spec, dict) and "speed" in link_spec:
+        link_spec = {k: v for k, v in link_spec.items() if k != "speed"} or None
+    link = _link(link_spec, transport, at)
     xcb = spec.get("xcbench", [])
     if isinstance(xcb, str):
         import shlex
@@ -287,7 +277,7 @@ def _host(name: str, spec: Any, where: str) -> Host:
                        f"(e.g. /opt/xcbench/bin/xcbench)")
     return Host(name, tuple(dict.fromkeys(roles)), transport, str(ip), ssh if transport == "ssh"
                 else None, tuple(str(o) for o in opts) if transport == "ssh" else (),
-                float(cores) if cores is not None else None, link, tuple(xcb))
+                float(cores) if cores is not None else None, link, tuple(xcb), speed)
 
 
 def _link(spec: Any, transport: str, at: str) -> Link | None:
@@ -299,7 +289,7 @@ def _link(spec: Any, transport: str, at: str) -> Link | None:
         raise XcbError(f"{at}: link: must be a mapping with rate (e.g. 200mbit) and/or rtt")
     unknown = sorted(set(map(str, spec)) - {"rate", "rtt"})
     if unknown:
-        raise XcbError(f"{at}: link: {unknown[0]}: unknown key (known: rate, rtt)")
+        raise XcbError(f"{at}: link: {unknown[0]}: unknown key (known: rate, rtt, speed)")
     rate, rtt = spec.get("rate"), spec.get("rtt")
     bps = math.inf
     if rate is not None:

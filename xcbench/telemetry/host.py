@@ -5,6 +5,9 @@ Metrics (labels in brackets):
       cumulative, each with a ``.rate`` (per second)
   cpu.busy cpu.iowait [cpu: "all" | "cpu0"...]   fraction of the interval (0..1 per cpu)
   mem.total mem.available mem.cached mem.dirty mem.writeback   bytes
+  cpu.pressure.some cpu.pressure.full [scope: "system"]   share (0..1) of the interval in which
+      some (full: every) runnable task waited for a CPU (PSI, /proc/pressure/cpu); no rows
+      where the kernel has no PSI
 The CPU and RSS of one process (the gateway sampler's proc.* rows) are xcbench.system.proc.usage.
 """
 
@@ -17,6 +20,7 @@ import psutil
 
 from xcbench.system.proc import usage as read_proc  # noqa: F401 - kept for benchmarks/bench_telemetry.py
 from xcbench.telemetry.base import Rates, Sampler
+from xcbench.telemetry.sched import PRESSURE, read_pressure
 
 # psutil's per-NIC field -> our metric suffix
 NET_FIELDS = {"bytes_recv": "rx_bytes", "packets_recv": "rx_packets", "dropin": "rx_drop",
@@ -60,8 +64,10 @@ class HostSampler(Sampler):
     name = "host"
 
     def __init__(self, interfaces: list[str] | None = None, per_cpu: bool = True,
-                 meminfo: str | Path = "/proc/meminfo"):
+                 meminfo: str | Path = "/proc/meminfo", pressure: str | Path = PRESSURE):
         self.interfaces = interfaces
+        self.pressure = Path(pressure)
+        self._psi_prev: tuple[float, dict[str, float]] | None = None
         self.per_cpu = per_cpu
         self.meminfo = Path(meminfo)
         self.host = socket.gethostname()
@@ -91,8 +97,21 @@ class HostSampler(Sampler):
             labels = {"cpu": "all" if name == "cpu" else name}
             rows.append(self.row(wall, mono, "cpu.busy", (total - idle) / total, labels))
             rows.append(self.row(wall, mono, "cpu.iowait", d[4] / total, labels))
+        rows += self._pressure_rows(wall, mono)
         mem = read_meminfo(self.meminfo)
         for key, metric in MEM_FIELDS.items():
             if key in mem:
                 rows.append(self.row(wall, mono, metric, mem[key], {"host": self.host}))
         return rows
+
+    def _pressure_rows(self, wall: float, mono: float) -> list[dict]:
+        """Shares of the interval stalled on CPU, from PSI's cumulative totals (exact over the
+        tick, unlike its avg10, which smooths over ten seconds)."""
+        now = read_pressure(self.pressure)
+        prev, self._psi_prev = self._psi_prev, (mono, now)
+        if not now or prev is None or mono <= prev[0]:
+            return []
+        dt = mono - prev[0]
+        return [self.row(wall, mono, f"cpu.pressure.{kind}", min(max((v - prev[1][kind]) / dt, 0.0), 1.0),
+                         {"scope": "system"})
+                for kind, v in now.items() if kind in prev[1]]

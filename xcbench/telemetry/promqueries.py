@@ -9,7 +9,10 @@ the OSD or the pool:
     node.cpu_busy_cores   cores busy (not idle/iowait/steal) [host]
     node.cpu_cores        cores of the host [host]
     node.nic_rx_bps       bytes/s received [host, device]      node.nic_tx_bps   ... sent
-    node.nic_speed_bps    link speed, bytes/s (node_network_speed_bytes; absent if unknown)
+    node.nic_speed_bps    link speed, bytes/s (node_network_speed_bytes; absent if unknown; a
+                          bond reports its members' sum, and its members are NICs of their own)
+    node.nic_declared_bps the speed the inventory states (``link: {speed: ...}``) [host, device;
+                          device "*": every NIC of the host], labels also {source}
     node.disk_busy        fraction of the second the disk was busy [host, device]
     node.disk_read_bps    bytes/s read [host, device]          node.disk_write_bps ... written
     ceph.osd_*            per OSD: write/read op/s, bytes/s, latency (s) [osd, host]
@@ -119,6 +122,9 @@ def live_figures(answer: list[dict], hosts: HostMap) -> dict[str, Any] | None:
         for dev in [d for d in devs if d in ifaces] or devs:
             bps = max(h["rx"].get(dev, 0.0), h["tx"].get(dev, 0.0))
             speed = h["speed"].get(dev)
+            stated = getattr(hosts.inventory_host(inst), "link_speed", None)
+            if speed is None and stated is not None and stated.of(dev) is not None:
+                speed = stated.of(dev)[0]  # the NIC reports none: the inventory's
             if em.get("rate_bps") and dev == em.get("device"):
                 speed = min(speed or float("inf"), em["rate_bps"] / 8.0)  # its shaped link
             use = bps / speed if speed else None
@@ -282,14 +288,23 @@ class HostMap:
             return {"pool": pool} if pool else None
         return None
 
+    def inventory_host(self, instance: str) -> Any:
+        """The inventory's host behind ``instance`` (by name or address), or None."""
+        name, ip = short(self.host(instance)), instance_ip(instance)
+        for h in getattr(self.inventory, "hosts", ()):
+            if short(h.name) == name or (ip and h.address == ip):
+                return h
+        return None
+
     def osd_ifaces(self, instance: str) -> set[str]:
         return {i for o in self.osds_on(instance) for i in self.osds[o]["ifaces"]}
 
 
 def link_rows(hosts: HostMap, walls: list[float], mono_offset: float) -> list[dict]:
     """``node.nic_limit_bps`` rows of emulated hosts whose link is shaped: the rate tc holds
-    their NIC to (a veth reports 10 Gb/s whatever it is shaped to), labelled like the NIC rows."""
-    out = []
+    their NIC to (a veth reports 10 Gb/s whatever it is shaped to), labelled like the NIC rows;
+    and the inventory's stated link speeds (declared_rows)."""
+    out = declared_rows(hosts, walls, mono_offset)
     for inst in hosts.instances:
         em = hosts.emulated.get(instance_ip(inst) or "")
         if not em or not em.get("rate_bps"):
@@ -300,6 +315,28 @@ def link_rows(hosts: HostMap, walls: list[float], mono_offset: float) -> list[di
         labels["source"] = f"emulated host {em['name']}: link shaped to {em['rate_bps'] / 1e6:g} Mb/s (tc tbf)"
         out += [{"wall": w, "mono": w - mono_offset, "sampler": "prometheus", "metric": "node.nic_limit_bps",
                  "value": em["rate_bps"] / 8.0, "labels": labels} for w in walls]
+    return out
+
+
+def declared_rows(hosts: HostMap, walls: list[float], mono_offset: float) -> list[dict]:
+    """``node.nic_declared_bps`` rows: the link speeds the inventory states for the hosts
+    Prometheus answers for (per NIC, or device "*" for every NIC of the host)."""
+    out = []
+    for inst in hosts.instances:
+        h = hosts.inventory_host(inst)
+        sp = getattr(h, "link_speed", None)
+        if sp is None:
+            continue
+        entries = [(dev, bps) for dev, bps in sp.nics] + ([("*", sp.host_bps)] if sp.host_bps else [])
+        for dev, bps in entries:
+            labels = hosts.labels("node.nic_rx_bps", {"instance": inst, "device": dev})
+            if labels is None:
+                continue
+            field = f"link.speed.{dev}" if dev != "*" else "link.speed"
+            labels["source"] = f"inventory: host {h.name}: {field} = {bps / 1e9:g} Gb/s"
+            out += [{"wall": w, "mono": w - mono_offset, "sampler": "prometheus",
+                     "metric": "node.nic_declared_bps", "value": bps / 8.0, "labels": labels}
+                    for w in walls]
     return out
 
 

@@ -10,6 +10,16 @@
     probe    fio while a probe runs (children of the driver named fio, and their job processes)
 
 Each provider is called on every telemetry tick; a provider that fails gives no processes.
+
+Besides RoleSampler's rows, per role and tick (xcbench.telemetry.sched):
+    role_runq_wait         seconds its threads waited on a runqueue per second (CFS throttling
+                           included): a role that waits as long as it runs is held by a CPU
+    role_hot_thread_cores  its busiest thread's cores [role, thread (name), tid]: a thread near
+                           one core caps the role whatever its quota
+    role_hot_thread_wait   that thread's run-queue wait, seconds per second
+    role_cpu_pressure      share of the tick stalled on CPU in the role's own cgroup (PSI
+                           ``some``), where its cgroup has cpu.pressure; else one row of value
+                           None whose ``source`` says why (cgroup v1 has none)
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import psutil
 from xcbench.ceph.mini import MiniCluster
 from xcbench.system import proc
 from xcbench.telemetry.roles import RoleSampler
+from xcbench.telemetry.sched import cgroup_pressure_file, read_pressure, thread_times
 
 CLUSTER_ROLES = ("osd", "mds", "mon", "mgr")
 DAEMONS = {"ceph-osd": "osd", "ceph-mds": "mds", "ceph-mon": "mon", "ceph-mgr": "mgr"}
@@ -138,6 +149,67 @@ class CellRoleSampler(RoleSampler):
         super().__init__(roles, **kw)
         self.remote, self.remote_note = remote, remote_note
         self.agent_gateway = agent_gateway  # a gateway on ssh hosts: its agents' samples
+        self._seen: dict[str, list[int]] = {}  # role -> pids of this tick (RoleSampler._members)
+        self._threads: dict[tuple[int, int], tuple[float, float]] = {}  # (pid, tid) -> (run, wait)
+        self._psi: dict[str, tuple[Path, dict[str, float]]] = {}  # role -> (its cpu.pressure, last)
+        self._psi_noted: set[str] = set()
+        self._names: dict[int, dict[int, str]] = {}  # pid -> {tid: thread name}
+        self._sched_mono: float | None = None
+        self._dt: float | None = None
+
+    def _members(self, role: str, named: dict[str, list[int]]) -> list[psutil.Process]:
+        got = super()._members(role, named)
+        self._seen[role] = [p.pid for p in got]
+        return got
+
+    def _sched_rows(self, wall: float, mono: float) -> list[dict]:
+        """Run-queue wait and the hottest thread of each role, over the last tick."""
+        dt = self._dt
+        rows: list[dict] = []
+        now: dict[tuple[int, int], tuple[float, float]] = {}
+        for role, pids in self._seen.items():
+            wait, hot, known = 0.0, None, False
+            for pid in pids:
+                for tid, (run_s, wait_s, comm) in thread_times(pid, names=self._names.setdefault(pid, {})).items():
+                    now[(pid, tid)] = (run_s, wait_s)
+                    prev = self._threads.get((pid, tid))
+                    if prev is None or not dt or run_s < prev[0] or wait_s < prev[1]:
+                        continue
+                    known = True
+                    d_run, d_wait = (run_s - prev[0]) / dt, (wait_s - prev[1]) / dt
+                    wait += d_wait
+                    if hot is None or d_run > hot[0]:
+                        hot = (d_run, d_wait, comm, tid)
+            if known:
+                rows.append(self.row(wall, mono, "role_runq_wait", wait, {"role": role}))
+            if hot is not None:
+                lab = {"role": role, "thread": hot[2], "tid": hot[3]}
+                rows.append(self.row(wall, mono, "role_hot_thread_cores", hot[0], lab))
+                rows.append(self.row(wall, mono, "role_hot_thread_wait", hot[1], lab))
+            rows += self._role_pressure(role, pids, wall, mono)
+        self._threads = now
+        alive = {pid for pid, _ in now}
+        self._names = {pid: n for pid, n in self._names.items() if pid in alive}
+        self._seen = {}
+        return rows
+
+    def _role_pressure(self, role: str, pids: list[int], wall: float, mono: float) -> list[dict]:
+        if not pids:
+            return []
+        f, why = cgroup_pressure_file(pids[0])
+        if f is None:
+            self._psi.pop(role, None)
+            if role in self._psi_noted:
+                return []
+            self._psi_noted.add(role)
+            return [self.row(wall, mono, "role_cpu_pressure", None, {"role": role, "source": why})]
+        now = read_pressure(f)
+        prev = self._psi.get(role)
+        self._psi[role] = (f, now)
+        if prev is None or prev[0] != f or "some" not in now or "some" not in prev[1] or not self._dt:
+            return []
+        share = min(max((now["some"] - prev[1]["some"]) / self._dt, 0.0), 1.0)
+        return [self.row(wall, mono, "role_cpu_pressure", share, {"role": role, "source": str(f)})]
 
     def _agent_rows(self, wall: float, mono: float) -> list[dict]:
         s = self.agent_gateway.agent_role_sample()
@@ -148,7 +220,10 @@ class CellRoleSampler(RoleSampler):
                                 {**role, "source": s["limit_source"]})]
 
     def sample(self, wall: float, mono: float) -> list[dict]:
+        self._dt = mono - self._sched_mono if self._sched_mono is not None else None
+        self._sched_mono = mono
         rows = super().sample(wall, mono)
+        rows += self._sched_rows(wall, mono)
         # fio runs only during the probe: outside it the probe is no role of the cell (not a role
         # "with an unknown limit" in every verdict's reason)
         idle = {r["labels"]["role"] for r in rows if r["metric"] == "role_cpu_limit_cores"

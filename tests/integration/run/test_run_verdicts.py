@@ -27,6 +27,9 @@ def idle(ev: dict) -> bool:
         return False
     if (ev.get("host_busy") or 0) >= rules.NEAR:
         return False
+    waits = ev.get("host_cpu_waits") or {}  # the chain's tasks wait and more transfers gain little
+    if waits.get("chain") and waits.get("low_efficiency"):
+        return False
     if any(r.get("saturated") for r in (ev.get("roles") or {}).values()):
         return False
     if max(ev.get("starved_frac") or 0, ev.get("gateway_starved") or 0) >= rules.STARVED:
