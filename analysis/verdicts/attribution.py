@@ -31,7 +31,7 @@ Utilisations: u_net = R/N, u_iops = ops/I, u_gw = max(R/G, cpu), u_bw = R/F. A l
 busy are >= NEAR of its own CPU limit, or its CFS quota group was throttled in >= half of the
 periods it ran (a busy host can keep a capped role's average below NEAR of its quota), or its
 busiest thread runs >= NEAR of one core, or under a quota of its own it waits on the run queue
-longer than it runs (analysis.roles). Rules,
+longer than it runs (analysis.verdicts.roles). Rules,
 first match wins:
 
   1. network            a client host's shaped link moves >= NEAR of its shaped rate
@@ -58,7 +58,7 @@ first match wins:
   5. host-cpu           role telemetry present, host CPU busy >= NEAR of its cores and no role at
                         its own limit: the roles share one host and its CPU runs out; the reason
                         names each role's share of the busy cores (separate them). Where waiting
-                        was sampled (analysis.saturation: CPU pressure, the roles' run-queue
+                        was sampled (analysis.verdicts.saturation: CPU pressure, the roles' run-queue
                         wait), runnable tasks must also wait; and below NEAR busy the rule holds
                         when the chain's own threads wait and the scaling efficiency between
                         this level and its neighbour is surely below 0.5
@@ -119,15 +119,14 @@ from typing import Any, cast
 
 import numpy as np
 
-from xcbench.analysis import amplification as _amp
-from xcbench.analysis import between_run as _between
-from xcbench.analysis import borderline as _bl
-from xcbench.analysis import link_use, storagehosts
-from xcbench.analysis import probes as _probes
-from xcbench.analysis import roles as _roles
-from xcbench.analysis import saturation as _sat
-from xcbench.analysis import stats as _stats
-from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rules live here too
+from xcbench.analysis.verdicts import amplification as _amp
+from xcbench.analysis.verdicts import between_run as _between
+from xcbench.analysis.verdicts import borderline as _bl
+from xcbench.analysis.verdicts import link_use, storagehosts
+from xcbench.analysis.verdicts import probes as _probes
+from xcbench.analysis.verdicts import roles as _roles
+from xcbench.analysis.verdicts import saturation as _sat
+from xcbench.analysis.verdicts.rules import (  # noqa: F401 - the public names of the rules live here too
     GIB,
     NEAR,
     OVER,

@@ -8,7 +8,7 @@ Input: the RoleSampler's rows (xcbench/telemetry/roles.py): role_cpu_cores, role
 is at its quota even when a busy host keeps its average below NEAR of it; or its busiest thread
 runs >= NEAR of one core (one thread caps the role whatever its quota: more cores do not help
 it); or, under a cgroup quota of its own, its threads wait for a CPU longer than they run
-(run-queue wait, analysis.saturation.WAIT_SAT: throttling shows there). ``limited_by`` says
+(run-queue wait, analysis.verdicts.saturation.WAIT_SAT: throttling shows there). ``limited_by`` says
 which. Runs without role telemetry give {} and the attribution falls back to its older rules.
 """
 
@@ -21,9 +21,9 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from xcbench.analysis import saturation as _sat
-from xcbench.analysis.render import fmt_num
-from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.verdicts import saturation as _sat
+from xcbench.analysis.verdicts.samples import SampleIndex
+from xcbench.figures.units import fmt_num
 
 NEAR = 0.85
 THROTTLED = 0.5  # a majority of the CFS periods in which the role ran ended throttled
@@ -231,12 +231,12 @@ def at_limit_verdict(ev: dict[str, Any], at: str, rate_txt: str) -> tuple[str, s
 def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = NEAR,
                      reaches: Any = None) -> tuple[str, str] | None:
     """host-cpu: roles share this host, no role is at its own limit, and its CPU runs out.
-    ``reaches(busy)``: whether the busy share reaches ``near`` (analysis.borderline: within its
+    ``reaches(busy)``: whether the busy share reaches ``near`` (analysis.verdicts.borderline: within its
     noise); default: busy >= near.
 
     Where waiting was measured (system CPU pressure, the roles' run-queue wait), busy cores are
     not enough: runnable tasks must wait too (pressure >= PSI_WAIT or the chain's wait share >=
-    CHAIN_WAIT, analysis.saturation). And the host's CPU runs out below ``near`` busy when the
+    CHAIN_WAIT, analysis.verdicts.saturation). And the host's CPU runs out below ``near`` busy when the
     chain's own tasks wait and more transfers surely gain little (scaling efficiency's upper
     bound below EFFICIENCY_LOW): bursts leave cores idle on average while the work queues."""
     roles = ev.get("roles") or {}

@@ -9,10 +9,10 @@ import math
 import pandas as pd
 import pytest
 
-from xcbench.analysis import saturation as sat
-from xcbench.analysis.attribution import decide
-from xcbench.analysis.roles import host_cpu_verdict, role_usage
-from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.verdicts import saturation as sat
+from xcbench.analysis.verdicts.attribution import decide
+from xcbench.analysis.verdicts.roles import host_cpu_verdict, role_usage
+from xcbench.analysis.verdicts.samples import SampleIndex
 
 GIB = float(1 << 30)
 CG = "cgroup v1 cpu.cfs_quota_us=25000/100000 at /sys/fs/cgroup/cpu/xcb-r-gateway"

@@ -10,11 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.unit.telemetry.promserver import ANSWERS
-from tests.unit.telemetry.test_promqueries import OSD_META, UNAME
-from xcbench.analysis import storagehosts as sh
-from xcbench.analysis.attribution import NEAR
-from xcbench.analysis.samples import SampleIndex
+from tests.support.promserver import ANSWERS, OSD_META, UNAME
+from xcbench.analysis.verdicts import storagehosts as sh
+from xcbench.analysis.verdicts.attribution import NEAR
+from xcbench.analysis.verdicts.samples import SampleIndex
 from xcbench.errors import XcbError
 from xcbench.hosts.inventory import parse_inventory
 from xcbench.telemetry import promqueries as pq

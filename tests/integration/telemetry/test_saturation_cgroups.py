@@ -14,9 +14,9 @@ import uuid
 import pandas as pd
 import pytest
 
-from xcbench.analysis import saturation as sat
-from xcbench.analysis.roles import role_usage
-from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.verdicts import saturation as sat
+from xcbench.analysis.verdicts.roles import role_usage
+from xcbench.analysis.verdicts.samples import SampleIndex
 from xcbench.system.cgroups import CgroupError, CpuGroups, detect
 from xcbench.telemetry.host import HostSampler
 from xcbench.telemetry.role_processes import CellRoleSampler

@@ -25,7 +25,7 @@ v1, shared with other work; 1-s samples, 15-90 per case, benchmarks in the branc
   PSI_WAIT         system pressure above its idle noise: see the constant
   DEMAND_MIN 0.1   cores; an idle process (a 10-ms sleep loop) wants 0.013 +- 0.018 (max 0.07),
                    and its wait share then swings 0.02-0.97
-  a thread near one core: NEAR (analysis.rules' cut for every utilisation) of one core; a
+  a thread near one core: NEAR (analysis.verdicts.rules' cut for every utilisation) of one core; a
                    spinning thread reads 0.98 +- 0.04 cores (min 0.85) beside others' work
 """
 
@@ -37,8 +37,8 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from xcbench.analysis.borderline import Z
-from xcbench.analysis.samples import SampleIndex
+from xcbench.analysis.verdicts.borderline import Z
+from xcbench.analysis.verdicts.samples import SampleIndex
 
 WAIT_SAT = 0.5
 CHAIN_WAIT = 0.15
