@@ -21,7 +21,16 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis import gateway_cpu_table, glance, network_baseline, overview, plots, readwrite, scaling
+from xcbench.analysis import (
+    gateway_cpu_table,
+    glance,
+    network_baseline,
+    overlay,
+    overview,
+    plots,
+    readwrite,
+    scaling,
+)
 from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
 from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.compare import compare_data
@@ -213,15 +222,21 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
 
     # plots
     figures = []
-    uri = scaling.plot(points, cells, scaling.ceilings(verdicts), overview.TARGET_BPS)
+    ceil = scaling.ceilings(verdicts)
+    uri = scaling.plot(points, cells, ceil, overview.TARGET_BPS)
     if uri:
+        one = not (points["repeats"].fillna(1) > 1).any() if "repeats" in points and len(points) else True
         figures.append({"id": "fig-scaling", "title": "Steady rate vs concurrency, with every measured ceiling",
                         "uri": uri, "caption": "Per cell: the chain's mean over repeats of the steady-window "
-                        "mean rate (bars: 95 % bootstrap CI over repeats; each point is a row of the table "
-                        "below, § there), and the ceilings its verdicts compared it with: the fio probe of "
-                        "its layout and pool, the tmpfs gateway at each level, the iperf3 baseline, the "
-                        "rate a role's CPU quota allows at the CPU per byte it used, and the target. "
-                        "A chain above a probe line: that probe is no ceiling of its path."})
+                        "mean rate (" + ("one repeat: no CI bars" if one else "bars: 95 % bootstrap CI "
+                        "over repeats") + "; each point is a row of the table below, § there), coloured "
+                        "and labelled by its verdict, with a hollow diamond on the ceiling that decided "
+                        "it; and the ceilings its verdicts compared it with: the fio probe of its layout "
+                        "and pool (bandwidth; IOPS at the chain's bytes per op where that counts), the "
+                        "tmpfs gateway at each level, the iperf3 baseline, the rate a role's CPU quota "
+                        "and the host's cores allow at the CPU per byte used, an EC cell's replicated "
+                        "twin, and the target. A chain above a probe line: that probe is no ceiling of "
+                        "its path."})
     timelines = []
     tl, st = rd.timeline, rd.steady
     for cid in cells.index:
@@ -289,6 +304,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "glance": {"context": overview.context(rd), "grid": overview.grid(closing)},
         "gateway_cpu": gateway_cpu_table.section(rd.campaigns),  # core-s/GB per mode and security
         "confirmations": confirmations(rd.run.path, labels),  # xcbench confirm RUN
+        "scaling_input": (rd.run_id, points, ceil),  # the overlay of `report A B`
     }
 
 
@@ -401,6 +417,7 @@ def build_context(runs: list[RunData]) -> dict[str, Any]:
         others = tuple(r for j, r in enumerate(runs) if j != i)
         sections.append(_run_section(rd, src, others))
     comparisons = []
+    over = overlay.section(runs, [s["scaling_input"] for s in sections])
     if len(runs) > 1:
         for rd in runs[1:]:
             comparisons.append({"base": runs[0].run_id, "contender": rd.run_id,
@@ -409,7 +426,7 @@ def build_context(runs: list[RunData]) -> dict[str, Any]:
         "title": "xcbench report — " + ", ".join(r.run_id for r in runs),
         "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "xcbench_version": __version__, "runs": sections, "columns": _columns(),
-        "comparisons": comparisons, "steady_rule": RULE, "rules": _rules()[1],
+        "comparisons": comparisons, "overlay": over, "steady_rule": RULE, "rules": _rules()[1],
         "rule_definitions": _rules()[0],
         "thresholds": {"near": NEAR, "starved": STARVED, "scaling": SCALING},
         "sources": src.items,
