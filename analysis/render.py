@@ -33,6 +33,7 @@ from typing import Any
 
 import jinja2
 
+from xcbench.analysis import markdown
 from xcbench.errors import XcbError
 from xcbench.system.sizes import format_size
 from xcbench.system.templates import render_with
@@ -84,7 +85,9 @@ def md_escape(v: Any) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
-FILTERS = {"num": fmt_num, "gib": fmt_gib, "pct": fmt_pct, "size": fmt_size, "mdcell": md_escape}
+FILTERS = {"num": fmt_num, "gib": fmt_gib, "pct": fmt_pct, "size": fmt_size, "mdcell": md_escape,
+           "mdtable": markdown.table, "mdverdicts": markdown.verdict_table,
+           "mdfindings": markdown.findings_text, "when": markdown.short_time}
 
 
 # --- templates -------------------------------------------------------------------------------

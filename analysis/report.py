@@ -24,6 +24,7 @@ from xcbench import __version__
 from xcbench.analysis import (
     gateway_cpu_table,
     glance,
+    markdown,
     network_baseline,
     overlay,
     overview,
@@ -40,7 +41,8 @@ from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, writ
 from xcbench.analysis.roles import role_series
 from xcbench.analysis.run_data import RunData
 from xcbench.analysis.steady import RULE
-from xcbench.analysis.storageplots import fanout_text, storage_host_panels
+from xcbench.analysis.storageplots import fanout_text
+from xcbench.analysis.storageplots import panels as storage_panels
 from xcbench.analysis.table_cells import (
     Sources,
     level_end_of,
@@ -247,8 +249,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         tel = {"gateway cores": rd.samples.series(cid, "gateway_cores"),
                "host busy": rd.samples.series(cid, "host_busy"),
                "pool write op/s": rd.samples.series(cid, "pool_write_ops", pool) if pool else None}
+        storage, storage_caption = _storage_hosts(rd, cid, verdicts)
         uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]",
-                                  cores=rd.cores, roles=role_series(rd.samples, cid))
+                                  cores=rd.cores, roles=role_series(rd.samples, cid), extra=storage)
         if uri:
             timelines.append({"id": f"tl-{cid}", "title": labels.get(cid, cid), "uri": uri,
                               "caption": f"run {rd.run_id}, cell {cid}: timeline.query('cell_id == "
@@ -257,8 +260,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                               f"host cpu.busy{', pool.client_write_ops_per_s of ' + pool if pool else ''}; "
                               f"per role: role_cpu_cores, and each distinct role_cpu_limit_cores once, "
                               f"dashed). Rate in Gb/s (10^9 bit/s); a level's line ends with its last "
-                              f"transfer."})
-        timelines += _storage_hosts_figure(rd, cid, g, verdicts, labels.get(cid, cid))
+                              f"transfer." + storage_caption})
     dist_uri = plots.transfer_distributions(q, labels)
     fio_uri = plots.fio_iops(ordered(rd.probe_jobs), labels)
 
@@ -289,6 +291,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "level_rules": sorted({lv.get("text", "") for lv in rd.levels.values()} - {""}),
         "figures": figures, "timelines": timelines, "dist_uri": dist_uri, "fio_uri": fio_uri,
         "findings": rd.findings.fillna("").to_dict("records"),
+        "finding_kinds": markdown.findings(rd.findings.fillna("").to_dict("records"), labels),
         "gaps": rd.gaps.fillna("").to_dict("records"), "failed": failed,
         "lost_rows": [{"table": t, **v} for t, v in sorted((m.get("lost_rows") or {}).items())],
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
@@ -366,21 +369,20 @@ COLUMNS = {
 }
 
 
-def _storage_hosts_figure(rd: RunData, cid: str, g: pd.DataFrame, verdicts: pd.DataFrame,
-                          label: str) -> list[dict[str, Any]]:
-    """The cell's storage hosts (Prometheus) under its timeline, with the EC fan-out measured."""
-    uri = storage_host_panels(rd.samples, cid, float(g["wall"].min()), f"{label}: storage hosts")
-    if not uri:
-        return []
+def _storage_hosts(rd: RunData, cid: str, verdicts: pd.DataFrame) -> tuple[list, str]:
+    """The cell's storage-host panels (Prometheus) for under its timeline, and their caption
+    with the EC fan-out measured; ([], "") when the run has no such rows."""
+    draw = storage_panels(rd.samples, cid)
+    if not draw:
+        return [], ""
     v = verdicts[verdicts["cell_id"] == cid]
     evs = [(float(c), json.loads(e)) for c, e in zip(v["concurrency"], v["evidence"], strict=True)
            if isinstance(e, str) and e.startswith("{")]
     fan = fanout_text(evs)
-    return [{"id": f"sh-{cid}", "title": f"{label}: storage hosts", "uri": uri,
-             "caption": f"run {rd.run_id}, cell {cid}: the OSD hosts as the site's Prometheus sees "
-                        "them (samples of sampler prometheus: NIC rx/tx against link speed, disk busy, "
-                        "CPU against cores; the PromQL is in raw/prometheus/" + cid + "/queries.promql)"
-                        + (f"; {fan}." if fan else ".")}]
+    return draw, (" Storage hosts: the OSD hosts as the site's Prometheus sees them (samples of "
+                  "sampler prometheus: NIC rx/tx against link speed, left out when every NIC was "
+                  "idle; OSD disk busy; CPU against cores; the PromQL is in raw/prometheus/"
+                  f"{cid}/queries.promql)" + (f"; {fan}." if fan else "."))
 
 
 def _columns() -> dict[str, list[dict[str, Any]]]:
@@ -440,6 +442,8 @@ def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path
         raise XcbError("report: no run given")
     data = [r if isinstance(r, RunData) else RunData(r) for r in runs]
     text = render("report", build_context(data), fmt)
+    if fmt == "md":
+        text = markdown.wrap(text)
     out = Path(out) if out else data[0].run.path / f"report.{fmt}"
     return write_report(text, out, fmt)
 
