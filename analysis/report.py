@@ -24,6 +24,7 @@ from xcbench import __version__
 from xcbench.analysis import (
     gateway_cpu_table,
     glance,
+    grafana,
     markdown,
     network_baseline,
     overlay,
@@ -412,12 +413,18 @@ def _rules() -> tuple[str, list[tuple[str, str]]]:
     return definitions, [(p[0], p[1] if len(p) > 1 else "") for p in pairs]
 
 
-def build_context(runs: list[RunData]) -> dict[str, Any]:
+def build_context(runs: list[RunData], grafana_base: str | None = None,
+                  annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """``grafana_base``: Grafana's URL for each run's dashboard link; ``annotations``: {run id:
+    file of its levels as Grafana annotations} where written."""
     src = Sources()
     sections = []
     for i, rd in enumerate(runs):
         others = tuple(r for j, r in enumerate(runs) if j != i)
         sections.append(_run_section(rd, src, others))
+        sections[-1]["grafana"] = grafana.link(rd, grafana_base)
+        if sections[-1]["grafana"]:
+            sections[-1]["grafana"]["annotations"] = (annotations or {}).get(rd.run_id)
     comparisons = []
     over = overlay.section(runs, [s["scaling_input"] for s in sections])
     if len(runs) > 1:
@@ -436,15 +443,27 @@ def build_context(runs: list[RunData]) -> dict[str, Any]:
     }
 
 
-def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path | str | None = None) -> Path:
-    """Render the report of ``runs`` to ``out`` (default: <first run>/report.<fmt>)."""
+def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path | str | None = None,
+                  grafana_url: str | None = None) -> Path:
+    """Render the report of ``runs`` to ``out`` (default: <first run>/report.<fmt>). With a
+    Grafana URL (``grafana_url`` or $XCBENCH_GRAFANA_URL) each run links to the dashboard on
+    its time range, and its levels are written beside the report as Grafana annotations."""
     if not runs:
         raise XcbError("report: no run given")
+    base = grafana.base_url(grafana_url)
     data = [r if isinstance(r, RunData) else RunData(r) for r in runs]
-    text = render("report", build_context(data), fmt)
+    out = Path(out) if out else data[0].run.path / f"report.{fmt}"
+    notes = {}
+    if base:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for rd in data:
+            f = grafana.write_annotations(rd, glance.rows(rd, tuple(o for o in data if o is not rd)),
+                                          out.with_name(f"{out.stem}-{rd.run_id}-grafana-annotations.json"))
+            if f:
+                notes[rd.run_id] = str(f)
+    text = render("report", build_context(data, base, notes), fmt)
     if fmt == "md":
         text = markdown.wrap(text)
-    out = Path(out) if out else data[0].run.path / f"report.{fmt}"
     return write_report(text, out, fmt)
 
 
