@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from xcbench.analysis import glance
 from xcbench.errors import XcbError
 
 ENV = "XCBENCH_GRAFANA_URL"
@@ -66,7 +67,7 @@ def link(rd: Any, base: str | None) -> dict[str, Any] | None:
     return {"url": (base + path) if base else None, "path": path, "from": span[0], "to": span[1]}
 
 
-def annotations(rd: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def level_annotations(rd: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One annotation per cell × level (its campaigns' span), its text the closing table's row
     (``rows``: analysis.glance.rows): "cephfs ... c=4: gateway, 4.55 Gb/s"."""
     c = rd.campaigns
@@ -87,8 +88,22 @@ def annotations(rd: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def write_annotations(rd: Any, rows: list[dict[str, Any]], out: Path) -> Path | None:
     """The annotations as a JSON list into ``out`` (None when the run has no campaign)."""
-    items = annotations(rd, rows)
+    items = level_annotations(rd, rows)
     if not items:
         return None
     out.write_text(json.dumps(items, indent=1) + "\n")
     return out
+
+
+def write_all(runs: list[Any], out: Path) -> dict[str, str]:
+    """Each run's levels as annotations beside the report ``out``
+    (<stem>-<run>-grafana-annotations.json), each run judged with the others as in the report:
+    {run id: file}."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    notes = {}
+    for rd in runs:
+        rows = glance.rows(rd, tuple(o for o in runs if o is not rd))
+        f = write_annotations(rd, rows, out.with_name(f"{out.stem}-{rd.run_id}-grafana-annotations.json"))
+        if f:
+            notes[rd.run_id] = str(f)
+    return notes

@@ -50,7 +50,7 @@ def table(rows: list[dict[str, Any]], columns: list[dict[str, Any]], width: int 
     heads = [_text(c["label"]) for c in cols]
     notes: list[str] = []
     if _width(heads, body) > width and len(body) > 1:
-        same = [i for i in range(len(cols)) if len({r[i] for r in body}) == 1]
+        same = [i for i in range(len(cols)) if len({r[i] for r in body}) == 1 and len(body[0][i]) <= 40]
         if same and len(same) < len(cols):
             notes.append("In every row: " + "; ".join(f"{heads[i]} {body[0][i]}" for i in same) + ".")
             keep = [i for i in range(len(cols)) if i not in same]
@@ -69,6 +69,7 @@ def table(rows: list[dict[str, Any]], columns: list[dict[str, Any]], width: int 
         body = [[_clip(v, room) if k == i else v for k, v in enumerate(r)] for r in body]
     out = [_line(heads), "|" + "|".join("---:" if c.get("num") else "---" for c in cols) + "|"]
     out += [_line(r) for r in body]
+    notes = [textwrap.fill(n, width, break_long_words=False, break_on_hyphens=False) for n in notes]
     return "\n".join(out) + ("\n\n" + "\n".join(notes) if notes else "")
 
 

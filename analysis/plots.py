@@ -133,9 +133,9 @@ def timeline_figure(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dic
         a.set_ylabel("pool writes\n(op/s)")
         a.set_ylim(bottom=0)
         i += 1
-    for k, draw in enumerate(extra):
-        draw(axes[i + k], t0)
-        if k == 0:
+    for j, draw in enumerate(extra):
+        draw(axes[i + j], t0)
+        if j == 0:
             axes[i].set_title("storage hosts (the site's Prometheus)", fontsize=8.5, loc="left")
     for a in axes:
         a.tick_params(labelsize=8)

@@ -42,8 +42,7 @@ from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, writ
 from xcbench.analysis.roles import role_series
 from xcbench.analysis.run_data import RunData
 from xcbench.analysis.steady import RULE
-from xcbench.analysis.storageplots import fanout_text
-from xcbench.analysis.storageplots import panels as storage_panels
+from xcbench.analysis.storageplots import timeline_panels
 from xcbench.analysis.table_cells import (
     Sources,
     level_end_of,
@@ -250,7 +249,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         tel = {"gateway cores": rd.samples.series(cid, "gateway_cores"),
                "host busy": rd.samples.series(cid, "host_busy"),
                "pool write op/s": rd.samples.series(cid, "pool_write_ops", pool) if pool else None}
-        storage, storage_caption = _storage_hosts(rd, cid, verdicts)
+        storage, storage_caption = timeline_panels(rd.samples, cid, verdicts, float(g["rate"].max()))
         uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]",
                                   cores=rd.cores, roles=role_series(rd.samples, cid), extra=storage)
         if uri:
@@ -370,22 +369,6 @@ COLUMNS = {
 }
 
 
-def _storage_hosts(rd: RunData, cid: str, verdicts: pd.DataFrame) -> tuple[list, str]:
-    """The cell's storage-host panels (Prometheus) for under its timeline, and their caption
-    with the EC fan-out measured; ([], "") when the run has no such rows."""
-    draw = storage_panels(rd.samples, cid)
-    if not draw:
-        return [], ""
-    v = verdicts[verdicts["cell_id"] == cid]
-    evs = [(float(c), json.loads(e)) for c, e in zip(v["concurrency"], v["evidence"], strict=True)
-           if isinstance(e, str) and e.startswith("{")]
-    fan = fanout_text(evs)
-    return draw, (" Storage hosts: the OSD hosts as the site's Prometheus sees them (samples of "
-                  "sampler prometheus: NIC rx/tx against link speed, left out when every NIC was "
-                  "idle; OSD disk busy; CPU against cores; the PromQL is in raw/prometheus/"
-                  f"{cid}/queries.promql)" + (f"; {fan}." if fan else "."))
-
-
 def _columns() -> dict[str, list[dict[str, Any]]]:
     cols = {k: [{"key": c[0], "label": c[1], "num": len(c) > 2} for c in v] for k, v in COLUMNS.items()}
     return {**cols, **readwrite.columns()}
@@ -453,14 +436,7 @@ def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path
     base = grafana.base_url(grafana_url)
     data = [r if isinstance(r, RunData) else RunData(r) for r in runs]
     out = Path(out) if out else data[0].run.path / f"report.{fmt}"
-    notes = {}
-    if base:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        for rd in data:
-            f = grafana.write_annotations(rd, glance.rows(rd, tuple(o for o in data if o is not rd)),
-                                          out.with_name(f"{out.stem}-{rd.run_id}-grafana-annotations.json"))
-            if f:
-                notes[rd.run_id] = str(f)
+    notes = grafana.write_all(data, out) if base else {}
     text = render("report", build_context(data, base, notes), fmt)
     if fmt == "md":
         text = markdown.wrap(text)

@@ -3,6 +3,7 @@ speed, its OSD disks' busy fraction, its CPU against its cores (the prometheus d
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -10,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from xcbench.analysis.render import fig_to_data_uri, new_figure
-
 
 
 def _osd_rows(samples, cid: str, metric: str) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
@@ -28,10 +28,13 @@ def _legend(a) -> None:
                  borderaxespad=0.0, handlelength=1.6)
 
 
-def panels(samples, cid: str) -> list[Callable[[Any, float], None]]:
+def panels(samples, cid: str, min_bps: float = 0.0) -> list[Callable[[Any, float], None]]:
     """The storage-host panels of ``cid`` that have something to show, each a function drawing
-    onto an axis given the time origin: the OSD hosts' NICs (left out when every NIC was idle:
-    on one box no byte crosses them), their OSD disks' busy fraction, their CPU against cores.
+    onto an axis given the time origin: the OSD hosts' NICs, their OSD disks' busy fraction,
+    their CPU against cores. A NIC is drawn when it moved more than ``min_bps`` at some point
+    (the report passes 1 % of the chain's peak rate: a NIC in the chain's path carries its share
+    of the bytes, one outside it only background, 806 B/s of ssh and scrapes recorded on the
+    one-box cluster, whose OSDs talk over loopback); no NIC drawn, no NIC panel.
     [] when the cell has no prometheus rows of OSD hosts."""
     rx, tx = _osd_rows(samples, cid, "node.nic_rx_bps"), _osd_rows(samples, cid, "node.nic_tx_bps")
     speed = _osd_rows(samples, cid, "node.nic_speed_bps")
@@ -45,7 +48,7 @@ def panels(samples, cid: str) -> list[Callable[[Any, float], None]]:
     cpu, cores = _osd_rows(samples, cid, "node.cpu_busy_cores"), _osd_rows(samples, cid, "node.cpu_cores")
     nics = [(key, way, series) for key in sorted(set(rx) | set(tx))
             for series, way in ((rx.get(key), "rx"), (tx.get(key), "tx"))
-            if series is not None and np.isfinite(series[1]).any() and np.nanmax(series[1]) > 0]
+            if series is not None and np.isfinite(series[1]).any() and np.nanmax(series[1]) > max(min_bps, 0.0)]
     known = bool(nics) and all(k in speed for k, _, _ in nics)
     out: list[Callable[[Any, float], None]] = []
 
@@ -111,3 +114,21 @@ def fanout_text(evidences: list[tuple[float, dict]]) -> str:
             parts.append(f"{f:.2f} at {conc:g}" + (f" (RAL's arithmetic {e:.2f})"
                                                    if isinstance(e, (int, float)) and math.isfinite(e) else ""))
     return ("bytes on the OSD hosts' NICs per client byte: " + "; ".join(parts)) if parts else ""
+
+
+def timeline_panels(samples, cid: str, verdicts: Any, peak: float) -> tuple[list, str]:
+    """The cell's storage-host panels (Prometheus) for under its timeline, and their caption
+    with the EC fan-out measured; ([], "") when the run has no such rows. ``peak``: the chain's
+    highest rate (B/s): a NIC that never moved 1 % of it is not in the chain's path."""
+    draw = panels(samples, cid, 0.01 * peak if math.isfinite(peak) else 0.0)
+    if not draw:
+        return [], ""
+    v = verdicts[verdicts["cell_id"] == cid]
+    evs = [(float(c), json.loads(e)) for c, e in zip(v["concurrency"], v["evidence"], strict=True)
+           if isinstance(e, str) and e.startswith("{")]
+    fan = fanout_text(evs)
+    return draw, (" Storage hosts: the OSD hosts as the site's Prometheus sees them (samples of "
+                  "sampler prometheus: NIC rx/tx against link speed, a NIC that never moved 1 % of "
+                  "the chain's peak rate left out as outside its path; OSD disk busy; CPU against "
+                  "cores; the PromQL is in raw/prometheus/"
+                  f"{cid}/queries.promql)" + (f"; {fan}." if fan else "."))
