@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-# offsets in points from the point: above, below, then further out, then to the sides
-OFFSETS = ((0, 7), (0, -9), (0, 17), (0, -19), (10, 0), (-10, 0), (0, 27), (0, -29))
+# offsets in points from the point: above, below, above or below to either side (a point at
+# the panel's edge), further out, then beside it
+OFFSETS = ((0, 7), (0, -9), (-4, 8), (-4, -10), (4, 8), (4, -10), (0, 17), (0, -19), (-10, 0),
+           (10, 0), (0, 27), (0, -29))
 
 
 def _boxes(fig, r) -> list:

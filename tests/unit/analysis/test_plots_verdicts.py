@@ -4,6 +4,7 @@ something to show (a NIC outside the chain's path is no panel), on the timeline'
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import matplotlib.pyplot as plt
@@ -100,3 +101,23 @@ def test_the_legend_promises_ci_bars_only_when_drawn(tmp_path):
     plt.close(fig)
     v = verdicts_of(rd)
     assert json.loads(v["evidence"].iloc[0])  # evidence present: the marks come from it
+
+
+def test_every_point_labelled_even_at_a_panels_edge_under_a_quota_label(tmp_path):
+    from tests.unit.analysis.test_plots_layout import _texts
+    from tests.unit.synthrun import role_cells
+    cells = role_cells()
+    for c in cells:
+        c.files = 16
+    path, _ = make_run(tmp_path, cells)
+    rd = RunData(path)
+    v = verdicts_of(rd)
+    fig = scaling.figure([("", rd.points, scaling.ceilings(v))], rd.cells, 100e9 / 8)
+    texts = _texts(fig)
+    labels = [t for t, b in texts if t in set(v["verdict"]) and b.height < 30]
+    assert len(labels) == len(rd.points)
+    assert sorted(labels) == sorted(v["verdict"])  # each point's own verdict
+    hits = [(a, c) for (a, ba), (c, bc) in itertools.combinations(texts, 2)
+            if ba.overlaps(bc) and ba.intersection(ba, bc).width > 1 and ba.intersection(ba, bc).height > 1]
+    assert hits == []
+    plt.close(fig)
