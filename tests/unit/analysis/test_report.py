@@ -110,6 +110,9 @@ def test_two_runs_and_the_cli(run_path, tmp_path, capsys):
     assert capsys.readouterr().out.strip() == str(tmp_path / "two.html")
     text = (tmp_path / "two.html").read_text()
     assert "Compare synthetic → again" in text and "Run again" in text
+    # the runs overlaid in one throughput plot, ahead of each run's own report
+    assert text.count('id="fig-overlay"') == 1 and text.index('id="fig-overlay"') < text.index('id="run-')
+    assert "Runs overlaid" in text and "(synthetic, again)" in text
     assert main(["report", "missing-run", "--store", str(other)]) == 2
 
 
