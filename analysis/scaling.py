@@ -169,6 +169,7 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
     for ax, cid in zip(axes.flat, ids, strict=False):
         c = base.get(cid, {})
         levels: set[float] = set()
+        panel_levels = {float(x) for _, p, _ in pts for x in p.loc[p["cell_id"] == cid, "concurrency"]}
         for kind in ("fio", "iperf3"):
             if c.get(kind):
                 ax.axhline(c[kind] * gb, **STYLE[kind])
@@ -179,7 +180,10 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
             if not line or (kind == "tmpfs" and cells.loc[cid, "backend"] == "tmpfs"):
                 continue
             lv = sorted(line)
-            if len(lv) == 1:  # one level: a short segment, not a lone marker under the point
+            if len(lv) == 1 and len(panel_levels) > 1:  # known at one level of several: a marker
+                ax.plot(lv, [line[lv[0]] * gb], ls="none", marker=STYLE[kind].get("marker", "o"), ms=5,
+                        color=STYLE[kind]["color"])
+            elif len(lv) == 1:  # a one-level panel: a short segment, not a lone marker under the point
                 st = {k: v for k, v in STYLE[kind].items() if k not in ("marker", "ms")}
                 ax.hlines(line[lv[0]] * gb, lv[0] * 0.8, lv[0] * 1.25, colors=st.pop("color"),
                           linestyles=st.pop("ls", "-"), **st)
