@@ -70,7 +70,7 @@ def table(rows: list[dict[str, Any]], columns: list[dict[str, Any]], width: int 
     out = [_line(heads), "|" + "|".join("---:" if c.get("num") else "---" for c in cols) + "|"]
     out += [_line(r) for r in body]
     notes = [textwrap.fill(n, width, break_long_words=False, break_on_hyphens=False) for n in notes]
-    return "\n".join(out) + ("\n\n" + "\n".join(notes) if notes else "")
+    return "\n".join(out) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
 
 
 def _clip(s: str, n: int) -> str:
@@ -125,7 +125,7 @@ def findings(rows: list[dict[str, Any]], labels: dict[str, str]) -> list[dict[st
         g = groups.setdefault(key, {"severity": key[0], "what": key[1], "why": key[2], "fix": key[3],
                                     "cells": []})
         cid = str(f.get("cell_id") or "")
-        name = labels.get(cid, cid) if cid else "the run"
+        name = labels.get(cid, cid.replace(":", " ")) if cid else "the run"  # host:local: host local
         if name not in g["cells"]:
             g["cells"].append(name)
     order = {"error": 0, "warning": 1, "info": 2}
@@ -164,7 +164,8 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 
 def wrap(text: str, width: int = WIDTH) -> str:
     """Prose lines longer than ``width`` folded (Markdown joins them again); tables, headings
-    and code blocks left as they are (tables fit by :func:`table`)."""
+    and code blocks left as they are (tables fit by :func:`table`); runs of blank lines made one
+    (the report has no code block for that to change)."""
     out, code = [], False
     for line in text.split("\n"):
         if _FENCE.match(line):
@@ -176,4 +177,4 @@ def wrap(text: str, width: int = WIDTH) -> str:
         lead = m.group(1) if m else ""
         out.append(textwrap.fill(line, width, subsequent_indent=" " * len(lead), break_long_words=False,
                                  break_on_hyphens=False))
-    return "\n".join(out)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out))  # one blank line between blocks
