@@ -21,19 +21,29 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis.report import (
+from xcbench.analysis import (
     gateway_cpu_table,
     glance,
+    grafana,
+    markdown,
     network_baseline,
+    overlay,
     overview,
     plots,
     readwrite,
     scaling,
 )
-from xcbench.analysis.report.dimensions import section as dims_section
-from xcbench.analysis.report.render import render, write_report
-from xcbench.analysis.report.storageplots import fanout_text, storage_host_panels
-from xcbench.analysis.report.table_cells import (
+from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
+from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
+from xcbench.analysis.compare import compare_data
+from xcbench.analysis.dimensions import section as dims_section
+from xcbench.analysis.directions import access_of
+from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
+from xcbench.analysis.roles import role_series
+from xcbench.analysis.run_data import RunData
+from xcbench.analysis.steady import RULE
+from xcbench.analysis.storageplots import timeline_panels
+from xcbench.analysis.table_cells import (
     Sources,
     level_end_of,
     load_evidence,
@@ -222,15 +232,21 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
 
     # plots
     figures = []
-    uri = scaling.plot(points, cells, scaling.ceilings(verdicts), overview.TARGET_BPS)
+    ceil = scaling.ceilings(verdicts)
+    uri = scaling.plot(points, cells, ceil, overview.TARGET_BPS)
     if uri:
+        one = not (points["repeats"].fillna(1) > 1).any() if "repeats" in points and len(points) else True
         figures.append({"id": "fig-scaling", "title": "Steady rate vs concurrency, with every measured ceiling",
                         "uri": uri, "caption": "Per cell: the chain's mean over repeats of the steady-window "
-                        "mean rate (bars: 95 % bootstrap CI over repeats; each point is a row of the table "
-                        "below, § there), and the ceilings its verdicts compared it with: the fio probe of "
-                        "its layout and pool, the tmpfs gateway at each level, the iperf3 baseline, the "
-                        "rate a role's CPU quota allows at the CPU per byte it used, and the target. "
-                        "A chain above a probe line: that probe is no ceiling of its path."})
+                        "mean rate (" + ("one repeat: no CI bars" if one else "bars: 95 % bootstrap CI "
+                        "over repeats") + "; each point is a row of the table below, § there), coloured "
+                        "and labelled by its verdict, with a hollow diamond on the ceiling that decided "
+                        "it; and the ceilings its verdicts compared it with: the fio probe of its layout "
+                        "and pool (bandwidth; IOPS at the chain's bytes per op where that counts), the "
+                        "tmpfs gateway at each level, the iperf3 baseline, the rate a role's CPU quota "
+                        "and the host's cores allow at the CPU per byte used, an EC cell's replicated "
+                        "twin, and the target. A chain above a probe line: that probe is no ceiling of "
+                        "its path."})
     timelines = []
     tl, st = rd.timeline, rd.steady
     for cid in cells.index:
@@ -241,8 +257,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         tel = {"gateway cores": rd.samples.series(cid, "gateway_cores"),
                "host busy": rd.samples.series(cid, "host_busy"),
                "pool write op/s": rd.samples.series(cid, "pool_write_ops", pool) if pool else None}
+        storage, storage_caption = timeline_panels(rd.samples, cid, verdicts, float(g["rate"].max()))
         uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]",
-                                  cores=rd.cores, roles=role_series(rd.samples, cid))
+                                  cores=rd.cores, roles=role_series(rd.samples, cid), extra=storage)
         if uri:
             timelines.append({"id": f"tl-{cid}", "title": labels.get(cid, cid), "uri": uri,
                               "caption": f"run {rd.run_id}, cell {cid}: timeline.query('cell_id == "
@@ -251,8 +268,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                               f"host cpu.busy{', pool.client_write_ops_per_s of ' + pool if pool else ''}; "
                               f"per role: role_cpu_cores, and each distinct role_cpu_limit_cores once, "
                               f"dashed). Rate in Gb/s (10^9 bit/s); a level's line ends with its last "
-                              f"transfer."})
-        timelines += _storage_hosts_figure(rd, cid, g, verdicts, labels.get(cid, cid))
+                              f"transfer." + storage_caption})
     dist_uri = plots.transfer_distributions(q, labels)
     fio_uri = plots.fio_iops(ordered(rd.probe_jobs), labels)
 
@@ -283,6 +299,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "level_rules": sorted({lv.get("text", "") for lv in rd.levels.values()} - {""}),
         "figures": figures, "timelines": timelines, "dist_uri": dist_uri, "fio_uri": fio_uri,
         "findings": rd.findings.fillna("").to_dict("records"),
+        "finding_kinds": markdown.findings(rd.findings.fillna("").to_dict("records"), labels),
         "gaps": rd.gaps.fillna("").to_dict("records"), "failed": failed,
         "lost_rows": [{"table": t, **v} for t, v in sorted((m.get("lost_rows") or {}).items())],
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
@@ -298,6 +315,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "glance": {"context": overview.context(rd), "grid": overview.grid(closing)},
         "gateway_cpu": gateway_cpu_table.section(rd.campaigns),  # core-s/GB per mode and security
         "confirmations": confirmations(rd.run.path, labels),  # xcbench confirm RUN
+        "scaling_input": (rd.run_id, points, ceil),  # the overlay of `report A B`
     }
 
 
@@ -359,23 +377,6 @@ COLUMNS = {
 }
 
 
-def _storage_hosts_figure(rd: RunData, cid: str, g: pd.DataFrame, verdicts: pd.DataFrame,
-                          label: str) -> list[dict[str, Any]]:
-    """The cell's storage hosts (Prometheus) under its timeline, with the EC fan-out measured."""
-    uri = storage_host_panels(rd.samples, cid, float(g["wall"].min()), f"{label}: storage hosts")
-    if not uri:
-        return []
-    v = verdicts[verdicts["cell_id"] == cid]
-    evs = [(float(c), json.loads(e)) for c, e in zip(v["concurrency"], v["evidence"], strict=True)
-           if isinstance(e, str) and e.startswith("{")]
-    fan = fanout_text(evs)
-    return [{"id": f"sh-{cid}", "title": f"{label}: storage hosts", "uri": uri,
-             "caption": f"run {rd.run_id}, cell {cid}: the OSD hosts as the site's Prometheus sees "
-                        "them (samples of sampler prometheus: NIC rx/tx against link speed, disk busy, "
-                        "CPU against cores; the PromQL is in raw/prometheus/" + cid + "/queries.promql)"
-                        + (f"; {fan}." if fan else ".")}]
-
-
 def _columns() -> dict[str, list[dict[str, Any]]]:
     cols = {k: [{"key": c[0], "label": c[1], "num": len(c) > 2} for c in v] for k, v in COLUMNS.items()}
     return {**cols, **readwrite.columns()}
@@ -403,13 +404,20 @@ def _rules() -> tuple[str, list[tuple[str, str]]]:
     return definitions, [(p[0], p[1] if len(p) > 1 else "") for p in pairs]
 
 
-def build_context(runs: list[RunData]) -> dict[str, Any]:
+def build_context(runs: list[RunData], grafana_base: str | None = None,
+                  annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    """``grafana_base``: Grafana's URL for each run's dashboard link; ``annotations``: {run id:
+    file of its levels as Grafana annotations} where written."""
     src = Sources()
     sections = []
     for i, rd in enumerate(runs):
         others = tuple(r for j, r in enumerate(runs) if j != i)
         sections.append(_run_section(rd, src, others))
+        sections[-1]["grafana"] = grafana.link(rd, grafana_base)
+        if sections[-1]["grafana"]:
+            sections[-1]["grafana"]["annotations"] = (annotations or {}).get(rd.run_id)
     comparisons = []
+    over = overlay.section(runs, [s["scaling_input"] for s in sections])
     if len(runs) > 1:
         for rd in runs[1:]:
             comparisons.append({"base": runs[0].run_id, "contender": rd.run_id,
@@ -418,7 +426,7 @@ def build_context(runs: list[RunData]) -> dict[str, Any]:
         "title": "xcbench report — " + ", ".join(r.run_id for r in runs),
         "generated": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "xcbench_version": __version__, "runs": sections, "columns": _columns(),
-        "comparisons": comparisons, "steady_rule": RULE, "rules": _rules()[1],
+        "comparisons": comparisons, "overlay": over, "steady_rule": RULE, "rules": _rules()[1],
         "rule_definitions": _rules()[0],
         "thresholds": {"near": NEAR, "starved": STARVED, "scaling": SCALING},
         "sources": src.items,
@@ -426,13 +434,20 @@ def build_context(runs: list[RunData]) -> dict[str, Any]:
     }
 
 
-def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path | str | None = None) -> Path:
-    """Render the report of ``runs`` to ``out`` (default: <first run>/report.<fmt>)."""
+def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path | str | None = None,
+                  grafana_url: str | None = None) -> Path:
+    """Render the report of ``runs`` to ``out`` (default: <first run>/report.<fmt>). With a
+    Grafana URL (``grafana_url`` or $XCBENCH_GRAFANA_URL) each run links to the dashboard on
+    its time range, and its levels are written beside the report as Grafana annotations."""
     if not runs:
         raise XcbError("report: no run given")
+    base = grafana.base_url(grafana_url)
     data = [r if isinstance(r, RunData) else RunData(r) for r in runs]
-    text = render("report", build_context(data), fmt)
     out = Path(out) if out else data[0].run.path / f"report.{fmt}"
+    notes = grafana.write_all(data, out) if base else {}
+    text = render("report", build_context(data, base, notes), fmt)
+    if fmt == "md":
+        text = markdown.wrap(text)
     return write_report(text, out, fmt)
 
 

@@ -7,6 +7,7 @@ tables, so a plot shows exactly the figures the tables next to it list (and thei
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,19 +54,23 @@ def _trim(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[str, pd.DataFrame],
-                  title: str, cores: float = math.nan, roles: dict | None = None) -> str | None:
+                  title: str, cores: float = math.nan, roles: dict | None = None,
+                  extra: Sequence[Callable[[Any, float], None]] = ()) -> str | None:
     """The PNG data URI of :func:`timeline_figure` (None without a timeline)."""
-    fig = timeline_figure(timeline, steady, telemetry, title, cores, roles)
+    fig = timeline_figure(timeline, steady, telemetry, title, cores, roles, extra)
     return fig_to_data_uri(fig, dpi=110) if fig is not None else None
 
 
 def timeline_figure(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[str, pd.DataFrame],
-                    title: str, cores: float = math.nan, roles: dict | None = None):
+                    title: str, cores: float = math.nan, roles: dict | None = None,
+                    extra: Sequence[Callable[[Any, float], None]] = ()):
     """Rate over the cell's campaigns (Gb/s) with each steady window shaded; telemetry underneath.
     ``telemetry``: {"gateway cores": df(wall, value), "host busy": ..., "pool write op/s": ...}.
     ``roles``: {role: (cpu df, limit df)} (analysis.verdicts.roles.role_series): each role's CPU in its own
     colour (the same in every cell); each distinct limit drawn once, dashed, and labelled once
-    (roles sharing the host's cores share one line); an unknown limit is said in the legend."""
+    (roles sharing the host's cores share one line); an unknown limit is said in the legend.
+    ``extra``: more panels under these on the same time axis, each drawn by ``f(ax, t0)``
+    (analysis.storageplots.panels: the storage hosts as Prometheus saw them)."""
     if timeline.empty:
         return None
     from matplotlib.lines import Line2D
@@ -77,7 +82,8 @@ def timeline_figure(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dic
     # without it (older runs) the gateway's and the host's CPU
     cpu = [] if roles else [(k, telemetry[k]) for k in ("gateway cores", "host busy") if k in panels]
     host = telemetry.get("host busy") if roles and "host busy" in panels else None
-    ratios = [2.0] + [1.1] * bool(cpu) + [1.5] * bool(roles) + [1.0] * ("pool write op/s" in panels)
+    ratios = [2.0] + [1.1] * bool(cpu) + [1.5] * bool(roles) + [1.0] * ("pool write op/s" in panels) \
+        + [1.1] * len(extra)
     fig, axes = new_figure(9.0, 2.0 + 1.25 * (len(ratios) - 1) + 0.5, nrows=len(ratios), sharex=True,
                            squeeze=False, gridspec_kw={"height_ratios": ratios})
     axes = axes[:, 0]
@@ -126,6 +132,11 @@ def timeline_figure(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dic
         a.plot(x, y, color="#4b5563", lw=1)
         a.set_ylabel("pool writes\n(op/s)")
         a.set_ylim(bottom=0)
+        i += 1
+    for j, draw in enumerate(extra):
+        draw(axes[i + j], t0)
+        if j == 0:
+            axes[i].set_title("storage hosts (the site's Prometheus)", fontsize=8.5, loc="left")
     for a in axes:
         a.tick_params(labelsize=8)
         a.yaxis.label.set_size(8.5)

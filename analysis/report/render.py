@@ -32,6 +32,7 @@ from typing import Any
 
 import jinja2
 
+from xcbench.analysis import markdown
 from xcbench.errors import XcbError
 from xcbench.figures.units import GIB, fmt_gib, fmt_num, fmt_pct, fmt_size  # noqa: F401 (filters; GIB public)
 from xcbench.system.templates import render_with
@@ -44,7 +45,9 @@ def md_escape(v: Any) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
-FILTERS = {"num": fmt_num, "gib": fmt_gib, "pct": fmt_pct, "size": fmt_size, "mdcell": md_escape}
+FILTERS = {"num": fmt_num, "gib": fmt_gib, "pct": fmt_pct, "size": fmt_size, "mdcell": md_escape,
+           "mdtable": markdown.table, "mdverdicts": markdown.verdict_table,
+           "mdfindings": markdown.findings_text, "when": markdown.short_time}
 
 
 # --- templates -------------------------------------------------------------------------------

@@ -3,13 +3,14 @@ speed, its OSD disks' busy fraction, its CPU against its cores (the prometheus d
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
-
-PANELS = (("node.nic_rx_bps", "node.nic_tx_bps"), ("node.disk_busy",), ("node.cpu_busy_cores",))
 
 
 def _osd_rows(samples, cid: str, metric: str) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
@@ -21,9 +22,20 @@ def _osd_rows(samples, cid: str, metric: str) -> dict[tuple[str, str], tuple[np.
     return out
 
 
-def storage_host_panels(samples, cid: str, t0: float, title: str) -> str | None:
-    """NIC (use of link speed, or Mb/s when the speed is unknown), disk busy and CPU per OSD
-    host; None when the cell has no prometheus rows of OSD hosts."""
+def _legend(a) -> None:
+    if a.get_legend_handles_labels()[0]:
+        a.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                 borderaxespad=0.0, handlelength=1.6)
+
+
+def panels(samples, cid: str, min_bps: float = 0.0) -> list[Callable[[Any, float], None]]:
+    """The storage-host panels of ``cid`` that have something to show, each a function drawing
+    onto an axis given the time origin: the OSD hosts' NICs, their OSD disks' busy fraction,
+    their CPU against cores. A NIC is drawn when it moved more than ``min_bps`` at some point
+    (the report passes 1 % of the chain's peak rate: a NIC in the chain's path carries its share
+    of the bytes, one outside it only background, 806 B/s of ssh and scrapes recorded on the
+    one-box cluster, whose OSDs talk over loopback); no NIC drawn, no NIC panel.
+    [] when the cell has no prometheus rows of OSD hosts."""
     rx, tx = _osd_rows(samples, cid, "node.nic_rx_bps"), _osd_rows(samples, cid, "node.nic_tx_bps")
     speed = _osd_rows(samples, cid, "node.nic_speed_bps")
     busy = _osd_rows(samples, cid, "node.disk_busy")
@@ -34,39 +46,62 @@ def storage_host_panels(samples, cid: str, t0: float, title: str) -> str | None:
                  for lab in rows["labels"]}
         busy = {k: v for k, v in busy.items() if k in named}
     cpu, cores = _osd_rows(samples, cid, "node.cpu_busy_cores"), _osd_rows(samples, cid, "node.cpu_cores")
-    if not (rx or busy or cpu):
-        return None
-    fig, axes = new_figure(9.5, 4.2, nrows=3, sharex=True, squeeze=False)
-    a_nic, a_disk, a_cpu = axes[:, 0]
-    a_nic.set_title(title, fontsize=10)
-    known = all(k in speed for k in rx)
-    for key in sorted(set(rx) | set(tx)):
-        sp = float(np.nanmean(speed[key][1])) if key in speed else math.nan
-        for series, way in ((rx.get(key), "rx"), (tx.get(key), "tx")):
-            if series is None or not np.isfinite(series[1]).any() or np.nanmax(series[1]) <= 0:
-                continue  # an idle NIC: not drawn
-            y = series[1] / sp * 100 if known and sp > 0 else series[1] * 8 / 1e6
-            a_nic.plot(series[0] - t0, y, lw=1, label=f"{key[0]} {key[1]} {way}")
-    if known and rx:
-        a_nic.axhline(85, color="black", ls=":", lw=1, label="85 % of link speed")
-    a_nic.set_ylabel("NIC (% of link)" if known and rx else "NIC (Mb/s)")
-    for key, (w, v) in sorted(busy.items()):
-        a_disk.plot(w - t0, v * 100, lw=1, label=f"{key[0]} {key[1]}")
-    if busy:
-        a_disk.axhline(85, color="black", ls=":", lw=1)
-    a_disk.set_ylabel("disk busy (%)")
-    for key, (w, v) in sorted(cpu.items()):
-        n = float(np.nanmean(cores[key][1])) if key in cores else math.nan
-        a_cpu.plot(w - t0, v, lw=1, label=f"{key[0]}" + (f" ({n:g} cores)" if math.isfinite(n) else ""))
-        if math.isfinite(n):
-            a_cpu.axhline(n, ls=":", lw=1, color="black")
-    a_cpu.set_ylabel("CPU (cores)")
-    for a in (a_nic, a_disk, a_cpu):
+    nics = [(key, way, series) for key in sorted(set(rx) | set(tx))
+            for series, way in ((rx.get(key), "rx"), (tx.get(key), "tx"))
+            if series is not None and np.isfinite(series[1]).any() and np.nanmax(series[1]) > max(min_bps, 0.0)]
+    known = bool(nics) and all(k in speed for k, _, _ in nics)
+    out: list[Callable[[Any, float], None]] = []
+
+    def nic(a, t0: float) -> None:
+        for key, way, (w, v) in nics:
+            sp = float(np.nanmean(speed[key][1])) if key in speed else math.nan
+            y = v / sp * 100 if known and sp > 0 else v * 8 / 1e6
+            a.plot(w - t0, y, lw=1, label=f"{key[0]} {key[1]} {way}")
+        if known:
+            a.axhline(85, color="black", ls=":", lw=1, label="85 % of link speed")
+        a.set_ylabel("storage NIC\n(% of link)" if known else "storage NIC\n(Mb/s)")
         a.set_ylim(bottom=0)
-        if a.get_legend_handles_labels()[0]:
-            a.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    a_cpu.set_xlabel("time since the cell's first campaign (s)")
-    return fig_to_data_uri(fig, dpi=90)
+        _legend(a)
+
+    def disk(a, t0: float) -> None:
+        for key, (w, v) in sorted(busy.items()):
+            a.plot(w - t0, v * 100, lw=1, label=f"{key[0]} {key[1]}")
+        a.axhline(85, color="black", ls=":", lw=1, label="85 % busy")
+        a.set_ylabel("OSD disk\nbusy (%)")
+        a.set_ylim(0, 105)
+        _legend(a)
+
+    def host_cpu(a, t0: float) -> None:
+        for key, (w, v) in sorted(cpu.items()):
+            n = float(np.nanmean(cores[key][1])) if key in cores else math.nan
+            a.plot(w - t0, v, lw=1, label=f"{key[0]} CPU" + (f" ({n:g} cores)" if math.isfinite(n) else ""))
+            if math.isfinite(n):
+                a.axhline(n, ls=":", lw=1, color="black")
+        a.set_ylabel("storage host\nCPU (cores)")
+        a.set_ylim(bottom=0)
+        _legend(a)
+    if nics:
+        out.append(nic)
+    if busy:
+        out.append(disk)
+    if cpu:
+        out.append(host_cpu)
+    return out
+
+
+def storage_host_panels(samples, cid: str, t0: float, title: str) -> str | None:
+    """The panels of :func:`panels` in a figure of their own (the report draws them under the
+    cell's timeline instead, on its time axis); None when there is none."""
+    draw = panels(samples, cid)
+    if not draw:
+        return None
+    fig, axes = new_figure(9.0, 0.6 + 1.3 * len(draw), nrows=len(draw), sharex=True, squeeze=False)
+    for a, d in zip(axes[:, 0], draw, strict=True):
+        d(a, t0)
+        a.tick_params(labelsize=8)
+    axes[0, 0].set_title(title, fontsize=10)
+    axes[-1, 0].set_xlabel("time since the cell's first campaign (s)")
+    return fig_to_data_uri(fig, dpi=110)
 
 
 def fanout_text(evidences: list[tuple[float, dict]]) -> str:
@@ -79,3 +114,21 @@ def fanout_text(evidences: list[tuple[float, dict]]) -> str:
             parts.append(f"{f:.2f} at {conc:g}" + (f" (RAL's arithmetic {e:.2f})"
                                                    if isinstance(e, (int, float)) and math.isfinite(e) else ""))
     return ("bytes on the OSD hosts' NICs per client byte: " + "; ".join(parts)) if parts else ""
+
+
+def timeline_panels(samples, cid: str, verdicts: Any, peak: float) -> tuple[list, str]:
+    """The cell's storage-host panels (Prometheus) for under its timeline, and their caption
+    with the EC fan-out measured; ([], "") when the run has no such rows. ``peak``: the chain's
+    highest rate (B/s): a NIC that never moved 1 % of it is not in the chain's path."""
+    draw = panels(samples, cid, 0.01 * peak if math.isfinite(peak) else 0.0)
+    if not draw:
+        return [], ""
+    v = verdicts[verdicts["cell_id"] == cid]
+    evs = [(float(c), json.loads(e)) for c, e in zip(v["concurrency"], v["evidence"], strict=True)
+           if isinstance(e, str) and e.startswith("{")]
+    fan = fanout_text(evs)
+    return draw, (" Storage hosts: the OSD hosts as the site's Prometheus sees them (samples of "
+                  "sampler prometheus: NIC rx/tx against link speed, a NIC that never moved 1 % of "
+                  "the chain's peak rate left out as outside its path; OSD disk busy; CPU against "
+                  "cores; the PromQL is in raw/prometheus/"
+                  f"{cid}/queries.promql)" + (f"; {fan}." if fan else "."))

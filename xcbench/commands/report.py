@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xcbench.analysis.report import glance
-from xcbench.analysis.report.document import render_report
-from xcbench.analysis.verdicts.run_data import RunData
+from xcbench.analysis import glance, grafana
+from xcbench.analysis.report import render_report
+from xcbench.analysis.run_data import RunData
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
 
@@ -18,26 +18,34 @@ if TYPE_CHECKING:
 def add_parser(sub):
     p = sub.add_parser("report", help="render a report of one or more runs",
                        description="Render the report of one or more runs: verdicts first, then "
-                       "the evidence, every figure traceable to its rows.")
+                       "the evidence, every figure traceable to its rows. With two runs or more, "
+                       "the runs are overlaid in one throughput-vs-concurrency plot ahead of each "
+                       "run's report.")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directory, run id (or unique prefix) in the store, or 'latest'")
     p.add_argument("--format", choices=("html", "md", "text"), default="html",
-                   help="html: one self-contained file; md: Markdown + a <name>_files/ dir of PNGs; "
-                        "text: the closing table (what capped each level) on stdout")
+                   help="html: one self-contained file (plots inline; prints on one page: the "
+                        "summary); md: Markdown for a ticket (tables and text, no images: the plots are "
+                        "in the HTML report); text: the closing table (what capped each level) on stdout")
     p.add_argument("--json", action="store_true",
                    help="print the closing table of each run as JSON on stdout (writes no file)")
     p.add_argument("--out", type=Path, default=None,
                    help="output file (default: <first run>/report.<format>; text: stdout)")
+    p.add_argument("--grafana-url", default=None, metavar="URL",
+                   help="Grafana's base URL: each run links to docs/grafana/xcbench.json on its time "
+                        "range, and its levels are written beside the report as Grafana annotations "
+                        "(default: $XCBENCH_GRAFANA_URL; nothing is sent to Grafana)")
     p.add_argument("--store", type=Path, default=None,
                    help=f"result store for run ids (default: $XCBENCH_STORE or ./{default_store()})")
     return p
 
 
 def run(args) -> int:
+    grafana.base_url(args.grafana_url)  # a bad URL stops here, before any run is read
     runs: list[Path | str | RunData] = [resolve_run(r, args.store).path for r in args.runs]
     if args.json or args.format == "text":
         return closing(runs, args.json, args.out)
-    out = render_report(runs, args.format, args.out)
+    out = render_report(runs, args.format, args.out, grafana_url=args.grafana_url)
     print(out)
     return 0
 
