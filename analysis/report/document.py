@@ -21,7 +21,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from xcbench import __version__
-from xcbench.analysis import (
+from xcbench.analysis.report import (
     gateway_cpu_table,
     glance,
     grafana,
@@ -33,17 +33,10 @@ from xcbench.analysis import (
     readwrite,
     scaling,
 )
-from xcbench.analysis.attribution import NEAR, SCALING, STARVED, verdicts_of
-from xcbench.analysis.attribution import __doc__ as ATTRIBUTION_DOC
-from xcbench.analysis.compare import compare_data
-from xcbench.analysis.dimensions import section as dims_section
-from xcbench.analysis.directions import access_of
-from xcbench.analysis.render import GIB, fmt_gib, fmt_num, fmt_pct, render, write_report
-from xcbench.analysis.roles import role_series
-from xcbench.analysis.run_data import RunData
-from xcbench.analysis.steady import RULE
-from xcbench.analysis.storageplots import timeline_panels
-from xcbench.analysis.table_cells import (
+from xcbench.analysis.report.dimensions import section as dims_section
+from xcbench.analysis.report.render import render, write_report
+from xcbench.analysis.report.storageplots import timeline_panels
+from xcbench.analysis.report.table_cells import (
     Sources,
     level_end_of,
     load_evidence,

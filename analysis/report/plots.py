@@ -70,7 +70,7 @@ def timeline_figure(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dic
     colour (the same in every cell); each distinct limit drawn once, dashed, and labelled once
     (roles sharing the host's cores share one line); an unknown limit is said in the legend.
     ``extra``: more panels under these on the same time axis, each drawn by ``f(ax, t0)``
-    (analysis.storageplots.panels: the storage hosts as Prometheus saw them)."""
+    (analysis.report.storageplots.panels: the storage hosts as Prometheus saw them)."""
     if timeline.empty:
         return None
     from matplotlib.lines import Line2D

@@ -32,7 +32,7 @@ from typing import Any
 
 import jinja2
 
-from xcbench.analysis import markdown
+from xcbench.analysis.report import markdown
 from xcbench.errors import XcbError
 from xcbench.figures.units import GIB, fmt_gib, fmt_num, fmt_pct, fmt_size  # noqa: F401 (filters; GIB public)
 from xcbench.system.templates import render_with

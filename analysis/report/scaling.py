@@ -18,9 +18,9 @@ from typing import Any, TypeGuard
 import numpy as np
 import pandas as pd
 
-from xcbench.analysis.glance import evidence_of
-from xcbench.analysis.plotlabels import place
-from xcbench.analysis.render import fig_to_data_uri, new_figure
+from xcbench.analysis.report.glance import evidence_of
+from xcbench.analysis.report.plotlabels import place
+from xcbench.analysis.report.render import fig_to_data_uri, new_figure
 
 # one style per kind of ceiling, the same in every panel, labelled once in the figure's legend
 STYLE: dict[str, dict[str, Any]] = {
@@ -97,7 +97,7 @@ def ceilings(verdicts: pd.DataFrame, direction: str = "write") -> dict[str, dict
 
 def decided(verdict: str, ev: dict[str, Any]) -> tuple[float, str] | None:
     """(B/s, what) of the ceiling that decided ``verdict``, in rate terms: the rate over the
-    deciding utilisation (analysis.attribution's figures); None for a verdict no ceiling decided
+    deciding utilisation (analysis.verdicts.attribution's figures); None for a verdict no ceiling decided
     (client concurrency, inconclusive, a storage host seen through Prometheus)."""
     r, u = ev.get("rate"), ev.get("utilisation") or {}
     if not _ok(r) or r <= 0:

@@ -95,5 +95,3 @@ OSD_META = json.loads((DATA / "ceph-osd-metadata-16.2.15.json").read_text())
 
 
 UNAME = ANSWERS["instant"][pq.UNAME]["data"]["result"]
-
-

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from xcbench.analysis import glance, grafana
-from xcbench.analysis.report import render_report
-from xcbench.analysis.run_data import RunData
+from xcbench.analysis.report import glance, grafana
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
 

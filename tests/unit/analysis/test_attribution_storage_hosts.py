@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from tests.support.promserver import ANSWERS, OSD_META, UNAME
+from tests.support.storagehost_samples import _samples
 from xcbench.analysis.verdicts import storagehosts as sh
 from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS
 from xcbench.analysis.verdicts.samples import SampleIndex
@@ -20,11 +21,6 @@ from xcbench.telemetry import promqueries as pq
 WINDOW = [(ANSWERS["start"] + 4, ANSWERS["end"])]
 
 
-def _samples(hosts: pq.HostMap, extra: list[dict] = ()) -> SampleIndex:
-    rows = [r for name in pq.QUERIES for r in pq.rows(name, ANSWERS["range"][name]["data"]["result"], hosts, 0.0)]
-    rows += list(extra)
-    df = pd.DataFrame([{**r, "cell_id": "c", "labels": json.dumps(r["labels"], sort_keys=True)} for r in rows])
-    return SampleIndex(df)
 
 
 def test_recorded_one_box_figures():

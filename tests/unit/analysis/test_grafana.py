@@ -6,28 +6,18 @@ range; the run's levels become annotations; a bad Grafana URL stops the command 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis import glance, grafana
-from xcbench.analysis.report import render_report
-from xcbench.analysis.run_data import RunData
+from tests.support.dashboard import exprs, load
+from tests.support.synthrun import make_run, mixed_cells
+from xcbench.analysis.report import glance, grafana
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.telemetry.promqueries import QUERIES
-
-DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana" / "xcbench.json"
-
-
-def load() -> dict:
-    return json.loads(DASHBOARD.read_text())
-
-
-def exprs(d: dict) -> list[str]:
-    return [t["expr"] for p in d["panels"] for t in p["targets"]]
 
 
 def test_the_dashboard_has_grafanas_structure():

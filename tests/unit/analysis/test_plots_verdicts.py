@@ -10,11 +10,13 @@ import json
 import matplotlib.pyplot as plt
 import pytest
 
-from tests.unit.analysis.test_attribution_storage_hosts import OSD_META, UNAME, _samples, pq
-from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis import plots, scaling, storageplots
-from xcbench.analysis.attribution import verdicts_of
-from xcbench.analysis.run_data import RunData
+from tests.support.promserver import OSD_META, UNAME
+from tests.support.storagehost_samples import _samples
+from tests.support.synthrun import make_run, mixed_cells
+from xcbench.analysis.report import plots, scaling, storageplots
+from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.analysis.verdicts.run_data import RunData
+from xcbench.telemetry import promqueries as pq
 
 
 def test_the_deciding_ceiling_in_rate_terms():
@@ -104,8 +106,8 @@ def test_the_legend_promises_ci_bars_only_when_drawn(tmp_path):
 
 
 def test_every_point_labelled_even_at_a_panels_edge_under_a_quota_label(tmp_path):
-    from tests.unit.analysis.test_plots_layout import _texts
-    from tests.unit.synthrun import role_cells
+    from tests.support.figtext import _texts
+    from tests.support.synthrun import role_cells
     cells = role_cells()
     for c in cells:
         c.files = 16

@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis import markdown
-from xcbench.analysis.report import render_report
-from xcbench.analysis.run_data import RunData
+from tests.support.synthrun import make_run, mixed_cells
+from xcbench.analysis.report import markdown
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.cli import main
 
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis import markdown, scaling
-from xcbench.analysis.attribution import verdicts_of
-from xcbench.analysis.overview import TARGET_BPS
-from xcbench.analysis.report import render_report
-from xcbench.analysis.run_data import RunData
+from tests.support.synthrun import make_run, mixed_cells
+from xcbench.analysis.report import markdown, scaling
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.report.overview import TARGET_BPS
+from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.system import proc
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from tests.unit.analysis.test_grafana import exprs, load
+from tests.support.dashboard import exprs, load
 
 pytestmark = pytest.mark.integration
 # what Grafana substitutes at a 15-s scrape interval: $__rate_interval = max(4 x scrape, ...)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pandas as pd
 
-from xcbench.analysis import scaling
-from xcbench.analysis.overview import TARGET_BPS
-from xcbench.analysis.plots import BACKENDS
+from xcbench.analysis.report import scaling
+from xcbench.analysis.report.overview import TARGET_BPS
+from xcbench.analysis.report.plots import BACKENDS
 
 
 def cells_of(runs: list[Any]) -> pd.DataFrame:

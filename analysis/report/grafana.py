@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from xcbench.analysis import glance
+from xcbench.analysis.report import glance
 from xcbench.errors import XcbError
 
 ENV = "XCBENCH_GRAFANA_URL"
@@ -69,7 +69,7 @@ def link(rd: Any, base: str | None) -> dict[str, Any] | None:
 
 def level_annotations(rd: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One annotation per cell × level (its campaigns' span), its text the closing table's row
-    (``rows``: analysis.glance.rows): "cephfs ... c=4: gateway, 4.55 Gb/s"."""
+    (``rows``: analysis.report.glance.rows): "cephfs ... c=4: gateway, 4.55 Gb/s"."""
     c = rd.campaigns
     if not len(c):
         return []
