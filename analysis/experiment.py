@@ -114,7 +114,8 @@ def judge(kind: str, predicted: float | None, pairs: Sequence[tuple[Rate, Rate]]
                rel_se_seen=seen if math.isfinite(seen) else None,
                prediction_error=(ratio / predicted - 1.0) if predicted else None)
     pct = f"{confidence * 100:.0f} %"
-    pred = f"predicted x{predicted:.2f}" if predicted else "no prediction"
+    pred = (f"predicted x{predicted:.2f}, prediction error {(ratio / predicted - 1) * 100:+.0f} %"
+            if predicted else "no prediction")
     if kind == "relieve":
         if low >= need:
             outcome, why = "confirmed", f"x{ratio:.2f}, at least x{low:.2f} at {pct} >= x{need:.2f} asked"

@@ -20,6 +20,9 @@ from typing import Any
 HALF = 0.5  # host-cpu: every role under one quota at this share of the host
 RELIEF = 2.0  # a doubled limit
 CLUSTER_ROLES = ("osd", "mds", "mon", "mgr")  # the embedded cluster's daemons (one quota with the rest)
+# the verdicts an experiment can exist for (network ones say why not, in one line)
+TESTABLE = ("storage-bandwidth", "storage-iops", "storage-disk", "storage-host-cpu", "gateway",
+            "concurrency", "client", "host-cpu", "ec-overhead", "network", "storage-network")
 
 
 def _num(v: Any) -> float | None:

@@ -28,7 +28,11 @@ def add_parser(sub):
                                    "and changed runs interleaved A-B-B-A.")
     p.add_argument("run", help="the run directory")
     p.add_argument("--cell", help="only this cell's verdicts (id or id prefix)")
+    p.add_argument("--level", type=int, help="only the verdicts at this concurrency level")
     p.add_argument("--verdict", action="append", help="only verdicts of this name (repeatable)")
+    p.add_argument("--test", action="append", metavar="VERDICT",
+                   help="test this limit at the chosen levels instead of the verdict the run named "
+                        "(a borderline verdict's candidates; repeatable)")
     p.add_argument("--pairs", type=int, default=PAIRS,
                    help=f"control/changed pairs per experiment, A-B-B-A (default {PAIRS}, at least 2)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -41,7 +45,7 @@ def add_parser(sub):
 def run(args) -> int:
     if args.pairs < 2:
         raise XcbError(f"confirm: --pairs {args.pairs}: at least 2 (an A-B-B-A experiment)")
-    run_dir, rows, _ = confirm.preflight(args.run, args.cell)  # bad input: exit 2, nothing started
+    run_dir, rows, _ = confirm.preflight(args.run, args.cell, args.level, tuple(args.test or ()))  # bad input: exit 2, nothing started
     labels = {cid: c.label for cid, c in run_dir.cells.items()}
     embedded = bool((run_dir.manifest.get("cluster") or {}).get("embedded"))
     mini = cluster = None
@@ -54,7 +58,8 @@ def run(args) -> int:
             cluster, started = mini.up(log=log)
     try:
         result = confirm.confirm_run(args.run, cluster, cell=args.cell, pairs=args.pairs,
-                                     verdicts=tuple(args.verdict or ()), log=log)
+                                     verdicts=tuple(args.verdict or ()), level=args.level,
+                                     test=tuple(args.test or ()), log=log)
     except Interrupted as e:
         log(f"confirm interrupted; what was measured is in {e}")
         return 130

@@ -35,7 +35,7 @@ from typing import Any
 
 from xcbench.analysis import between_run
 from xcbench.analysis.experiment import PAIRS, judge, schedule
-from xcbench.analysis.experiment_choice import CLUSTER_ROLES, choose
+from xcbench.analysis.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
 from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
@@ -63,7 +63,8 @@ def host_cores() -> float:
     return float(len(os.sched_getaffinity(0)))
 
 
-def preflight(run_path: str | Path, cell: str | None = None) -> tuple[Any, list[dict[str, Any]], str]:
+def preflight(run_path: str | Path, cell: str | None = None, level: int | None = None,
+              test: tuple[str, ...] = ()) -> tuple[Any, list[dict[str, Any]], str]:
     """(the run, its verdict rows to test, its matrix file), or XcbError naming what is wrong:
     before anything starts."""
     path = Path(run_path)
@@ -77,6 +78,12 @@ def preflight(run_path: str | Path, cell: str | None = None) -> tuple[Any, list[
         rows = [r for r in rows if str(r["cell_id"]).startswith(cell)]
         if not rows:
             raise XcbError(f"confirm: {path}: --cell {cell!r}: no verdict of that cell in the run")
+    if level is not None and not any(int(r["concurrency"]) == level for r in rows):
+        raise XcbError(f"confirm: {path}: --level {level}: no verdict at that level"
+                       + (f" of cell {cell!r}" if cell else ""))
+    bad = [t for t in test if t not in TESTABLE]
+    if bad:
+        raise XcbError(f"confirm: --test {bad[0]!r}: not a verdict confirm tests (one of {', '.join(TESTABLE)})")
     mpath = (run.manifest.get("matrix") or {}).get("path")
     if not mpath or not Path(mpath).is_file():
         raise XcbError(f"confirm: {path}: the run's matrix file {mpath!r} is gone: the cells "
@@ -106,10 +113,12 @@ def ceilings(rows: list[dict[str, Any]], cells: dict[str, Any]) -> dict[tuple[in
 
 
 def confirm_run(run_path: str | Path, cluster: Any, *, cell: str | None = None, pairs: int = PAIRS,
-                verdicts: tuple[str, ...] | None = None, log: Log = _stderr) -> dict[str, Any]:
-    """Test each verdict of the run (of ``cell``; of these ``verdicts``); {"run",
+                verdicts: tuple[str, ...] | None = None, level: int | None = None,
+                test: tuple[str, ...] = (), log: Log = _stderr) -> dict[str, Any]:
+    """Test each verdict of the run (of ``cell``, at ``level``; of these ``verdicts``), or the
+    limits ``test`` names there instead (a borderline verdict's candidates); {"run",
     "confirmations": [...], "ok"}; written to <run>/confirmations.json and .parquet."""
-    run, rows, mpath = preflight(run_path, cell)
+    run, rows, mpath = preflight(run_path, cell, level, test)
     matrix = load_matrix(mpath, cluster) if cluster is not None else load_matrix(mpath)
     cells = {c.id: c for c in matrix.cells}
     cores = host_cores()
@@ -121,42 +130,66 @@ def confirm_run(run_path: str | Path, cluster: Any, *, cell: str | None = None, 
     for i, row in enumerate(rows):
         if verdicts and row["verdict"] not in verdicts:
             continue
-        ev = json.loads(row.get("evidence") or "{}")
-        level, direction = int(row["concurrency"]), row.get("direction") or "write"
-        base = {"cell_id": row["cell_id"], "concurrency": level, "direction": direction,
-                "verdict": row["verdict"]}
-        c = cells.get(row["cell_id"])
-        if c is None:
-            exp: dict[str, Any] = {"why": "the cell is not in the run's matrix file any more"}
-        else:
-            exp = choose(row["verdict"], ev, c, level, cores, embedded,
-                         tops.get((level, direction, int(c.file_size))))
-        if "why" not in exp and c is not None and backend_class(c.backend).needs_cluster and cluster is None:
-            exp = {"why": "the cell needs the run's Ceph cluster: give it with -c/--ceph-conf"}
-        label = f"{c.label if c else row['cell_id']} c={level}"
-        if "why" in exp:
-            out.append({**base, "outcome": "not testable here", "why": exp["why"]})
-            log(f"confirm: {label}: {row['verdict']}: not testable here ({exp['why']})")
+        if level is not None and int(row["concurrency"]) != level:
             continue
-        assert c is not None
-        log(f"confirm: {label}: {row['verdict']}: {exp['kind']}: {exp['what']} ({pairs} pairs, A-B-B-A)")
-        got: dict[int, dict[str, Any]] = {}
-        runs = []
-        for pair, arm in schedule(pairs):
-            r = _replay(matrix, cells, c, level, direction, exp[arm],
-                        f"{stamp}-{c.id[:8]}-c{level}-{i}-{pair}{arm}", run.path / "confirm", cluster)
-            got.setdefault(pair, {})[arm] = r["rate"]
-            runs.append({"pair": pair, "arm": arm, "Bps": _clean_num(r["rate"][0]),
-                         "rel_se": _clean_num(r["rate"][1]), "run": r["run"], "role": r["role"]})
-            log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})")
-        res = judge(exp["kind"], exp["predicted"], [(got[p]["control"], got[p]["changed"]) for p in sorted(got)],
-                    between)
-        out.append({**base, "experiment": exp["kind"], "what": exp["what"], **res, "runs": runs})
-        log(f"confirm: {label}: {row['verdict']}: {res['outcome']} ({res['why']})")
+        for j, named in enumerate(test or (row["verdict"],)):
+            out.append(_one(row, named, f"{stamp}-{i}.{j}", cells, matrix, run.path, cluster, pairs,
+                            cores, embedded, between, tops, log))
     result = {"run": str(run.path), "pairs": pairs, "confirmations": [_clean(x) for x in out],
               "ok": not any(x["outcome"] == "refuted" for x in out)}
     write(run.path, result)
     return result
+
+
+def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matrix: Any, run_path: Path,
+         cluster: Any, pairs: int, cores: float, embedded: bool, between: float | None,
+         tops: dict[tuple[int, str, int], float], log: Log) -> dict[str, Any]:
+    """One experiment: the limit ``named`` tested at the row's cell and level."""
+    ev = json.loads(row.get("evidence") or "{}")
+    level, direction = int(row["concurrency"]), row.get("direction") or "write"
+    base = {"cell_id": row["cell_id"], "concurrency": level, "direction": direction, "verdict": named}
+    if named != row["verdict"]:
+        base["run_verdict"] = row["verdict"]
+    c = cells.get(row["cell_id"])
+    if c is None:
+        exp: dict[str, Any] = {"why": "the cell is not in the run's matrix file any more"}
+    else:
+        exp = choose(named, ev, c, level, cores, embedded, tops.get((level, direction, int(c.file_size))))
+    if "why" not in exp and c is not None and backend_class(c.backend).needs_cluster and cluster is None:
+        exp = {"why": "the cell needs the run's Ceph cluster: give it with -c/--ceph-conf"}
+    label = f"{c.label if c else row['cell_id']} c={level}"
+    if "why" in exp:
+        log(f"confirm: {label}: {named}: not testable here ({exp['why']})")
+        return {**base, "outcome": "not testable here", "why": exp["why"]}
+    assert c is not None
+    log(f"confirm: {label}: {named}: {exp['kind']}: {exp['what']} ({pairs} pairs, A-B-B-A)")
+    got: dict[int, dict[str, Any]] = {}
+    runs = []
+    for pair, arm in schedule(pairs):
+        r = _replay(matrix, cells, c, level, direction, exp[arm], f"{tag}-{c.id[:8]}-c{level}-{pair}{arm}",
+                    run_path / "confirm", cluster)
+        got.setdefault(pair, {})[arm] = r["rate"]
+        runs.append({"pair": pair, "arm": arm, "Bps": _clean_num(r["rate"][0]),
+                     "rel_se": _clean_num(r["rate"][1]), "run": r["run"], "role": r["role"]})
+        log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})")
+    res = judge(exp["kind"], exp["predicted"], [(got[p]["control"], got[p]["changed"]) for p in sorted(got)],
+                between)
+    log(f"confirm: {label}: {named}: {res['outcome']} ({res['why']})")
+    return {**base, "experiment": exp["kind"], "what": exp["what"], **res, **arms(runs), "runs": runs}
+
+
+def arms(runs: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Each arm's rate over its runs (geometric mean) and that mean's relative error."""
+    out: dict[str, float | None] = {}
+    for arm in ("control", "changed"):
+        got = [(r["Bps"], r["rel_se"]) for r in runs if r["arm"] == arm and r["Bps"]]
+        if not got:
+            out.update({f"{arm}_Bps": None, f"{arm}_rel_se": None})
+            continue
+        ses = [se for _, se in got if se is not None]
+        out[f"{arm}_Bps"] = math.exp(sum(math.log(b) for b, _ in got) / len(got))
+        out[f"{arm}_rel_se"] = math.sqrt(sum(se * se for se in ses)) / len(ses) if ses else None
+    return out
 
 
 def _clean_num(v: Any) -> float | None:
