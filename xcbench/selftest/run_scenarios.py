@@ -27,7 +27,7 @@ from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import Runner, RunOptions, run_matrix
-from xcbench.selftest import storage_io
+from xcbench.selftest import intervene, storage_io
 from xcbench.selftest.cause import compare
 from xcbench.selftest.scenarios import (
     CELLS,
@@ -324,6 +324,12 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         if s.cap is None:
             for key in cells_of(s, quick):
                 result["checks"] += _judge(s, key, ids[key], sizes.levels, base, failed)
+    half = [s for s in runnable if s.intervene == "half-host"]
+    if half:
+        t0 = time.monotonic()
+        result["runs"]["half-host"] = _half_host(half, result["checks"], base, sizes, quick, cluster,
+                                                 out, workdir, f"selftest-{stamp}-half-host", log)
+        result["seconds"]["half-host"] = round(time.monotonic() - t0, 1)
     riders = _riders(runnable, quick)
     for s in runnable:
         if s.cap is None or s.name in riders:
@@ -480,6 +486,31 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
         checks += _judge(sc, key, cap_ids[key], sizes.levels, got, failed, cap,
                          _uncapped(base, ids[key], sizes.levels))
     return checks, str(run.path)
+
+
+def _half_host(scenarios: list[Scenario], checks: list[Check], base: dict, sizes: Any, quick: bool,
+               cluster: Any, out: Path, workdir: Path, name: str, log: Log) -> str:
+    """The scenarios' cells run again with every role under one quota at half the host; each
+    of their checks then holds only with the rate fallen in proportion (intervene.apply)."""
+    keys = sorted({k for s in scenarios for k in cells_of(s, quick)}, key=list(CELLS).index)
+    doc = matrix_yaml([CELLS[k] for k in keys], sizes, name)
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cap_ids = _cell_ids(load_matrix(path, cluster))
+    embedded = bool(getattr(cluster, "embedded", False))
+    cores, host = intervene.quota(host_cores()), float(host_cores())
+    log(f"selftest: host-cpu by intervention: {intervene.roles(embedded)} under one quota of {cores:g} cores")
+    with CpuGroups(None, run=f"selftest{os.getpid()}-half-host") as groups:
+        cap = Cap(intervene.roles(embedded), {cap_ids[k]: cores for k in keys}, groups,
+                  _mini_pids(cluster) if embedded else None)
+        run, _ = _run(doc, name, cluster, out, workdir, runner=capping_runner(cap))
+    got = _verdicts(run)
+    names = {s.name for s in scenarios}
+    for c in checks:
+        if c.scenario in names and c.cell in cap_ids:
+            capped = (got.get((cap_ids[c.cell], c.level)) or {}).get("evidence")
+            intervene.apply(c, capped, (base.get((c.cell_id, c.level)) or {}).get("evidence"), cores, host)
+    return str(run.path)
 
 
 def _mini_pids(cluster: Any) -> Callable[[], dict[str, list[int]]]:
