@@ -1,4 +1,4 @@
-"""host-cpu proven by intervention, not by the rule's own 85 % line.
+"""host-cpu and ec-overhead proven by intervention, not by the rules' own 85 % line or EC ratio.
 
 The uncapped run's tmpfs cell names host-cpu where the host's cores ran out. That name comes
 from the rule's own busy-cores line; the proof is an intervention: every role the self-test
@@ -9,6 +9,12 @@ falls in proportion: predicted x0.5 of the uncapped level, judged by analysis.ex
 did not need the whole host (a rule that named host-cpu wrongly) keeps its rate under a quota
 of half the host and is refuted. The check is right only when the verdict says host-cpu AND
 the intervention confirms it.
+
+ec-overhead: the EC cell and its replicated twin run again with EC first (the uncapped run
+had the twin first), so the two runs make an A-B-B-A experiment; EC's cost is predicted from
+the raw bytes per logical byte each pool measured (twin / EC), and analysis.experiment judges
+the pairs (tighten: at least half the predicted fall). Confirmed: ec-overhead is right;
+refuted: it must not be named; inconclusive: only a verdict that cannot tell either is right.
 """
 
 from __future__ import annotations
@@ -59,3 +65,45 @@ def apply(check: Any, capped: dict[str, Any] | None, uncapped: dict[str, Any] | 
     check.ok = bool(check.ok and cause["ok"])
     check.note = "; ".join(x for x in (check.note, cause["note"]) if x)
     return check
+
+
+# ec-overhead: the EC cell against its replicated twin, interleaved
+def ec_prediction(ev: dict[str, Any], twin: dict[str, Any] | None) -> float | None:
+    """EC's rate over its twin's where the bytes written are what costs: the raw bytes per
+    logical byte each pool measured (else the pools' nominal ones), twin over EC."""
+    def raw(e: dict[str, Any] | None) -> float | None:
+        for k in ("raw_per_logical", "raw_expected"):
+            v = (e or {}).get(k)
+            if isinstance(v, (int, float)) and math.isfinite(v) and v > 0:
+                return float(v)
+        return None
+    ec, rep = raw(ev), raw(twin)
+    return rep / ec if ec and rep and rep < ec else None
+
+
+def ec_pairs(first: dict[tuple[str, int], dict[str, Any]], second: dict[tuple[str, int], dict[str, Any]],
+             ec_id: str, rep_id: str, level: int) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """(twin, EC) rate pairs at ``level`` from the two runs (twin first in one, EC first in the
+    other: A-B-B-A); evidence dicts keyed (cell id, level)."""
+    out = []
+    for got in (first, second):
+        a, b = got.get((rep_id, level)), got.get((ec_id, level))
+        if a and b:
+            out.append((_rate(a.get("evidence")), _rate(b.get("evidence"))))
+    return out
+
+
+def ec_expect(res: dict[str, Any], ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:
+    """The right verdicts from the interleaved experiment (analysis.experiment.judge, tighten):
+    confirmed: ec-overhead; refuted: anything but ec-overhead; inconclusive: only a verdict that
+    says it cannot tell (inconclusive, or borderline)."""
+    from_rules = ("gateway", "storage-bandwidth", "storage-iops", "client", "network", "host-cpu",
+                  "storage-network", "storage-disk", "storage-host-cpu", "inconclusive", "concurrency")
+    note = f"EC against its twin, interleaved: {res['why']}"
+    if res["outcome"] == "confirmed":
+        return ("ec-overhead",), note + ": EC costs"
+    if res["outcome"] == "refuted":
+        return from_rules, note + ": no EC cost, ec-overhead must not be named"
+    if ev.get("borderline"):
+        return ("ec-overhead", *from_rules), note + ": the experiment cannot tell, nor can the rules (borderline)"
+    return ("inconclusive",), note + ": the experiment cannot tell: no verdict may be sure"

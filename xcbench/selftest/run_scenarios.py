@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from xcbench.analysis.experiment import judge
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
@@ -324,6 +325,12 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         if s.cap is None:
             for key in cells_of(s, quick):
                 result["checks"] += _judge(s, key, ids[key], sizes.levels, base, failed)
+    twins = [s for s in runnable if s.intervene == "ec-twin"]
+    if twins:
+        t0 = time.monotonic()
+        result["runs"]["ec-twin"] = _ec_twin(twins, result["checks"], base, ids, sizes, quick, cluster,
+                                             out, workdir, f"selftest-{stamp}-ec-twin", log)
+        result["seconds"]["ec-twin"] = round(time.monotonic() - t0, 1)
     half = [s for s in runnable if s.intervene == "half-host"]
     if half:
         t0 = time.monotonic()
@@ -510,6 +517,40 @@ def _half_host(scenarios: list[Scenario], checks: list[Check], base: dict, sizes
         if c.scenario in names and c.cell in cap_ids:
             capped = (got.get((cap_ids[c.cell], c.level)) or {}).get("evidence")
             intervene.apply(c, capped, (base.get((c.cell_id, c.level)) or {}).get("evidence"), cores, host)
+    return str(run.path)
+
+
+def _ec_twin(scenarios: list[Scenario], checks: list[Check], base: dict, ids: dict[str, str], sizes: Any,
+             quick: bool, cluster: Any, out: Path, workdir: Path, name: str, log: Log) -> str:
+    """The EC cells and their twins run again, EC first (the uncapped run had the twin first):
+    A-B-B-A; each EC check's right verdicts then come from that experiment (intervene.ec_expect),
+    not from the rule's own EC ratio."""
+    keys = [k for s in scenarios for k in cells_of(s, quick)]
+    order = list(dict.fromkeys([*keys, *(w for k in keys for w in CELLS[k].with_)]))
+    log(f"selftest: EC by intervention: {', '.join(order)} again, EC first")
+    run, matrix = _run(matrix_yaml([CELLS[k] for k in order], sizes, name), name, cluster, out, workdir)
+    again, now = _verdicts(run), _cell_ids(matrix)
+    names = {s.name: s for s in scenarios}
+    for c in checks:
+        s = names.get(c.scenario)
+        if s is None or not CELLS[c.cell].with_:
+            continue
+        twin = CELLS[c.cell].with_[0]
+        ev = (base.get((c.cell_id, c.level)) or {}).get("evidence") or {}
+        pairs = intervene.ec_pairs(base, {(ids[k], lv): v for (cid, lv), v in again.items()
+                                          for k in (c.cell, twin) if now.get(k) == cid},
+                                   c.cell_id, ids[twin], c.level)
+        pred = intervene.ec_prediction(ev, (base.get((ids[twin], c.level)) or {}).get("evidence"))
+        res: dict[str, Any] = judge("tighten", pred, pairs) if pred else \
+            {"outcome": "inconclusive", "why": "no EC cost predicted", "ratio": None, "high": None}
+        c.expected, note = intervene.ec_expect(res, ev)
+        extra_ok, extra_note = s.extra(ev) if s.extra else (True, "")
+        c.ok = c.verdict in c.expected and extra_ok
+        c.note = "; ".join(x for x in (note, extra_note) if x)
+        c.cause = {"role": "pool", "intervention": "EC against its twin, interleaved", "predicted": pred,
+                   "ratio": res.get("ratio"), "outcome": res["outcome"], "ok": c.ok, "note": c.note,
+                   "slowdown": 1 / res["ratio"] if res.get("ratio") else None,
+                   "slowdown_low": 1 / res["high"] if res.get("high") else None, "at_quota": True}
     return str(run.path)
 
 

@@ -43,3 +43,27 @@ def test_no_rate_under_the_quota_is_no_proof():
 
 def test_the_host_cpu_scenario_asks_for_the_intervention():
     assert SCENARIOS["host-cpu"].intervene == "half-host"
+
+
+def test_the_ec_cost_is_predicted_from_raw_bytes_not_the_rules_ratio():
+    assert intervene.ec_prediction({"raw_per_logical": 1.5, "ec_ratio": 0.99}, {"raw_per_logical": 1.0}) \
+        == 1 / 1.5
+    assert intervene.ec_prediction({"raw_expected": 1.5}, {"raw_expected": 1.0}) == 1 / 1.5
+    assert intervene.ec_prediction({"raw_per_logical": 1.0}, {"raw_per_logical": 1.0}) is None
+
+
+def test_ec_pairs_take_the_twin_and_the_ec_cell_from_both_runs():
+    ev = {("rep", 4): {"evidence": {"rate": 100.0, "rate_rel_se": 0.02}},
+          ("ec", 4): {"evidence": {"rate": 60.0, "rate_rel_se": 0.02}}}
+    pairs = intervene.ec_pairs(ev, ev, "ec", "rep", 4)
+    assert pairs == [((100.0, 0.02), (60.0, 0.02))] * 2
+    assert intervene.ec_pairs(ev, {}, "ec", "rep", 8) == []
+
+
+def test_the_right_ec_verdicts_follow_the_interleaved_experiment():
+    assert intervene.ec_expect({"outcome": "confirmed", "why": "x"}, {})[0] == ("ec-overhead",)
+    refuted = intervene.ec_expect({"outcome": "refuted", "why": "x"}, {})[0]
+    assert "ec-overhead" not in refuted and "host-cpu" in refuted
+    assert intervene.ec_expect({"outcome": "inconclusive", "why": "x"}, {})[0] == ("inconclusive",)
+    assert "ec-overhead" in intervene.ec_expect({"outcome": "inconclusive", "why": "x"}, {"borderline": True})[0]
+    assert SCENARIOS["ec-uncapped"].intervene == "ec-twin"
