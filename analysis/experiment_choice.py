@@ -76,7 +76,7 @@ def choose(verdict: str, ev: dict[str, Any], cell: Any, level: int, host_cores: 
                 "what": f"twice the driver's CPU: its quota {q:g} -> {new:g} cores",
                 "control": {"cap": ("client", q)}, "changed": {"cap": ("client", new)}}
     if verdict == "host-cpu":
-        names = ["gateway", "client"] + (list(CLUSTER_ROLES) if embedded else [])
+        names = ["gateway", "client", "mount"] + (list(CLUSTER_ROLES) if embedded else [])
         quota = round(HALF * host_cores, 3)
         return {"kind": "tighten", "predicted": HALF,
                 "what": f"every role xcbench started ({', '.join(names)}) under one CPU quota of "

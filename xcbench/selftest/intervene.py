@@ -2,7 +2,7 @@
 
 The uncapped run's tmpfs cell names host-cpu where the host's cores ran out. That name comes
 from the rule's own busy-cores line; the proof is an intervention: every role the self-test
-started (gateway, the driver, and the embedded cluster's daemons) put under ONE CPU quota at
+started (gateway, the driver, its ceph-fuse mount, the embedded cluster's daemons) put under ONE CPU quota at
 half the host's cores, the same cells run again. If the host's CPU was the limit, the rate
 falls in proportion: predicted x0.5 of the uncapped level, judged by analysis.experiment
 (tighten: at least half the predicted fall, beyond both levels' noise). A level whose roles
@@ -28,7 +28,7 @@ from xcbench.analysis.experiment_choice import CLUSTER_ROLES, HALF
 
 def roles(embedded: bool) -> str:
     """The shared quota's roles, joined as the capping runner takes them."""
-    return "+".join(["gateway", "client", *(CLUSTER_ROLES if embedded else ())])
+    return "+".join(["gateway", "client", "mount", *(CLUSTER_ROLES if embedded else ())])
 
 
 def quota(host_cores: float) -> float:

@@ -46,6 +46,7 @@ from xcbench.selftest.scenarios import (
 from xcbench.system.blkio import IoGroups
 from xcbench.system.cgroups import CpuGroups, detect, sweep_stale
 from xcbench.system.sizes import parse_size
+from xcbench.telemetry.role_processes import fuse_pids
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"
@@ -82,10 +83,10 @@ class CappingRunner(Runner):
     def _telemetry(self, cell, target, gateway, listener):
         cores = self.cap.cores.get(cell.id)
         if cores is not None:
-            self._apply(cell.id, cores, gateway)
+            self._apply(cell.id, cores, gateway, target)
         return super()._telemetry(cell, target, gateway, listener)
 
-    def _apply(self, cell_id: str, cores: float, gateway: Any) -> None:
+    def _apply(self, cell_id: str, cores: float, gateway: Any, target: Any = None) -> None:
         role = self.cap.role
         pids = []
         for r in role.split("+"):  # "gateway+client": both roles in one group (a shared quota)
@@ -93,6 +94,10 @@ class CappingRunner(Runner):
                 pids += list(gateway.pids)
             elif r == "client":
                 pids += [os.getpid()]  # every thread: the campaign's clients, telemetry
+            elif r == "mount":  # the gateway's ceph-fuse, where the cell has one
+                info = getattr(target, "info", None) or {}
+                if info.get("mount") == "fuse" and info.get("mountpoint"):
+                    pids += fuse_pids(info["mountpoint"], getattr(self.cluster, "state_dir", None))()
             else:  # osd
                 pids += (self.cap.cluster_pids() if self.cap.cluster_pids else {}).get(r, [])
         if not pids:

@@ -60,8 +60,8 @@ def test_a_client_quota_is_doubled_and_a_driver_with_every_core_says_why():
 def test_host_cpu_puts_every_role_under_one_quota_at_half_the_host():
     e = choose("host-cpu", {}, _cell("tmpfs"), 4, 2.0, True)
     assert e["kind"] == "tighten" and e["predicted"] == 0.5
-    assert e["changed"] == {"cap": ("gateway+client+osd+mds+mon+mgr", 1.0)}
-    assert choose("host-cpu", {}, _cell("tmpfs"), 4, 4.0, False)["changed"] == {"cap": ("gateway+client", 2.0)}
+    assert e["changed"] == {"cap": ("gateway+client+mount+osd+mds+mon+mgr", 1.0)}
+    assert choose("host-cpu", {}, _cell("tmpfs"), 4, 4.0, False)["changed"] == {"cap": ("gateway+client+mount", 2.0)}
 
 
 def test_ec_overhead_replays_the_twin_as_its_control():

@@ -12,8 +12,8 @@ def _check(verdict: str = "host-cpu") -> Check:
 
 
 def test_the_quota_takes_every_role_and_half_the_host():
-    assert intervene.roles(False) == "gateway+client"
-    assert intervene.roles(True) == "gateway+client+osd+mds+mon+mgr"
+    assert intervene.roles(False) == "gateway+client+mount"
+    assert intervene.roles(True) == "gateway+client+mount+osd+mds+mon+mgr"
     assert intervene.quota(2) == 1.0 and intervene.quota(3) == 1.5
 
 
