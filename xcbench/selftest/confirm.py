@@ -33,6 +33,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from xcbench.analysis import between_run
 from xcbench.analysis.experiment import PAIRS, judge, schedule
 from xcbench.analysis.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
@@ -84,11 +86,17 @@ def preflight(run_path: str | Path, cell: str | None = None, level: int | None =
     bad = [t for t in test if t not in TESTABLE]
     if bad:
         raise XcbError(f"confirm: --test {bad[0]!r}: not a verdict confirm tests (one of {', '.join(TESTABLE)})")
-    mpath = (run.manifest.get("matrix") or {}).get("path")
-    if not mpath or not Path(mpath).is_file():
-        raise XcbError(f"confirm: {path}: the run's matrix file {mpath!r} is gone: the cells "
-                       "cannot be replayed")
-    return run, rows, str(mpath)
+    mat = run.manifest.get("matrix") or {}
+    mpath = mat.get("path")
+    if mpath and Path(mpath).is_file():
+        return run, rows, str(mpath)
+    if isinstance(mat.get("raw"), dict):  # the matrix as the run read it (its file moved, or another cwd)
+        kept = path / "confirm" / "matrix.yaml"
+        kept.parent.mkdir(exist_ok=True)
+        kept.write_text(yaml.safe_dump(mat["raw"], sort_keys=False))
+        return run, rows, str(kept)
+    raise XcbError(f"confirm: {path}: the run's matrix file {mpath!r} is gone and the manifest "
+                   "holds no copy: the cells cannot be replayed")
 
 
 def needs_cluster(run: Any, rows: list[dict[str, Any]]) -> bool:

@@ -110,3 +110,23 @@ def test_bad_input_exits_2_before_anything_starts(tmp_path, capsys):
     assert "no verdicts" in capsys.readouterr().err and not (tmp_path / "c").exists()
     assert main(["confirm", str(run), "--pairs", "1"]) == 2
     assert "at least 2" in capsys.readouterr().err
+
+
+def test_a_run_whose_matrix_file_moved_is_replayed_from_the_manifests_copy(tmp_path):
+    import pandas as pd
+
+    from tests.unit.synthrun import make_run, mixed_cells
+    from xcbench.selftest.confirm import preflight
+    path, _ = make_run(tmp_path / "r", mixed_cells()[:1])
+    m = json.loads((path / "manifest.json").read_text())
+    pd.DataFrame([{"cell_id": next(iter(m["cells"])), "concurrency": 2, "direction": "write",
+                   "verdict": "gateway", "reason": "x", "evidence": "{}"}]).to_parquet(path / "verdicts.parquet")
+    raw = {"name": "moved", "defaults": {"concurrency": [2]}, "backends": {"tmpfs": {"size": ["1G"]}}}
+    m["matrix"] = {"name": "moved", "path": str(tmp_path / "gone.yaml"), "raw": raw}
+    (path / "manifest.json").write_text(json.dumps(m))
+    _, _, kept = preflight(path)
+    assert kept == str(path / "confirm" / "matrix.yaml") and "tmpfs" in open(kept).read()
+    m["matrix"].pop("raw")
+    (path / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(Exception, match="gone and the manifest holds no copy"):
+        preflight(path)
