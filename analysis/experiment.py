@@ -122,7 +122,7 @@ def judge(kind: str, predicted: float | None, pairs: Sequence[tuple[Rate, Rate]]
         elif high < need:
             outcome, why = "refuted", f"x{ratio:.2f}, at most x{high:.2f} at {pct} < x{need:.2f} asked"
         else:
-            outcome, why = "inconclusive", (f"x{ratio:.2f}, x{low:.2f}..x{high:.2f} at {pct} "
+            outcome, why = "inconclusive", (f"x{ratio:.2f}, bounds x{low:.2f} and x{high:.2f} at {pct} one-sided "
                                             f"straddles the x{need:.2f} asked")
     else:
         if high <= need:
@@ -130,7 +130,7 @@ def judge(kind: str, predicted: float | None, pairs: Sequence[tuple[Rate, Rate]]
         elif low > need:
             outcome, why = "refuted", f"x{ratio:.2f}, at least x{low:.2f} at {pct} > x{need:.2f} asked"
         else:
-            outcome, why = "inconclusive", (f"x{ratio:.2f}, x{low:.2f}..x{high:.2f} at {pct} "
+            outcome, why = "inconclusive", (f"x{ratio:.2f}, bounds x{low:.2f} and x{high:.2f} at {pct} one-sided "
                                             f"straddles the x{need:.2f} asked")
     out.update(outcome=outcome, why=f"{why} ({pred}; {n} pairs, noise ±{se * 100:.1f} %)")
     return out

@@ -279,9 +279,13 @@ def text(result: dict[str, Any], labels: dict[str, str] | None = None) -> str:
             continue
         err = x.get("prediction_error")
         lines.append(f"    {x['experiment']}: {x['what']}")
+        se = x.get("rel_se")
         lines.append(f"    predicted {_x(x.get('predicted'))}, measured {_x(x.get('ratio'))}"
                      + (f" (prediction error {err * 100:+.0f} %)" if isinstance(err, (int, float)) else "")
-                     + f", asked {_x(x.get('minimum'))}: {x.get('why')}")
+                     + f", asked {_x(x.get('minimum'))}; "
+                     + (f"one-sided {x['confidence'] * 100:.0f} % bounds {_x(x.get('low'))} and {_x(x.get('high'))}, noise "
+                        f"±{se * 100:.1f} % over {x.get('pairs')} pairs" if isinstance(se, (int, float))
+                        else str(x.get("why"))))
         lines.append("    runs: " + ", ".join(f"{r['arm'][:2]} {_mb(r['Bps'])}" for r in x.get("runs") or ()))
     n = {o: sum(x["outcome"] == o for x in result["confirmations"]) for o in OUTCOMES}
     lines += ["", ", ".join(f"{v} {k}" for k, v in n.items()) + f"; written to {result['run']}/"
