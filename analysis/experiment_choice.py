@@ -77,10 +77,17 @@ def choose(verdict: str, ev: dict[str, Any], cell: Any, level: int, host_cores: 
                 "control": {"cap": ("client", q)}, "changed": {"cap": ("client", new)}}
     if verdict == "host-cpu":
         names = ["gateway", "client", "mount"] + (list(CLUSTER_ROLES) if embedded else [])
-        quota = round(HALF * host_cores, 3)
+        # half of what the roles had: the host's cores, or less where other processes took
+        # part of them (a quota at half the host would then not bind at all)
+        cpus = [_num((roles.get(r) or {}).get("cpu")) for r in names if r in roles]
+        used = sum(x for x in cpus if x is not None)
+        had = min(host_cores, used) if used > 0 else host_cores
+        quota = round(HALF * had, 3)
+        of = (f"half the host's {host_cores:g}" if had == host_cores else
+              f"half the {had:.2f} the roles used of the host's {host_cores:g} (other processes held the rest)")
         return {"kind": "tighten", "predicted": HALF,
                 "what": f"every role xcbench started ({', '.join(names)}) under one CPU quota of "
-                        f"{quota:g} cores, half the host's {host_cores:g}",
+                        f"{quota:g} cores, {of}",
                 "control": {}, "changed": {"cap": ("+".join(names), quota)}}
     if verdict == "ec-overhead":
         twin = ev.get("rep_cell")

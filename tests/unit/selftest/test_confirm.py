@@ -62,6 +62,12 @@ def test_host_cpu_puts_every_role_under_one_quota_at_half_the_host():
     assert e["kind"] == "tighten" and e["predicted"] == 0.5
     assert e["changed"] == {"cap": ("gateway+client+mount+osd+mds+mon+mgr", 1.0)}
     assert choose("host-cpu", {}, _cell("tmpfs"), 4, 4.0, False)["changed"] == {"cap": ("gateway+client+mount", 2.0)}
+    # other processes held part of the host: half of what the roles had, else the quota would not bind
+    busy = {"roles": {"gateway": {"cpu": 0.3}, "client": {"cpu": 0.2}, "osd": {"cpu": 0.6}, "probe": {"cpu": 1.0}}}
+    e = choose("host-cpu", busy, _cell("tmpfs"), 4, 2.0, True)
+    assert e["changed"]["cap"][1] == 0.55 and e["predicted"] == 0.5 and "other processes" in e["what"]
+    full = {"roles": {"gateway": {"cpu": 1.2}, "client": {"cpu": 0.5}, "osd": {"cpu": 0.6}}}
+    assert choose("host-cpu", full, _cell("tmpfs"), 4, 2.0, True)["changed"]["cap"][1] == 1.0
 
 
 def test_ec_overhead_replays_the_twin_as_its_control():
