@@ -3,7 +3,8 @@
 The uncapped run's tmpfs cell names host-cpu where the host's cores ran out. That name comes
 from the rule's own busy-cores line; the proof is an intervention: every role the self-test
 started (gateway, the driver, its ceph-fuse mount, the embedded cluster's daemons) put under ONE CPU quota at
-half the host's cores, the same cells run again. If the host's CPU was the limit, the rate
+half of what they had (the host's cores; less where other processes held part of the host, as
+on a shared box: a quota at half the host then does not bind), the same cells run again. If the host's CPU was the limit, the rate
 falls in proportion: predicted x0.5 of the uncapped level, judged by analysis.experiment
 (tighten: at least half the predicted fall, beyond both levels' noise). A level whose roles
 did not need the whole host (a rule that named host-cpu wrongly) keeps its rate under a quota
@@ -31,8 +32,23 @@ def roles(embedded: bool) -> str:
     return "+".join(["gateway", "client", "mount", *(CLUSTER_ROLES if embedded else ())])
 
 
-def quota(host_cores: float) -> float:
-    return round(HALF * host_cores, 3)
+def quota(host_cores: float, used: float | None = None) -> float:
+    """Half of what the roles had: the host's cores, or what they used where other processes
+    held part of the host (a quota at half the host would then not bind)."""
+    had = min(host_cores, used) if used is not None and used > 0 else host_cores
+    return round(HALF * had, 3)
+
+
+def used(evs: list[dict[str, Any] | None], names: str) -> float | None:
+    """The least, over levels, of the CPU (cores) the roles ``names`` ("a+b") used together."""
+    sums = []
+    for ev in evs:
+        rs = (ev or {}).get("roles") or {}
+        xs = [(rs.get(r) or {}).get("cpu") for r in names.split("+") if r in rs]
+        ok = [float(x) for x in xs if isinstance(x, (int, float)) and math.isfinite(x)]
+        if ok:
+            sums.append(sum(ok))
+    return min(sums) if sums else None
 
 
 def _rate(ev: dict[str, Any] | None) -> tuple[float, float]:

@@ -339,7 +339,7 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
     half = [s for s in runnable if s.intervene == "half-host"]
     if half:
         t0 = time.monotonic()
-        result["runs"]["half-host"] = _half_host(half, result["checks"], base, sizes, quick, cluster,
+        result["runs"]["half-host"] = _half_host(half, result["checks"], base, ids, sizes, quick, cluster,
                                                  out, workdir, f"selftest-{stamp}-half-host", log)
         result["seconds"]["half-host"] = round(time.monotonic() - t0, 1)
     riders = _riders(runnable, quick)
@@ -500,7 +500,8 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
     return checks, str(run.path)
 
 
-def _half_host(scenarios: list[Scenario], checks: list[Check], base: dict, sizes: Any, quick: bool,
+def _half_host(scenarios: list[Scenario], checks: list[Check], base: dict, ids: dict[str, str],
+               sizes: Any, quick: bool,
                cluster: Any, out: Path, workdir: Path, name: str, log: Log) -> str:
     """The scenarios' cells run again with every role under one quota at half the host; each
     of their checks then holds only with the rate fallen in proportion (intervene.apply)."""
@@ -510,18 +511,22 @@ def _half_host(scenarios: list[Scenario], checks: list[Check], base: dict, sizes
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     cap_ids = _cell_ids(load_matrix(path, cluster))
     embedded = bool(getattr(cluster, "embedded", False))
-    cores, host = intervene.quota(host_cores()), float(host_cores())
-    log(f"selftest: host-cpu by intervention: {intervene.roles(embedded)} under one quota of {cores:g} cores")
+    names, host = intervene.roles(embedded), float(host_cores())
+    by_key = {k: intervene.quota(host, intervene.used([(base.get((ids[k], lv)) or {}).get("evidence")
+                                                      for lv in sizes.levels], names)) for k in keys}
+    log(f"selftest: host-cpu by intervention: {names} under one quota of "
+        + ", ".join(f"{k} {c:g}" for k, c in by_key.items()) + " cores")
     with CpuGroups(None, run=f"selftest{os.getpid()}-half-host") as groups:
-        cap = Cap(intervene.roles(embedded), {cap_ids[k]: cores for k in keys}, groups,
+        cap = Cap(names, {cap_ids[k]: c for k, c in by_key.items()}, groups,
                   _mini_pids(cluster) if embedded else None)
         run, _ = _run(doc, name, cluster, out, workdir, runner=capping_runner(cap))
     got = _verdicts(run)
-    names = {s.name for s in scenarios}
+    scen = {s.name for s in scenarios}
     for c in checks:
-        if c.scenario in names and c.cell in cap_ids:
+        if c.scenario in scen and c.cell in cap_ids:
             capped = (got.get((cap_ids[c.cell], c.level)) or {}).get("evidence")
-            intervene.apply(c, capped, (base.get((c.cell_id, c.level)) or {}).get("evidence"), cores, host)
+            intervene.apply(c, capped, (base.get((c.cell_id, c.level)) or {}).get("evidence"),
+                            by_key[c.cell], host)
     return str(run.path)
 
 

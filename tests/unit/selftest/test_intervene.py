@@ -67,3 +67,13 @@ def test_the_right_ec_verdicts_follow_the_interleaved_experiment():
     assert intervene.ec_expect({"outcome": "inconclusive", "why": "x"}, {})[0] == ("inconclusive",)
     assert "ec-overhead" in intervene.ec_expect({"outcome": "inconclusive", "why": "x"}, {"borderline": True})[0]
     assert SCENARIOS["ec-uncapped"].intervene == "ec-twin"
+
+
+def test_the_quota_is_half_of_what_the_roles_had():
+    assert intervene.quota(2.0, None) == 1.0
+    assert intervene.quota(2.0, 3.0) == 1.0  # never above the host
+    assert intervene.quota(2.0, 1.1) == 0.55  # others held the rest of the host
+    evs = [{"roles": {"gateway": {"cpu": 0.8}, "client": {"cpu": 0.3}, "probe": {"cpu": 1.0}}},
+           {"roles": {"gateway": {"cpu": 0.9}, "client": {"cpu": 0.3}}}, None]
+    assert abs((intervene.used(evs, "gateway+client+mount") or 0) - 1.1) < 1e-9
+    assert intervene.used([None, {}], "gateway") is None
