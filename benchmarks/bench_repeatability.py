@@ -5,7 +5,9 @@
 Starts the embedded cluster (or uses the one running in --state-dir), runs the matrix twice
 (same cluster, same software), and prints per (cell, level): the two steady rates, their
 relative difference |b - a| / mean(a, b), the two verdicts, and whether the cell fingerprints
-are equal; then the share of (cell, level) verdicts that agree (target >= 95 %) and the median
+are equal; then three numbers apart: exact agreement (a verdict equal to a co-limit the other
+run names counts), agreement through a borderline candidate, and contradictions; the share of
+(cell, level) verdicts that agree either way (target >= 95 %) and the median
 and worst relative rate difference (target median <= 10 %). Ratios are printed, never asserted:
 this 2-core machine is shared, and what else runs moves the rates.
 
@@ -101,11 +103,22 @@ def run_on_fresh_clusters(matrix_path: Path, work: Path, repeats: int | None = N
     return runs, seconds
 
 
-def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
+def co_limits(ev: dict) -> set:
+    """The co-limits a verdict names beside its own (evidence ``co_limits``: names, or
+    {"verdict": name} entries); none where the run's evidence has no such field."""
+    out = set()
+    for x in ev.get("co_limits") or ():
+        name = x.get("verdict") if isinstance(x, dict) else x
+        if isinstance(name, str):
+            out.add(name)
+    return out
+
+
+def causes_of(rd) -> dict[tuple, tuple[set, bool, set]]:
     """{(cell_id, concurrency, direction): (the causes the verdict names: its own and its
-    borderline candidates', whether it is borderline)} (analysis.verdicts.borderline)."""
-    from xcbench.analysis.verdicts.attribution import verdicts_of
-    from xcbench.analysis.verdicts.borderline import causes
+    borderline candidates', whether it is borderline, its co-limits)} (analysis.borderline)."""
+    from xcbench.analysis.attribution import verdicts_of
+    from xcbench.analysis.borderline import causes
     out = {}
     for r in verdicts_of(rd).to_dict("records"):
         try:
@@ -114,7 +127,7 @@ def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
             ev = {}
         d = r.get("direction") or "write"
         key = (r["cell_id"], float(r["concurrency"]), d if d == d else "write")
-        out[key] = (causes(r["verdict"], ev), bool(ev.get("borderline")))
+        out[key] = (causes(r["verdict"], ev), bool(ev.get("borderline")), co_limits(ev))
     return out
 
 
@@ -150,13 +163,15 @@ def level_diffs(a, b) -> dict[str, list[float]]:
     return diffs
 
 
-def judge(va: str, vb: str, ca: set, cb: set) -> str:
-    """agree: the same verdict; borderline: different verdicts, but one names the other's
+def judge(va: str, vb: str, ca: set, cb: set, la: frozenset | set = frozenset(),
+          lb: frozenset | set = frozenset()) -> str:
+    """agree (exact): the same verdict, or one run's verdict is a co-limit the other names
+    (``la``, ``lb``: both runs saw both limits, the rules' order picked one); borderline: different verdicts, but one names the other's
     verdict as its borderline candidate (inconclusive too: "on its other side the verdict
     would be inconclusive"), or both name one cause: a figure within its noise of a threshold
     fell on either side (counted as agreeing); inconclusive: a cause named plainly against
     inconclusive; contradiction: two different causes named, neither as a candidate."""
-    if va == vb:
+    if va == vb or va in lb or vb in la:
         return "agree"
     if va in cb or vb in ca or (ca & cb) - {"inconclusive"}:
         return "borderline"
@@ -178,11 +193,12 @@ def summarise(a, b) -> dict:
         if d == d:
             diffs.append(d)
         key = (r["cell_id"], float(r["concurrency"]), r["direction"])
-        (ca, ba), (cb, bb) = ca_all.get(key, (set(), False)), cb_all.get(key, (set(), False))
+        (ca, ba, la), (cb, bb, lb) = (ca_all.get(key, (set(), False, set())),
+                                      cb_all.get(key, (set(), False, set())))
         kind = ""
         if r["base_verdict"] and r["contender_verdict"]:
             judged += 1
-            kind = judge(r["base_verdict"], r["contender_verdict"], ca, cb)
+            kind = judge(r["base_verdict"], r["contender_verdict"], ca, cb, la, lb)
             kinds[kind] += 1
             n_borderline += ba or bb
         mark = {"agree": "==", "borderline": "~~", "inconclusive": "!=", "contradiction": "XX"}.get(kind, "  ")
@@ -193,6 +209,7 @@ def summarise(a, b) -> dict:
                      f"{'changed: ' + ', '.join(r['config_fields']) if r['config_changed'] else 'equal'}")
     agree = kinds["agree"] + kinds["borderline"]
     return {"rows": len(rows), "lines": lines, "agree": agree, "judged": judged, "kinds": kinds,
+            "exact": kinds["agree"], "exact_share": kinds["agree"] / judged if judged else float("nan"),
             "borderline": n_borderline,
             "agree_share": agree / judged if judged else float("nan"),
             "median_diff": statistics.median(diffs) if diffs else float("nan"),
@@ -265,6 +282,10 @@ def report(s: dict, a, b, what: str, load, args) -> None:
     print("  (* borderline: a figure within its own noise of a rule's threshold; == same verdict, "
           "~~ one names the other's verdict as its borderline candidate (agrees), != a cause vs "
           "inconclusive, XX contradiction)")
+    k, n = s["kinds"], s["judged"]
+    print(f"three numbers, apart: exact agreement {k['agree']}/{n} (a co-limit the other names counts), "
+          f"agreement through a borderline candidate {k['borderline']}/{n}, contradictions "
+          f"{k['contradiction']}/{n}; a cause named against inconclusive {k['inconclusive']}/{n}")
     print(f"verdicts agree: {s['agree']}/{s['judged']} = {s['agree_share'] * 100:.0f} % "
           f"(a borderline verdict agrees with the cause it names; target >= {TARGET_AGREE * 100:.0f} %, "
           f"ratio to target {s['agree_share'] / TARGET_AGREE:.2f})")

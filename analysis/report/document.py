@@ -305,7 +305,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "readwrite": readwrite.section(points, vmap, labels, cells, src,
                                        {c: access_of(rd.campaigns, c) for c in cells.index}),
         "reads": reads,
-        "glance": {"context": overview.context(rd), "grid": overview.grid(closing)},
+        "glance": {"context": {**overview.context(rd), **({} if glance.fit_for_sizing(rd, closing)
+                                                          else {"calibrate": None})},
+                   "grid": overview.grid(closing), "settle": glance.settle(rd, closing)},
         "gateway_cpu": gateway_cpu_table.section(rd.campaigns),  # core-s/GB per mode and security
         "confirmations": confirmations(rd.run.path, labels),  # xcbench confirm RUN
         "scaling_input": (rd.run_id, points, ceil),  # the overlay of `report A B`

@@ -15,9 +15,10 @@ import json
 import math
 from typing import Any, TypeGuard
 
-from xcbench.analysis.report.plots import BACKENDS
-from xcbench.analysis.verdicts.attribution import verdicts_of
-from xcbench.figures.units import fmt_num
+from xcbench.analysis import experiment_next
+from xcbench.analysis.attribution import verdicts_of
+from xcbench.analysis.plots import BACKENDS
+from xcbench.analysis.render import fmt_num
 
 GIB = float(1 << 30)
 WIDTH = 72  # a short reason fits one terminal line beside the rate and the verdict
@@ -207,7 +208,17 @@ def counts(table: list[dict[str, Any]]) -> dict[str, int]:
 def as_json(rd: Any, table: list[dict[str, Any]]) -> dict[str, Any]:
     """The closing table as data (``--json``): the run, its points and the verdict counts."""
     return {"run": rd.run_id, "path": str(rd.run.path), "unit": "rate_gbps: 1e9 bit/s",
-            "points": table, "verdict_counts": counts(table)}
+            "points": table, "verdict_counts": counts(table), "settle": settle(rd, table),
+            "fit_for_sizing": fit_for_sizing(rd, table)}
+
+
+def settle(rd: Any, rows_: list[dict[str, Any]]) -> list[str]:
+    """Per inconclusive or borderline level, the experiment that would settle it."""
+    return experiment_next.settle(rows_, str(rd.run.path), experiment_next.one_box(rd.manifest))
+
+
+def fit_for_sizing(rd: Any, rows_: list[dict[str, Any]]) -> bool:
+    return experiment_next.fit_for_sizing(rows_, experiment_next.one_box(rd.manifest))
 
 
 STYLE = {"gateway": "magenta", "storage-bandwidth": "yellow", "storage-iops": "dark_orange",
@@ -258,6 +269,11 @@ def print_table(rd: Any, rows_: list[dict[str, Any]], console=None) -> None:
     console = console or Console(width=None if _is_tty() else 160, highlight=False)
     console.print(table(rd, rows_))
     console.print(f"verdicts: {counts_line(rows_)}", highlight=False)
+    lines = settle(rd, rows_)
+    if lines:
+        console.print("what would settle each inconclusive or borderline level:", highlight=False)
+        for x in lines:
+            console.print(f"  {x}", highlight=False, markup=False, soft_wrap=True)
 
 
 def _is_tty() -> bool:

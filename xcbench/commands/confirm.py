@@ -1,8 +1,9 @@
 """xcbench confirm RUN [--cell ID]: test each verdict of a run by intervention.
 
-Relieve the named limit and the rate must rise, or tighten it and the rate must fall in
-proportion (xcbench.selftest.confirm). Prints, per verdict, confirmed / refuted / not testable
-here (why) with both rates and their noise, and writes <run>/confirmations.json and .parquet.
+Relieve the named limit and the rate must rise, or tighten it and the rate must fall, in
+control/changed pairs run A-B-B-A (xcbench.selftest.confirm, judged by analysis.experiment).
+Prints, per verdict, the experiment, the predicted and the measured ratio, and confirmed /
+refuted / inconclusive / not testable here (why); writes <run>/confirmations.json and .parquet.
 Exit 0 when no verdict was refuted, 1 when one was, 2 on bad input (before anything starts).
 """
 
@@ -10,35 +11,55 @@ from __future__ import annotations
 
 import json
 
-from xcbench.ceph.cluster import default_state_dir
+from xcbench.analysis.experiment import PAIRS
+from xcbench.ceph.cluster import cluster_from_args, default_state_dir
 from xcbench.ceph.mini import MiniCluster
+from xcbench.commands.options import add_ceph_args
+from xcbench.errors import XcbError
 from xcbench.run.runner import Interrupted
 from xcbench.selftest import confirm
 from xcbench.selftest.run_scenarios import _stderr as log
 
 
 def add_parser(sub):
-    p = sub.add_parser("confirm", help="test a run's verdicts by relieving or tightening the named limit")
+    p = sub.add_parser("confirm", help="test a run's verdicts by relieving or tightening the named limit",
+                       description="Test a run's verdicts by intervention: relieve the named limit "
+                                   "(the rate must rise) or tighten it (the rate must fall), control "
+                                   "and changed runs interleaved A-B-B-A.")
     p.add_argument("run", help="the run directory")
     p.add_argument("--cell", help="only this cell's verdicts (id or id prefix)")
+    p.add_argument("--level", type=int, help="only the verdicts at this concurrency level")
+    p.add_argument("--verdict", action="append", help="only verdicts of this name (repeatable)")
+    p.add_argument("--test", action="append", metavar="VERDICT",
+                   help="test this limit at the chosen levels instead of the verdict the run named "
+                        "(a borderline verdict's candidates; repeatable)")
+    p.add_argument("--pairs", type=int, default=PAIRS,
+                   help=f"control/changed pairs per experiment, A-B-B-A (default {PAIRS}, at least 2)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--state-dir", help="embedded cluster state (default ./.xcbench/cluster)")
+    add_ceph_args(p)
     p.add_argument("--keep-cluster", action="store_true",
                    help="leave a cluster confirm started running (default: take it down)")
     return p
 
 
 def run(args) -> int:
-    run_dir, rows, _ = confirm.preflight(args.run, args.cell)  # bad input: exit 2, nothing started
+    if args.pairs < 2:
+        raise XcbError(f"confirm: --pairs {args.pairs}: at least 2 (an A-B-B-A experiment)")
+    run_dir, rows, _ = confirm.preflight(args.run, args.cell, args.level, tuple(args.test or ()))  # bad input: exit 2, nothing started
     labels = {cid: c.label for cid, c in run_dir.cells.items()}
     embedded = bool((run_dir.manifest.get("cluster") or {}).get("embedded"))
     mini = cluster = None
     started = False
-    if confirm.needs_cluster(run_dir, rows) and embedded:
-        mini = MiniCluster(default_state_dir(args.state_dir))
-        cluster, started = mini.up(log=log)
+    if confirm.needs_cluster(run_dir, rows):
+        if args.ceph_conf:  # the run's cluster, given: every experiment that needs no daemon of it
+            cluster = cluster_from_args(args)
+        elif embedded:
+            mini = MiniCluster(default_state_dir(args.state_dir))
+            cluster, started = mini.up(log=log)
     try:
-        result = confirm.confirm_run(args.run, cluster, cell=args.cell, log=log)
+        result = confirm.confirm_run(args.run, cluster, cell=args.cell, pairs=args.pairs,
+                                     verdicts=tuple(args.verdict or ()), level=args.level,
+                                     test=tuple(args.test or ()), log=log)
     except Interrupted as e:
         log(f"confirm interrupted; what was measured is in {e}")
         return 130

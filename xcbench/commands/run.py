@@ -132,11 +132,12 @@ def execute(matrix: Matrix, cluster, opts) -> int:
         render_run_report(run, opts.report_format)
     failed = [c for c in run.cells.values() if c.status == "failed"]
     as_json = bool(opts.extra.get("json"))
-    closing(run.path, as_json)
+    fit = closing(run.path, as_json)
     out = sys.stderr if as_json else sys.stdout
     print(f"run: {run.path.resolve()}", file=out)
     if run.state.report:
         print(f"report: {Path(run.state.report).resolve()}", file=out)
+    if run.state.report and fit:  # not when the box, not the path, capped most levels
         print(f"next: `xcbench plan --calibrate {run.path}` sizes gateways and disks for a target "
               f"rate from what this run measured", file=out)
     for w in run.state.warnings or []:
@@ -146,9 +147,10 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     return 1 if failed else 0
 
 
-def closing(path: Path, as_json: bool = False) -> None:
-    """The closing table of a run (analysis.report.glance): what capped each level; best effort, so a
-    run that measured but cannot be summarised still ends with its paths."""
+def closing(path: Path, as_json: bool = False) -> bool:
+    """The closing table of a run (analysis.glance): what capped each level; best effort, so a
+    run that measured but cannot be summarised still ends with its paths. True when the run
+    is fit for sizing (analysis.experiment_next)."""
     import json
     try:
         rd = RunData(path)
@@ -156,11 +158,12 @@ def closing(path: Path, as_json: bool = False) -> None:
     except Exception as e:  # noqa: BLE001 - the records are safe; only the summary failed
         print(f"closing table: not made ({type(e).__name__}: {e}); "
               f"`xcbench report {path} --format text` retries it", file=sys.stderr)
-        return
+        return False
     if as_json:
         print(json.dumps(glance.as_json(rd, rows), indent=1, default=str))
     else:
         glance.print_table(rd, rows)
+    return glance.fit_for_sizing(rd, rows)
 
 
 def hosts(args, parsed, opts) -> None:

@@ -72,6 +72,9 @@ class Scenario:
     # "bps" | "iops": the OSDs' disk writes throttled (cgroup v1 blkio, xcbench.system.blkio) instead
     # of a CPU quota (cap "osd"); the limit is derived from the uncapped cell (storage_io)
     io: str | None = None
+    # proven by intervention as well as named (xcbench.selftest.intervene): "half-host", every
+    # role under one CPU quota at half the host's cores; the rate must fall in proportion
+    intervene: str | None = None
 
     def cells_of(self, quick: bool) -> tuple[str, ...]:
         return self.quick_cells if quick and self.quick_cells is not None else self.cells

@@ -23,12 +23,13 @@ from typing import Any
 
 import yaml
 
+from xcbench.analysis.experiment import judge
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.figures.units import parse_size
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import Runner, RunOptions, run_matrix
-from xcbench.selftest import storage_io
+from xcbench.selftest import intervene, storage_io
 from xcbench.selftest.cause import compare
 from xcbench.selftest.scenarios import (
     CELLS,
@@ -45,6 +46,8 @@ from xcbench.selftest.scenarios import (
 )
 from xcbench.system.blkio import IoGroups
 from xcbench.system.cgroups import CpuGroups, detect, sweep_stale
+from xcbench.system.sizes import parse_size
+from xcbench.telemetry.role_processes import fuse_pids
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"
@@ -81,10 +84,10 @@ class CappingRunner(Runner):
     def _telemetry(self, cell, target, gateway, listener):
         cores = self.cap.cores.get(cell.id)
         if cores is not None:
-            self._apply(cell.id, cores, gateway)
+            self._apply(cell.id, cores, gateway, target)
         return super()._telemetry(cell, target, gateway, listener)
 
-    def _apply(self, cell_id: str, cores: float, gateway: Any) -> None:
+    def _apply(self, cell_id: str, cores: float, gateway: Any, target: Any = None) -> None:
         role = self.cap.role
         pids = []
         for r in role.split("+"):  # "gateway+client": both roles in one group (a shared quota)
@@ -92,6 +95,10 @@ class CappingRunner(Runner):
                 pids += list(gateway.pids)
             elif r == "client":
                 pids += [os.getpid()]  # every thread: the campaign's clients, telemetry
+            elif r == "mount":  # the gateway's ceph-fuse, where the cell has one
+                info = getattr(target, "info", None) or {}
+                if info.get("mount") == "fuse" and info.get("mountpoint"):
+                    pids += fuse_pids(info["mountpoint"], getattr(self.cluster, "state_dir", None))()
             else:  # osd
                 pids += (self.cap.cluster_pids() if self.cap.cluster_pids else {}).get(r, [])
         if not pids:
@@ -324,6 +331,18 @@ def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = 
         if s.cap is None:
             for key in cells_of(s, quick):
                 result["checks"] += _judge(s, key, ids[key], sizes.levels, base, failed)
+    twins = [s for s in runnable if s.intervene == "ec-twin"]
+    if twins:
+        t0 = time.monotonic()
+        result["runs"]["ec-twin"] = _ec_twin(twins, result["checks"], base, ids, sizes, quick, cluster,
+                                             out, workdir, f"selftest-{stamp}-ec-twin", log)
+        result["seconds"]["ec-twin"] = round(time.monotonic() - t0, 1)
+    half = [s for s in runnable if s.intervene == "half-host"]
+    if half:
+        t0 = time.monotonic()
+        result["runs"]["half-host"] = _half_host(half, result["checks"], base, ids, sizes, quick, cluster,
+                                                 out, workdir, f"selftest-{stamp}-half-host", log)
+        result["seconds"]["half-host"] = round(time.monotonic() - t0, 1)
     riders = _riders(runnable, quick)
     for s in runnable:
         if s.cap is None or s.name in riders:
@@ -480,6 +499,70 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
         checks += _judge(sc, key, cap_ids[key], sizes.levels, got, failed, cap,
                          _uncapped(base, ids[key], sizes.levels))
     return checks, str(run.path)
+
+
+def _half_host(scenarios: list[Scenario], checks: list[Check], base: dict, ids: dict[str, str],
+               sizes: Any, quick: bool,
+               cluster: Any, out: Path, workdir: Path, name: str, log: Log) -> str:
+    """The scenarios' cells run again with every role under one quota at half the host; each
+    of their checks then holds only with the rate fallen in proportion (intervene.apply)."""
+    keys = sorted({k for s in scenarios for k in cells_of(s, quick)}, key=list(CELLS).index)
+    doc = matrix_yaml([CELLS[k] for k in keys], sizes, name)
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cap_ids = _cell_ids(load_matrix(path, cluster))
+    embedded = bool(getattr(cluster, "embedded", False))
+    names, host = intervene.roles(embedded), float(host_cores())
+    by_key = {k: intervene.quota(host, intervene.used([(base.get((ids[k], lv)) or {}).get("evidence")
+                                                      for lv in sizes.levels], names)) for k in keys}
+    log(f"selftest: host-cpu by intervention: {names} under one quota of "
+        + ", ".join(f"{k} {c:g}" for k, c in by_key.items()) + " cores")
+    with CpuGroups(None, run=f"selftest{os.getpid()}-half-host") as groups:
+        cap = Cap(names, {cap_ids[k]: c for k, c in by_key.items()}, groups,
+                  _mini_pids(cluster) if embedded else None)
+        run, _ = _run(doc, name, cluster, out, workdir, runner=capping_runner(cap))
+    got = _verdicts(run)
+    scen = {s.name for s in scenarios}
+    for c in checks:
+        if c.scenario in scen and c.cell in cap_ids:
+            capped = (got.get((cap_ids[c.cell], c.level)) or {}).get("evidence")
+            intervene.apply(c, capped, (base.get((c.cell_id, c.level)) or {}).get("evidence"),
+                            by_key[c.cell], host)
+    return str(run.path)
+
+
+def _ec_twin(scenarios: list[Scenario], checks: list[Check], base: dict, ids: dict[str, str], sizes: Any,
+             quick: bool, cluster: Any, out: Path, workdir: Path, name: str, log: Log) -> str:
+    """The EC cells and their twins run again, EC first (the uncapped run had the twin first):
+    A-B-B-A; each EC check's right verdicts then come from that experiment (intervene.ec_expect),
+    not from the rule's own EC ratio."""
+    keys = [k for s in scenarios for k in cells_of(s, quick)]
+    order = list(dict.fromkeys([*keys, *(w for k in keys for w in CELLS[k].with_)]))
+    log(f"selftest: EC by intervention: {', '.join(order)} again, EC first")
+    run, matrix = _run(matrix_yaml([CELLS[k] for k in order], sizes, name), name, cluster, out, workdir)
+    again, now = _verdicts(run), _cell_ids(matrix)
+    names = {s.name: s for s in scenarios}
+    for c in checks:
+        s = names.get(c.scenario)
+        if s is None or not CELLS[c.cell].with_:
+            continue
+        twin = CELLS[c.cell].with_[0]
+        ev = (base.get((c.cell_id, c.level)) or {}).get("evidence") or {}
+        pairs = intervene.ec_pairs(base, {(ids[k], lv): v for (cid, lv), v in again.items()
+                                          for k in (c.cell, twin) if now.get(k) == cid},
+                                   c.cell_id, ids[twin], c.level)
+        pred = intervene.ec_prediction(ev, (base.get((ids[twin], c.level)) or {}).get("evidence"))
+        res: dict[str, Any] = judge("tighten", pred, pairs) if pred else \
+            {"outcome": "inconclusive", "why": "no EC cost predicted", "ratio": None, "high": None}
+        c.expected, note = intervene.ec_expect(res, ev)
+        extra_ok, extra_note = s.extra(ev) if s.extra else (True, "")
+        c.ok = c.verdict in c.expected and extra_ok
+        c.note = "; ".join(x for x in (note, extra_note) if x)
+        c.cause = {"role": "pool", "intervention": "EC against its twin, interleaved", "predicted": pred,
+                   "ratio": res.get("ratio"), "outcome": res["outcome"], "ok": c.ok, "note": c.note,
+                   "slowdown": 1 / res["ratio"] if res.get("ratio") else None,
+                   "slowdown_low": 1 / res["high"] if res.get("high") else None, "at_quota": True}
+    return str(run.path)
 
 
 def _mini_pids(cluster: Any) -> Callable[[], dict[str, list[int]]]:

@@ -162,9 +162,12 @@ for _s in (
     # checked). Its answer leans on the rule's own threshold; the device-throttled
     # "ec-overhead" scenario (storage_io) derives it from measured raw bytes instead
     Scenario("ec-uncapped", "EC 2+1 vs an unprotected replicated pool, same layout, same OSDs, "
-             "nothing capped", ("ec-overhead",), ("cephfs-ec",), expect=_ec_expect, extra=raw_check),
-    Scenario("host-cpu", "nothing capped: every role shares this host's cores", ("host-cpu",),
-             ("tmpfs",)),
+             "nothing capped; then both again, EC first (interleaved)", ("ec-overhead",), ("cephfs-ec",),
+             expect=_ec_expect, extra=raw_check, intervene="ec-twin"),
+    # named on the uncapped run, proven by intervention: every role under one quota at half
+    # the host must halve the rate (xcbench.selftest.intervene), not by the rule's own line
+    Scenario("host-cpu", "nothing capped: every role shares this host's cores; then every role "
+             "under one CPU quota at half the host", ("host-cpu",), ("tmpfs",), intervene="half-host"),
     # a placeholder: the multi-host issue's module registers the real one (replace=True)
     Scenario("network", "a shaped link between client and gateway hosts", ("network",), (),
              needs="a second (emulated) host: comes with the multi-host issue"),

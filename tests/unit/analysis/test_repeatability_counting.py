@@ -46,3 +46,32 @@ def test_summarise_two_runs_of_the_same_matrix(tmp_path):
     assert sum(s["kinds"].values()) == s["judged"]
     assert s["agree"] == s["kinds"]["agree"] + s["kinds"]["borderline"]
     assert s["kinds"]["contradiction"] == 0, "\n".join(s["lines"])
+
+
+@pytest.mark.parametrize("a, b, la, lb, kind", [
+    ("host-cpu", "ec-overhead", {"ec-overhead"}, set(), "agree"),   # both saw both: exact
+    ("host-cpu", "ec-overhead", set(), {"host-cpu"}, "agree"),
+    ("host-cpu", "ec-overhead", {"client"}, set(), "contradiction"),  # a co-limit of another name
+])
+def test_a_verdict_equal_to_the_others_co_limit_agrees_exactly(a, b, la, lb, kind):
+    assert bench.judge(a, b, set(), set(), la, lb) == kind
+
+
+def test_co_limits_are_read_from_names_or_entries_and_absent_is_none():
+    assert bench.co_limits({}) == set()
+    assert bench.co_limits({"co_limits": ["ec-overhead"]}) == {"ec-overhead"}
+    assert bench.co_limits({"co_limits": [{"verdict": "host-cpu", "reason": "x"}, 3]}) == {"host-cpu"}
+
+
+def test_the_report_prints_the_three_numbers_apart(tmp_path, capsys):
+    from tests.unit.synthrun import GIB, SynthCell, make_run
+    from xcbench.analysis.run_data import RunData
+    cells = [SynthCell("tmpfs", None, None, gateway=2 * GIB)]
+    a, _ = make_run(tmp_path, cells, seed=1, name="first")
+    b, _ = make_run(tmp_path, cells, seed=2, name="second")
+    s = bench.summarise(RunData(a), RunData(b))
+    assert s["exact"] == s["kinds"]["agree"]
+    bench.report(s, RunData(a), RunData(b), "", None, type("A", (), {"record": False})())
+    out = capsys.readouterr().out
+    assert (f"exact agreement {s['exact']}/{s['judged']}" in out and "through a borderline candidate"
+            in out and "contradictions 0/" in out)

@@ -1,5 +1,5 @@
-"""`xcbench confirm`: which experiment tests which verdict, how its two rates are judged, and bad
-input (the replays on the real chain: tests/integration/selftest/test_confirm.py)."""
+"""`xcbench confirm`: which experiment tests which verdict, the cell each arm replays, the text,
+and bad input (the replays on the real chain: tests/integration/test_confirm.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from xcbench.analysis.experiment import judge
+from xcbench.analysis.experiment_choice import choose
 from xcbench.cli import main
-from xcbench.selftest.confirm import experiment, judge, text
+from xcbench.matrix.cell import Cell, Layout, PoolSpec
+from xcbench.matrix.expand import _finish
+from xcbench.selftest.confirm import replay_cell, text
 
 
 def _roles(**limits) -> dict:
@@ -17,57 +21,88 @@ def _roles(**limits) -> dict:
                           else "host cores (2)"} for r, v in limits.items()}}
 
 
-def test_a_gateway_held_by_its_cells_cores_is_relieved_by_doubling_them():
-    e = experiment("gateway", _roles(gateway=0.15), SimpleNamespace(cores=0.15), 2.0, False)
-    assert e["kind"] == "relieve" and e["cell_cores"] == 0.3 and e["expect"] == pytest.approx(2)
-    e = experiment("gateway", _roles(gateway=1.5), SimpleNamespace(cores=1.5), 2.0, False)
-    assert e["cell_cores"] == 2.0  # never above the host's cores
-    assert "why" in experiment("gateway", {}, SimpleNamespace(cores=2.0), 2.0, False)
+def _cell(backend="cephfs", **kw):
+    return SimpleNamespace(backend=backend, cores=None, origins=1, **kw)
 
 
-def test_a_gateway_or_client_quota_is_relieved_and_one_at_every_core_is_not_testable():
-    e = experiment("gateway", _roles(gateway=0.2), SimpleNamespace(cores=None), 2.0, False)
-    assert (e["role"], e["control_cap"], e["changed_cap"]) == ("gateway", 0.2, 0.4)
-    e = experiment("client", _roles(client=0.3), SimpleNamespace(cores=None), 2.0, False)
-    assert (e["role"], e["control_cap"], e["changed_cap"]) == ("client", 0.3, 0.6)
-    why = experiment("client", _roles(client=2.0), SimpleNamespace(cores=None), 2.0, False)["why"]
-    assert "every core of this host" in why and "FTS" in why
+def test_a_gateway_is_relieved_by_twice_its_cores_or_one_more_origin():
+    e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=0.15, origins=1), 4, 2.0, False)
+    assert e["kind"] == "relieve" and e["changed"] == {"cell": {"cores": 0.3}}
+    assert e["predicted"] == pytest.approx(2)
+    e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=2.0, origins=1), 4, 2.0, False)
+    assert e["changed"] == {"cell": {"origins": 2}} and e["predicted"] == pytest.approx(2)
+    e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=None, origins=2), 4, 2.0, False)
+    assert e["changed"] == {"cell": {"origins": 3}} and e["predicted"] == pytest.approx(1.5)
 
 
-def test_storage_is_tightened_on_this_hosts_osds_only():
-    e = experiment("storage-iops", _roles(osd=2.0), SimpleNamespace(cores=None), 2.0, True)
-    assert e["kind"] == "tighten" and e["control_cap"] is None and e["changed_cap"] == 1.0
-    e = experiment("storage-bandwidth", _roles(osd=0.6), SimpleNamespace(cores=None), 2.0, True)
-    assert e["control_cap"] == 0.6 and e["changed_cap"] == 0.3
-    assert "not this host's" in experiment("storage-iops", {}, SimpleNamespace(cores=None), 2.0, False)["why"]
+@pytest.mark.parametrize("verdict", ["storage-bandwidth", "storage-iops"])
+@pytest.mark.parametrize("embedded", [True, False])
+def test_storage_is_taken_out_on_any_cluster(verdict, embedded):
+    e = choose(verdict, {"rate": 100e6}, _cell(), 4, 2.0, embedded, ceiling=300e6)
+    assert e["kind"] == "relieve" and e["changed"] == {"tmpfs": True} and e["control"] == {}
+    assert e["predicted"] == pytest.approx(3.0)
+    assert choose(verdict, {"rate": 100e6}, _cell(), 4, 2.0, embedded)["predicted"] is None
+    assert "no storage" in choose(verdict, {}, _cell("tmpfs"), 4, 2.0, embedded)["why"]
 
 
-@pytest.mark.parametrize("verdict", ["host-cpu", "network", "ec-overhead", "inconclusive"])
-def test_verdicts_no_experiment_here_can_test_say_why(verdict):
-    assert experiment(verdict, {}, SimpleNamespace(cores=None), 2.0, True)["why"]
+def test_concurrency_doubles_the_transfers_in_flight():
+    e = choose("concurrency", {}, _cell(), 4, 2.0, False)
+    assert e["changed"] == {"level": 8} and e["predicted"] == 2.0
 
 
-def test_a_relief_must_raise_the_rate_beyond_both_runs_noise():
-    assert judge("relieve", (50e6, 0.02), (95e6, 0.02), 2.0)["outcome"] == "confirmed"
-    r = judge("relieve", (50e6, 0.05), (52e6, 0.05), 2.0)
-    assert r["outcome"] == "refuted" and r["bound"] < 1 and "did not surely rise" in r["why"]
+def test_a_client_quota_is_doubled_and_a_driver_with_every_core_says_why():
+    e = choose("client", _roles(client=0.3), _cell("tmpfs"), 4, 2.0, False)
+    assert e["control"] == {"cap": ("client", 0.3)} and e["changed"] == {"cap": ("client", 0.6)}
+    why = choose("client", _roles(client=2.0), _cell("tmpfs"), 4, 2.0, False)["why"]
+    assert "--hosts" in why and "\n" not in why
 
 
-def test_a_tightening_must_lower_the_rate_in_proportion():
-    assert judge("tighten", (100e6, 0.02), (52e6, 0.02), 0.5)["outcome"] == "confirmed"
-    r = judge("tighten", (100e6, 0.02), (90e6, 0.02), 0.5)  # fell, but far less than half
-    assert r["outcome"] == "refuted" and "did not fall in proportion" in r["why"]
-    assert judge("tighten", (100e6, 0.02), (0.0, 0.02), 0.5)["outcome"] == "not testable here"
+def test_host_cpu_puts_every_role_under_one_quota_at_half_the_host():
+    e = choose("host-cpu", {}, _cell("tmpfs"), 4, 2.0, True)
+    assert e["kind"] == "tighten" and e["predicted"] == 0.5
+    assert e["changed"] == {"cap": ("gateway+client+mount+osd+mds+mon+mgr", 1.0)}
+    assert choose("host-cpu", {}, _cell("tmpfs"), 4, 4.0, False)["changed"] == {"cap": ("gateway+client+mount", 2.0)}
+    # other processes held part of the host: half of what the roles had, else the quota would not bind
+    busy = {"roles": {"gateway": {"cpu": 0.3}, "client": {"cpu": 0.2}, "osd": {"cpu": 0.6}, "probe": {"cpu": 1.0}}}
+    e = choose("host-cpu", busy, _cell("tmpfs"), 4, 2.0, True)
+    assert e["changed"]["cap"][1] == 0.55 and e["predicted"] == 0.5 and "other processes" in e["what"]
+    full = {"roles": {"gateway": {"cpu": 1.2}, "client": {"cpu": 0.5}, "osd": {"cpu": 0.6}}}
+    assert choose("host-cpu", full, _cell("tmpfs"), 4, 2.0, True)["changed"]["cap"][1] == 1.0
 
 
-def test_text_gives_both_rates_and_their_noise():
+def test_ec_overhead_replays_the_twin_as_its_control():
+    e = choose("ec-overhead", {"rep_cell": "r1", "ec_ratio": 0.7}, _cell(), 4, 2.0, True)
+    assert e["kind"] == "tighten" and e["control"] == {"twin": "r1"} and e["predicted"] == 0.7
+    assert "twin" in choose("ec-overhead", {"ec_ratio": 0.7}, _cell(), 4, 2.0, True)["why"]
+
+
+@pytest.mark.parametrize("verdict", ["network", "storage-network", "inconclusive"])
+def test_verdicts_no_change_here_can_test_say_why_in_one_line(verdict):
+    why = choose(verdict, {}, _cell(), 4, 2.0, True)["why"]
+    assert why and "\n" not in why
+
+
+def test_the_take_out_arm_replays_the_same_files_into_tmpfs():
+    c = _finish(Cell(id="x", label="x", backend="cephfs", layout=Layout(4 << 20, 1, 4 << 20),
+                     pool=PoolSpec.parse("rep1"), file_size=64 << 20, files=16, concurrency=(1, 4)))
+    t, lv = replay_cell({c.id: c}, c, 4, {"tmpfs": True})
+    assert (t.backend, t.layout, t.pool, lv, t.concurrency) == ("tmpfs", None, None, 4, (4,))
+    assert (t.file_size, t.files) == (c.file_size, c.files) and t.tmpfs_size >= 2 * 16 * (64 << 20)
+    same, _ = replay_cell({c.id: c}, c, 4, {})
+    assert same.backend == "cephfs" and same.concurrency == (4,)
+    more, lv = replay_cell({c.id: c}, c, 4, {"level": 8})
+    assert lv == 8 and more.concurrency == (8,)
+
+
+def test_text_gives_the_predicted_and_measured_ratio_and_the_prediction_error():
+    res = judge("relieve", 2.0, [((50e6, 0.02), (95e6, 0.03)), ((52e6, 0.02), (97e6, 0.02))])
     x = {"cell_id": "abc", "concurrency": 4, "direction": "write", "verdict": "gateway",
-         "experiment": "relieve", "what": "cores 0.15 -> 0.3", "control_Bps": 50e6,
-         "control_rel_se": 0.02, "changed_Bps": 95e6, "changed_rel_se": 0.03,
-         **judge("relieve", (50e6, 0.02), (95e6, 0.03), 2.0)}
+         "experiment": "relieve", "what": "cores 0.15 -> 0.3", **res,
+         "runs": [{"arm": "control", "Bps": 50e6}, {"arm": "changed", "Bps": 95e6}]}
     t = text({"run": "/r", "confirmations": [x], "ok": True}, {"abc": "tmpfs 2G o1 push 0.15c"})
     assert "tmpfs 2G o1 push 0.15c c=4 write: gateway: confirmed" in t
-    assert "control 50.0 MB/s (±2.0 %), changed 95.0 MB/s (±3.0 %)" in t and "1 confirmed" in t
+    assert "predicted x2.00, measured x1.88 (prediction error -6 %), asked x1.20" in t
+    assert "co 50.0 MB/s, ch 95.0 MB/s" in t and "1 confirmed" in t
 
 
 def test_bad_input_exits_2_before_anything_starts(tmp_path, capsys):
@@ -79,3 +114,25 @@ def test_bad_input_exits_2_before_anything_starts(tmp_path, capsys):
                                                    "cells": {}}))
     assert main(["confirm", str(run), "--state-dir", str(tmp_path / "c")]) == 2
     assert "no verdicts" in capsys.readouterr().err and not (tmp_path / "c").exists()
+    assert main(["confirm", str(run), "--pairs", "1"]) == 2
+    assert "at least 2" in capsys.readouterr().err
+
+
+def test_a_run_whose_matrix_file_moved_is_replayed_from_the_manifests_copy(tmp_path):
+    import pandas as pd
+
+    from tests.unit.synthrun import make_run, mixed_cells
+    from xcbench.selftest.confirm import preflight
+    path, _ = make_run(tmp_path / "r", mixed_cells()[:1])
+    m = json.loads((path / "manifest.json").read_text())
+    pd.DataFrame([{"cell_id": next(iter(m["cells"])), "concurrency": 2, "direction": "write",
+                   "verdict": "gateway", "reason": "x", "evidence": "{}"}]).to_parquet(path / "verdicts.parquet")
+    raw = {"name": "moved", "defaults": {"concurrency": [2]}, "backends": {"tmpfs": {"size": ["1G"]}}}
+    m["matrix"] = {"name": "moved", "path": str(tmp_path / "gone.yaml"), "raw": raw}
+    (path / "manifest.json").write_text(json.dumps(m))
+    _, _, kept = preflight(path)
+    assert kept == str(path / "confirm" / "matrix.yaml") and "tmpfs" in open(kept).read()
+    m["matrix"].pop("raw")
+    (path / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(Exception, match="gone and the manifest holds no copy"):
+        preflight(path)

@@ -1,0 +1,51 @@
+"""The self-test proves host-cpu and ec-overhead by intervention on the real chain: every role
+under one quota at half the host halves the tmpfs cell's rate; the EC cell and its twin run
+again EC first, and the verdict is held against that interleaved experiment, not against the
+rules' own 85 % line or EC ratio. Slow (~4 min: the uncapped run, the half-host run, the
+EC-first run)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from xcbench.selftest import output
+from xcbench.selftest.run_scenarios import run_selftest
+from xcbench.system.cgroups import CgroupError, Registry, detect
+
+try:
+    detect()
+    WHY = ""
+except CgroupError as e:
+    WHY = str(e)
+pytestmark = [pytest.mark.integration, pytest.mark.slow,
+              pytest.mark.skipif(bool(WHY), reason=WHY or "no CPU-quota cgroups")]
+CPU = Path("/sys/fs/cgroup/cpu")
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv("XCBENCH_STATE", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    assert sorted(CPU.glob(f"xcb-selftest{os.getpid()}-*")) == [], "a quota group was left behind"
+    assert Registry(tmp_path / "state").entries() == []
+
+
+def test_host_cpu_and_ec_are_proven_by_intervention(ceph_cluster, tmp_path, state):
+    result = run_selftest(ceph_cluster, names=["host-cpu", "ec-uncapped"], quick=True,
+                          out=tmp_path / "results", log=print)
+    print(output.text(result))
+    assert {"half-host", "ec-twin"} <= set(result["runs"]), result["runs"]
+    host = [c for c in result["checks"] if c.scenario == "host-cpu"]
+    ec = [c for c in result["checks"] if c.scenario == "ec-uncapped"]
+    assert host and ec
+    for c in host:  # every level carries its intervention's figures, whatever the outcome
+        assert c.cause and c.cause["intervention"] == "one quota at half the host", c
+        assert c.cause["outcome"] in ("confirmed", "refuted", "inconclusive") and c.cause["ratio"], c
+        assert "by intervention" in c.note
+    for c in ec:
+        assert c.cause and c.cause["intervention"].startswith("EC against its twin"), c
+        assert "interleaved" in c.note
+    assert result["ok"], output.text(result)
