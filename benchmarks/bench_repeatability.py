@@ -116,9 +116,9 @@ def co_limits(ev: dict) -> set:
 
 def causes_of(rd) -> dict[tuple, tuple[set, bool, set]]:
     """{(cell_id, concurrency, direction): (the causes the verdict names: its own and its
-    borderline candidates', whether it is borderline, its co-limits)} (analysis.borderline)."""
-    from xcbench.analysis.attribution import verdicts_of
-    from xcbench.analysis.borderline import causes
+    borderline candidates', whether it is borderline, its co-limits)} (analysis.verdicts.borderline)."""
+    from xcbench.analysis.verdicts.attribution import verdicts_of
+    from xcbench.analysis.verdicts.borderline import causes
     out = {}
     for r in verdicts_of(rd).to_dict("records"):
         try:

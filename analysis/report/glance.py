@@ -15,10 +15,10 @@ import json
 import math
 from typing import Any, TypeGuard
 
-from xcbench.analysis import experiment_next
-from xcbench.analysis.attribution import verdicts_of
-from xcbench.analysis.plots import BACKENDS
-from xcbench.analysis.render import fmt_num
+from xcbench.analysis.report.plots import BACKENDS
+from xcbench.analysis.verdicts import experiment_next
+from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.figures.units import fmt_num
 
 GIB = float(1 << 30)
 WIDTH = 72  # a short reason fits one terminal line beside the rate and the verdict

@@ -3,7 +3,8 @@ findings grouped by kind with the cells' labels, short timestamps.
 
 A table that is too wide first loses its empty columns, then moves the columns that say the same
 in every row into a line under it, then takes short headers (a key line says what they mean),
-and only then shortens the longest text column's cells (…; the HTML report has them whole).
+and only then moves the longest text column's long cells under it as numbered notes ([1] ...):
+a ticket keeps every word, the table its width.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def table(rows: list[dict[str, Any]], columns: list[dict[str, Any]], width: int 
     body = [[_text(r.get(c["key"])) for c in cols] for r in rows]
     heads = [_text(c["label"]) for c in cols]
     notes: list[str] = []
+    moved: list[str] = []  # long cells moved under the table, numbered
     if _width(heads, body) > width and len(body) > 1:
         same = [i for i in range(len(cols)) if len({r[i] for r in body}) == 1 and len(body[0][i]) <= 40]
         if same and len(same) < len(cols):
@@ -62,19 +64,20 @@ def table(rows: list[dict[str, Any]], columns: list[dict[str, Any]], width: int 
         if key:
             notes.append("Columns: " + "; ".join(key) + ".")
     over = _width(heads, body) - width
-    if over > 0:  # shorten the longest text column's cells: the HTML report has them whole
+    if over > 0:  # the longest text column's long cells become notes under the table
         text_cols = [i for i, c in enumerate(cols) if not c.get("num")] or list(range(len(cols)))
         i = max(text_cols, key=lambda k: max(len(r[k]) for r in body))
         room = max(8, max(len(r[i]) for r in body) - over)
-        body = [[_clip(v, room) if k == i else v for k, v in enumerate(r)] for r in body]
+        for r in body:
+            if len(r[i]) > room:
+                moved.append(f"[{len(moved) + 1}] {heads[i]}: {r[i]}")
+                r[i] = f"[{len(moved)}]"
     out = [_line(heads), "|" + "|".join("---:" if c.get("num") else "---" for c in cols) + "|"]
     out += [_line(r) for r in body]
     notes = [textwrap.fill(n, width, break_long_words=False, break_on_hyphens=False) for n in notes]
+    notes += [textwrap.fill(n, width, break_on_hyphens=False) for n in moved]  # every word kept
     return "\n".join(out) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
 
-
-def _clip(s: str, n: int) -> str:
-    return s if len(s) <= n else s[:n - 1].rstrip() + "…"
 
 
 def common_words(labels: list[str]) -> list[str]:
@@ -178,3 +181,7 @@ def wrap(text: str, width: int = WIDTH) -> str:
         out.append(textwrap.fill(line, width, subsequent_indent=" " * len(lead), break_long_words=False,
                                  break_on_hyphens=False))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out))  # one blank line between blocks
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n - 1].rstrip() + "…"

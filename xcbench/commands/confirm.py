@@ -1,7 +1,7 @@
 """xcbench confirm RUN [--cell ID]: test each verdict of a run by intervention.
 
 Relieve the named limit and the rate must rise, or tighten it and the rate must fall, in
-control/changed pairs run A-B-B-A (xcbench.selftest.confirm, judged by analysis.experiment).
+control/changed pairs run A-B-B-A (xcbench.selftest.confirm, judged by analysis.verdicts.experiment).
 Prints, per verdict, the experiment, the predicted and the measured ratio, and confirmed /
 refuted / inconclusive / not testable here (why); writes <run>/confirmations.json and .parquet.
 Exit 0 when no verdict was refuted, 1 when one was, 2 on bad input (before anything starts).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from xcbench.analysis.experiment import PAIRS
+from xcbench.analysis.verdicts.experiment import PAIRS
 from xcbench.ceph.cluster import cluster_from_args, default_state_dir
 from xcbench.ceph.mini import MiniCluster
 from xcbench.commands.options import add_ceph_args

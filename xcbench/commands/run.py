@@ -148,9 +148,9 @@ def execute(matrix: Matrix, cluster, opts) -> int:
 
 
 def closing(path: Path, as_json: bool = False) -> bool:
-    """The closing table of a run (analysis.glance): what capped each level; best effort, so a
+    """The closing table of a run (analysis.report.glance): what capped each level; best effort, so a
     run that measured but cannot be summarised still ends with its paths. True when the run
-    is fit for sizing (analysis.experiment_next)."""
+    is fit for sizing (analysis.verdicts.experiment_next)."""
     import json
     try:
         rd = RunData(path)

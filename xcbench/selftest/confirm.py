@@ -1,9 +1,9 @@
 """Confirmation by intervention (``xcbench confirm RUN``): the experiment that tests a verdict.
 
 For each verdict of a run (or of one cell) the cell is replayed at the verdict's level in pairs
-of runs on the same cluster, A-B-B-A (analysis.experiment.schedule): a **control** (the cell as
+of runs on the same cluster, A-B-B-A (analysis.verdicts.experiment.schedule): a **control** (the cell as
 the run had it) and a **changed** run, where the named limit is relieved or tightened through
-what xcbench itself controls (analysis.experiment_choice):
+what xcbench itself controls (analysis.verdicts.experiment_choice):
 
 - storage-bandwidth / storage-iops: the storage taken out (the same gateway, clients and files
   into a tmpfs target): the rate must rise;
@@ -13,7 +13,7 @@ what xcbench itself controls (analysis.experiment_choice):
   in proportion;
 - ec-overhead: the EC cell and its replicated twin replayed interleaved.
 
-The pairs are judged by analysis.experiment (between-run term in the noise, a minimum effect,
+The pairs are judged by analysis.verdicts.experiment (between-run term in the noise, a minimum effect,
 the measured ratio beside the predicted one): confirmed, refuted or inconclusive; a verdict no
 change here can test is "not testable here" with the one-line reason. The replays are runs of
 their own under ``<run>/confirm/``; the outcome goes to ``<run>/confirmations.json`` and
@@ -35,12 +35,11 @@ from typing import Any
 
 import yaml
 
-from xcbench.analysis import between_run
-from xcbench.analysis.experiment import PAIRS, judge, schedule
-from xcbench.analysis.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
+from xcbench.analysis.verdicts import between_run
+from xcbench.analysis.verdicts.experiment import PAIRS, judge, schedule
+from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
 from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
-from xcbench.figures.stats import CONFIDENCE, ratio_lower_bound
 from xcbench.matrix import load_matrix
 from xcbench.matrix.expand import _finish
 from xcbench.run.runner import RunOptions, run_matrix
@@ -210,7 +209,7 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def replay_cell(cells: dict[str, Any], cell: Any, level: int, change: dict[str, Any]) -> tuple[Any, int]:
-    """The cell an arm runs and its level: ``change`` of analysis.experiment_choice applied."""
+    """The cell an arm runs and its level: ``change`` of analysis.verdicts.experiment_choice applied."""
     c = cells[change["twin"]] if change.get("twin") else cell
     lv = int(change.get("level", level))
     fields: dict[str, Any] = {"concurrency": (lv,), **(change.get("cell") or {})}

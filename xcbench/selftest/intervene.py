@@ -5,7 +5,7 @@ from the rule's own busy-cores line; the proof is an intervention: every role th
 started (gateway, the driver, its ceph-fuse mount, the embedded cluster's daemons) put under ONE CPU quota at
 half of what they had (the host's cores; less where other processes held part of the host, as
 on a shared box: a quota at half the host then does not bind), the same cells run again. If the host's CPU was the limit, the rate
-falls in proportion: predicted x0.5 of the uncapped level, judged by analysis.experiment
+falls in proportion: predicted x0.5 of the uncapped level, judged by analysis.verdicts.experiment
 (tighten: at least half the predicted fall, beyond both levels' noise). A level whose roles
 did not need the whole host (a rule that named host-cpu wrongly) keeps its rate under a quota
 of half the host and is refuted. The check is right only when the verdict says host-cpu AND
@@ -13,7 +13,7 @@ the intervention confirms it.
 
 ec-overhead: the EC cell and its replicated twin run again with EC first (the uncapped run
 had the twin first), so the two runs make an A-B-B-A experiment; EC's cost is predicted from
-the raw bytes per logical byte each pool measured (twin / EC), and analysis.experiment judges
+the raw bytes per logical byte each pool measured (twin / EC), and analysis.verdicts.experiment judges
 the pairs (tighten: at least half the predicted fall). Confirmed: ec-overhead is right;
 refuted: it must not be named; inconclusive: only a verdict that cannot tell either is right.
 """
@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from xcbench.analysis.experiment import judge
-from xcbench.analysis.experiment_choice import CLUSTER_ROLES, HALF
+from xcbench.analysis.verdicts.experiment import judge
+from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, HALF
 
 
 def roles(embedded: bool) -> str:
@@ -110,7 +110,7 @@ def ec_pairs(first: dict[tuple[str, int], dict[str, Any]], second: dict[tuple[st
 
 
 def ec_expect(res: dict[str, Any], ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:
-    """The right verdicts from the interleaved experiment (analysis.experiment.judge, tighten):
+    """The right verdicts from the interleaved experiment (analysis.verdicts.experiment.judge, tighten):
     confirmed: ec-overhead; refuted: anything but ec-overhead; inconclusive: only a verdict that
     says it cannot tell (inconclusive, or borderline)."""
     from_rules = ("gateway", "storage-bandwidth", "storage-iops", "client", "network", "host-cpu",

@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from xcbench.analysis.experiment import judge
+from xcbench.analysis.verdicts.experiment import judge
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.figures.units import parse_size
@@ -46,7 +46,6 @@ from xcbench.selftest.scenarios import (
 )
 from xcbench.system.blkio import IoGroups
 from xcbench.system.cgroups import CpuGroups, detect, sweep_stale
-from xcbench.system.sizes import parse_size
 from xcbench.telemetry.role_processes import fuse_pids
 
 FRACTION = 0.5  # a capped role gets this share of the least CPU it used uncapped

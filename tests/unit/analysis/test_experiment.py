@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xcbench.analysis.experiment import MIN_RELIEF, MIN_TIGHTEN, judge, minimum, proportion, schedule
+from xcbench.analysis.verdicts.experiment import MIN_RELIEF, MIN_TIGHTEN, judge, minimum, proportion, schedule
 
 
 def _pairs(control: float, changed: list[float], se: float = 0.02):

@@ -3,7 +3,7 @@ sizing hint only for a run fit for sizing."""
 
 from __future__ import annotations
 
-from xcbench.analysis.experiment_next import fit_for_sizing, one_box, settle
+from xcbench.analysis.verdicts.experiment_next import fit_for_sizing, one_box, settle
 
 
 def _row(verdict: str, near=(), c=4, cell="rados ec2+1", cid="c7f88e1ddf00") -> dict:

@@ -64,8 +64,8 @@ def test_co_limits_are_read_from_names_or_entries_and_absent_is_none():
 
 
 def test_the_report_prints_the_three_numbers_apart(tmp_path, capsys):
-    from tests.unit.synthrun import GIB, SynthCell, make_run
-    from xcbench.analysis.run_data import RunData
+    from tests.support.synthrun import GIB, SynthCell, make_run
+    from xcbench.analysis.verdicts.run_data import RunData
     cells = [SynthCell("tmpfs", None, None, gateway=2 * GIB)]
     a, _ = make_run(tmp_path, cells, seed=1, name="first")
     b, _ = make_run(tmp_path, cells, seed=2, name="second")

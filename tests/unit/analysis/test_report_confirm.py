@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.synthrun import make_run, mixed_cells
-from xcbench.analysis.experiment import judge
-from xcbench.analysis.report import render_report
+from tests.support.synthrun import make_run, mixed_cells
+from xcbench.analysis.report.document import render_report
+from xcbench.analysis.verdicts.experiment import judge
 from xcbench.selftest.confirm import arms, write
 
 
@@ -29,7 +29,7 @@ def test_the_report_shows_the_confirmations_of_a_run(tmp_path):
     md = render_report([path], "md", tmp_path / "after.md").read_text()
     assert "## Confirmations (xcbench confirm)" in md
     assert "| gateway | confirmed | the gateway's CPU quota 0.2 -> 0.4 cores | 1 ± 2.0 % | 2 ± 3.0 % |" in md
-    assert "x2.00" in md and "prediction error +0 %" in md  # the measured ratio beside the predicted
+    assert "x2.00" in md and "prediction error +0 %" in md  # the measured ratio beside the predicted, whole
     assert "| host-cpu | not testable here | the roles share this host's CPU |" in md
     html = render_report([path], "html", tmp_path / "after.html").read_text()
     assert "Confirmations (xcbench confirm)" in html and "not testable here" in html

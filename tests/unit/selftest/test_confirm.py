@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from xcbench.analysis.experiment import judge
-from xcbench.analysis.experiment_choice import choose
+from xcbench.analysis.verdicts.experiment import judge
+from xcbench.analysis.verdicts.experiment_choice import choose
+from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.cli import main
-from xcbench.matrix.cell import Cell, Layout, PoolSpec
 from xcbench.matrix.expand import _finish
 from xcbench.selftest.confirm import replay_cell, text
 
@@ -121,7 +121,7 @@ def test_bad_input_exits_2_before_anything_starts(tmp_path, capsys):
 def test_a_run_whose_matrix_file_moved_is_replayed_from_the_manifests_copy(tmp_path):
     import pandas as pd
 
-    from tests.unit.synthrun import make_run, mixed_cells
+    from tests.support.synthrun import make_run, mixed_cells
     from xcbench.selftest.confirm import preflight
     path, _ = make_run(tmp_path / "r", mixed_cells()[:1])
     m = json.loads((path / "manifest.json").read_text())

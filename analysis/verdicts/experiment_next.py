@@ -6,14 +6,14 @@ tests each of them at that level by intervention (``--test``), and the one confi
 cause. An inconclusive level with no candidate needs narrower noise (``--repeats``) or another
 level (a higher one shows whether more transfers go faster); where the roles share one box and
 host-cpu is among the candidates, only roles on hosts of their own (``--hosts``) tell them
-apart. Rows are the closing table's (analysis.glance.rows).
+apart. Rows are the closing table's (analysis.report.glance.rows).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from xcbench.analysis.experiment_choice import TESTABLE
+from xcbench.analysis.verdicts.experiment_choice import TESTABLE
 
 HOST_CPU_MOST = 0.5  # more than this share of the levels host-cpu on one box: not fit for sizing
 UNTESTABLE_HERE = ("network", "storage-network")  # confirm says why in one line; not suggested

@@ -8,7 +8,7 @@ mean of the pairs' log ratios instead of falling on one arm.
 The noise of that mean is the larger of two estimates:
 
 - **modelled**: each run's own relative standard error (its steady window) and, per run, the
-  between-run term (analysis.between_run: how much two runs differ beyond what their windows
+  between-run term (analysis.verdicts.between_run: how much two runs differ beyond what their windows
   say), added in quadrature over the pair and divided by sqrt(pairs);
 - **seen**: the spread of the pairs' own log ratios (sample deviation / sqrt(pairs)).
 
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from statistics import NormalDist, stdev
 from typing import Any
 
-from xcbench.analysis.stats import CONFIDENCE
+from xcbench.figures.stats import CONFIDENCE
 
 PAIRS = 2  # control/changed pairs per experiment (A-B-B-A)
 MIN_RELIEF = 0.2  # a relief must give this share of the predicted rise (x2 -> x1.2)
