@@ -104,6 +104,12 @@ def run_on_fresh_clusters(matrix_path: Path, work: Path, repeats: int | None = N
 def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
     """{(cell_id, concurrency, direction): (the causes the verdict names: its own and its
     borderline candidates', whether it is borderline)} (analysis.borderline)."""
+    return {k: (c, b) for k, (c, b, _) in limits_of(rd).items()}
+
+
+def limits_of(rd) -> dict[tuple, tuple[set, bool, set]]:
+    """causes_of's figures and, third, the verdict's co-limits (the other rules that hold too,
+    analysis.rules.co_limits)."""
     from xcbench.analysis.attribution import verdicts_of
     from xcbench.analysis.borderline import causes
     out = {}
@@ -114,7 +120,7 @@ def causes_of(rd) -> dict[tuple, tuple[set, bool]]:
             ev = {}
         d = r.get("direction") or "write"
         key = (r["cell_id"], float(r["concurrency"]), d if d == d else "write")
-        out[key] = (causes(r["verdict"], ev), bool(ev.get("borderline")))
+        out[key] = (causes(r["verdict"], ev), bool(ev.get("borderline")), set(ev.get("co_limits") or ()))
     return out
 
 
@@ -150,13 +156,17 @@ def level_diffs(a, b) -> dict[str, list[float]]:
     return diffs
 
 
-def judge(va: str, vb: str, ca: set, cb: set) -> str:
-    """agree: the same verdict; borderline: different verdicts, but one names the other's
+def judge(va: str, vb: str, ca: set, cb: set, la: set = frozenset(), lb: set = frozenset()) -> str:
+    """agree (exact agreement): the same verdict, or one run's verdict is among the other's
+    co-limits (``la``/``lb``: the rules that hold too, analysis.rules.co_limits): both runs
+    found that rule holding, and only the rules' order put another first (host-cpu +
+    ec-overhead on one run, ec-overhead on the other); borderline: different verdicts, neither
+    a co-limit of the other, but one names the other's
     verdict as its borderline candidate (inconclusive too: "on its other side the verdict
     would be inconclusive"), or both name one cause: a figure within its noise of a threshold
     fell on either side (counted as agreeing); inconclusive: a cause named plainly against
     inconclusive; contradiction: two different causes named, neither as a candidate."""
-    if va == vb:
+    if va == vb or va in lb or vb in la:
         return "agree"
     if va in cb or vb in ca or (ca & cb) - {"inconclusive"}:
         return "borderline"
@@ -168,22 +178,23 @@ def judge(va: str, vb: str, ca: set, cb: set) -> str:
 def summarise(a, b) -> dict:
     from xcbench.analysis.compare import compare_data
     rows = [r for r in compare_data(a, b) if not r["only_in"]]
-    ca_all, cb_all = causes_of(a), causes_of(b)
+    ca_all, cb_all = limits_of(a), limits_of(b)
     diffs, judged, lines = [], 0, []
     kinds = {"agree": 0, "borderline": 0, "inconclusive": 0, "contradiction": 0}
-    n_borderline = 0
+    n_borderline = n_co = 0  # n_co: exact agreements through a co-limit
     for r in rows:
         x, y = r["base_rate"], r["contender_rate"]
         d = abs(y - x) / ((x + y) / 2) if x == x and y == y and x + y > 0 else float("nan")
         if d == d:
             diffs.append(d)
         key = (r["cell_id"], float(r["concurrency"]), r["direction"])
-        (ca, ba), (cb, bb) = ca_all.get(key, (set(), False)), cb_all.get(key, (set(), False))
+        (ca, ba, la), (cb, bb, lb) = ca_all.get(key, (set(), False, set())), cb_all.get(key, (set(), False, set()))
         kind = ""
         if r["base_verdict"] and r["contender_verdict"]:
             judged += 1
-            kind = judge(r["base_verdict"], r["contender_verdict"], ca, cb)
+            kind = judge(r["base_verdict"], r["contender_verdict"], ca, cb, la, lb)
             kinds[kind] += 1
+            n_co += kind == "agree" and r["base_verdict"] != r["contender_verdict"]
             n_borderline += ba or bb
         mark = {"agree": "==", "borderline": "~~", "inconclusive": "!=", "contradiction": "XX"}.get(kind, "  ")
         lines.append(f"  {r['label']:<38} c={int(r['concurrency']):<3} {x / 2**30:7.3f} "
@@ -193,7 +204,7 @@ def summarise(a, b) -> dict:
                      f"{'changed: ' + ', '.join(r['config_fields']) if r['config_changed'] else 'equal'}")
     agree = kinds["agree"] + kinds["borderline"]
     return {"rows": len(rows), "lines": lines, "agree": agree, "judged": judged, "kinds": kinds,
-            "borderline": n_borderline,
+            "borderline": n_borderline, "agree_through_co_limits": n_co,
             "agree_share": agree / judged if judged else float("nan"),
             "median_diff": statistics.median(diffs) if diffs else float("nan"),
             "worst_diff": max(diffs) if diffs else float("nan"),
@@ -262,13 +273,16 @@ def report(s: dict, a, b, what: str, load, args) -> None:
             terms(br) + f" ({br['pairs']} pair(s) before it)" if isinstance(br, dict) else "none recorded"))
     print(f"  {'cell':<38} {'level':<5} {'first':>7} {'second':>7}")
     print("\n".join(s["lines"]))
-    print("  (* borderline: a figure within its own noise of a rule's threshold; == same verdict, "
+    print("  (* borderline: a figure within its own noise of a rule's threshold; == same verdict "
+          "or one's verdict a co-limit of the other's (exact agreement), "
           "~~ one names the other's verdict as its borderline candidate (agrees), != a cause vs "
           "inconclusive, XX contradiction)")
     print(f"verdicts agree: {s['agree']}/{s['judged']} = {s['agree_share'] * 100:.0f} % "
           f"(a borderline verdict agrees with the cause it names; target >= {TARGET_AGREE * 100:.0f} %, "
           f"ratio to target {s['agree_share'] / TARGET_AGREE:.2f})")
     k = s["kinds"]
+    print(f"exact agreement: {k['agree']}/{s['judged']} (of which through a co-limit: "
+          f"{s['agree_through_co_limits']})")
     print(f"borderline verdicts: {s['borderline']} of {s['judged']} levels; agreeing through a "
           f"borderline candidate: {k['borderline']}; disagreements: {k['inconclusive']} named vs inconclusive, "
           f"contradictions (two different causes named, neither borderline): {k['contradiction']} "

@@ -46,3 +46,13 @@ def test_summarise_two_runs_of_the_same_matrix(tmp_path):
     assert sum(s["kinds"].values()) == s["judged"]
     assert s["agree"] == s["kinds"]["agree"] + s["kinds"]["borderline"]
     assert s["kinds"]["contradiction"] == 0, "\n".join(s["lines"])
+
+
+@pytest.mark.parametrize("a, b, la, lb, kind", [
+    # both runs see both causes: the rules' order named one first on each
+    ("ec-overhead", "host-cpu", {"host-cpu"}, set(), "agree"),
+    ("host-cpu", "ec-overhead", set(), {"host-cpu"}, "agree"),
+    ("host-cpu", "ec-overhead", {"storage-bandwidth"}, set(), "contradiction"),
+])
+def test_a_verdict_among_the_others_co_limits_agrees_exactly(a, b, la, lb, kind):
+    assert bench.judge(a, b, set(), set(), la, lb) == kind
