@@ -52,7 +52,9 @@ from xcbench.analysis.stats import Stats
 RULE = ("steady window = the longest run of 1-s buckets in which the campaign holds its "
         "concurrency limit (active transfers >= limit), minus its first and last bucket, if >= 3 "
         "buckets remain; otherwise buckets whose smoothed rate changes by <= 10 % of the peak per "
-        "second and is >= 50 % of the peak; otherwise the whole run (flagged)")
+        "second and is >= 50 % of the peak; otherwise the whole run (flagged); a time-based level's "
+        "window is the one its rule judged; the rate is the bytes moved in the window over its "
+        "seconds")
 MIN_POINTS = 3
 SLOPE_MAX = 0.10
 LEVEL_MIN = 0.50
@@ -92,6 +94,8 @@ def bucket_bounds(t, nbytes=None, rate=None) -> tuple[np.ndarray, np.ndarray]:
             first = b / r
     if not math.isfinite(first):
         first = end[0] if end[0] > 0 else (end[1] - end[0] if end.size > 1 else 1.0)
+    elif abs(end[0] - first) <= 1e-3:  # t is kept to the ms: the bucket began with the clock
+        first = end[0]
     start = np.concatenate([[end[0] - first], end[:-1]])
     return start, end
 
