@@ -233,7 +233,7 @@ def table(rd: Any, rows_: list[dict[str, Any]]):
     from rich.table import Table
     reads = any(r["direction"] != "write" for r in rows_)
     t = Table(title=f"what capped each level — run {rd.run_id}", title_justify="left",
-              caption="rate: steady-window mean over repeats (1 Gb/s = 1e9 bit/s); † no steady window: "
+              caption="rate: bytes over the steady window, mean over repeats (1 Gb/s = 1e9 bit/s); † no steady window: "
                       "the mean over the whole level; a + b: both rules hold (co-limits); (or b) borderline: a "
                       "figure within its noise of a threshold, another run may name b; ▲ the chain beat a measured "
                       "ceiling (that probe is no ceiling of its path)",

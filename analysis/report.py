@@ -216,8 +216,8 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     uri = scaling.plot(points, cells, scaling.ceilings(verdicts), overview.TARGET_BPS)
     if uri:
         figures.append({"id": "fig-scaling", "title": "Steady rate vs concurrency, with every measured ceiling",
-                        "uri": uri, "caption": "Per cell: the chain's mean over repeats of the steady-window "
-                        "mean rate (bars: 95 % bootstrap CI over repeats; each point is a row of the table "
+                        "uri": uri, "caption": "Per cell: the chain's mean over repeats of the steady "
+                        "rate, bytes over the steady window (bars: 95 % bootstrap CI over repeats; each point is a row of the table "
                         "below, § there), and the ceilings its verdicts compared it with: the fio probe of "
                         "its layout and pool, the tmpfs gateway at each level, the iperf3 baseline, the "
                         "rate a role's CPU quota allows at the CPU per byte it used, and the target. "

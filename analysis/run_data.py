@@ -6,9 +6,9 @@ rows and the aggregation that gives the figure (see :func:`source`), so it can b
 from the Parquet files (tests/unit/analysis/test_traceability.py does).
 
 Column meanings: rates are bytes/s; ``rate`` of a point is the mean over repeats of each
-repeat's steady-window mean (analysis.steady.RULE), with a bootstrap CI over repeats. A point
-is (cell, concurrency, direction): write, or read (analysis.directions; a mixed campaign gives
-one of each, runs from before reads only writes).
+repeat's bytes over its steady window (analysis.steady.level_steady), with a bootstrap CI over
+repeats. A point is (cell, concurrency, direction): write, or read (analysis.directions; a mixed
+campaign gives one of each, runs from before reads only writes).
 """
 
 from __future__ import annotations
