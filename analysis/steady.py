@@ -12,8 +12,8 @@ start..finish; ``active`` is the time-averaged number of transfers in flight in 
 report, the plots' shaded window and the rules all read it) is the bytes moved in its steady
 window over the window's seconds; bytes inside a bucket count as spread evenly over its span,
 so a window edge inside a bucket takes its share. Its spread (std, CV, median) is that of the
-window cut into equal blocks of about 1 s (:func:`block_rates`), so a short bucket weighs by
-its duration, not as a whole second.
+window cut into equal blocks of about 1 s, so a short bucket weighs by its duration, not as a
+whole second (analysis.buckets, which LevelRule.check reads the same way).
 
 The rule (RULE, quoted in every report):
 
@@ -33,9 +33,10 @@ rule judged when the level ended (``steady_table(levels=...)``), named by the ru
 or "not steady" if the maximum duration came first.
 
 Mean (the rate), median, standard deviation and CV are given over the window and over the
-whole run (both by the equal-block rule above). Two more facts feed the attribution: ``plateau_frac`` (share of buckets at the
-limit) and ``starved_frac`` (share of buckets where slots were free while files were still
-queued: the client did not keep its transfers in flight).
+whole run (both by the equal-block rule above). Two more facts feed the attribution:
+``plateau_frac`` (share of buckets at the limit) and ``starved_frac`` (share of buckets where
+slots were free while files were still queued: the client did not keep its transfers in
+flight).
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from xcbench.analysis.buckets import (  # noqa: F401 - block_rates, window_bytes: public here too
+    block_rates,
+    bucket_bounds,
+    bucket_bytes,
+    window_bytes,
+    window_stats,
+)
 from xcbench.analysis.stats import Stats
 
 RULE = ("steady window = the longest run of 1-s buckets in which the campaign holds its "
@@ -80,49 +88,6 @@ class SteadyWindow:
         return self.window.mean
 
 
-def bucket_bounds(t, nbytes=None, rate=None) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) of each bucket (s): a bucket ends at its ``t`` and starts where the previous
-    one ended. The first starts at ``t - bytes / rate`` (its recorded span) when both are known,
-    else at 0 (the timeline's clock starts with the campaign), else one bucket before its end."""
-    end = np.asarray(t, dtype=float)
-    if end.size == 0:
-        return end, end
-    first = math.nan
-    if nbytes is not None and rate is not None:
-        b, r = float(np.asarray(nbytes, dtype=float)[0]), float(np.asarray(rate, dtype=float)[0])
-        if b > 0 and r > 0 and math.isfinite(b / r):
-            first = b / r
-    if not math.isfinite(first):
-        first = end[0] if end[0] > 0 else (end[1] - end[0] if end.size > 1 else 1.0)
-    elif abs(end[0] - first) <= 1e-3:  # t is kept to the ms: the bucket began with the clock
-        first = end[0]
-    start = np.concatenate([[end[0] - first], end[:-1]])
-    return start, end
-
-
-def _buckets(t, nbytes, rate) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(start, end, bytes) of each bucket; a bucket without a byte count: rate x its span."""
-    rate = np.asarray(rate, dtype=float)
-    nb = np.full(rate.shape, np.nan) if nbytes is None else np.asarray(nbytes, dtype=float)
-    b0, b1 = bucket_bounds(t, nb, rate)
-    moved = np.where(np.isfinite(nb), nb, rate * (b1 - b0))
-    return b0, b1, np.where(np.isfinite(moved), moved, 0.0)
-
-
-def window_stats(t, nbytes, start: float, end: float, first_start: float | None = None) -> Stats:
-    """Stats of the rate over [start, end] from per-bucket bytes (buckets ending at ``t``):
-    mean = the bytes in the window / its seconds; std, CV, median of the window cut into
-    equal blocks of about 1 s (at least one), so every second weighs the same."""
-    if not (math.isfinite(start) and math.isfinite(end)) or end <= start:
-        return Stats.of([])
-    points = max(1, int(round(end - start)))
-    rates = block_rates(t, nbytes, start, end, points, first_start)
-    st = Stats.of(rates)
-    moved = window_bytes(t, nbytes, start, end, first_start)
-    return dataclasses.replace(st, mean=moved / (end - start),
-                               cv=st.std / (moved / (end - start)) if moved > 0 else math.nan)
-
-
 def _longest_true_run(mask: np.ndarray) -> tuple[int, int]:
     """(first, last) index of the longest run of True; (-1, -2) if none."""
     if not mask.any():
@@ -141,7 +106,7 @@ def steady_window(t, rate, active=None, *, concurrency: float | None = None,
     t = np.asarray(t, dtype=float)
     rate = np.asarray(rate, dtype=float)
     n = rate.size
-    b0, b1, moved = _buckets(t, nbytes, rate)
+    b0, b1, moved = bucket_bytes(t, nbytes, rate)
     run = window_stats(t, moved, b0[0], b1[-1], b0[0]) if n else Stats.of([])
     limit, plateau_frac, starved_frac = math.nan, math.nan, math.nan
     lo, hi, method = -1, -2, "whole"
@@ -187,7 +152,7 @@ def level_steady(t, nbytes, rate, active=None, *, concurrency: float | None = No
         return w
     w0, w1 = (float(x) for x in level["window"])
     t = np.asarray(t, dtype=float)
-    b0, _, moved = _buckets(t, nbytes, rate)
+    b0, _, moved = bucket_bytes(t, nbytes, rate)
     w0, w1 = max(w0, float(b0[0])), min(w1, float(t[-1]))  # no bytes are known outside
     if not w1 > w0:  # no bucket recorded in the window (an interrupted level): RULE's window
         return w
@@ -434,29 +399,3 @@ class LevelRule:
     def settings(self) -> dict:
         return {"min": self.min, "max": self.max, "rule": self.rule, "window": self.window,
                 "points": self.points, "tolerance": self.tolerance}
-
-
-def _cumulative(t, nbytes, first_start: float | None) -> tuple[np.ndarray, np.ndarray]:
-    """(instants, bytes moved by then): 0 at the first bucket's start (default: t = 0, where
-    the campaign's clock starts), then each bucket's end."""
-    t = np.asarray(t, dtype=float)
-    cum = np.concatenate([[0.0], np.cumsum(np.nan_to_num(np.asarray(nbytes, dtype=float)))])
-    x0 = 0.0 if first_start is None else min(float(first_start), float(t[0]) if t.size else 0.0)
-    return np.concatenate([[x0], t]), cum
-
-
-def window_bytes(t, nbytes, start: float, end: float, first_start: float | None = None) -> float:
-    """Bytes moved in [start, end], from per-bucket byte counts (buckets ending at ``t``; the
-    bytes of a bucket spread evenly over it)."""
-    x, cum = _cumulative(t, nbytes, first_start)
-    return float(np.diff(np.interp([start, end], x, cum))[0])
-
-
-def block_rates(t, nbytes, start: float, end: float, points: int,
-                first_start: float | None = None) -> np.ndarray:
-    """Mean rate in ``points`` equal blocks of [start, end], from per-bucket byte counts
-    (bytes spread evenly over each bucket: cumulative bytes interpolated at the block edges)."""
-    x, cum = _cumulative(t, nbytes, first_start)
-    edges = np.linspace(start, end, points + 1)
-    c = np.interp(edges, x, cum)
-    return np.diff(c) / np.diff(edges)
