@@ -186,7 +186,7 @@ def summarise(a, b) -> dict:
     ca_all, cb_all = causes_of(a), causes_of(b)
     diffs, judged, lines = [], 0, []
     kinds = {"agree": 0, "borderline": 0, "inconclusive": 0, "contradiction": 0}
-    n_borderline = 0
+    n_borderline = n_co = 0  # n_co: exact agreements through a co-limit
     for r in rows:
         x, y = r["base_rate"], r["contender_rate"]
         d = abs(y - x) / ((x + y) / 2) if x == x and y == y and x + y > 0 else float("nan")
@@ -200,6 +200,7 @@ def summarise(a, b) -> dict:
             judged += 1
             kind = judge(r["base_verdict"], r["contender_verdict"], ca, cb, la, lb)
             kinds[kind] += 1
+            n_co += kind == "agree" and r["base_verdict"] != r["contender_verdict"]
             n_borderline += ba or bb
         mark = {"agree": "==", "borderline": "~~", "inconclusive": "!=", "contradiction": "XX"}.get(kind, "  ")
         lines.append(f"  {r['label']:<38} c={int(r['concurrency']):<3} {x / 2**30:7.3f} "
@@ -210,7 +211,7 @@ def summarise(a, b) -> dict:
     agree = kinds["agree"] + kinds["borderline"]
     return {"rows": len(rows), "lines": lines, "agree": agree, "judged": judged, "kinds": kinds,
             "exact": kinds["agree"], "exact_share": kinds["agree"] / judged if judged else float("nan"),
-            "borderline": n_borderline,
+            "borderline": n_borderline, "agree_through_co_limits": n_co,
             "agree_share": agree / judged if judged else float("nan"),
             "median_diff": statistics.median(diffs) if diffs else float("nan"),
             "worst_diff": max(diffs) if diffs else float("nan"),
@@ -279,7 +280,8 @@ def report(s: dict, a, b, what: str, load, args) -> None:
             terms(br) + f" ({br['pairs']} pair(s) before it)" if isinstance(br, dict) else "none recorded"))
     print(f"  {'cell':<38} {'level':<5} {'first':>7} {'second':>7}")
     print("\n".join(s["lines"]))
-    print("  (* borderline: a figure within its own noise of a rule's threshold; == same verdict, "
+    print("  (* borderline: a figure within its own noise of a rule's threshold; == same verdict "
+          "or one's verdict a co-limit of the other's (exact agreement), "
           "~~ one names the other's verdict as its borderline candidate (agrees), != a cause vs "
           "inconclusive, XX contradiction)")
     k, n = s["kinds"], s["judged"]
@@ -290,6 +292,8 @@ def report(s: dict, a, b, what: str, load, args) -> None:
           f"(a borderline verdict agrees with the cause it names; target >= {TARGET_AGREE * 100:.0f} %, "
           f"ratio to target {s['agree_share'] / TARGET_AGREE:.2f})")
     k = s["kinds"]
+    print(f"exact agreement: {k['agree']}/{s['judged']} (of which through a co-limit: "
+          f"{s['agree_through_co_limits']})")
     print(f"borderline verdicts: {s['borderline']} of {s['judged']} levels; agreeing through a "
           f"borderline candidate: {k['borderline']}; disagreements: {k['inconclusive']} named vs inconclusive, "
           f"contradictions (two different causes named, neither borderline): {k['contradiction']} "

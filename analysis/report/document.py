@@ -230,8 +230,8 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     if uri:
         one = not (points["repeats"].fillna(1) > 1).any() if "repeats" in points and len(points) else True
         figures.append({"id": "fig-scaling", "title": "Steady rate vs concurrency, with every measured ceiling",
-                        "uri": uri, "caption": "Per cell: the chain's mean over repeats of the steady-window "
-                        "mean rate (" + ("one repeat: no CI bars" if one else "bars: 95 % bootstrap CI "
+                        "uri": uri, "caption": "Per cell: the chain's mean over repeats of the steady "
+                        "rate, bytes over the steady window (" + ("one repeat: no CI bars" if one else "bars: 95 % bootstrap CI "
                         "over repeats") + "; each point is a row of the table below, § there), coloured "
                         "and labelled by its verdict, with a hollow diamond on the ceiling that decided "
                         "it; and the ceilings its verdicts compared it with: the fio probe of its layout "

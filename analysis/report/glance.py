@@ -73,9 +73,20 @@ def beaten(ev: dict[str, Any]) -> list[dict[str, Any]]:
 
 def near(verdict: str, ev: dict[str, Any]) -> list[str]:
     """The other verdicts this one is within its noise of (analysis.verdicts.borderline's candidates):
-    another run may name them."""
+    another run may name them (co-limits are named apart)."""
     out = [str(c.get("rule")) for c in ev.get("borderline_candidates") or () if isinstance(c, dict)]
-    return [r for r in dict.fromkeys(out) if r and r != verdict]
+    return [r for r in dict.fromkeys(out) if r and r != verdict and r not in co_limits(verdict, ev)]
+
+
+def co_limits(verdict: str, ev: dict[str, Any]) -> list[str]:
+    """The other rules that hold too (analysis.verdicts.rules.co_limits), in the rules' order."""
+    return [str(c) for c in ev.get("co_limits") or () if c and c != verdict]
+
+
+def verdict_text(verdict: str, co: list[str], near_: list[str]) -> str:
+    """'host-cpu + ec-overhead (or storage-bandwidth)': the verdict, its co-limits, and the
+    verdicts another run may name instead (borderline)."""
+    return " + ".join([verdict, *co]) + (f" (or {' or '.join(near_)})" if near_ else "")
 
 
 def _first_clause(reason: str) -> str:
@@ -132,14 +143,15 @@ def short_reason(verdict: str, reason: str, ev: dict[str, Any], short: Any = Non
             line = f"gateway CPU {fmt_num(ev.get('gateway_cores'))} of {fmt_num(ev.get('cores'))} cores"
     elif verdict == "storage-bandwidth" and _ok(u.get("storage-bandwidth")):
         line = f"{_pct(u['storage-bandwidth'])} of fio {io} {gbps(ev.get('fio_bw'))}"
+    elif verdict == "concurrency":
+        if _ok(ev.get("best_higher_rate")) and _ok(ev.get("rate")) and ev["rate"] > 0:
+            line = f"x{fmt_num(ev['best_higher_rate'] / ev['rate'])} at c={fmt_num(ev.get('best_higher_level'))}: " \
+                   f"more transfers in flight go faster"
     elif verdict == "client":
         if _ok(ev.get("starved_frac")) and ev["starved_frac"] >= (ev.get("thresholds") or {}).get("starved", 0.25):
             line = f"slots idle with files queued in {_pct(ev['starved_frac'])} of seconds"
         elif _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= 0.25:
             line = f"slots idle {_pct(ev['gateway_starved'])} of the time even into tmpfs"
-        elif _ok(ev.get("best_higher_rate")) and _ok(ev.get("rate")) and ev["rate"] > 0:
-            line = f"x{fmt_num(ev['best_higher_rate'] / ev['rate'])} at c={fmt_num(ev.get('best_higher_level'))}: " \
-                   f"more transfers go faster"
     elif verdict == "inconclusive":
         near = {k: v for k, v in u.items() if _ok(v) and k not in (ev.get("not_ceilings") or [])}
         if near:
@@ -185,7 +197,7 @@ def rows(rd: Any, others: tuple = (), verdicts: Any = None) -> list[dict[str, An
             "rate_method": str(p.get("method") or ""),
             "rate_gbps": rate * 8 / 1e9 if rate is not None else None,
             "rate_gibps": rate / GIB if rate is not None else None,
-            "verdict": verdict, "near": near(verdict, ev),
+            "verdict": verdict, "co_limits": co_limits(verdict, ev), "near": near(verdict, ev),
             "short_reason": short_reason(verdict, reason, ev, v.get("short")),
             "reason": reason, "beats": beaten(ev),
             "_order": (rank.get(str(c["backend"]) if c is not None else "", len(rank)),
@@ -222,7 +234,8 @@ def fit_for_sizing(rd: Any, rows_: list[dict[str, Any]]) -> bool:
 
 
 STYLE = {"gateway": "magenta", "storage-bandwidth": "yellow", "storage-iops": "dark_orange",
-         "ec-overhead": "cyan", "client": "blue", "network": "green", "host-cpu": "red",
+         "ec-overhead": "cyan", "client": "blue", "concurrency": "bright_blue", "network": "green",
+         "host-cpu": "red",
          "inconclusive": "dim"}
 
 
@@ -231,9 +244,9 @@ def table(rd: Any, rows_: list[dict[str, Any]]):
     from rich.table import Table
     reads = any(r["direction"] != "write" for r in rows_)
     t = Table(title=f"what capped each level — run {rd.run_id}", title_justify="left",
-              caption="rate: steady-window mean over repeats (1 Gb/s = 1e9 bit/s); † no steady window: "
-                      "the mean over the whole level; ~ borderline: a figure within its noise of a "
-                      "threshold, another run may name that verdict; ▲ the chain beat a measured "
+              caption="rate: bytes over the steady window, mean over repeats (1 Gb/s = 1e9 bit/s); † no steady window: "
+                      "the mean over the whole level; a + b: both rules hold (co-limits); (or b) borderline: a "
+                      "figure within its noise of a threshold, another run may name b; ▲ the chain beat a measured "
                       "ceiling (that probe is no ceiling of its path)",
               caption_justify="left", show_edge=False, pad_edge=False)
     t.add_column("cell", overflow="fold")
@@ -252,8 +265,9 @@ def table(rd: Any, rows_: list[dict[str, Any]]):
         if reads:
             cells.append(r["direction"])
         style = STYLE.get(r["verdict"], "bold")
-        near_ = f" ~ {', '.join(r['near'])}" if r.get("near") else ""
-        t.add_row(*cells, rate, f"[{style}]{r['verdict']}[/]{near_}", r["short_reason"] + mark)
+        shown = verdict_text(r["verdict"], r.get("co_limits") or [], r.get("near") or [])
+        t.add_row(*cells, rate, f"[{style}]{r['verdict']}[/]{shown[len(r['verdict']):]}",
+                  r["short_reason"] + mark)
         last = r["cell"]
     return t
 

@@ -109,7 +109,8 @@ def verdict_table(grid: dict[str, Any], reads: bool, width: int = WIDTH) -> str:
                 continue
             level = f"c={p['concurrency']}" + (f" {p['direction']}" if reads else "")
             rate = p["rate_text"] + ("†" if p.get("whole") else "")
-            verdict = f"**{p['verdict']}**" + (f" ~ {', '.join(p['near'])}" if p.get("near") else "")
+            verdict = " + ".join(f"**{v}**" for v in [p["verdict"], *(p.get("co_limits") or [])]) + \
+                (f" (or {' or '.join(p['near'])})" if p.get("near") else "")
             why = p["short_reason"]
             for b in p.get("beats") or ():
                 why += " ▲" if b["text"] in why else f" ▲ {b['text']}"

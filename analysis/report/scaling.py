@@ -41,7 +41,7 @@ NAMES = {"chain": "the chain (steady rate; bars: 95 % CI)", "fio": "fio probe of
          "rep": "replicated twin (EC cells)", "target": "target"}
 # a verdict's colour, the same as the report's grid (base.html.j2 .b-*)
 VERDICT_COLORS = {"gateway": "#e8833a", "storage-bandwidth": "#3b82f6", "storage-iops": "#7c5cff",
-                  "ec-overhead": "#e0457b", "host-cpu": "#f59e0b", "client": "#22a35a",
+                  "ec-overhead": "#e0457b", "host-cpu": "#f59e0b", "client": "#22a35a", "concurrency": "#65a30d",
                   "network": "#d4b106", "inconclusive": "#9ca3af", "storage-network": "#0891b2",
                   "storage-disk": "#0f766e", "storage-host-cpu": "#a16207"}
 RUN_STYLES = ({"ls": "-", "marker": "o"}, {"ls": "--", "marker": "s"}, {"ls": ":", "marker": "^"},

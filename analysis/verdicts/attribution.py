@@ -68,17 +68,18 @@ first match wins:
                         says both are limited by the concurrency, see rule 8; nor when the
                         tmpfs cell's gateway ran under another CPU limit than this cell's
   7. storage-bandwidth  u_bw >= NEAR
-  8. client             the client left transfer slots idle while files were queued in
-                        >= 25 % of the buckets (steady.starved_frac), or the tmpfs twin did,
-                        or the same cell surely ran >= 1.25x faster at a higher concurrency
-                        level (more transfers in flight would go faster: FTS's concurrency is
-                        the knob). "Surely": the one-sided 95 % lower bound of the rates' ratio
-                        is >= 1.25, each rate's relative standard error being the larger of its
-                        repeats' spread (cv/sqrt(repeats)) and its steady window's spread
-                        (cv/sqrt(buckets x repeats)) (figures.stats). A growth that reaches
-                        1.25x only within that noise is named in the inconclusive reason, not
-                        called: two runs of the same matrix would flip on it; it is a
-                        borderline candidate (below)
+  8. client             the driver's host at its limit: the client left transfer slots idle
+                        while files were queued in >= 25 % of the buckets (steady.starved_frac),
+                        or the tmpfs twin did (a driver at its CPU quota is rule 2)
+  8b. concurrency       the same cell surely ran >= 1.25x faster at a higher concurrency level:
+                        more transfers in flight would go faster (FTS's concurrency is the knob;
+                        not the client host's size). "Surely": the one-sided 95 % lower bound of
+                        the rates' ratio is >= 1.25, each rate's relative standard error being
+                        the larger of its repeats' spread (cv/sqrt(repeats)) and its steady
+                        window's spread (cv/sqrt(seconds x repeats), figures.stats). A growth
+                        that reaches 1.25x only within that noise is named in the inconclusive
+                        reason, not called: two runs of the same matrix would flip on it; it is
+                        a borderline candidate (below)
   A storage probe the chain beats by more than 15 % (u > OVER) is no ceiling of the chain's
   path (e.g. a direct-I/O fio probe vs the gateway's buffered writes through ceph-fuse): it is
   left out of rules 3, 6 and 7 and the reason of the verdict says so.
@@ -95,6 +96,11 @@ first match wins:
   on either side of a threshold name the same cause, one as its verdict and the other as its
   candidate. A run with a between-run term (analysis.verdicts.between_run) adds it to the rates', host
   CPU's and fio ceilings' errors. No threshold moves; an unknown noise counts as 0.
+
+  Co-limits: every other rule that holds for the point is named after the verdict, in the
+  rules' order (the cascade run again without the verdict's rule, and so on: evidence
+  "co_limits", the reason's "co-limits" clause, shown as "host-cpu + ec-overhead"), so two runs
+  that both see two causes name both, whichever comes first.
 
   9. inconclusive       nothing within 15 % of a ceiling, or no ceiling measured; the reason
                         says which ceilings were not measured and how busy the host CPU was
@@ -137,6 +143,7 @@ from xcbench.analysis.verdicts.rules import (  # noqa: F401 - the public names o
     decide,
     gib,
     pct,
+    with_co_limits,
 )
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.figures import stats as _stats
@@ -375,6 +382,10 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
         if verdict != ruled[0]:
             ev["borderline"] = False  # a saturated link or storage host overrode the rules
             ev.pop("borderline_candidates", None)
+            # what the rules named still holds: a co-limit of the overriding verdict
+            ev["co_limits"] = [v for v in (ruled[0], *(ev.get("co_limits") or ()))
+                               if v not in (verdict, "inconclusive")]
+            reason = with_co_limits(reason, ev["co_limits"])
         rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"], "verdict": verdict,
                      "reason": reason, "evidence": json.dumps(_jsonable(ev), sort_keys=True),
                      "direction": d})

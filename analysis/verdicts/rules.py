@@ -19,8 +19,11 @@ from xcbench.analysis.verdicts.amplification import describe
 from xcbench.figures.stats import CONFIDENCE
 from xcbench.figures.units import fmt_num
 
-VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "network",
-            "host-cpu", "storage-network", "storage-disk", "storage-host-cpu", "inconclusive")
+# client: the driver's host at its CPU or NIC limit (or not keeping its slots busy);
+# concurrency: more transfers in flight would go faster (the site's knob, not its hardware)
+VERDICTS = ("gateway", "storage-bandwidth", "storage-iops", "ec-overhead", "client", "concurrency",
+            "network", "host-cpu", "storage-network", "storage-disk", "storage-host-cpu",
+            "inconclusive")
 NEAR = 0.85
 OVER = 1.15  # the chain beats a storage probe by more than this: the probe is not its ceiling
 STARVED = 0.25
@@ -102,13 +105,42 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
     """(verdict, reason) for one point's figures (the rules of the module docstring). A rule
     the cascade looked at whose figure is within its own noise of the threshold is named as
     borderline (analysis.verdicts.borderline: evidence and reason say so), and so is the verdict the
-    cascade reaches when the deciding figure falls on the other side of its threshold."""
+    cascade reaches when the deciding figure falls on the other side of its threshold. Every
+    other rule that holds too is a co-limit (evidence ``co_limits``, in the rules' order)."""
     ev.pop("borderline_candidates", None)
+    ev.pop("co_limits", None)
     verdict, reason = _decide(ev)
     other = _otherwise(ev, verdict)
     if other:
         ev["borderline_candidates"].append({"rule": other, "figure": "otherwise", "otherwise_of": verdict})
-    return _bl.mark(ev, verdict, reason)
+    co = co_limits(ev, verdict)
+    ev["co_limits"] = co
+    return _bl.mark(ev, verdict, with_co_limits(reason, co))
+
+
+def with_co_limits(reason: str, co: list[str]) -> str:
+    """The reason with its co-limits clause (none: as it is)."""
+    if not co:
+        return reason
+    return reason.rstrip(".") + f"; co-limit{'s' if len(co) > 1 else ''} (their rules hold too): {', '.join(co)}."
+
+
+def co_limits(ev: dict[str, Any], verdict: str) -> list[str]:
+    """The other rules that hold for this point, in the rules' order: the cascade run again
+    with the verdict's rule (then each found one) taken as not passing, until it reaches
+    inconclusive. Two runs that both see two causes then name both, whichever came first."""
+    found: list[str] = []
+    skip = [verdict]
+    while verdict != "inconclusive":
+        alt = copy.deepcopy(ev)
+        alt.pop("borderline_candidates", None)
+        alt[_bl.SKIP] = list(skip)
+        v = _decide(alt)[0]
+        if v == "inconclusive" or v in skip:
+            break
+        found.append(v)
+        skip.append(v)
+    return found
 
 
 def _otherwise(ev: dict[str, Any], verdict: str) -> str | None:
@@ -154,8 +186,9 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
         return "network", (f"The chain moves {gib(r)} ({fmt_num(r * 8 / 1e9)} Gb/s) {at}, "
                            f"{pct(u['network'])} of the iperf3 baseline "
                            f"({fmt_num(ev['network_bps'] * 8 / 1e9)} Gb/s).")
+    skip = ev.get(_bl.SKIP, ())
     limited = _roles.at_limit_verdict(ev, at, gib(r))
-    if limited:
+    if limited and limited[0] not in skip:
         return limited
     dev = _dev_iops(ev) and "storage-iops" in u
     between = ev.get("between_run") or {}
@@ -212,15 +245,15 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
                                    u.get("storage-bandwidth"), NEAR, se_bw):
         return _bandwidth(ev, r, at, io, ubw)
     starved = ev.get("starved_frac")
-    if _ok(starved) and starved >= STARVED:
+    if _ok(starved) and starved >= STARVED and "client" not in skip:
         return "client", (f"The client left transfer slots idle while files were queued in "
                           f"{pct(starved)} of the seconds {at}; the chain moved {gib(r)}.")
-    if _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= STARVED:
+    if _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= STARVED and "client" not in skip:
         return "client", (f"Even into tmpfs the client left slots idle {pct(ev['gateway_starved'])} "
                           f"of the time {at}; the chain moved {gib(r)}.")
     grows, growth_txt = _growth(ev, r)
-    if grows:
-        return "client", (f"The rate still grows with concurrency: {gib(r)} {at} but "
+    if grows and "concurrency" not in skip:
+        return "concurrency", (f"The rate still grows with concurrency: {gib(r)} {at} but "
                           f"{gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
                           f"{growth_txt}, so more transfers in flight would go faster.")
     names = {"network": "iperf3", "gateway": "gateway", "storage-bandwidth": "fio bandwidth",
@@ -277,7 +310,7 @@ def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
     words = (f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at {CONFIDENCE * 100:.0f} % given "
              f"the levels' noise{noise})")
     if low > 0:  # the interval of the growth: low = g exp(-z se)
-        _bl.passes(ev, "client", "growth", hi / r, SCALING, max(math.log(hi / r / low), 0.0) / _bl.Z)
+        _bl.passes(ev, "concurrency", "growth", hi / r, SCALING, max(math.log(hi / r / low), 0.0) / _bl.Z)
     if low >= SCALING:
         return True, words
     return False, words if hi >= SCALING * r else ""

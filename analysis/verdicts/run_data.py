@@ -6,9 +6,9 @@ rows and the aggregation that gives the figure (see :func:`source`), so it can b
 from the Parquet files (tests/unit/analysis/test_traceability.py does).
 
 Column meanings: rates are bytes/s; ``rate`` of a point is the mean over repeats of each
-repeat's steady-window mean (figures.steady.RULE), with a bootstrap CI over repeats. A point
-is (cell, concurrency, direction): write, or read (analysis.verdicts.directions; a mixed campaign gives
-one of each, runs from before reads only writes).
+repeat's bytes over its steady window (figures.steady.level_steady), with a bootstrap CI over
+repeats. A point is (cell, concurrency, direction): write, or read (analysis.verdicts.directions; a mixed
+campaign gives one of each, runs from before reads only writes).
 """
 
 from __future__ import annotations
@@ -237,23 +237,28 @@ class RunData:
 
     def _rate_source(self, cell_id: str, conc: Any, windows: pd.DataFrame,
                      direction: str = "write") -> dict[str, Any]:
-        parts = " | ".join(f"(repeat == {_q(r.repeat)} & t >= {r.t_start!r} & t <= {r.t_end!r})"
+        """Each repeat's bytes in its steady window (the buckets ending in (t_start, t_end])
+        over the window's seconds, then the mean over repeats (figures.steady.level_steady)."""
+        parts = " | ".join(f"(repeat == {_q(r.repeat)} & t > {r.t_start!r} & t <= {r.t_end!r})"
                            for r in windows.itertuples())
         q = f"cell_id == {_q(cell_id)} & concurrency == {_q(conc)} & ({parts})"
+        seconds = [[r.repeat, float(r.t_end - r.t_start)] for r in windows.sort_values("repeat").itertuples()]
+        exact = bool(windows["whole_buckets"].all()) if "whole_buckets" in windows else False
+        how = ("bytes of each repeat's steady window / its seconds (per_seconds), then the mean "
+               "over repeats; B/s" + ("" if exact else "; a window edge inside a bucket counts "
+                                      "that bucket's bytes in part (spread evenly over it)"))
         camps = set(windows["campaign_id"])
         if any(self.directions.get(c) == "mixed" for c in camps):
             col = _dirs.SPLIT[direction]
-            return source(self.run_id, "timeline", q, "rate", "mean", by="repeat", recompute=False,
-                          note=f"mixed campaign, {direction}s only: rate x {col} / bytes per bucket "
-                               "(analysis.verdicts.directions), steady-window mean per repeat, then mean "
-                               "over repeats; B/s")
+            return source(self.run_id, "timeline", q, col, "sum", by="repeat", recompute=False,
+                          per_seconds=seconds, note=f"mixed campaign, {direction}s only: {how}")
         if self.timeline_derived:
             return source(self.run_id, "transfers", f"cell_id == {_q(cell_id)} & concurrency == {_q(conc)}",
-                          "throughput", "mean", note="timeline rebuilt from transfers by "
-                          "figures.steady.timeline_from_transfers, then mean rate over the steady "
-                          "window of each repeat: " + parts, recompute=False)
-        return source(self.run_id, "timeline", q, "rate", "mean", by="repeat",
-                      note="steady-window mean per repeat, then mean over repeats; B/s")
+                          "transferred", "sum", note="timeline rebuilt from transfers by "
+                          "figures.steady.timeline_from_transfers, then " + how + ": " + parts,
+                          recompute=False)
+        return source(self.run_id, "timeline", q, "bytes", "sum", by="repeat", per_seconds=seconds,
+                      note=how, **({} if exact else {"recompute": False}))
 
     @cached_property
     def points(self) -> pd.DataFrame:

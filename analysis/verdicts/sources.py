@@ -21,7 +21,8 @@ def source(run_id: str, table: str, query: str, column: str | None = None, agg: 
 
 def source_text(s: dict[str, Any]) -> str:
     col = f"[{s['column']}]" if s.get("column") else ""
-    by = f".groupby({s['by']!r}){col}.{s['agg']}().mean()" if s.get("by") else f"{col}.{s['agg']}()"
+    per = " / per_seconds[repeat]" if s.get("per_seconds") else ""
+    by = f".groupby({s['by']!r}){col}.{s['agg']}(){per}.mean()" if s.get("by") else f"{col}.{s['agg']}()"
     text = f"run {s['run']}: {s['table']}.query({s['query']!r}){by}"
     if s.get("query_stored"):
         text += f" / {s['table']}.query({s['query_stored']!r})"

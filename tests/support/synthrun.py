@@ -185,7 +185,7 @@ def _timeline(start: np.ndarray, finish: np.ndarray, moved: np.ndarray, ok: np.n
     active = np.searchsorted(np.sort(s), edges, side="right") - np.searchsorted(np.sort(e), edges, side="right")
     done = np.searchsorted(np.sort(e[ok]), edges, side="right")
     failed = np.searchsorted(np.sort(e[~ok]), edges, side="right")
-    t = np.arange(nb, dtype=float)
+    t = np.arange(1, nb + 1, dtype=float)  # a bucket is labelled by its end, as a run records it
     return pd.DataFrame({"t": t, "wall": t0 + t, "bytes": bytes_, "rate": bytes_, "active": active,
                          "done": done, "failed": failed})
 

@@ -51,10 +51,12 @@ class Levels:
             if self.c.level_end is not None:
                 return
             streak = self.c.fail_streak
-        ended_by, steady, spread = None, False, float("nan")
+        ended_by, steady, spread, window = None, False, float("nan"), None
         if elapsed >= rule.min or elapsed >= rule.max:  # the spread is recorded at max too
             rows = timeline.rows
-            steady, spread = rule.check([r["t"] for r in rows], [r["bytes"] for r in rows])
+            ts = [r["t"] for r in rows]
+            steady, spread = rule.check(ts, [r["bytes"] for r in rows])
+            window = rule.window_at(ts) if ts else None
         if steady:
             ended_by = "steady"
         elif elapsed >= rule.max:
@@ -62,12 +64,16 @@ class Levels:
         elif streak >= max(8, 2 * self.c.limit):
             ended_by = "failing"
         if ended_by is not None:
-            self.end(ended_by, elapsed, spread)
+            self.end(ended_by, elapsed, spread, window)
 
-    def end(self, ended_by: str, elapsed: float, spread: float = float("nan")) -> None:
+    def end(self, ended_by: str, elapsed: float, spread: float = float("nan"),
+            window: tuple[float, float] | None = None) -> None:
+        """Record the level's end; ``window``: the one its rule judged (LevelRule.window_at),
+        else the last ``rule.window`` s before ``elapsed`` (a level stopped between checks)."""
         rule = self.c.rule
         end = {"ended_by": ended_by, "steady": ended_by == "steady", "t_end": round(elapsed, 3),
-               "window": [round(max(0.0, elapsed - rule.window), 3), round(elapsed, 3)],
+               # the window check() judged, which the analysis averages and the plots shade
+               "window": [round(x, 3) for x in (window or rule.window_at(elapsed))],
                "spread": None if spread != spread else round(spread, 4),
                "rule": rule.settings(), "text": rule.describe(),
                "dataset_files": len(self.c.dataset), "transfers_started": self.c.next_seq}

@@ -1,10 +1,19 @@
 """Steady state of a campaign: trim ramp-up and ramp-down by a stated rule, then describe.
 
-Input: a campaign's TIMELINE (1 s buckets: ``t`` s since the campaign started, ``wall``,
-``bytes``, ``rate`` bytes/s, ``active`` transfers in flight, cumulative ``done``/``failed``).
-When a run has no timeline table, :func:`timeline_from_transfers` rebuilds one from the
-transfer records (bytes spread evenly over each transfer's start..finish; ``active`` is the
-time-averaged number of transfers in flight in the bucket).
+Input: a campaign's TIMELINE (1 s buckets, each labelled by its END: ``t`` s since the
+campaign started, ``wall``, ``bytes`` moved in the bucket, ``rate`` = bytes / the bucket's
+span, ``active`` transfers in flight, cumulative ``done``/``failed``). A bucket spans from the
+previous one's end (the first from 0) to its ``t``: the last bucket of a campaign is often a
+fraction of a second. When a run has no timeline table, :func:`timeline_from_transfers`
+rebuilds one from the transfer records (bytes spread evenly over each transfer's
+start..finish; ``active`` is the time-averaged number of transfers in flight in the bucket).
+
+**A level's rate** (:func:`level_steady`, the one place it is computed: the progress line, the
+report, the plots' shaded window and the rules all read it) is the bytes moved in its steady
+window over the window's seconds; bytes inside a bucket count as spread evenly over its span,
+so a window edge inside a bucket takes its share. Its spread (std, CV, median) is that of the
+window cut into equal blocks of about 1 s, so a short bucket weighs by its duration, not as a
+whole second (figures.buckets, which LevelRule.check reads the same way).
 
 The rule (RULE, quoted in every report):
 
@@ -23,26 +32,37 @@ A time-based level (campaign.duration, see LevelRule below) has its own window: 
 rule judged when the level ended (``steady_table(levels=...)``), named by the rule if it held,
 or "not steady" if the maximum duration came first.
 
-Mean, median, standard deviation and CV of ``rate`` are given over the window and over the
-whole run. Two more facts feed the attribution: ``plateau_frac`` (share of buckets at the
-limit) and ``starved_frac`` (share of buckets where slots were free while files were still
-queued: the client did not keep its transfers in flight).
+Mean (the rate), median, standard deviation and CV are given over the window and over the
+whole run (both by the equal-block rule above). Two more facts feed the attribution:
+``plateau_frac`` (share of buckets at the limit) and ``starved_frac`` (share of buckets where
+slots were free while files were still queued: the client did not keep its transfers in
+flight).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from xcbench.figures.buckets import (  # noqa: F401 - block_rates, window_bytes: public here too
+    block_rates,
+    bucket_bounds,
+    bucket_bytes,
+    window_bytes,
+    window_stats,
+)
 from xcbench.figures.stats import Stats
 
 RULE = ("steady window = the longest run of 1-s buckets in which the campaign holds its "
         "concurrency limit (active transfers >= limit), minus its first and last bucket, if >= 3 "
         "buckets remain; otherwise buckets whose smoothed rate changes by <= 10 % of the peak per "
-        "second and is >= 50 % of the peak; otherwise the whole run (flagged)")
+        "second and is >= 50 % of the peak; otherwise the whole run (flagged); a time-based level's "
+        "window is the one its rule judged; the rate is the bytes moved in the window over its "
+        "seconds")
 MIN_POINTS = 3
 SLOPE_MAX = 0.10
 LEVEL_MIN = 0.50
@@ -51,14 +71,21 @@ KEYS = ["cell_id", "campaign_id", "concurrency", "repeat"]
 
 @dataclass(frozen=True)
 class SteadyWindow:
-    method: str  # plateau | slope | whole
-    start: float  # t of the first bucket in the window (s since campaign start)
-    end: float  # t of the last bucket in the window (inclusive)
+    method: str  # plateau | slope | whole; a time-based level: its rule's name or "not steady"
+    start: float  # the window's start (s since campaign start: the first bucket's beginning)
+    end: float  # the window's end (the last bucket's end)
     limit: float
     plateau_frac: float
     starved_frac: float
-    window: Stats
+    window: Stats  # window.mean is the level's rate: bytes in [start, end] / (end - start)
     run: Stats
+    ended_by: str = "files"  # files | steady | max | stopped | failing | hosts
+    steady_at: float = math.nan  # a time-based level ended steady: when (s)
+
+    @property
+    def rate(self) -> float:
+        """Bytes/s over the window."""
+        return self.window.mean
 
 
 def _longest_true_run(mask: np.ndarray) -> tuple[int, int]:
@@ -73,12 +100,14 @@ def _longest_true_run(mask: np.ndarray) -> tuple[int, int]:
 
 
 def steady_window(t, rate, active=None, *, concurrency: float | None = None,
-                  queued=None) -> SteadyWindow:
-    """Apply RULE to one campaign's buckets (arrays in time order)."""
+                  queued=None, nbytes=None) -> SteadyWindow:
+    """Apply RULE to one campaign's buckets (arrays in time order; ``t`` each bucket's end,
+    ``nbytes`` its bytes: without them, rate x the bucket's span)."""
     t = np.asarray(t, dtype=float)
     rate = np.asarray(rate, dtype=float)
     n = rate.size
-    run = Stats.of(rate)
+    b0, b1, moved = bucket_bytes(t, nbytes, rate)
+    run = window_stats(t, moved, b0[0], b1[-1], b0[0]) if n else Stats.of([])
     limit, plateau_frac, starved_frac = math.nan, math.nan, math.nan
     lo, hi, method = -1, -2, "whole"
     act = np.asarray(active, dtype=float) if active is not None else np.array([])
@@ -105,20 +134,49 @@ def steady_window(t, rate, active=None, *, concurrency: float | None = None,
                 lo, hi, method = int(ok[0]), int(ok[-1]), "slope"
     if method == "whole":
         lo, hi = 0, n - 1
-    win = Stats.of(rate[lo:hi + 1]) if n else run
-    return SteadyWindow(method, float(t[lo]) if n else math.nan, float(t[hi]) if n else math.nan,
-                        limit, plateau_frac, starved_frac, win, run)
+    if not n:
+        return SteadyWindow(method, math.nan, math.nan, limit, plateau_frac, starved_frac, run, run)
+    win = window_stats(t, moved, float(b0[lo]), float(b1[hi]), b0[0])
+    return SteadyWindow(method, float(b0[lo]), float(b1[hi]), limit, plateau_frac, starved_frac,
+                        win, run)
+
+
+def level_steady(t, nbytes, rate, active=None, *, concurrency: float | None = None,
+                 queued=None, level: dict | None = None) -> SteadyWindow:
+    """A level's steady window and rate: THE function every figure of a level's rate comes
+    from. ``level``: how a time-based level ended (the CAMPAIGN row's settings["level"]): its
+    window is the one its LevelRule judged (``level["window"]``, s since the campaign
+    started), named by the rule if it held, else "not steady"; otherwise RULE decides."""
+    w = steady_window(t, rate, active, concurrency=concurrency, queued=queued, nbytes=nbytes)
+    if not level or not level.get("window") or not np.asarray(t).size:
+        return w
+    w0, w1 = (float(x) for x in level["window"])
+    t = np.asarray(t, dtype=float)
+    b0, _, moved = bucket_bytes(t, nbytes, rate)
+    w0, w1 = max(w0, float(b0[0])), min(w1, float(t[-1]))  # no bytes are known outside
+    if not w1 > w0:  # no bucket recorded in the window (an interrupted level): RULE's window
+        return w
+    steady = level.get("ended_by") == "steady"
+    method = level.get("rule", {}).get("rule", "level") if steady else "not steady"
+    return dataclasses.replace(
+        w, method=method, start=w0, end=w1,
+        window=window_stats(t, moved, w0, w1, b0[0]),
+        ended_by=str(level.get("ended_by")),
+        steady_at=float(level["t_end"]) if steady and level.get("t_end") is not None else math.nan)
 
 
 def steady_table(timeline: pd.DataFrame, files: dict | None = None,
                  levels: dict | None = None) -> pd.DataFrame:
     """One row per campaign (cell_id, campaign_id, concurrency, repeat): the window and the
-    stats. ``files``: {campaign_id: files in the campaign} to compute ``starved_frac``.
-    ``levels``: {campaign_id: the level's end (the CAMPAIGN row's settings["level"])} of
-    time-based levels, whose window is the one their LevelRule judged (see _level_window).
-    A ``direction`` column (analysis.verdicts.directions) gives one row per campaign and direction."""
+    stats (:func:`level_steady`). ``files``: {campaign_id: files in the campaign} to compute
+    ``starved_frac``. ``levels``: {campaign_id: the level's end (the CAMPAIGN row's
+    settings["level"])} of time-based levels, whose window is the one their LevelRule judged.
+    ``t_start``/``t_end`` bound the window (s since the campaign started), ``wall_start``/
+    ``wall_end`` the same instants in wall time (the plots shade them, the telemetry is
+    averaged over them). A ``direction`` column (analysis.verdicts.directions) gives one row per
+    campaign and direction."""
     cols = ["method", "t_start", "t_end", "wall_start", "wall_end", "limit", "plateau_frac",
-            "starved_frac", "buckets", "bytes", "ended_by", "steady_at"]
+            "starved_frac", "buckets", "bytes", "ended_by", "steady_at", "whole_buckets"]
     stat_cols = [f"{p}_{k}" for p in ("window", "run") for k in ("n", "mean", "median", "std", "cv")]
     keys = KEYS + (["direction"] if "direction" in timeline else [])
     if timeline.empty:
@@ -131,44 +189,26 @@ def steady_table(timeline: pd.DataFrame, files: dict | None = None,
         if nfiles is not None and {"done", "failed", "active"} <= set(g.columns):
             queued = nfiles - g["done"].fillna(0).to_numpy() - g["failed"].fillna(0).to_numpy() \
                 - g["active"].fillna(0).to_numpy()
-        w = steady_window(g["t"].to_numpy(), g["rate"].to_numpy(),
-                          g["active"].to_numpy(dtype=float) if "active" in g else None,
-                          concurrency=float(key[2]) if pd.notna(key[2]) else None, queued=queued)
-        wall = g["wall"].to_numpy(dtype=float)
         t = g["t"].to_numpy(dtype=float)
-        i0, i1 = np.searchsorted(t, w.start), np.searchsorted(t, w.end)
+        w = level_steady(t, g["bytes"].to_numpy(dtype=float), g["rate"].to_numpy(dtype=float),
+                         g["active"].to_numpy(dtype=float) if "active" in g else None,
+                         concurrency=float(key[2]) if pd.notna(key[2]) else None, queued=queued,
+                         level=(levels or {}).get(key[1]))
+        origin = float(g["wall"].iloc[0]) - float(t[0])  # the wall time of the campaign's t = 0
+        edges = np.concatenate([bucket_bounds(t, g["bytes"], g["rate"])[0][:1], t])
+        whole = bool(np.isclose(edges, w.start, rtol=0, atol=1e-6).any()
+                     and np.isclose(edges, w.end, rtol=0, atol=1e-6).any())
         row = dict(zip(keys, key, strict=True))
         row.update(method=w.method, t_start=w.start, t_end=w.end,
-                   wall_start=wall[i0], wall_end=wall[i1] + 1.0, limit=w.limit,
+                   wall_start=origin + w.start, wall_end=origin + w.end, limit=w.limit,
                    plateau_frac=w.plateau_frac, starved_frac=w.starved_frac, buckets=len(g),
-                   bytes=float(g["bytes"].sum()), ended_by="files", steady_at=math.nan)
-        level = (levels or {}).get(key[1])
-        if level:
-            w = _level_window(w, level, t, g["rate"].to_numpy(dtype=float), wall, row)
+                   bytes=float(g["bytes"].sum()), ended_by=w.ended_by, steady_at=w.steady_at,
+                   whole_buckets=whole)  # the window holds whole buckets: a sum of rows
         for p, s in (("window", w.window), ("run", w.run)):
             row.update({f"{p}_n": s.n, f"{p}_mean": s.mean, f"{p}_median": s.median,
                         f"{p}_std": s.std, f"{p}_cv": s.cv})
         out.append(row)
     return pd.DataFrame(out, columns=keys + cols + stat_cols)
-
-
-def _level_window(w: SteadyWindow, level: dict, t, rate, wall, row: dict) -> SteadyWindow:
-    """A time-based level's window: the ``window`` s before the level ended (buckets whose end
-    lies in it), ``method`` the rule's name if it held, else "not steady"; ``row`` updated."""
-    w0, w1 = level["window"]
-    inside = (t > w0 + 0.5) & (t <= w1 + 0.5)
-    if not inside.any():  # no bucket recorded in the window (an interrupted level): keep w
-        return w
-    steady = level.get("ended_by") == "steady"
-    method = level.get("rule", {}).get("rule", "level") if steady else "not steady"
-    lo, hi = int(np.flatnonzero(inside)[0]), int(np.flatnonzero(inside)[-1])
-    origin = float(wall[0] - t[0])  # wall time at which the level's clock started
-    w = SteadyWindow(method, float(t[lo]), float(t[hi]), w.limit, w.plateau_frac, w.starved_frac,
-                     Stats.of(rate[lo:hi + 1]), w.run)
-    row.update(method=method, t_start=w.start, t_end=w.end, wall_start=origin + w0,
-               wall_end=origin + w1, ended_by=level.get("ended_by"),
-               steady_at=float(level["t_end"]) if steady else math.nan)
-    return w
 
 
 def _integral(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, edges: np.ndarray):
@@ -209,7 +249,7 @@ def timeline_from_transfers(transfers: pd.DataFrame, bucket: float = 1.0) -> pd.
         act = np.diff(_integral(s, e, np.ones_like(s), edges)) / bucket
         ends_sorted = np.sort(e[~g["_failed"].to_numpy()])
         fails_sorted = np.sort(e[g["_failed"].to_numpy()])
-        df = pd.DataFrame({"t": edges[:-1], "wall": t0 + edges[:-1], "bytes": b, "rate": b / bucket,
+        df = pd.DataFrame({"t": edges[1:], "wall": t0 + edges[1:], "bytes": b, "rate": b / bucket,
                            "active": act,
                            "done": np.searchsorted(ends_sorted, edges[1:], side="right"),
                            "failed": np.searchsorted(fails_sorted, edges[1:], side="right")})
@@ -332,7 +372,7 @@ class LevelRule:
         t = np.asarray(t, dtype=float)
         if self.rule == "none" or t.size == 0 or t[-1] < self.window:
             return False, math.nan
-        rates = block_rates(t, nbytes, t[-1] - self.window, t[-1], self.points)
+        rates = block_rates(t, nbytes, *self.window_at(t), self.points)
         mean = float(rates.mean())
         if not mean > 0:
             return False, math.nan
@@ -343,16 +383,19 @@ class LevelRule:
             spread = abs(float(np.polyfit(x, rates, 1)[0])) * self.window / mean
         return spread <= self.tolerance, spread
 
+    def window_at(self, t) -> tuple[float, float]:
+        """The steady window of a level judged at the end of its last bucket: from the bucket
+        end nearest ``window`` s before it, so the window holds whole buckets (``t``: the
+        buckets' ends, s since the level began; a bare number: only the end is known). What
+        check() judges, what the level records, what its rate is averaged over (level_steady)
+        and what the plots shade."""
+        ends = np.atleast_1d(np.asarray(t, dtype=float))
+        end = float(ends[-1])
+        if np.ndim(t) == 0:
+            return max(0.0, end - self.window), end
+        edges = np.concatenate([[0.0], ends])
+        return float(edges[np.argmin(np.abs(edges - (end - self.window)))]), end
+
     def settings(self) -> dict:
         return {"min": self.min, "max": self.max, "rule": self.rule, "window": self.window,
                 "points": self.points, "tolerance": self.tolerance}
-
-
-def block_rates(t, nbytes, start: float, end: float, points: int) -> np.ndarray:
-    """Mean rate in ``points`` equal blocks of [start, end], from per-bucket byte counts
-    (bytes spread evenly over each bucket: cumulative bytes interpolated at the block edges)."""
-    t = np.asarray(t, dtype=float)
-    cum = np.concatenate([[0.0], np.cumsum(np.asarray(nbytes, dtype=float))])
-    edges = np.linspace(start, end, points + 1)
-    c = np.interp(edges, np.concatenate([[0.0], t]), cum)
-    return np.diff(c) / np.diff(edges)

@@ -5,6 +5,7 @@ On a terminal a rich live view; otherwise (CI, logs) one plain line per event.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import Any
@@ -13,7 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from xcbench.figures.steady import steady_window
+from xcbench.figures.steady import SteadyWindow, level_steady
 from xcbench.telemetry.prometheus import LIVE_PREFIX, live_line
 
 PLAIN_STORAGE_EVERY = 10.0  # seconds between two storage lines in the plain (non-terminal) view
@@ -75,29 +76,34 @@ class MatrixView:
             self.in_level, self.storage = False, None  # the level ended: its figures with it
             for r in rows:
                 whole = 8 * float(r.get("rate") or 0) / 1e9
-                steady = self._steady(r)
-                rate = (f"{steady:.2f} Gb/s steady ({whole:.2f} over the whole level)" if steady
-                        is not None else f"{whole:.2f} Gb/s over the whole level (no steady window)")
+                w = self._steady(r)
+                if w is None or w.method == "whole":
+                    rate = f"{whole:.2f} Gb/s over the whole level (no steady window)"
+                else:
+                    how = "steady" if w.method != "not steady" else "over its last window (not steady)"
+                    rate = f"{8 * w.rate / 1e9:.2f} Gb/s {how} ({whole:.2f} over the whole level)"
                 self._say(f"    c={r.get('concurrency')}: {rate}, "
                           f"{r.get('finished')} finished, {r.get('failed')} failed")
         if self.live:
             self.live.update(self._render())
 
-    def _steady(self, campaign: dict) -> float | None:
-        """Gb/s over the campaign's steady window (figures.steady's RULE, as the report has it
-        for a level ended by its files; a time-based level's own window may differ a little)."""
+    def _steady(self, campaign: dict) -> SteadyWindow | None:
+        """The level's steady window and rate (figures.steady.level_steady: the report's
+        figure, from the same timeline rows and, for a time-based level, the same window)."""
         rows = self.buckets.pop(str(campaign.get("campaign_id")), None)
         if not rows:
             return None
         rows.sort(key=lambda r: float(r.get("t") or 0))
         try:
-            w = steady_window([r.get("t") for r in rows], [r.get("rate") for r in rows],
-                              [r.get("active") for r in rows],
-                              concurrency=float(campaign.get("concurrency") or 0) or None)
-        except (TypeError, ValueError):
+            settings = campaign.get("settings")
+            level = (json.loads(settings) if isinstance(settings, str) else settings or {}).get("level")
+            w = level_steady([r.get("t") for r in rows], [r.get("bytes") for r in rows],
+                             [r.get("rate") for r in rows], [r.get("active") for r in rows],
+                             concurrency=float(campaign.get("concurrency") or 0) or None,
+                             level=level if isinstance(level, dict) else None)
+        except (TypeError, ValueError, AttributeError):
             return None
-        mean = w.window.mean
-        return 8 * float(mean) / 1e9 if mean == mean and w.method != "whole" else None
+        return w if w.rate == w.rate else None
 
     def end_cell(self, cell: Any, status: str, error: str | None) -> None:
         self.done += 1

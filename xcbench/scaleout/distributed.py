@@ -197,17 +197,18 @@ class Coordinator:
             steady, spread = rule.check([r["t"] for r in rows], [r["bytes"] for r in rows])
         ended_by = "steady" if steady else "max" if elapsed >= rule.max else None
         if ended_by:
-            self._end(ended_by, elapsed, spread)
+            self._end(ended_by, elapsed, spread, rule.window_at([r["t"] for r in rows]))
             for a in self.agents:
                 a.say("stop\n")
 
-    def _end(self, ended_by: str, elapsed: float, spread: float = float("nan")) -> None:
+    def _end(self, ended_by: str, elapsed: float, spread: float = float("nan"),
+             window: tuple[float, float] | None = None) -> None:
         if self.level_end is not None or self.rule is None:
             return
         rule = self.rule
         self.level_end = {
             "ended_by": ended_by, "steady": ended_by == "steady", "t_end": round(elapsed, 3),
-            "window": [round(max(0.0, elapsed - rule.window), 3), round(elapsed, 3)],
+            "window": [round(x, 3) for x in (window or rule.window_at(elapsed))],  # as judged
             "spread": None if math.isnan(spread) else round(spread, 4),
             "rule": rule.settings(), "text": rule.describe(), "decided_by": "coordinator",
             "dataset_files": self.spec.files}

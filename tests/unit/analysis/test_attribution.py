@@ -28,7 +28,7 @@ from xcbench.store.tables import VERDICT
      ["98 % of the fio write ceiling", "0.4 GiB/s"]),
     (_ev(rate=0.1 * GIB, gateway_ceiling=1 * GIB, fio_bw=5 * GIB, starved_frac=0.5), "client",
      ["50 % of the seconds"]),
-    (_ev(rate=0.2 * GIB, best_higher_level=8, best_higher_rate=0.8 * GIB, concurrency=2), "client",
+    (_ev(rate=0.2 * GIB, best_higher_level=8, best_higher_rate=0.8 * GIB, concurrency=2), "concurrency",
      ["0.8 GiB/s at 8"]),
     (_ev(rate=0.2 * GIB, gateway_ceiling=1 * GIB, fio_bw=5 * GIB, host_busy=0.2), "inconclusive",
      ["gateway 20 %", "fio bandwidth 4 %", "host CPU 20 % busy"]),
@@ -69,7 +69,7 @@ def test_an_unsaturated_tmpfs_rate_is_no_gateway_ceiling():
     # chain == tmpfs at 2 transfers, but tmpfs itself went 4x faster at 8: both are concurrency-bound
     ev = _ev(rate=0.2 * GIB, concurrency=2, gateway_ceiling=0.2 * GIB, gateway_growth=4.0,
              best_higher_level=8, best_higher_rate=0.8 * GIB)
-    assert decide(ev)[0] == "client"
+    assert decide(ev)[0] == "concurrency"
 
 
 @pytest.fixture(scope="module")
@@ -86,9 +86,10 @@ def test_mixed_run_every_cell_gets_its_known_verdict(mixed):
         if r["cell_id"] not in top or r["concurrency"] > top[r["cell_id"]]["concurrency"]:
             top[r["cell_id"]] = r
     assert {c: r["verdict"] for c, r in top.items()} == truth
-    # host-cpu: test_roles_*; the storage hosts' verdicts: test_attribution_storage_hosts
+    # host-cpu: test_roles_*; the storage hosts' verdicts: test_attribution_storage_hosts;
+    # concurrency on a synthetic run: test_growth_noise
     assert set(truth.values()) == set(VERDICTS) - {"network", "host-cpu", "storage-network",
-                                                   "storage-disk", "storage-host-cpu"}
+                                                   "storage-disk", "storage-host-cpu", "concurrency"}
     for r in rows:
         assert r["verdict"] in VERDICTS and _one_sentence(r["reason"]), r["reason"]
         ev = json.loads(r["evidence"])

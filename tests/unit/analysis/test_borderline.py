@@ -99,11 +99,11 @@ def test_a_rule_after_the_verdict_is_never_a_candidate():
     assert decide(ev)[0] == "gateway" and ev["borderline"] is False
 
 
-def test_a_growth_surely_past_the_threshold_is_client_not_borderline():
+def test_a_growth_surely_past_the_threshold_is_concurrency_not_borderline():
     from xcbench.figures.stats import ratio_lower_bound
     ev = _ev(rate=0.2 * GIB, concurrency=1, best_higher_level=4, best_higher_rate=0.4 * GIB,
              best_higher_growth_low=ratio_lower_bound(1.0, 0.05, 2.0, 0.05))
-    assert decide(ev)[0] == "client" and ev["borderline"] is False
+    assert decide(ev)[0] == "concurrency" and ev["borderline"] is False
 
 
 @given(se=st.floats(0.005, 0.2), a=st.floats(-1, 1), b=st.floats(-1, 1))
@@ -125,9 +125,9 @@ def test_growth_is_named_surely_or_as_a_candidate_exactly_when_its_interval_reac
              best_higher_growth_low=low)
     verdict = decide(ev)[0]
     if low >= SCALING * (1 + 1e-9):
-        assert verdict == "client" and not ev["borderline"]
+        assert verdict == "concurrency" and not ev["borderline"]
     elif low < SCALING * (1 - 1e-9) and high > SCALING * (1 + 1e-9):
-        assert verdict == "inconclusive" and _causes(ev, verdict) == {"inconclusive", "client"}
+        assert verdict == "inconclusive" and _causes(ev, verdict) == {"inconclusive", "concurrency"}
     elif high < SCALING * (1 - 1e-9):
         assert verdict == "inconclusive" and not ev["borderline"]
 

@@ -43,9 +43,9 @@ def _grow(growth: float, se: float, **kw):
                best_higher_growth_low=ratio_lower_bound(1.0, se, growth, se), **kw)
 
 
-def test_growth_beyond_the_noise_is_client():
+def test_growth_beyond_the_noise_is_concurrency():
     verdict, reason = decide(_grow(1.9, 0.05))
-    assert verdict == "client", reason
+    assert verdict == "concurrency", reason
     assert "x1.9; at least x1.69 at 95 %" in reason
 
 
@@ -57,13 +57,13 @@ def test_growth_within_the_noise_is_not_called_and_is_a_borderline_candidate():
     assert verdict == "inconclusive", reason
     assert "not shown to grow with concurrency" in reason and "x1.3" in reason
     assert ev["thresholds"]["scaling_confidence"] == 0.95
-    # another run would call it: the verdict names the client as its borderline candidate
-    assert ev["borderline"] is True and [c["rule"] for c in ev["borderline_candidates"]] == ["client"]
-    assert "borderline: growth x1.3 is within its noise of x1.25" in reason and ": client?)" in reason
+    # another run would call it: the verdict names concurrency as its borderline candidate
+    assert ev["borderline"] is True and [c["rule"] for c in ev["borderline_candidates"]] == ["concurrency"]
+    assert "borderline: growth x1.3 is within its noise of x1.25" in reason and ": concurrency?)" in reason
 
 
-def test_the_same_growth_on_quiet_levels_is_client():
-    assert decide(_grow(1.3, 0.005))[0] == "client"
+def test_the_same_growth_on_quiet_levels_is_concurrency():
+    assert decide(_grow(1.3, 0.005))[0] == "concurrency"
 
 
 def test_growth_below_scaling_says_nothing_of_it():
@@ -73,7 +73,7 @@ def test_growth_below_scaling_says_nothing_of_it():
 
 def test_without_noise_figures_the_plain_ratio_decides():
     ev = _ev(rate=0.2 * GIB, concurrency=1, best_higher_level=4, best_higher_rate=0.26 * GIB)
-    assert decide(ev)[0] == "client"
+    assert decide(ev)[0] == "concurrency"
 
 
 def test_a_run_gives_each_level_its_noise_and_the_growth_bound(tmp_path):
@@ -86,6 +86,6 @@ def test_a_run_gives_each_level_its_noise_and_the_growth_bound(tmp_path):
     assert ev["best_higher_level"] == 4
     assert 1.25 <= ev["best_higher_growth_low"] < ev["best_higher_rate"] / ev["rate"]
     assert ev["rate_noise"] == "repeats and steady window"  # two repeats (SynthCell's default)
-    assert rows[1]["verdict"] == "client", rows[1]["reason"]
+    assert rows[1]["verdict"] == "concurrency", rows[1]["reason"]
     assert "given the levels' noise (repeats and steady window)" in rows[1]["reason"]
     assert "best_higher_growth_low" not in json.loads(rows[4]["evidence"])  # no higher level

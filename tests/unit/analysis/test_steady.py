@@ -15,14 +15,15 @@ from xcbench.figures.steady import steady_table, steady_window, timeline_from_tr
 
 
 def _campaign(rates, active):
-    return np.arange(len(rates), dtype=float), np.asarray(rates, float), np.asarray(active, float)
+    # 1-s buckets labelled by their ends, as a run records them
+    return np.arange(1, len(rates) + 1, dtype=float), np.asarray(rates, float), np.asarray(active, float)
 
 
 def test_plateau_window_is_the_run_at_the_limit_minus_its_edges():
     ramp_up, plateau, ramp_down = [10, 30, 60], [100, 104, 96, 100, 102, 98, 100, 100], [70, 40, 10]
     t, r, a = _campaign(ramp_up + plateau + ramp_down, [1, 2, 3] + [4] * 8 + [3, 2, 1])
     w = steady_window(t, r, a, concurrency=4)
-    assert (w.method, w.start, w.end, w.limit) == ("plateau", 4.0, 9.0, 4.0)
+    assert (w.method, w.start, w.end, w.limit) == ("plateau", 4.0, 10.0, 4.0)  # buckets 5..10
     inner = np.array(plateau[1:-1], float)
     assert w.window.mean == pytest.approx(inner.mean())
     assert w.window.median == pytest.approx(np.median(inner))
@@ -35,7 +36,7 @@ def test_plateau_window_is_the_run_at_the_limit_minus_its_edges():
 def test_limit_is_the_highest_level_reached_when_files_are_fewer_than_slots():
     t, r, a = _campaign([50, 100, 100, 100, 100, 100, 40], [2, 3, 3, 3, 3, 3, 1])
     w = steady_window(t, r, a, concurrency=8)
-    assert w.limit == 3 and w.method == "plateau" and (w.start, w.end) == (2.0, 4.0)
+    assert w.limit == 3 and w.method == "plateau" and (w.start, w.end) == (2.0, 5.0)
 
 
 def test_slope_fallback_when_the_plateau_is_too_short():
@@ -45,13 +46,13 @@ def test_slope_fallback_when_the_plateau_is_too_short():
     t, r, a = _campaign(rates, [1, 2, 3, 4, 4, 3, 3, 3, 2, 1])
     w = steady_window(t, r, a, concurrency=4)
     assert w.method == "slope"
-    assert (w.start, w.end) == (3.0, 6.0)
+    assert (w.start, w.end) == (3.0, 7.0)
     assert w.window.mean == pytest.approx(np.mean(rates[3:7]))
 
 
 def test_whole_run_is_the_flagged_last_resort():
-    w = steady_window([0.0, 1.0], [5.0, 7.0], [1, 1], concurrency=4)
-    assert w.method == "whole" and (w.start, w.end) == (0.0, 1.0) and w.window.mean == 6.0
+    w = steady_window([1.0, 2.0], [5.0, 7.0], [1, 1], concurrency=4)
+    assert w.method == "whole" and (w.start, w.end) == (0.0, 2.0) and w.window.mean == 6.0
 
 
 def test_starved_buckets_are_free_slots_while_files_are_queued():
@@ -67,8 +68,8 @@ def test_timeline_from_transfers_by_hand():
                        "file_size": [200.0, 50.0], "transferred": [200.0, 50.0],
                        "file_state": ["FINISHED", "FAILED"]})
     tl = timeline_from_transfers(tr)
-    assert tl["t"].tolist() == [0.0, 1.0]
-    assert tl["wall"].tolist() == [100.0, 101.0]
+    assert tl["t"].tolist() == [1.0, 2.0]  # each bucket labelled by its end
+    assert tl["wall"].tolist() == [101.0, 102.0]
     assert tl["bytes"].tolist() == pytest.approx([100.0, 150.0])
     assert tl["rate"].tolist() == pytest.approx([100.0, 150.0])
     assert tl["active"].tolist() == pytest.approx([1.0, 1.5])
@@ -99,7 +100,7 @@ def test_rebuilt_timeline_conserves_bytes_and_agrees_with_the_recorded_one(run):
 def test_steady_table_on_a_run(run):
     st = run.steady
     assert len(st) == 2 * 2 + 3 and set(st["method"]) == {"plateau"}
-    assert (st["t_start"] > 0).all() and (st["t_end"] < st["buckets"] - 1).all()
+    assert (st["t_start"] > 0).all() and (st["t_end"] < st["buckets"]).all()
     assert (st["window_cv"] < st["run_cv"]).all()  # trimming ramps lowers volatility
     p = run.points
     ceph = p[p["repeats"] == 3].iloc[0]

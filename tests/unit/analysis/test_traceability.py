@@ -35,7 +35,10 @@ def recompute(run_dir, spec) -> float:
     rows = df.query(spec["query"], engine="python")
     assert len(rows), spec["query"]
     if spec.get("by"):
-        return float(rows.groupby(spec["by"])[spec["column"]].agg(spec["agg"]).mean())
+        per = rows.groupby(spec["by"])[spec["column"]].agg(spec["agg"])
+        if spec.get("per_seconds"):  # a rate: each group's sum over its window's seconds
+            per = per / pd.Series(dict((k, s) for k, s in spec["per_seconds"]))
+        return float(per.mean())
     return float(rows[spec["column"]].agg(spec["agg"]))
 
 

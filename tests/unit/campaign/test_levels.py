@@ -204,7 +204,7 @@ def test_a_level_window_is_the_one_its_rule_judged():
              "rule": {"rule": "autoterm"}}
     row = steady_table(tl, levels={"c1": level}).iloc[0]
     assert (row["method"], row["ended_by"], row["steady_at"]) == ("autoterm", "steady", 12.0)
-    assert (row["t_start"], row["t_end"], row["window_n"]) == (3.0, 12.0, 10)
+    assert (row["t_start"], row["t_end"], row["window_n"]) == (2.0, 12.0, 10)
     assert row["window_mean"] == 100 and (row["wall_start"], row["wall_end"]) == (1002.0, 1012.0)
 
 

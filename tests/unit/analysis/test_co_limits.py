@@ -1,0 +1,62 @@
+"""Co-limits: where more than one rule holds, the verdict is the first by the rules' order and
+the others are named beside it (evidence, reason, closing table, Markdown)."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+from rich.console import Console
+
+from tests.support.evidence import _ev, _role
+from tests.support.synthrun import GIB
+from xcbench.analysis.report import glance
+from xcbench.analysis.verdicts.attribution import decide
+
+
+def _ec_on_a_full_host(ratio: float = 0.7, busy: float = 0.95, **kw):
+    """An EC point at ``ratio`` of its replicated twin, on a host ``busy`` with no role at its
+    own limit (the demo's rados EC 2+1 c=4)."""
+    return _ev(rate=ratio * GIB, cores=2.0, gateway_ceiling=4 * GIB, fio_bw=8 * GIB, ec_ratio=ratio,
+               rep_pool="rep3", rep_rate=1.0 * GIB, host_busy=busy, rate_rel_se=0.01,
+               rep_rate_rel_se=0.01, host_busy_rel_se=0.002,
+               roles={"gateway": _role(0.5, 2.0), "client": _role(0.6, 2.0)}, **kw)
+
+
+def test_host_cpu_full_and_ec_slower_names_both_in_the_rules_order():
+    ev = _ec_on_a_full_host()
+    verdict, reason = decide(ev)
+    assert verdict == "ec-overhead" and ev["co_limits"] == ["host-cpu"]
+    assert reason.endswith("co-limit (their rules hold too): host-cpu.")
+    # the twin not slower: host-cpu alone, no co-limit
+    ev = _ec_on_a_full_host(ratio=0.97)
+    assert decide(ev)[0] == "host-cpu" and ev["co_limits"] == []
+    # the host not full: ec-overhead alone
+    ev = _ec_on_a_full_host(busy=0.5)
+    assert decide(ev)[0] == "ec-overhead" and ev["co_limits"] == []
+
+
+def test_the_growth_is_a_co_limit_of_a_full_host():
+    ev = _ev(rate=0.2 * GIB, cores=2.0, roles={"gateway": _role(0.5, 2.0), "client": _role(0.9, 2.0)},
+             host_busy=0.95, host_busy_rel_se=0.002, best_higher_level=8, best_higher_rate=0.8 * GIB)
+    assert decide(ev)[0] == "host-cpu" and ev["co_limits"] == ["concurrency"]
+
+
+def test_an_inconclusive_point_has_no_co_limits():
+    ev = _ev(rate=0.1 * GIB, gateway_ceiling=4 * GIB, fio_bw=8 * GIB)
+    assert decide(ev)[0] == "inconclusive" and ev["co_limits"] == []
+
+
+def test_the_closing_table_shows_co_limits_and_borderline_candidates_apart():
+    ev = {"co_limits": ["host-cpu"], "borderline_candidates": [
+        {"rule": "host-cpu", "figure": "otherwise"}, {"rule": "storage-bandwidth", "figure": "x"}]}
+    assert glance.co_limits("ec-overhead", ev) == ["host-cpu"]
+    assert glance.near("ec-overhead", ev) == ["storage-bandwidth"]  # a co-limit is no candidate
+    assert glance.verdict_text("ec-overhead", ["host-cpu"], ["storage-bandwidth"]) == \
+        "ec-overhead + host-cpu (or storage-bandwidth)"
+    row = {"cell": "rados ec", "concurrency": 4, "direction": "write", "rate_gbps": 1.5,
+           "rate_method": "autoterm", "verdict": "ec-overhead", "co_limits": ["host-cpu"], "near": [],
+           "short_reason": "EC at 70 % of rep3", "beats": []}
+    console = Console(file=io.StringIO(), width=200, record=True, force_terminal=False)
+    console.print(glance.table(SimpleNamespace(run_id="r1"), [row]))
+    assert any("ec-overhead + host-cpu" in ln for ln in console.export_text().splitlines())
