@@ -22,7 +22,7 @@ from xcbench.network.tcpaudit import tuned
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
 from xcbench.store.rundir import RunDir
-from xcbench.system.http_auth import check_url, read_auth
+from xcbench.system.http_auth import check_secret_url, check_url, read_auth
 from xcbench.telemetry.devices import parse_selection
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ def options(args):
             raise XcbError("--prometheus-auth: give --prometheus URL too")
         extra["prometheus"] = {"url": check_url(args.prometheus),
                                "auth": read_auth(args.prometheus_auth)}
+        check_secret_url(extra["prometheus"]["url"], extra["prometheus"]["auth"])
     return RunOptions(out=Path(store_of(args)), repeats=args.repeats, name=args.name,
                       resume=Path(args.resume) if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,

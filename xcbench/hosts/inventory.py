@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.system.http_auth import check_url, read_auth
+from xcbench.system.http_auth import check_secret_url, check_url, read_auth
 from xcbench.system.userfiles import check_strings, read_yaml
 
 ROLES = ("client", "gateway", "redirector", "storage")  # storage: OSDs run there (`cluster up --osd-host`)
@@ -224,8 +224,9 @@ def _prometheus(spec: Any, where: str) -> dict | None:
     for k, v in spec.items():
         if not isinstance(v, str) or not v:
             raise XcbError(f"{where}: prometheus: {k}: must be a non-empty string")
-    return {"url": check_url(spec["url"], f"{where}: prometheus: url"),
-            "auth": read_auth(spec.get("auth"), f"{where}: prometheus: auth")}
+    url = check_url(spec["url"], f"{where}: prometheus: url")
+    check_secret_url(url, ("auth", "") if spec.get("auth") else None, f"{where}: prometheus: url")
+    return {"url": url, "auth": read_auth(spec.get("auth"), f"{where}: prometheus: auth")}
 
 
 def _host(name: str, spec: Any, where: str) -> Host:
