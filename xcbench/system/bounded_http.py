@@ -43,12 +43,18 @@ def get(session: Any, url: str, *, deadline: float, max_bytes: int = MAX_ANSWER,
         **kw: Any) -> Answer:
     """``session.get(url, **kw)`` finished within ``deadline`` seconds, its body at most
     ``max_bytes``; HttpLimit otherwise, the exceptions of ``requests`` as they are."""
+    return request(session, "GET", url, deadline=deadline, max_bytes=max_bytes, **kw)
+
+
+def request(session: Any, method: str, url: str, *, deadline: float,
+            max_bytes: int = MAX_ANSWER, **kw: Any) -> Answer:
+    """:func:`get` for any method."""
     end = time.monotonic() + deadline
     box: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            box["answer"] = _fetch(session, url, end, max_bytes, kw)
+            box["answer"] = _fetch(session, method, url, end, max_bytes, kw)
         except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
             box["error"] = e
 
@@ -62,10 +68,10 @@ def get(session: Any, url: str, *, deadline: float, max_bytes: int = MAX_ANSWER,
     return box["answer"]
 
 
-def _fetch(session: Any, url: str, end: float, max_bytes: int, kw: dict) -> Answer:
+def _fetch(session: Any, method: str, url: str, end: float, max_bytes: int, kw: dict) -> Answer:
     kw.setdefault("timeout", max(0.1, end - time.monotonic()))
     kw["headers"] = {**(kw.get("headers") or {}), "Accept-Encoding": "identity"}
-    r = session.get(url, stream=True, allow_redirects=False, **kw)
+    r = session.request(method, url, stream=True, allow_redirects=False, **kw)
     try:
         if r.headers.get("Content-Encoding", "identity").lower() != "identity":
             raise HttpLimit(f"a compressed answer ({r.headers['Content-Encoding'][:20]}) "
