@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from xcbench.commands.run import hosts
+from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions
 
@@ -79,7 +80,6 @@ def test_a_bad_inventory_is_one_line_exit_2_before_anything(tmp_path, where):
 def test_a_host_with_another_version_is_named_before_anything(tmp_path):
     inv = {"hosts": {"here": {"roles": ["client"], "transport": "local",
                               "xcbench": ["/bin/echo", "xcbench", "0.0.1"]}}}
-    (tmp_path / "h.yaml").write_text(yaml.safe_dump(inv))
     from xcbench.errors import XcbError
     with pytest.raises(XcbError, match="host here: xcbench 0.0.1 there"):
         hosts(_args(hosts=str(tmp_path / "h.yaml")), load_matrix(_matrix(tmp_path)), RunOptions())
