@@ -25,6 +25,7 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.system.http_auth import check_secret_url, check_url, read_auth
+from xcbench.system.secrets_policy import matrix_inventory_problems
 from xcbench.system.userfiles import check_strings, read_yaml
 
 ROLES = ("client", "gateway", "redirector", "storage")  # storage: OSDs run there (`cluster up --osd-host`)
@@ -206,6 +207,9 @@ def parse_inventory(data: Any, where: str, *, commands: bool = True) -> Inventor
                     raise XcbError(f"{where}: host {name}: {key}: runs a command on this machine; "
                                    f"allowed only in an inventory file given on the command line "
                                    f"(--hosts FILE), not from a matrix")
+        refused = matrix_inventory_problems(data, where)  # nothing that picks a secret's path
+        if refused:
+            raise XcbError(refused[0])
     hosts = [_host(str(name), spec, where) for name, spec in raw.items()]
     bridge = _bridge(data.get("bridge"), where) if any(
         h.transport == "netns" for h in hosts) or data.get("bridge") is not None else None

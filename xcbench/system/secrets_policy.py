@@ -8,21 +8,19 @@ The rule (README, "Shared hosts"):
    loopback (127.0.0.0/8, ::1, localhost): :func:`transport_problem`.
 2. Where secrets go and which secret is sent are the operator's: the command line, or an
    inventory file given on it (``--hosts FILE``). A matrix (and an inventory inline in it or
-   named by it) is data from anyone: :func:`matrix_problems` refuses in it a Prometheus
-   ``auth``, an ssh host (it receives the gateway keyring and the run's CA key) and ``ceph``
+   named by it) is data from anyone: a matrix's own Prometheus ``auth`` is refused
+   (:func:`matrix_prometheus_auth`), and in its inventory (:func:`matrix_inventory_problems`)
+   a Prometheus ``auth``, an ssh host (it receives the gateway keyring and the run's CA key) and ``ceph``
    (which cluster's keyring root copies for the gateways).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import os
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from xcbench.errors import XcbError
-from xcbench.system.userfiles import read_yaml
 
 RULE = ("a secret goes only over https:// with the certificate verified, or to this machine's "
         "loopback (127.0.0.1, ::1, localhost)")
@@ -77,23 +75,18 @@ def matrix_prometheus_auth(path: str) -> str:
 
 
 def matrix_problems(raw: Any, path: str) -> list[str]:
-    """One line per setting of a matrix that would choose a secret or where one goes (its own
-    ``prometheus: auth``: :func:`matrix_prometheus_auth`, said by the check of that key)."""
+    """One line per setting of a matrix that would choose a secret or where one goes: its FTS
+    credentials' transport (its own ``prometheus: auth``: :func:`matrix_prometheus_auth`; its
+    inventory: :func:`matrix_inventory_problems`, said by the checks of those keys)."""
     if not isinstance(raw, dict):
         return []
-    out: list[str] = []
-    out += _fts_problems(raw, path)
-    hosts = raw.get("hosts")
-    where = f"{path}: hosts"
-    if isinstance(hosts, str):  # a file the matrix names is the matrix's too
-        try:
-            where = f"{path}: hosts ({hosts})"
-            hosts = read_yaml(Path(path).parent / os.path.expanduser(hosts))
-        except XcbError:
-            return out  # its own check says what is wrong with it
-    if isinstance(hosts, dict):
-        out += _inventory_problems(hosts, where)
-    return out
+    return _fts_problems(raw, path)
+
+
+def matrix_inventory_problems(inv: Any, where: str) -> list[str]:
+    """One line per setting of an inventory from a matrix (inline, or a file it names) that
+    only the operator's inventory may hold."""
+    return _inventory_problems(inv, where) if isinstance(inv, dict) else []
 
 
 def _inventory_problems(inv: dict, where: str) -> list[str]:
@@ -132,8 +125,11 @@ def _fts_problems(raw: dict, path: str) -> list[str]:
         fts = camp.get("fts") if isinstance(camp, dict) else None
         if not isinstance(fts, dict) or not any(k in fts for k in FTS_CREDENTIALS):
             continue
-        why = transport_problem(fts.get("endpoint"), fts.get("verify", True))
-        if why is not None and isinstance(fts.get("endpoint"), str):
+        ep = fts.get("endpoint")
+        why = transport_problem(ep, fts.get("verify", True))
+        said = isinstance(ep, str) and ep.lower().startswith("http://") and \
+            ("token_file" in fts or "token_env" in fts)  # the engine's own check says it
+        if why is not None and isinstance(ep, str) and not said:
             field = "fts.verify" if fts.get("verify", True) is not True else "fts.endpoint"
             out.append(f"{path}: {where}: campaign.{field}: {why}")
     return out
