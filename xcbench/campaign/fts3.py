@@ -88,13 +88,14 @@ def _request_class():
             hdrs = {"Accept": "application/json", **(headers or {})}
             if self.fts_access_token:
                 hdrs["Authorization"] = "Bearer " + self.fts_access_token
-            if self.verify and self.capath:
-                self.verify = self.capath
+            verify: Any = self.verify
+            if verify and self.capath:  # as the client does: its CA directory
+                verify = self.capath
             auth = (user, passw) if user and passw else None
             with requests.Session() as s:
                 ans = bounded_http.request(
                     s, method, str(url), deadline=REQUEST_DEADLINE, max_bytes=MAX_ANSWER,
-                    data=body, headers=hdrs, verify=self.verify, auth=auth,
+                    data=body, headers=hdrs, verify=verify, auth=auth,
                     timeout=(self.connectTimeout, self.timeout), cert=(self.ucert, self.ukey))
             text = ans.body.decode("utf-8", errors="replace")
             self._handle_error(url, ans.status, text)
@@ -110,7 +111,7 @@ def _json(text: Any, kind: type, what: str) -> Any:
         value = None
     if not isinstance(value, kind):
         raise XcbError(f"fts3: {what}: the server's answer is not a JSON {kind.__name__}")
-    if kind is list and not all(isinstance(v, dict) for v in value):
+    if isinstance(value, list) and not all(isinstance(v, dict) for v in value):
         raise XcbError(f"fts3: {what}: the server's answer is not a list of mappings")
     return value
 

@@ -18,7 +18,6 @@ from xcbench.hosts import parse_inventory
 from xcbench.matrix import load_matrix
 from xcbench.matrix.schema import matrix_prometheus
 from xcbench.run.runner import RunOptions
-from xcbench.system import secrets
 from xcbench.telemetry.devices import DEVICES, Context, prometheus_of
 
 TMPFS = {"name": "p", "defaults": {"concurrency": [1], "file_size": "1M", "files": 2},

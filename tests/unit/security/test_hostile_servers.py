@@ -16,8 +16,8 @@ from tests.unit.security.peers import HttpPeer, endless, send, trickle
 from xcbench.campaign import fts3
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.system import bounded_http
-from xcbench.telemetry import prometheus as prom
 from xcbench.telemetry import promapi
+from xcbench.telemetry import prometheus as prom
 from xcbench.telemetry.promapi import PromClient, PromError
 
 SLACK = 5.0  # s: thread start and scheduling on a shared 2-core machine; not what is measured
@@ -103,7 +103,7 @@ def test_an_announced_scrape_interval_is_capped_and_the_wait_for_ingestion_too(t
 
 def test_a_yaml_bomb_in_the_announced_config_is_not_expanded():
     bomb = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
-        f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi"))
+        f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True))
     body = json.dumps({"status": "success", "data": {"yaml": bomb}}).encode()
     with HttpPeer(lambda h: send(h, body)) as peer:
         s = prom.PrometheusSampler(PromClient(peer.url, timeout=5), cell_id="c")
