@@ -5,6 +5,7 @@ run. Plus a Hypothesis fuzz of agent messages and of FTS and Prometheus answers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -90,6 +91,9 @@ def test_rows_with_values_the_merge_cannot_take_are_refused(tmp_path):
     assert a.timeline == [] and a.hello is None
 
 
+_RUNS = itertools.count()
+
+
 @FUZZ
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
                     lambda c: st.lists(c, max_size=4) | st.dictionaries(
@@ -97,7 +101,7 @@ def test_rows_with_values_the_merge_cannot_take_are_refused(tmp_path):
                                          "bytes", "transfer_id", "x"]) | st.text(max_size=8),
                         c, max_size=5), max_leaves=25))
 def test_fuzz_agent_messages_never_raise_and_write_only_known_tables(tmp_path, msg):
-    run = RunDir.create(tmp_path / "store", name=f"r{abs(hash(json.dumps(msg, default=str)))}")
+    run = RunDir.create(tmp_path / "store", name=f"r{next(_RUNS)}")
     c = _coordinator(run)
     a = Agent(SimpleNamespace(name="c1"), None, SPEC, 0.0, None)
     why = agent_messages.check(msg)
@@ -169,10 +173,10 @@ PROM_ANSWER = st.recursive(st.none() | st.booleans() | st.integers() | st.floats
 
 
 @FUZZ
-@given(st.lists(PROM_ANSWER, max_size=3))
-def test_fuzz_prometheus_answers_are_data_or_a_finding_never_a_traceback(tmp_path, answer):
-    findings = []
-    s = prom.PrometheusSampler(_Client(answer), cell_id="c", step=1.0,
+@given(st.lists(PROM_ANSWER, max_size=3) | PROM_ANSWER, st.booleans())
+def test_fuzz_prometheus_answers_are_data_or_a_finding_never_a_traceback(tmp_path, answer, ask):
+    findings: list = []
+    s = prom.PrometheusSampler(_Client(answer), cell_id="c", step=None if ask else 1.0,
                                sink=lambda t, rows: findings.extend(rows),
                                raw_dir=tmp_path / "raw")
     s.start()
