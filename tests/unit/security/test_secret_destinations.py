@@ -128,3 +128,13 @@ def test_the_rule():
     with pytest.raises(XcbError, match="fts3: https://fts.example:8446: TLS verification is off"):
         from xcbench.campaign.fts3 import connect
         connect("https://fts.example:8446", token="t0ken-x", verify=False)
+
+
+@needs_address
+def test_smoke_sends_its_token_only_over_verified_tls_or_loopback(tmp_path, capsys):
+    tok = _token(tmp_path)
+    with Listener() as ear:
+        code = cli.main(["smoke", f"http://{ADDR}:{ear.port}/", "--token-file", str(tok)])
+        err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "smoke: " in err[0] and "is not TLS" in err[0], err
+    assert ear.connections == 0
