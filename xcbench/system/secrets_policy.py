@@ -133,3 +133,39 @@ def _fts_problems(raw: dict, path: str) -> list[str]:
             field = "fts.verify" if fts.get("verify", True) is not True else "fts.endpoint"
             out.append(f"{path}: {where}: campaign.{field}: {why}")
     return out
+
+
+def _endpoint_key(url: Any) -> tuple[str, str, int | None, str] | None:
+    """An FTS endpoint compared by scheme, host, port and path (a trailing / ignored)."""
+    if not isinstance(url, str):
+        return None
+    try:
+        u = urlsplit(url.strip())
+        return (u.scheme.lower(), (u.hostname or "").lower(), u.port, u.path.rstrip("/"))
+    except ValueError:
+        return None
+
+
+def fts_endpoint_problems(raw: Any, path: str, granted: Any) -> list[str]:
+    """One line per FTS endpoint of a matrix that would receive a credential (``token_file``,
+    ``token_env``, ``cert``) without the operator naming it (``granted``: the URLs of
+    ``--fts-endpoint``): a matrix alone sends no secret anywhere, loopback included."""
+    if not isinstance(raw, dict):
+        return []
+    allowed = {_endpoint_key(g) for g in granted or ()}
+    sections = [("defaults", raw.get("defaults"))]
+    backends = raw.get("backends")
+    if isinstance(backends, dict):
+        sections += [(f"backend {b}", s) for b, s in backends.items()]
+    out = []
+    for where, sec in sections:
+        camp = sec.get("campaign") if isinstance(sec, dict) else None
+        fts = camp.get("fts") if isinstance(camp, dict) else None
+        if not isinstance(fts, dict) or not any(k in fts for k in FTS_CREDENTIALS):
+            continue
+        ep = fts.get("endpoint")
+        if _endpoint_key(ep) not in allowed:
+            out.append(f"{path}: {where}: campaign.fts.endpoint: {ep} would receive the FTS "
+                       f"credential, and a matrix alone sends no secret anywhere: name it on the "
+                       f"command line too (--fts-endpoint {ep})")
+    return out

@@ -138,3 +138,31 @@ def test_smoke_sends_its_token_only_over_verified_tls_or_loopback(tmp_path, caps
         err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "smoke: " in err[0] and "is not TLS" in err[0], err
     assert ear.connections == 0
+
+
+def test_a_matrix_alone_sends_no_fts_credential_even_to_loopback(tmp_path, capsys):
+    """The FTS endpoint that receives the token must be named by the operator (--fts-endpoint);
+    without it, or with another, one line, exit 2, no connection."""
+    tok = _token(tmp_path)
+    with Listener() as ear:
+        url = f"http://127.0.0.1:{ear.port}"
+        f = tmp_path / "m.yaml"
+        f.write_text(yaml.safe_dump(_fts(url, token_file=str(tok))))
+        argv = ["run", str(f), "--store", str(tmp_path / "s"), "--no-baseline", "--no-report"]
+        codes = [cli.main(argv), cli.main([*argv, "--fts-endpoint", f"http://127.0.0.1:{ear.port + 1}"])]
+        err = capsys.readouterr().err.strip().splitlines()
+    assert codes == [2, 2] and len(err) == 2, err
+    for line in err:
+        assert f"{f}: defaults: campaign.fts.endpoint: {url} would receive the FTS credential" in line
+        assert f"--fts-endpoint {url}" in line
+    assert ear.connections == 0
+
+
+def test_the_operator_names_the_fts_endpoint():
+    from xcbench.system.secrets_policy import fts_endpoint_problems
+    m = _fts("https://fts.example:8446/", token_env="FTS_TOKEN")
+    m["backends"]["tmpfs"]["campaign"] = {"fts": {"endpoint": "https://other:8446", "cert": "/p"}}
+    assert len(fts_endpoint_problems(m, "m.yaml", [])) == 2
+    assert fts_endpoint_problems(m, "m.yaml", ["https://FTS.example:8446", "https://other:8446/"]) == []
+    no_credential = _fts("https://fts.example:8446")  # nothing secret goes: nothing to name
+    assert fts_endpoint_problems(no_credential, "m.yaml", []) == []
