@@ -229,7 +229,7 @@ def _prometheus(spec: Any, where: str) -> dict | None:
         if not isinstance(v, str) or not v:
             raise XcbError(f"{where}: prometheus: {k}: must be a non-empty string")
     url = check_url(spec["url"], f"{where}: prometheus: url")
-    check_secret_url(url, ("auth", "") if spec.get("auth") else None, f"{where}: prometheus: url")
+    check_secret_url(url, spec.get("auth"), f"{where}: prometheus: url")
     return {"url": url, "auth": read_auth(spec.get("auth"), f"{where}: prometheus: auth")}
 
 

@@ -47,8 +47,8 @@ def read_auth(spec: str | None, what: str = "--prometheus-auth") -> tuple[str, s
     return kind, value
 
 
-def check_secret_url(url: str, auth: tuple[str, str] | None, what: str = "--prometheus") -> None:
-    """XcbError when credentials ``auth`` would go to ``url`` over anything but verified TLS or
-    loopback (xcbench.system.secrets_policy)."""
+def check_secret_url(url: str, auth: object, what: str = "--prometheus") -> None:
+    """XcbError when credentials ``auth`` (a (kind, secret) pair, or its ``kind:PATH``) would go
+    to ``url`` over anything but verified TLS or loopback (xcbench.system.secrets_policy)."""
     if auth:
         check_transport(url, True, what)
