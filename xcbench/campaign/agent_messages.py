@@ -89,5 +89,7 @@ def _scalar(v: Any) -> bool:
 
 
 def error_text(msg: dict) -> str:
-    """An agent's error line, capped."""
-    return str(msg["error"])[:MAX_ERROR]
+    """An agent's error as one line of printable text (it ends up in the cell's error and on
+    the operator's terminal), capped."""
+    text = "".join(c if c.isprintable() else " " for c in str(msg["error"])[:MAX_ERROR])
+    return " ".join(text.split())

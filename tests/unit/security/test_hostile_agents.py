@@ -186,3 +186,8 @@ def test_fuzz_prometheus_answers_are_data_or_a_finding_never_a_traceback(tmp_pat
     except PromError:  # pragma: no cover - the sampler turns it into a finding
         raise AssertionError("a PromError escaped") from None
     assert all(p.is_relative_to(tmp_path / "raw") for p in tmp_path.rglob("*"))
+
+
+def test_an_agents_error_is_one_line():
+    assert agent_messages.error_text({"error": "bad\n\x1b[2Jthing\r\n" + "x" * 10_000}) == \
+        "bad [2Jthing " + "x" * (agent_messages.MAX_ERROR - 15)
