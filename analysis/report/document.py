@@ -294,7 +294,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "findings": rd.findings.fillna("").to_dict("records"),
         "finding_kinds": markdown.findings(rd.findings.fillna("").to_dict("records"), labels),
         "gaps": rd.gaps.fillna("").to_dict("records"), "failed": failed,
-        "lost_rows": [{"table": t, **v} for t, v in sorted((m.get("lost_rows") or {}).items())],
+        "lost_rows": [{"table": t, **v, "first": markdown.short_time(v.get("first")),
+                       "last": markdown.short_time(v.get("last"))}
+                      for t, v in sorted((m.get("lost_rows") or {}).items())],
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
         "packages": versions.get("packages") or {}, "host": fp.get("host") or {},
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,

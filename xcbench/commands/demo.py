@@ -7,7 +7,14 @@ from importlib.resources import files
 
 from xcbench.ceph.cluster import default_state_dir
 from xcbench.ceph.mini import MiniCluster
-from xcbench.commands.run import add_run_args, execute, load_run_matrix, matrix_path, options
+from xcbench.commands.run import (
+    add_run_args,
+    execute,
+    load_run_matrix,
+    matrix_path,
+    operator_named,
+    options,
+)
 from xcbench.matrix import load_matrix
 
 
@@ -27,7 +34,7 @@ def add_parser(sub):
 def run(args) -> int:
     opts = options(args)
     matrix = matrix_path(args.matrix or str(files("xcbench.layouts") / "quick.yaml"), opts)
-    load_matrix(matrix)  # bad input fails before a cluster is started
+    operator_named(args, load_matrix(matrix))  # bad input fails before a cluster is started
     mini = MiniCluster(default_state_dir(args.state_dir))
     cluster, started = mini.up(log=lambda s: print(s, file=sys.stderr, flush=True))
     print(f"mini cluster {'started' if started else 'already running'}: {cluster.conf}",

@@ -22,7 +22,8 @@ from xcbench.network.tcpaudit import tuned
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
 from xcbench.store.rundir import RunDir
-from xcbench.system.http_auth import check_url, read_auth
+from xcbench.system.http_auth import check_secret_url, check_url, read_auth
+from xcbench.system.secrets_policy import fts_endpoint_problems
 from xcbench.telemetry.devices import parse_selection
 
 if TYPE_CHECKING:
@@ -67,6 +68,9 @@ def add_run_args(p) -> None:
                    help="the site's Prometheus (node_exporter on the storage hosts, the ceph-mgr "
                         "module); default: the matrix's prometheus:, else the inventory's, else the "
                         "embedded cluster's")
+    p.add_argument("--fts-endpoint", metavar="URL", action="append", default=[],
+                   help="an FTS3 endpoint of the matrix (campaign.fts.endpoint) that may receive "
+                        "its credential (repeatable): a matrix alone sends no secret anywhere")
     p.add_argument("--prometheus-auth", metavar="KIND:PATH",
                    help="credentials for --prometheus from a file: bearer:PATH (a token) or "
                         "basic:PATH (user:password)")
@@ -84,6 +88,7 @@ def options(args):
             raise XcbError("--prometheus-auth: give --prometheus URL too")
         extra["prometheus"] = {"url": check_url(args.prometheus),
                                "auth": read_auth(args.prometheus_auth)}
+        check_secret_url(extra["prometheus"]["url"], extra["prometheus"]["auth"])
     return RunOptions(out=Path(store_of(args)), repeats=args.repeats, name=args.name,
                       resume=Path(args.resume) if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
@@ -190,12 +195,21 @@ def prometheus(opts, parsed) -> None:
         opts.extra["prometheus"] = conf
 
 
+def operator_named(args, parsed) -> None:
+    """The matrix's FTS endpoints that receive a credential, named on the command line too
+    (--fts-endpoint): a matrix alone sends no secret anywhere (xcbench.system.secrets_policy)."""
+    refused = fts_endpoint_problems(parsed.raw, parsed.path, getattr(args, "fts_endpoint", None))
+    if refused:
+        raise XcbError(refused[0])
+
+
 def run(args) -> int:
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
     opts = options(args)
     path = matrix_path(args.matrix, opts)
     parsed = load_matrix(path)  # structure first: bad input fails before anything touches a cluster
+    operator_named(args, parsed)
     hosts(args, parsed, opts)
     prometheus(opts, parsed)
     if not any(backend_class(c.backend).needs_cluster for c in parsed.cells):  # tmpfs only

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from xcbench.errors import XcbError
 from xcbench.system import proc, secrets
+from xcbench.system.secrets_policy import check_transport
 
 SIZE = 1 << 20
 ROOTS_TPC = """
@@ -81,6 +82,8 @@ class Smoke:
         self.path = p.path or "/"
         self.token, self.timeout = token, timeout
         self.verify: Any = ca_dir if ca_dir else True
+        if token:  # the token (and the one it hands on for TPC) only over verified TLS or loopback
+            check_transport(self.base, self.verify, "smoke")
         self.write_path = "/" + write_path.strip("/") if write_path else None
         self.xroot = xroot
         self.stem = f"xcb-smoke-{uuid.uuid4().hex[:10]}"

@@ -27,7 +27,8 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.hosts.linkspeed import LinkSpeed, parse_speed, parse_tc_rate
-from xcbench.system.http_auth import check_url, read_auth
+from xcbench.system.http_auth import check_secret_url, check_url, read_auth
+from xcbench.system.secrets_policy import matrix_inventory_problems
 from xcbench.system.userfiles import check_strings, read_yaml
 
 ROLES = ("client", "gateway", "redirector", "storage")  # storage: OSDs run there (`cluster up --osd-host`)
@@ -192,6 +193,9 @@ def parse_inventory(data: Any, where: str, *, commands: bool = True) -> Inventor
                     raise XcbError(f"{where}: host {name}: {key}: runs a command on this machine; "
                                    f"allowed only in an inventory file given on the command line "
                                    f"(--hosts FILE), not from a matrix")
+        refused = matrix_inventory_problems(data, where)  # nothing that picks a secret's path
+        if refused:
+            raise XcbError(refused[0])
     hosts = [_host(str(name), spec, where) for name, spec in raw.items()]
     bridge = _bridge(data.get("bridge"), where) if any(
         h.transport == "netns" for h in hosts) or data.get("bridge") is not None else None
@@ -210,8 +214,9 @@ def _prometheus(spec: Any, where: str) -> dict | None:
     for k, v in spec.items():
         if not isinstance(v, str) or not v:
             raise XcbError(f"{where}: prometheus: {k}: must be a non-empty string")
-    return {"url": check_url(spec["url"], f"{where}: prometheus: url"),
-            "auth": read_auth(spec.get("auth"), f"{where}: prometheus: auth")}
+    url = check_url(spec["url"], f"{where}: prometheus: url")
+    check_secret_url(url, spec.get("auth"), f"{where}: prometheus: url")
+    return {"url": url, "auth": read_auth(spec.get("auth"), f"{where}: prometheus: auth")}
 
 
 def _host(name: str, spec: Any, where: str) -> Host:

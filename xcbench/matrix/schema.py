@@ -19,6 +19,7 @@ from xcbench.figures.units import format_size, parse_size
 from xcbench.gateway.config import ceph_problems
 from xcbench.hosts import load_inventory, parse_inventory
 from xcbench.scaleout.engine import cell_problems, engine_problems
+from xcbench.system import secrets_policy
 from xcbench.system.http_auth import check_url, read_auth
 from xcbench.system.ports import check_bind
 from xcbench.telemetry.prometheus import parse_duration
@@ -311,6 +312,7 @@ def check_hosts(errors: _Errors, raw: Any) -> None:
         matrix_hosts(raw, errors.path)
     except XcbError as e:
         errors.lines.append(str(e))
+    errors.lines += secrets_policy.matrix_problems(raw, errors.path)  # no secret's destination
 
 
 def inventory_for(hosts_file: str | None, matrix_raw: Any, matrix_path: str) -> Any:
@@ -348,6 +350,8 @@ def matrix_prometheus(raw: Any, path: str) -> dict | None:
         if key in spec and (not isinstance(spec[key], str) or not spec[key].strip()):
             raise XcbError(f"{at}: {key}: must be a non-empty string")
     out: dict[str, Any] = {"url": check_url(spec["url"], f"{at}: url")}
+    if "auth" in spec:  # the operator's, never the matrix's (xcbench.system.secrets_policy)
+        raise XcbError(secrets_policy.matrix_prometheus_auth(path))
     auth = spec.get("auth")
     if auth is not None:
         kind, sep, file = auth.partition(":")

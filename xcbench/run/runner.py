@@ -47,7 +47,7 @@ from xcbench.scaleout.engine import pop_engine
 from xcbench.store import fingerprint as fp
 from xcbench.store.manifest import DONE
 from xcbench.store.rundir import RunDir
-from xcbench.system import orphans, proc
+from xcbench.system import orphans, proc, secrets
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.signals import Interrupted, StopFlag
 from xcbench.telemetry import ReportListener, TelemetryRunner
@@ -166,7 +166,9 @@ class Runner:
         except Exception as e:  # a bug or an unexpected fault: record it, go on with the matrix
             status, error = "failed", f"{type(e).__name__}: {e}"
             with contextlib.suppress(OSError):  # a full result store must not end the run
-                (self.run.raw_path("errors", f"{cell.id}.txt")).write_text(traceback.format_exc())
+                # a client library's exception may quote its request headers or a token
+                (self.run.raw_path("errors", f"{cell.id}.txt")).write_text(
+                    secrets.scrub(traceback.format_exc()))
         self.run.set_cell(cell.id, status=status, error=error, finished=time.time(),
                           seconds=round(time.time() - t0, 1))
         if self.view:

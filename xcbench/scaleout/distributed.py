@@ -17,7 +17,6 @@ cancels them all; nothing is left running on any host.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import sys
 import threading
@@ -32,13 +31,16 @@ from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import stage_source
 from xcbench.errors import XcbError
 from xcbench.hosts import transport_for as tf
-from xcbench.scaleout import merge
+from xcbench.scaleout import agent_messages, merge
 from xcbench.scaleout.agent import request
 from xcbench.system import proc
+from xcbench.system.agentstream import MAX_LINE, parse_message, read_lines
 
 GRACE = 30.0   # s an agent's own level bound lies beyond the coordinator's (only a safety)
 TICK = 0.5     # s between two judgements of the merged timeline
 CANCEL_WAIT = 20.0  # s agents get to cancel their transfers and flush before they are stopped
+RAW_CAP = 512 << 20  # characters of an agent's stream kept under raw/agents/ per level
+MAX_TIMELINE = 7 * 86400  # 1 s buckets kept per host: a week-long level
 Sink = Callable[[str, list[dict]], None]
 
 
@@ -133,15 +135,22 @@ class Coordinator:
     def _read(self, a: Agent) -> None:
         assert a.p is not None and a.p.popen.stdout is not None
         raw = open(a.raw, "a", encoding="utf-8") if a.raw else None  # noqa: SIM115
+        kept = 0
         try:
-            for line in a.p.popen.stdout:
-                text = line.decode(errors="replace") if isinstance(line, bytes) else line
-                if raw is not None:
+            for text in read_lines(a.p.popen.stdout):
+                if text is None:
+                    self._refuse(a, f"a line longer than {MAX_LINE >> 20} MiB")
+                    continue
+                if raw is not None and kept + len(text) <= RAW_CAP:
                     raw.write(text)
-                try:
-                    msg = json.loads(text)
-                except ValueError:
+                    kept += len(text)
+                msg = parse_message(text)
+                if msg is None:
                     continue  # not the stream's (the agent keeps stdout for it): in raw only
+                why = agent_messages.check(msg)
+                if why is not None:
+                    self._refuse(a, why)
+                    continue
                 self._take(a, msg)
         except (OSError, ValueError) as e:
             a.error = a.error or f"reading its stream: {e}"
@@ -150,21 +159,30 @@ class Coordinator:
                 raw.close()
             a.done.set()
 
+    @staticmethod
+    def _refuse(a: Agent, why: str) -> None:
+        """A message outside what an agent may say: dropped, and the host's share fails."""
+        a.error = a.error or f"sent a message xcbench does not take ({why})"
+
     def _take(self, a: Agent, msg: dict) -> None:
+        """One checked message (agent_messages.check)."""
         if "hello" in msg:
             a.hello = msg["hello"]
         elif "error" in msg:
-            a.error = str(msg["error"])
+            a.error = agent_messages.error_text(msg)
         elif "end" in msg:
             a.ended = True
         elif "table" in msg:
-            table, rows = str(msg["table"]), list(msg.get("rows") or [])
+            table, rows = msg["table"], msg["rows"]
             fixed = [merge.correct(table, r, a.name, a.offset, self.spec.campaign_id) for r in rows]
             for r in fixed:
                 if table in ("transfers", "timeline"):
                     r["concurrency"] = self.spec.concurrency
             with self.lock:
                 if table == "timeline":
+                    if len(a.timeline) + len(fixed) > MAX_TIMELINE:
+                        self._refuse(a, f"more than {MAX_TIMELINE:,} timeline buckets")
+                        return
                     a.timeline.extend(fixed)
                 elif table == "campaigns":
                     a.campaign = fixed[-1] if fixed else a.campaign

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -40,21 +41,79 @@ from xcbench.clients.threads import thread_client
 from xcbench.errors import XcbError
 from xcbench.store.findings import finding
 from xcbench.store.tables import TIMELINE
-from xcbench.system.ports import cleartext_token_problem
+from xcbench.system import bounded_http
+from xcbench.system.secrets_policy import check_transport
 
 log = logging.getLogger(__name__)
 TERMINAL = ("FINISHED", "FAILED", "FINISHEDDIRTY", "CANCELED")
+# one REST call to the FTS server, whole (the client's own timeout is per read), and its answer
+# (a job's file list of 100,000 files is ~60 MB of JSON)
+REQUEST_DEADLINE = 120.0
+MAX_ANSWER = 128 << 20
+# the FTS server's and this host's clocks may differ by this much before a time is not believed
+CLOCK_SKEW = 600.0
+Window = tuple[float, float]
+_JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # FTS's job ids are UUIDs
 
 
-def _ts(value: Any) -> float | None:
-    """FTS datetimes ('2024-01-02T03:04:05', UTC, no zone) -> epoch seconds."""
-    if not value:
+def _ts(value: Any, window: Window | None = None) -> float | None:
+    """FTS datetimes ('2024-01-02T03:04:05', UTC, no zone) -> epoch seconds; None for a time
+    outside ``window`` (the job's life, widened by CLOCK_SKEW): a server's time sizes the
+    rebuilt timeline, so one spanning centuries must not be taken."""
+    if not value or not isinstance(value, str) or len(value) > 64:
         return None
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "")).replace(
-            tzinfo=UTC).timestamp()
-    except ValueError:
+        t = datetime.fromisoformat(value.replace("Z", "")).replace(tzinfo=UTC).timestamp()
+    except (ValueError, OverflowError):
         return None
+    if window is not None and not window[0] - CLOCK_SKEW <= t <= window[1] + CLOCK_SKEW:
+        return None
+    return t
+
+
+def _num(value: Any, top: float) -> float | None:
+    """A server's number (a size, a duration) when it is one in [0, top]; None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value <= top else None
+
+
+def _request_class():
+    """The fts3 client's Request with every call bounded (xcbench.system.bounded_http)."""
+    import requests
+    from fts3.rest.client.request import Request
+
+    class Bounded(Request):
+        def method(self, method, url, body=None, headers=None, user=None, passw=None):
+            hdrs = {"Accept": "application/json", **(headers or {})}
+            if self.fts_access_token:
+                hdrs["Authorization"] = "Bearer " + self.fts_access_token
+            verify: Any = self.verify
+            if verify and self.capath:  # as the client does: its CA directory
+                verify = self.capath
+            auth = (user, passw) if user and passw else None
+            with requests.Session() as s:
+                ans = bounded_http.request(
+                    s, method, str(url), deadline=REQUEST_DEADLINE, max_bytes=MAX_ANSWER,
+                    data=body, headers=hdrs, verify=verify, auth=auth,
+                    timeout=(self.connectTimeout, self.timeout), cert=(self.ucert, self.ukey))
+            text = ans.body.decode("utf-8", errors="replace")
+            self._handle_error(url, ans.status, text)
+            return text
+    return Bounded
+
+
+def _json(text: Any, kind: type, what: str) -> Any:
+    """An FTS answer parsed and of the expected shape; XcbError naming the call otherwise."""
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        value = None
+    if not isinstance(value, kind):
+        raise XcbError(f"fts3: {what}: the server's answer is not a JSON {kind.__name__}")
+    if isinstance(value, list) and not all(isinstance(v, dict) for v in value):
+        raise XcbError(f"fts3: {what}: the server's answer is not a list of mappings")
+    return value
 
 
 def _se(url: str) -> str:
@@ -70,13 +129,14 @@ def connect(fts_url: str, *, token: str | None = None, ucert: str | None = None,
     except ImportError as e:  # M2Crypto comes from the Debian package python3-m2crypto
         raise XcbError(f"fts3: the fts3 client library cannot be imported ({e}); "
                        "pip install fts3 and apt-get install python3-m2crypto") from None
-    why = cleartext_token_problem(fts_url) if token else None
-    if why is not None:
-        raise XcbError(f"fts3: {why}")
+    # a token, and the X509 proxy the client delegates, go only over verified TLS or loopback
+    check_transport(fts_url, verify, "fts3")
     try:
         if token:
-            return Context(fts_url, fts_access_token=token, verify=verify)
-        return Context(fts_url, ucert=ucert, ukey=ukey, verify=verify)
+            return Context(fts_url, fts_access_token=token, verify=verify,
+                           request_class=_request_class())
+        return Context(fts_url, ucert=ucert, ukey=ukey, verify=verify,
+                       request_class=_request_class())
     except Exception as e:
         raise XcbError(f"fts3: cannot use the FTS3 server {fts_url}: {e}") from None
 
@@ -110,46 +170,74 @@ def build_job(spec: CampaignSpec, dataset: Dataset, sources: list[str], dests: l
                    metadata={"xcbench_campaign": spec.campaign_id})
 
 
+MAX_SIZE = float(1 << 50)  # bytes of one file (1 PiB): a larger "filesize" is not believed
+MAX_RETRIES = 10_000  # FTS's retry counts are small numbers
+MAX_TEXT = 4096  # characters of a server's reason, URL or checksum kept in a row
+
+
+def _int(value: Any, top: int) -> int | None:
+    n = _num(value, top)
+    return int(n) if n is not None and n == int(n) else None
+
+
+def _text(value: Any) -> str | None:
+    return value[:MAX_TEXT] if isinstance(value, str) else None
+
+
 def harvest(ctx, job_id: str, spec: CampaignSpec, cell_id: str, kind: str,
-            files: list[dict] | None = None) -> list[dict]:
+            files: list[dict] | None = None, window: Window | None = None) -> list[dict]:
     """TRANSFER rows from FTS: each failed earlier attempt, then the file's final state (of
-    ``files``, FTS's file dicts; default: every file of the job)."""
+    ``files``, FTS's file dicts; default: every file of the job). Every value the server sends
+    is typed and bounded here: times within ``window`` (the job's life; default the last week),
+    sizes and counts within range, text capped; a value outside is None."""
     if files is None:
-        files = json.loads(ctx.get(f"/jobs/{job_id}/files"))
+        files = _json(ctx.get(f"/jobs/{job_id}/files"), list, f"GET /jobs/{job_id}/files")
+    if window is None:
+        window = (time.time() - 7 * 86400, time.time())
+    span = window[1] - window[0] + 2 * CLOCK_SKEW
     rows = []
     for f in files:
         meta = f.get("file_metadata") or {}
         if isinstance(meta, str):
-            meta = json.loads(meta or "{}")
-        i = int(meta.get("file_index", f.get("file_index") or 0))
+            try:
+                meta = json.loads(meta[:MAX_TEXT] or "{}")
+            except (ValueError, RecursionError):
+                meta = {}
+        if not isinstance(meta, dict):
+            meta = {}
+        i = _int(meta.get("file_index", f.get("file_index")), 1 << 31) or 0
+        file_id = _int(f.get("file_id"), 1 << 62)
+        size = _int(f.get("filesize"), int(MAX_SIZE)) or _int(f.get("user_filesize"), int(MAX_SIZE))
         base = dict(cell_id=cell_id, campaign_id=spec.campaign_id, concurrency=spec.concurrency,
-                    repeat=spec.repeat, file_index=i, source=f.get("source_surl"),
-                    destination=f.get("dest_surl"), mode=spec.mode, client=kind,
-                    nstreams=spec.streams, file_size=f.get("filesize") or f.get("user_filesize"),
+                    repeat=spec.repeat, file_index=i, source=_text(f.get("source_surl")),
+                    destination=_text(f.get("dest_surl")), mode=spec.mode, client=kind,
+                    nstreams=spec.streams, file_size=size,
                     checksum_type=None if spec.checksum == "none" else "adler32")
         try:
-            retries = json.loads(ctx.get(f"/jobs/{job_id}/files/{f['file_id']}/retries"))
+            retries = _json(ctx.get(f"/jobs/{job_id}/files/{file_id}/retries"), list, "retries") \
+                if file_id is not None else []
         except Exception:
             retries = []
         # one row per failed earlier attempt, numbered 0.. in order (FTS's ``attempt`` base
         # differs between versions), then the final one
-        retries = sorted(retries, key=lambda r: r.get("attempt", 0))
+        retries = sorted(retries[:MAX_RETRIES],
+                         key=lambda r: _int(r.get("attempt"), MAX_RETRIES) or 0)
         for k, r in enumerate(retries):
-            when = _ts(r.get("datetime"))
-            rows.append(transfer_row(**base, transfer_id=f"{job_id}-{f['file_id']}-{k}",
+            when = _ts(r.get("datetime"), window)
+            rows.append(transfer_row(**base, transfer_id=f"{job_id}-{file_id}-{k}",
                                      retry=k, transferred=0,
                                      start_time=None, finish_time=when, file_state="FAILED",
                                      error_scope="TRANSFER", error_phase="TRANSFER",
-                                     reason=r.get("reason")))
+                                     reason=_text(r.get("reason"))))
         state = f.get("file_state")
         ok = state == "FINISHED"
-        cks = (f.get("checksum") or "").split(":")[-1].lower() or None
-        start, finish = _ts(f.get("start_time")), _ts(f.get("finish_time"))
-        dur = f.get("tx_duration")
-        size = base["file_size"] or 0
-        last = max(int(f.get("retry") or 0), len(retries))
+        cks = (_text(f.get("checksum")) or "").split(":")[-1].lower() or None
+        start, finish = _ts(f.get("start_time"), window), _ts(f.get("finish_time"), window)
+        dur = _num(f.get("tx_duration"), span) or None
+        size = size or 0
+        last = max(_int(f.get("retry"), MAX_RETRIES) or 0, len(retries))
         rows.append(transfer_row(
-            **base, transfer_id=f"{job_id}-{f['file_id']}-{last}",
+            **base, transfer_id=f"{job_id}-{file_id}-{last}",
             retry=last, transferred=size if ok else 0,
             start_time=start, finish_time=finish,
             tx_duration=dur if dur else (finish - start if start and finish else None),
@@ -158,7 +246,7 @@ def harvest(ctx, job_id: str, spec: CampaignSpec, cell_id: str, kind: str,
             checksum_dest=cks if ok and spec.checksum in ("target", "both") else None,
             file_state=state if state in ("FINISHED", "FAILED", "CANCELED") else "FAILED",
             error_scope=None if ok else "TRANSFER", error_phase=None if ok else "TRANSFER",
-            reason=None if ok else (f.get("reason") or f"FTS file state {state}")))
+            reason=None if ok else (_text(f.get("reason")) or f"FTS file state {str(state)[:40]}")))
     return rows
 
 
@@ -288,6 +376,9 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     else:
         from fts3.rest.client.easy import submit
         job_id = submit(ctx, job)
+    if not isinstance(job_id, str) or not _JOB_ID.fullmatch(job_id):  # it goes into URL paths
+        raise XcbError(f"fts3: {fts}: the server answered a job id that is not one "
+                       f"({str(job_id)[:40]!r})")
     start = time.time()
     state = "SUBMITTED"
     rows: list[dict] = []
@@ -297,7 +388,7 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
         """Rows of the files that reached a final state since the last poll, written now."""
         done = [f for f in files if f.get("file_state") in TERMINAL and f.get("file_id") not in harvested]
         if done:
-            new = harvest(ctx, job_id, spec, cell_id, "fts3", done)
+            new = harvest(ctx, job_id, spec, cell_id, "fts3", done, (start, time.time()))
             harvested.update(f.get("file_id") for f in done)
             if spec.delete_after_verify:
                 verify_and_delete(new, spec, kind, frozenset(dests))
@@ -308,9 +399,9 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
     cancelled = False
     try:
         while True:
-            info = json.loads(ctx.get(f"/jobs/{job_id}"))
-            state = info.get("job_state", state)
-            stream(json.loads(ctx.get(f"/jobs/{job_id}/files")))
+            info = _json(ctx.get(f"/jobs/{job_id}"), dict, f"GET /jobs/{job_id}")
+            state = str(info.get("job_state", state))[:40]
+            stream(_json(ctx.get(f"/jobs/{job_id}/files"), list, f"GET /jobs/{job_id}/files"))
             if state in TERMINAL:
                 break
             if not cancelled and ((stop_event is not None and stop_event.is_set()) or
@@ -325,7 +416,7 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
         if not cancelled:
             cancel(ctx, job_id)
         with contextlib.suppress(Exception):
-            stream(json.loads(ctx.get(f"/jobs/{job_id}/files")))
+            stream(_json(ctx.get(f"/jobs/{job_id}/files"), list, f"GET /jobs/{job_id}/files"))
         raise
     out.add("timeline", timeline_from_transfers(rows, spec, cell_id))
     final: dict[int, dict] = {}

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import IO, Any
 
 
@@ -45,3 +46,33 @@ class Stream:
                 self.broken.set()
                 if self.on_broken is not None:
                     self.on_broken()
+
+
+# --- the coordinator's side: an agent's stream read with bounds ----------------------------
+MAX_LINE = 8 << 20  # one message; an agent's flush of one second's rows is far below this
+_CHUNK = 1 << 16
+
+
+def read_lines(fh: IO, limit: int = MAX_LINE) -> Iterator[str | None]:
+    """The lines of an agent's stream (bytes or text), each at most ``limit`` characters: a
+    longer line is read through in chunks and dropped (``None`` in its place), so a peer that
+    never sends a newline costs ``limit`` of memory, not all it sends."""
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+            yield line.decode(errors="replace") if isinstance(line, bytes) else line
+            continue
+        while line and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+            line = fh.readline(_CHUNK)
+        yield None
+
+
+def parse_message(text: str) -> dict[str, Any] | None:
+    """A JSON object of one line, or None (not JSON, not an object, nested too deep)."""
+    try:
+        msg = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return msg if isinstance(msg, dict) else None

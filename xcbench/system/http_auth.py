@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from xcbench.errors import XcbError
 from xcbench.system import secrets
+from xcbench.system.secrets_policy import check_transport
 from xcbench.system.userfiles import read_text
 
 AUTH_KINDS = ("bearer", "basic")
@@ -44,3 +45,10 @@ def read_auth(spec: str | None, what: str = "--prometheus-auth") -> tuple[str, s
     if kind == "basic":
         secrets.register(value.partition(":")[2])
     return kind, value
+
+
+def check_secret_url(url: str, auth: object, what: str = "--prometheus") -> None:
+    """XcbError when credentials ``auth`` (a (kind, secret) pair, or its ``kind:PATH``) would go
+    to ``url`` over anything but verified TLS or loopback (xcbench.system.secrets_policy)."""
+    if auth:
+        check_transport(url, True, what)

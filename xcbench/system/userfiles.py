@@ -17,6 +17,10 @@ from typing import Any
 from xcbench.errors import XcbError
 
 MAX_BYTES = 64 << 20  # a matrix, spec, conf or manifest larger than this is not one
+# values a YAML document may hold once its aliases are expanded: every walk of the data (checks,
+# the manifest's JSON) visits each use of an alias again, so a few hundred bytes of nested
+# aliases would cost seconds to hours. The largest matrix or plan xcbench ships holds < 2,000.
+MAX_YAML_VALUES = 100_000
 
 
 def _label(path: Any, what: str) -> str:
@@ -75,7 +79,11 @@ def _loader():
     global _LOADER
     if _LOADER is None:
         class Loader(yaml.SafeLoader):
-            pass
+            def get_single_node(self):
+                node = super().get_single_node()
+                if node is not None:
+                    _expanded_size(node, MAX_YAML_VALUES)
+                return node
 
         def mapping(loader, node, deep=False):
             seen: dict[Any, Any] = {}
@@ -99,6 +107,47 @@ def _loader():
 
 
 _LOADER: Any = None
+
+
+def _expanded_size(root: Any, budget: int) -> int:
+    """How many values the node graph ``root`` holds with every alias expanded, counted once
+    per distinct node (linear in the document); a ComposerError past ``budget`` or for an
+    alias inside itself."""
+    import yaml
+    sizes: dict[int, int] = {}
+    walking: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        kids = _children(node)
+        if not children_done:
+            if key in walking:
+                raise yaml.composer.ComposerError(
+                    None, None, "an alias refers to a value that holds it (a recursive "
+                    "structure): write the values out", node.start_mark)
+            walking.add(key)
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in sizes)
+            continue
+        walking.discard(key)
+        sizes[key] = 1 + sum(sizes[id(k)] for k in kids)
+        if sizes[key] > budget:
+            raise yaml.composer.ComposerError(
+                None, None, f"its aliases expand to more than {budget:,} values (a YAML alias "
+                "bomb?): write the values out or use fewer aliases", node.start_mark)
+    return sizes[id(root)]
+
+
+def _children(node: Any) -> list:
+    import yaml
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 # control characters (C0, DEL, C1) and line/paragraph separators: a newline in a value that
 # reaches a config or job file starts a directive of its own
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")

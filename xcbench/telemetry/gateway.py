@@ -46,7 +46,9 @@ GAUGES = (
 
 def report_listener(hosts: Any = None, **kw: Any) -> ReportListener:
     """The run's ReportListener, bound at :func:`report_host` (never a wildcard)."""
-    return ReportListener(host=report_host(hosts), **kw)
+    gws = getattr(hosts, "gateways", None) or []
+    remote = [h.address for h in gws if getattr(h, "transport", "local") != "local"]
+    return ReportListener(host=report_host(hosts), remote=remote, **kw)
 
 
 def _pids(servers: Iterable[Any]) -> list[tuple[int, str]]:
@@ -79,6 +81,8 @@ class GatewaySampler(Sampler):
         self.bad_packets = 0
 
     def start(self) -> None:
+        # its gateway's datagrams only: the local ones from these processes' sockets
+        self.listener.expect(lambda: [pid for pid, _ in self.servers()])
         self.listener.start()
 
     def servers(self) -> list[tuple[int, str]]:

@@ -1,19 +1,28 @@
 """A small client of the Prometheus HTTP API (``/api/v1/query``, ``/api/v1/query_range``).
 
-Every call is bounded (``timeout`` per request) and raises :class:`PromError` (one line, no
+Every call is bounded: ``timeout`` is the whole request's deadline (connect, headers, body), the
+answer at most MAX_ANSWER bytes (xcbench.system.bounded_http), and it raises :class:`PromError` (one line, no
 secret in it) for anything that is not a successful answer: the server down or slow, an HTTP
 error, an ``"status": "error"`` answer, garbage. The caller turns that into one finding and goes
 on. Credentials come from a file (never the command line):
 
     bearer:PATH   the file holds a token (sent as ``Authorization: Bearer <token>``)
     basic:PATH    the file holds ``user:password`` on its first line
+
+and are sent only over verified TLS or to loopback (xcbench.system.secrets_policy): a client
+whose URL is anything else refuses every request before it connects.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from xcbench.system import bounded_http
+from xcbench.system.secrets_policy import is_loopback, transport_problem
+
+MAX_ANSWER = bounded_http.MAX_ANSWER
 TIMEOUT = 5.0  # seconds per request: a slow Prometheus costs a level this much, not more
 
 
@@ -31,7 +40,12 @@ class PromClient:
     def session(self):
         import requests
         if self._session is None:
+            why = transport_problem(self.url) if self.auth else None
+            if why is not None:  # the credential never leaves on an unverified path
+                raise PromError(f"credentials not sent: {why}")
             s = requests.Session()
+            if is_loopback(self.url):
+                s.trust_env = False  # an http_proxy variable would carry loopback traffic off the host
             if self.auth and self.auth[0] == "bearer":
                 s.headers["Authorization"] = f"Bearer {self.auth[1]}"
             elif self.auth and self.auth[0] == "basic":
@@ -51,19 +65,23 @@ class PromClient:
         import requests
         limit = self.timeout if timeout is None else timeout
         try:
-            r = self.session().get(f"{self.url}{path}", params=params, timeout=limit)
-        except requests.Timeout:
+            r = bounded_http.get(self.session(), f"{self.url}{path}", deadline=limit,
+                                 max_bytes=MAX_ANSWER, params=params)
+        except (requests.Timeout, bounded_http.HttpLimit) as e:
+            if isinstance(e, bounded_http.HttpLimit) and not e.late:
+                raise PromError(f"{self.url}{path}: {e}") from None
+            self._session = None  # a helper thread may still hold it
             raise PromError(f"{self.url}: no answer in {limit:g} s") from None
         except requests.RequestException as e:
             raise PromError(f"{self.url}: {_short(e)}") from None
         try:
-            body = r.json()
-        except ValueError:
+            body = json.loads(r.body)
+        except (ValueError, RecursionError):
             body = None
         if not isinstance(body, dict):
-            raise PromError(f"{self.url}{path}: HTTP {r.status_code}, not a Prometheus API answer")
+            raise PromError(f"{self.url}{path}: HTTP {r.status}, not a Prometheus API answer")
         if body.get("status") != "success":
-            raise PromError(f"{self.url}{path}: HTTP {r.status_code}: "
+            raise PromError(f"{self.url}{path}: HTTP {r.status}: "
                             f"{body.get('errorType', 'error')}: {str(body.get('error', ''))[:200]}")
         return body.get("data")
 

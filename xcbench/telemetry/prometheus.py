@@ -18,17 +18,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from xcbench.errors import XcbError
 from xcbench.hosts.emulate import PEER, Record, records
 from xcbench.store.findings import finding
+from xcbench.system.userfiles import parse_yaml
 from xcbench.telemetry import promqueries as pq
 from xcbench.telemetry.base import Sampler, Sink
 from xcbench.telemetry.promapi import PromClient, PromError
 
 DEFAULT_STEP = 15.0  # Prometheus's own default scrape interval, when its config is not readable
 MAX_POINTS = 10_000  # Prometheus refuses more than 11,000 points per series
+# a server-announced scrape interval above this is not believed: Prometheus marks a series stale
+# 5 minutes after its last scrape, so no working setup scrapes less often
+MAX_ANNOUNCED_STEP = 300.0
+# the wait for a level's last scrape: two scrapes of the common 1-minute interval; a later one
+# costs its points, never the level (mounts, cgroups and sysctls are held meanwhile)
+MAX_INGEST_WAIT = 121.0
+# what a hostile or broken server's answer can raise while it is read as a Prometheus answer
+BAD_ANSWER = (TypeError, KeyError, ValueError, IndexError, AttributeError, RecursionError)
 LIVE_TIMEOUT = 1.0  # the progress view's line must not hold up the telemetry loop
 # the live query's rows (taken on the telemetry tick, any time, for the progress view): the
 # busiest storage host's NIC (use of its link, or bytes/s when its speed is unknown), busiest
@@ -79,6 +86,8 @@ class PrometheusSampler(Sampler):
             self.hosts = self._host_map()
         except PromError as e:
             self._unreachable(e)
+        except BAD_ANSWER as e:
+            self._unreachable(PromError(f"not a Prometheus answer ({type(e).__name__})"))
         self.step = self.step or DEFAULT_STEP
         self._write_raw()
 
@@ -86,10 +95,11 @@ class PrometheusSampler(Sampler):
         """The server's global scrape interval (its /api/v1/status/config)."""
         data = self.client.get("/api/v1/status/config", {})
         try:
-            conf = yaml.safe_load((data or {}).get("yaml") or "") or {}
-            return parse_duration(conf.get("global", {}).get("scrape_interval", "1m"))
-        except (yaml.YAMLError, AttributeError, ValueError):
+            conf = parse_yaml(str((data or {}).get("yaml") or ""), "prometheus config") or {}
+            step = parse_duration(conf.get("global", {}).get("scrape_interval", "1m"))
+        except (XcbError, AttributeError, ValueError):
             return DEFAULT_STEP
+        return min(step, MAX_ANNOUNCED_STEP)
 
     def _host_map(self) -> pq.HostMap:
         uname = self.client.query(pq.UNAME)
@@ -135,12 +145,12 @@ class PrometheusSampler(Sampler):
         try:
             ans = self.client.query(pq.live_promql(self.step or DEFAULT_STEP),
                                     timeout=min(self.client.timeout, LIVE_TIMEOUT))
-        except PromError:
+            fig = pq.live_figures(ans, self.hosts)
+        except (PromError, *BAD_ANSWER):
             self.live_ok = False
             return []
         finally:
             self.live_seconds.append(self.mono() - t0)
-        fig = pq.live_figures(ans, self.hosts)
         return live_rows(self, wall, mono, fig) if fig else []
 
     def stop(self) -> None:
@@ -165,6 +175,9 @@ class PrometheusSampler(Sampler):
         except PromError as e:
             self._unreachable(e)
             return []
+        except BAD_ANSWER as e:
+            self._unreachable(PromError(f"not a Prometheus answer ({type(e).__name__})"))
+            return []
         finally:
             self.query_seconds.append(self.mono() - t0)
         self._log_level(start, end, step, info)
@@ -173,9 +186,10 @@ class PrometheusSampler(Sampler):
     def _wait_ingested(self, end: float, step: float) -> None:
         """Until a scrape newer than ``end`` is in (the level's last seconds are then queryable);
         bounded by two scrape intervals: a late scrape costs its points, never the level."""
-        deadline = self.mono() + 2 * step + 1
+        deadline = self.mono() + min(2 * step + 1, MAX_INGEST_WAIT)
         while self.mono() < deadline:
-            ans = self.client.query("max(timestamp(up))")
+            ans = self.client.query("max(timestamp(up))",
+                                    timeout=max(0.1, min(self.client.timeout, deadline - self.mono())))
             if not ans or float(ans[0]["value"][1]) >= end:
                 return  # in, or nothing scraped at all (the queries say what is missing)
             time.sleep(min(0.2, step / 4))

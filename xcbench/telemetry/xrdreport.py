@@ -22,16 +22,23 @@ upload showed up 4 MiB per second, not at close).
 from __future__ import annotations
 
 import collections
+import ipaddress
 import socket
 import threading
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import psutil
 
 from xcbench.errors import XcbError
 
 HEADER_INTS = ("tod", "tos", "pid")
+MAX_QUEUED_BYTES = 16 << 20  # datagrams waiting for the sampler (one report is 2-4 KB)
+MAX_SAVED = 100_000  # raw datagrams kept under save_dir (a day of one report a second)
+PORTS_REFRESH = 0.5  # s between two looks at the gateways' UDP ports (an unknown port costs one)
 
 
 @dataclass
@@ -115,13 +122,20 @@ class Packet:
 class ReportListener:
     """Receives ``xrd.report`` datagrams on 127.0.0.1 in a background thread.
 
-    Pass ``listener.addr`` as the gateway's ``report_addr``. Packets queue up (bounded) until a
-    GatewaySampler drains them; ``save_dir`` keeps each raw datagram as ``<n>.xml`` (the raw data
-    behind the gateway samples, and how tests/data/xrd-report was captured).
+    Pass ``listener.addr`` as the gateway's ``report_addr``. Packets queue up (bounded in count
+    and bytes) until a GatewaySampler drains them; ``save_dir`` keeps each raw datagram as
+    ``<n>.xml`` (at most MAX_SAVED; the raw data behind the gateway samples, and how
+    tests/data/xrd-report was captured).
+
+    Only its gateways' datagrams are taken: from this machine, only from a UDP socket of a
+    process :meth:`expect` names (once one is running; their ports are looked up with psutil);
+    from elsewhere, only from the ``remote`` addresses (the inventory's gateway hosts). Any
+    other local user could otherwise feed the run's gateway figures. ``refused`` counts the
+    rest.
     """
 
     def __init__(self, port: int = 0, *, host: str = "127.0.0.1", maxlen: int = 3600,
-                 save_dir: str | Path | None = None):
+                 save_dir: str | Path | None = None, remote: Iterable[str] = ()):
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             self._sock.bind((host, port))
@@ -131,13 +145,49 @@ class ReportListener:
         self._sock.settimeout(0.2)  # how fast stop() is noticed
         self.host, self.port = self._sock.getsockname()[:2]
         self._queue: collections.deque[Packet] = collections.deque(maxlen=maxlen)
+        self._queued_bytes = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.save_dir = Path(save_dir) if save_dir else None
         self.received = 0
+        self.refused = 0
         self.last_mono: float | None = None
         self.started_mono: float | None = None
+        self.remote = {str(a) for a in remote}
+        self._pid_sources: list[Callable[[], Iterable[int]]] = []
+        self._ports: set[int] = set()
+        self._ports_at = -PORTS_REFRESH
+        self._checked = False  # the last look found gateway processes to check against
+
+    def expect(self, pids: Callable[[], Iterable[int]]) -> None:
+        """Take local datagrams only from the UDP sockets of these processes (added to those
+        named before: one listener may serve several gateways)."""
+        with self._lock:
+            self._pid_sources.append(pids)
+            self._ports_at = -PORTS_REFRESH
+
+    def accepts(self, sender: tuple[str, int]) -> bool:
+        """Is a datagram from ``sender`` one of its gateways'?"""
+        addr, port = sender[0], sender[1]
+        try:
+            local = ipaddress.ip_address(addr).is_loopback or addr == self.host
+        except ValueError:
+            return False
+        if not local:
+            return addr in self.remote
+        if port in self._ports:
+            return True
+        now = time.monotonic()
+        if now - self._ports_at >= PORTS_REFRESH:
+            self._ports_at = now
+            with self._lock:
+                sources = list(self._pid_sources)
+            pids = {pid for src in sources for pid in src()}
+            self._checked = bool(pids)
+            self._ports = _udp_ports(pids)
+        # no gateway process named (a bare listener, tests): any local sender
+        return port in self._ports or not self._checked
 
     @property
     def addr(self) -> str:
@@ -178,13 +228,20 @@ class ReportListener:
                 if self._stop.is_set():
                     return
                 continue
+            if not self.accepts(sender):
+                self.refused += 1
+                continue
             p = Packet(time.time(), time.monotonic(), data, sender)
             with self._lock:
+                while self._queue and (len(self._queue) == self._queue.maxlen or
+                                       self._queued_bytes + len(data) > MAX_QUEUED_BYTES):
+                    self._queued_bytes -= len(self._queue.popleft().data)
                 self._queue.append(p)
+                self._queued_bytes += len(data)
                 self.received += 1
                 self.last_mono = p.mono
                 n = self.received
-            if self.save_dir:
+            if self.save_dir and n <= MAX_SAVED:
                 try:
                     (self.save_dir / f"{n:06d}.xml").write_bytes(data)
                 except OSError:
@@ -195,6 +252,7 @@ class ReportListener:
         with self._lock:
             out = list(self._queue)
             self._queue.clear()
+            self._queued_bytes = 0
         return out
 
     def wait(self, n: int = 1, timeout: float = 10.0) -> bool:
@@ -205,3 +263,15 @@ class ReportListener:
                 return True
             time.sleep(0.05)
         return self.received >= n
+
+
+def _udp_ports(pids: Iterable[int]) -> set[int]:
+    """The local ports of the UDP sockets of ``pids`` (gone or unreadable ones: none)."""
+    ports: set[int] = set()
+    for pid in set(pids):
+        try:
+            conns = psutil.Process(int(pid)).net_connections(kind="udp")
+        except (psutil.Error, ValueError, TypeError):
+            continue
+        ports.update(c.laddr.port for c in conns if c.laddr)
+    return ports

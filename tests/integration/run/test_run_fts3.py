@@ -30,6 +30,8 @@ backends:
 
 
 def start_matrix(s, fts: Fts3Double, levels: str, files: int) -> tuple[str, str]:
+    """The matrix (its FTS endpoint and token file) and the run's name; the command line names
+    the endpoint too (``--fts-endpoint``, :func:`common`): a matrix alone sends no secret."""
     token_file = s.root / "fts-token"
     token_file.write_text(TOKEN + "\n")
     m = s.root / "m.yaml"
@@ -39,9 +41,9 @@ def start_matrix(s, fts: Fts3Double, levels: str, files: int) -> tuple[str, str]
     return str(m), name
 
 
-def common(ceph_cluster) -> list[str]:
+def common(ceph_cluster, fts: Fts3Double) -> list[str]:
     return ["--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline",
-            "--telemetry", "host:0.5", "--no-report"]
+            "--telemetry", "host:0.5", "--no-report", "--fts-endpoint", fts.url]
 
 
 def table(run, name: str) -> list[dict]:
@@ -57,7 +59,7 @@ def test_run_with_fts3_engine_one_job_per_level(ceph_cluster):
     with scene("xcb-run-fts-") as s, Fts3Double(token=TOKEN) as fts:
         m, name = start_matrix(s, fts, str(levels), files)
         out = s.root / "results"
-        cp = s.run("run", m, "--out", str(out), "--name", name, *common(ceph_cluster))
+        cp = s.run("run", m, "--out", str(out), "--name", name, *common(ceph_cluster, fts))
         assert cp.returncode == 0, cp.stderr
         run = out / name
         assert json.loads((run / "manifest.json").read_text())["status"] == "complete"
@@ -96,7 +98,7 @@ def test_refused_link_limits_are_a_finding_and_fts_decides(ceph_cluster):
                                                 default_max_active=2) as fts:
         m, name = start_matrix(s, fts, "[1, 3]", 3)
         out = s.root / "results"
-        cp = s.run("run", m, "--out", str(out), "--name", name, *common(ceph_cluster))
+        cp = s.run("run", m, "--out", str(out), "--name", name, *common(ceph_cluster, fts))
         assert cp.returncode == 0, cp.stderr
         run = out / name
         assert fts.link_calls == [] and len(fts.submitted) == 2
@@ -116,7 +118,7 @@ def test_a_token_fts_refuses_fails_the_cell_in_one_line_without_the_token(ceph_c
     with scene("xcb-run-fts-") as s, Fts3Double(token="the-server-wants-another") as fts:
         m, name = start_matrix(s, fts, "[1]", 1)
         out = s.root / "results"
-        cp = s.run("run", m, "--out", str(out), "--name", name, *common(ceph_cluster))
+        cp = s.run("run", m, "--out", str(out), "--name", name, *common(ceph_cluster, fts))
         assert cp.returncode == 1 and "Traceback" not in cp.stderr, cp.stderr
         assert fts.submitted == [] and fts.link_calls == []
         cells = json.loads((out / name / "manifest.json").read_text())["cells"]
@@ -135,7 +137,7 @@ def test_ctrl_c_during_an_fts3_level_cancels_the_job(ceph_cluster):
     with scene("xcb-run-fts-") as s, Fts3Double(token=TOKEN, hold_after=2) as fts:
         m, name = start_matrix(s, fts, "[2]", files)
         out = s.root / "results"
-        cli = s.start("run", m, "--out", str(out), "--name", name, *common(ceph_cluster))
+        cli = s.start("run", m, "--out", str(out), "--name", name, *common(ceph_cluster, fts))
         records = out / name / "records"
 
         def in_flight() -> bool:

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from xcbench.commands.run import hosts
+from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions
 
@@ -38,11 +39,17 @@ def test_no_inventory_leaves_the_run_as_it_was(tmp_path):
 
 
 def test_matrix_hosts_file_relative_to_the_matrix_versions_checked(tmp_path):
-    (tmp_path / "site.yaml").write_text(yaml.safe_dump(LOCAL))
+    (tmp_path / "site.yaml").write_text(yaml.safe_dump({"hosts": LOCAL["hosts"]}))
     opts, args = RunOptions(), _args()
     hosts(args, load_matrix(_matrix(tmp_path, "site.yaml")), opts)
     assert [h.name for h in opts.hosts.clients] == ["here"]
-    # the cluster every host reaches, unless the command line names one
+    # which cluster's keyring root copies is the operator's: refused from a matrix's file ...
+    (tmp_path / "site.yaml").write_text(yaml.safe_dump(LOCAL))
+    with pytest.raises(XcbError, match=r"site\.yaml: ceph: .*never from a matrix"):
+        load_matrix(_matrix(tmp_path, "site.yaml"))
+    # ... taken from --hosts FILE, unless the command line names one
+    opts, args = RunOptions(), _args(hosts=str(tmp_path / "site.yaml"))
+    hosts(args, load_matrix(_matrix(tmp_path)), opts)
     assert (args.ceph_conf, args.ceph_id) == ("/etc/ceph/site.conf", "xcb-bench")
 
 
@@ -50,7 +57,7 @@ def test_hosts_flag_wins_over_the_matrix(tmp_path):
     other = {"hosts": {"there": {"roles": ["client"], "transport": "local"}}}
     (tmp_path / "flag.yaml").write_text(yaml.safe_dump(other))
     opts, args = RunOptions(), _args(hosts=str(tmp_path / "flag.yaml"), ceph_conf="/x.conf")
-    hosts(args, load_matrix(_matrix(tmp_path, LOCAL)), opts)
+    hosts(args, load_matrix(_matrix(tmp_path, {"hosts": LOCAL["hosts"]})), opts)
     assert [h.name for h in opts.hosts.hosts] == ["there"] and args.ceph_conf == "/x.conf"
 
 
@@ -74,6 +81,5 @@ def test_a_host_with_another_version_is_named_before_anything(tmp_path):
     inv = {"hosts": {"here": {"roles": ["client"], "transport": "local",
                               "xcbench": ["/bin/echo", "xcbench", "0.0.1"]}}}
     (tmp_path / "h.yaml").write_text(yaml.safe_dump(inv))
-    from xcbench.errors import XcbError
     with pytest.raises(XcbError, match="host here: xcbench 0.0.1 there"):
         hosts(_args(hosts=str(tmp_path / "h.yaml")), load_matrix(_matrix(tmp_path)), RunOptions())

@@ -43,9 +43,11 @@ def test_a_bearer_token_goes_over_https_or_loopback_only(url, ok):
 
 def test_fts_connect_refuses_a_token_over_plain_http():
     from xcbench.scaleout.fts3 import connect
-    with pytest.raises(XcbError, match=r"^fts3: http://fts\.example\.org:8446: a bearer token is "
-                                       r"sent only over https://"):
+    with pytest.raises(XcbError, match=r"^fts3: http://fts\.example\.org:8446: http:// is not TLS: "
+                                       r"a secret goes only over https://"):
         connect("http://fts.example.org:8446", token="tok-abcdef")
+    with pytest.raises(XcbError, match="is not TLS"):  # the proxy it would delegate: the same
+        connect("http://fts.example.org:8446", ucert="/tmp/x509up_u0", ukey="/tmp/x509up_u0")
 
 
 def test_a_matrix_with_a_token_for_a_plain_http_endpoint_is_refused():

@@ -199,15 +199,15 @@ def test_the_inventory_names_the_sites_prometheus(tmp_path):
     tok = tmp_path / "tok"
     tok.write_text("inventory-token-1\n")
     hosts = {"g1": {"roles": ["gateway"], "transport": "local", "address": "127.0.0.1"}}
-    inv = parse_inventory({"hosts": hosts, "prometheus": {"url": "http://prom:9090/",
+    inv = parse_inventory({"hosts": hosts, "prometheus": {"url": "https://prom:9090/",
                                                           "auth": f"bearer:{tok}"}}, "inv.yaml")
-    assert inv.prometheus == {"url": "http://prom:9090", "auth": ("bearer", "inventory-token-1")}
+    assert inv.prometheus == {"url": "https://prom:9090", "auth": ("bearer", "inventory-token-1")}
     ctx = Context(cell=None, target=None, gateway=None, listener=None, cluster=None, hosts=inv)
-    assert prometheus_of(ctx)["url"] == "http://prom:9090"
+    assert prometheus_of(ctx)["url"] == "https://prom:9090"
     flag = Context(cell=None, target=None, gateway=None, listener=None, cluster=None, hosts=inv,
                    prometheus={"url": "http://other:9090", "auth": None})
     assert prometheus_of(flag)["url"] == "http://other:9090"  # the command line wins
     for bad, says in (({"url": "prom"}, "prometheus: url"), ({"url": "http://p", "x": 1}, "prometheus: must be"),
-                      ({"url": "http://p", "auth": "basic:/nonexistent"}, "prometheus: auth")):
+                      ({"url": "https://p", "auth": "basic:/nonexistent"}, "prometheus: auth")):
         with pytest.raises(XcbError, match=f"inv.yaml: {says}"):
             parse_inventory({"hosts": hosts, "prometheus": bad}, "inv.yaml")
