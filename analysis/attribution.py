@@ -244,6 +244,8 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                 ev.update(gateway_twin_limit=tgw["limit"], gateway_twin_limit_source=tgw["source"])
             src["gateway_ceiling"] = tp["source"]
         _ceilings(rd, cid, d, ev, src)
+        if d != "read":  # this level's own probe, where the run has one (analysis.probes)
+            _probes.apply_level(rd, cid, conc, ev, src)
         pool = cell["pool"]
         ev["pool"] = pool
         ops = f"pool_{'read' if d == 'read' else 'write'}_ops"
