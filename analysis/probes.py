@@ -239,7 +239,9 @@ def doubted(table: pd.DataFrame) -> dict[str, str]:
     """{method: why} for the probe methods the chain beat beyond noise somewhere in the run:
     every probe made that way in the run is in doubt."""
     out: dict[str, str] = {}
-    for method, g in table[table["beats"]].groupby("method", sort=False):
+    if table.empty:
+        return out
+    for method, g in table[table["beats"].astype(bool)].groupby("method", sort=False):
         where = ", ".join(f"{c} c={int(n)} ({pct(s)})" for c, n, s
                           in zip(g["cell_id"], g["concurrency"], g["share"], strict=True))
         out[str(method)] = (f"the chain beat the level probes made the same way ({method}) beyond "
