@@ -5,6 +5,11 @@
 - :func:`probe_ceilings`: per cell, the write ceilings (best write job by bandwidth, best by
   IOPS, and the storage device's write IO/s during that IOPS job where they were counted) and the read ceilings (the same over the read jobs: the sequential read of what the
   write probe laid out, and the random read of the access size), each with its source.
+- :func:`level_table`, :func:`apply_level`: the level probes (xcbench.probe.levels), one write
+  ceiling per cell, level and target (mount, pool) with its relative standard error; a probe
+  during which the host's cores were full (CPU_FULL) is CPU-bound and no storage ceiling;
+  :func:`chain_vs_probe` and :func:`doubted`: where the chain beats its probe beyond both
+  noises, every probe made the same way in the run is in doubt, and the verdicts say so.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+from importlib.resources import files
 from pathlib import Path
 
 import pandas as pd
@@ -44,8 +45,8 @@ def run_demo(store: Path, matrix: str | None) -> Path:
     from xcbench.system import proc
     exe = Path(sys.executable).with_name("xcbench")
     name = f"bench-probes-{int(time.time())}"
-    cmd = [str(exe), "run", "--store", str(store), "--name", name, "--no-report"]
-    cmd += [matrix] if matrix else []
+    cmd = [str(exe), "run", "--store", str(store), "--name", name, "--no-report",
+           matrix or str(files("xcbench.layouts") / "quick.yaml")]
     t0 = time.monotonic()
     cp = proc.run(cmd, check=False, timeout=3600)
     print(f"xcbench run: exit {cp.returncode} after {time.monotonic() - t0:.0f} s", flush=True)
@@ -119,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
         run = run_demo(store, args.matrix)
         print(f"host load average before {'/'.join(f'{x:.1f}' for x in load)}, after "
               f"{'/'.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    if not (run / "manifest.json").exists():
+        print(f"no run made in {run}", file=sys.stderr)
+        return 1
     report(RunData(run))
     return 0
 

@@ -5,7 +5,9 @@
 The target says which engine (``Target.fio_engine``): "rados" gets ``fio-jobs/rados.fio.j2``
 (ioengine=rados on the cell's pool), "files" (tmpfs, CephFS) gets ``fio-jobs/files.fio.j2`` in
 the target dir. Patterns: ``randwrite`` (4 KiB
-random writes: IOPS), ``write`` and ``read`` (object-sized sequential I/O: bandwidth).
+random writes: IOPS), ``write`` and ``read`` (object-sized sequential I/O: bandwidth). Given
+the campaign's levels, a storage cell's bandwidth ceilings are instead one write probe per
+level, written as the gateway writes (xcbench.probe.levels).
 
 Reads (issue 15): a cell whose ``direction`` is read or mixed always gets the sequential
 ``read`` job (its storage read bandwidth ceiling), and, when its campaign reads with
@@ -37,7 +39,8 @@ from typing import Any
 
 from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
-from xcbench.probe import fio, levels as level_probes
+from xcbench.probe import fio
+from xcbench.probe import levels as level_probes
 from xcbench.system import proc
 from xcbench.system.sizes import parse_size
 from xcbench.system.templates import render
