@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/bench_probes.py [--store DIR] [--matrix FILE]
     .venv/bin/python benchmarks/bench_probes.py --from-run RUN
 
-Runs the demo matrix (layouts/quick.yaml) with `xcbench run` on the embedded cluster (started
-and taken down by the run), then prints, per storage cell and level: the level probe on the
+Runs the demo matrix (layouts/quick.yaml) as `xcbench run` does on an embedded mini cluster
+(started for it and taken down after), then prints, per storage cell and level: the level probe on the
 gateway's path (the mount for CephFS, the pool for XrdCeph) with its relative standard error
 from fio's interval samples, the pool's ceiling measured apart (CephFS), the chain's steady
 rate with its error, the chain's share of the probe with its one-sided 95 % interval, whether
@@ -41,18 +41,25 @@ def pm(se: float) -> str:
 
 
 def run_demo(store: Path, matrix: str | None) -> Path:
-    """`xcbench run` of the matrix on the embedded cluster; the run's directory."""
-    from xcbench.system import proc
-    exe = Path(sys.executable).with_name("xcbench")
-    name = f"bench-probes-{int(time.time())}"
-    cmd = [str(exe), "run", "--store", str(store), "--name", name, "--no-report",
-           matrix or str(files("xcbench.layouts") / "quick.yaml")]
+    """The matrix run as `xcbench run` runs it (xcbench.run.runner.run_matrix: baseline, probes,
+    campaigns, verdicts) on an embedded mini cluster started for it and taken down after; the
+    run's directory."""
+    from xcbench.ceph.mini import MiniCluster
+    from xcbench.matrix import load_matrix
+    from xcbench.run.runner import RunOptions, run_matrix
+    path = Path(matrix) if matrix else Path(str(files("xcbench.layouts") / "quick.yaml"))
+    mini = MiniCluster(store / "cluster")
+    cluster, _ = mini.up()
     t0 = time.monotonic()
-    cp = proc.run(cmd, check=False, timeout=3600)
-    print(f"xcbench run: exit {cp.returncode} after {time.monotonic() - t0:.0f} s", flush=True)
-    if cp.returncode != 0:
-        print(cp.stdout[-2000:] + cp.stderr[-2000:], file=sys.stderr)
-    return store / name
+    try:
+        run = run_matrix(load_matrix(path, cluster), cluster,
+                         RunOptions(out=store / "results", name=f"bench-probes-{int(time.time())}",
+                                    report=False, progress=False))
+    finally:
+        cluster.close()
+        mini.down()
+    print(f"run of {path.name}: {time.monotonic() - t0:.0f} s", flush=True)
+    return run.path
 
 
 def probe_seconds(rd: RunData) -> tuple[float, float, float]:
