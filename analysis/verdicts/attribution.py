@@ -6,7 +6,9 @@ Figures (all from the same run unless other runs are passed as references):
   G      tmpfs-gateway ceiling: the steady rate of a tmpfs cell with the same mode and origins
          at the same concurrency (same file size preferred)                           B/s
   F      fio bandwidth ceiling of the same cell (same layout and pool), in the
-         point's direction: the write jobs for writes, the read jobs for reads         B/s
+         point's direction: the write jobs for writes, the read jobs for reads; a write
+         point of a run with level probes: its own level's probe on the gateway's path,
+         with that probe's error (analysis.verdicts.probes.apply_level)                       B/s
   I      fio IOPS capacity of the same cell (best job of the point's direction)      op/s
   ops    the pool's client op/s of the point's direction, mean over the steady window op/s
   N      network baseline: best iperf3 result of the run in the point's direction
@@ -258,6 +260,8 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                 ev.update(gateway_twin_limit=tgw["limit"], gateway_twin_limit_source=tgw["source"])
             src["gateway_ceiling"] = tp["source"]
         _ceilings(rd, cid, d, ev, src)
+        if d != "read":  # this level's own probe, where the run has one (analysis.verdicts.probes)
+            _probes.apply_level(rd, cid, conc, ev, src)
         pool = cell["pool"]
         ev["pool"] = pool
         ops = f"pool_{'read' if d == 'read' else 'write'}_ops"

@@ -5,10 +5,13 @@ A level's own noise (figures.stats, analysis.verdicts.samples) is measured insid
 see what changes between two fresh clusters (PG placement, BlueStore state, what the box did
 before). Measured on this 2-core box, two fresh clusters differed by 1.5-2x what the levels'
 own errors predict for rates and 2.4-4.8x for host CPU, so figures near a threshold fell on
-either side without being called borderline (benchmarks/bench_repeatability.py). A fio probe
-has no error of its own (one job, one figure), yet the same job on two fresh clusters differed
-by a median of 9 % and up to 36 % (write bandwidth), and up to 2.1x (reads): the ceilings get
-terms of their own, one per probe column (PROBES).
+either side without being called borderline (benchmarks/bench_repeatability.py). A fio
+probe has an error of its own inside one run: a level probe's ceiling is the mean of fio's
+interval samples, and its relative standard error (``bw_rel_se``, xcbench.probe.noise) enters
+the share R / F with the rate's (analysis.verdicts.probes.apply_level, analysis.verdicts.rules). That cannot see
+what changes between clusters either: the same job on two fresh clusters differed by a median
+of 9 % and up to 36 % (write bandwidth), and up to 2.1x (reads), so the ceilings also get
+between-run terms, one per probe column (PROBES), added in quadrature to their own error.
 
 The terms are measured, never assumed: the repeatability benchmark records each pair's
 per-level |log(b / a)| of the rate and of host CPU busy, and per storage cell of its fio

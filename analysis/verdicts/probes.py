@@ -5,6 +5,11 @@
 - :func:`probe_ceilings`: per cell, the write ceilings (best write job by bandwidth, best by
   IOPS, and the storage device's write IO/s during that IOPS job where they were counted) and the read ceilings (the same over the read jobs: the sequential read of what the
   write probe laid out, and the random read of the access size), each with its source.
+- :func:`level_table`, :func:`apply_level`: the level probes (xcbench.probe.levels), one write
+  ceiling per cell, level and target (mount, pool) with its relative standard error; a probe
+  during which the host's cores were full (CPU_FULL) is CPU-bound and no storage ceiling;
+  :func:`chain_vs_probe` and :func:`doubted`: where the chain beats its probe beyond both
+  noises, every probe made the same way in the run is in doubt, and the verdicts say so.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from typing import Any
 
 import pandas as pd
 
+from xcbench.analysis.verdicts import borderline as _bl
+from xcbench.analysis.verdicts.rules import NEAR, pct
 from xcbench.analysis.verdicts.sources import source
+from xcbench.figures import stats as _stats
 
 WRITE_RW = ("write", "randwrite", "trimwrite")
 DEVICE_COLS = ("device_write_iops", "device_write_Bps")  # what a job made the storage device do  # fio rw, or the direction of "randrw.write"
@@ -136,3 +144,153 @@ def level_device(campaigns: pd.DataFrame, run_id: str, cell_id: str,
     return (float(ios.mean()), float(nb.mean()) if len(nb) else math.nan,
             source(run_id, "campaigns", q, "device_write_iops", "mean",
                    note="the storage device's write IO/s (device_write_Bps: bytes/s) over the level"))
+
+
+# --- level probes (xcbench.probe.levels): one ceiling per cell, level and target -------------
+
+# a probe during which the host's cores were this busy measured the host, not the storage: the
+# line the host-cpu rule draws (analysis.verdicts.rules.NEAR)
+CPU_FULL = NEAR
+LEVEL_COLS = ["cell_id", "concurrency", "target", "job", "bw", "bw_fio", "bw_rel_se", "bw_cv",
+              "bw_n", "host_busy", "host_cores", "osd_cores", "cpu_bound", "settled", "settle_s",
+              "wall_s", "engine", "direct", "method", "query"]
+
+
+def _num(df: pd.DataFrame, col: str) -> pd.Series:
+    return pd.to_numeric(df[col], errors="coerce") if col in df else pd.Series(math.nan, index=df.index)
+
+
+def level_table(pr: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cell, level, target) level probe: the ceiling (the steady mean of fio's
+    interval samples, else fio's figure), its relative standard error, the CPU during it,
+    whether it was CPU-bound, and the method (engine, direct, target) it was made with."""
+    if pr.empty or "concurrency" not in pr or "target" not in pr:
+        return pd.DataFrame(columns=LEVEL_COLS)
+    lv = pr[pd.to_numeric(pr["concurrency"], errors="coerce").notna() & pr["target"].notna()]
+    lv = lv[lv["rw"].astype(str) == "write"]
+    if lv.empty:
+        return pd.DataFrame(columns=LEVEL_COLS)
+    steady = _num(lv, "bw_steady")
+    fio_bw = _num(lv, "bw")
+    busy = _num(lv, "host_busy")
+    out = pd.DataFrame({
+        "cell_id": lv["cell_id"].astype(str), "concurrency": _num(lv, "concurrency"),
+        "target": lv["target"].astype(str), "job": lv["job"].astype(str),
+        "bw": steady.where(steady.notna() & (steady > 0), fio_bw), "bw_fio": fio_bw,
+        "bw_rel_se": _num(lv, "bw_rel_se"), "bw_cv": _num(lv, "bw_cv"), "bw_n": _num(lv, "bw_n"),
+        "host_busy": busy, "host_cores": _num(lv, "host_cores"), "osd_cores": _num(lv, "osd_cores"),
+        "cpu_bound": busy >= CPU_FULL,
+        "settled": lv["settled"] if "settled" in lv else pd.Series(pd.NA, index=lv.index),
+        "settle_s": _num(lv, "settle_s"), "wall_s": _num(lv, "wall_s"),
+        "engine": lv["engine"].astype(str),
+        "direct": lv["direct"].astype(str).str.lower().isin(("true", "1")),
+    })
+    out["method"] = [f"{t}: fio {e}{', direct I/O' if d else ''}"
+                     for t, e, d in zip(out["target"], out["engine"], out["direct"], strict=True)]
+    out["query"] = [f"cell_id == {_q(c)} & job == {_q(j)}" for c, j in zip(out["cell_id"], out["job"], strict=True)]
+    return out[LEVEL_COLS].reset_index(drop=True)
+
+
+def path_target(backend: str) -> str:
+    """The level probe that lies on the gateway's path: the pool for XrdCeph (rados), else
+    the mount."""
+    return "pool" if backend == "rados" else "mount"
+
+
+def _point_rel_se(p: pd.Series) -> float:
+    return _stats.rate_rel_se(*(float(pd.to_numeric(p.get(k), errors="coerce"))
+                                if p.get(k) is not None else math.nan
+                                for k in ("repeats", "rate_cv_repeats", "window_cv", "window_n")))
+
+
+def chain_vs_probe(levels: pd.DataFrame, points: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+    """Per write point with a level probe on its path: the chain's rate R, the probe's ceiling F,
+    R / F and its one-sided CONFIDENCE interval from both errors, and whether the chain beats the
+    probe beyond their noise (the interval's low end above 1)."""
+    cols = ["cell_id", "concurrency", "rate", "rate_rel_se", "bw", "bw_rel_se", "share",
+            "share_low", "share_high", "beats", "cpu_bound", "method", "host_busy"]
+    if levels.empty or points.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for p in points.to_dict("records"):
+        if (p.get("direction") or "write") != "write" or p["cell_id"] not in cells.index:
+            continue
+        want = path_target(str(cells.loc[p["cell_id"], "backend"]))
+        m = levels[(levels["cell_id"] == p["cell_id"]) & (levels["concurrency"] == float(p["concurrency"]))
+                   & (levels["target"] == want)]
+        if m.empty or not (_finite(p["rate"]) and _finite(m.iloc[0]["bw"]) and m.iloc[0]["bw"] > 0):
+            continue
+        lv = m.iloc[0]
+        se_r = _point_rel_se(pd.Series(p))
+        se = _bl.combined(se_r, lv["bw_rel_se"])
+        share = p["rate"] / lv["bw"]
+        lo, hi = _bl.interval(share, se)
+        rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"], "rate": p["rate"],
+                     "rate_rel_se": se_r, "bw": lv["bw"], "bw_rel_se": lv["bw_rel_se"],
+                     "share": share, "share_low": lo, "share_high": hi, "beats": bool(lo > 1.0),
+                     "cpu_bound": bool(lv["cpu_bound"]), "method": lv["method"],
+                     "host_busy": lv["host_busy"]})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return v is not None and math.isfinite(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def doubted(table: pd.DataFrame) -> dict[str, str]:
+    """{method: why} for the probe methods the chain beat beyond noise somewhere in the run:
+    every probe made that way in the run is in doubt."""
+    out: dict[str, str] = {}
+    if table.empty:
+        return out
+    for method, g in table[table["beats"].astype(bool)].groupby("method", sort=False):
+        where = ", ".join(f"{c} c={int(n)} ({pct(s)})" for c, n, s
+                          in zip(g["cell_id"], g["concurrency"], g["share"], strict=True))
+        out[str(method)] = (f"the chain beat the level probes made the same way ({method}) beyond "
+                            f"their noise at {where}: that method's ceilings are in doubt")
+    return out
+
+
+def apply_level(rd: Any, cid: str, conc: Any, ev: dict[str, Any], src: dict[str, Any]) -> None:
+    """The write ceiling of this level's probe on the gateway's path into ``ev`` (replacing the
+    cell's one probe where the run has level probes): fio_bw and its own fio_bw_rel_se, the
+    pool's ceiling measured apart, the CPU during the probe. A CPU-bound probe is no storage
+    ceiling (fio_bw left out, fio_note says why); a method the chain beat casts doubt
+    (probe_doubt)."""
+    cache = rd.__dict__.setdefault("_level_probes", {})
+    if "levels" not in cache:
+        cache["levels"] = level_table(rd.probes)
+        cache["doubt"] = doubted(chain_vs_probe(cache["levels"], rd.points, rd.cells))
+    lv = cache["levels"]
+    mine = lv[(lv["cell_id"] == cid) & (lv["concurrency"] == float(conc))]
+    if mine.empty:
+        return
+    by = {r["target"]: r for r in mine.to_dict("records")}
+    if "pool" in by and _finite(by["pool"]["bw"]):
+        ev.update(fio_pool_bw=by["pool"]["bw"], fio_pool_bw_rel_se=by["pool"]["bw_rel_se"],
+                  fio_pool_cpu_bound=bool(by["pool"]["cpu_bound"]))
+        src["fio_pool_bw"] = source(rd.run_id, "probes", by["pool"]["query"], "bw_steady", "sum",
+                                    note="fio rados engine on the pool at this level; B/s")
+    path = by.get(path_target(str(ev.get("backend"))))
+    if path is None:
+        return
+    ev.update(fio_level=True, fio_bw_job=path["job"], fio_bw_rel_se=path["bw_rel_se"],
+              fio_host_busy=path["host_busy"], fio_osd_cores=path["osd_cores"],
+              fio_cpu_bound=bool(path["cpu_bound"]), fio_method=path["method"])
+    if path["cpu_bound"]:
+        ev.pop("fio_bw", None)
+        src.pop("fio_bw", None)
+        ev["fio_note"] = (f"the level's fio probe was CPU-bound (host {pct(path['host_busy'])} busy"
+                          + (f", OSDs {path['osd_cores']:.2f} cores" if _finite(path["osd_cores"]) else "")
+                          + "): no storage ceiling")
+    else:
+        ev["fio_bw"] = path["bw"]
+        src["fio_bw"] = source(rd.run_id, "probes", path["query"], "bw_steady", "sum",
+                               note="fio at this level, as the gateway writes: steady mean of its "
+                                    "interval samples; B/s")
+    why = cache["doubt"].get(path["method"])
+    if why:
+        ev["probe_doubt"] = why

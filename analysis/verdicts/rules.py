@@ -110,6 +110,8 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
     ev.pop("borderline_candidates", None)
     ev.pop("co_limits", None)
     verdict, reason = _decide(ev)
+    if ev.get("probe_doubt"):  # analysis.verdicts.probes.doubted
+        reason = reason.rstrip(".") + f"; {ev['probe_doubt']}."
     other = _otherwise(ev, verdict)
     if other:
         ev["borderline_candidates"].append({"rule": other, "figure": "otherwise", "otherwise_of": verdict})
@@ -222,7 +224,8 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     # a storage ceiling measured on this host and reached names the cap more closely than a busy
     # host CPU (which others' load may fill): it comes first unless the gateway's is nearer
     bw_first = ubw >= ugw
-    se_bw = _bl.combined(se, _between.probe(between, io, "bw"))  # R / F: the probe's term too
+    # R / F: the probe's own noise (fio's interval samples) and its between-run term too
+    se_bw = _bl.combined(se, ev.get("fio_bw_rel_se"), _between.probe(between, io, "bw"))
     if bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
                                u.get("storage-bandwidth"), NEAR, se_bw):
         return _bandwidth(ev, r, at, io, ubw)
@@ -269,6 +272,8 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
         why = "not comparable with any ceiling"
     if missing:
         why += "; not measured: " + ", ".join(missing)
+    if ev.get("fio_note"):
+        why += f"; {ev['fio_note']}"
     if beaten:
         why += "; the chain beats " + ", ".join(f"{names[k]} ({pct(v)})" for k, v in beaten.items()) \
             + (", so that probe is no ceiling of this path (direct I/O vs the gateway's buffered "

@@ -256,6 +256,11 @@ def _row(cell_id: str, job: Mapping, glob: Mapping, ddir: str, ndirs: int, host:
         "direct": str(_opt(job, glob, "direct", "0")).lower() in ("1", "true"),
         # filled by the probe where the storage device's writes were counted during the job
         "device_write_iops": math.nan, "device_write_Bps": math.nan,
+        # filled by a level probe (xcbench.probe.levels); None/NaN for the cell's own jobs
+        "concurrency": None, "target": None, "bw_steady": math.nan, "bw_cv": math.nan,
+        "bw_n": 0, "bw_rel_se": math.nan, "host_busy": math.nan, "host_cores": None,
+        "osd_cores": math.nan, "wall_s": math.nan, "settle_s": math.nan, "settled": None,
+        "settle_rate": math.nan,
     }
 
 

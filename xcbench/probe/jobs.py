@@ -5,7 +5,9 @@
 The target says which engine (``Target.fio_engine``): "rados" gets ``fio-jobs/rados.fio.j2``
 (ioengine=rados on the cell's pool), "files" (tmpfs, CephFS) gets ``fio-jobs/files.fio.j2`` in
 the target dir. Patterns: ``randwrite`` (4 KiB
-random writes: IOPS), ``write`` and ``read`` (object-sized sequential I/O: bandwidth).
+random writes: IOPS), ``write`` and ``read`` (object-sized sequential I/O: bandwidth). Given
+the campaign's levels, a storage cell's bandwidth ceilings are instead one write probe per
+level, written as the gateway writes (xcbench.probe.levels).
 
 Reads: a cell whose ``direction`` is read or mixed always gets the sequential
 ``read`` job (its storage read bandwidth ceiling), and, when its campaign reads with
@@ -39,6 +41,7 @@ from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
 from xcbench.figures.units import parse_size
 from xcbench.probe import fio
+from xcbench.probe import levels as level_probes
 from xcbench.system import proc
 from xcbench.system.templates import render
 
@@ -344,16 +347,25 @@ def _counted_jobs(jobfiles: list[Path], output: Path, jobs: list[str], timeout: 
 
 def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
               raw_dir: Path | None = None, hosts: Sequence[str] | str | None = None,
-              patterns: Sequence[str] | None = None, device: DeviceCounter | None = None) -> list[dict]:
+              patterns: Sequence[str] | None = None, device: DeviceCounter | None = None,
+              levels: Sequence[int] = ()) -> list[dict]:
     """Run the cell's fio probe against ``target``; write PROBE rows (and a FINDING when direct
     I/O is not possible) to ``sink``; keep the job files and fio's JSON+ in ``raw_dir``.
 
     ``device``: the storage device's cumulative (write IOs, write bytes), where the caller can
     count them (the OSDs' device, e.g. their blkio group). Each write job then runs alone and its
     row carries ``device_write_iops``/``device_write_Bps``: what it made the device do, the
-    ceilings in the unit a chain of other ops can be held against (analysis.verdicts.rules)."""
+    ceilings in the unit a chain of other ops can be held against (analysis.verdicts.rules).
+
+    ``levels``: the campaign's levels; on a storage target (not tmpfs, fio run locally) each gets
+    its own write probe, as the gateway writes at that level (xcbench.probe.levels), and these
+    replace the cell's one sequential write job as its bandwidth ceilings."""
     p = settings(cell, patterns)
     hosts = _hosts(hosts)
+    levels = [int(c) for c in levels] if not hosts and target.backend != "tmpfs" else []
+    if levels and "write" in p["jobs"] and device is None:  # counted: the device's bytes ceiling
+        p["jobs"] = [j for j in p["jobs"] if j != "write"]
+        p["patterns"] = [j for j in p["patterns"] if j != "write"]
     check_target(cell, target, cluster)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -364,9 +376,10 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     rados_engine = target.fio_engine == "rados"
     direct = True
     names: list[str] = []
+    conf = _probe_conf(cluster, workdir) if cluster is not None and target.pool else None
     if rados_engine:
-        texts = render_jobs(cell, target, p, prefixes=prefixes,
-                            conf=_probe_conf(cluster, workdir), client_id=cluster.client_id)
+        texts = render_jobs(cell, target, p, prefixes=prefixes, conf=conf,
+                            client_id=cluster.client_id)
         names = object_names(cell, p, prefixes)
     else:
         # direct: false in the matrix measures through the page cache, as a gateway writes
@@ -387,6 +400,8 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     output = raw_dir / f"{PREFIX}.{cell.id}.json"
     per_job = p["runtime"] + (p["ramp"] if isinstance(p["ramp"], int) else 0)
     timeout = len(p["jobs"]) * per_job + 300
+    names += level_probes.pool_objects(cell, target, levels, prefixes[0]) if conf else []
+    level_rows: list[dict] = []
     try:
         if rados_engine and any(j in READ_JOBS for j in p["jobs"]):
             _prefill(cluster, target.pool, [n for n in names if n.split(".")[-3] in READ_JOBS],
@@ -394,16 +409,25 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
         dev: dict[str, tuple[float, float]] = {}
         if device is not None and not hosts and any(j in WRITE_JOBS for j in p["jobs"]):
             data, dev = _counted_jobs(jobfiles, output, p["jobs"], timeout, device)
-        else:
+        elif p["jobs"]:
             data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
-    finally:
-        if rados_engine:
-            remove_objects(cluster, target.pool, names)
         else:
+            data = {"jobs": []}
+        if levels:
+            last = [float(j.get("write", {}).get("bw_bytes") or 0) for j in data.get("jobs") or []]
+            level_rows = level_probes.run_levels(
+                cell, target, levels, cluster=cluster, raw_dir=raw_dir, prefix=prefixes[0],
+                conf=conf, client_id=getattr(cluster, "client_id", None),
+                prev_bw=max(last) if last else None)
+    finally:
+        if names:
+            remove_objects(cluster, target.pool, names)
+        if not rados_engine:
             remove_files(target.path, prefixes)
     rows = fio.parse(data, cell_id=cell.id, jobfile=texts[0])
     for r in rows:
         r["device_write_iops"], r["device_write_Bps"] = dev.get(r["job"], (math.nan, math.nan))
+    rows += level_rows
     if sink is not None:
         if findings:
             sink("findings", findings)

@@ -282,7 +282,8 @@ class Runner:
         raw.mkdir(parents=True, exist_ok=True)
         run_probe(cell, target, cluster=self.cluster, workdir=self.scratch / cell.id / "fio",
                   sink=self.sink, raw_dir=raw, hosts=self.opts.fio_hosts,
-                  device=self._device_counter(cell))
+                  device=self._device_counter(cell),
+                  levels=cell.concurrency if self.opts.campaigns else ())
 
     def _device_counter(self, cell: Cell) -> Callable[[], tuple[int, int]] | None:
         """The cell's storage device's cumulative (write IOs, write bytes), where this runner can

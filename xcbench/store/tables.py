@@ -37,7 +37,12 @@ OPTIMIZER = ("cell_id", "campaign_id", "wall", "previous", "decision", "reason",
 PROBE = ("cell_id", "job", "host", "rw", "bs", "iodepth", "numjobs", "iops", "bw",
          "lat_mean_us", "lat_p50_us", "lat_p99_us", "lat_p999_us", "runtime_s", "errors",
          "ss_reached", "engine", "direct",
-         "device_write_iops", "device_write_Bps")  # the storage device's writes during the job, where counted
+         "device_write_iops", "device_write_Bps",  # the storage device's writes during the job, where counted
+         # level probes (xcbench.probe.levels): the level, mount | pool, the steady mean of fio's
+         # interval samples with their cv, count and relative standard error, the host's and the
+         # OSDs' CPU during the job, and its settle step
+         "concurrency", "target", "bw_steady", "bw_cv", "bw_n", "bw_rel_se", "host_busy",
+         "host_cores", "osd_cores", "wall_s", "settle_s", "settled", "settle_rate")
 # Telemetry, long format: one value per row.
 SAMPLE = ("cell_id", "wall", "mono", "sampler", "metric", "value", "labels")
 # Sampler gaps (a sampler failed; the others went on).

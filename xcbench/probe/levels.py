@@ -1,0 +1,136 @@
+"""Level probes: at each campaign level, fio writes the way the gateway does, and the result is
+that level's storage ceiling with its own noise.
+
+    run_levels(cell, target, levels, *, cluster, raw_dir, prefix, conf, client_id) -> PROBE rows
+
+Per level c (``fio-jobs/level.fio.j2``):
+- ``mount`` (files targets: tmpfs, CephFS): c fio jobs, psync (or libaio with direct I/O when
+  the matrix asks for it), each writing NEW files of the campaign's file size in the gateway's
+  write size (the campaign client's chunk size): created on open, written once, closed and
+  unlinked every loop, as a transfer creates, writes, closes and (delete_after_verify) removes
+  its file;
+- ``pool`` (where the target has a pool: CephFS's data pool, the rados backend's pool): c jobs
+  of fio's rados engine writing objects of the layout's object size on the pool, measured apart
+  from the mount. For a rados cell that is the path the gateway takes (XrdCeph on the pool).
+Each job ends when fio sees its bandwidth steady (``steadystate``), else at LEVEL_RUNTIME.
+Before each job a settle step: the previous job's writes flushed (``sync``) and the OSDs' write
+rate back to idle (xcbench.probe.settle). During each job the host's CPU and the OSDs' CPU are
+read (xcbench.probe.cpu). fio's per-interval bandwidth log gives the ceiling and its relative
+standard error (xcbench.probe.noise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from xcbench.errors import XcbError
+from xcbench.figures.units import parse_size
+from xcbench.probe import cpu, fio, noise, settle
+from xcbench.system.templates import render
+
+TEMPLATES = "xcbench.fio_jobs"
+WRITE_SIZE = 4 << 20  # the campaign client's write size when the cell sets none (CampaignSpec.chunk_size)
+MAX_BS = 64 << 20  # below Ceph's osd_max_write_size (90 MiB)
+LEVEL_RUNTIME = 12  # s: the most a level job runs when fio does not see it steady sooner
+# fio's steady state: bandwidth within 10 % of its mean (the campaign's own steady tolerance in
+# layouts/quick.yaml) for 3 s after a 1 s ramp; the matrix's probe ss/ss_dur/ss_ramp override
+STEADY = {"ss": "bw:10%", "ss_dur": 3, "ss_ramp": 1}
+LOG_MSEC = 500  # fio's bandwidth log interval: the samples of the probe's noise
+RAMP_S = 1.0  # samples of the first second are left out of the ceiling (fio's ss_ramp)
+
+
+def write_size(cell) -> int:
+    """The gateway's write size: the campaign client's chunk size, capped by the file size."""
+    raw = (cell.campaign or {}).get("chunk_size", WRITE_SIZE)
+    try:
+        bs = int(parse_size(raw))
+    except (TypeError, ValueError) as e:
+        raise XcbError(f"cell {cell.id}: campaign.chunk_size: {raw!r}: {e}") from None
+    return max(1, min(bs, int(cell.file_size), MAX_BS))
+
+
+def steady(cell) -> dict[str, Any]:
+    p = dict(cell.probe or {})
+    return {"ss": p.get("ss") or STEADY["ss"], "ss_dur": p.get("ss_dur") or STEADY["ss_dur"],
+            "ss_ramp": p.get("ss_ramp") if p.get("ss_ramp") is not None else STEADY["ss_ramp"]}
+
+
+def targets(target) -> list[str]:
+    """What a level is probed on: the mount (a files target) and the pool, where there is one."""
+    out = ["mount"] if target.fio_engine == "files" else []
+    return out + (["pool"] if target.pool else [])
+
+
+def render_level(cell, target, level: int, kind: str, *, prefix: str, log_stem: Path,
+                 direct: bool = False, conf: str | None = None,
+                 client_id: str | None = None) -> str:
+    """The job file of one level probe (``kind`` mount or pool)."""
+    bs = write_size(cell)
+    obj = cell.layout.object_size if cell.layout else bs
+    common = {"cell_id": cell.id, "label": cell.label, "jobs": int(level),
+              "runtime": max(LEVEL_RUNTIME, int((cell.probe or {}).get("runtime") or 0)),
+              "ss": steady(cell), "log_stem": str(log_stem), "log_msec": LOG_MSEC,
+              "file_size": int(cell.file_size), "prefix": prefix}
+    if kind == "pool":
+        per_file = max(1, math.ceil(int(cell.file_size) / obj))
+        return render(TEMPLATES, "level.fio.j2", **common, job=f"pool-c{level}", engine="rados",
+                      conf=conf, client_id=client_id, pool=target.pool, directory=None,
+                      ioengine="rados", direct=0, bs=min(obj, MAX_BS), objects=per_file,
+                      object_size=obj)
+    return render(TEMPLATES, "level.fio.j2", **common, job=f"write-c{level}", engine="files",
+                  conf=None, client_id=None, pool=None, directory=target.path,
+                  ioengine="libaio" if direct else "psync", direct=int(direct), bs=bs,
+                  objects=1, object_size=obj)
+
+
+def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str,
+               conf: str | None = None, client_id: str | None = None, direct: bool = False,
+               prev_bw: float | None = None) -> list[dict]:
+    """Every level probe of the cell, in level order (mount then pool at each level): PROBE
+    rows (the caller removes what fio left: files by prefix, objects by :func:`pool_objects`)."""
+    rows: list[dict] = []
+    waiter = settle.Settle(cluster, target.pool) if cluster is not None and target.pool else None
+    try:
+        for level in levels:
+            for kind in targets(target):
+                if kind == "pool" and (cluster is None or conf is None):
+                    continue
+                job = f"{'pool' if kind == 'pool' else 'write'}-c{level}"
+                stem = raw_dir / f"{prefix.rsplit('.', 1)[0]}.{job}"
+                for old in noise.logs(stem):
+                    old.unlink()
+                text = render_level(cell, target, level, kind, prefix=prefix, log_stem=stem,
+                                    direct=direct, conf=conf, client_id=client_id)
+                jf = raw_dir / f"{stem.name}.fio"
+                jf.write_text(text)
+                settled = settle.flush_and_wait(waiter, target.path, prev_bw)
+                with cpu.Meter(cluster) as meter:
+                    t0 = time.monotonic()
+                    data = fio.run_fio([jf], output=raw_dir / f"{stem.name}.json",
+                                       timeout=LEVEL_RUNTIME + 300)
+                    wall = time.monotonic() - t0
+                got = fio.parse(data, cell_id=cell.id, jobfile=text)
+                stats = noise.from_logs(stem, LOG_MSEC, RAMP_S)
+                for r in got:
+                    r.update(concurrency=int(level), target=kind, wall_s=round(wall, 2),
+                             **stats, **meter.result(), **settled)
+                    prev_bw = stats["bw_steady"] if math.isfinite(stats["bw_steady"]) else r["bw"]
+                rows += got
+    finally:
+        if waiter is not None:
+            with contextlib.suppress(Exception):
+                waiter.close()
+    return rows
+
+
+def pool_objects(cell, target, levels, prefix: str) -> list[str]:
+    """The object names the pool jobs write (fio: <prefix>.$jobname.$jobnum.$filenum)."""
+    if not target.pool:
+        return []
+    obj = cell.layout.object_size if cell.layout else write_size(cell)
+    per = max(1, math.ceil(int(cell.file_size) / obj))
+    return [f"{prefix}.pool-c{c}.{j}.{f}" for c in levels for j in range(int(c)) for f in range(per)]

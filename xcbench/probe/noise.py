@@ -1,0 +1,94 @@
+"""A probe's own noise, from fio's interval samples.
+
+fio writes one bandwidth log per job process (``write_bw_log=<stem>`` -> ``<stem>_bw.<n>.log``,
+lines ``msec, KiB/s, ddir, bs, offset``); with ``log_avg_msec`` each line is the mean over that
+interval. The probe's rate in one interval is the sum over its jobs; the ceiling is the mean of
+those sums after the ramp, and its relative standard error is the samples' spread over the
+square root of their effective number: successive intervals are correlated (a page-cache flush
+spans several), so n is shrunk by the lag-1 autocorrelation, n (1 - r) / (1 + r) (r >= 0), the
+usual AR(1) correction. The last interval of each job is cut short by the job's end and left out.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+KIB = 1024
+MIN_SAMPLES = 3  # fewer steady intervals than this: no noise figure (NaN)
+
+
+def read_log(path: str | os.PathLike) -> list[tuple[int, float]]:
+    """(msec, bytes/s) of the write lines of one fio bandwidth log."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) < 3 or not parts[0].isdigit():
+            continue
+        if parts[2] not in ("1", ""):  # ddir: 0 read, 1 write, 2 trim
+            continue
+        out.append((int(parts[0]), float(parts[1]) * KIB))
+    return out
+
+
+def logs(stem: str | os.PathLike) -> list[Path]:
+    """The per-job bandwidth logs fio wrote for ``write_bw_log=<stem>``."""
+    stem = Path(stem)
+    return sorted(stem.parent.glob(f"{stem.name}_bw.*.log"))
+
+
+def series(paths: list[Path], interval_ms: int) -> list[float]:
+    """Per interval, the sum over jobs of their bytes/s (a job's interval i is the line whose
+    time rounds to (i + 1) x interval); each job's last (short) interval dropped; only the
+    intervals every job reported."""
+    per: dict[int, list[float]] = defaultdict(list)
+    jobs = 0
+    for p in paths:
+        rows = read_log(p)[:-1]
+        if not rows:
+            continue
+        jobs += 1
+        for ms, bps in rows:
+            per[max(0, round(ms / interval_ms) - 1)].append(bps)
+    return [sum(v) for _, v in sorted(per.items()) if len(v) == jobs]
+
+
+def summary(samples: list[float], interval_ms: int, ramp_s: float = 0.0) -> dict[str, Any]:
+    """{bw_steady, bw_cv, bw_n, bw_rel_se} of the samples after ``ramp_s`` (NaN when too few)."""
+    skip = int(math.ceil(ramp_s * 1000 / interval_ms)) if ramp_s > 0 else 0
+    x = np.asarray(samples[skip:], dtype=float)
+    n = len(x)
+    out: dict[str, Any] = {"bw_steady": math.nan, "bw_cv": math.nan, "bw_n": n,
+                           "bw_rel_se": math.nan}
+    if n == 0:
+        return out
+    mean = float(x.mean())
+    out["bw_steady"] = mean
+    if n < MIN_SAMPLES or mean <= 0:
+        return out
+    sd = float(x.std(ddof=1))
+    out["bw_cv"] = sd / mean
+    r = _lag1(x)
+    n_eff = max(1.0, n * (1 - r) / (1 + r))
+    out["bw_rel_se"] = sd / mean / math.sqrt(n_eff)
+    return out
+
+
+def _lag1(x: np.ndarray) -> float:
+    """Lag-1 autocorrelation, clipped to [0, 0.95] (a negative one would claim more samples
+    than were taken; near 1 the correction has no meaning)."""
+    d = x - x.mean()
+    den = float((d * d).sum())
+    if den <= 0 or len(x) < 3:
+        return 0.0
+    return min(0.95, max(0.0, float((d[:-1] * d[1:]).sum()) / den))
+
+
+def from_logs(stem: str | os.PathLike, interval_ms: int, ramp_s: float = 0.0) -> dict[str, Any]:
+    """:func:`summary` of the logs fio wrote for ``write_bw_log=<stem>``."""
+    return summary(series(logs(stem), interval_ms), interval_ms, ramp_s)
