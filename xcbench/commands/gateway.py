@@ -165,6 +165,7 @@ def _workdir(args) -> Path:
     if args.workdir is None:
         return statedir.ensure(statedir.home() / "gateway")
     argcheck.directory("--workdir", args.workdir)
+    argcheck.ours("--workdir", args.workdir)
     return Path(args.workdir).absolute()
 
 

@@ -128,5 +128,7 @@ def make_dir_for(ids: tuple[int, int] | None, path: Path, mode: int = 0o755) -> 
             make_dir(path, mode)
             own(path, ids)
         return path
-    run_as(ids, ["mkdir", "-p", "-m", f"{mode:o}", "--", path], timeout=60)
+    res = run_as(ids, ["mkdir", "-m", f"{mode:o}", "--", path], timeout=60, check=False)
+    if res.returncode != 0 and "File exists" not in res.stderr:
+        raise XcbError(f"{path}: user {ids[0]} could not make it: {res.stderr.strip()}")
     return path
