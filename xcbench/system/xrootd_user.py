@@ -132,3 +132,38 @@ def make_dir_for(ids: tuple[int, int] | None, path: Path, mode: int = 0o755) -> 
     if res.returncode != 0 and "File exists" not in res.stderr:
         raise XcbError(f"{path}: user {ids[0]} could not make it: {res.stderr.strip()}")
     return path
+
+
+def write_as_owner(directory: str | os.PathLike, name: str, nbytes: int, *,
+                   fsync: bool = False) -> Path:
+    """A new file ``directory/name`` of ``nbytes`` random bytes, written by the directory's
+    owner: root itself only in a dir of its own, else that user (:func:`run_as`), so a link
+    planted there is never written through by root. XcbError when it cannot be made."""
+    d = Path(directory)
+    st = os.lstat(d)
+    path = d / name
+    if st.st_uid == os.geteuid():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            left = nbytes
+            while left:
+                left -= os.write(fd, os.urandom(min(left, 1 << 20)))
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        return path
+    conv = "excl,fsync" if fsync else "excl"  # excl: O_EXCL (never an existing file or link)
+    run_as((st.st_uid, st.st_gid), ["dd", "if=/dev/urandom", f"of={path}", f"bs={nbytes}", "count=1",
+                                    "iflag=fullblock", f"conv={conv}", "status=none"], timeout=120)
+    return path
+
+
+def remove_as_owner(path: str | os.PathLike) -> None:
+    """Remove the file ``path`` as its directory's owner (see :func:`write_as_owner`)."""
+    p = Path(path)
+    st = os.lstat(p.parent)
+    if st.st_uid == os.geteuid():
+        p.unlink(missing_ok=True)
+    else:
+        run_as((st.st_uid, st.st_gid), ["rm", "-f", "--", p], timeout=60)
