@@ -92,15 +92,9 @@ def test_planted_code_and_links_in_the_gateway_users_dirs_do_nothing(bait, monke
         try:
             gw = start_gateway(target, workdir=wd, procs=procs, origins=2, name="handover")
             admin = gw._admin_dir
-            theirs = {Path(r) / n for r, ds, _ in os.walk(admin) for n in ds
-                      if os.lstat(Path(r) / n).st_uid == ids[0]}
+            theirs = _root_tree_and_handed(admin, ids[0])
             # handed over: each daemon's admin path and the logs dir, nothing else of the tree
             assert theirs == {admin / "mgr", admin / "o1", admin / "o2", admin / "logs"}, theirs
-            for r, _ds, _fs in os.walk(admin):
-                if Path(r) in theirs or any(Path(r).is_relative_to(t) for t in theirs):
-                    continue
-                st = os.lstat(r)
-                assert st.st_uid == 0 and not st.st_mode & 0o022, (r, oct(st.st_mode))
             for s in gw.servers:
                 env = Path(f"/proc/{s.pid}/environ").read_bytes().split(b"\0")
                 names = {e.split(b"=", 1)[0].decode() for e in env if e}
@@ -131,3 +125,56 @@ def test_planted_code_and_links_in_the_gateway_users_dirs_do_nothing(bait, monke
     st = victim.stat()
     assert (st.st_uid, stat.S_IMODE(st.st_mode), victim.read_text()) == (0, 0o600, "root's file\n")
     assert vdir.stat().st_uid == 0  # never chowned through the link
+
+
+def _root_tree_and_handed(admin: Path, uid: int) -> set[Path]:
+    """The dirs of ``admin`` handed to ``uid`` (not entered); every other dir root's, not
+    writable by anyone else."""
+    theirs = set()
+    for r, ds, _ in os.walk(admin):
+        st = os.lstat(r)
+        assert st.st_uid == 0 and not st.st_mode & 0o022, (r, oct(st.st_mode))
+        for n in list(ds):
+            if os.lstat(Path(r) / n).st_uid == uid:
+                theirs.add(Path(r) / n)
+                ds.remove(n)
+    return theirs
+
+
+def test_a_gateway_agents_part_hands_over_the_same_way(bait, monkeypatch):
+    """What a gateway agent runs on an ssh gateway host (xcbench.gateway.agent_parts), here."""
+    from xcbench.gateway.agent_parts import start_part
+    ids = xrootd_ids()
+    if ids is None:
+        pytest.skip("the attack needs root handing dirs to the xrootd user")
+    markers, victim, _ = bait
+    monkeypatch.setenv("XCB_TEST_TOKEN", SECRET)
+    with xrootd_workdir("xcb-test-handover-agent-") as wd:
+        procs = proc.ProcessSet()
+        backend = TMPFS(None, wd, procs)
+        target = backend.prepare(Cell(id="handagent", label="x", backend="tmpfs", tmpfs_size=64 << 20))
+        _plant(Path(target.path), ids, markers, "export")
+        monkeypatch.chdir(target.path)  # the agent's cwd: a dir of the xrootd user's
+        gw = None
+        try:
+            gw = start_part(target, role="standalone", index=0, origins=1, name="handagent",
+                            addr="127.0.0.1", manager=None, allow=("localhost",), tunables={},
+                            report_addr=None, workdir=wd, ceph=None, procs=procs, timeout=30)
+            admin = gw._admin_dir
+            assert _root_tree_and_handed(admin, ids[0]) == {admin / "xcb", admin / "logs"}
+            env = Path(f"/proc/{gw.servers[0].pid}/environ").read_bytes()
+            assert SECRET.encode() not in env and f"PATH={DAEMON_PATH}".encode() in env
+            for d in (admin / "xcb", admin / "logs"):
+                _plant(d, ids, markers, d.name)
+                _link(d, "planted-link.log", victim, ids)
+            gw.stop()
+            copies = [p for p in gw.keep_dir.rglob("*") if p.is_file()]
+            assert any(p.name == "xcb-xrootd.log" for p in copies), copies
+            assert not any("root's file" in p.read_text(errors="replace") for p in copies)
+        finally:
+            if gw is not None:
+                gw.stop()
+            procs.stop_all()
+            backend.cleanup(target)
+    assert sorted(p.name for p in markers.iterdir()) == ["vdir", "victim"], "root ran planted code"
+    assert victim.read_text() == "root's file\n" and victim.stat().st_uid == 0

@@ -39,7 +39,7 @@ def run(args) -> int:
     if args.out is not None:
         argcheck.ours("--out", args.out)
     elif not (args.json or args.format == "text"):  # the default: beside the first run
-        argcheck.ours("RUN", Path(runs[0]) / f"report.{args.format}")
+        argcheck.ours("RUN", Path(str(runs[0])) / f"report.{args.format}")
     if args.json or args.format == "text":
         return closing(runs, args.json, args.out)
     out = render_report(runs, args.format, args.out)
