@@ -130,3 +130,28 @@ def test_gateway_user_is_named_by_the_operator(monkeypatch, other_user):
         xrootd_user.set_user("root")
     xrootd_user.set_user(other_user.name)
     assert xrootd_user.xrootd_ids() == (other_user.uid, other_user.gid)
+
+
+def test_a_daemons_log_is_read_without_following_a_link(tmp_path):
+    from xcbench.system import proc
+    secret = tmp_path / "secret"
+    secret.write_text("root's secret\n")
+    (tmp_path / "xcb-xrootd.log").symlink_to(secret)
+    os.mkfifo(tmp_path / "fifo.log")
+    assert proc.tail(tmp_path / "xcb-xrootd.log") == ""
+    assert proc.tail(tmp_path / "fifo.log") == ""  # never blocks on a planted fifo
+    (tmp_path / "real.log").write_text("a\nb\n")
+    assert proc.tail(tmp_path / "real.log", 1) == "b"
+
+
+def test_what_an_agent_sends_back_is_kept_as_a_plain_file_of_ours(tmp_path):
+    from xcbench.gateway.remote import _kept
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    assert _kept(keep, "../../victim", "x") == keep / "victim"  # the name only, in keep
+    assert victim.read_text() == "keep me"
+    for bad in ("..", "", "/", "agent-standalone-h.jsonl"):
+        assert _kept(keep, bad, "x") is None
+    assert _kept(keep, "xcb.cfg", {"not": "text"}) is None
