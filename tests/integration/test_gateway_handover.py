@@ -178,3 +178,26 @@ def test_a_gateway_agents_part_hands_over_the_same_way(bait, monkeypatch):
             backend.cleanup(target)
     assert sorted(p.name for p in markers.iterdir()) == ["vdir", "victim"], "root ran planted code"
     assert victim.read_text() == "root's file\n" and victim.stat().st_uid == 0
+
+
+def test_benchmark_gateways_can_run_under_a_uid_of_their_own(other_user, monkeypatch):
+    """--gateway-user / $XCBENCH_GATEWAY_USER: the daemons, the export and what is handed over
+    are that user's, not the xrootd user's (a site's production xrootd shares that one)."""
+    from xcbench.system.xrootd_user import USER_ENV, set_user
+    monkeypatch.setenv(USER_ENV, "")  # restored after: set_user writes it
+    set_user(other_user.name)
+    with xrootd_workdir("xcb-test-gwuser-") as wd:
+        procs = proc.ProcessSet()
+        backend = TMPFS(None, wd, procs)
+        target = backend.prepare(Cell(id="gwuser", label="x", backend="tmpfs", tmpfs_size=64 << 20))
+        try:
+            with start_gateway(target, workdir=wd, procs=procs, name="gwuser") as gw:
+                status = Path(f"/proc/{gw.servers[0].pid}/status").read_text()
+                uids = next(ln for ln in status.splitlines() if ln.startswith("Uid:")).split()[1:]
+                assert int(uids[1]) == other_user.uid  # effective (xrootd -R keeps a saved 0)
+                assert Path(target.path).stat().st_uid == other_user.uid
+                admin = gw._admin_dir
+                assert _root_tree_and_handed(admin, other_user.uid) == {admin / "xcb", admin / "logs"}
+        finally:
+            procs.stop_all()
+            backend.cleanup(target)
