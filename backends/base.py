@@ -79,7 +79,10 @@ class Backend(ABC):
     prepare/verify/cleanup; the class methods have defaults that fit a POSIX export."""
 
     name: str = ""
-    needs_cluster = False
+    needs_cluster = False  # a storage target under Ceph (tmpfs: the gateway ceiling, no storage)
+    # where the gateway's writes land: a file system ("mount") or RADOS objects ("pool"); the
+    # level probe of that kind is the one on the chain's path
+    gateway_writes_to = "mount"
     verify_needs_gateway = False  # verify() writes through a gateway (the session gives it one)
     # a gateway on a host reached over ssh (xcbench.gateway.agent): how the agent there makes the
     # data path: "mount" (prepare() run there: its own mount of the target's size), "client" (a

@@ -23,6 +23,7 @@ import pandas as pd
 from xcbench.analysis.verdicts import borderline as _bl
 from xcbench.analysis.verdicts.rules import NEAR, pct
 from xcbench.analysis.verdicts.sources import source
+from xcbench.backends.base import BACKENDS, backend_class
 from xcbench.figures import stats as _stats
 
 WRITE_RW = ("write", "randwrite", "trimwrite")
@@ -194,7 +195,7 @@ def level_table(pr: pd.DataFrame) -> pd.DataFrame:
 def path_target(backend: str) -> str:
     """The level probe that lies on the gateway's path: the pool for XrdCeph (rados), else
     the mount."""
-    return "pool" if backend == "rados" else "mount"
+    return backend_class(backend).gateway_writes_to if backend in BACKENDS else "mount"
 
 
 def _point_rel_se(p: pd.Series) -> float:

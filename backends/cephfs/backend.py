@@ -31,7 +31,7 @@ from xcbench.errors import XcbError
 from xcbench.store.findings import object_size_findings, plain_gateway_findings
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.mounts import is_mount_point
-from xcbench.system.xrootd_user import own, xrootd_ids_if_any
+from xcbench.system.xrootd_user import own, remove_as_owner, write_as_owner, xrootd_ids_if_any
 
 if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster
@@ -153,22 +153,16 @@ class CephFSBackend(Backend):
         s = Layout.of(target.layout)
         assert target.path is not None and target.pool is not None  # prepare() sets both
         d = Path(target.path)
-        f = d / VERIFY_FILE
+        f = d / f"{VERIFY_FILE}-{secrets.token_hex(6)}"
         # One full stripe: stripe_count objects of stripe_unit bytes each (capped).
         size = min(s.stripe_unit * s.stripe_count, VERIFY_MAX)
         try:
-            fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                chunk = os.urandom(1 << 20)
-                left = size
-                while left:
-                    left -= os.write(fd, chunk[:min(left, len(chunk))])
-                os.fsync(fd)  # else the data may still sit in the client's cache
-            finally:
-                os.close(fd)
-            file_layout = parse_layout(os.getxattr(f, "ceph.file.layout"))
+            # by the dir's owner (the xrootd user's: root never writes in it); fsync, else the
+            # data may still sit in the client's cache
+            write_as_owner(d, f.name, size, fsync=True)
+            file_layout = parse_layout(os.getxattr(f, "ceph.file.layout", follow_symlinks=False))
             compare_layout(file_layout, s, target.pool, f"{where}: ceph.file.layout of {f}")
-            ino = os.stat(f).st_ino
+            ino = os.lstat(f).st_ino
             objects = self._stat_objects(target.pool, cephfs_objects(ino, size, s), where)
             # Nothing past the expected objects (a wrong stripe_count would put data there).
             extra = cephfs_oid(ino, len(objects))
@@ -185,7 +179,7 @@ class CephFSBackend(Backend):
                     raise XcbError(f"{where}: pool: {backtrace} bytes of data landed in the default "
                                    f"data pool {default_pool}, not in {target.pool}")
         finally:
-            f.unlink(missing_ok=True)
+            remove_as_owner(f)
         return {"cell_id": target.cell_id, "backend": self.name, "path": str(d),
                 "fs_path": target.info.get("fs_path"), "mount": target.info.get("mount"),
                 "dir_layout": parse_layout(os.getxattr(d, "ceph.dir.layout")),

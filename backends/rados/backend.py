@@ -55,6 +55,7 @@ def verify_size(s: Layout) -> int:
 class RadosBackend(Backend):
     name = "rados"
     needs_cluster = True
+    gateway_writes_to = "pool"  # XrdCeph writes objects
     verify_needs_gateway = True
     remote_gateway = "client"  # XrdCeph there: the agent gets the conf and the key
     target_defaults = {

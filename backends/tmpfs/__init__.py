@@ -9,6 +9,7 @@ private (e.g. pytest's 0700 tmp dirs) the mount point goes under /var/tmp instea
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from xcbench.system.scratch import (  # noqa: F401 (memory_room, RESERVE_*: this
     memory_room,
     private_dir,
 )
-from xcbench.system.xrootd_user import reachable_by, xrootd_ids
+from xcbench.system.xrootd_user import reachable_by, remove_as_owner, write_as_owner, xrootd_ids
 
 DEFAULT_SIZE = 1 << 30
 SHM = "/dev/shm"
@@ -91,9 +92,9 @@ class TmpfsBackend(Backend):
         if f"mount:{path}" in target.created and want and abs(evidence["size"] - want) > 1 << 20:
             raise XcbError(f"tmpfs: cell {target.cell_id}: {path} holds {format_size(evidence['size'])}, "
                            f"cell asks for {format_size(want)}")
-        probe = Path(path) / ".xcbench-verify"
-        probe.write_bytes(b"x" * 4096)
-        probe.unlink()
+        # written by the dir's owner (the xrootd user's export: root never writes in it)
+        probe = write_as_owner(path, f".xcbench-verify-{secrets.token_hex(6)}", 4096)
+        remove_as_owner(probe)
         return evidence
 
     def cleanup(self, target: Target) -> None:

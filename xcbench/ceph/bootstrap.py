@@ -16,6 +16,7 @@ from xcbench.ceph import pools as cephpools
 from xcbench.ceph.cluster import FS_CLIENT_ID, FS_NAME, GATEWAY_ID, Cluster
 from xcbench.errors import XcbError
 from xcbench.system import proc
+from xcbench.system.fsutil import write_file
 from xcbench.system.ports import LOOPBACK
 
 BINARIES = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "monmaptool", "ceph")
@@ -58,9 +59,8 @@ def key_of(out) -> str:
 
 
 def write_secret(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
+    """A keyring or key, 0600, never written through a link (xcbench.system.fsutil.write_file)."""
+    write_file(path, text, 0o600)
 
 
 

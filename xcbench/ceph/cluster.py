@@ -44,9 +44,10 @@ from xcbench.ceph import keys, mounts, pools
 from xcbench.ceph.keys import KeyDir
 from xcbench.errors import XcbError
 from xcbench.system import proc, statedir
+from xcbench.system.fsutil import hand_over, make_dir, write_file
 from xcbench.system.mounts import fuse_umount
 from xcbench.system.userfiles import read_bytes
-from xcbench.system.xrootd_user import XROOTD_USER
+from xcbench.system.xrootd_user import user_name
 
 __all__ = ["POOL_PREFIX", "Cluster", "cluster_from_args"]
 GATEWAY_ID = "xcb-gw"
@@ -249,9 +250,9 @@ class Cluster:
         directory.mkdir(parents=True, exist_ok=True)
         sections = cephconf.parse_conf(self.conf.read_text(), source=str(self.conf))
         try:
-            xrd = pwd.getpwnam(XROOTD_USER)
+            xrd = pwd.getpwnam(user_name())
         except KeyError as e:
-            raise XcbError(f"user {XROOTD_USER} missing (install xrootd-server, or `make setup`)") from e
+            raise XcbError(f"user {user_name()} missing (install xrootd-server, or `make setup`)") from e
         src = self.gateway_keyring or self._default_keyring(self.gateway_id)
         if not self.embedded and self.gateway_id in ("admin", self.client_id):
             raise XcbError(f"gateway: client.{self.gateway_id} is the run's own key; a gateway on a "
@@ -266,17 +267,16 @@ class Cluster:
         key_copy = self._keys.write(f"ceph.client.{self.gateway_id}.keyring", Path(src).read_bytes(),
                                     owner=(xrd.pw_uid, xrd.pw_gid))
         logdir = directory / "ceph-client-logs"
-        logdir.mkdir(exist_ok=True)
-        os.chown(logdir, xrd.pw_uid, xrd.pw_gid)
+        if not logdir.is_dir():  # ``directory`` is root's (the gateway's live dir): made once
+            make_dir(logdir, 0o755)
+            hand_over(logdir, (xrd.pw_uid, xrd.pw_gid))
         out: dict[str, Mapping[str, object]] = {"global": sections.get("global", {}),
                f"client.{self.gateway_id}": {"keyring": key_copy,
                                              "log file": logdir / "ceph-client.$pid.log",
                                              "admin socket": "", "pid file": ""}}
-        path = directory / "ceph.conf"
-        path.write_text(cephconf.render_conf(out, header=f"gateway conf written by xcbench for "
-                                             f"client.{self.gateway_id} of {self.conf}"))
-        path.chmod(0o644)
-        return path
+        return write_file(directory / "ceph.conf",
+                          cephconf.render_conf(out, header=f"gateway conf written by xcbench for "
+                                               f"client.{self.gateway_id} of {self.conf}"), 0o644)
 
     def _default_keyring(self, client_id: str) -> Path | None:
         """The keyring the conf's `keyring` option names for client.<id> (first existing)."""

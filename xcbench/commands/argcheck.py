@@ -10,6 +10,7 @@ import math
 import re
 
 from xcbench.errors import XcbError
+from xcbench.system.fsutil import not_ours
 
 _HOST = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|[0-9A-Fa-f:.]+)"
                    r"(?::\d{1,5})?$")
@@ -74,3 +75,14 @@ def directory(flag: str, value: str | None) -> None:
         raise XcbError(f"{flag}: {value!r} is not a path")
     if os.path.exists(value) and not os.path.isdir(value):
         raise XcbError(f"{flag}: {value}: exists and is not a directory")
+
+
+def ours(flag: str, value: object) -> None:
+    """A path the command makes or fills: refused (one line, untouched) when it is a symlink or
+    another user's (or, missing, its nearest existing parent is another user's)."""
+    if value is None:
+        return
+    why = not_ours(str(value))
+    if why is not None:
+        raise XcbError(f"{flag} {value}: {why}; refusing to make or write anything there "
+                       "(give a path of your own)")

@@ -10,6 +10,7 @@ from xcbench.backends.base import backend_class
 from xcbench.ceph.access import caps_lines, needs_of
 from xcbench.ceph.cluster import Cluster, cluster_from_args, default_state_dir
 from xcbench.ceph.mini import MiniCluster
+from xcbench.commands import argcheck
 from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
 from xcbench.hosts.emulate import Record, records
@@ -74,6 +75,7 @@ def _caps(args) -> int:
 
 
 def _up(args) -> int:
+    argcheck.ours("--state-dir", args.state_dir)
     mc = MiniCluster(default_state_dir(args.state_dir))
     log = (lambda s: None) if args.quiet else (lambda s: print(s, flush=True))
     osd_host = _emulated_host(args.osd_host) if getattr(args, "osd_host", None) else None
@@ -103,6 +105,7 @@ def _emulated_host(name: str) -> tuple[str, str]:
 
 
 def _down(args) -> int:
+    argcheck.ours("--state-dir", args.state_dir)
     MiniCluster(default_state_dir(args.state_dir)).down(log=print)
     return 0
 

@@ -33,6 +33,7 @@ from xcbench.system.fsutil import remove_tree
 from xcbench.system.proc import ProcessSet
 from xcbench.system.signals import current
 from xcbench.system.userfiles import read_json
+from xcbench.system.xrootd_user import set_user
 
 STATE = "gateway.json"
 
@@ -46,6 +47,9 @@ def add_parser(sub):
     p.add_argument("--workdir", metavar="DIR",
                    help="where configs, logs and the state file go (default <state home>/gateway)")
     p.add_argument("--origins", type=int, help="override the cell's origins")
+    p.add_argument("--gateway-user", metavar="USER",
+                   help="the user the gateway's daemons run as (default: $XCBENCH_GATEWAY_USER, "
+                        "else xrootd); a uid of its own keeps it apart from a production xrootd")
     p.add_argument("--report", metavar="HOST:PORT", help="xrd.report summaries to this UDP address")
     p.add_argument("--scale-ec", action="store_true", help="as for `xcbench matrix`")
     p.add_argument("--wait", action="store_true", help="stay in the foreground; Ctrl-C stops it")
@@ -72,6 +76,7 @@ def up(args) -> int:
         raise XcbError("gateway up: give --matrix FILE and --cell ID")
     argcheck.number("--origins", args.origins, 1, 64)
     argcheck.host_port("--report", args.report)
+    set_user(args.gateway_user)
     workdir = _workdir(args)
     state_file = workdir / STATE
     if state_file.exists():
@@ -165,6 +170,7 @@ def _workdir(args) -> Path:
     if args.workdir is None:
         return statedir.ensure(statedir.home() / "gateway")
     argcheck.directory("--workdir", args.workdir)
+    argcheck.ours("--workdir", args.workdir)
     return Path(args.workdir).absolute()
 
 

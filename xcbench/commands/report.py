@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from xcbench.analysis.report import glance, grafana
 from xcbench.analysis.report.document import render_report
 from xcbench.analysis.verdicts.run_data import RunData
+from xcbench.commands import argcheck
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
 
@@ -43,6 +44,10 @@ def add_parser(sub):
 def run(args) -> int:
     grafana.base_url(args.grafana_url)  # a bad URL stops here, before any run is read
     runs: list[Path | str | RunData] = [resolve_run(r, args.store).path for r in args.runs]
+    if args.out is not None:
+        argcheck.ours("--out", args.out)
+    elif not (args.json or args.format == "text"):  # the default: beside the first run
+        argcheck.ours("RUN", Path(str(runs[0])) / f"report.{args.format}")
     if args.json or args.format == "text":
         return closing(runs, args.json, args.out)
     out = render_report(runs, args.format, args.out, grafana_url=args.grafana_url)

@@ -21,13 +21,14 @@ from xcbench.backends.base import Target
 from xcbench.ceph import conf as cephconf
 from xcbench.errors import XcbError
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
-from xcbench.gateway.launch import Gateway, Server
+from xcbench.gateway.launch import Gateway, Server, daemon_command, daemon_dir, logs_dir
 from xcbench.gateway.readiness import Crashed, PortTaken, failed, wait_server
 from xcbench.gateway.security import RunSecurity, gateway_security
 from xcbench.system import orphans, proc
+from xcbench.system.fsutil import make_dir, write_file
 from xcbench.system.ports import free_port
 from xcbench.system.scratch import private_dir
-from xcbench.system.xrootd_user import XROOTD_USER, own, xrootd_ids
+from xcbench.system.xrootd_user import make_dir_for, own, xrootd_ids
 
 ROLES = ("standalone", "manager", "origin")
 SCRATCH = "/var/tmp"
@@ -35,43 +36,37 @@ SCRATCH = "/var/tmp"
 
 class AgentCeph:
     """The Ceph client files of an XrdCeph gateway on this host, from what came over stdin: a
-    private dir (the xrootd user's, 0700, recorded before it is made) holding the key, 0600;
-    :meth:`gateway_conf` writes the ceph.conf naming it, as Cluster.gateway_conf does."""
+    private dir (root's, 0711, recorded before it is made) holding the key, 0600, the one file
+    handed to the xrootd user; :meth:`gateway_conf` writes the ceph.conf naming it, as
+    Cluster.gateway_conf does."""
 
     def __init__(self, global_section: Mapping[str, Any], gateway_id: str, keyring: str,
                  ids: tuple[int, int] | None):
         self.global_section, self.gateway_id, self.ids = dict(global_section), gateway_id, ids
-        self.key_dir = private_dir(SCRATCH, "xcbgw-key-", uid=ids[0] if ids else None)
-        own(self.key_dir, ids)
-        self.key_file = self.key_dir / f"ceph.client.{gateway_id}.keyring"
-        fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        try:
-            os.write(fd, keyring.encode())
-        finally:
-            os.close(fd)
+        self.key_dir = private_dir(SCRATCH, "xcbgw-key-", mode=0o711)
+        self.key_file = write_file(self.key_dir / f"ceph.client.{gateway_id}.keyring", keyring,
+                                   0o600, new=True)
         own(self.key_file, ids)
 
     def gateway_conf(self, directory: str | os.PathLike) -> Path:
         directory = Path(directory)
         logdir = directory / "ceph-client-logs"
-        logdir.mkdir(exist_ok=True)
-        own(logdir, self.ids)
+        if not logdir.is_dir():  # ``directory``: root's live dir, only root makes anything in it
+            make_dir(logdir, 0o755)
+            own(logdir, self.ids)
         text = cephconf.render_conf(
             {"global": self.global_section,
              f"client.{self.gateway_id}": {"keyring": self.key_file,
                                             "log file": logdir / "ceph-client.$pid.log",
                                             "admin socket": "", "pid file": ""}},
             header=f"gateway conf written by the xcbench gateway agent for client.{self.gateway_id}")
-        path = directory / "ceph.conf"
-        path.write_text(text)
-        path.chmod(0o644)
-        return path
+        return write_file(directory / "ceph.conf", text, 0o644)
 
     def osd_max_object_size(self) -> int:
         raise XcbError("not known on a gateway host")  # a fact for findings only
 
     def close(self) -> None:
-        orphans.remove_dir(self.key_dir, self.ids[0] if self.ids else None)
+        orphans.remove_dir(self.key_dir)
         if not self.key_dir.exists():
             orphans.forget_dir(self.key_dir)
 
@@ -103,15 +98,12 @@ def start_part(target: Target, *, role: str, index: int, origins: int, name: str
     t = effective_tunables(target, tunables)
     t.pop("bind", None)
     ids = xrootd_ids()
-    keep = workdir / f"gateway-{name}"
-    keep.mkdir()
+    keep = make_dir(workdir / f"gateway-{name}")
     last: Exception | None = None
     for _attempt in range(3):
-        admin = private_dir(SCRATCH, "xcbgw-", uid=ids[0] if ids else None)
-        own(admin, ids)
-        live = admin / "live"
-        live.mkdir()
-        own(live, ids)
+        admin = private_dir(SCRATCH, "xcbgw-", mode=0o711)  # root's; as xcbench.gateway.launch
+        live = make_dir(admin / "live", 0o711)
+        own(make_dir(logs_dir(admin), 0o755), ids)
         env = {"XRD_CPUSEPGWRTRD": "0", **(target.gateway_env or {})}
         gw: PartGateway | None = None
         try:
@@ -136,12 +128,12 @@ def start_part(target: Target, *, role: str, index: int, origins: int, name: str
             if gw is not None:
                 gw.stop()
             else:
-                orphans.remove_dir(admin, ids[0] if ids else None)
+                orphans.remove_dir(admin)
         except BaseException:
             if gw is not None:
                 gw.stop()
             else:
-                orphans.remove_dir(admin, ids[0] if ids else None)
+                orphans.remove_dir(admin)
             raise
     if isinstance(last, XcbError):
         raise last
@@ -161,17 +153,15 @@ def _servers(target, role, index, origins, name, addr, manager, allow, t, report
     def add(daemon: str, srole: str, sname: str, p: int, with_http: bool,
             localroot: str | None, mgr: str | None) -> None:
         hp = p if with_http else None
-        adminpath = admin / sname
-        adminpath.mkdir(exist_ok=True)
-        own(adminpath, ids)
+        adminpath = daemon_dir(admin, sname, ids)
         text = render_config(daemon, role=srole, name=sname, target=target, port=p, http_port=hp,
                              adminpath=adminpath, manager=mgr, localroot=localroot, tunables=t,
                              report_addr=report_addr, allow_hosts=allow, origins=origins,
                              gateway=name, tls=tls, security=sec)
         fname = f"{sname}-{daemon}.cfg"
         for d in {keep, live}:
-            (d / fname).write_text(text)
-        out.append(Server(daemon, srole, sname, p, hp, live / fname, live / f"{sname}-{daemon}.log",
+            write_file(d / fname, text)
+        out.append(Server(daemon, srole, sname, p, hp, live / fname, logs_dir(admin) / f"{sname}-{daemon}.log",
                           localroot, addr=addr))
 
     if role == "standalone":
@@ -184,8 +174,7 @@ def _servers(target, role, index, origins, name, addr, manager, allow, t, report
     else:
         root = target.origin_path(index)
         if root is not None:
-            os.makedirs(root, exist_ok=True)
-            own(Path(root), ids)
+            make_dir_for(ids, Path(root))
         add("cmsd", "server", f"o{index}", port(), False, root, manager)
         add("xrootd", "server", f"o{index}", port(), True, root, manager)
     return out
@@ -197,15 +186,11 @@ def _launch(gw: Gateway, env: dict, ids: Any, procs: proc.ProcessSet, timeout: f
     origins have logged in to its cmsd, which :func:`wait_logged_in` waits for."""
     deadline = time.monotonic() + timeout
     for s in gw.servers:
-        cmd = [s.daemon] + (["-R", XROOTD_USER] if ids is not None else [])
-        cmd += ["-c", str(s.config), "-l", f"={s.log}", "-n", s.name]
         listen = [] if s.daemon == "cmsd" and s.role == "server" else \
             sorted({s.port} | ({s.http_port} if s.http_port else set()))
-        if listen:
-            cmd = [sys.executable, "-m", "xcbench.system.sdlisten",
-                   *[a for p in listen for a in ("--listen", f"{s.addr}:{p}")], "--", *cmd]
+        cmd = daemon_command(s, str(s.addr), ids, env, listen, sys.executable)
         s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}", log=s.log.with_suffix(".out"),
-                            env=env, cwd=gw._admin_dir / s.name, procs=procs)
+                            cwd="/", procs=procs)
         if s.daemon == "cmsd" and s.role == "manager":
             wait_server(gw, s, deadline)  # an origin's cmsd that finds it closed retries after 6 s
     for s in gw.servers:

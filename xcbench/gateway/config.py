@@ -13,6 +13,7 @@ from typing import Any
 from xcbench.backends.base import Target, backend_class
 from xcbench.errors import XcbError
 from xcbench.system import proc
+from xcbench.system.fsutil import make_dir
 from xcbench.system.templates import render
 from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
 
@@ -131,12 +132,12 @@ def url_host_for(addr: str) -> str:
 
 def make_tls(directory: Path, ids, host: str) -> tuple[Path, Path]:
     """A throwaway self-signed certificate (XrdHttp loads HTTP-TPC only with TLS configured)."""
-    directory.mkdir(mode=0o700)
+    make_dir(directory, 0o711)  # root's; only the key is handed over (xrootd reads it)
     cert, key = directory / "cert.pem", directory / "key.pem"
     san = f"DNS:localhost,IP:127.0.0.1{',IP:' + host if host[:1].isdigit() and host != '127.0.0.1' else ''}"
     proc.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
               "-nodes", "-keyout", key, "-out", cert, "-days", "30", "-subj", "/CN=localhost",
               "-addext", f"subjectAltName={san}"], timeout=60)
-    for p in (directory, cert, key):
-        own(p, ids)
+    own(cert, None, 0o644)
+    own(key, ids, 0o600)
     return cert, key

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,9 +18,18 @@ from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_ser
 from xcbench.gateway.security import check_mode, gateway_security
 from xcbench.store.findings import finding
 from xcbench.system import orphans, proc
-from xcbench.system.fsutil import remove_tree
+from xcbench.system.fsutil import keep_copy, make_dir, remove_tree, write_file
 from xcbench.system.ports import free_port, is_wildcard
-from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
+from xcbench.system.scratch import private_dir
+from xcbench.system.xrootd_user import (
+    daemon_argv,
+    daemon_env,
+    make_dir_for,
+    own,
+    reachable_by,
+    user_name,
+    xrootd_ids,
+)
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Target
@@ -114,7 +121,7 @@ class Gateway:
             return
         self.stopped = True
         _stop_servers(self)
-        self.log_paths = _keep_live_files(self._live_dir, self.keep_dir, self.log_paths)
+        self.log_paths = _keep_live_files(self._admin_dir, self._live_dir, self.keep_dir, self.log_paths)
         remove_tree(self._admin_dir)
         orphans.forget_dir(self._admin_dir)
 
@@ -148,19 +155,35 @@ def keep_dir(workdir: str | Path, base: str) -> Path:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     keep, n = workdir / f"gateway-{base}", 1
-    while keep.exists():
-        n += 1
-        keep = workdir / f"gateway-{base}-{n}"
-    keep.mkdir(parents=True)
-    return keep
+    while True:
+        try:
+            return make_dir(keep)  # a new one: never a dir (or link) found in place
+        except FileExistsError:
+            n += 1
+            keep = workdir / f"gateway-{base}-{n}"
 
 
-def _keep_live_files(live: Path, keep: Path, log_paths: list[Path]) -> list[Path]:
-    """Copy what xrootd wrote in a private live dir (logs, ceph client logs) to the kept dir."""
-    if live == keep or not live.exists():
-        return log_paths
-    shutil.copytree(live, keep, dirs_exist_ok=True)
-    return [keep / p.relative_to(live) if p.is_relative_to(live) else p for p in log_paths]
+def logs_dir(admin: Path) -> Path:
+    """The one directory of a gateway its daemons write files in (their logs, the logger's
+    lock): the xrootd user's, so root only reads it, and copies it at the end."""
+    return admin / "logs"
+
+
+def _keep_live_files(admin: Path, live: Path, keep: Path, log_paths: list[Path]) -> list[Path]:
+    """Copy what the daemons wrote (their logs; the live dir's ceph client logs) to the kept
+    dir: regular files only, no link followed, each capped (xcbench.system.fsutil.keep_copy)."""
+    logs = logs_dir(admin)
+    keep_copy(logs, keep)
+    if live != keep:
+        keep_copy(live, keep)
+    out = []
+    for p in log_paths:
+        if p.is_relative_to(logs):
+            p = keep / p.relative_to(logs)
+        elif live != keep and p.is_relative_to(live):
+            p = keep / p.relative_to(live)
+        out.append(p)
+    return out
 
 
 def stop_recorded(state: Mapping[str, Any]) -> list[int]:
@@ -176,7 +199,7 @@ def stop_recorded(state: Mapping[str, Any]) -> list[int]:
             continue
         proc.stop_pid(pid, group=os.getpgid(pid) == pid)
         stopped.append(pid)
-    _keep_live_files(Path(state["live_dir"]), Path(state["keep_dir"]), [])
+    _keep_live_files(Path(state["admin_dir"]), Path(state["live_dir"]), Path(state["keep_dir"]), [])
     remove_tree(state["admin_dir"])
     return stopped
 
@@ -213,19 +236,15 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     ids = xrootd_ids()
     keep = keep_dir(workdir, name or f"gw-{target.cell_id or 'x'}")
     name = keep.name.removeprefix("gateway-")
-    admin = Path(tempfile.mkdtemp(prefix="xcbgw-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None))
-    # its TLS key (and a token config): removed by the next command after a kill -9, as the
-    # xrootd user's dir it is given to
-    orphans.note_dir(admin, ids[0] if ids else None)
+    # root's (recorded before it is made: its TLS key goes in it); only what a daemon writes
+    # below it is handed to the xrootd user, once made (module xcbench.system.fsutil)
+    admin = private_dir("/var/tmp" if os.path.isdir("/var/tmp") else "/tmp", "xcbgw-", mode=0o711)
     try:
-        own(admin, ids)
         if reachable_by(keep, ids):
             live = keep
-            own(keep, ids)
         else:
-            live = admin / "live"
-            live.mkdir()
-            own(live, ids)
+            live = make_dir(admin / "live", 0o711)
+        own(make_dir(logs_dir(admin), 0o755), ids)
         sec = gateway_security(security, run_security, admin, ids, addr)
         tls = sec["tls"] if security != "none" else make_tls(admin / "tls", ids, addr)
         # XRD_CPUSEPGWRTRD also for the xrdcp that root TPC runs inside the gateway
@@ -316,18 +335,16 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
         # registered data port, so an origin must speak both protocols there
         p = p or port()
         hp = p if with_http else None
-        adminpath = admin / sname
-        adminpath.mkdir(exist_ok=True)
-        own(adminpath, ids)
+        adminpath = daemon_dir(admin, sname, ids)
         text = render_config(daemon, role=role, name=sname, target=target, port=p, http_port=hp,
                              adminpath=adminpath, manager=manager, localroot=localroot,
                              tunables=t, report_addr=report_addr, allow_hosts=allow,
                              origins=origins, gateway=name, tls=tls, security=security)
         fname = f"{sname}-{daemon}.cfg"
         for d in {keep, live}:
-            (d / fname).write_text(text)
+            write_file(d / fname, text)
         servers.append(Server(daemon, role, sname, p, hp, live / fname,
-                              live / f"{sname}-{daemon}.log", localroot))
+                              logs_dir(admin) / f"{sname}-{daemon}.log", localroot))
         if placement is not None:
             slot = placement.slot(role, index)
             servers[-1].slot, servers[-1].addr = slot, slot.addr
@@ -342,34 +359,48 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
     for i in range(1, origins + 1):
         root = target.origin_path(i)
         if root is not None:
-            os.makedirs(root, exist_ok=True)
-            own(Path(root), ids)
+            make_dir_for(ids, Path(root))
         add("cmsd", "server", f"o{i}", manager=manager, localroot=root, with_http=False, index=i)
         add("xrootd", "server", f"o{i}", manager=manager, localroot=root, index=i)
     return servers
 
 
+def daemon_dir(admin: Path, sname: str, ids) -> Path:
+    """The daemon's admin path: made here, in root's admin dir, then handed over."""
+    adminpath = admin / sname
+    if not adminpath.is_dir():  # made by the first daemon of this name (cmsd + xrootd share it)
+        make_dir(adminpath, 0o700)
+        own(adminpath, ids)
+    return adminpath
+
+
+def daemon_command(s: Server, addr: str, ids, env: dict, listen: list[int], python: str) -> list[str]:
+    """The argv of one daemon: with exactly the environment ``env`` (xrootd_user.daemon_env),
+    cwd /, pre-bound ports through an isolated Python (-I: no cwd, no user site, no PYTHON*)."""
+    cmd = [s.daemon] + (["-R", user_name()] if ids is not None else [])
+    cmd += ["-c", str(s.config), "-l", f"={s.log}", "-n", s.name]
+    if listen:  # pre-bind on the loopback address (see the module docstring)
+        cmd = [python, "-I", "-m", "xcbench.system.sdlisten",
+               *[a for p in listen for a in ("--listen", f"{addr}:{p}")], "--", *cmd]
+    return daemon_argv(cmd, daemon_env(ids, env))
+
+
 def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) -> None:
-    if gw.target.path and not gw.target.shared_store:
-        own(Path(gw.target.path), ids)  # the export root must be writable by xrootd
+    path = gw.target.path
+    if path and not gw.target.shared_store and os.lstat(path).st_uid == os.geteuid():
+        own(Path(path), ids)  # the export root must be writable by xrootd: handed over once
     deadline = time.monotonic() + timeout
     for s in gw.servers:
-        cmd = [s.daemon] + (["-R", XROOTD_USER] if ids is not None else [])
-        cmd += ["-c", str(s.config), "-l", f"={s.log}", "-n", s.name]
         listen = [] if wildcard or (s.daemon == "cmsd" and s.role == "server") else \
             sorted({s.port} | ({s.http_port} if s.http_port else set()))
         python = sys.executable if s.slot is None else placement_mod.python_on(s.slot)
-        if listen:  # pre-bind on the loopback address (see the module docstring)
-            cmd = [python, "-m", "xcbench.system.sdlisten",
-                   *[a for p in listen for a in ("--listen", f"{s.addr or gw.addr}:{p}")], "--", *cmd]
+        cmd = daemon_command(s, s.addr or gw.addr, ids, env, listen, python)
         if s.slot is None:
             s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}",
-                                log=s.log.with_suffix(".out"), env=env,
-                                cwd=gw._admin_dir / s.name, procs=procs)
+                                log=s.log.with_suffix(".out"), cwd="/", procs=procs)
         else:  # on its gateway host, through the host's transport
-            s.proc = placement_mod.spawn(s.slot, cmd, cwd=str(gw._admin_dir / s.name),
-                                         name=f"{gw.name}/{s.name}-{s.daemon}",
-                                         log=s.log.with_suffix(".out"), env=env, procs=procs)
+            s.proc = placement_mod.spawn(s.slot, cmd, cwd="/", name=f"{gw.name}/{s.name}-{s.daemon}",
+                                         log=s.log.with_suffix(".out"), env={}, procs=procs)
         if s.daemon == "cmsd" and s.role == "manager":
             # an origin's cmsd that finds the manager port closed retries only after 6 s
             wait_server(gw, s, deadline)

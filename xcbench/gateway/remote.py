@@ -40,6 +40,7 @@ from xcbench.gateway.launch import START_TIMEOUT, Gateway, Server, keep_dir
 from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.security import RunSecurity
 from xcbench.system import proc
+from xcbench.system.fsutil import write_file
 
 AGENT_SLACK = 60.0  # s on top of the daemons' start timeout: ssh, a tmpfs mount, a certificate
 SAMPLE_WAIT = 10.0  # s a fresh sample may take (a loaded host)
@@ -241,9 +242,9 @@ class RemoteGateway(Gateway):
         for part in reversed(self.parts):
             part.done.wait(STOP_WAIT)
             for fname, text in ((part.msgs.get("end") or {}).get("logs") or {}).items():
-                path = self.keep_dir / Path(fname).name
-                path.write_text(text)
-                self.log_paths.append(path)
+                path = _kept(self.keep_dir, fname, text)
+                if path is not None:
+                    self.log_paths.append(path)
             self.log_paths.append(part.raw)
             err = part.raw.with_suffix(".log")  # the agent's stderr (ssh's too)
             if err.is_file() and err.stat().st_size:
@@ -257,6 +258,15 @@ class RemoteGateway(Gateway):
                     self._procs.discard(part.p)
             if part.reader is not None:
                 part.reader.join(timeout=5)
+
+
+def _kept(keep: Path, fname: Any, text: Any) -> Path | None:
+    """A file an agent sent back (a config, a log tail), kept as a plain file name of the kept
+    dir: written as a file of ours, never through a link; any other name is dropped."""
+    name = Path(str(fname)).name
+    if name in ("", ".", "..") or not isinstance(text, str) or name.startswith("agent-"):
+        return None
+    return write_file(keep / name, text)
 
 
 def _key(s: Any) -> str:
@@ -361,11 +371,11 @@ def _ready(gw: RemoteGateway, part: Part, timeout: float) -> None:
     part.start_s = round(time.monotonic() - part.t0, 3)
     gw.agent_seconds[f"{part.role}{part.index or ''}@{part.host}"] = part.start_s
     for fname, text in (ready.get("configs") or {}).items():
-        path = gw.keep_dir / Path(fname).name
-        path.write_text(text)
-        gw.config_paths.append(path)
+        path = _kept(gw.keep_dir, fname, text)
+        if path is not None:
+            gw.config_paths.append(path)
     if part.role != "origin" and ready.get("tls_cert"):
-        gw.tls_cert.write_text(ready["tls_cert"])
+        write_file(gw.tls_cert, str(ready["tls_cert"]))
     for s in ready["servers"]:
         server = Server(s["daemon"], s["role"], s["name"], int(s["port"]), s.get("http_port"),
                         gw.keep_dir / Path(s["config"]).name, gw.keep_dir / Path(s["log"]).name,

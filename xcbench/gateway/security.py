@@ -56,7 +56,7 @@ from typing import Any
 from xcbench.cell import SECURITY_MODES
 from xcbench.errors import XcbError
 from xcbench.system import orphans, proc, secrets
-from xcbench.system.fsutil import remove_tree
+from xcbench.system.fsutil import make_dir, remove_tree, write_file
 from xcbench.system.scratch import private_dir
 from xcbench.system.xrootd_user import own
 
@@ -169,11 +169,8 @@ class RunSecurity:
             self.cadir = self.dir / "ca"
             self.cadir.mkdir(mode=0o755)
             self.ca_cert, self._ca_key = self.cadir / "ca.pem", self.dir / "ca.key"
-            fd = os.open(self._ca_key, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(ca_key)
-            self.ca_cert.write_text(ca_cert)
-            os.chmod(self.ca_cert, 0o644)
+            write_file(self._ca_key, ca_key, 0o600, new=True)
+            write_file(self.ca_cert, ca_cert, 0o644, new=True)
             proc.run(["openssl", "rehash", self.cadir], timeout=60)
         except BaseException:
             remove_tree(self.dir)
@@ -187,16 +184,17 @@ class RunSecurity:
         return {"ca_cert": self.ca_cert.read_text(), "ca_key": self._ca_key.read_text()}
 
     def host_cert(self, directory: Path, ids: Any, host: str) -> tuple[Path, Path]:
-        """A certificate for ``host`` (and localhost) signed by the run's CA, owned by ``ids``."""
+        """A certificate for ``host`` (and localhost) signed by the run's CA in a new directory
+        of root's; the key (only it) is then handed to ``ids``."""
         self._n += 1
-        directory.mkdir(mode=0o700, exist_ok=True)
+        make_dir(directory, 0o711)
         cert, key, csr = directory / "cert.pem", directory / "key.pem", directory / "req.csr"
         # an address also as a DNS name: XrdCl 5.5 matches the URL's host against DNS entries
         # only ("Unable to validate 10.x.y.z; hostname not in SAN extension" with IP: alone)
         san = "DNS:localhost,IP:127.0.0.1" + (f",IP:{host},DNS:{host}" if host[:1].isdigit() and host != "127.0.0.1" else "")
-        ext = directory / "ext.cnf"
-        ext.write_text(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n"
-                       "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n")
+        ext = write_file(directory / "ext.cnf", f"subjectAltName={san}\nbasicConstraints=CA:FALSE\n"
+                       "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth,clientAuth\n",
+                         new=True)
         proc.run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                   "-keyout", key, "-out", csr, "-subj", "/CN=localhost"], timeout=60)
         proc.run(["openssl", "x509", "-req", "-in", csr, "-CA", self.ca_cert, "-CAkey", self._ca_key,
@@ -204,8 +202,8 @@ class RunSecurity:
                   "-extfile", ext], timeout=60)
         for p in (csr, ext):
             p.unlink()
-        for p in (directory, cert, key):
-            own(p, ids)
+        own(cert, None, 0o644)
+        own(key, ids, 0o600)
         return cert, key
 
     @property
@@ -220,9 +218,7 @@ class RunSecurity:
         """A 0600 file of this process's user holding a token with ``scopes`` (BEARER_TOKEN_FILE)."""
         if scopes not in self._tokens:
             path = self.dir / f"token-{len(self._tokens)}"
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(self.issuer.mint(scopes))
+            write_file(path, self.issuer.mint(scopes), 0o600, new=True)
             self._tokens[scopes] = path
         return self._tokens[scopes]
 
@@ -230,11 +226,10 @@ class RunSecurity:
         """(cert, key, name): the client's X509 identity for macaroon requests; ``name`` is what
         XrdHttp calls it (the subject hash, ``<hash>.0``)."""
         if self._client is None:
-            d = self.dir / "client"
-            d.mkdir(mode=0o700)
+            d = make_dir(self.dir / "client", 0o700)
             cert, key, csr, ext = d / "cert.pem", d / "key.pem", d / "req.csr", d / "ext.cnf"
-            ext.write_text("basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
-                           "extendedKeyUsage=clientAuth\n")
+            write_file(ext, "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
+                       "extendedKeyUsage=clientAuth\n", new=True)
             proc.run(["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                       "-keyout", key, "-out", csr, "-subj", "/O=xcbench/CN=xcbench client"], timeout=60)
             self._n += 1
@@ -252,11 +247,9 @@ class RunSecurity:
         if self._secret is None:
             self._secret = base64.encodebytes(os.urandom(64))  # 76-column lines, as openssl writes
         secret, authdb = admin / "macaroon.secret", admin / "authdb"
-        fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(self._secret)
-        authdb.write_text(f"u {self.client_cert()[2]} / a\n")
-        for p in (secret, authdb):
+        write_file(secret, self._secret, 0o600, new=True)
+        write_file(authdb, f"u {self.client_cert()[2]} / a\n", 0o600, new=True)
+        for p in (secret, authdb):  # files in root's admin dir: xrootd reads, never replaces them
             own(p, ids)
         return secret, authdb
 
@@ -274,9 +267,7 @@ class RunSecurity:
         value = r.json()["macaroon"]
         secrets.register(value)
         path.unlink(missing_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(value)
+        write_file(path, value, 0o600, new=True)
         return path
 
     def keycache(self, directory: Path, ids: Any) -> Path:
@@ -286,8 +277,8 @@ class RunSecurity:
         cfg = requests.get(f"{self.issuer.url}/.well-known/openid-configuration", verify=str(self.ca_cert),
                            timeout=30).json()
         jwks = requests.get(cfg["jwks_uri"], verify=str(self.ca_cert), timeout=30).json()
-        sub = directory / "scitokens"
-        sub.mkdir(parents=True, mode=0o700, exist_ok=True)
+        make_dir(directory, 0o700)  # made and filled as root's, handed over last
+        sub = make_dir(directory / "scitokens", 0o700)
         db_path = sub / "scitokens_cpp.sqllite"
         now = int(time.time())
         with sqlite3.connect(db_path) as db:
@@ -297,7 +288,7 @@ class RunSecurity:
                        (cfg["issuer"], json.dumps({"jwks": jwks, "next_update": now + 86400,
                                                    "expires": now + 7 * 86400})))
         db.close()
-        for p in (directory, sub, db_path):
+        for p in (db_path, sub, directory):  # deepest first: nothing made in a dir already given
             own(p, ids)
         return directory
 
@@ -330,9 +321,8 @@ def gateway_security(mode: str, sec: RunSecurity | None, admin: Path, ids: Any, 
     out["env"]["X509_CERT_DIR"] = str(sec.cadir)
     out["client_env"]["X509_CERT_DIR"] = str(sec.cadir)
     if mode == "scitokens":
-        cfg = admin / "scitokens.cfg"
-        cfg.write_text(f"[Global]\naudience = {AUDIENCE}\n\n[Issuer xcbench]\nissuer = {sec.issuer.url}\n"
-                       "base_path = /\n")
+        cfg = write_file(admin / "scitokens.cfg", f"[Global]\naudience = {AUDIENCE}\n\n[Issuer xcbench]\n"
+                         f"issuer = {sec.issuer.url}\nbase_path = /\n", new=True)
         own(cfg, ids)
         out["scitokens"] = str(cfg)
         out["env"]["XDG_CACHE_HOME"] = str(sec.keycache(admin / "cache", ids))

@@ -131,9 +131,10 @@ def _hosts(hosts: Sequence[str] | str | None) -> list[str]:
 
 def direct_io_supported(directory: str | os.PathLike) -> bool:
     """Whether the file system under ``directory`` takes O_DIRECT (tmpfs refuses it: EINVAL)."""
-    path = Path(directory) / f".{PREFIX}-odirect-{os.getpid()}"
+    # a new file of an unpredictable name, never through a link (the dir may be another user's)
+    path = Path(directory) / f".{PREFIX}-odirect-{secrets.token_hex(8)}"
     try:
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600)
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY | os.O_DIRECT, 0o600)
     except OSError as e:
         if e.errno == errno.EINVAL:
             path.unlink(missing_ok=True)
@@ -362,7 +363,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     replace the cell's one sequential write job as its bandwidth ceilings."""
     p = settings(cell, patterns)
     hosts = _hosts(hosts)
-    levels = [int(c) for c in levels] if not hosts and target.backend != "tmpfs" else []
+    levels = [int(c) for c in levels] if not hosts and backend_class(target.backend).needs_cluster else []
     if levels and "write" in p["jobs"] and device is None:  # counted: the device's bytes ceiling
         p["jobs"] = [j for j in p["jobs"] if j != "write"]
         p["patterns"] = [j for j in p["patterns"] if j != "write"]

@@ -111,7 +111,7 @@ def ceilings(rows: list[dict[str, Any]], cells: dict[str, Any]) -> dict[tuple[in
     out: dict[tuple[int, str, int], float] = {}
     for r in rows:
         c = cells.get(r["cell_id"])
-        if c is None or c.backend != "tmpfs":
+        if c is None or backend_class(c.backend).needs_cluster:  # the tmpfs gateway ceiling only
             continue
         rate = _num(json.loads(r.get("evidence") or "{}").get("rate"))
         key = (int(r["concurrency"]), r.get("direction") or "write", int(c.file_size))

@@ -11,6 +11,13 @@ and nothing beyond it:
   O_NOFOLLOW relative to their parent's fd, so a swapped-in link cannot redirect it.
 
 Anything left behind is reported (a warning on stderr, or XcbError with ``check=True``).
+
+Making what another user (the xrootd user) is handed, as root, without ever working inside a
+directory that user owns: everything is made by us in a directory of ours, never through a link
+(``O_NOFOLLOW``, ``O_EXCL`` for what must be new), and given away last, through the descriptor
+of what was made (:func:`hand_over`: ``fchown``/``fchmod``). :func:`keep_copy` copies what a
+daemon wrote back without following a link, with a size cap; :func:`not_ours` says why a path
+given on the command line is another user's.
 """
 
 from __future__ import annotations
@@ -24,9 +31,142 @@ from pathlib import Path
 from xcbench.errors import XcbError
 from xcbench.system import mounts
 
-__all__ = ["remove_tree", "unmount_below"]
+__all__ = ["hand_over", "keep_copy", "make_dir", "not_ours", "remove_tree", "unmount_below",
+           "write_file"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a fifo never blocks
+KEEP_CAP = 64 << 20  # bytes kept of one file a daemon wrote (a log): its head is what matters
+
+
+def make_dir(path: str | os.PathLike, mode: int = 0o755) -> Path:
+    """A new directory (never one that exists: a planted one is refused), ``mode`` exactly."""
+    path = Path(path)
+    os.mkdir(path, 0o700)
+    fd = os.open(path, _DIR_FLAGS)
+    try:
+        if os.fstat(fd).st_uid != os.geteuid():  # cannot happen: mkdir made it
+            raise XcbError(f"{path} is not the directory just made")
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+    return path
+
+
+def write_file(path: str | os.PathLike, data: bytes | str, mode: int = 0o644, *,
+               new: bool = False) -> Path:
+    """Write ``data`` to the regular file ``path`` of ours (made if missing; ``new``: it must
+    not exist), ``mode`` exactly. Never through a link; never a file of another owner or with
+    another name (a hard link)."""
+    path = Path(path)
+    fd = os.open(path, _WRITE_FLAGS | (os.O_EXCL if new else 0), 0o600)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
+            raise XcbError(f"{path}: not a file of ours to write (owner uid {st.st_uid}, "
+                           f"{st.st_nlink} links)")
+        os.ftruncate(fd, 0)
+        os.fchmod(fd, mode)
+        view = memoryview(data.encode() if isinstance(data, str) else data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+    return path
+
+
+def hand_over(path: str | os.PathLike, ids: tuple[int, int] | None, mode: int | None = None) -> None:
+    """Give the file or directory ``path`` (made by us, in a directory of ours) to user ``ids``:
+    ``fchown`` and ``fchmod`` on its descriptor, so a link put in its place is never followed.
+    ``ids`` None: it stays ours (only ``mode`` is set)."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid() or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+            raise XcbError(f"{path}: not a file or directory of ours to hand over")
+        if mode is not None:
+            os.fchmod(fd, mode)
+        if ids is not None:
+            os.fchown(fd, *ids)
+    finally:
+        os.close(fd)
+
+
+def keep_copy(src: str | os.PathLike, dst: str | os.PathLike, *, cap: int = KEEP_CAP) -> list[Path]:
+    """Copy the regular files below ``src`` (written by another user) into ``dst`` (ours): no
+    link followed, nothing but regular files, at most ``cap`` bytes of each. The copies are ours,
+    0644; returns them."""
+    out: list[Path] = []
+    try:
+        fd = os.open(src, _DIR_FLAGS)
+    except OSError:
+        return out
+    try:
+        _copy_at(fd, Path(dst), cap, out)
+    finally:
+        os.close(fd)
+    return out
+
+
+def _copy_at(dirfd: int, dst: Path, cap: int, out: list[Path]) -> None:
+    if not dst.is_dir():
+        make_dir(dst)
+    for name in os.listdir(dirfd):
+        try:
+            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
+            if stat.S_ISDIR(st.st_mode):
+                sub = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
+                try:
+                    _copy_at(sub, dst / name, cap, out)
+                finally:
+                    os.close(sub)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            fd = os.open(name, _READ_FLAGS, dir_fd=dirfd)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                chunks, left = [], cap
+                while left > 0 and (b := os.read(fd, min(left, 1 << 20))):
+                    chunks.append(b)
+                    left -= len(b)
+            finally:
+                os.close(fd)
+        except OSError:  # gone, or swapped for a link meanwhile: not kept
+            continue
+        out.append(write_file(dst / name, b"".join(chunks)))
+
+
+def not_ours(path: str | os.PathLike) -> str | None:
+    """Why a directory or file given on the command line is not ours to make or fill (None: it
+    is): it is a symlink, or it (or, when missing, its nearest existing parent) belongs to
+    another user. root's own directories are anybody's parents (/tmp, /home)."""
+    p = Path(os.path.abspath(path))
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        return e.strerror or str(e)
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            return "it is a symlink (not followed)"
+        if st.st_uid != os.geteuid():
+            return f"it belongs to uid {st.st_uid}, not to this user (uid {os.geteuid()})"
+        return None
+    for parent in p.parents:
+        try:
+            pst = os.stat(parent)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            return f"{parent}: {e.strerror or e}"
+        if pst.st_uid not in (os.geteuid(), 0):
+            return f"its parent {parent} belongs to uid {pst.st_uid}, not to this user"
+        return None
+    return None
 
 
 def unmount_below(path: str | os.PathLike, *, include_self: bool = False) -> list[Path]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import threading
 import time
@@ -65,15 +66,19 @@ def _last_line(text: str) -> str:
 
 def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = True,
         env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
-        input: str | bytes | None = None, text: bool = True) -> Completed:
+        input: str | bytes | None = None, text: bool = True,
+        user: tuple[int, int] | None = None, inherit_env: bool = True) -> Completed:
     """Run ``cmd`` (never through a shell; each argument goes through str()) and wait for it.
 
-    ``env`` is added to the current environment. With ``check`` a non-zero exit becomes an
-    XcbError quoting the command and the last line of stderr.
+    ``env`` is added to the current environment (``inherit_env=False``: it is the whole of
+    it). ``user``: (uid, gid) it runs as, with no supplementary group. With ``check`` a
+    non-zero exit becomes an XcbError quoting the command and the last line of stderr.
     """
     args = [str(a) for a in cmd]
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
-    full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
+    full_env = _env_of(env, inherit_env)
+    as_user: dict[str, Any] = {} if user is None else \
+        {"user": user[0], "group": user[1], "extra_groups": []}
     t0 = time.monotonic()
     popen: subprocess.Popen | None = None
     try:
@@ -82,7 +87,8 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
         with signals.deferred():
             popen = subprocess.Popen(args, stdin=subprocess.PIPE if input is not None else None,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=full_env, cwd=cwd, text=text, start_new_session=True)
+                                     env=full_env, cwd=cwd, text=text, start_new_session=True,
+                                     **as_user)
             _note(popen.pid, args, name=Path(args[0]).name)
         stdout, stderr = popen.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired as e:
@@ -110,6 +116,13 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
     return out
 
 
+def _env_of(env: Mapping[str, str] | None, inherit: bool) -> dict[str, str] | None:
+    if env is None:
+        return None if inherit else {}
+    mine = {k: str(v) for k, v in env.items()}
+    return {**os.environ, **mine} if inherit else mine
+
+
 @dataclass
 class Proc:
     """A process started by :func:`spawn`; ``log`` holds its stdout+stderr."""
@@ -134,7 +147,11 @@ def tail(path: str | os.PathLike | None, n: int = 20) -> str:
     if path is None:
         return ""
     try:
-        with open(path, "rb") as fh:
+        # a daemon's log, in a dir its user owns: a link planted there is never followed
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return ""
             fh.seek(0, os.SEEK_END)
             fh.seek(max(0, fh.tell() - 64 * 1024))
             return "\n".join(fh.read().decode(errors="replace").splitlines()[-n:])
