@@ -16,7 +16,7 @@ from xcbench.store.rundir import default_store
 def add_parser(sub):
     p = sub.add_parser("compare", help="compare two runs cell by cell",
                        description="Per cell and concurrency level: steady rate of both runs, "
-                       "% difference, whether the 95 %% CIs overlap, verdict changes.")
+                       "% difference, whether the 95 % CIs overlap, verdict changes.")
     p.add_argument("base", metavar="BASE", help="the reference run (dir, id or 'latest')")
     p.add_argument("contender", metavar="CONTENDER", help="the run compared with it")
     p.add_argument("--store", type=Path, default=None,

@@ -14,12 +14,16 @@ from xcbench.ceph.cluster import default_state_dir
 from xcbench.ceph.mini import MiniCluster
 from xcbench.run.runner import Interrupted
 from xcbench.selftest import confirm
+from xcbench.store.catalog import resolve_run
 from xcbench.selftest.run_scenarios import _stderr as log
 
 
 def add_parser(sub):
     p = sub.add_parser("confirm", help="test a run's verdicts by relieving or tightening the named limit")
-    p.add_argument("run", help="the run directory")
+    p.add_argument("run", metavar="RUN",
+                   help="run directory, run id (or unique prefix) in the store, or 'latest'")
+    p.add_argument("--store", metavar="DIR", default=None,
+                   help="result store for run ids (default: $XCBENCH_STORE or ./results)")
     p.add_argument("--cell", help="only this cell's verdicts (id or id prefix)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--state-dir", help="embedded cluster state (default ./.xcbench/cluster)")
@@ -29,6 +33,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    args.run = str(resolve_run(args.run, args.store).path)
     run_dir, rows, _ = confirm.preflight(args.run, args.cell)  # bad input: exit 2, nothing started
     labels = {cid: c.label for cid, c in run_dir.cells.items()}
     embedded = bool((run_dir.manifest.get("cluster") or {}).get("embedded"))
