@@ -14,8 +14,8 @@ from xcbench.ceph.cluster import default_state_dir
 from xcbench.ceph.mini import MiniCluster
 from xcbench.run.runner import Interrupted
 from xcbench.selftest import confirm
-from xcbench.store.catalog import resolve_run
 from xcbench.selftest.run_scenarios import _stderr as log
+from xcbench.store.catalog import resolve_run
 
 
 def add_parser(sub):
