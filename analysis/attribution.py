@@ -129,7 +129,7 @@ from xcbench.analysis.rules import (  # noqa: F401 - the public names of the rul
     VERDICTS,
     _ok,
     decide,
-    gib,
+    gbps,
     pct,
 )
 from xcbench.analysis.run_data import RunData
