@@ -126,7 +126,9 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
     try:
         with tuned(opts.extra.get("tune_tcp", False)):  # old sysctls back on any exit
-            run = run_matrix(matrix, cluster, opts, view=MatrixView())
+            view = MatrixView(one_box=one_box(cluster, opts), probes=opts.probes,
+                              repeats=opts.repeats)
+            run = run_matrix(matrix, cluster, opts, view=view)
     except Interrupted as e:
         print(f"interrupted: what was measured is in {e}; continue with "
               f"`xcbench run --resume {e}`", file=sys.stderr)
@@ -140,13 +142,22 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     print(f"run: {run.path.resolve()}", file=out)
     if run.state.report:
         print(f"report: {Path(run.state.report).resolve()}", file=out)
-        print(f"next: `xcbench plan --calibrate {run.path}` sizes gateways and disks for a target "
-              f"rate from what this run measured", file=out)
+        print("next: size gateways and disks for a target rate from what this run measured:",
+              file=out)
+        print(f"  xcbench plan --calibrate {run.path}", file=out)
     for w in run.state.warnings or []:
         print(f"warning: {w}", file=sys.stderr)
     for c in failed:
         print(f"failed cell {c.label}: {c.error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def one_box(cluster, opts) -> bool:
+    """Every role on this machine: no inventory of hosts, and no cluster or the embedded one
+    with its OSDs here (not inside an emulated storage host, `cluster up --osd-host`)."""
+    if opts.hosts is not None:
+        return False
+    return cluster is None or (bool(cluster.embedded) and not (cluster.info or {}).get("osd_host"))
 
 
 def closing(path: Path, as_json: bool = False) -> None:
