@@ -268,7 +268,7 @@ def table(rd: Any, rows_: list[dict[str, Any]], width: int | None = None):
     heads = ["cell", "c", *(["dir"] if reads else []), "Gb/s", "verdict", "why (deciding figure)"]
     why_w = None
     if width:
-        fixed = [max([len(heads[i]), *(len(b[0][i]) for b in body)]) for i in range(len(heads) - 4)]
+        fixed = [max([len(heads[i]), *(len(b[0][i]) for b in body)]) for i in range(len(heads) - 3)]
         fixed += [max([4, *(len(b[1]) for b in body)]),
                   max([7, *(len(b[2]) + len(b[3]) for b in body)])]
         why_w = width - sum(fixed) - GAP * (len(heads) - 1)

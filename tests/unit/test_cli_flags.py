@@ -190,3 +190,23 @@ def test_a_run_is_given_by_path_id_or_latest(tmp_path, monkeypatch):
     with pytest.raises(SystemExit):
         main(["plan", "--target", "hl-lhc-t1", "--calibrate", "first", "latest", "--store", str(tmp_path)])
     assert cal == [[str(r1.path), str(r2.path)]]
+
+
+@pytest.mark.parametrize("pct", ["100", "-1", "nan"])
+def test_a_bad_fail_if_slower_is_one_line_exit_2(pct, capsys):
+    assert main(["compare", "a", "b", "--fail-if-slower", pct]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("xcbench: error: compare: --fail-if-slower:") and len(err.splitlines()) == 1
+
+
+def test_cluster_status_says_where_the_embedded_prometheus_is(capsys):
+    from xcbench.commands.cluster import _print_status
+    s = {"conf": "/s/ceph.conf", "embedded": True, "health": "HEALTH_OK", "checks": {},
+         "osds": {"num": 3, "up": 3, "in": 3}, "pgs": {}, "pools": [], "fs": [],
+         "prometheus": {"url": "http://127.0.0.1:9095", "node": "127.0.0.1:9100",
+                        "mgr": "127.0.0.1:9283"}}
+    _print_status(s)
+    out = capsys.readouterr().out
+    assert "prom     http://127.0.0.1:9095 (scrapes node_exporter 127.0.0.1:9100" in out
+    _print_status({**s, "prometheus": None})
+    assert "started without its Prometheus" in capsys.readouterr().out

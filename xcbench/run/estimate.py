@@ -44,7 +44,7 @@ def _dur(s: float) -> str:
 
 
 def line(cells: list[Any], *, repeats: int | None = None, probes: bool = True) -> str:
-    """'estimate: 4-8 min of levels and probes (12 levels), plus each cell's set-up'."""
+    """'estimate: 5–9 min (12 timed levels and the fio probes) + each cell's set-up'."""
     e = seconds(cells, repeats=repeats, probes=probes)
     if not e["levels"]:
         return "estimate: nothing left to run"
@@ -54,9 +54,7 @@ def line(cells: list[Any], *, repeats: int | None = None, probes: bool = True) -
     timed = e["levels"] - e["untimed"]
     what = " and ".join(x for x in (f"{timed} timed level{'s' * (timed != 1)}" if timed else "",
                                      "the fio probes" if probes else "") if x)
-    out = f"estimate: {span} for {what}, plus each cell's set-up" if what else \
-        "estimate: no timed level"
+    out = f"estimate: {span} ({what}) + each cell's set-up" if what else "estimate: no timed level"
     if e["untimed"]:
-        out += (f"; {e['untimed']} file-count level{'s' * (e['untimed'] != 1)} last as long as "
-                f"their files take")
+        out += f"; {e['untimed']} file-count level{'s' * (e['untimed'] != 1)} not timed"
     return out
