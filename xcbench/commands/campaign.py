@@ -30,6 +30,7 @@ from xcbench.system import orphans, secrets
 from xcbench.system.proc import ProcessSet
 from xcbench.system.secrets import redact_argv
 from xcbench.system.signals import EXIT_CODE, current
+from xcbench.system.sizes import fmt_gbps
 from xcbench.system.userfiles import read_text
 
 
@@ -218,6 +219,6 @@ def run(args) -> int:
     else:
         dur = max(row["finish_time"] - row["start_time"], 1e-9)
         print(f"{row['campaign_id']}: {row['finished']}/{row['files']} finished, {row['failed']} failed, "
-              f"{row['bytes'] / 1e9:.2f} GB in {dur:.1f} s = {8 * row['rate'] / 1e9:.2f} Gb/s "
-              f"({row['rate'] / 2**20:.0f} MiB/s); records in {run_dir.path}")
+              f"{row['bytes'] / 1e9:.2f} GB in {dur:.1f} s = {fmt_gbps(row['rate'], gib=True)}; "
+              f"records in {run_dir.path}")
     return 0 if row["failed"] == 0 else 1

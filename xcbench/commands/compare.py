@@ -36,8 +36,14 @@ def add_parser(sub):
 
 
 def _finite(rows: list[dict]) -> list[dict]:
-    return [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
-            for r in rows]
+    """JSON rows: NaN as null, and each rate also in the one unit (``*_gbps``, 1e9 bit/s) beside
+    its bytes/s (``*_rate``, kept for readers of the older output)."""
+    out = []
+    for r in rows:
+        r = {**r, "base_gbps": r["base_rate"] * 8 / 1e9, "contender_gbps": r["contender_rate"] * 8 / 1e9}
+        out.append({k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                    for k, v in r.items()})
+    return out
 
 
 def run(args) -> int:
@@ -50,7 +56,8 @@ def run(args) -> int:
     changed = versions_changed(base, cont)
     fell = slower(rows, pct) if pct is not None else []
     if args.json:
-        doc = {"base": base.run_id, "contender": cont.run_id, "unit": "rates: bytes/s",
+        doc = {"base": base.run_id, "contender": cont.run_id,
+               "unit": "*_rate: bytes/s; *_gbps: 1e9 bit/s",
                "rows": _finite(rows), "versions_changed": changed}
         if pct is not None:
             doc["fail_if_slower"] = {"pct": pct, "slower": _finite(fell)}
