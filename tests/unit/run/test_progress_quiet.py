@@ -74,3 +74,14 @@ def test_the_storage_range_is_min_max_per_figure():
             for v in (0.12, 0.4, 0.3)]
     rows += [{"metric": "live.storage_disk_busy", "value": 0.36, "labels": {"host": "s1", "device": "vda"}}]
     assert storage_range(rows) == "storage host s1 over the level: NIC eth0 12–40 % of link, disk vda 36 % busy"
+
+
+def test_one_box_is_the_embedded_cluster_here_without_an_inventory():
+    from xcbench.commands.run import one_box
+    opts = SimpleNamespace(hosts=None)
+    assert one_box(None, opts)  # tmpfs cells only
+    assert one_box(SimpleNamespace(embedded=True, info={}), opts)
+    # OSDs inside an emulated storage host (`cluster up --osd-host`): its link is in the path
+    assert not one_box(SimpleNamespace(embedded=True, info={"osd_host": ["ns", "10.77.0.2"]}), opts)
+    assert not one_box(SimpleNamespace(embedded=False, info={}), opts)  # a site's cluster
+    assert not one_box(None, SimpleNamespace(hosts=object()))  # an inventory of hosts
