@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from xcbench import __version__
+from xcbench.commands.options import apply_ceph_name
 from xcbench.errors import XcbError
 from xcbench.system import cgroups, orphans, statedir, sysctlrec
 from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
@@ -25,17 +26,36 @@ COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", 
             "campaign-agent", "smoke", "gateway-agent")
 
 
+HIDDEN = ("campaign-agent", "gateway-agent")  # started by xcbench on other hosts, not by users
+PROG = "xcbench"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with the one-line error every other user error has (usage stays in --help)."""
 
     def error(self, message: str):
-        self.exit(2, f"xcbench: error: {self.prog}: {' '.join(message.split())} "
-                     f"(see `{self.prog} --help`)\n")
+        self.exit(2, error_line(self, message))
+
+
+def error_line(parser: argparse.ArgumentParser, message: str) -> str:
+    """``xcbench: error: run: MESSAGE (see `xcbench run --help`)``: the prefix once, the
+    command named, and for a mistyped flag the one it resembles."""
+    import difflib
+    message = " ".join(message.split())
+    words = message.split(": ", 1)[1].split() if message.startswith("unrecognized arguments:") else []
+    flags = [o for a in parser._actions if a.help != argparse.SUPPRESS for o in a.option_strings
+             if o.startswith("--")]
+    hints = [m[0] for w in words if w.startswith("--")
+             for m in [difflib.get_close_matches(w.split("=")[0], flags, n=1, cutoff=0.6)] if m]
+    cmd = parser.prog.removeprefix(PROG).strip()
+    return (f"{PROG}: error: {cmd + ': ' if cmd else ''}{message}"
+            f"{'; did you mean ' + ' or '.join(hints) + '?' if hints else ''} "
+            f"(see `{parser.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="xcbench",
+        prog=PROG,
         description="Measure XRootD gateways into Ceph and attribute what caps them.")
     parser.add_argument("--version", action="version", version=f"xcbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
@@ -45,7 +65,19 @@ def build_parser() -> argparse.ArgumentParser:
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)
     _describe(parser)
+    _own_parser(parser)
+    sub._choices_actions[:] = [a for a in sub._choices_actions if a.dest not in HIDDEN]
     return parser
+
+
+def _own_parser(parser: argparse.ArgumentParser) -> None:
+    """Each parser leaves itself in the namespace (the innermost one's default wins), so an
+    argument no parser took is reported against the (sub)command it was given to."""
+    parser.set_defaults(_parser=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for p in action.choices.values():
+                _own_parser(p)
 
 
 def _describe(parser: argparse.ArgumentParser) -> None:
@@ -62,8 +94,11 @@ def _describe(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        apply_ceph_name(args)
         if args.command in STARTS_PROCESSES:
             return _guarded(args)
         return int(args._run(args) or 0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from typing import Any, TypeGuard
 
 from xcbench.analysis.report.plots import BACKENDS
@@ -239,16 +240,67 @@ STYLE = {"gateway": "magenta", "storage-bandwidth": "yellow", "storage-iops": "d
          "inconclusive": "dim"}
 
 
-def table(rd: Any, rows_: list[dict[str, Any]]):
-    """A rich Table of the closing rows (▲: the chain beat that measured ceiling)."""
+def common_words(labels: list[str]) -> list[str]:
+    """The words every label has, in the first label's order ("o1 push"): said once in the
+    closing table's title instead of in every row. None when that leaves a label empty."""
+    if len(set(labels)) < 2:
+        return []
+    split = [lb.split() for lb in labels]
+    common = [w for w in dict.fromkeys(split[0]) if all(w in ws for ws in split[1:])]
+    return common if all(set(ws) - set(common) for ws in split) else []
+
+
+def _without(label: str, words: list[str]) -> str:
+    return " ".join(w for w in label.split() if w not in words)
+
+
+def _keep_percent(text: str, width: int) -> str:
+    """``text`` wrapped at ``width`` without a '%' (or '▲') left alone at a line's start."""
+    glued = text.replace(" %", "\x00%").replace("▲ ", "▲\x00")
+    return "\n".join(textwrap.wrap(glued, width, break_on_hyphens=False)).replace("\x00", " ")
+
+
+GAP = 3  # between two columns: padding, the rule, padding
+
+
+def table(rd: Any, rows_: list[dict[str, Any]], width: int | None = None):
+    """A rich Table of the closing rows (▲: the chain beat that measured ceiling), ``width``
+    columns wide when given (the reasons wrapped to fit, a figure and its unit kept together)."""
     from rich.table import Table
     reads = any(r["direction"] != "write" for r in rows_)
-    t = Table(title=f"what capped each level — run {rd.run_id}", title_justify="left",
-              caption="rate: bytes over the steady window, mean over repeats (1 Gb/s = 1e9 bit/s); † no steady window: "
-                      "the mean over the whole level; a + b: both rules hold (co-limits); (or b) borderline: a "
-                      "figure within its noise of a threshold, another run may name b; ▲ the chain beat a measured "
+    common = common_words([r["cell"] for r in rows_])
+    title = f"what capped each level — run {rd.run_id}" + (f" — {' '.join(common)}" if common else "")
+    t = Table(title=title, title_justify="left",
+              caption="rate: bytes over the steady window, mean over repeats (1 Gb/s = 1e9 bit/s); † no "
+                      "steady window: the mean over the whole level; a + b: both rules hold (co-limits); "
+                      "(or b) borderline: a figure within its noise of a threshold, another run may name "
+                      "b; ▲ the chain beat a measured "
                       "ceiling (that probe is no ceiling of its path)",
               caption_justify="left", show_edge=False, pad_edge=False)
+    body = []
+    last = None
+    for r in rows_:
+        mark = " ▲ " + "; ".join(b["text"] for b in r["beats"]) if r["beats"] else ""
+        rate = fmt_num(r["rate_gbps"]) + ("†" if r["rate_method"] == "whole" else "") \
+            if r["rate_gbps"] is not None else "–"
+        label = _without(r["cell"], common)
+        cells = [label if r["cell"] != last else "", str(r["concurrency"])]
+        if reads:
+            cells.append(r["direction"])
+        shown = verdict_text(r["verdict"], r.get("co_limits") or [], r.get("near") or [])
+        near_ = shown[len(r["verdict"]):]  # co-limits and borderline candidates after the name
+        body.append((cells, rate, r["verdict"], near_, r["short_reason"] + mark))
+        last = r["cell"]
+    heads = ["cell", "c", *(["dir"] if reads else []), "Gb/s", "verdict", "why (deciding figure)"]
+    why_w = None
+    if width:
+        fixed = [max([len(heads[i]), *(len(b[0][i]) for b in body)]) for i in range(len(heads) - 3)]
+        fixed += [max([4, *(len(b[1]) for b in body)]),
+                  max([7, *(len(b[2]) + len(b[3]) for b in body)])]
+        why_w = width - sum(fixed) - GAP * (len(heads) - 1)
+        if why_w < 24 and fixed[0] > 12:  # narrow: the cell labels wrap too
+            why_w += fixed[0] - 12
+        why_w = max(why_w, 16)
     t.add_column("cell", overflow="fold")
     t.add_column("c", justify="right")
     if reads:
@@ -256,20 +308,34 @@ def table(rd: Any, rows_: list[dict[str, Any]]):
     t.add_column("Gb/s", justify="right")
     t.add_column("verdict")
     t.add_column("why (deciding figure)", overflow="fold")
-    last = None
-    for r in rows_:
-        mark = " ▲ " + "; ".join(b["text"] for b in r["beats"]) if r["beats"] else ""
-        rate = fmt_num(r["rate_gbps"]) + ("†" if r["rate_method"] == "whole" else "") \
-            if r["rate_gbps"] is not None else "–"
-        cells = [r["cell"] if r["cell"] != last else "", str(r["concurrency"])]
-        if reads:
-            cells.append(r["direction"])
-        style = STYLE.get(r["verdict"], "bold")
-        shown = verdict_text(r["verdict"], r.get("co_limits") or [], r.get("near") or [])
-        t.add_row(*cells, rate, f"[{style}]{r['verdict']}[/]{shown[len(r['verdict']):]}",
-                  r["short_reason"] + mark)
-        last = r["cell"]
+    for cells, rate, verdict, near_, why in body:
+        style = STYLE.get(verdict, "bold")
+        t.add_row(*cells, rate, f"[{style}]{verdict}[/]{near_}",
+                  _keep_percent(why, why_w) if why_w else why)
     return t
+
+
+def text(rd: Any, rows_: list[dict[str, Any]], width: int) -> str:
+    """The closing table and its verdict counts as plain text: at most ``width`` columns, no
+    trailing spaces (a log, CI, a file)."""
+    import io
+
+    from rich.console import Console
+    buf = io.StringIO()
+    con = Console(file=buf, width=width, highlight=False, color_system=None, force_terminal=False)
+    con.print(table(rd, rows_, width))
+    con.print(f"verdicts: {counts_line(rows_)}", highlight=False)
+    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+
+
+def width() -> int:
+    """The closing table's width: $COLUMNS, else the terminal's, else 100 (not a terminal)."""
+    import os
+    import shutil
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) >= 40:
+        return int(cols)
+    return shutil.get_terminal_size((100, 24)).columns if _is_tty() else 100
 
 
 def counts_line(rows_: list[dict[str, Any]]) -> str:
@@ -278,10 +344,16 @@ def counts_line(rows_: list[dict[str, Any]]) -> str:
 
 
 def print_table(rd: Any, rows_: list[dict[str, Any]], console=None) -> None:
-    """The closing table on ``console`` (default: stdout; plain text when it is no terminal)."""
+    """The closing table on ``console`` (default: stdout, coloured on a terminal; otherwise plain
+    text of at most width() columns)."""
+    import sys
+
     from rich.console import Console
-    console = console or Console(width=None if _is_tty() else 160, highlight=False)
-    console.print(table(rd, rows_))
+    if console is None and not _is_tty():
+        sys.stdout.write(text(rd, rows_, width()))
+        return
+    console = console or Console(width=width(), highlight=False)
+    console.print(table(rd, rows_, console.width))
     console.print(f"verdicts: {counts_line(rows_)}", highlight=False)
     lines = settle(rd, rows_)
     if lines:

@@ -143,7 +143,7 @@ from xcbench.analysis.verdicts.rules import (  # noqa: F401 - the public names o
     VERDICTS,
     _ok,
     decide,
-    gib,
+    gbps,
     pct,
     with_co_limits,
 )

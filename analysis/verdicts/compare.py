@@ -7,6 +7,11 @@ just the range of the two values: shown, but not trusted for a call).
 The cell fingerprints (layout, pool, gateway template inputs, versions) are compared too, since a
 difference may come from a changed configuration rather than from the change under test; each
 row names the fingerprint fields that changed (``config_fields``).
+
+The regression gate (``slower``, `xcbench compare --fail-if-slower PCT`) names the levels whose
+contender rate is below the base's by more than PCT even at the noisy end: the upper confidence
+bound of contender / base, from each level's own relative error and each run's between-run term
+(analysis.verdicts.between_run) in quadrature, is below 1 - PCT/100.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from xcbench.analysis.verdicts import between_run
 from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.analysis.verdicts.borderline import combined
 from xcbench.analysis.verdicts.run_data import RunData
-from xcbench.figures.stats import ci_overlap, pct_diff
+from xcbench.figures.stats import ci_overlap, pct_diff, rate_rel_se, ratio_lower_bound
 from xcbench.store.fingerprint import fingerprint_diff
 
 MIN_REPEATS = 3
@@ -46,7 +53,27 @@ def _pair_by_label(base: RunData, contender: RunData) -> dict[str, str]:
         bids = b_by.get(label, [])
         if len(cids) == 1 and len(bids) == 1 and cids[0] not in bl and bids[0] not in cl:
             out[cids[0]] = bids[0]
-    return out
+    return out | _pair_by_settings(base, contender, out)
+
+
+def _pair_by_settings(base: RunData, contender: RunData, paired: dict[str, str]) -> dict[str, str]:
+    """{contender cell id: base cell id} for the cells still unpaired whose recorded settings
+    differ in one key only (a CPU quota ``cores``, the streams...), each such match unique:
+    the same cell with one thing changed on purpose, which ``config_fields`` then names."""
+    def settings(rd: RunData) -> dict[str, dict]:
+        return {cid: c.get("settings") for cid, c in (rd.manifest.get("cells") or {}).items()
+                if isinstance(c.get("settings"), dict)}
+    bs, cs = settings(base), settings(contender)
+    b_left = {k: v for k, v in bs.items() if k not in cs and k not in paired.values()}
+    c_left = {k: v for k, v in cs.items() if k not in bs and k not in paired}
+    matches = {cid: [bid for bid, b in b_left.items() if len(_changed(b, c)) == 1]
+               for cid, c in c_left.items()}
+    taken = [b for m in matches.values() for b in m]
+    return {cid: m[0] for cid, m in matches.items() if len(m) == 1 and taken.count(m[0]) == 1}
+
+
+def _changed(a: dict, b: dict) -> list[str]:
+    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
@@ -61,6 +88,11 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
     bfp = {cid: c.get("fingerprint") for cid, c in base.manifest.get("cells", {}).items()}
     cfp = {pair.get(cid, cid): c.get("fingerprint")
            for cid, c in contender.manifest.get("cells", {}).items()}
+    bset = {cid: c.get("settings") for cid, c in base.manifest.get("cells", {}).items()}
+    cset = {pair.get(cid, cid): c.get("settings")
+            for cid, c in contender.manifest.get("cells", {}).items()}
+    bterm = between_run.of(base.manifest).get("rate")
+    cterm = between_run.of(contender.manifest).get("rate")
     rows = []
     for key in sorted(set(bp) | set(cp), key=lambda k: (labels.get(k[0], k[0]), k[1], k[2])):
         b, c = bp.get(key), cp.get(key)
@@ -70,6 +102,9 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
         vb, vc = bv.get(key), cv.get(key)
         fb, fc = bfp.get(key[0]), cfp.get(key[0])
         changed = fingerprint_diff(fb, fc) if fb and fc else []
+        sb, sc = bset.get(key[0]), cset.get(key[0])
+        if isinstance(sb, dict) and isinstance(sc, dict):  # a setting changed on purpose
+            changed = [*(f"settings.{k}" for k in _changed(sb, sc)), *changed]
         rows.append({
             "cell_id": key[0], "concurrency": key[1], "direction": key[2],
             "label": labels.get(key[0], key[0]) + ("" if key[2] == "write" else f" ({key[2]}s)"),
@@ -82,8 +117,37 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
             "verdict_changed": bool(vb and vc and vb != vc),
             "config_changed": bool(changed), "config_fields": changed,
             "only_in": "base" if c is None else ("contender" if b is None else ""),
+            "base_rel_se": _rel_se(b, bterm), "contender_rel_se": _rel_se(c, cterm),
         })
     return rows
+
+
+def _rel_se(p: dict[str, Any] | None, term: float | None) -> float:
+    """A level's relative rate error: its own (figures.stats) and its run's between-run term."""
+    if p is None:
+        return math.nan
+    own = rate_rel_se(*(float(p.get(k, math.nan)) for k in
+                        ("repeats", "rate_cv_repeats", "window_cv", "window_n")))
+    return combined(own, term) if term is not None or math.isfinite(own) else math.nan
+
+
+def slower(rows: list[dict[str, Any]], pct: float) -> list[dict[str, Any]]:
+    """The rows whose contender fell by more than ``pct`` % beyond noise, each with
+    ``fell_at_least``: the smallest fall (a fraction) the noise allows. Unknown errors count
+    as none (the plain ratio); a level in one run only is not judged."""
+    out = []
+    for r in rows:
+        b, c = r["base_rate"], r["contender_rate"]
+        if r["only_in"] or not (math.isfinite(b) and math.isfinite(c) and b > 0):
+            continue
+        # the lower bound of base / contender is the upper bound of contender / base, inverted
+        lo = ratio_lower_bound(c, r["contender_rel_se"], b, r["base_rel_se"]) if c > 0 else math.inf
+        if not lo > 0:
+            continue
+        fell = 1.0 - 1.0 / lo
+        if fell > pct / 100.0:
+            out.append({**r, "fell_at_least": fell})
+    return out
 
 
 def versions_changed(base: RunData, contender: RunData) -> dict[str, tuple[Any, Any]]:

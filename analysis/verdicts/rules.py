@@ -17,7 +17,7 @@ from xcbench.analysis.verdicts import borderline as _bl
 from xcbench.analysis.verdicts import roles as _roles
 from xcbench.analysis.verdicts.amplification import describe
 from xcbench.figures.stats import CONFIDENCE
-from xcbench.figures.units import fmt_num
+from xcbench.figures.units import fmt_gbps, fmt_num
 
 # client: the driver's host at its CPU or NIC limit (or not keeping its slots busy);
 # concurrency: more transfers in flight would go faster (the site's knob, not its hardware)
@@ -37,8 +37,8 @@ def _ok(v: Any) -> TypeGuard[float]:
     return v is not None and isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
 
 
-def gib(v: float) -> str:
-    return f"{fmt_num(v / GIB)} GiB/s"
+def gbps(v: float) -> str:
+    return fmt_gbps(v)  # the one rate unit of every figure a user reads
 
 
 def pct(v: float) -> str:
@@ -185,11 +185,11 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     host_txt = f"host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) else None
 
     if _bl.passes(ev, "network", "share of the iperf3 baseline", u.get("network"), NEAR, se):
-        return "network", (f"The chain moves {gib(r)} ({fmt_num(r * 8 / 1e9)} Gb/s) {at}, "
+        return "network", (f"The chain moves {gbps(r)} {at}, "
                            f"{pct(u['network'])} of the iperf3 baseline "
-                           f"({fmt_num(ev['network_bps'] * 8 / 1e9)} Gb/s).")
+                           f"({gbps(ev['network_bps'])}).")
     skip = ev.get(_bl.SKIP, ())
-    limited = _roles.at_limit_verdict(ev, at, gib(r))
+    limited = _roles.at_limit_verdict(ev, at, gbps(r))
     if limited and limited[0] not in skip:
         return limited
     dev = _dev_iops(ev) and "storage-iops" in u
@@ -204,12 +204,12 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
                                     f"{fmt_num(ev['fio_device_iops'])} IO/s fio's {ev['fio_iops_job']} "
                                     f"job made it do ({fmt_num(ev['fio_iops'])} IOPS)"
                                     + (f", its bytes at {pct(ub)} of their ceiling" if _ok(ub) else "")
-                                    + f", while the chain moves only {gib(r)}"
+                                    + f", while the chain moves only {gbps(r)}"
                                     + (f" in {fmt_num(ops)} pool {io} op/s" if _ok(ops) else "") + ".")
         return "storage-iops", (f"The pool {ev['pool']} sustains {fmt_num(ev[ops_key(ev)])} "
                                 f"{io} op/s {at}, {pct(u['storage-iops'])} of the "
                                 f"{fmt_num(ev['fio_iops'])} IOPS fio measured ({ev['fio_iops_job']}), "
-                                f"while the chain moves only {gib(r)}.")
+                                f"while the chain moves only {gbps(r)}.")
     ugw, ubw = u.get("gateway", 0), u.get("storage-bandwidth", 0)
     if ugw < NEAR and _bl.passes(ev, "ec-overhead", "EC/replicated rate", ev.get("ec_ratio"), NEAR,
                                  _bl.combined(se, ev.get("rep_rate_rel_se")), at_most=True):
@@ -218,9 +218,9 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
         if io == "read":
             rho = "; " + amplification_text(ev)
         tail = f"; {host_txt}" if host_txt and ev.get("roles") else ""
-        return "ec-overhead", (f"On the EC pool the chain moves {gib(r)} {at}, "
+        return "ec-overhead", (f"On the EC pool the chain moves {gbps(r)} {at}, "
                                f"{pct(ev['ec_ratio'])} of the same layout on {ev['rep_pool']} "
-                               f"({gib(ev['rep_rate'])}){rho}{tail}.")
+                               f"({gbps(ev['rep_rate'])}){rho}{tail}.")
     # a storage ceiling measured on this host and reached names the cap more closely than a busy
     # host CPU (which others' load may fill): it comes first unless the gateway's is nearer
     bw_first = ubw >= ugw
@@ -229,7 +229,7 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     if bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
                                u.get("storage-bandwidth"), NEAR, se_bw):
         return _bandwidth(ev, r, at, io, ubw)
-    host = _roles.host_cpu_verdict(ev, at, gib(r), NEAR, reaches=lambda busy: _bl.passes(
+    host = _roles.host_cpu_verdict(ev, at, gbps(r), NEAR, reaches=lambda busy: _bl.passes(
         ev, "host-cpu", "host CPU busy", busy, NEAR,
         _bl.combined(ev.get("host_busy_rel_se"), between.get("host_busy"))))
     if host:
@@ -238,26 +238,26 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
         parts = []
         if _ok(ev.get("gateway_ceiling")):
             parts.append(f"{pct(r / ev['gateway_ceiling'])} of the tmpfs-gateway ceiling "
-                         f"({gib(ev['gateway_ceiling'])})")
+                         f"({gbps(ev['gateway_ceiling'])})")
         if cpu_txt:
             parts.append(cpu_txt)
         if _ok(ev.get("fio_bw")):
-            parts.append(f"fio allows {gib(ev['fio_bw'])}")
-        return "gateway", f"The chain moves {gib(r)} {at}: " + "; ".join(parts) + "."
+            parts.append(f"fio allows {gbps(ev['fio_bw'])}")
+        return "gateway", f"The chain moves {gbps(r)} {at}: " + "; ".join(parts) + "."
     if not bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
                                    u.get("storage-bandwidth"), NEAR, se_bw):
         return _bandwidth(ev, r, at, io, ubw)
     starved = ev.get("starved_frac")
     if _ok(starved) and starved >= STARVED and "client" not in skip:
         return "client", (f"The client left transfer slots idle while files were queued in "
-                          f"{pct(starved)} of the seconds {at}; the chain moved {gib(r)}.")
+                          f"{pct(starved)} of the seconds {at}; the chain moved {gbps(r)}.")
     if _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= STARVED and "client" not in skip:
         return "client", (f"Even into tmpfs the client left slots idle {pct(ev['gateway_starved'])} "
-                          f"of the time {at}; the chain moved {gib(r)}.")
+                          f"of the time {at}; the chain moved {gbps(r)}.")
     grows, growth_txt = _growth(ev, r)
     if grows and "concurrency" not in skip:
-        return "concurrency", (f"The rate still grows with concurrency: {gib(r)} {at} but "
-                          f"{gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
+        return "concurrency", (f"The rate still grows with concurrency: {gbps(r)} {at} but "
+                          f"{gbps(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
                           f"{growth_txt}, so more transfers in flight would go faster.")
     names = {"network": "iperf3", "gateway": "gateway", "storage-bandwidth": "fio bandwidth",
              "storage-iops": "fio IOPS"}
@@ -279,23 +279,23 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
             + (", so that probe is no ceiling of this path (direct I/O vs the gateway's buffered "
                f"{io}s?)")
     if growth_txt:
-        why += (f"; {gib(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
+        why += (f"; {gbps(ev['best_higher_rate'])} at {fmt_num(ev['best_higher_level'])}"
                 f"{growth_txt}, not surely {fmt_num(SCALING)}x: not shown to grow with concurrency")
     if ev.get("gateway_ceiling_note"):
         why += f"; the tmpfs cell is no gateway ceiling here ({ev['gateway_ceiling_note']})"
     tail = f"; {host_txt}" if host_txt else ""
     if ev.get("roles") and _roles.summary(ev["roles"]):
         tail += f"; role CPU/limit in cores: {_roles.summary(ev['roles'])}"
-    return "inconclusive", f"The chain moves {gib(r)} {at}, {why}{tail}."
+    return "inconclusive", f"The chain moves {gbps(r)} {at}, {why}{tail}."
 
 
 def _bandwidth(ev: dict[str, Any], r: float, at: str, io: str, ubw: float) -> tuple[str, str]:
-    g = (f", while the tmpfs gateway does {gib(ev['gateway_ceiling'])}"
+    g = (f", while the tmpfs gateway does {gbps(ev['gateway_ceiling'])}"
          if _ok(ev.get("gateway_ceiling")) else "")
     host = (f"; host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) and ev.get("roles")
             and ev["host_busy"] >= NEAR else "")
-    return "storage-bandwidth", (f"The chain moves {gib(r)} {at}, {pct(ubw)} of the fio {io} "
-                                 f"ceiling of this layout and pool ({gib(ev['fio_bw'])}){g}{host}.")
+    return "storage-bandwidth", (f"The chain moves {gbps(r)} {at}, {pct(ubw)} of the fio {io} "
+                                 f"ceiling of this layout and pool ({gbps(ev['fio_bw'])}){g}{host}.")
 
 
 def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:

@@ -54,7 +54,7 @@ def run_demo_shape(ceph_cluster: Any, directory: Path) -> DemoRun:
     path = demo_shape(directory)
     shape = load_matrix(path)
     cp = subprocess.run([sys.executable, "-m", "xcbench", "run", str(path), "-c", str(ceph_cluster.conf),
-                         "--store", str(directory / "results"), "--name", NAME, "--json"],
+                         "--store", str(directory / "results"), "--run-name", NAME, "--json"],
                         capture_output=True, text=True, timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
     return DemoRun(RunDir.open(directory / "results" / NAME), json.loads(cp.stdout), cp.stderr,

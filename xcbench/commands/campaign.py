@@ -2,7 +2,7 @@
 
 --gateway takes a root:// or http:// URL of a running gateway, or ``tmpfs`` to start a
 tmpfs-backed gateway for the campaign (and, for TPC modes without --source, a tmpfs source).
-Records (transfers, timeline, optimizer, campaigns, findings) go to a run directory in --out.
+Records (transfers, timeline, optimizer, campaigns, findings) go to a run directory in --store.
 With --fts URL the same campaign is submitted to an FTS3 server's REST API instead.
 """
 
@@ -21,7 +21,9 @@ from xcbench.campaign.endpoints import endpoint
 from xcbench.campaign.spec import memory_problem
 from xcbench.cell import Cell
 from xcbench.commands import add_store_arg, argcheck
+from xcbench.commands.options import add_no_ceph_name, add_run_name_arg
 from xcbench.errors import XcbError
+from xcbench.figures.units import fmt_gbps
 from xcbench.run.session import CellSession
 from xcbench.scaleout.fts3 import submit_campaign
 from xcbench.store.rundir import RunDir, default_store
@@ -38,29 +40,41 @@ def add_parser(sub):
     p.add_argument("--gateway", required=True, metavar="URL",
                    help="destination: root://host:port, http://host:port, or 'tmpfs'")
     p.add_argument("--source", metavar="URL", help="TPC source gateway (root:// or http://, or 'tmpfs')")
-    p.add_argument("--mode", default="push", choices=("push", "tpc-root", "tpc-http"))
-    p.add_argument("--client", default="xrootd", choices=("xrootd", "gfal2"))
-    p.add_argument("--files", type=int, default=16)
+    p.add_argument("--mode", default="push", choices=("push", "tpc-root", "tpc-http"),
+                   help="push: the client sends the bytes; tpc-root/tpc-http: the gateway pulls "
+                        "them from --source (third-party copy; default push)")
+    p.add_argument("--client", default="xrootd", choices=("xrootd", "gfal2"),
+                   help="transfer client library (default xrootd)")
+    p.add_argument("--files", type=int, default=16, help="files in the campaign (default 16)")
     p.add_argument("--size", default="64M", help="(mean) file size, e.g. 256M, 1G")
-    p.add_argument("--size-dist", default="fixed", choices=("fixed", "uniform", "lognormal"))
+    p.add_argument("--size-dist", default="fixed", choices=("fixed", "uniform", "lognormal"),
+                   help="how file sizes spread around --size (default fixed)")
     p.add_argument("--size-spread", type=float, default=0.5,
                    help="uniform: ±fraction of the mean; lognormal: sigma")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the file sizes (default 0)")
     p.add_argument("--concurrency", type=int, default=4,
                    help="active transfers (the optimizer's max with --optimizer)")
     p.add_argument("--optimizer", action="store_true", help="emulate FTS3's optimizer")
     p.add_argument("--optimizer-interval", type=float, default=60.0, metavar="S",
                    help="seconds between optimizer decisions (FTS: 60)")
-    p.add_argument("--optimizer-min", type=int, default=2)
+    p.add_argument("--optimizer-min", type=int, default=2,
+                   help="fewest active transfers the optimizer goes down to (default 2)")
     p.add_argument("--optimizer-mode", default="normal",
-                   choices=("conservative", "normal", "aggressive"))
-    p.add_argument("--streams", type=int, default=1)
+                   choices=("conservative", "normal", "aggressive"),
+                   help="FTS3's optimizer mode: how far one decision moves (default normal)")
+    p.add_argument("--streams", type=int, default=1,
+                   help="parallel TCP streams per transfer (default 1)")
     p.add_argument("--timeout", type=float, default=600.0, help="per transfer, plus --timeout-per-mib")
-    p.add_argument("--timeout-per-mib", type=float, default=2.0)
-    p.add_argument("--retries", type=int, default=0)
-    p.add_argument("--retry-delay", type=float, default=0.0, metavar="S")
-    p.add_argument("--checksum", default="both", choices=("none", "source", "target", "both"))
-    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--timeout-per-mib", type=float, default=2.0, metavar="S",
+                   help="seconds added to --timeout per MiB of the file (default 2)")
+    p.add_argument("--retries", type=int, default=0,
+                   help="times a failed transfer is tried again (default 0)")
+    p.add_argument("--retry-delay", type=float, default=0.0, metavar="S",
+                   help="seconds before a retry (default 0)")
+    p.add_argument("--checksum", default="both", choices=("none", "source", "target", "both"),
+                   help="adler32 checked at the source, the target, both or none (default both)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace destination files that exist (default: such a transfer fails)")
     p.add_argument("--delete-after-verify", action="store_true",
                    help="delete each destination file once verified (campaigns larger than the target)")
     p.add_argument("--connections", type=int, default=16,
@@ -73,8 +87,10 @@ def add_parser(sub):
     p.add_argument("--fts-cert", metavar="PEM", help="X509 proxy or certificate for --fts")
     p.add_argument("--fts-no-verify", action="store_true", help="do not verify the FTS server's TLS")
     add_store_arg(p, "result store")
-    p.add_argument("--name", help="run directory name")
-    p.add_argument("--no-progress", action="store_true")
+    add_run_name_arg(p)
+    add_no_ceph_name(p)
+    p.add_argument("--no-progress", action="store_true",
+                   help="no live progress view of the campaign")
     p.add_argument("--json", action="store_true", help="print the CAMPAIGN row as JSON")
     return p
 
@@ -160,7 +176,7 @@ def check_args(args) -> None:
         raise XcbError("campaign: give --fts-token or --fts-token-file, not both")
     argcheck.number("--optimizer-interval", args.optimizer_interval, 0, 86400, lo_open=True)
     argcheck.number("--optimizer-min", args.optimizer_min, 1, 100_000)
-    argcheck.name("--name", args.name)
+    argcheck.name("--run-name", args.run_name)
     argcheck.directory("--store", args.store)
 
 
@@ -175,7 +191,7 @@ def run(args) -> int:
         dst_size, src_size = tmpfs_sizes(spec, args)  # checked against memory before any mount
         dest = _tmpfs_gateway(stack, procs, "campaign-dst", dst_size) if dst_size else args.gateway
         source = _tmpfs_gateway(stack, procs, "campaign-src", src_size) if src_size else args.source
-        run_dir = RunDir.create(args.store or default_store(), name=args.name, fingerprint=False,
+        run_dir = RunDir.create(args.store or default_store(), name=args.run_name, fingerprint=False,
                                 kind="campaign", command=redact_argv(sys.argv[1:]))
         status = "failed"
         stop = current()
@@ -203,6 +219,6 @@ def run(args) -> int:
     else:
         dur = max(row["finish_time"] - row["start_time"], 1e-9)
         print(f"{row['campaign_id']}: {row['finished']}/{row['files']} finished, {row['failed']} failed, "
-              f"{row['bytes'] / 1e9:.2f} GB in {dur:.1f} s = {8 * row['rate'] / 1e9:.2f} Gb/s "
-              f"({row['rate'] / 2**20:.0f} MiB/s); records in {run_dir.path}")
+              f"{row['bytes'] / 1e9:.2f} GB in {dur:.1f} s = {fmt_gbps(row['rate'], gib=True)}; "
+              f"records in {run_dir.path}")
     return 0 if row["failed"] == 0 else 1

@@ -172,6 +172,9 @@ def collect_status(c: Cluster) -> dict:
         out["rss_total"] = sum(rss.values())
         out["objectstore"] = c.info.get("objectstore")
         out["ports"] = c.info.get("ports")
+        # the embedded cluster's own Prometheus: what `run` reads without --prometheus, and
+        # where a site's Grafana or a user's PromQL can look at a run
+        out["prometheus"] = c.info.get("prometheus")
     return out
 
 
@@ -189,6 +192,13 @@ def _print_status(s: dict) -> None:
     for fs in s["fs"]:
         mds = ", ".join(f"{m['name']} {m['state']}" for m in fs["mds"]) or "no MDS"
         print(f"fs       {fs['name']}: {mds}; data pools {', '.join(map(str, fs['data_pools']))}")
+    prom = s.get("prometheus")
+    if isinstance(prom, dict) and prom.get("url"):
+        print(f"prom     {prom['url']} (scrapes node_exporter {prom.get('node')} and the mgr "
+              f"module {prom.get('mgr')}; what `xcbench run` reads without --prometheus)")
+    elif s.get("embedded"):
+        print("prom     none (started without its Prometheus); `xcbench run --prometheus URL` "
+              "for a site's")
     if "daemons" in s:
         print("daemons  " + ", ".join(f"{n} ({d['pid']}, {_mib(d['rss'])})" for n, d in s["daemons"].items()))
         print(f"rss      {_mib(s['rss_total'])} in total")

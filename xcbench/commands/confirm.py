@@ -19,6 +19,7 @@ from xcbench.errors import XcbError
 from xcbench.run.runner import Interrupted
 from xcbench.selftest import confirm
 from xcbench.selftest.run_scenarios import _stderr as log
+from xcbench.store.catalog import resolve_run
 
 
 def add_parser(sub):
@@ -26,7 +27,10 @@ def add_parser(sub):
                        description="Test a run's verdicts by intervention: relieve the named limit "
                                    "(the rate must rise) or tighten it (the rate must fall), control "
                                    "and changed runs interleaved A-B-B-A.")
-    p.add_argument("run", help="the run directory")
+    p.add_argument("run", metavar="RUN",
+                   help="run directory, run id (or unique prefix) in the store, or 'latest'")
+    p.add_argument("--store", metavar="DIR", default=None,
+                   help="result store for run ids (default: $XCBENCH_STORE or ./results)")
     p.add_argument("--cell", help="only this cell's verdicts (id or id prefix)")
     p.add_argument("--level", type=int, help="only the verdicts at this concurrency level")
     p.add_argument("--verdict", action="append", help="only verdicts of this name (repeatable)")
@@ -45,6 +49,7 @@ def add_parser(sub):
 def run(args) -> int:
     if args.pairs < 2:
         raise XcbError(f"confirm: --pairs {args.pairs}: at least 2 (an A-B-B-A experiment)")
+    args.run = str(resolve_run(args.run, args.store).path)
     run_dir, rows, _ = confirm.preflight(args.run, args.cell, args.level, tuple(args.test or ()))  # bad input: exit 2, nothing started
     labels = {cid: c.label for cid, c in run_dir.cells.items()}
     embedded = bool((run_dir.manifest.get("cluster") or {}).get("embedded"))

@@ -7,6 +7,7 @@ from importlib.resources import files
 
 from xcbench.ceph.cluster import default_state_dir
 from xcbench.ceph.mini import MiniCluster
+from xcbench.commands.options import add_no_ceph_name
 from xcbench.commands.run import (
     add_run_args,
     execute,
@@ -28,6 +29,7 @@ def add_parser(sub):
     p.add_argument("--keep-cluster", action="store_true",
                    help="leave a cluster the demo started running (default: take it down)")
     add_run_args(p)
+    add_no_ceph_name(p)
     return p
 
 

@@ -41,7 +41,8 @@ STATE = "gateway.json"
 def add_parser(sub):
     p = sub.add_parser("gateway", help="start/stop a cell's XRootD gateway for manual exploration",
                        description=__doc__.split("\n\n")[0])
-    p.add_argument("action", choices=("up", "down"))
+    p.add_argument("action", choices=("up", "down"),
+                   help="up: start the gateway of a cell (--matrix, --cell); down: stop the one started")
     p.add_argument("--matrix", metavar="FILE", help="matrix file (up)")
     p.add_argument("--cell", metavar="ID", help="cell id, id prefix or label (up)")
     p.add_argument("--workdir", metavar="DIR",

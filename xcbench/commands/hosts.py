@@ -23,7 +23,7 @@ def add_parser(sub):
     d = hs.add_parser("down", help="remove every emulated host recorded (also after a crash)")
     d.add_argument("file", nargs="?", help="only this inventory's hosts")
     s = hs.add_parser("status", help="what is recorded and whether it is there")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("--json", action="store_true", help="print the record as JSON")
     return p
 
 

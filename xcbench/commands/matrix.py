@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
 from xcbench.errors import XcbError
 from xcbench.figures.units import format_size, parse_size
 from xcbench.matrix import ClusterFacts, check_lines, load_matrix
@@ -11,15 +14,19 @@ def add_parser(sub):
     p = sub.add_parser("matrix", help="check or show a matrix file",
                        description="Check a matrix file (every error names the file, cell and field) "
                        "or show the cells it expands to.")
-    p.add_argument("action", choices=("check", "show"))
-    p.add_argument("file")
+    p.add_argument("action", choices=("check", "show"),
+                   help="check: every error, one line each (exit 2); show: the cells as a table")
+    p.add_argument("file", help="the matrix YAML")
     p.add_argument("--scale-ec", action="store_true",
                    help="map EC k+m pools that do not fit the cluster onto what fits")
     p.add_argument("--osds", type=int, help="validate for a cluster with this many OSDs")
     p.add_argument("--hosts", type=int, default=1, help="... and this many hosts (default 1)")
     p.add_argument("--max-object-size", default="128M",
                    help="the cluster's osd_max_object_size (default 128M, Ceph's default)")
-    p.add_argument("--failure-domain", choices=("osd", "host"), default="osd")
+    p.add_argument("--failure-domain", choices=("osd", "host"), default="osd",
+                   help="where the pools' CRUSH rule places replicas and chunks (default osd)")
+    p.add_argument("--json", action="store_true",
+                   help="check: {file, ok, errors, cells}; show: the cells' settings, as JSON")
     return p
 
 
@@ -55,14 +62,23 @@ def run(args) -> int:
     facts = _facts(args)
     if args.action == "check":
         lines = check_lines(args.file, facts=facts, scale_ec=args.scale_ec)
-        for line in lines:
-            print(line)
+        m = None if lines else load_matrix(args.file, facts=facts, scale_ec=args.scale_ec)
+        if args.json:
+            print(json.dumps({"file": args.file, "ok": not lines, "errors": lines,
+                              "cells": len(m.cells) if m else None}, indent=1))
+        for line in lines:  # every error, each as one user error is said (cli.main)
+            print(f"xcbench: error: {line}", file=sys.stderr)
         if lines:
             return 2
-        m = load_matrix(args.file, facts=facts, scale_ec=args.scale_ec)
-        print(f"{args.file}: ok, {len(m.cells)} cells")
+        if not args.json:
+            print(f"{args.file}: ok, {len(m.cells) if m else 0} cells")
         return 0
     m = load_matrix(args.file, facts=facts, scale_ec=args.scale_ec)
+    if args.json:
+        print(json.dumps({"name": m.name, "file": args.file, "scaled_ec": dict(m.scaled_ec),
+                          "cells": [{"id": c.id, "label": c.label, **c.settings()} for c in m.cells]},
+                         indent=1, default=str))
+        return 0
     from rich.console import Console
     from rich.table import Table
     t = Table(title=f"{m.name}: {len(m.cells)} cells")

@@ -23,6 +23,7 @@ from xcbench.plan.presets import PRESETS, resolve_target
 from xcbench.plan.report import render_plan
 from xcbench.plan.rtt import buffers, parse_rtts, rtt_section
 from xcbench.plan.spec import Assumptions, example_path, examples, load_cluster, load_gateway
+from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import RunDir
 
 
@@ -52,7 +53,11 @@ def add_parser(sub):
                         "CPU/GB sizes the gateways (--calibrate; default none)")
     c = p.add_argument_group("calibration")
     c.add_argument("--calibrate", nargs="+", action="extend", default=[], metavar="RUN",
-                   help="run directories whose measurements replace datasheet numbers")
+                   help="runs (directory, id in --store, or 'latest') whose measurements replace "
+                        "datasheet numbers")
+    c.add_argument("--store", metavar="DIR", default=None,
+                   help="result store for --calibrate run ids (default: $XCBENCH_STORE or "
+                        "./results)")
     c.add_argument("--calibrate-spec", metavar="FILE|EXAMPLE",
                    help="spec of the measured cluster: carry its efficiency (achieved / theoretical) "
                         "over to the planned spec")
@@ -79,7 +84,10 @@ def add_parser(sub):
         a.add_argument(d["flag"], dest=f"a_{d['name']}", default=f.default, metavar=None if d["choices"]
                        else "N", help=f"{d['help']} (default {f.default})", **kw)
     o = p.add_argument_group("output")
-    o.add_argument("--format", choices=("text", "json", "html", "md"), default="text")
+    o.add_argument("--format", choices=("text", "json", "html", "md"), default="text",
+                   help="text on stdout (default), json on stdout, or an html/md file (--out)")
+    o.add_argument("--json", action="store_const", dest="format", const="json",
+                   help="= --format json")
     o.add_argument("--out", help="write here (html/md default: xcbench-plan-<target>.<fmt>)")
     o.add_argument("--list", action="store_true", help="list target presets and example specs, then exit")
     return p
@@ -112,6 +120,7 @@ def run(args) -> int:
     cal = dev_spec = dev_gw = None
     if args.calibrate_osds is not None and not 1 <= args.calibrate_osds <= 10_000_000:
         raise XcbError("--calibrate-osds: must be >= 1 and <= 10000000")
+    args.calibrate = [str(resolve_run(r, args.store).path) for r in args.calibrate]
     if args.calibrate:
         cal = load_calibration(args.calibrate, args.calibrate_osds)
     if args.calibrate_spec:

@@ -3,7 +3,8 @@
 Each cell's target is prepared by its backend, probed (xcbench.probe.jobs.run_probe) and cleaned up;
 cells that differ only in what the probe does not see (origins, mode, concurrency, ...) share
 one probe. Prints a table like RAL's: stripe unit, stripe count, object size, pool -> IO rate
-(GiB/s, sequential object-sized writes; reads beside it) and IOPS (4 KiB random writes).
+(Gb/s, sequential object-sized writes, with RAL's GiB/s in brackets; reads beside it) and IOPS
+(4 KiB random writes).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from xcbench.ceph.cluster import cluster_from_args
 from xcbench.commands import argcheck
 from xcbench.commands.options import add_ceph_args
 from xcbench.errors import XcbError
-from xcbench.figures.units import format_size
+from xcbench.figures.units import format_size, gbps_num
 from xcbench.matrix import load_matrix
 from xcbench.probe.fio import summary
 from xcbench.probe.jobs import run_probe
@@ -56,7 +57,8 @@ def _storage_key(cell) -> tuple:
 
 
 def _gib(v) -> str:
-    return "-" if v is None else f"{v / GIB:.3f}"
+    """'4.58 (0.533)': Gb/s, the one rate unit, and GiB/s as RAL's table has it."""
+    return "-" if v is None else f"{gbps_num(v)} ({v / GIB:.3f})"
 
 
 def run(args) -> int:
@@ -125,7 +127,7 @@ def run(args) -> int:
     t = Table(title=f"{matrix.name}: fio probes"
               + (f" from {len(hosts)} hosts" if hosts else ""))
     for col in ("cell", "backend", "stripe unit", "stripe count", "object size", "pool",
-                "IO rate (GiB/s)", "read (GiB/s)", "IOPS", "p99 (ms)"):
+                "IO rate, Gb/s (GiB/s)", "read, Gb/s (GiB/s)", "IOPS", "p99 (ms)"):
         t.add_column(col, justify="right" if col[0].isupper() or "(" in col else "left")
     for c, rows, err in results:
         lay = c.layout

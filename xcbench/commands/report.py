@@ -58,10 +58,7 @@ def run(args) -> int:
 def closing(runs: list, as_json: bool, out: Path | None) -> int:
     """The closing table of each run (the verdicts of a run judged with the others as references,
     as in the HTML report), as text or JSON, on stdout or into ``out``."""
-    import io
     import json
-
-    from rich.console import Console
 
     data = [RunData(r) for r in runs]
     tables = [(rd, glance.rows(rd, tuple(o for o in data if o is not rd))) for rd in data]
@@ -75,11 +72,7 @@ def closing(runs: list, as_json: bool, out: Path | None) -> int:
             print(text, end="")
         return 0
     if out:
-        buf = io.StringIO()
-        con = Console(file=buf, width=160, highlight=False, color_system=None)
-        for rd, rows in tables:
-            glance.print_table(rd, rows, con)
-        out.write_text(buf.getvalue())
+        out.write_text("\n".join(glance.text(rd, rows, glance.width()) for rd, rows in tables))
         print(out)
         return 0
     for rd, rows in tables:

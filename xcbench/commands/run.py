@@ -13,7 +13,7 @@ from xcbench.backends.base import backend_class
 from xcbench.ceph.access import check_access
 from xcbench.ceph.cluster import cluster_from_args
 from xcbench.commands import add_store_arg, argcheck, store_of
-from xcbench.commands.options import add_ceph_args
+from xcbench.commands.options import add_ceph_args, add_run_name_arg
 from xcbench.errors import XcbError
 from xcbench.hosts.checks import check_versions
 from xcbench.matrix import load_matrix
@@ -21,6 +21,7 @@ from xcbench.matrix.schema import inventory_for, matrix_prometheus
 from xcbench.network.tcpaudit import tuned
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
+from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import RunDir
 from xcbench.system.http_auth import check_secret_url, check_url, read_auth
 from xcbench.system.secrets_policy import fts_endpoint_problems
@@ -47,9 +48,11 @@ def add_parser(sub):
 
 def add_run_args(p) -> None:
     add_store_arg(p)
-    p.add_argument("--name", help="run directory name (default: a UTC timestamp)")
+    add_run_name_arg(p)
     p.add_argument("--repeats", type=int, help="repeat every campaign N times (overrides the matrix)")
-    p.add_argument("--resume", metavar="RUN", help="run only the cells of RUN not yet complete")
+    p.add_argument("--resume", metavar="RUN",
+                   help="run only the cells of RUN not yet complete (directory, id in --store, or "
+                        "'latest')")
     p.add_argument("--scale-ec", action="store_true",
                    help="map EC k+m pools that do not fit the cluster onto what fits (recorded)")
     p.add_argument("--fio-hosts", help="comma-separated fio servers for multi-host probes")
@@ -78,7 +81,7 @@ def add_run_args(p) -> None:
 
 def options(args):
     argcheck.number("--repeats", args.repeats, 1, 10_000)
-    argcheck.name("--name", args.name)
+    argcheck.name("--run-name", args.run_name)
     argcheck.directory("--store", str(store_of(args)))
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
@@ -89,8 +92,8 @@ def options(args):
         extra["prometheus"] = {"url": check_url(args.prometheus),
                                "auth": read_auth(args.prometheus_auth)}
         check_secret_url(extra["prometheus"]["url"], extra["prometheus"]["auth"])
-    return RunOptions(out=Path(store_of(args)), repeats=args.repeats, name=args.name,
-                      resume=Path(args.resume) if args.resume else None, scale_ec=args.scale_ec,
+    return RunOptions(out=Path(store_of(args)), repeats=args.repeats, name=args.run_name,
+                      resume=resolve_run(args.resume, store_of(args)).path if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,
                       report=not args.no_report, report_format=args.format,
@@ -128,7 +131,9 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
     try:
         with tuned(opts.extra.get("tune_tcp", False)):  # old sysctls back on any exit
-            run = run_matrix(matrix, cluster, opts, view=MatrixView())
+            view = MatrixView(one_box=one_box(cluster, opts), probes=opts.probes,
+                              repeats=opts.repeats)
+            run = run_matrix(matrix, cluster, opts, view=view)
     except Interrupted as e:
         print(f"interrupted: what was measured is in {e}; continue with "
               f"`xcbench run --resume {e}`", file=sys.stderr)
@@ -143,13 +148,22 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     if run.state.report:
         print(f"report: {Path(run.state.report).resolve()}", file=out)
     if run.state.report and fit:  # not when the box, not the path, capped most levels
-        print(f"next: `xcbench plan --calibrate {run.path}` sizes gateways and disks for a target "
-              f"rate from what this run measured", file=out)
+        print("next: size gateways and disks for a target rate from what this run measured:",
+              file=out)
+        print(f"  xcbench plan --calibrate {run.path}", file=out)
     for w in run.state.warnings or []:
         print(f"warning: {w}", file=sys.stderr)
     for c in failed:
         print(f"failed cell {c.label}: {c.error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def one_box(cluster, opts) -> bool:
+    """Every role on this machine: no inventory of hosts, and no cluster or the embedded one
+    with its OSDs here (not inside an emulated storage host, `cluster up --osd-host`)."""
+    if opts.hosts is not None:
+        return False
+    return cluster is None or (bool(cluster.embedded) and not (cluster.info or {}).get("osd_host"))
 
 
 def closing(path: Path, as_json: bool = False) -> bool:

@@ -220,3 +220,31 @@ def fmt_size(v: Any) -> str:
     if not _finite(v):
         return "–"
     return format_size(int(v))
+
+
+# --- rates: one unit everywhere ----------------------------------------------------------------
+# decimal gigabits per second (1 Gb/s = 1e9 bit/s), as NICs, iperf3 and network people count;
+# GiB/s (2**30 bytes/s, as fio and storage people count) only in brackets beside it.
+
+def gbps_num(bps: object, digits: int = 3) -> str:
+    """bytes/s -> '6.02' (Gb/s, for a column whose header names the unit); '–' when missing."""
+    try:
+        v = float(bps) * 8 / 1e9  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "–"
+    if v != v or v in (float("inf"), float("-inf")):
+        return "–"
+    if v == 0:
+        return "0"
+    return f"{v:,.0f}" if abs(v) >= 10 ** digits else f"{v:.{digits}g}"
+
+
+def fmt_gbps(bps: object, digits: int = 3, gib: bool = False) -> str:
+    """bytes/s -> '6.02 Gb/s', with ``gib`` '6.02 Gb/s (0.701 GiB/s)'; '–' when missing."""
+    n = gbps_num(bps, digits)
+    if n == "–":
+        return n
+    if not gib:
+        return f"{n} Gb/s"
+    g = float(bps) / (1 << 30)  # type: ignore[arg-type]
+    return f"{n} Gb/s ({g:.{digits}g} GiB/s)"

@@ -1,6 +1,9 @@
 """Progress across a matrix: cells done / total, the current cell and phase, the current rate.
 
-On a terminal a rich live view; otherwise (CI, logs) one plain line per event.
+On a terminal a rich live view; otherwise (CI, logs) one plain line per event. Said once each:
+the run's estimated length (xcbench.run.estimate), the iperf3 and fio figures, and per level
+the busiest storage host's range (min-max) where its NIC is in the path: not on a one-box run,
+where no byte crosses it.
 """
 
 from __future__ import annotations
@@ -15,14 +18,19 @@ from rich.live import Live
 from rich.table import Table
 
 from xcbench.figures.steady import SteadyWindow, level_steady
+from xcbench.figures.units import fmt_gbps
+from xcbench.run import estimate
+from xcbench.run.figures import baseline_line, probe_line, storage_range
 from xcbench.telemetry.prometheus import LIVE_PREFIX, live_line
-
-PLAIN_STORAGE_EVERY = 10.0  # seconds between two storage lines in the plain (non-terminal) view
 
 
 class MatrixView:
-    def __init__(self, console: Console | None = None):
+    def __init__(self, console: Console | None = None, *, one_box: bool = False,
+                 probes: bool = True, repeats: int | None = None):
         self.console = console or Console(stderr=True)
+        # one box: the storage hosts are this machine; their NIC carries none of the run's bytes
+        self.one_box, self.probes, self.repeats = one_box, probes, repeats
+        self.live_rows: list[dict] = []  # the level's live storage rows, for its min-max line
         self.live: Live | None = None
         self.total = self.done = self.failed = 0
         self.cell = self.what = ""
@@ -33,13 +41,15 @@ class MatrixView:
         # the busiest storage host while a level runs (the prometheus device's live query)
         self.storage: str | None = None
         self.in_level = False
-        self._storage_said = -float("inf")
 
     def begin(self, run: Any, matrix: Any) -> None:
         self.total = len(matrix.cells)
         self.done = sum(1 for c in run.manifest["cells"].values()
                         if c.get("status") in ("complete", "degraded"))
         self._say(f"run {run.path} — {self.total} cells, {self.done} already done")
+        left = [c for c in matrix.cells if (run.manifest["cells"].get(c.id) or {}).get("status")
+                not in ("complete", "degraded")]
+        self._say(estimate.line(left, repeats=self.repeats, probes=self.probes))
         if self.console.is_terminal:
             self.live = Live(self._render(), console=self.console, refresh_per_second=2,
                              transient=True)
@@ -52,7 +62,7 @@ class MatrixView:
     def phase(self, label: str, what: str) -> None:
         self.cell, self.what = label, what
         self.in_level, self.storage = what.startswith("campaign"), None
-        self._storage_said = -float("inf")
+        self.live_rows = []
         self._say(f"    {what}")
 
     def observe(self, table: str, rows: list[dict]) -> None:
@@ -66,14 +76,17 @@ class MatrixView:
         elif table == "samples":
             live = [r for r in rows if r.get("sampler") == "prometheus"
                     and str(r.get("metric", "")).startswith(LIVE_PREFIX)]
-            if not live or not self.in_level:
+            if not live or not self.in_level or self.one_box:
                 return  # most sample rows: nothing to show (and no re-render for them)
             self.storage = live_line(live)
-            if not self.live and self.storage and time.monotonic() - self._storage_said >= PLAIN_STORAGE_EVERY:
-                self._storage_said = time.monotonic()
-                self._say(f"    {self.storage}")
+            self.live_rows.extend(live)
+        elif table == "baseline" and rows:
+            self._say(f"    {baseline_line(rows)}")
+        elif table == "probes" and rows:
+            self._say(f"    {probe_line(rows)}")
         elif table == "campaigns":
-            self.in_level, self.storage = False, None  # the level ended: its figures with it
+            said = storage_range(self.live_rows)
+            self.in_level, self.storage, self.live_rows = False, None, []  # the level ended
             for r in rows:
                 whole = 8 * float(r.get("rate") or 0) / 1e9
                 w = self._steady(r)
@@ -84,6 +97,8 @@ class MatrixView:
                     rate = f"{8 * w.rate / 1e9:.2f} Gb/s {how} ({whole:.2f} over the whole level)"
                 self._say(f"    c={r.get('concurrency')}: {rate}, "
                           f"{r.get('finished')} finished, {r.get('failed')} failed")
+            if said:
+                self._say(f"    {said}")
         if self.live:
             self.live.update(self._render())
 
@@ -126,7 +141,7 @@ class MatrixView:
         t = Table.grid(padding=(0, 2))
         t.add_row("cells", f"{self.done}/{self.total} done, {self.failed} failed")
         t.add_row("current", f"{self.cell} — {self.what}")
-        t.add_row("rate", f"{8 * self.rate / 1e9:.2f} Gb/s in the last second ({self.rate / 2**20:.0f} MiB/s)")
+        t.add_row("rate", f"{fmt_gbps(self.rate, gib=True)} in the last second")
         if self.storage:
             t.add_row("storage", self.storage.removeprefix("storage "))
         t.add_row("transfers", f"{self.transfers} ({self.transfer_failures} not finished)")

@@ -234,7 +234,7 @@ def test_probe_command_prints_a_ral_table(ceph_cluster, tmp_path, capsys):
                "--raw", str(tmp_path / "raw")])
     out, err = capsys.readouterr()
     assert rc == 0, err
-    assert "IO rate (GiB/s)" in out and "IOPS" in out and "stripe unit" in out
+    assert "IO rate, Gb/s (GiB/s)" in out and "IOPS" in out and "stripe unit" in out
     lines = [ln for ln in out.splitlines() if "tmpfs 256M" in ln or "rep3" in ln]
     assert len(lines) == 2  # one row per storage, not per concurrency level
     rados_line = next(ln for ln in lines if "rados" in ln)

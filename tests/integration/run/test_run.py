@@ -223,7 +223,7 @@ def test_sigint_mid_matrix_then_resume(ceph_cluster, tmp_path):
     path.write_text(path.read_text().replace("files: 6", "files: 300")
                     .replace("file_size: 2M", "file_size: 8M"))
     out = tmp_path / "results"
-    cmd = [sys.executable, "-m", "xcbench", "run", str(path), "--out", str(out), "--name", "sig",
+    cmd = [sys.executable, "-m", "xcbench", "run", str(path), "--out", str(out), "--run-name", "sig",
            "--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []

@@ -25,11 +25,11 @@ from xcbench.store.tables import VERDICT
          rep_rate=1.0 * GIB, raw_per_logical=1.52, raw_expected=1.5), "ec-overhead",
      ["60 % of the same layout on rep3", "raw/logical 1.52 (expected 1.5)"]),
     (_ev(rate=0.39 * GIB, gateway_ceiling=1 * GIB, fio_bw=0.4 * GIB), "storage-bandwidth",
-     ["98 % of the fio write ceiling", "0.4 GiB/s"]),
+     ["98 % of the fio write ceiling", "3.44 Gb/s"]),  # 0.4 GiB/s in the one unit
     (_ev(rate=0.1 * GIB, gateway_ceiling=1 * GIB, fio_bw=5 * GIB, starved_frac=0.5), "client",
      ["50 % of the seconds"]),
     (_ev(rate=0.2 * GIB, best_higher_level=8, best_higher_rate=0.8 * GIB, concurrency=2), "concurrency",
-     ["0.8 GiB/s at 8"]),
+     ["6.87 Gb/s at 8"]),  # 0.8 GiB/s
     (_ev(rate=0.2 * GIB, gateway_ceiling=1 * GIB, fio_bw=5 * GIB, host_busy=0.2), "inconclusive",
      ["gateway 20 %", "fio bandwidth 4 %", "host CPU 20 % busy"]),
     (_ev(rate=0.2 * GIB, network_bps=math.nan), "inconclusive",

@@ -39,7 +39,7 @@ def test_a_matrix_asking_for_more_than_the_host_has_is_refused(room, tmp_path, c
     assert cli.main(["matrix", "check", str(f)]) == 2
     out, err = capsys.readouterr()
     line = (out or err).splitlines()[0]
-    assert line.startswith(f"{f}: cell ") and ": files: 50000000 files at concurrency" in line
+    assert line.startswith(f"xcbench: error: {f}: cell ") and ": files: 50000000 files at concurrency" in line
 
 
 def test_a_campaign_asking_for_more_than_the_host_has_is_refused(room, tmp_path, capsys):

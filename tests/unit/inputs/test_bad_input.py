@@ -134,7 +134,7 @@ def test_damaged_manifest_is_one_line(tmp_path, capsys, manifest):
     (["campaign", "--gateway", "tmpfs", "--size", "0"], "file_size"),
     (["campaign", "--gateway", "tmpfs", "--timeout", "nan"], "timeout"),
     (["campaign", "--gateway", "tmpfs", "--retry-delay", "inf"], "retry_delay"),
-    (["campaign", "--gateway", "tmpfs", "--name", "../x"], "--name"),
+    (["campaign", "--gateway", "tmpfs", "--run-name", "../x"], "--run-name"),
     (["campaign", "--gateway", "ftp://x"], "--gateway"),
     (["campaign", "--gateway", "root://h:99999"], "--gateway"),
     (["campaign", "--gateway", "tmpfs", "--fts", "x"], "--fts"),

@@ -120,9 +120,9 @@ def refused(capsys, box: Sandbox, argv: list[str]) -> str:
     assert "Traceback" not in err + out, err
     assert rc == 2, f"exit {rc} for {argv}: {err or out}"
     box.check()
-    if argv[:2] == ["matrix", "check"] and not err:  # lists every error: one line each
-        lines = out.splitlines()
-        assert lines and all(ln.startswith(f"{argv[2]}: ") for ln in lines), out
+    if argv[:2] == ["matrix", "check"] and err.startswith(f"xcbench: error: {argv[2]}: "):
+        lines = err.splitlines()  # lists every error: one line each
+        assert all(ln.startswith(f"xcbench: error: {argv[2]}: ") for ln in lines), err
         return lines[0]
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("xcbench: error: "), err
@@ -383,13 +383,13 @@ CAMPAIGN_FLAGS = [("--files", BAD_POS), ("--concurrency", BAD_POS), ("--streams"
                   ("--optimizer-interval", BAD_FLOAT), ("--optimizer-min", BAD_POS),
                   ("--gateway", st.sampled_from(["", "ftp://h:1", "root://", "http://h:99999",
                                                  "/tmp", "root://h:x"])),
-                  ("--name", st.sampled_from(["", "..", "a/b", "x\ny", "."])),
+                  ("--run-name", st.sampled_from(["", "..", "a/b", "x\ny", "."])),
                   ("--fts", st.sampled_from(["x", "ftp://fts", ""])),
                   ("--fts-token-file", st.sampled_from(["/nonexistent/t", "/", "/proc/self/mem"]))]
 OTHER_FLAGS = [
     (["run", str(QUICK)], "--repeats", BAD_POS), (["run", str(QUICK)], "--fio-hosts",
                                                    st.sampled_from(["a b", ",", "h:0", "h:99999", "!"])),
-    (["run", str(QUICK)], "--name", st.sampled_from(["", "..", "a/b"])),
+    (["run", str(QUICK)], "--run-name", st.sampled_from(["", "..", "a/b"])),
     (["run"], "--resume", st.sampled_from(["/nonexistent", "/", "."])),
     (["probe", "--matrix", str(QUICK)], "--runtime", BAD_POS),
     (["probe", "--matrix", str(QUICK)], "--fio-hosts", st.sampled_from(["a b", ",", "h:0"])),

@@ -175,7 +175,8 @@ def test_cli_check_one_line_no_traceback(tmp_path):
                         capture_output=True, text=True)
     assert cp.returncode == 2
     assert "Traceback" not in cp.stderr + cp.stdout
-    assert cp.stdout.strip().count("\n") == 0 and "stripe_unit" in cp.stdout
+    assert cp.stderr.strip().count("\n") == 0 and "stripe_unit" in cp.stderr
+    assert cp.stderr.startswith(f"xcbench: error: {path}: ")
     missing = subprocess.run([sys.executable, "-m", "xcbench", "matrix", "show", str(tmp_path / "nope.yaml")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr

@@ -119,7 +119,7 @@ def test_commands_come_only_from_an_inventory_on_the_command_line(tmp_path, caps
     f = _write(tmp_path, dict(copy.deepcopy(BASE), hosts=str(inv)))
     assert cli.main(["matrix", "check", str(f)]) == 2
     out, err = capsys.readouterr()
-    assert (err or out).startswith(f"{inv}: host c1: {key}: runs a command"), err or out
+    assert (err or out).startswith(f"xcbench: error: {inv}: host c1: {key}: runs a command"), err or out
     assert getattr(load_inventory(inv).hosts[0], key) == tuple(value)  # --hosts FILE: allowed
 
 

@@ -55,7 +55,7 @@ def test_a_bad_prometheus_key_is_one_line_naming_file_and_field(tmp_path, capsys
     assert cli.main(["matrix", "check", str(f)]) == 2
     out, err = capsys.readouterr()
     lines = (err or out).strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{f}: prometheus"), err or out
+    assert len(lines) == 1 and lines[0].startswith(f"xcbench: error: {f}: prometheus"), err or out
     assert field.split(": ")[-1] in lines[0] and says in lines[0] and "Traceback" not in err
 
 
@@ -92,7 +92,7 @@ def _chosen(tmp_path, argv_prom: str | None, matrix_prom: dict | None, inventory
             embedded: bool) -> str | None:
     """The URL the prometheus device would read, through the run command's own steps."""
     f = _matrix(tmp_path, matrix_prom) if matrix_prom else _matrix(tmp_path, None)
-    args = SimpleNamespace(repeats=None, name=None, store=str(tmp_path / "s"), resume=None,
+    args = SimpleNamespace(repeats=None, run_name=None, store=str(tmp_path / "s"), resume=None,
                            fio_hosts=None, telemetry=None, tune_tcp=False, scale_ec=False,
                            no_baseline=True, no_probes=True, no_report=True, format="html",
                            prometheus=argv_prom, prometheus_auth=None)

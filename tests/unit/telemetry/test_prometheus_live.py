@@ -97,18 +97,29 @@ def _live(host="vm", cpu=0.5):
     return [{"sampler": "prometheus", "metric": "live.storage_cpu_use", "value": cpu, "labels": {"host": host}}]
 
 
-def test_the_plain_view_says_the_storage_line_while_a_level_runs(capsys):
+def test_the_plain_view_says_the_storage_range_once_per_level(capsys):
     view = MatrixView(Console(file=io.StringIO(), force_terminal=False))
     view.observe("samples", _live())  # before a level: nothing to say
     view.phase("cell", "campaign c=4 r=1/1")
     view.observe("samples", [{"sampler": "host", "metric": "cpu.busy", "value": 1.0, "labels": {}}])
     view.observe("samples", _live(cpu=0.42))
-    view.observe("samples", _live(cpu=0.43))  # within 10 s of the last line: not repeated
+    view.observe("samples", _live(cpu=0.61))  # while the level runs: nothing printed
+    assert "storage host" not in capsys.readouterr().err
     view.observe("campaigns", [{"campaign_id": "c", "concurrency": 4, "rate": 1e8, "finished": 1, "failed": 0}])
     view.observe("samples", _live(cpu=0.44))  # the level ended
     err = capsys.readouterr().err.splitlines()
-    assert [line for line in err if "storage host" in line] == ["    storage host vm: CPU 42 %"]
+    assert [line for line in err if "storage host" in line] == \
+        ["    storage host vm over the level: CPU 42–61 %"]
+    assert err[-1].startswith("    storage host") and err[-2].strip().startswith("c=4:")
     assert view.storage is None
+
+
+def test_one_box_says_no_storage_line(capsys):
+    view = MatrixView(Console(file=io.StringIO(), force_terminal=False), one_box=True)
+    view.phase("cell", "campaign c=4 r=1/1")
+    view.observe("samples", _live(cpu=0.42))
+    view.observe("campaigns", [{"campaign_id": "c", "concurrency": 4, "rate": 1e8, "finished": 1, "failed": 0}])
+    assert "storage host" not in capsys.readouterr().err and view.storage is None
 
 
 def test_the_rich_view_has_a_storage_row():

@@ -1,0 +1,56 @@
+"""The closing table fits the terminal: $COLUMNS (100 when stdout is no terminal), no trailing
+spaces, the words every cell's label shares said once in the title, and a figure's '%' never
+wrapped alone onto the next line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.synthrun import make_run, mixed_cells
+from xcbench.analysis.report import glance
+from xcbench.analysis.verdicts.run_data import RunData
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    cells = mixed_cells()
+    for c in cells:
+        c.concurrency, c.files = (2, 8), 24
+    path, _ = make_run(tmp_path_factory.mktemp("glance-width"), cells)
+    return path
+
+
+@pytest.mark.parametrize("columns", [None, "60", "80", "120"])
+def test_report_text_fits_columns_with_no_trailing_space(run, columns):
+    env = {"PATH": "/usr/bin:/bin", **({"COLUMNS": columns} if columns else {})}
+    cp = subprocess.run([sys.executable, "-m", "xcbench", "report", str(run), "--format", "text"],
+                        capture_output=True, text=True, env=env, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    lines = cp.stdout.splitlines()
+    width = int(columns or 100)  # piped: 100 columns
+    assert max(len(ln) for ln in lines) <= width, "\n".join(lines)
+    assert [ln for ln in lines if ln != ln.rstrip()] == []
+    assert not [ln for ln in lines if re.search(r"│ +%", ln) or ln.rstrip().endswith("│")], \
+        "\n".join(lines)  # no '%' alone at the start of a wrapped reason line
+    assert any(ln.startswith("verdicts: ") for ln in lines) and " %" in cp.stdout
+
+
+def test_common_words_go_to_the_title_once(run):
+    rd = RunData(run)
+    rows = glance.rows(rd)
+    common = glance.common_words([r["cell"] for r in rows])
+    assert "o1" in common and "push" in common
+    text = glance.text(rd, rows, 100)
+    assert text.splitlines()[0] == f"what capped each level — run {rd.run_id} — {' '.join(common)}"
+    body = text.split("━\n", 1)[1]
+    assert " o1 push" not in body
+
+
+def test_common_words_leave_no_label_empty():
+    assert glance.common_words(["tmpfs 2G o1 push"]) == []  # one cell: its label stays
+    assert glance.common_words(["a b", "a b c"]) == []  # "a b" would be left empty
+    assert glance.common_words(["cephfs rep3 o1 push", "rados ec2+1 o1 push"]) == ["o1", "push"]
