@@ -53,7 +53,7 @@ def run_demo(store: Path, matrix: str | None) -> Path:
     t0 = time.monotonic()
     try:
         run = run_matrix(load_matrix(path, cluster), cluster,
-                         RunOptions(out=store / "results", name=f"bench-probes-{int(time.time())}",
+                         RunOptions(store=store / "results", name=f"bench-probes-{int(time.time())}",
                                     report=False, progress=False))
     finally:
         cluster.close()

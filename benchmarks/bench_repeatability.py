@@ -73,7 +73,7 @@ def run_once(matrix_path: Path, cluster, out: Path, name: str, repeats: int | No
     from xcbench.matrix import load_matrix
     from xcbench.run.runner import RunOptions, run_matrix
     matrix = load_matrix(matrix_path, cluster)
-    opts = RunOptions(out=out, name=name, baseline=False, report=False, progress=False,
+    opts = RunOptions(store=out, name=name, baseline=False, report=False, progress=False,
                       repeats=repeats)
     t0 = time.monotonic()
     rd = RunData(run_matrix(matrix, cluster, opts).path)

@@ -71,7 +71,7 @@ def main() -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="xcb-bench-sec-"))
     out.mkdir(parents=True, exist_ok=True)
     m = matrix(out / "security.yaml", args)
-    opts = RunOptions(out=out / "results", name="security", baseline=False, probes=False,
+    opts = RunOptions(store=out / "results", name="security", baseline=False, probes=False,
                       report=True, report_format="md", progress=False, telemetry="host,roles")
     if args.rados:
         from xcbench.ceph.mini import MiniCluster

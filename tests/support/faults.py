@@ -222,7 +222,7 @@ def start_run(s: Scene, conf: Path) -> StartedRun:
     out = s.root / "results"
     common = ["--ceph-conf", str(conf), "--no-probes", "--no-baseline",
               "--telemetry", "host:0.5", "--no-report"]
-    cli = s.start("run", str(m), "--out", str(out), "--run-name", name, *common)
+    cli = s.start("run", str(m), "--store", str(out), "--run-name", name, *common)
     records = out / name / "records"
     cli.wait_for(flushed(records / "transfers.jsonl", 5), "the first transfer records")
     return StartedRun(cli, out, name, common, lines(records / "transfers.jsonl"))

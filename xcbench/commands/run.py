@@ -92,7 +92,7 @@ def options(args):
         extra["prometheus"] = {"url": check_url(args.prometheus),
                                "auth": read_auth(args.prometheus_auth)}
         check_secret_url(extra["prometheus"]["url"], extra["prometheus"]["auth"])
-    return RunOptions(out=Path(store_of(args)), repeats=args.repeats, name=args.run_name,
+    return RunOptions(store=Path(store_of(args)), repeats=args.repeats, name=args.run_name,
                       resume=resolve_run(args.resume, store_of(args)).path if args.resume else None, scale_ec=args.scale_ec,
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,

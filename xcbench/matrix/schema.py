@@ -252,7 +252,9 @@ def probe_problems(section: dict) -> list[tuple[str, str]]:
 def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
     out = dict(d)
     for key in ("size", "buffers_maxbsz", "bs"):
-        if key in out and not isinstance(out[key], (list, dict)):
+        if key in out and isinstance(out[key], (list, dict)):
+            errors.add(where, key, f"{out[key]!r} is not a size (use e.g. 64K, 4M, 1G)")
+        elif key in out:
             out[key] = _size(errors, where, key, out[key])
     bsz = out.get("buffers_maxbsz")
     if isinstance(bsz, int) and not (2 << 20) < bsz <= (1 << 30):

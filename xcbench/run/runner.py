@@ -59,7 +59,7 @@ __all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_c
 
 @dataclass
 class RunOptions:
-    out: Path = Path("results")
+    store: Path = Path("results")  # the result store (--store)
     repeats: int | None = None  # overrides every cell's repeats
     resume: Path | None = None
     scale_ec: bool = False
@@ -380,7 +380,7 @@ def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:
         run = RunDir.open(opts.resume)
         run.resume()
         return run
-    return RunDir.create(opts.out, name=opts.name, matrix=matrix.manifest(), **info)
+    return RunDir.create(opts.store, name=opts.name, matrix=matrix.manifest(), **info)
 
 
 def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,

@@ -224,7 +224,7 @@ def _replay(matrix: Any, cells: dict[str, Any], cell: Any, level: int, direction
     """Run one arm; {"rate": (B/s, rel se), "run", "role": the capped role's cpu/limit}."""
     c, lv = replay_cell(cells, cell, level, change)
     m = replace(matrix, cells=[c])
-    opts = RunOptions(out=store, name=name, baseline=False, probes=False, report=False,
+    opts = RunOptions(store=store, name=name, baseline=False, probes=False, report=False,
                       progress=False, telemetry=TELEMETRY)
     role, cores = change.get("cap") or (None, None)
     if role and cores:

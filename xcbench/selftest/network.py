@@ -124,7 +124,7 @@ def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, wor
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     matrix = load_matrix(path, cluster)
-    opts = RunOptions(out=out, name=name, baseline=baseline, probes=False, report=False,
+    opts = RunOptions(store=out, name=name, baseline=baseline, probes=False, report=False,
                       progress=False, telemetry=TELEMETRY, hosts=inv,
                       extra={"baseline": dict(BASELINE)} if baseline else {})
     return run_matrix(matrix, cluster, opts, view=None)

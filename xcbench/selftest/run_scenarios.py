@@ -155,7 +155,7 @@ def _run(matrix_doc: dict, name: str, cluster: Any, out: Path, workdir: Path,
     path.write_text(yaml.safe_dump(matrix_doc, sort_keys=False))
     matrix = load_matrix(path, cluster)
     # as `xcbench run` has it: the fio probe of each cell and the iperf3 baseline (a few points)
-    opts = RunOptions(out=out, name=name, baseline=True, probes=True, report=False,
+    opts = RunOptions(store=out, name=name, baseline=True, probes=True, report=False,
                       progress=False, telemetry=TELEMETRY, extra={"baseline": dict(BASELINE)})
     return run_matrix(matrix, cluster, opts, view=None, runner=runner), matrix
 

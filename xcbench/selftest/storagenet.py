@@ -111,7 +111,7 @@ def storage_host(doc: dict[str, Any], workdir: Path, name: str, log: Log) -> Ite
 def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, workdir: Path) -> Any:
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    opts = RunOptions(out=out, name=name, baseline=False, probes=False, report=False,
+    opts = RunOptions(store=out, name=name, baseline=False, probes=False, report=False,
                       progress=False, telemetry=TELEMETRY)
     return run_matrix(load_matrix(path, cluster), cluster, opts, view=None)
 

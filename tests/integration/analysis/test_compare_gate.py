@@ -38,7 +38,7 @@ def _run(tmp_path, name: str, cores: float | None = None):
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump({"name": "gate", "defaults": defaults,
                                     "backends": {"tmpfs": {"size": ["1G"]}}}))
-    opts = RunOptions(out=tmp_path / "results", name=name, baseline=False, probes=False,
+    opts = RunOptions(store=tmp_path / "results", name=name, baseline=False, probes=False,
                       report=False, progress=False, telemetry="host:0.5,roles:0.5,gateway")
     return run_matrix(load_matrix(path), None, opts)
 

@@ -36,7 +36,7 @@ def test_cli_fts_token_never_reaches_results(tmp_path, how):
     with Fts3Double(token=TOKEN) as fts:
         cp = xcbench("campaign", "--gateway", "tmpfs", "--source", "tmpfs",
                      "--mode", "tpc-http", "--files", 3, "--size", "256K", "--concurrency", 2,
-                     "--fts", fts.url, *given, "--out", out, "--run-name", "run", "--no-progress",
+                     "--fts", fts.url, *given, "--store", out, "--run-name", "run", "--no-progress",
                      env={"FTS_TOKEN": TOKEN} if how == "env" else {"FTS_TOKEN": ""})
         assert fts.submitted, cp.stderr  # the token did reach FTS ...
     assert cp.returncode == 0, cp.stderr
@@ -54,7 +54,7 @@ def test_cli_refused_token_is_not_printed(tmp_path):
     with Fts3Double(token="the-right-one") as fts:
         cp = xcbench("campaign", "--gateway", "tmpfs", "--source", "tmpfs",
                      "--mode", "tpc-http", "--files", 1, "--size", "64K", "--fts", fts.url,
-                     "--fts-token", TOKEN, "--out", tmp_path / "r", "--run-name", "run",
+                     "--fts-token", TOKEN, "--store", tmp_path / "r", "--run-name", "run",
                      "--no-progress")
     assert cp.returncode != 0 and "Traceback" not in cp.stderr
     assert TOKEN not in cp.stdout + cp.stderr
@@ -67,7 +67,7 @@ def test_cli_local_campaign_with_a_token_flag_records_no_token(tmp_path):
     recorded as <redacted>."""
     out = tmp_path / "results"
     cp = xcbench("campaign", "--gateway", "tmpfs", "--files", 2, "--size", "1M",
-                 "--concurrency", 1, "--no-progress", "--fts-token", TOKEN, "--out", out,
+                 "--concurrency", 1, "--no-progress", "--fts-token", TOKEN, "--store", out,
                  "--run-name", "local")
     assert cp.returncode == 0, cp.stderr
     import json

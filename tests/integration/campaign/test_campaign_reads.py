@@ -179,7 +179,7 @@ def test_run_matrix_reads_each_level_from_one_dataset(ceph_cluster, tmp_path):
     p.write_text("name: reads\ndefaults:\n  concurrency: [1, 2]\n  file_size: 2M\n  files: 4\n"
                  "  direction: [read, mixed]\n  campaign: {timeout: 60}\n"
                  "backends:\n  tmpfs: {size: 128M}\n")
-    opts = RunOptions(out=tmp_path / "r", name="reads", probes=False, baseline=False,
+    opts = RunOptions(store=tmp_path / "r", name="reads", probes=False, baseline=False,
                       report=False, progress=False, telemetry="host")
     run = run_matrix(load_run_matrix(p, ceph_cluster, opts), ceph_cluster, opts)
     cells = {c["label"].split()[-1]: (cid, c) for cid, c in run.manifest["cells"].items()}

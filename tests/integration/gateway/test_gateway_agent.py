@@ -192,7 +192,7 @@ def _run(site, matrix: Path, out: Path, cluster=None):
     from xcbench.matrix import load_matrix
     from xcbench.run.runner import RunOptions, run_matrix
     from xcbench.store.rundir import RunDir
-    opts = RunOptions(out=out, probes=False, report=False, progress=False, hosts=site["inv"],
+    opts = RunOptions(store=out, probes=False, report=False, progress=False, hosts=site["inv"],
                       baseline=False)
     run = run_matrix(load_matrix(matrix, cluster), cluster, opts)
     return RunDir.open(run.path)
@@ -254,7 +254,7 @@ def test_kill9_of_the_coordinator_leaves_nothing_on_the_gateway_host(site):
     home = site["dir"] / "coordinator-home"
     env = {**os.environ, "XCBENCH_HOME": str(home)}
     p = subprocess.Popen([sys.executable, "-m", "xcbench", "run", str(_matrix(site["dir"], seconds=(30, 40))),
-                          "--hosts", str(site["inv_file"]), "--out", str(out), "--no-baseline",
+                          "--hosts", str(site["inv_file"]), "--store", str(out), "--no-baseline",
                           "--no-probes", "--no-report", "--telemetry", "none"],
                          env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

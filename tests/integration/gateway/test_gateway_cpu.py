@@ -27,7 +27,7 @@ exclude: [{origins: 2, mode: tpc-http}]  # a redirector's XrdHttp has no TPC han
 def test_every_level_records_gateway_cpu_per_gb_and_plan_sizes_from_it(tmp_path, capsys):
     path = tmp_path / "m.yaml"
     path.write_text(textwrap.dedent(MATRIX))
-    opts = RunOptions(out=tmp_path / "results", name="gwcpu", baseline=False, probes=False,
+    opts = RunOptions(store=tmp_path / "results", name="gwcpu", baseline=False, probes=False,
                       report=False, progress=False, telemetry="host")
     run = run_matrix(load_matrix(path, facts=ClusterFacts()), None, opts)
     camp = run.table("campaigns")

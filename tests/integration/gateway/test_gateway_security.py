@@ -117,7 +117,7 @@ def test_a_run_of_security_modes_verifies_every_transfer_and_keeps_no_token(tmp_
     path = tmp_path / "m.yaml"
     path.write_text(MATRIX)
     before = set(Path("/var/tmp").glob("xcbsec-*"))
-    res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(path), "--out", str(tmp_path / "results"),
+    res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(path), "--store", str(tmp_path / "results"),
                           "--run-name", "sec", "--no-probes", "--no-baseline", "--no-report", "--telemetry", "host"],
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -161,7 +161,7 @@ def test_kill9_of_a_secure_run_leaves_no_key_or_token_after_the_next_command():
         common = ["--no-probes", "--no-baseline", "--no-report", "--telemetry", "host:0.5"]
         before = set(Path("/var/tmp").glob("xcbsec-*"))
         admin_before = set(Path("/var/tmp").glob("xcbgw-*"))
-        cli = s.start("run", str(m), "--out", str(out), "--run-name", name, *common)
+        cli = s.start("run", str(m), "--store", str(out), "--run-name", name, *common)
         cli.wait_for(flushed(out / name / "records" / "transfers.jsonl", 3), "the first transfer records")
         made = set(Path("/var/tmp").glob("xcbsec-*")) - before
         assert len(made) == 1, made

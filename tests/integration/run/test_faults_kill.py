@@ -62,7 +62,7 @@ def test_a_result_store_that_fills_up_mid_run(ceph_cluster):
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M", "xcb-fault-full", str(store)],
                        check=True)
         try:
-            cli = s.start("run", str(m), "--out", str(store), "--run-name", name,
+            cli = s.start("run", str(m), "--store", str(store), "--run-name", name,
                           "--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline",
                           "--telemetry", "host:0.2")
             records = store / name / "records"

@@ -23,7 +23,7 @@ def test_campaign_stops_on_a_signal_and_loses_no_record(sig):
     with scene("xcb-fault-campaign-") as s:
         out = s.root / "results"
         cli = s.start("campaign", "--gateway", "tmpfs", "--files", "300", "--size", "8M",
-                      "--concurrency", "1", "--delete-after-verify", "--out", str(out),
+                      "--concurrency", "1", "--delete-after-verify", "--store", str(out),
                       "--run-name", "c", "--no-progress")
         records = out / "c" / "records"
         cli.wait_for(flushed(records / "timeline.jsonl"), "first timeline row on disk")
@@ -126,7 +126,7 @@ def test_fts_campaign_streams_records_and_cancels_its_job_on_a_signal():
         out = s.root / "results"
         cli = s.start("campaign", "--gateway", "tmpfs", "--source", "tmpfs", "--mode", "tpc-http",
                       "--files", "60", "--size", "4M", "--concurrency", "1", "--fts", fts.url,
-                      "--out", str(out), "--run-name", "f", "--no-progress",
+                      "--store", str(out), "--run-name", "f", "--no-progress",
                       env={"FTS_TOKEN": fts.token})
         records = out / "f" / "records"
         cli.wait_for(flushed(records / "transfers.jsonl", 3), "the free files' streamed records")

@@ -26,7 +26,7 @@ def _run(tmp_path, name, maxbsz):
     path = tmp_path / f"{name}.yaml"
     path.write_text(textwrap.dedent(MATRIX.format(maxbsz=maxbsz)))
     matrix = load_matrix(path, facts=ClusterFacts())
-    opts = RunOptions(out=tmp_path / "results", name=name, baseline=False, probes=False,
+    opts = RunOptions(store=tmp_path / "results", name=name, baseline=False, probes=False,
                       report=False, progress=False, telemetry="host")
     return RunData(run_matrix(matrix, None, opts).path)
 

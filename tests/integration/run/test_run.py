@@ -149,7 +149,7 @@ def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
                     .replace("files: 6", "files: 60").replace("file_size: 2M", "file_size: 4M"))
     hook = Hook(lambda: os.kill(pid, signal.SIGKILL))
     try:
-        opts = RunOptions(out=tmp_path / "r", probes=False, baseline=False)
+        opts = RunOptions(store=tmp_path / "r", probes=False, baseline=False)
         run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts, view=hook)
         render_run_report(run)
     finally:
@@ -198,7 +198,7 @@ def test_gateway_dies_during_campaign(ceph_cluster, tmp_path, short_connection_w
     path = matrix(tmp_path, "  tmpfs: {size: 128M}")
     path.write_text(path.read_text().replace("concurrency: [1, 3]", "concurrency: [2]")
                     .replace("files: 6", "files: 400").replace("file_size: 2M", "file_size: 8M"))
-    opts = RunOptions(out=tmp_path / "r", name="gwkill", probes=False, baseline=False)
+    opts = RunOptions(store=tmp_path / "r", name="gwkill", probes=False, baseline=False)
     run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts,
                      view=Hook(kill_gateway))
     render_run_report(run)  # as `xcbench run` does once the runner is done
@@ -223,7 +223,7 @@ def test_sigint_mid_matrix_then_resume(ceph_cluster, tmp_path):
     path.write_text(path.read_text().replace("files: 6", "files: 300")
                     .replace("file_size: 2M", "file_size: 8M"))
     out = tmp_path / "results"
-    cmd = [sys.executable, "-m", "xcbench", "run", str(path), "--out", str(out), "--run-name", "sig",
+    cmd = [sys.executable, "-m", "xcbench", "run", str(path), "--store", str(out), "--run-name", "sig",
            "--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline"]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = []

@@ -59,7 +59,7 @@ def test_run_with_fts3_engine_one_job_per_level(ceph_cluster):
     with scene("xcb-run-fts-") as s, Fts3Double(token=TOKEN) as fts:
         m, name = start_matrix(s, fts, str(levels), files)
         out = s.root / "results"
-        cp = s.run("run", m, "--out", str(out), "--run-name", name, *common(ceph_cluster, fts))
+        cp = s.run("run", m, "--store", str(out), "--run-name", name, *common(ceph_cluster, fts))
         assert cp.returncode == 0, cp.stderr
         run = out / name
         assert json.loads((run / "manifest.json").read_text())["status"] == "complete"
@@ -98,7 +98,7 @@ def test_refused_link_limits_are_a_finding_and_fts_decides(ceph_cluster):
                                                 default_max_active=2) as fts:
         m, name = start_matrix(s, fts, "[1, 3]", 3)
         out = s.root / "results"
-        cp = s.run("run", m, "--out", str(out), "--run-name", name, *common(ceph_cluster, fts))
+        cp = s.run("run", m, "--store", str(out), "--run-name", name, *common(ceph_cluster, fts))
         assert cp.returncode == 0, cp.stderr
         run = out / name
         assert fts.link_calls == [] and len(fts.submitted) == 2
@@ -118,7 +118,7 @@ def test_a_token_fts_refuses_fails_the_cell_in_one_line_without_the_token(ceph_c
     with scene("xcb-run-fts-") as s, Fts3Double(token="the-server-wants-another") as fts:
         m, name = start_matrix(s, fts, "[1]", 1)
         out = s.root / "results"
-        cp = s.run("run", m, "--out", str(out), "--run-name", name, *common(ceph_cluster, fts))
+        cp = s.run("run", m, "--store", str(out), "--run-name", name, *common(ceph_cluster, fts))
         assert cp.returncode == 1 and "Traceback" not in cp.stderr, cp.stderr
         assert fts.submitted == [] and fts.link_calls == []
         cells = json.loads((out / name / "manifest.json").read_text())["cells"]
@@ -137,7 +137,7 @@ def test_ctrl_c_during_an_fts3_level_cancels_the_job(ceph_cluster):
     with scene("xcb-run-fts-") as s, Fts3Double(token=TOKEN, hold_after=2) as fts:
         m, name = start_matrix(s, fts, "[2]", files)
         out = s.root / "results"
-        cli = s.start("run", m, "--out", str(out), "--run-name", name, *common(ceph_cluster, fts))
+        cli = s.start("run", m, "--store", str(out), "--run-name", name, *common(ceph_cluster, fts))
         records = out / name / "records"
 
         def in_flight() -> bool:

@@ -183,7 +183,7 @@ def _jsonl(path: Path) -> list[dict]:
 def test_bad_hosts_in_a_matrix_is_one_line_exit_2(scratch):
     bad = _matrix(scratch, {"hosts": {"c1": {"roles": ["client"], "transport": "netns",
                                              "address": "10.77.0.11", "cores": -1}}})
-    out = subprocess.run([sys.executable, "-m", "xcbench", "run", str(bad), "--out",
+    out = subprocess.run([sys.executable, "-m", "xcbench", "run", str(bad), "--store",
                           str(scratch / "bad")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
@@ -228,7 +228,7 @@ def test_cli_run_with_hosts(hosts_file, scratch, bridge_cluster):
     path, inv = hosts_file
     out = scratch / "results-cli"
     res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(_matrix(scratch)), "--hosts",
-                          str(path), "--out", str(out), "--no-baseline", "--no-probes",
+                          str(path), "--store", str(out), "--no-baseline", "--no-probes",
                           "--no-report", "--telemetry", "none",
                           "--ceph-conf", str(bridge_cluster.conf)],
                          capture_output=True, text=True, timeout=600)
@@ -263,7 +263,7 @@ def test_run_with_a_client_host_over_ssh(ssh_hosts, scratch):
 def _run_and_check(matrix, inv, cluster, out: Path, *, baseline: bool) -> None:
     from xcbench.run.runner import RunOptions, run_matrix
     from xcbench.store.rundir import RunDir
-    opts = RunOptions(out=out, probes=False, report=False, progress=False, hosts=inv,
+    opts = RunOptions(store=out, probes=False, report=False, progress=False, hosts=inv,
                       baseline=baseline, extra={"baseline": {"streams": [1, 2], "seconds": 1}})
     run = run_matrix(matrix, cluster, opts)
     run = RunDir.open(run.path)

@@ -47,7 +47,7 @@ def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_pa
                     "Prometheus to this test is not supported)", pytrace=False)
     path = _matrix(tmp_path, "  rados: {layouts: [{stripe_unit: 4M, stripe_count: 1, object_size: 4M}],"
                              " pools: [ec2+1]}", TIMED)
-    opts = RunOptions(out=tmp_path / "r", name="prom", probes=False, baseline=False,
+    opts = RunOptions(store=tmp_path / "r", name="prom", probes=False, baseline=False,
                       telemetry="host,prometheus", report=False)
     run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts, view=MatrixView())
     err = capsys.readouterr().err
@@ -103,7 +103,7 @@ def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_pa
 def test_a_prometheus_that_is_down_is_one_finding_and_the_run_completes(tmp_path, capsys):
     dead = f"http://127.0.0.1:{free_port()}"
     path = _matrix(tmp_path, "  tmpfs: {size: 256M}", TIMED)
-    opts = RunOptions(out=tmp_path / "r", name="dead", probes=False, baseline=False, report=False,
+    opts = RunOptions(store=tmp_path / "r", name="dead", probes=False, baseline=False, report=False,
                       telemetry="host,prometheus", extra={"prometheus": {"url": dead, "auth": None}})
     run = run_matrix(load_run_matrix(path, None, opts), None, opts, view=MatrixView())
     err = capsys.readouterr().err

@@ -53,7 +53,7 @@ def _run(tmp_path: Path, backends: dict, cluster=None, **defaults):
         **defaults}, "backends": backends}
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(doc))
-    opts = RunOptions(out=tmp_path / "results", name="r", baseline=False, probes=False,
+    opts = RunOptions(store=tmp_path / "results", name="r", baseline=False, probes=False,
                       report=False, progress=False, telemetry="host:0.5,roles:0.5,gateway")
     return run_matrix(load_matrix(path, cluster) if cluster else load_matrix(path), cluster, opts)
 

@@ -119,7 +119,7 @@ def test_cgroup_is_removed_when_the_cell_fails_or_is_interrupted(tmp_path, state
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(doc))
     matrix = load_matrix(path)
-    opts = RunOptions(out=tmp_path / "results", baseline=False, probes=False, report=False,
+    opts = RunOptions(store=tmp_path / "results", baseline=False, probes=False, report=False,
                       telemetry="roles")
     with CpuGroups(None, run=f"t{os.getpid()}") as groups:
         cap = Cap("gateway", {matrix.cells[0].id: 0.2}, groups)

@@ -151,7 +151,7 @@ def _run(site, tmp_path, key_id, keyring, gw_id, gw_keyring):
     m = tmp_path / "m.yaml"
     m.write_text(MATRIX)
     env = {**os.environ, "XCBENCH_HOME": str(tmp_path / "home"), "CEPH_ARGS": "", "CEPH_CONF": ""}
-    cmd = XCBENCH + ["run", str(m), "--out", str(tmp_path / "results"), "--run-name", "r",
+    cmd = XCBENCH + ["run", str(m), "--store", str(tmp_path / "results"), "--run-name", "r",
                      "--ceph-conf", str(site.conf), "--ceph-id", key_id, "--keyring", str(keyring),
                      "--gateway-id", gw_id, "--gateway-keyring", str(gw_keyring),
                      "--no-baseline", "--no-report", "--telemetry", "none"]

@@ -29,7 +29,7 @@ def test_campaign_larger_than_memory_refused_before_any_mount(tmp_path):
     scratch = tmp_path / "tmp"  # the campaign's workdirs (mkdtemp) would appear here first
     scratch.mkdir()
     r = subprocess.run(XCBENCH + ["campaign", "--gateway", "tmpfs", "--files", str(files), "--size", "64M",
-                                  "--out", str(tmp_path / "results"), "--no-progress"],
+                                  "--store", str(tmp_path / "results"), "--no-progress"],
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "TMPDIR": str(scratch)})
     assert r.returncode == 2, r.stderr

@@ -66,7 +66,7 @@ def test_a_bad_inventory_is_one_line_exit_2_before_anything(tmp_path, where):
     bad = {"hosts": {"c1": {"roles": ["client"], "transport": "carrier-pigeon"}}}
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
     m = _matrix(tmp_path, "bad.yaml" if where == "matrix" else None)
-    argv = [sys.executable, "-m", "xcbench", "run", str(m), "--out", str(tmp_path / "out"),
+    argv = [sys.executable, "-m", "xcbench", "run", str(m), "--store", str(tmp_path / "out"),
             "--state-dir", str(tmp_path / "no-cluster")]
     if where == "flag":
         argv += ["--hosts", str(tmp_path / "bad.yaml")]

@@ -44,7 +44,7 @@ def test_a_matrix_asking_for_more_than_the_host_has_is_refused(room, tmp_path, c
 
 def test_a_campaign_asking_for_more_than_the_host_has_is_refused(room, tmp_path, capsys):
     rc = cli.main(["campaign", "--gateway", "tmpfs", "--files", "2", "--concurrency", "90000",
-                   "--out", str(tmp_path / "r"), "--no-progress"])
+                   "--store", str(tmp_path / "r"), "--no-progress"])
     assert rc == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--concurrency: 2 files at concurrency 90000" in err

@@ -97,7 +97,7 @@ def test_a_command_refuses_a_state_home_it_does_not_own(clean_env, tmp_path, cap
     os.chown(theirs, other_user.uid, other_user.gid)
     clean_env.setenv("XCBENCH_HOME", str(theirs))
     assert cli.main(["campaign", "--gateway", "tmpfs", "--files", "1", "--size", "1M",
-                     "--out", str(tmp_path / "r"), "--no-progress"]) == 2
+                     "--store", str(tmp_path / "r"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"state dir {theirs}: owned by uid {other_user.uid}" in err
     assert not (tmp_path / "r").exists() and list(theirs.iterdir()) == []

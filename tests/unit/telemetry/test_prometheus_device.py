@@ -186,7 +186,7 @@ def test_bad_urls(url, says):
 def test_run_rejects_bad_prometheus_flags_with_one_line_and_exit_2(argv, says, capsys, tmp_path):
     MATRIX = Path(__file__).resolve().parents[3] / "layouts" / "quick.yaml"
     from xcbench.cli import main
-    rc = main(["run", str(MATRIX), *argv, "--out", str(tmp_path),
+    rc = main(["run", str(MATRIX), *argv, "--store", str(tmp_path),
                "--ceph-conf", str(tmp_path / "never-read.conf")])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and says in err

@@ -49,7 +49,7 @@ def test_bad_selections_are_one_line_errors(text, says):
 
 @pytest.mark.parametrize("text", ["host,nosuch", "ceph:0"])
 def test_run_rejects_a_bad_selection_with_one_line_and_exit_2(text, capsys, tmp_path):
-    rc = main(["run", str(MATRIX), "--telemetry", text, "--out", str(tmp_path),
+    rc = main(["run", str(MATRIX), "--telemetry", text, "--store", str(tmp_path),
                "--ceph-conf", str(tmp_path / "never-read.conf")])
     err = capsys.readouterr().err
     assert rc == 2
