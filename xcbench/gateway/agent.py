@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import socket
 import sys
 import threading
@@ -52,13 +53,14 @@ from xcbench.system.limits import cpu_limit
 from xcbench.system.ports import is_wildcard
 from xcbench.system.scratch import private_dir
 from xcbench.system.signals import EXIT_CODE, StopFlag
-from xcbench.system.xrootd_user import xrootd_ids
+from xcbench.system.xrootd_user import set_user, xrootd_ids
 from xcbench.telemetry.roles import tree_counters
 
 TARGET_FIELDS = tuple(f.name for f in fields(Target) if f.name not in ("created", "path"))
 AGENT_SECURITY = ("none", "tls")  # tokens: the issuer and its key cache are this machine's
 TICK = 1.0
 LOG_TAIL = 200
+USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # a POSIX user name, as useradd takes it
 
 
 def _bad(why: str) -> XcbError:
@@ -103,6 +105,9 @@ def parse_request(line: str) -> dict[str, Any]:
                    f"{', '.join(AGENT_SECURITY)} (the modes a gateway agent serves)")
     if sec["mode"] != "none" and not (isinstance(sec.get("ca_cert"), str) and isinstance(sec.get("ca_key"), str)):
         raise _bad(f"security: {sec['mode']} needs the run's CA (ca_cert, ca_key)")
+    gu = req.get("gateway_user")
+    if gu is not None and (not isinstance(gu, str) or not USER_NAME.match(gu)):
+        raise _bad(f"gateway_user: {gu!r} is not a user name")
     ceph = req.get("ceph")
     if t.get("ceph_conf_env") and (not isinstance(ceph, dict) or not isinstance(ceph.get("keyring"), str)
                                    or not isinstance(ceph.get("global"), dict)):
@@ -125,6 +130,7 @@ class Agent:
     # --- making ------------------------------------------------------------------------
     def start(self, stack: contextlib.ExitStack) -> None:
         req = self.req
+        set_user(req.get("gateway_user"))  # the coordinator's choice; unknown here: one line
         t0 = time.monotonic()
         work = private_dir(SCRATCH, "xcb-gwagent-")
         self.made.append(str(work))

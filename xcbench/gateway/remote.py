@@ -41,6 +41,7 @@ from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.security import RunSecurity
 from xcbench.system import proc
 from xcbench.system.fsutil import write_file
+from xcbench.system.xrootd_user import user_name
 
 AGENT_SLACK = 60.0  # s on top of the daemons' start timeout: ssh, a tmpfs mount, a certificate
 SAMPLE_WAIT = 10.0  # s a fresh sample may take (a loaded host)
@@ -317,7 +318,8 @@ def start_remote_gateway(target: Any, *, workdir: Path, cluster: Any = None, ori
     common = {"version": __version__, "name": name, "origins": origins,
               "allow": list(placement.allow), "tunables": t, "report_addr": report_addr,
               "target": _target_request(target), "ceph": _ceph_request(target, cluster),
-              "start_timeout": start_timeout, "security": {"mode": "none"}}
+              "start_timeout": start_timeout, "security": {"mode": "none"},
+              "gateway_user": user_name()}  # the same uid on every gateway host
     gw = RemoteGateway(name, target, keep, findings, procs, security)
     if run_security is not None and security != "none":
         # the run's CA over the agents' stdin: each signs its own host's certificate

@@ -46,6 +46,8 @@ def test_a_good_request_parses():
      "target: unknown fields ['created']"),
     (_req(target={"cell_id": "c1", "backend": "rados", "ceph_conf_env": True}),
      "ceph: a rados gateway needs ceph.global and ceph.keyring"),
+    (_req(gateway_user="root; rm -rf /"), "gateway_user: 'root; rm -rf /' is not a user name"),
+    (_req(gateway_user=["xrootd"]), "gateway_user: ['xrootd'] is not a user name"),
 ])
 def test_a_bad_request_is_one_line_naming_the_field(line, says):
     with pytest.raises(XcbError) as e:
@@ -123,3 +125,15 @@ def test_an_unknown_limit_on_one_host_is_unknown_not_a_partial_sum():
     gw.parts.append(_Part("g2", 1.0, 0, 0.2, None))
     s = gw.agent_role_sample()
     assert s["limit_cores"] is None and s["cores"] == pytest.approx(0.4)
+
+
+def test_the_gateway_user_travels_to_the_agent_and_an_unknown_one_is_refused_there(monkeypatch):
+    """--gateway-user on the coordinator: the agent on a gateway host runs its daemons as the
+    same user, or says in one line that the host has no such user."""
+    from xcbench.system import xrootd_user
+    monkeypatch.delenv(xrootd_user.USER_ENV, raising=False)
+    assert parse_request(_req(gateway_user="xcb-nosuchuser"))["gateway_user"] == "xcb-nosuchuser"
+    with pytest.raises(XcbError, match="--gateway-user xcb-nosuchuser: no such user"):
+        xrootd_user.set_user("xcb-nosuchuser")
+    xrootd_user.set_user("nobody")
+    assert xrootd_user.user_name() == "nobody"
