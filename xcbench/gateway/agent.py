@@ -130,7 +130,8 @@ class Agent:
     # --- making ------------------------------------------------------------------------
     def start(self, stack: contextlib.ExitStack) -> None:
         req = self.req
-        set_user(req.get("gateway_user"))  # the coordinator's choice; unknown here: one line
+        if os.geteuid() == 0:  # not root: the daemons run as the agent's own user anyway
+            set_user(req.get("gateway_user"))  # the coordinator's choice; unknown here: one line
         t0 = time.monotonic()
         work = private_dir(SCRATCH, "xcb-gwagent-")
         self.made.append(str(work))
