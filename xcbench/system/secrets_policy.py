@@ -16,11 +16,11 @@ The rule (README, "Shared hosts"):
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 from urllib.parse import urlsplit
 
 from xcbench.errors import XcbError
+from xcbench.system.ports import is_loopback_url
 
 RULE = ("a secret goes only over https:// with the certificate verified, or to this machine's "
         "loopback (127.0.0.1, ::1, localhost)")
@@ -29,16 +29,7 @@ OPERATOR = "the command line or an inventory given with --hosts FILE"
 
 def is_loopback(url: str) -> bool:
     """Does ``url`` name this machine's loopback (by address, or the name localhost)?"""
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_url(url)
 
 
 def transport_problem(url: Any, verify: Any = True) -> str | None:
@@ -112,9 +103,9 @@ def _inventory_problems(inv: dict, where: str) -> list[str]:
 FTS_CREDENTIALS = ("token_file", "token_env", "cert")
 
 
-def _fts_problems(raw: dict, path: str) -> list[str]:
-    """campaign.fts of the defaults and of each backend: a credential only over verified TLS or
-    loopback (a token sent, or the X509 proxy the fts3 client delegates)."""
+def _fts_with_credentials(raw: dict) -> list[tuple[str, dict]]:
+    """(where, campaign.fts) of the defaults and each backend whose FTS section names a
+    credential (a token file or variable, or a proxy the fts3 client delegates)."""
     sections = [("defaults", raw.get("defaults"))]
     backends = raw.get("backends")
     if isinstance(backends, dict):
@@ -123,8 +114,16 @@ def _fts_problems(raw: dict, path: str) -> list[str]:
     for where, sec in sections:
         camp = sec.get("campaign") if isinstance(sec, dict) else None
         fts = camp.get("fts") if isinstance(camp, dict) else None
-        if not isinstance(fts, dict) or not any(k in fts for k in FTS_CREDENTIALS):
-            continue
+        if isinstance(fts, dict) and any(k in fts for k in FTS_CREDENTIALS):
+            out.append((where, fts))
+    return out
+
+
+def _fts_problems(raw: dict, path: str) -> list[str]:
+    """campaign.fts of the defaults and of each backend: a credential only over verified TLS or
+    loopback (a token sent, or the X509 proxy the fts3 client delegates)."""
+    out = []
+    for where, fts in _fts_with_credentials(raw):
         ep = fts.get("endpoint")
         why = transport_problem(ep, fts.get("verify", True))
         said = isinstance(ep, str) and ep.lower().startswith("http://") and \
@@ -153,16 +152,8 @@ def fts_endpoint_problems(raw: Any, path: str, granted: Any) -> list[str]:
     if not isinstance(raw, dict):
         return []
     allowed = {_endpoint_key(g) for g in granted or ()}
-    sections = [("defaults", raw.get("defaults"))]
-    backends = raw.get("backends")
-    if isinstance(backends, dict):
-        sections += [(f"backend {b}", s) for b, s in backends.items()]
     out = []
-    for where, sec in sections:
-        camp = sec.get("campaign") if isinstance(sec, dict) else None
-        fts = camp.get("fts") if isinstance(camp, dict) else None
-        if not isinstance(fts, dict) or not any(k in fts for k in FTS_CREDENTIALS):
-            continue
+    for where, fts in _fts_with_credentials(raw):
         ep = fts.get("endpoint")
         if _endpoint_key(ep) not in allowed:
             out.append(f"{path}: {where}: campaign.fts.endpoint: {ep} would receive the FTS "

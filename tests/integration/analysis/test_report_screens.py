@@ -17,6 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
+from tests.support.figtext import _texts
 from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report import markdown, scaling
 from xcbench.analysis.report.document import render_report
@@ -110,23 +111,6 @@ def test_first_screen_every_verdict_shown_and_no_text_on_another(run_path, tmp_p
     assert all(c["shown"] and c["shown"] == c["verdict"] for c in page["cells"]), page["cells"]
     assert page["overlaps"] == []
     assert page["plot"] and page["plot"]["shown"] >= 0.75 * page["plot"]["natural"]  # not shrunk to unreadable
-
-
-def _texts(fig):
-    fig.canvas.draw()
-    r = fig.canvas.get_renderer()
-    texts = []
-    for ax in fig.axes:
-        if not ax.get_visible():
-            continue
-        texts += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
-        for axis in (ax.xaxis, ax.yaxis):
-            lo, hi = sorted(axis.get_view_interval())
-            texts += [t.label1 for t in axis.get_major_ticks()
-                      if lo - 1e-9 <= t.get_loc() <= hi + 1e-9 and t.label1.get_visible()]
-    for lg in fig.legends:
-        texts += list(lg.get_texts())
-    return [(t.get_text(), t.get_window_extent(r)) for t in texts if t.get_visible() and t.get_text().strip()]
 
 
 def test_throughput_plot_labels_every_point_and_no_label_touches_a_text(run_path, tmp_path):
