@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,6 @@ from xcbench.analysis.report.table_cells import (
     verdict_cell,
 )
 from xcbench.analysis.verdicts.attribution import NEAR, SCALING, STARVED, verdicts_of
-from xcbench.analysis.verdicts.attribution import __doc__ as ATTRIBUTION_DOC
 from xcbench.analysis.verdicts.compare import compare_data
 from xcbench.analysis.verdicts.directions import access_of
 from xcbench.analysis.verdicts.roles import role_series
@@ -380,8 +380,9 @@ def _columns() -> dict[str, list[dict[str, Any]]]:
 
 
 def _rules() -> tuple[str, list[tuple[str, str]]]:
-    """(definitions, [(verdict, condition), ...]) from analysis.verdicts.attribution's docstring: one text, no drift."""
-    doc = ATTRIBUTION_DOC or ""
+    """(definitions, [(verdict, condition), ...]) from analysis/verdicts/verdicts.md: one text, no drift."""
+    doc = resources.files("xcbench.analysis.verdicts").joinpath("verdicts.md").read_text()
+    doc = doc.split("```text\n", 1)[-1].rsplit("```", 1)[0]
     head, _, rest = doc.partition("first match wins:")
     definitions = head.split("\n", 2)[-1].rsplit("Rules", 1)[0].strip()
     block = rest.split("Each verdict row", 1)[0]

@@ -1,4 +1,4 @@
-"""The verdict rules (analysis.verdicts.attribution's docstring states them): utilisations, then the
+"""The verdict rules (analysis/verdicts/verdicts.md states them): utilisations, then the
 first rule that matches. Input: one point's figures (``ev``, built by analysis.verdicts.attribution);
 a read point (``ev["direction"] == "read"``) is held against the read ceilings of its cell, so
 the texts say read where a write point's say write.
