@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -390,7 +391,7 @@ def _rules() -> tuple[str, list[tuple[str, str]]]:
     for line in block.splitlines():
         s = line.strip()
         head_num, dot, body = s.partition(". ")
-        if dot and head_num.isdigit():
+        if dot and re.fullmatch(r"\d+[a-z]?", head_num):  # 4b, 8b: rules of their own
             if cur:
                 rules.append(cur)
             cur = body
