@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
@@ -210,7 +211,7 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
                   origins: int = 1, tunables: Mapping[str, Any] | None = None,
                   report_addr: str | None = None, bind: str = "127.0.0.1",
                   procs: proc.ProcessSet | None = None, name: str | None = None,
-                  cell: Any = None, start_timeout: float = START_TIMEOUT,
+                  cell: Cell | None = None, start_timeout: float = START_TIMEOUT,
                   hosts: Any = None, security: str = "none", run_security: Any = None) -> Gateway:
     """Start the gateway of ``target`` and wait until it answers; see the module docstring.
 

@@ -30,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from xcbench import __version__
+from xcbench.cell import Cell
 from xcbench.cell.layout import Layout
 from xcbench.ceph import conf as cephconf
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.agent import AGENT_SECURITY, TARGET_FIELDS
@@ -281,7 +283,7 @@ def _target_request(target: Any) -> dict[str, Any]:
     return out
 
 
-def _ceph_request(target: Any, cluster: Any) -> dict[str, Any] | None:
+def _ceph_request(target: Any, cluster: Cluster | None) -> dict[str, Any] | None:
     """The [global] section and the gateway's key for an XrdCeph agent (over its stdin only)."""
     if not target.ceph_conf_env:
         return None
@@ -296,10 +298,10 @@ def _ceph_request(target: Any, cluster: Any) -> dict[str, Any] | None:
             "keyring": Path(src).read_text()}
 
 
-def start_remote_gateway(target: Any, *, workdir: Path, cluster: Any = None, origins: int = 1,
+def start_remote_gateway(target: Any, *, workdir: Path, cluster: Cluster | None = None, origins: int = 1,
                          tunables: dict[str, Any] | None = None, report_addr: str | None = None,
                          procs: proc.ProcessSet | None = None, name: str | None = None,
-                         cell: Any = None, hosts: Any = None, security: str = "none",
+                         cell: Cell | None = None, hosts: Any = None, security: str = "none",
                          run_security: RunSecurity | None = None,
                          start_timeout: float = START_TIMEOUT, **_: Any) -> RemoteGateway:
     """Start ``target``'s gateway on the inventory's gateway hosts through gateway agents."""

@@ -16,6 +16,7 @@ import os
 import time
 from typing import Any
 
+from xcbench.ceph.cluster import Cluster
 from xcbench.telemetry.ceph import CephSampler, asok_command
 
 # the settle keeps the previous job's backlog out of the next job's figure: 1 % of that figure
@@ -29,7 +30,7 @@ MAX_S = 15.0  # the longest settle (the mgr's rate lags by its 5 s stats period;
 class Settle:
     """Reads the write bytes/s of the cluster's storage for one pool's probes."""
 
-    def __init__(self, cluster: Any, pool: str | None):
+    def __init__(self, cluster: Cluster, pool: str | None):
         self.cluster, self.pool = cluster, pool
         self._socks: dict[int, Any] | None = None
 

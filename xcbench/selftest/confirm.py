@@ -39,6 +39,7 @@ from xcbench.analysis.verdicts import between_run
 from xcbench.analysis.verdicts.experiment import PAIRS, judge, schedule
 from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
 from xcbench.backends.base import backend_class
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.matrix.expand import _finish
@@ -120,7 +121,7 @@ def ceilings(rows: list[dict[str, Any]], cells: dict[str, Any]) -> dict[tuple[in
     return out
 
 
-def confirm_run(run_path: str | Path, cluster: Any, *, cell: str | None = None, pairs: int = PAIRS,
+def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | None = None, pairs: int = PAIRS,
                 verdicts: tuple[str, ...] | None = None, level: int | None = None,
                 test: tuple[str, ...] = (), log: Log = _stderr) -> dict[str, Any]:
     """Test each verdict of the run (of ``cell``, at ``level``; of these ``verdicts``), or the
@@ -150,7 +151,7 @@ def confirm_run(run_path: str | Path, cluster: Any, *, cell: str | None = None, 
 
 
 def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matrix: Any, run_path: Path,
-         cluster: Any, pairs: int, cores: float, embedded: bool, between: float | None,
+         cluster: Cluster | None, pairs: int, cores: float, embedded: bool, between: float | None,
          tops: dict[tuple[int, str, int], float], log: Log) -> dict[str, Any]:
     """One experiment: the limit ``named`` tested at the row's cell and level."""
     ev = json.loads(row.get("evidence") or "{}")
@@ -220,7 +221,7 @@ def replay_cell(cells: dict[str, Any], cell: Any, level: int, change: dict[str, 
 
 
 def _replay(matrix: Any, cells: dict[str, Any], cell: Any, level: int, direction: str,
-            change: dict[str, Any], name: str, store: Path, cluster: Any) -> dict[str, Any]:
+            change: dict[str, Any], name: str, store: Path, cluster: Cluster | None) -> dict[str, Any]:
     """Run one arm; {"rate": (B/s, rel se), "run", "role": the capped role's cpu/limit}."""
     c, lv = replay_cell(cells, cell, level, change)
     m = replace(matrix, cells=[c])

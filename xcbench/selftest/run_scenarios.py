@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from xcbench.analysis.verdicts.experiment import judge
+from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.figures.units import parse_size
@@ -149,7 +150,7 @@ def capping_runner(cap: Cap) -> type[CappingRunner]:
     return type("SelftestRunner", (CappingRunner,), {"cap": cap})
 
 
-def _run(matrix_doc: dict, name: str, cluster: Any, out: Path, workdir: Path,
+def _run(matrix_doc: dict, name: str, cluster: Cluster | None, out: Path, workdir: Path,
          runner: Callable[..., Runner] | None = None) -> Any:
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(matrix_doc, sort_keys=False))
@@ -267,7 +268,7 @@ def cells_of(s: Scenario, quick: bool) -> tuple[str, ...]:
     return s.cells_of(quick)
 
 
-def run_selftest(cluster: Any, *, names: list[str] | None = None, quick: bool = False,
+def run_selftest(cluster: Cluster | None, *, names: list[str] | None = None, quick: bool = False,
                  out: Path = Path("results"), fraction: float = FRACTION,
                  allow_missing: tuple[str, ...] | list[str] = (),
                  log: Log = _stderr) -> dict[str, Any]:
@@ -461,7 +462,7 @@ def _riders(runnable: list[Scenario], quick: bool) -> dict[str, str]:
 
 
 def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, str], base: dict,
-                sizes: Any, fraction: float, cluster: Any, out: Path, workdir: Path,
+                sizes: Any, fraction: float, cluster: Cluster | None, out: Path, workdir: Path,
                 also: Sequence[tuple[Scenario, tuple[str, ...]]] = ()) -> tuple[list[Check], str]:
     """One run of the scenario's cells with its role capped, judged level by level; ``also``:
     other scenarios (and their cells, a part of these) judged on the same run."""
@@ -502,7 +503,7 @@ def _capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, 
 
 def _half_host(scenarios: list[Scenario], checks: list[Check], base: dict, ids: dict[str, str],
                sizes: Any, quick: bool,
-               cluster: Any, out: Path, workdir: Path, name: str, log: Log) -> str:
+               cluster: Cluster | None, out: Path, workdir: Path, name: str, log: Log) -> str:
     """The scenarios' cells run again with every role under one quota at half the host; each
     of their checks then holds only with the rate fallen in proportion (intervene.apply)."""
     keys = sorted({k for s in scenarios for k in cells_of(s, quick)}, key=list(CELLS).index)
@@ -531,7 +532,7 @@ def _half_host(scenarios: list[Scenario], checks: list[Check], base: dict, ids: 
 
 
 def _ec_twin(scenarios: list[Scenario], checks: list[Check], base: dict, ids: dict[str, str], sizes: Any,
-             quick: bool, cluster: Any, out: Path, workdir: Path, name: str, log: Log) -> str:
+             quick: bool, cluster: Cluster | None, out: Path, workdir: Path, name: str, log: Log) -> str:
     """The EC cells and their twins run again, EC first (the uncapped run had the twin first):
     A-B-B-A; each EC check's right verdicts then come from that experiment (intervene.ec_expect),
     not from the rule's own EC ratio."""
@@ -564,8 +565,8 @@ def _ec_twin(scenarios: list[Scenario], checks: list[Check], base: dict, ids: di
     return str(run.path)
 
 
-def _mini_pids(cluster: Any) -> Callable[[], dict[str, list[int]]]:
-    if getattr(cluster, "embedded", False) and getattr(cluster, "state_dir", None):
+def _mini_pids(cluster: Cluster | None) -> Callable[[], dict[str, list[int]]]:
+    if cluster is not None and cluster.embedded and cluster.state_dir is not None:
         return MiniCluster(cluster.state_dir).role_pids
     raise XcbError("selftest: the OSD scenario caps the embedded mini cluster's OSDs "
                    "(a cluster given by --ceph-conf runs its OSDs elsewhere)")

@@ -39,12 +39,13 @@ MADE = 0.7  # the device's writes/s at >= this share of the throttle: the thrott
 KIND = {"bps": "storage-bandwidth", "iops": "storage-iops"}
 
 
-def block_file(cluster: Cluster) -> Path | None:
-    sd = getattr(cluster, "state_dir", None)
-    return Path(sd) / "osd.0" / "block" if sd and getattr(cluster, "embedded", False) else None
+def block_file(cluster: Cluster | None) -> Path | None:
+    if cluster is None or not cluster.embedded or cluster.state_dir is None:
+        return None
+    return Path(cluster.state_dir) / "osd.0" / "block"
 
 
-def why_not(cluster: Cluster) -> str | None:
+def why_not(cluster: Cluster | None) -> str | None:
     """Why the OSDs' device writes cannot be throttled here (None: they can)."""
     path = block_file(cluster)
     if path is None:
@@ -54,7 +55,7 @@ def why_not(cluster: Cluster) -> str | None:
     return blkio_why_not(path)
 
 
-def device(cluster: Cluster) -> str:
+def device(cluster: Cluster | None) -> str:
     path = block_file(cluster)
     assert path is not None
     return device_of(path)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.hosts.emulate import PEER, Record, records
 from xcbench.store.findings import finding
@@ -50,7 +51,7 @@ class PrometheusSampler(Sampler):
     min_interval = 5.0  # only the light live query runs on the telemetry loop
 
     def __init__(self, client: PromClient, *, cell_id: str = "", sink: Sink | None = None,
-                 cluster: Any = None, inventory: Any = None, step: float | None = None,
+                 cluster: Cluster | None = None, inventory: Any = None, step: float | None = None,
                  raw_dir: Path | None = None, clock=time.time, mono=time.monotonic):
         self.client, self.cell_id, self.sink = client, cell_id, sink
         self.cluster, self.inventory, self.step = cluster, inventory, step

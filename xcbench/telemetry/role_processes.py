@@ -32,6 +32,7 @@ from typing import Any
 
 import psutil
 
+from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import MiniCluster
 from xcbench.system import proc
 from xcbench.telemetry.roles import RoleSampler
@@ -107,11 +108,11 @@ def local_daemons(conf: str | Path) -> dict[str, list[int]]:
     return out
 
 
-def cluster_providers(cluster: Any) -> tuple[dict[str, Provider], str | None]:
+def cluster_providers(cluster: Cluster | None) -> tuple[dict[str, Provider], str | None]:
     """(providers of osd/mds/mon/mgr, note); the note says why the roles are unknown."""
     if cluster is None or getattr(cluster, "conf", None) is None:
         return {}, None
-    if getattr(cluster, "embedded", False) and getattr(cluster, "state_dir", None) is not None:
+    if cluster.embedded and cluster.state_dir is not None:
         mini = MiniCluster(cluster.state_dir)
         def of(role: str) -> Provider:
             return lambda: mini.role_pids()[role]
@@ -126,7 +127,7 @@ def cluster_providers(cluster: Any) -> tuple[dict[str, Provider], str | None]:
     return {r: fixed(found.get(r, [])) for r in CLUSTER_ROLES}, None
 
 
-def providers(*, gateway: Any, target: Any, cluster: Any) -> tuple[dict[str, Provider], str | None]:
+def providers(*, gateway: Any, target: Any, cluster: Cluster | None) -> tuple[dict[str, Provider], str | None]:
     """Every role of a cell with its pid provider, and the note for roles that are unknown."""
     roles: dict[str, Provider] = {"client": driver_pids}
     if gateway is not None and not hasattr(gateway, "agent_role_sample"):
@@ -237,7 +238,7 @@ class CellRoleSampler(RoleSampler):
         return rows
 
 
-def make_sampler(*, gateway: Any, target: Any, cluster: Any) -> CellRoleSampler:
+def make_sampler(*, gateway: Any, target: Any, cluster: Cluster | None) -> CellRoleSampler:
     roles, note = providers(gateway=gateway, target=target, cluster=cluster)
     remote = tuple(r for r in CLUSTER_ROLES if r not in roles) if note else ()
     agent = gateway if hasattr(gateway, "agent_role_sample") else None
