@@ -86,6 +86,15 @@ def test_tables_hold_the_figures(run_path, html):
     assert "16.2.15" in html and "xcb-ec2-1" in html  # fingerprint: versions, pool
 
 
+def test_every_rate_is_in_gb_s_and_gib_s_only_in_brackets_beside_it(run_path, html, tmp_path):
+    """One rate unit (decimal Gb/s); GiB/s only in brackets after a Gb/s figure, for fio users."""
+    md = render_report([run_path], "md", tmp_path / "r.md").read_text()
+    for text in (html, md):
+        assert "Gb/s" in text
+        beside = re.findall(r"Gb/s\s*\([^()]*GiB/s|\([^()]*Gb/s[^()]*GiB/s", text)
+        assert text.count("GiB/s") == len(beside)
+
+
 def test_markdown_for_a_ticket(run_path, tmp_path):
     """Short: the closing table and the verdict counts first, the layout table; no images, no
     links (a ticket shows neither relative paths nor anchors), no sources (they are in the HTML)."""
