@@ -184,12 +184,12 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                          f"file_state == 'FINISHED'{dq}"}
         n = src.add(f"transfer throughput: cell {r.cell_id} at concurrency {r.concurrency}"
                     f"{'' if r.direction == 'write' else ', reads'}",
-                    {"median": (spec, r.q50, fmt_num(r.q50 / plots.MIB))})
+                    {"median": (spec, r.q50, gbps_num(r.q50))})
         dist_rows.append({"cell": labels.get(r.cell_id, r.cell_id)
                           + ("" if r.direction == "write" else f" ({r.direction}s)"),
                           "conc": table_cell(str(int(r.concurrency)), r.concurrency),
                           "n": table_cell(str(int(r.n)), int(r.n)),
-                          **{k: table_cell(fmt_num(getattr(r, k) / plots.MIB), getattr(r, k))
+                          **{k: table_cell(gbps_num(getattr(r, k)), getattr(r, k))
                              for k in ("q05", "q25", "q50", "q75", "q95", "mean")}, "_src": n})
 
     # fio probes, one row per cell, job and direction
@@ -362,8 +362,8 @@ COLUMNS = {
                ("run_rate", "whole-run mean (Gb/s)", True), ("run_cv", "whole-run CV", True),
                ("method", "window rule"), ("failed", "failed transfers", True), ("verdict", "verdict")],
     "dist": [("cell", "cell"), ("conc", "concurrency", True), ("n", "transfers", True),
-             ("q05", "p5 (MiB/s)", True), ("q25", "p25 (MiB/s)", True), ("q50", "median (MiB/s)", True),
-             ("q75", "p75 (MiB/s)", True), ("q95", "p95 (MiB/s)", True), ("mean", "mean (MiB/s)", True)],
+             ("q05", "p5 (Gb/s)", True), ("q25", "p25 (Gb/s)", True), ("q50", "median (Gb/s)", True),
+             ("q75", "p75 (Gb/s)", True), ("q95", "p95 (Gb/s)", True), ("mean", "mean (Gb/s)", True)],
     "fio": [("cell", "cell"), ("job", "job"), ("rw", "rw"), ("bs", "bs"), ("iodepth", "iodepth", True),
             ("hosts", "hosts", True), ("iops", "IOPS", True), ("bw", "bandwidth (Gb/s)", True),
             ("lat", "mean latency (µs)", True), ("p99", "p99 latency (µs)", True)],
