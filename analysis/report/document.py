@@ -56,7 +56,7 @@ from xcbench.analysis.verdicts.roles import role_series
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
 from xcbench.figures.steady import RULE
-from xcbench.figures.units import GIB, fmt_num, fmt_pct, gbps_num
+from xcbench.figures.units import fmt_gbps, fmt_num, fmt_pct, gbps_num
 
 
 def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[str, Any]:
@@ -300,7 +300,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
         "packages": versions.get("packages") or {}, "host": fp.get("host") or {},
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,
-        "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if num_cell(net_bps) else "not measured",
+        "network": fmt_gbps(net_bps, gib=True) if num_cell(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
         "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
         "netbase": network_baseline.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
