@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
-from xcbench.figures.units import GIB, fmt_num
+from xcbench.figures.units import GIB, fmt_num, gbps
 
 CLASS_ORDER = ("small", "medium", "large")
 AXES = {"streams": ("streams",), "size_class": ("size_class", "size_scale", "file_size",
@@ -84,13 +84,13 @@ def streams_plot(groups: dict[str, pd.DataFrame]) -> str | None:
     fig, ax = new_figure(6.5, 3.6)
     for label, g in groups.items():
         g = g.sort_values("streams")
-        ax.plot(g["streams"], g["rate"] / GIB, marker="o", label=label)
+        ax.plot(g["streams"], gbps(g["rate"]), marker="o", label=label)
     levels = sorted({int(s) for g in groups.values() for s in g["streams"]})
     if levels and max(levels) / min(levels) >= 8:
         ax.set_xscale("log", base=2)
     ax.set_xticks(levels, [str(s) for s in levels])
     ax.set_xlabel("TCP streams per transfer")
-    ax.set_ylabel("best rate (GiB/s)")
+    ax.set_ylabel("best rate (Gb/s)")
     ax.legend(fontsize=7, frameon=False)
     return fig_to_data_uri(fig)
 
@@ -103,16 +103,16 @@ def classes_plot(groups: dict[str, pd.DataFrame]) -> str | None:
     for i, (label, g) in enumerate(groups.items()):
         rank = {c: n for n, c in enumerate(CLASS_ORDER)}
         g = g.assign(_r=g["size_class"].map(rank)).sort_values("_r")
-        ax.bar(g["_r"] + i * width, g["rate"] / GIB, width, label=label)
+        ax.bar(g["_r"] + i * width, gbps(g["rate"]), width, label=label)
     ax.set_xticks(np.arange(len(CLASS_ORDER)) + 0.4 - width / 2, CLASS_ORDER)
     ax.set_xlabel("file-size class (Fermilab 100GE study, scaled as the table says)")
-    ax.set_ylabel("best rate (GiB/s)")
+    ax.set_ylabel("best rate (Gb/s)")
     ax.legend(fontsize=7, frameon=False)
     return fig_to_data_uri(fig)
 
 
 def cores_heatmap(label: str, g: pd.DataFrame) -> str | None:
-    table = g.pivot_table(index="origins", columns="cores", values="rate", aggfunc="max") / GIB
+    table = g.pivot_table(index="origins", columns="cores", values="rate", aggfunc="max") * 8 / 1e9  # Gb/s
     if table.empty:
         return None
     fig, ax = new_figure(1.2 * len(table.columns) + 2.5, 0.7 * len(table.index) + 1.8)
@@ -126,7 +126,7 @@ def cores_heatmap(label: str, g: pd.DataFrame) -> str | None:
     ax.set_ylabel("origins")
     ax.set_title(label, fontsize=9)
     ax.grid(False)
-    fig.colorbar(im, ax=ax, label="best rate (GiB/s)")
+    fig.colorbar(im, ax=ax, label="best rate (Gb/s)")
     return fig_to_data_uri(fig)
 
 
@@ -157,7 +157,8 @@ def section(points: pd.DataFrame, manifest: dict[str, Any],
     for label, g in streams.items():
         for r in g.sort_values("streams").itertuples():
             rows.append({"dimension": "streams", "cells": label, "value": str(int(r.streams)),
-                         "rate_gib": r.rate / GIB, "files_per_s": math.nan, "cell_id": r.cell_id,
+                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB, "files_per_s": math.nan,
+                         "cell_id": r.cell_id,
                          "rate_from": r.rate_from})
     classes = _groups(df, "size_class") if df["size_class"].notna().any() else {}
     uri = classes_plot(classes)
@@ -170,7 +171,8 @@ def section(points: pd.DataFrame, manifest: dict[str, Any],
         for r in g.assign(_r=g["size_class"].map(rank)).sort_values("_r").itertuples():
             scale = f" /{int(r.size_scale)}" if r.size_scale and r.size_scale > 1 else ""
             rows.append({"dimension": "size_class", "cells": label, "value": f"{r.size_class}{scale}",
-                         "rate_gib": r.rate / GIB, "files_per_s": r.rate / float(r.file_size),
+                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB,
+                         "files_per_s": r.rate / float(r.file_size),
                          "cell_id": r.cell_id, "rate_from": r.rate_from})
     for label, g in (_groups(df, "cores") if df["cores"].notna().any() else {}).items():
         uri = cores_heatmap(label, g)
@@ -180,6 +182,7 @@ def section(points: pd.DataFrame, manifest: dict[str, Any],
                             "cgroup with a CFS quota of the given cores (a Kubernetes CPU limit)."})
         for r in g.sort_values(["origins", "cores"]).itertuples():
             rows.append({"dimension": "origins x cores", "cells": label,
-                         "value": f"o{int(r.origins)} x {r.cores:g}c", "rate_gib": r.rate / GIB,
+                         "value": f"o{int(r.origins)} x {r.cores:g}c",
+                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB,
                          "files_per_s": math.nan, "cell_id": r.cell_id, "rate_from": r.rate_from})
     return {"figures": figures, "rows": rows, "per_core": rate_per_core(df)}

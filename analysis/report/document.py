@@ -57,7 +57,7 @@ from xcbench.analysis.verdicts.roles import role_series
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
 from xcbench.figures.steady import RULE
-from xcbench.figures.units import GIB, fmt_gib, fmt_num, fmt_pct
+from xcbench.figures.units import fmt_gbps, fmt_num, fmt_pct, gbps_num
 
 
 def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         verdict = v.verdict if v is not None else "inconclusive"
         n = src.add(f"verdict summary: cell {p.cell_id} ({labels.get(p.cell_id, '')}) at concurrency "
                     f"{p.concurrency}{'' if p.direction == 'write' else ', ' + p.direction + 's'}",
-                    {"rate": (p.source, p.rate, fmt_gib(p.rate)),
+                    {"rate": (p.source, p.rate, gbps_num(p.rate)),
                      "verdict": (vsrc(p.cell_id, p.concurrency, p.direction), math.nan, verdict)})
         summary.append({"cell": table_cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
                         "direction": p.direction,
@@ -130,9 +130,9 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         ev = load_evidence(vmap[vkey].evidence) if vkey in vmap else {}
         figs = {}
         if best is not None:
-            figs["rate"] = (best["source"], best["rate"], fmt_gib(best["rate"]))
+            figs["rate"] = (best["source"], best["rate"], gbps_num(best["rate"]))
         if prow is not None:
-            figs["fio_bw"] = (prow["bw_source"], prow["write_bw"], fmt_gib(prow["write_bw"]))
+            figs["fio_bw"] = (prow["bw_source"], prow["write_bw"], gbps_num(prow["write_bw"]))
             figs["fio_iops"] = (prow["iops_source"], prow["write_iops"], fmt_num(prow["write_iops"]))
         ops = ev.get("pool_write_ops")
         if ops is not None and (ev.get("sources") or {}).get("pool_write_ops"):
@@ -146,7 +146,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
             "mode": c["mode"], "conc": table_cell(fmt_num(best["concurrency"]) if best is not None else "–",
                                              num_cell(best["concurrency"]) if best is not None else None),
             "rate": rate_cell(best["rate"] if best is not None else math.nan),
-            "ci": table_cell(f"{fmt_gib(best['ci_low'])}–{fmt_gib(best['ci_high'])}" if best is not None
+            "ci": table_cell(f"{gbps_num(best['ci_low'])}–{gbps_num(best['ci_high'])}" if best is not None
                         and num_cell(best["ci_low"]) is not None else "–"),
             "fio_bw": _beaten(rate_cell(prow["write_bw"] if prow is not None else math.nan), beats.get(cid)),
             "fio_iops": table_cell(fmt_num(prow["write_iops"]) if prow is not None else "–",
@@ -160,13 +160,13 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         v = vmap.get((p.cell_id, p.concurrency, p.direction))
         n = src.add(f"steady rate: cell {p.cell_id} at concurrency {p.concurrency}"
                     f"{'' if p.direction == 'write' else ', ' + p.direction + 's'}",
-                    {"rate": (p.source, p.rate, fmt_gib(p.rate))})
+                    {"rate": (p.source, p.rate, gbps_num(p.rate))})
         point_rows.append({
             "cell": table_cell(labels.get(p.cell_id, p.cell_id), title=f"cell id {p.cell_id}"),
             "direction": p.direction,
             "conc": table_cell(str(int(p.concurrency)), p.concurrency), "n": table_cell(str(p.repeats), p.repeats),
             "rate": rate_cell(p.rate),
-            "ci": table_cell(f"{fmt_gib(p.ci_low)}–{fmt_gib(p.ci_high)}" if num_cell(p.ci_low) is not None else "–",
+            "ci": table_cell(f"{gbps_num(p.ci_low)}–{gbps_num(p.ci_high)}" if num_cell(p.ci_low) is not None else "–",
                         num_cell(p.ci_low)),
             "median": rate_cell(p.window_median), "cv": table_cell(fmt_pct(p.window_cv * 100), num_cell(p.window_cv)),
             "run_rate": rate_cell(p.run_rate), "run_cv": table_cell(fmt_pct(p.run_cv * 100), num_cell(p.run_cv)),
@@ -185,12 +185,12 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
                          f"file_state == 'FINISHED'{dq}"}
         n = src.add(f"transfer throughput: cell {r.cell_id} at concurrency {r.concurrency}"
                     f"{'' if r.direction == 'write' else ', reads'}",
-                    {"median": (spec, r.q50, fmt_num(r.q50 / plots.MIB))})
+                    {"median": (spec, r.q50, gbps_num(r.q50))})
         dist_rows.append({"cell": labels.get(r.cell_id, r.cell_id)
                           + ("" if r.direction == "write" else f" ({r.direction}s)"),
                           "conc": table_cell(str(int(r.concurrency)), r.concurrency),
                           "n": table_cell(str(int(r.n)), int(r.n)),
-                          **{k: table_cell(fmt_num(getattr(r, k) / plots.MIB), getattr(r, k))
+                          **{k: table_cell(gbps_num(getattr(r, k)), getattr(r, k))
                              for k in ("q05", "q25", "q50", "q75", "q95", "mean")}, "_src": n})
 
     # fio probes, one row per cell, job and direction
@@ -199,7 +199,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         spec = {"run": rd.run_id, "table": "probes", "query": r.query, "agg": "sum"}
         n = src.add(f"fio: cell {r.cell_id} job {r.job} {r.rw}", {
             "iops": ({**spec, "column": "iops"}, r.iops, fmt_num(r.iops)),
-            "bw": ({**spec, "column": "bw"}, r.bw, fmt_gib(r.bw))})
+            "bw": ({**spec, "column": "bw"}, r.bw, gbps_num(r.bw))})
         fio_rows.append({"cell": labels.get(r.cell_id, r.cell_id), "job": r.job, "rw": r.rw,
                          "bs": str(r.bs), "iodepth": table_cell(fmt_num(r.iodepth), num_cell(r.iodepth)),
                          "hosts": table_cell(str(r.hosts), r.hosts), "iops": table_cell(fmt_num(r.iops), num_cell(r.iops)),
@@ -213,8 +213,8 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         if ev.get("rep_rate") is None or v.direction != "write":  # reads: readwrite's table
             continue
         n = src.add(f"EC vs replicated: cell {v.cell_id} vs {ev.get('rep_cell')} at concurrency {v.concurrency}", {
-            "ec_rate": (ev["sources"].get("rate"), ev.get("rate"), fmt_gib(ev.get("rate"))),
-            "rep_rate": (ev["sources"].get("rep_rate"), ev.get("rep_rate"), fmt_gib(ev.get("rep_rate"))),
+            "ec_rate": (ev["sources"].get("rate"), ev.get("rate"), gbps_num(ev.get("rate"))),
+            "rep_rate": (ev["sources"].get("rep_rate"), ev.get("rep_rate"), gbps_num(ev.get("rep_rate"))),
             "raw_per_logical": (ev["sources"].get("raw_per_logical"), ev.get("raw_per_logical"),
                                 fmt_num(ev.get("raw_per_logical")))})
         ec_rows.append({"cell": labels.get(v.cell_id, v.cell_id), "conc": table_cell(str(int(v.concurrency)), v.concurrency),
@@ -301,7 +301,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
         "packages": versions.get("packages") or {}, "host": fp.get("host") or {},
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": cell_fp,
-        "network": f"{fmt_num(net_bps * 8 / 1e9)} Gb/s ({fmt_num(net_bps / GIB)} GiB/s)" if num_cell(net_bps) else "not measured",
+        "network": fmt_gbps(net_bps, gib=True) if num_cell(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
         "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
         "netbase": network_baseline.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
@@ -339,7 +339,7 @@ def confirmations(path: Path, labels: dict[str, str]) -> list[dict[str, Any]]:
     def rate(b: Any, se: Any) -> str:
         if not num_cell(b):
             return "–"
-        return f"{fmt_num(b / GIB)} ± {se * 100:.1f} %" if num_cell(se) else fmt_num(b / GIB)
+        return f"{gbps_num(b)} ± {se * 100:.1f} %" if num_cell(se) else gbps_num(b)
     return [{"cell": labels.get(str(x.get("cell_id")), x.get("cell_id")), "conc": x.get("concurrency"),
              "verdict": x.get("verdict"), "outcome": x.get("outcome"),
              "what": x.get("what") or x.get("why") or "",
@@ -350,26 +350,26 @@ def confirmations(path: Path, labels: dict[str, str]) -> list[dict[str, Any]]:
 
 COLUMNS = {
     "summary": [("cell", "cell"), ("direction", "direction"), ("backend", "backend"), ("conc", "concurrency", True),
-                ("rate", "steady rate (GiB/s)", True), ("verdict", "verdict"), ("reason", "why")],
+                ("rate", "steady rate (Gb/s)", True), ("verdict", "verdict"), ("reason", "why")],
     "layout": [("backend", "backend"), ("su", "stripe unit", True), ("sc", "stripe count", True),
                ("os", "object size", True), ("pool", "pool"), ("mode", "mode"),
-               ("conc", "best at concurrency", True), ("rate", "IO rate (GiB/s)", True),
-               ("ci", "95 % CI (GiB/s)", True), ("fio_bw", "fio write (GiB/s)", True),
+               ("conc", "best at concurrency", True), ("rate", "IO rate (Gb/s)", True),
+               ("ci", "95 % CI (Gb/s)", True), ("fio_bw", "fio write (Gb/s)", True),
                ("fio_iops", "fio write IOPS", True), ("ops", "pool write op/s in run", True),
                ("verdict", "verdict")],
     "points": [("cell", "cell"), ("direction", "direction"), ("conc", "concurrency", True), ("n", "repeats", True),
-               ("rate", "steady mean (GiB/s)", True), ("ci", "95 % CI (GiB/s)", True),
-               ("median", "steady median (GiB/s)", True), ("cv", "steady CV", True),
-               ("run_rate", "whole-run mean (GiB/s)", True), ("run_cv", "whole-run CV", True),
+               ("rate", "steady mean (Gb/s)", True), ("ci", "95 % CI (Gb/s)", True),
+               ("median", "steady median (Gb/s)", True), ("cv", "steady CV", True),
+               ("run_rate", "whole-run mean (Gb/s)", True), ("run_cv", "whole-run CV", True),
                ("method", "window rule"), ("failed", "failed transfers", True), ("verdict", "verdict")],
     "dist": [("cell", "cell"), ("conc", "concurrency", True), ("n", "transfers", True),
-             ("q05", "p5 (MiB/s)", True), ("q25", "p25 (MiB/s)", True), ("q50", "median (MiB/s)", True),
-             ("q75", "p75 (MiB/s)", True), ("q95", "p95 (MiB/s)", True), ("mean", "mean (MiB/s)", True)],
+             ("q05", "p5 (Gb/s)", True), ("q25", "p25 (Gb/s)", True), ("q50", "median (Gb/s)", True),
+             ("q75", "p75 (Gb/s)", True), ("q95", "p95 (Gb/s)", True), ("mean", "mean (Gb/s)", True)],
     "fio": [("cell", "cell"), ("job", "job"), ("rw", "rw"), ("bs", "bs"), ("iodepth", "iodepth", True),
-            ("hosts", "hosts", True), ("iops", "IOPS", True), ("bw", "bandwidth (GiB/s)", True),
+            ("hosts", "hosts", True), ("iops", "IOPS", True), ("bw", "bandwidth (Gb/s)", True),
             ("lat", "mean latency (µs)", True), ("p99", "p99 latency (µs)", True)],
-    "ec": [("cell", "EC cell"), ("conc", "concurrency", True), ("ec", "EC rate (GiB/s)", True),
-           ("rep", "replicated rate (GiB/s)", True), ("rep_pool", "replicated pool (copies)"),
+    "ec": [("cell", "EC cell"), ("conc", "concurrency", True), ("ec", "EC rate (Gb/s)", True),
+           ("rep", "replicated rate (Gb/s)", True), ("rep_pool", "replicated pool (copies)"),
            ("ratio", "EC / replicated", True), ("rho", "raw/logical measured", True),
            ("rho0", "raw/logical expected", True)],
 }

@@ -19,10 +19,10 @@ WIDTH = 120
 EMPTY = ("", "–", "-", "—")
 # short headers for wide tables; the key under the table spells them out
 SHORT = {"stripe unit": "su", "stripe count": "sc", "object size": "os", "best at concurrency": "c",
-         "concurrency": "c", "IO rate (GiB/s)": "GiB/s", "95 % CI (GiB/s)": "CI GiB/s",
-         "fio write (GiB/s)": "fio GiB/s", "fio write IOPS": "fio IOPS",
-         "pool write op/s in run": "pool op/s", "EC rate (GiB/s)": "EC GiB/s",
-         "replicated rate (GiB/s)": "rep GiB/s", "replicated pool (copies)": "rep pool",
+         "concurrency": "c", "IO rate (Gb/s)": "Gb/s", "95 % CI (Gb/s)": "CI Gb/s",
+         "fio write (Gb/s)": "fio Gb/s", "fio write IOPS": "fio IOPS",
+         "pool write op/s in run": "pool op/s", "EC rate (Gb/s)": "EC Gb/s",
+         "replicated rate (Gb/s)": "rep Gb/s", "replicated pool (copies)": "rep pool",
          "EC / replicated": "EC/rep", "raw/logical measured": "raw/log", "raw/logical expected": "raw/log exp",
          "parallel streams": "streams", "retransmits (write)": "retr w", "retransmits (read)": "retr r"}
 

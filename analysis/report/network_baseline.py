@@ -17,7 +17,7 @@ import pandas as pd
 
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
 from xcbench.figures.reference import lookup
-from xcbench.figures.units import fmt_num, fmt_pct, format_size
+from xcbench.figures.units import fmt_num, fmt_pct, format_size, gbps_num
 
 GBIT = 1e9
 DIRECTIONS = (("write", "ingress"), ("read", "egress"))
@@ -132,7 +132,7 @@ def reference_layout(manifest: dict[str, Any], layout_rows: list[dict[str, Any]]
         ratio = run_rate / rate * 100 if math.isfinite(rate) and math.isfinite(run_rate) and rate else math.nan
         if r:
             matched.add((r["stripe_unit"], r["stripe_count"], r["object_size"]))
-        row["ref_rate"] = {"text": fmt_num(r.get("io_rate_gib_s")) if r else "–",
+        row["ref_rate"] = {"text": gbps_num(rate) if r else "–",
                            "sort": rate if math.isfinite(rate) else ""}
         row["ref_iops"] = {"text": fmt_num(iops), "sort": iops if math.isfinite(iops) else ""}
         row["ref_ratio"] = {"text": fmt_pct(ratio, 0), "sort": ratio if math.isfinite(ratio) else ""}
@@ -140,7 +140,7 @@ def reference_layout(manifest: dict[str, Any], layout_rows: list[dict[str, Any]]
     for c in columns:
         out_cols.append(c)
         if c["key"] == "rate":
-            out_cols += [{"key": "ref_rate", "label": "published IO rate (GiB/s)", "num": True},
+            out_cols += [{"key": "ref_rate", "label": "published IO rate (Gb/s)", "num": True},
                          {"key": "ref_ratio", "label": "run / published", "num": True}]
         if c["key"] == "ops":
             out_cols.append({"key": "ref_iops", "label": "published IOPS", "num": True})

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
+from xcbench.figures.units import gbps
 
-MIB = float(1 << 20)
 BACKENDS = ("tmpfs", "cephfs", "rados")
 MAX_POINTS = 1500  # per line: more only costs rendering time
 
@@ -208,18 +208,18 @@ def _role_panel(a, roles: dict, t0: float, host: pd.DataFrame | None = None,
 
 
 def transfer_distributions(q: pd.DataFrame, labels: dict[str, str]) -> str | None:
-    """Per-transfer throughput (MiB/s): box q25-q75, median, whiskers q05-q95."""
+    """Per-transfer throughput (Gb/s): box q25-q75, median, whiskers q05-q95."""
     if q.empty:
         return None
     stats = [{"label": f"{labels.get(r.cell_id, r.cell_id)} c={int(r.concurrency)}"
               + ("" if getattr(r, "direction", "write") == "write" else f" {r.direction}"),
-              "med": r.q50 / MIB, "q1": r.q25 / MIB, "q3": r.q75 / MIB, "whislo": r.q05 / MIB,
-              "whishi": r.q95 / MIB, "mean": r.mean / MIB, "fliers": []} for r in q.itertuples()]
+              "med": gbps(r.q50), "q1": gbps(r.q25), "q3": gbps(r.q75), "whislo": gbps(r.q05),
+              "whishi": gbps(r.q95), "mean": gbps(r.mean), "fliers": []} for r in q.itertuples()]
     fig, ax = new_figure(9.0, 0.8 + 0.28 * len(stats))
     ax.bxp(stats, orientation="horizontal", showmeans=True, showfliers=False,
            meanprops={"marker": "d", "markersize": 4, "markerfacecolor": "white"})
     ax.invert_yaxis()
-    ax.set_xlabel("per-transfer throughput (MiB/s); box 25-75 %, whiskers 5-95 %, ◆ mean")
+    ax.set_xlabel("per-transfer throughput (Gb/s); box 25-75 %, whiskers 5-95 %, ◆ mean")
     ax.tick_params(axis="y", labelsize=7)
     return fig_to_data_uri(fig)
 

@@ -17,13 +17,13 @@ from xcbench.analysis.report.render import fig_to_data_uri, new_figure
 from xcbench.analysis.report.table_cells import load_evidence, num_cell, rate_cell, table_cell, verdict_cell
 from xcbench.analysis.verdicts.amplification import describe
 from xcbench.figures.reference import RAL_GATEWAY, ral_gateway_rows
-from xcbench.figures.units import GIB, fmt_num
+from xcbench.figures.units import fmt_num, gbps_num
 
 NOT_MEASURED = "not measured"
 
 COLUMNS: dict[str, list[tuple[Any, ...]]] = {
-    "rw": [("cell", "cell"), ("access", "read access"), ("conc", "concurrency", True), ("write", "write (GiB/s)", True),
-           ("read", "read (GiB/s)", True), ("ratio", "read / write", True),
+    "rw": [("cell", "cell"), ("access", "read access"), ("conc", "concurrency", True), ("write", "write (Gb/s)", True),
+           ("read", "read (Gb/s)", True), ("ratio", "read / write", True),
            ("wv", "write verdict"), ("rv", "read verdict")],
     "amp": [("cell", "cell"), ("conc", "concurrency", True), ("pool", "pool"),
             ("shards", "shards per read", True), ("amp", "OSD bytes read / bytes read", True),
@@ -61,9 +61,9 @@ def section(points: pd.DataFrame, vmap: dict, labels: dict[str, str], cells: pd.
             wv, rv = vmap.get((cid, conc, "write")), vmap.get((cid, conc, "read"))
             figs = {}
             if w is not None:
-                figs["write_rate"] = (w["source"], wr, fmt_num(wr / GIB))
+                figs["write_rate"] = (w["source"], wr, gbps_num(wr))
             if r is not None:
-                figs["read_rate"] = (r["source"], rr, fmt_num(rr / GIB))
+                figs["read_rate"] = (r["source"], rr, gbps_num(rr))
             n = src.add(f"reads and writes: cell {cid} at concurrency {conc}", figs)
             ratio = rr / wr if num_cell(rr) is not None and num_cell(wr) else math.nan
             rows.append({"cell": table_cell(labels.get(cid, cid), title=f"cell id {cid}"),
@@ -111,7 +111,7 @@ def _ral_rows() -> list[dict[str, Any]]:
 
 
 def _plot(points: pd.DataFrame, labels: dict[str, str]) -> str | None:
-    """Rate vs concurrency per cell, writes solid and reads dashed (GiB/s), with RAL's one-gateway
+    """Rate vs concurrency per cell, writes solid and reads dashed (Gb/s), with RAL's one-gateway
     XrdBlackhole figures (grey, right axis in Gb/s) for reference."""
     if points.empty:
         return None
@@ -123,11 +123,11 @@ def _plot(points: pd.DataFrame, labels: dict[str, str]) -> str | None:
             s = points[(points["cell_id"] == cid) & (points["direction"] == d)].sort_values("concurrency")
             if s.empty:
                 continue
-            ax.plot(s["concurrency"], s["rate"].to_numpy(dtype=float) / GIB, ls=ls, marker="o", ms=4,
+            ax.plot(s["concurrency"], s["rate"].to_numpy(dtype=float) * 8 / 1e9, ls=ls, marker="o", ms=4,
                     color=color, label=f"{labels.get(cid, cid)} {d}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("concurrency (transfers / parallel files in flight)")
-    ax.set_ylabel("steady rate (GiB/s)")
+    ax.set_ylabel("steady rate (Gb/s)")
     ax.set_ylim(bottom=0)
     ref = ax.twinx()
     for d, ls in (("write", "-"), ("read", "--")):

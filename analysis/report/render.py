@@ -4,7 +4,7 @@ Used by the run report (analysis/report/document.py) and the capacity-planning r
 
     from xcbench.analysis.report.render import render, write_report, fig_to_data_uri, new_figure
     fig, ax = new_figure()
-    ax.plot(...); ax.set_xlabel("concurrency (transfers)"); ax.set_ylabel("rate (GiB/s)")
+    ax.plot(...); ax.set_xlabel("concurrency (transfers)"); ax.set_ylabel("rate (Gb/s)")
     html = render("myreport", {"title": ..., "plot": fig_to_data_uri(fig)}, "html",
                   package="xcbench.plan")          # finds templates/myreport.html.j2 there
     write_report(html, Path("out.html"), "html")
@@ -34,7 +34,7 @@ import jinja2
 
 from xcbench.analysis.report import markdown
 from xcbench.errors import XcbError
-from xcbench.figures.units import GIB, fmt_gib, fmt_num, fmt_pct, fmt_size  # noqa: F401 (filters; GIB public)
+from xcbench.figures.units import GIB, fmt_num, fmt_pct, fmt_size, gbps_num  # noqa: F401 (filters; GIB public)
 from xcbench.system.templates import render_with
 
 FORMATS = ("html", "md")
@@ -45,7 +45,7 @@ def md_escape(v: Any) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
-FILTERS = {"num": fmt_num, "gib": fmt_gib, "pct": fmt_pct, "size": fmt_size, "mdcell": md_escape,
+FILTERS = {"num": fmt_num, "gbps": gbps_num, "pct": fmt_pct, "size": fmt_size, "mdcell": md_escape,
            "mdtable": markdown.table, "mdverdicts": markdown.verdict_table,
            "mdfindings": markdown.findings_text, "when": markdown.short_time}
 

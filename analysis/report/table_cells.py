@@ -11,7 +11,7 @@ from markupsafe import Markup
 
 from xcbench.analysis.verdicts.run_data import source_text
 from xcbench.cell.protection import label_fields
-from xcbench.figures.units import fmt_gib, format_size
+from xcbench.figures.units import format_size, gbps_num
 
 
 class Sources:
@@ -57,7 +57,7 @@ def verdict_cell(v: str) -> dict[str, Any]:
 
 
 def rate_cell(v: float | None) -> dict[str, Any]:
-    return table_cell(fmt_gib(v), num_cell(v))
+    return table_cell(gbps_num(v), num_cell(v))
 
 
 def size_cell(v: Any) -> str:

@@ -205,11 +205,6 @@ def fmt_num(v: Any, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
-def fmt_gib(v: Any, digits: int = 3) -> str:
-    """bytes/s -> 'x.xx' GiB/s (the unit goes in the column header)."""
-    return fmt_num(float(v) / GIB, digits) if _finite(v) else "–"
-
-
 def fmt_pct(v: Any, digits: int = 1, sign: bool = False) -> str:
     if not _finite(v):
         return "–"

@@ -128,7 +128,7 @@ def test_report_shows_reads_and_writes_side_by_side(run, tmp_path):
     text = out.read_text()
     sec = text.split("## Reads and writes, side by side", 1)[1].split("\n## ", 1)[0]
     head = next(ln for ln in sec.splitlines() if ln.startswith("| cell |"))
-    assert "write (GiB/s)" in head and "read (GiB/s)" in head and "read verdict" in head
+    assert "write (Gb/s)" in head and "read (Gb/s)" in head and "read verdict" in head
     mixed_row = next(ln for ln in sec.splitlines() if ln.startswith("| cephfs su=4M sc=2"))
     cells = [c.strip() for c in mixed_row.split("|")]
     assert cells[4] != "–" and cells[5] != "–"  # both directions' rates in one row

@@ -15,6 +15,7 @@ from xcbench.analysis.report.document import render_report
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.cli import main
 from xcbench.errors import XcbError
+from xcbench.figures.units import gbps_num
 from xcbench.store.rundir import RunDir
 
 
@@ -79,10 +80,19 @@ def test_tables_hold_the_figures(run_path, html):
     rd = RunData(run_path)
     p = rd.points.iloc[0]
     assert f'data-sort="{p["rate"]}"' in html
-    assert render.fmt_gib(p["rate"]) in html
+    assert gbps_num(p["rate"]) in html
     for v in ("gateway", "storage-bandwidth", "ec-overhead"):
         assert f'<span class="verdict v-{v}">{v}</span>' in html
     assert "16.2.15" in html and "xcb-ec2-1" in html  # fingerprint: versions, pool
+
+
+def test_every_rate_is_in_gb_s_and_gib_s_only_in_brackets_beside_it(run_path, html, tmp_path):
+    """One rate unit (decimal Gb/s); GiB/s only in brackets after a Gb/s figure, for fio users."""
+    md = render_report([run_path], "md", tmp_path / "r.md").read_text()
+    for text in (html, md):
+        assert "Gb/s" in text
+        beside = re.findall(r"Gb/s\s*\([^()]*GiB/s|\([^()]*Gb/s[^()]*GiB/s", text)
+        assert text.count("GiB/s") == len(beside)
 
 
 def test_markdown_for_a_ticket(run_path, tmp_path):
@@ -126,7 +136,7 @@ def test_every_plot_says_its_units(run_path, monkeypatch):
     monkeypatch.setattr(plots, "fig_to_data_uri", capture)
     render_report([run_path], "html", run_path / "units.html")
     assert len(seen) >= 4
-    unit = re.compile(r"\((Gb/s|Gb/s, log|GiB/s|MiB/s|%|op/s|s|cores busy|cores|transfers in flight|op/s, log scale)\)|\(MiB/s\)")
+    unit = re.compile(r"\((Gb/s|Gb/s, log|%|op/s|s|cores busy|cores|transfers in flight|op/s, log scale)\)")
     for axes in seen:
         labelled = [lab for xy in axes for lab in xy if lab]
         assert labelled and all(unit.search(lab) for lab in labelled), labelled

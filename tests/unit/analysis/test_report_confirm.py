@@ -28,7 +28,7 @@ def test_the_report_shows_the_confirmations_of_a_run(tmp_path):
     write(path, {"run": str(path), "confirmations": [x, nt], "ok": True})
     md = render_report([path], "md", tmp_path / "after.md").read_text()
     assert "## Confirmations (xcbench confirm)" in md
-    assert "| gateway | confirmed | the gateway's CPU quota 0.2 -> 0.4 cores | 1 ± 2.0 % | 2 ± 3.0 % |" in md
+    assert "| gateway | confirmed | the gateway's CPU quota 0.2 -> 0.4 cores | 8.59 ± 2.0 % | 17.2 ± 3.0 % |" in md
     assert "x2.00" in md and "prediction error +0 %" in md  # the measured ratio beside the predicted, whole
     assert "| host-cpu | not testable here | the roles share this host's CPU |" in md
     html = render_report([path], "html", tmp_path / "after.html").read_text()

@@ -93,7 +93,7 @@ def test_help_says_what_md_gives_and_no_files_dir_is_written(md, capsys):
 
 def test_a_table_too_wide_moves_constant_columns_shortens_headers_then_notes():
     cols = [{"key": "cell", "label": "cell"}, {"key": "mode", "label": "mode"},
-            {"key": "su", "label": "stripe unit", "num": True}, {"key": "ci", "label": "95 % CI (GiB/s)"},
+            {"key": "su", "label": "stripe unit", "num": True}, {"key": "ci", "label": "95 % CI (Gb/s)"},
             {"key": "why", "label": "why"}]
     rows = [{"cell": f"cephfs cell {i}", "mode": "push", "su": f"{i}M", "ci": "–", "why": f"{i} " + "x" * 150}
             for i in range(3)]

@@ -64,7 +64,7 @@ def test_steady_rates_recomputed_from_the_timeline_table(report):
         assert value == pytest.approx(f["value"], rel=1e-12)
         row = _row_of(text, n)
         assert f'data-sort="{f["value"]}">{f["shown"]}</td>' in row  # the figure shown in its row
-        assert f"{value / 2**30:.3g}" == f["shown"]
+        assert f"{value * 8 / 1e9:.3g}" == f["shown"]  # bytes/s shown in Gb/s
 
 
 def test_fio_iops_recomputed_from_the_probes_table(report):

@@ -95,7 +95,8 @@ def test_reference_columns_sit_beside_the_runs_own():
     out = network_baseline.reference_layout({"matrix": {"reference": ref}}, rows, cols)
     assert [c["key"] for c in out["columns"]] == ["su", "rate", "ref_rate", "ref_ratio", "ci", "ops",
                                                   "ref_iops", "verdict"]
-    assert rows[0]["ref_rate"]["text"] == "2.8" and rows[0]["ref_iops"]["text"] == "500"
+    assert rows[0]["ref_rate"]["text"] == "24.1"  # RAL's 2.8 GiB/s in Gb/s
+    assert rows[0]["ref_iops"]["text"] == "500"
     assert rows[0]["ref_ratio"]["text"] == "50 %"
     assert rows[1]["ref_rate"]["text"] == "–" and rows[1]["ref_ratio"]["sort"] == ""
     assert len(out["missing"]) == 4 and "su=8M sc=2 os=16M" in out["missing"]
@@ -133,8 +134,8 @@ def run_with_reference(tmp_path_factory):
 def test_report_shows_the_published_column_and_rals_network_table(run_with_reference, tmp_path):
     html = render_report([run_with_reference], "html", tmp_path / "r.html").read_text()
     layout = html[html.index('id="layouts-'):html.index('id="network-')]
-    assert "published IO rate (GiB/s)" in layout and "published IOPS" in layout
-    assert ">2.8<" in layout and ">480<" in layout
+    assert "published IO rate (Gb/s)" in layout and "published IOPS" in layout
+    assert ">24.1<" in layout and ">480<" in layout
     assert "Published &lt;b&gt;table&lt;/b&gt;" in layout and "osds: 54 HDD" in layout
     net = html[html.index('id="network-'):html.index("Throughput vs concurrency")]
     assert "ingress: write, client → gateway (Gb/s)" in net and "egress: read" in net
@@ -148,7 +149,7 @@ def test_report_shows_the_published_column_and_rals_network_table(run_with_refer
             got = table.query(f["spec"]["query"])[f["spec"]["column"]].mean() / 1e9
             assert got == pytest.approx(f["value"])
     md = render_report([run_with_reference], "md", tmp_path / "r.md").read_text()
-    assert "published IO rate (GiB/s) 2.8" in md and "## Network baseline" in md  # the same in every row: said once
+    assert "published IO rate (Gb/s) 24.1" in md and "## Network baseline" in md  # the same in every row: said once
 
 
 def test_an_old_single_point_baseline_still_renders_as_the_write_direction(tmp_path):
