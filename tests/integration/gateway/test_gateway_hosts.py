@@ -129,17 +129,17 @@ def _in_host(pid: int, host) -> None:
 
 
 def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
-    from xcbench.network.addressing import report_host
     from xcbench.run.session import CellSession
     from xcbench.system.proc import ProcessSet
-    from xcbench.telemetry.xrdreport import ReportListener
+    from xcbench.telemetry.gateway import report_listener
     procs = ProcessSet()
     wd = scratch / cell.id
     wd.mkdir()
     wd.chmod(0o755)
     src = scratch / f"src-{cell.id}"
     src.mkdir()
-    listener = ReportListener(host=report_host(inventory)).start()
+    # as the runner makes it: on the bridge, taking datagrams only from the inventory's gateways
+    listener = report_listener(inventory).start()
     try:
         assert listener.host == inventory.bridge.ip
         with CellSession(cell, cluster=cluster, workdir=wd, procs=procs, hosts=inventory,
