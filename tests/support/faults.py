@@ -54,15 +54,17 @@ class Scene:
 
     # -- what is left behind ---------------------------------------------------------------------
     def processes(self) -> dict[int, str]:
-        """{pid: command} of live processes carrying this scene's marker (the test's own
-        process and zombies excluded)."""
+        """{pid: command} of live processes of this scene (the test's own process and zombies
+        excluded): those carrying its marker, and the daemons, which start with a small
+        environment of their own (no marker), by a path of the scene in their command line."""
         found = {}
         for p in psutil.process_iter(["pid", "status"]):
             if p.pid == os.getpid() or p.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
             with contextlib.suppress(psutil.Error, OSError):
-                if p.environ().get(MARK) == self.mark:
-                    found[p.pid] = " ".join(p.cmdline())[:200]
+                cmd = " ".join(p.cmdline())
+                if p.environ().get(MARK) == self.mark or any(t in cmd for t in self.tokens):
+                    found[p.pid] = cmd[:200]
         return found
 
     def mounts(self) -> list[str]:
