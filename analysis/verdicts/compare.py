@@ -104,7 +104,10 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
         changed = fingerprint_diff(fb, fc) if fb and fc else []
         sb, sc = bset.get(key[0]), cset.get(key[0])
         if isinstance(sb, dict) and isinstance(sc, dict):  # a setting changed on purpose
-            changed = [*(f"settings.{k}" for k in _changed(sb, sc)), *changed]
+            # named once: by the fingerprint's field where it names one below that setting
+            # (gateway -> gateway.tunables.buffers_maxbsz), else by the setting (cores)
+            said = [k for k in _changed(sb, sc) if not any(f.startswith(f"{k}.") for f in changed)]
+            changed = [*(f"settings.{k}" for k in said), *changed]
         rows.append({
             "cell_id": key[0], "concurrency": key[1], "direction": key[2],
             "label": labels.get(key[0], key[0]) + ("" if key[2] == "write" else f" ({key[2]}s)"),
