@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from xcbench.analysis.report import markdown
 from xcbench.analysis.report.document import render_report
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.figures.units import fmt_num
@@ -45,17 +46,22 @@ def _evidence(rd: RunData) -> dict[tuple[str, int], float]:
 
 
 def _markdown(rd: RunData, path) -> dict[tuple[str, int], str]:
-    """{(cell id, level): the Gb/s text} of the Markdown report's verdict table."""
-    by_label = {str(c["label"]): cid for cid, c in rd.cells.iterrows()}
+    """{(cell id, level): the Gb/s text} of the Markdown report's verdict table: a row per cell
+    (its label, the words every label shares said once above the table), then a row per level."""
+    labels = {str(c["label"]): cid for cid, c in rd.cells.iterrows()}
+    common = markdown.common_words(list(labels))
+    by_shown = {markdown.strip_words(label, common): cid for label, cid in labels.items()}
     out, cell = {}, None
     text = path.read_text()
-    table = text[text.index("| cell | c |"):].split("\n\n", 1)[0]  # the verdict table only
+    table = text[text.index("| cell / level |"):].split("\n\n", 1)[0]  # the verdict table only
     for line in table.splitlines():
         cols = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cols) < 5 or not cols[1].isdigit():
+        if len(cols) < 4:
             continue
-        cell = by_label.get(cols[0].replace("\\|", "|"), cell) if cols[0] else cell
-        out[(cell, int(cols[1]))] = cols[2].rstrip("†")
+        if cols[0].startswith("**"):
+            cell = by_shown.get(cols[0].strip("*").replace("\\|", "|"))
+        elif (m := re.fullmatch(r"c=(\d+)", cols[0])) and cell is not None:
+            out[(cell, int(m.group(1)))] = cols[1].rstrip("†")
     return out
 
 
