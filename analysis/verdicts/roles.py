@@ -90,7 +90,11 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
             ("limit", use is not None and use >= near),
             ("throttled", limit is not None and _ok(thr) and thr >= THROTTLED),
             ("thread", _ok(hot.get("cores")) and hot["cores"] >= near),
-            ("run-queue wait", source.startswith("cgroup") and share is not None and share >= _sat.WAIT_SAT),
+            # the wait is the quota's only where the quota throttled the role at all: on a
+            # full host a role under a quota it never reaches waits for the host's cores
+            # (a decoy quota above what it uses), not for its own limit
+            ("run-queue wait", source.startswith("cgroup") and share is not None
+             and share >= _sat.WAIT_SAT and _ok(thr) and thr > 0),
         ) if yes]
         out[role] = {"cpu": cores, "limit": limit, "source": source, "use": use,
                      "throttled": thr if _ok(thr) else None, "runq_wait": sx.get("runq_wait"),

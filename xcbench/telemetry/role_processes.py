@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -151,7 +152,7 @@ class CellRoleSampler(RoleSampler):
         self.remote, self.remote_note = remote, remote_note
         self.agent_gateway = agent_gateway  # a gateway on ssh hosts: its agents' samples
         self._seen: dict[str, list[int]] = {}  # role -> pids of this tick (RoleSampler._members)
-        self._threads: dict[tuple[int, int], tuple[float, float]] = {}  # (pid, tid) -> (run, wait)
+        self._threads: dict[tuple[int, int], tuple[float, float, float]] = {}  # (pid, tid) -> (run, wait, read at)
         self._psi: dict[str, tuple[Path, dict[str, float]]] = {}  # role -> (its cpu.pressure, last)
         self._psi_noted: set[str] = set()
         self._names: dict[int, dict[int, str]] = {}  # pid -> {tid: thread name}
@@ -164,17 +165,20 @@ class CellRoleSampler(RoleSampler):
         return got
 
     def _sched_rows(self, wall: float, mono: float) -> list[dict]:
-        """Run-queue wait and the hottest thread of each role, over the last tick."""
-        dt = self._dt
+        """Run-queue wait and the hottest thread of each role, over the last tick. Each
+        process's threads are timed by when they were read, not by the tick: a slow read of
+        a loaded host would otherwise put one tick's delay into a thread's cores."""
         rows: list[dict] = []
-        now: dict[tuple[int, int], tuple[float, float]] = {}
+        now: dict[tuple[int, int], tuple[float, float, float]] = {}
         for role, pids in self._seen.items():
             wait, hot, known = 0.0, None, False
             for pid in pids:
+                read_at = time.monotonic()
                 for tid, (run_s, wait_s, comm) in thread_times(pid, names=self._names.setdefault(pid, {})).items():
-                    now[(pid, tid)] = (run_s, wait_s)
+                    now[(pid, tid)] = (run_s, wait_s, read_at)
                     prev = self._threads.get((pid, tid))
-                    if prev is None or not dt or run_s < prev[0] or wait_s < prev[1]:
+                    dt = read_at - prev[2] if prev is not None else 0.0
+                    if prev is None or dt <= 0 or run_s < prev[0] or wait_s < prev[1]:
                         continue
                     known = True
                     d_run, d_wait = (run_s - prev[0]) / dt, (wait_s - prev[1]) / dt
@@ -187,7 +191,7 @@ class CellRoleSampler(RoleSampler):
                 lab = {"role": role, "thread": hot[2], "tid": hot[3]}
                 rows.append(self.row(wall, mono, "role_hot_thread_cores", hot[0], lab))
                 rows.append(self.row(wall, mono, "role_hot_thread_wait", hot[1], lab))
-            rows += self._role_pressure(role, pids, wall, mono)
+        rows += self._role_pressure(role, pids, wall, mono)
         self._threads = now
         alive = {pid for pid, _ in now}
         self._names = {pid: n for pid, n in self._names.items() if pid in alive}

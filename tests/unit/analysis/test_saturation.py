@@ -25,9 +25,11 @@ def rows(metric, value, labels):
              "labels": json.dumps(labels)} for w in range(10)]
 
 
-def role(name, cpu, limit, source, wait=None, hot=None):
+def role(name, cpu, limit, source, wait=None, hot=None, throttled=None):
     out = rows("role_cpu_cores", cpu, {"role": name}) + \
         rows("role_cpu_limit_cores", limit, {"role": name, "source": source})
+    if throttled is not None:
+        out += rows("role_cpu_throttled", throttled, {"role": name})
     if wait is not None:
         out += rows("role_runq_wait", wait, {"role": name})
     if hot is not None:
@@ -57,13 +59,22 @@ def test_a_thread_at_a_core_saturates_a_role_without_a_quota():
 
 
 def test_run_queue_wait_saturates_a_role_under_its_own_quota_only():
-    # 0.2 of a 0.25-core quota (80 %, below NEAR) but waiting 75 % of its runnable time
-    s = SampleIndex(pd.DataFrame(role("gateway", 0.2, 0.25, CG, wait=0.6)
+    # 0.2 of a 0.25-core quota (80 %, below NEAR), throttled in 30 % of its periods, waiting
+    # 75 % of its runnable time: the quota holds it
+    s = SampleIndex(pd.DataFrame(role("gateway", 0.2, 0.25, CG, wait=0.6, throttled=0.3)
                                  + role("client", 0.2, 2.0, HOST, wait=0.6)))
     u = role_usage(s, "c", WIN)
     assert u["gateway"]["wait_share"] == pytest.approx(0.75)
     assert u["gateway"]["limited_by"] == ["run-queue wait"] and u["gateway"]["saturated"]
     assert u["client"]["wait_share"] == pytest.approx(0.75) and not u["client"]["saturated"]
+
+
+def test_a_quota_that_never_throttled_does_not_own_the_wait():
+    # the self-test's decoy: a 2.2-core quota on a full 2-core host, never throttled; the
+    # gateway waits 62 % of its runnable time for the host's cores, not for its quota
+    s = SampleIndex(pd.DataFrame(role("gateway", 1.45, 2.2, CG, wait=2.4, throttled=0.0)))
+    u = role_usage(s, "c", WIN)["gateway"]
+    assert u["wait_share"] > 0.5 and u["limited_by"] == [] and not u["saturated"]
 
 
 def test_an_idle_role_has_no_wait_share():
