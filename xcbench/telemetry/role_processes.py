@@ -191,7 +191,7 @@ class CellRoleSampler(RoleSampler):
                 lab = {"role": role, "thread": hot[2], "tid": hot[3]}
                 rows.append(self.row(wall, mono, "role_hot_thread_cores", hot[0], lab))
                 rows.append(self.row(wall, mono, "role_hot_thread_wait", hot[1], lab))
-        rows += self._role_pressure(role, pids, wall, mono)
+            rows += self._role_pressure(role, pids, wall, mono)
         self._threads = now
         alive = {pid for pid, _ in now}
         self._names = {pid: n for pid, n in self._names.items() if pid in alive}
