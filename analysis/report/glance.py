@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 from xcbench.analysis.report.plots import BACKENDS
 from xcbench.analysis.verdicts import experiment_next
 from xcbench.analysis.verdicts.attribution import verdicts_of
-from xcbench.figures.units import fmt_num
+from xcbench.figures.units import fmt_gbps, fmt_num
 
 GIB = float(1 << 30)
 WIDTH = 72  # a short reason fits one terminal line beside the rate and the verdict
@@ -33,8 +33,8 @@ def _ok(v: Any) -> TypeGuard[float]:
 
 
 def gbps(bps: Any) -> str:
-    """bytes/s -> '6.02 Gb/s' ('–' when missing)."""
-    return f"{fmt_num(float(bps) * 8 / 1e9)} Gb/s" if _ok(bps) else "–"
+    """bytes/s -> '6.02 Gb/s' ('–' when missing): the one rate formatter (figures.units)."""
+    return fmt_gbps(bps)
 
 
 def _pct(v: float) -> str:

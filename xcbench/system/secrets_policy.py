@@ -27,17 +27,12 @@ RULE = ("a secret goes only over https:// with the certificate verified, or to t
 OPERATOR = "the command line or an inventory given with --hosts FILE"
 
 
-def is_loopback(url: str) -> bool:
-    """Does ``url`` name this machine's loopback (by address, or the name localhost)?"""
-    return is_loopback_url(url)
-
-
 def transport_problem(url: Any, verify: Any = True) -> str | None:
     """Why a secret may not be sent to ``url`` with TLS verification ``verify`` (True, False
     or a CA bundle path); None when it may."""
     if not isinstance(url, str):
         return f"{url!r} is not a URL"
-    if is_loopback(url):
+    if is_loopback_url(url):
         return None
     try:
         scheme = urlsplit(url).scheme.lower()

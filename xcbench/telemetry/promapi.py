@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xcbench.system import bounded_http
-from xcbench.system.secrets_policy import is_loopback, transport_problem
+from xcbench.system.ports import is_loopback_url
+from xcbench.system.secrets_policy import transport_problem
 
 MAX_ANSWER = bounded_http.MAX_ANSWER
 TIMEOUT = 5.0  # seconds per request: a slow Prometheus costs a level this much, not more
@@ -44,7 +45,7 @@ class PromClient:
             if why is not None:  # the credential never leaves on an unverified path
                 raise PromError(f"credentials not sent: {why}")
             s = requests.Session()
-            if is_loopback(self.url):
+            if is_loopback_url(self.url):
                 s.trust_env = False  # an http_proxy variable would carry loopback traffic off the host
             if self.auth and self.auth[0] == "bearer":
                 s.headers["Authorization"] = f"Bearer {self.auth[1]}"

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -165,16 +164,18 @@ class CellRoleSampler(RoleSampler):
         return got
 
     def _sched_rows(self, wall: float, mono: float) -> list[dict]:
-        """Run-queue wait and the hottest thread of each role, over the last tick. Each
-        process's threads are timed by when they were read, not by the tick: a slow read of
-        a loaded host would otherwise put one tick's delay into a thread's cores."""
+        """Run-queue wait and the hottest thread of each role, over the last tick. Each thread
+        is timed by when it was read, not by the tick: a slow read on a loaded host would
+        otherwise put part of one tick's delay into a thread's cores."""
         rows: list[dict] = []
         now: dict[tuple[int, int], tuple[float, float, float]] = {}
         for role, pids in self._seen.items():
             wait, hot, known = 0.0, None, False
             for pid in pids:
-                read_at = time.monotonic()
-                for tid, (run_s, wait_s, comm) in thread_times(pid, names=self._names.setdefault(pid, {})).items():
+                stamps: dict[int, float] = {}
+                for tid, (run_s, wait_s, comm) in thread_times(pid, names=self._names.setdefault(pid, {}),
+                                                               stamps=stamps).items():
+                    read_at = stamps[tid]
                     now[(pid, tid)] = (run_s, wait_s, read_at)
                     prev = self._threads.get((pid, tid))
                     dt = read_at - prev[2] if prev is not None else 0.0

@@ -18,6 +18,7 @@ back to the per-task figures, and say so.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from xcbench.system.limits import CGROUP_ROOT, PROC, proc_cgroups, v2_mount
@@ -45,12 +46,14 @@ def read_pressure(path: str | Path = PRESSURE) -> dict[str, float]:
     return out
 
 
-def thread_times(pid: int, proc: Path = PROC,
-                 names: dict[int, str] | None = None) -> dict[int, tuple[float, float, str]]:
+def thread_times(pid: int, proc: Path = PROC, names: dict[int, str] | None = None,
+                 stamps: dict[int, float] | None = None) -> dict[int, tuple[float, float, str]]:
     """{tid: (seconds on a CPU, seconds runnable but waiting, thread name)} of a process's
     threads; {} when the process is gone. /proc/PID/schedstat is the leader thread's alone: a
     process's wait is the sum over its threads. ``names`` ({tid: name}, kept by the caller)
-    spares re-reading the name of a thread seen before (an OSD has ~60 threads)."""
+    spares re-reading the name of a thread seen before (an OSD has ~60 threads). ``stamps``
+    gets each thread's monotonic time of reading: a rate over two readings divides by the
+    thread's own interval (reading a busy process's threads takes tens of ms on a loaded host)."""
     out: dict[int, tuple[float, float, str]] = {}
     base = proc / str(pid) / "task"
     try:
@@ -59,6 +62,7 @@ def thread_times(pid: int, proc: Path = PROC,
         return out
     for tid in tids:
         try:
+            at = time.monotonic()
             run, wait, *_ = (base / tid / "schedstat").read_text().split()
             comm = names.get(int(tid)) if names is not None else None
             if comm is None:
@@ -68,6 +72,8 @@ def thread_times(pid: int, proc: Path = PROC,
         except (OSError, ValueError):
             continue  # the thread exited between the listing and the read
         out[int(tid)] = (int(run) / 1e9, int(wait) / 1e9, comm)
+        if stamps is not None:
+            stamps[int(tid)] = at
     return out
 
 
