@@ -4,7 +4,6 @@ file, the cell (or entry) and the field."""
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Collection
 from typing import Any
 
@@ -200,43 +199,16 @@ def _new_dims(errors: _Errors, where: str, src: dict, out: dict[str, Any]) -> No
 
 def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
     """Campaign values (every one finite and in range), the engine, the gateway's bind (never
-    empty) and ceph.* directives, checked by their owners (xcbench.matrix.sections); fields
+    empty), ceph.* directives and fio's settings, checked by their owners (xcbench.matrix.sections); fields
     already reported here are not reported twice."""
     problems: list[tuple[str, str]] = []
     if key == "gateway" and "bind" in section:
         problems = check_bind(section["bind"])
-    if key == "probe":
-        problems = probe_problems(section)
     for check in sections.mapping_checks(key):
         problems += check(section)
     for fld, msg in problems:
         if not any(ln.startswith(f"{errors.path}: {where}: {fld}:") for ln in errors.lines):
             errors.add(where, fld, msg)
-
-
-# fio's steady-state detection: ss=<metric>:<limit>[%] (the only fio option a matrix writes as
-# text); the other probe fields are numbers, sizes, booleans or pattern names
-PROBE_PATTERNS = ("randwrite", "write", "read")  # xcbench.probe.jobs.PATTERNS (a test holds them equal)
-_FIO_SS = re.compile(r"^(iops|bw|iops_slope|bw_slope):[0-9]+(\.[0-9]+)?%?$")
-
-
-def probe_problems(section: dict) -> list[tuple[str, str]]:
-    """(field, why) for probe settings outside their type: ss, ss_dur, ss_ramp, patterns."""
-    out: list[tuple[str, str]] = []
-    ss = section.get("ss")
-    if ss is not None and (not isinstance(ss, str) or not _FIO_SS.match(ss)):
-        out.append(("ss", f"{ss!r} is not a fio steady-state rule (iops|bw|iops_slope|bw_slope"
-                          f":<number>[%], e.g. iops_slope:0.3%)"))
-    for key in ("ss_dur", "ss_ramp"):
-        v = section.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-            out.append((key, f"{v!r} is not a whole number of seconds"))
-    pats = section.get("patterns")
-    if pats is not None:
-        for p in pats if isinstance(pats, list) else [pats]:
-            if p not in PROBE_PATTERNS:
-                out.append(("patterns", f"{p!r} is not one of {', '.join(PROBE_PATTERNS)}"))
-    return out
 
 
 def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:

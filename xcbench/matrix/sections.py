@@ -1,7 +1,7 @@
 """The parts of a matrix that other packages check, and the registry where they say how.
 
 The matrix loader sits low (just above the cell): it cannot import the campaign, the gateway,
-the hosts or the telemetry, which all stand above it. Each of them checks its own part of a
+the hosts, the probe or the telemetry, which all stand above it. Each of them checks its own part of a
 matrix and registers that check here, in its module ``<package>.matrix_section``; the loader
 calls what is registered.
 
@@ -48,6 +48,8 @@ SECTIONS: tuple[Section, ...] = (
             "campaign: engine and fts"),
     Section("gateway.ceph", "mapping", "gateway", "xcbench.gateway.matrix_section",
             "gateway: ceph.* directives"),
+    Section("probe", "mapping", "probe", "xcbench.probe.matrix_section",
+            "probe: ss, ss_dur, ss_ramp, patterns"),
     Section("cell.levels", "cell", None, "xcbench.campaign.matrix_section",
             "a cell's time-based levels (duration, steady, dataset cycling)"),
     Section("cell.dataset", "cell", None, "xcbench.campaign.matrix_section",

@@ -13,7 +13,9 @@ SectionNotRegistered from load_matrix, never a matrix checked in part.
 from xcbench.campaign import matrix_section as campaign_section
 from xcbench.gateway import matrix_section as gateway_section
 from xcbench.hosts import matrix_section as hosts_section
+from xcbench.probe import matrix_section as probe_section
 from xcbench.scaleout import matrix_section as scaleout_section
 from xcbench.telemetry import matrix_section as telemetry_section
 
-REGISTERED = (campaign_section, scaleout_section, gateway_section, hosts_section, telemetry_section)
+REGISTERED = (campaign_section, scaleout_section, gateway_section, probe_section, hosts_section,
+              telemetry_section)

@@ -30,6 +30,8 @@ CASES: dict[str, tuple[dict, str]] = {
     "gateway.ceph": ({"defaults": {"gateway": {"ceph": {"namelib": "x"}}}},
                      "defaults.gateway: ceph.namelib: not a ceph.* directive xcbench sets (it "
                      "loads a library into the gateway) (known: nbconnections)"),
+    "probe": ({"defaults": {"probe": {"patterns": ["randread"]}}},
+              "defaults.probe: patterns: 'randread' is not one of randwrite, write, read"),
     "cell.levels": ({"defaults": {"campaign": {"duration": 30, "delete_after_verify": False}}},
                     "cell tmpfs 1G o1 push (6f565d4e9a): campaign.delete_after_verify: a "
                     "time-based level cycles the dataset: keep delete_after_verify (or set "
@@ -130,7 +132,7 @@ def test_the_matrix_alone_imports_no_consumer_and_refuses_to_load(tmp_path):
     out = _in_fresh_python(
         "import sys\nfrom xcbench.matrix import load_matrix, sections\n"
         "print(sorted(m for m in sys.modules if m.split('.')[:2] in (['xcbench', p] for p in "
-        "('campaign', 'scaleout', 'gateway', 'hosts', 'telemetry', 'ceph', 'run'))))\n"
+        "('campaign', 'scaleout', 'gateway', 'probe', 'hosts', 'telemetry', 'ceph', 'run'))))\n"
         f"try:\n    load_matrix({str(f)!r})\n"
         "except sections.SectionNotRegistered as e:\n    print(e)\n")
     imported, refused = out.splitlines()
