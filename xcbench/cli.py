@@ -14,6 +14,7 @@ import sys
 from xcbench import __version__
 from xcbench.commands.options import apply_ceph_name
 from xcbench.errors import XcbError
+from xcbench.run import matrix_sections  # noqa: F401 (every command may load a matrix)
 from xcbench.system import cgroups, orphans, statedir, sysctlrec
 from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
 

@@ -18,6 +18,7 @@ from xcbench.cell import Cell
 from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import BINARIES, MiniCluster
 from xcbench.errors import XcbError
+from xcbench.run import matrix_sections  # noqa: F401 (tests load matrices)
 from xcbench.run.session import CellSession
 from xcbench.system.proc import ProcessSet, pid_alive
 

@@ -16,8 +16,8 @@ from xcbench.commands import add_store_arg, argcheck, store_of
 from xcbench.commands.options import add_ceph_args, add_run_name_arg
 from xcbench.errors import XcbError
 from xcbench.hosts.checks import check_versions
+from xcbench.hosts.matrix_section import inventory_for
 from xcbench.matrix import load_matrix
-from xcbench.matrix.schema import inventory_for, matrix_prometheus
 from xcbench.network.tcpaudit import tuned
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
@@ -26,6 +26,7 @@ from xcbench.store.rundir import RunDir
 from xcbench.system.http_auth import check_secret_url, check_url, read_auth
 from xcbench.system.secrets_policy import fts_endpoint_problems
 from xcbench.telemetry.devices import parse_selection
+from xcbench.telemetry.matrix_section import matrix_prometheus
 
 if TYPE_CHECKING:
     from xcbench.matrix import Matrix

@@ -2,6 +2,8 @@
 
 schema (keys, values, one-line errors) -> expand (cells, ids, labels) -> validate (the
 cluster's facts); this module ties them together: load_matrix(), check_lines(), Matrix.
+The packages that run a cell check their own parts of it (campaign, engine, gateway, hosts,
+prometheus) through the registry in ``sections``: the matrix imports none of them.
 
 A matrix names backends and, per backend, the dimensions to cross::
 
@@ -42,23 +44,15 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.cell import Cell
-from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
 from xcbench.figures.reference import check_reference
+from xcbench.matrix import sections
 from xcbench.matrix.expand import _finish, cell_id, expand
-from xcbench.matrix.schema import (
-    STRIPE_ALIGN,
-    _Errors,
-    check_hosts,
-    check_layout,
-    check_levels,
-    check_prometheus,
-    parse_pool,
-)
-from xcbench.matrix.validate import ClusterFacts, scale_ec_pool, validate
+from xcbench.matrix.schema import STRIPE_ALIGN, _Errors, check_cells, check_layout, check_top, parse_pool
+from xcbench.matrix.validate import ClusterFacts, ClusterView, scale_ec_pool, validate
 from xcbench.system.userfiles import check_strings, read_yaml
 
-__all__ = ["STRIPE_ALIGN", "ClusterFacts", "Matrix", "cell_id", "check_layout", "check_lines",
+__all__ = ["STRIPE_ALIGN", "ClusterFacts", "ClusterView", "Matrix", "cell_id", "check_layout", "check_lines",
            "expand", "load_matrix", "parse_pool", "scale_ec_pool", "validate"]
 
 
@@ -88,18 +82,20 @@ class Matrix:
                           for c in self.cells}}
 
 
-def load_matrix(path: str | Path, cluster: Cluster | None = None, *, facts: ClusterFacts | None = None,
+def load_matrix(path: str | Path, cluster: ClusterView | None = None, *, facts: ClusterFacts | None = None,
                 scale_ec: bool = False) -> Matrix:
     """Parse, expand and validate a matrix. Raises XcbError (first error, one line); the
-    error's ``lines`` attribute holds every error."""
+    error's ``lines`` attribute holds every error. SectionNotRegistered (a program error) when
+    a package that checks a part of the matrix was not imported (xcbench.matrix.sections)."""
+    sections.require_all()
     path = str(path)
     raw = read_yaml(path)  # xcbench.system.userfiles: unreadable/non-UTF-8/bad YAML -> one line
     check_strings(raw, path)  # a matrix is data: no control character or line break anywhere
     errors = _Errors(path)
     cells = expand(raw, path, errors)
-    check_levels(errors, cells)
-    check_hosts(errors, raw)
-    check_prometheus(errors, raw)
+    check_cells(errors, cells)
+    check_top(errors, raw, "hosts")
+    check_top(errors, raw, "prometheus")
     reference = check_reference(raw, cells, errors)
     errors.raise_if_any()
     if not cells:

@@ -4,25 +4,17 @@ file, the cell (or entry) and the field."""
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Collection
-from pathlib import Path
 from typing import Any
 
-from xcbench.campaign.access import read_problems
-from xcbench.campaign.spec import check_campaign_settings, level_problems, memory_problem
 from xcbench.cell import DIRECTIONS, MODES, SECURITY_MODES, Layout, PoolSpec
 from xcbench.cell.classes import SIZE_CLASSES
 from xcbench.cell.layout import MIN_STRIPE_UNIT as STRIPE_ALIGN  # noqa: F401 (public name)
 from xcbench.errors import XcbError
 from xcbench.figures.units import format_size, parse_size
-from xcbench.gateway.config import ceph_problems
-from xcbench.hosts import load_inventory, parse_inventory
-from xcbench.scaleout.engine import cell_problems, engine_problems
+from xcbench.matrix import sections
 from xcbench.system import secrets_policy
-from xcbench.system.http_auth import check_url, read_auth
 from xcbench.system.ports import check_bind
-from xcbench.telemetry.prometheus import parse_duration
 
 SIZE_DISTS = ("fixed", "uniform", "lognormal")
 TOP_KEYS = ("name", "description", "defaults", "backends", "exclude", "include", "reference",
@@ -206,47 +198,17 @@ def _new_dims(errors: _Errors, where: str, src: dict, out: dict[str, Any]) -> No
 
 
 def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
-    """Campaign values (every one finite and in range) and the gateway's bind (never empty),
-    checked by their owners; fields already reported here are not reported twice."""
+    """Campaign values (every one finite and in range), the engine, the gateway's bind (never
+    empty), ceph.* directives and fio's settings, checked by their owners (xcbench.matrix.sections); fields
+    already reported here are not reported twice."""
     problems: list[tuple[str, str]] = []
-    if key == "campaign":
-        problems = check_campaign_settings(section, unknown=False)
-        problems += engine_problems(section)  # engine: local | fts3, and fts: {...}
-    elif key == "gateway":
-        if "bind" in section:
-            problems = check_bind(section["bind"])
-        if "ceph" in section:
-            problems += ceph_problems(section["ceph"])
-    elif key == "probe":
-        problems = probe_problems(section)
+    if key == "gateway" and "bind" in section:
+        problems = check_bind(section["bind"])
+    for check in sections.mapping_checks(key):
+        problems += check(section)
     for fld, msg in problems:
         if not any(ln.startswith(f"{errors.path}: {where}: {fld}:") for ln in errors.lines):
             errors.add(where, fld, msg)
-
-
-# fio's steady-state detection: ss=<metric>:<limit>[%] (the only fio option a matrix writes as
-# text); the other probe fields are numbers, sizes, booleans or pattern names
-PROBE_PATTERNS = ("randwrite", "write", "read")  # xcbench.probe.jobs.PATTERNS (a test holds them equal)
-_FIO_SS = re.compile(r"^(iops|bw|iops_slope|bw_slope):[0-9]+(\.[0-9]+)?%?$")
-
-
-def probe_problems(section: dict) -> list[tuple[str, str]]:
-    """(field, why) for probe settings outside their type: ss, ss_dur, ss_ramp, patterns."""
-    out: list[tuple[str, str]] = []
-    ss = section.get("ss")
-    if ss is not None and (not isinstance(ss, str) or not _FIO_SS.match(ss)):
-        out.append(("ss", f"{ss!r} is not a fio steady-state rule (iops|bw|iops_slope|bw_slope"
-                          f":<number>[%], e.g. iops_slope:0.3%)"))
-    for key in ("ss_dur", "ss_ramp"):
-        v = section.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-            out.append((key, f"{v!r} is not a whole number of seconds"))
-    pats = section.get("patterns")
-    if pats is not None:
-        for p in pats if isinstance(pats, list) else [pats]:
-            if p not in PROBE_PATTERNS:
-                out.append(("patterns", f"{p!r} is not one of {', '.join(PROBE_PATTERNS)}"))
-    return out
 
 
 def _normalise_tunables(errors: _Errors, where: str, d: dict) -> dict:
@@ -275,113 +237,21 @@ DEFAULTS: dict[str, Any] = {"origins": [1], "modes": ["push"], "concurrency": (4
             "campaign": {}}
 
 
-def check_levels(errors: _Errors, cells: list) -> None:
-    """Time-based levels (campaign.duration / campaign.steady), checked per cell once the
-    defaults and the backend's settings are merged: bounds, rule, and dataset cycling."""
-    for c in cells:
-        for fieldname, why in level_problems(c.campaign, c.files, max(c.concurrency, default=1)):
-            errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)
-    for c in cells:
-        for fieldname, why in read_problems(c):
-            errors.add(f"cell {c.label} ({c.id})", fieldname, why)
-        mem = memory_problem(c.files, max(c.concurrency, default=1))
-        if mem is not None:  # the driver's memory on this host: files and concurrency
-            errors.add(f"cell {c.label} ({c.id})", *mem)
-    check_engines(errors, cells)
+def check_cells(errors: _Errors, cells: list) -> None:
+    """Each cell once the defaults and the backend's settings are merged, by the packages that
+    run it (xcbench.matrix.sections): time-based levels, reads, driver memory, the engine."""
+    for check in sections.cell_checks():
+        for c in cells:
+            for fieldname, why in check(c):
+                errors.add(f"cell {c.label} ({c.id})", fieldname, why)
 
 
-def check_engines(errors: _Errors, cells: list) -> None:
-    """engine: fts3 per cell (merged settings): endpoint, a TPC mode, a credential that is there."""
-    for c in cells:
-        for fieldname, why in cell_problems(c.campaign, c.mode):
-            errors.add(f"cell {c.label} ({c.id})", f"campaign.{fieldname}", why)
-
-
-def matrix_hosts(raw: Any, path: str) -> Any:
-    """The matrix's inventory of hosts (xcbench.hosts): ``hosts:`` a file (relative to the
-    matrix) or the inventory inline; None without one; XcbError (one line) when it is bad."""
-    spec = raw.get("hosts") if isinstance(raw, dict) else None
-    if spec is None:
-        return None
-    # a matrix is data: settings that run commands come only from --hosts FILE
-    if isinstance(spec, str):
-        return load_inventory(Path(path).parent / spec, commands=False)  # absolute: itself
-    return parse_inventory(spec, f"{path}: hosts", commands=False)
-
-
-def check_hosts(errors: _Errors, raw: Any) -> None:
+def check_top(errors: _Errors, raw: Any, key: str) -> None:
+    """A top-level section (hosts, prometheus), checked by its package; a matrix is data, so
+    no secret's destination is taken from it (xcbench.system.secrets_policy)."""
     try:
-        matrix_hosts(raw, errors.path)
+        sections.matrix_check(key)(raw, errors.path)
     except XcbError as e:
         errors.lines.append(str(e))
-    errors.lines += secrets_policy.matrix_problems(raw, errors.path)  # no secret's destination
-
-
-def inventory_for(hosts_file: str | None, matrix_raw: Any, matrix_path: str) -> Any:
-    """The run's inventory: ``--hosts FILE``, else the matrix's ``hosts:``; None without one."""
-    if hosts_file:
-        return load_inventory(hosts_file)
-    return matrix_hosts(matrix_raw, matrix_path)
-
-
-PROMETHEUS_KEYS = ("url", "auth", "step", "timeout")
-MAX_PROM_TIMEOUT = 60.0  # seconds: a level waits at most one timeout for a slow Prometheus
-
-
-def matrix_prometheus(raw: Any, path: str) -> dict | None:
-    """The matrix's ``prometheus:`` {url, auth, step, timeout} as the telemetry device takes it
-    ({"url", "auth": (kind, secret) | None, "scrape_interval"?, "timeout"?}); None without one.
-
-    A matrix is data: the URL is checked to be a plain http(s) URL (no credentials in it), the
-    auth is a reference to a file (``bearer:PATH`` or ``basic:PATH``, relative to the matrix),
-    read here and registered as a secret; nothing of it becomes a config line or a command.
-    XcbError (one line naming the file and the field) when it is bad."""
-    spec = raw.get("prometheus") if isinstance(raw, dict) else None
-    if spec is None:
-        return None
-    at = f"{path}: prometheus"
-    if not isinstance(spec, dict) or "url" not in spec:
-        raise XcbError(f"{at}: must be a mapping with url (and optionally auth: bearer:PATH or "
-                       f"basic:PATH, step, timeout)")
-    for key in spec:
-        if key not in PROMETHEUS_KEYS:
-            close = difflib.get_close_matches(str(key), PROMETHEUS_KEYS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"allowed: {', '.join(PROMETHEUS_KEYS)}"
-            raise XcbError(f"{at}: {key}: unknown key ({hint})")
-    for key in ("url", "auth"):
-        if key in spec and (not isinstance(spec[key], str) or not spec[key].strip()):
-            raise XcbError(f"{at}: {key}: must be a non-empty string")
-    out: dict[str, Any] = {"url": check_url(spec["url"], f"{at}: url")}
-    if "auth" in spec:  # the operator's, never the matrix's (xcbench.system.secrets_policy)
-        raise XcbError(secrets_policy.matrix_prometheus_auth(path))
-    auth = spec.get("auth")
-    if auth is not None:
-        kind, sep, file = auth.partition(":")
-        if sep and file and not Path(file).is_absolute():
-            auth = f"{kind}:{Path(path).parent / file}"  # a file beside the matrix
-    try:
-        out["auth"] = read_auth(auth, "auth")
-    except XcbError as e:  # the matrix first, then the auth file and what is wrong with it
-        raise XcbError(f"{at}: auth: {e}") from None
-    for key, name, top in (("step", "scrape_interval", 3600.0), ("timeout", "timeout", MAX_PROM_TIMEOUT)):
-        if key not in spec:
-            continue
-        value = spec[key]
-        try:
-            if isinstance(value, bool):
-                raise ValueError(value)
-            secs = float(value) if isinstance(value, (int, float)) else parse_duration(value)
-        except (TypeError, ValueError):
-            secs = float("nan")
-        if not 0 < secs <= top:
-            raise XcbError(f"{at}: {key}: {value!r} is not a duration in (0, {top:g} s] "
-                           f"(e.g. 15s, 1m or a number of seconds)")
-        out[name] = secs
-    return out
-
-
-def check_prometheus(errors: _Errors, raw: Any) -> None:
-    try:
-        matrix_prometheus(raw, errors.path)
-    except XcbError as e:
-        errors.lines.append(str(e))
+    if key == "hosts":
+        errors.lines += secrets_policy.matrix_problems(raw, errors.path)

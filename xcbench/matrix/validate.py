@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from xcbench.cell import Cell, PoolSpec
-from xcbench.ceph.cluster import Cluster
 from xcbench.matrix.schema import _Errors
+
+
+class ClusterView(Protocol):
+    """What validation reads of a cluster (xcbench.ceph.cluster.Cluster has it): the matrix
+    sits below the Ceph package and names only these."""
+
+    def osd_max_object_size(self) -> int: ...
+    def num_osds(self) -> int: ...
+    def num_hosts(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -18,7 +27,7 @@ class ClusterFacts:
     failure_domain: str = "osd"
 
     @classmethod
-    def of(cls, cluster: Cluster) -> ClusterFacts:
+    def of(cls, cluster: ClusterView) -> ClusterFacts:
         return cls(cluster.osd_max_object_size(), cluster.num_osds(), cluster.num_hosts())
 
 

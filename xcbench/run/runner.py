@@ -41,6 +41,7 @@ from xcbench.matrix import Matrix
 from xcbench.network.addressing import report_host
 from xcbench.network.baseline import iperf3
 from xcbench.probe.jobs import run_probe
+from xcbench.run import matrix_sections  # noqa: F401 (the checks of a matrix's sections)
 from xcbench.run.hostrun import RunHosts
 from xcbench.run.session import CellSession
 from xcbench.scaleout.engine import pop_engine

@@ -213,8 +213,8 @@ def bridge_cluster(hosts_file, scratch):
 
 
 def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, scratch):
+    from xcbench.hosts.matrix_section import inventory_for
     from xcbench.matrix import load_matrix
-    from xcbench.matrix.schema import inventory_for
     path, inv = hosts_file
     matrix = load_matrix(_matrix(scratch, str(path)))  # the inventory through the matrix's key
     inv2 = inventory_for(None, matrix.raw, matrix.path)

@@ -16,7 +16,6 @@ from xcbench.errors import XcbError
 from xcbench.gateway.config import effective_tunables
 from xcbench.hosts import load_inventory
 from xcbench.matrix import load_matrix
-from xcbench.matrix.schema import PROBE_PATTERNS
 
 ROOT = Path(__file__).resolve().parents[3]
 BASE = yaml.safe_load((ROOT / "layouts" / "quick.yaml").read_text())
@@ -98,11 +97,6 @@ def test_fio_settings_are_checked_against_their_types(tmp_path, capsys, probe, f
     m = copy.deepcopy(BASE)
     m["defaults"]["probe"].update(probe)
     _refused(tmp_path, capsys, m, "defaults.probe", field)
-
-
-def test_the_pattern_names_are_the_probes():
-    from xcbench.probe.jobs import PATTERNS
-    assert PROBE_PATTERNS == PATTERNS
 
 
 SSH_HOST = {"roles": ["client"], "transport": "ssh", "ssh": "c1-alias", "address": "192.0.2.7"}

@@ -16,9 +16,9 @@ from xcbench.commands import run as run_cmd
 from xcbench.errors import XcbError
 from xcbench.hosts import parse_inventory
 from xcbench.matrix import load_matrix
-from xcbench.matrix.schema import matrix_prometheus
 from xcbench.run.runner import RunOptions
 from xcbench.telemetry.devices import DEVICES, Context, prometheus_of
+from xcbench.telemetry.matrix_section import matrix_prometheus
 
 TMPFS = {"name": "p", "defaults": {"concurrency": [1], "file_size": "1M", "files": 2},
          "backends": {"tmpfs": {"size": ["64M"]}}}
