@@ -1,7 +1,7 @@
 """One real run of the demo matrix's shape, shared by the tests that read a whole run.
 
 layouts/quick.yaml's six cells (tmpfs, CephFS and RADOS; replicated and EC 2+1 pools) with short
-time-based levels, 1-s fio probes and the iperf3 baseline, run as a user runs it: ``xcbench run
+time-based levels, 1-s fio probes and a short iperf3 baseline, run as a user runs it: ``xcbench run
 --json`` in a subprocess. test_run_verdicts checks what a correct attribution must say of it,
 test_report_glance the closing table and the report's first screen, test_run the run's records
 end to end. One run instead of three keeps `make test` under its 20 minutes.
@@ -23,6 +23,9 @@ from xcbench.matrix import load_matrix
 from xcbench.store.rundir import RunDir
 
 NAME = "quick-shape"
+# the iperf3 baseline at the levels' stream counts, 1 s a point: the sweep's 16 points of 2 s
+# (1-32 streams) add 30 s and nothing the tests read
+BASELINE = ["--baseline-streams", "1,4", "--baseline-seconds", "1"]
 
 
 def demo_shape(directory: Path) -> Path:
@@ -54,7 +57,8 @@ def run_demo_shape(ceph_cluster: Any, directory: Path) -> DemoRun:
     path = demo_shape(directory)
     shape = load_matrix(path)
     cp = subprocess.run([sys.executable, "-m", "xcbench", "run", str(path), "-c", str(ceph_cluster.conf),
-                         "--store", str(directory / "results"), "--run-name", NAME, "--json"],
+                         "--store", str(directory / "results"), "--run-name", NAME, "--json",
+                         *BASELINE],
                         capture_output=True, text=True, timeout=900)
     assert cp.returncode == 0, cp.stderr[-3000:]
     return DemoRun(RunDir.open(directory / "results" / NAME), json.loads(cp.stdout), cp.stderr,

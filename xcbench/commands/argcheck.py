@@ -30,6 +30,17 @@ def number(flag: str, value: float | int | None, lo: float, hi: float, *,
                        f"{'>' if lo_open else '>='} {lo:g} and <= {hi:g})")
 
 
+def int_list(flag: str, text: str, lo: int, hi: int) -> list[int]:
+    """A comma-separated list of integers in [lo, hi] (iperf3 stream counts)."""
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise XcbError(f"{flag}: {text!r} is not a comma-separated list of integers") from None
+    if not out or min(out) < lo or max(out) > hi:
+        raise XcbError(f"{flag}: {text!r} must list integers >= {lo} and <= {hi}")
+    return out
+
+
 def name(flag: str, value: str | None) -> None:
     """A run directory name: one path component, printable."""
     if value is None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
+from xcbench.commands import argcheck
 from xcbench.errors import XcbError
 from xcbench.network import tcpaudit
-from xcbench.network.baseline import SECONDS, STREAMS, sweep
+from xcbench.network.baseline import MAX_STREAMS, SECONDS, STREAMS, sweep
 
 
 def add_parser(sub):
@@ -36,16 +37,6 @@ def _pairs(values: list[str] | None) -> list[tuple[str, str]]:
             raise XcbError(f"--pair: {v!r} is not CLIENT,GATEWAY")
         pairs.append((parts[0], parts[1]))
     return pairs
-
-
-def _streams(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError as e:
-        raise XcbError(f"--streams: {text!r} is not a comma-separated list of integers") from e
-    if not out or min(out) < 1:
-        raise XcbError(f"--streams: {text!r} must list integers >= 1")
-    return out
 
 
 def print_audit(result: dict) -> None:
@@ -81,7 +72,7 @@ def print_rows(rows: list[dict]) -> None:
 
 def run(args) -> int:
     pairs = _pairs(args.pair)
-    streams = _streams(args.streams)
+    streams = argcheck.int_list("--streams", args.streams, 1, MAX_STREAMS)
     if args.seconds < 1:
         raise XcbError(f"--seconds: {args.seconds} must be >= 1")
     addresses = sorted({a for p in pairs for a in p})

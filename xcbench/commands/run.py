@@ -18,6 +18,7 @@ from xcbench.errors import XcbError
 from xcbench.hosts.checks import check_versions
 from xcbench.hosts.matrix_section import inventory_for
 from xcbench.matrix import load_matrix
+from xcbench.network.baseline import MAX_STREAMS, SECONDS, STREAMS
 from xcbench.network.tcpaudit import tuned
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
@@ -58,6 +59,11 @@ def add_run_args(p) -> None:
                    help="map EC k+m pools that do not fit the cluster onto what fits (recorded)")
     p.add_argument("--fio-hosts", help="comma-separated fio servers for multi-host probes")
     p.add_argument("--no-baseline", action="store_true", help="skip the iperf3 baseline")
+    p.add_argument("--baseline-streams", metavar="LIST",
+                   help="the iperf3 baseline's stream counts, comma-separated (default "
+                        f"{','.join(map(str, STREAMS))})")
+    p.add_argument("--baseline-seconds", type=int, metavar="N",
+                   help=f"seconds per iperf3 point (default {SECONDS})")
     p.add_argument("--tune-tcp", action="store_true",
                    help="set ESnet fasterdata's TCP sysctls for the run, restore them after (root)")
     p.add_argument("--no-probes", action="store_true", help="skip the fio probes")
@@ -87,6 +93,15 @@ def options(args):
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False)}
+    argcheck.number("--baseline-seconds", args.baseline_seconds, 1, 60)
+    baseline: dict = {}
+    if args.baseline_streams is not None:
+        baseline["streams"] = argcheck.int_list("--baseline-streams", args.baseline_streams, 1,
+                                                MAX_STREAMS)
+    if args.baseline_seconds is not None:
+        baseline["seconds"] = args.baseline_seconds
+    if baseline:
+        extra["baseline"] = baseline
     if getattr(args, "prometheus", None) or getattr(args, "prometheus_auth", None):
         if not args.prometheus:
             raise XcbError("--prometheus-auth: give --prometheus URL too")

@@ -32,6 +32,7 @@ from xcbench.system import proc
 from xcbench.system.ports import LOOPBACK, free_port, port_open
 
 STREAMS = (1, 2, 4, 8, 12, 16, 24, 32)
+MAX_STREAMS = 128  # iperf3 -P takes at most 128
 DIRECTIONS = ("write", "read")
 SECONDS = 2  # per point: 8 stream counts x 2 directions stay around 40 s on loopback
 LOCAL_PAIRS = ((LOOPBACK, LOOPBACK),)

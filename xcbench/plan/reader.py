@@ -41,7 +41,7 @@ class Reader:
         return None if v is None else Reader(v, self.source, self._where(key), self.overridden)
 
     def number(self, key: str, default: Any = _REQ, *, integer: bool = False, lo: float = 0,
-               strict: bool = False) -> Any:
+               strict: bool = False, hi: float = math.inf) -> Any:
         v = self.raw(key, default)
         if v is default and default is not _REQ:
             return v
@@ -51,6 +51,8 @@ class Reader:
             self.fail(key, f"{v!r} is not {'a whole number' if integer else 'a number'}")
         if v < lo or (strict and v == lo):
             self.fail(key, f"must be {'>' if strict else '>='} {lo:g} (got {v})")
+        if v > hi:
+            self.fail(key, f"must be <= {hi:g} (got {v:.4g})")
         return int(v) if integer else float(v)
 
     def conv(self, key: str, parse, default: Any = _REQ, *, positive: bool = True) -> Any:

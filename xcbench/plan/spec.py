@@ -36,6 +36,9 @@ from xcbench.plan.published import parse_published
 from xcbench.plan.reader import Reader, protection_of
 from xcbench.system.userfiles import read_yaml
 
+# a gateway host runs each origin as an xrootd of its own on a port of its own: more than this is
+# a typo, not a plan
+MAX_ORIGINS = 1024
 
 @dataclass(frozen=True)
 class ClusterSpec:
@@ -232,7 +235,8 @@ def gateway_from_dict(data: Any, source: str, overridden: frozenset = frozenset(
         checksum=r.choice("checksum", ("on-the-fly", "read-back"), d.checksum),
         mode=r.choice("mode", ("push", "tpc"), d.mode),
         security=r.choice("security", SECURITY_MODES, d.security),
-        origins_per_host=r.number("origins_per_host", d.origins_per_host, integer=True, lo=1),
+        origins_per_host=r.number("origins_per_host", d.origins_per_host, integer=True, lo=1,
+                                  hi=MAX_ORIGINS),
         origin_rate=r.conv("origin_rate", parse_rate, d.origin_rate),
         source=source)
     r.done()

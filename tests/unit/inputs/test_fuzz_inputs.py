@@ -403,6 +403,8 @@ OTHER_FLAGS = [
     (["run", str(QUICK)], "--repeats", BAD_POS), (["run", str(QUICK)], "--fio-hosts",
                                                    st.sampled_from(["a b", ",", "h:0", "h:99999", "!"])),
     (["run", str(QUICK)], "--run-name", st.sampled_from(["", "..", "a/b"])),
+    (["run", str(QUICK)], "--baseline-streams", st.sampled_from(["0", "a", "", ",", "1,x", "129", "-1"])),
+    (["run", str(QUICK)], "--baseline-seconds", BAD_POS),
     (["run"], "--resume", st.sampled_from(["/nonexistent", "/", "."])),
     (["probe", "--matrix", str(QUICK)], "--runtime", BAD_POS),
     (["probe", "--matrix", str(QUICK)], "--fio-hosts", st.sampled_from(["a b", ",", "h:0"])),
