@@ -93,13 +93,13 @@ def options(args):
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False)}
-    argcheck.number("--baseline-seconds", args.baseline_seconds, 1, 60)
+    streams, seconds = getattr(args, "baseline_streams", None), getattr(args, "baseline_seconds", None)
+    argcheck.number("--baseline-seconds", seconds, 1, 60)
     baseline: dict = {}
-    if args.baseline_streams is not None:
-        baseline["streams"] = argcheck.int_list("--baseline-streams", args.baseline_streams, 1,
-                                                MAX_STREAMS)
-    if args.baseline_seconds is not None:
-        baseline["seconds"] = args.baseline_seconds
+    if streams is not None:
+        baseline["streams"] = argcheck.int_list("--baseline-streams", streams, 1, MAX_STREAMS)
+    if seconds is not None:
+        baseline["seconds"] = seconds
     if baseline:
         extra["baseline"] = baseline
     if getattr(args, "prometheus", None) or getattr(args, "prometheus_auth", None):

@@ -13,7 +13,6 @@ from xcbench.backends.base import Target
 from xcbench.cell import Cell
 from xcbench.probe import jobs as probe
 
-
 RATE = 70.0  # the fake device's IO/s
 
 
