@@ -418,7 +418,7 @@ class MiniCluster:
         memstore = self.meta().get("objectstore") == "memstore"
         # the state is thrown away: a daemon's clean stop only matters while a mon hears it
         mon_gone = not any(name.startswith("mon.") for name in found.values())
-        # MDS and OSDs first, while the mon still answers: they tell it they go down; with the
+        # OSDs first, while the mon still answers: they tell it they go down; with the
         # mon gone they wait osd_mon_shutdown_timeout (5 s) and more.
         for stage in (("ceph-fuse", "mds.", "osd.", "prometheus", "node-exporter"), ("mgr.",),
                       ("mon.", "")):
@@ -426,12 +426,11 @@ class MiniCluster:
             for pid in pids:
                 found.pop(pid)
             t = time.monotonic()
-            # An MDS spends ~8 s "shutting down rank 0" on SIGTERM; its state is thrown away
-            # with the cluster, so it gets 2 s. memstore dumps its whole RAM store on SIGTERM:
+            # An MDS spends ~8 s "shutting down rank 0" on SIGTERM and its state is thrown
+            # away with the cluster: SIGKILL. memstore dumps its whole RAM store on SIGTERM:
             # its OSDs get SIGKILL (the data is thrown away anyway). With no mon (a crash), an
-            # OSD or MDS on SIGTERM waits out osd_mon_shutdown_timeout for it: SIGKILL too.
-            proc.stop_pids({p: min(timeout, 2.0) if n.startswith("mds.") else timeout
-                            for p, n in pids.items()},
+            # OSD on SIGTERM waits out osd_mon_shutdown_timeout for it: SIGKILL too.
+            proc.stop_pids({p: timeout for p in pids},
                            sig={p: signal.SIGKILL if _killed_outright(n, memstore, mon_gone)
                                 else signal.SIGTERM for p, n in pids.items()})
             if pids:
@@ -447,7 +446,7 @@ def _killed_outright(name: str, memstore: bool, mon_gone: bool) -> bool:
     """Whether ``cluster down`` sends SIGKILL, not SIGTERM, to the daemon ``name``."""
     if name.startswith("osd."):
         return memstore or mon_gone
-    return name.startswith("mds.") and mon_gone
+    return name.startswith("mds.")
 
 
 def _daemon_name(argv: list[str]) -> str:

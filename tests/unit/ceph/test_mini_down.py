@@ -11,7 +11,7 @@ from xcbench.ceph.mini import _killed_outright
     ("osd.0", True, False, True),     # memstore dumps its RAM store on SIGTERM
     ("osd.1", False, True, True),     # no mon: it would wait osd_mon_shutdown_timeout
     ("mds.a", False, True, True),
-    ("mds.a", False, False, False),
+    ("mds.a", False, False, True),    # its TERM shutdown outlasts any wait worth having
     ("mgr.x", False, True, False),
     ("prometheus", True, True, False),
 ])
