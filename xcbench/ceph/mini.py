@@ -416,7 +416,9 @@ class MiniCluster:
         found = self.processes()
         n = len(found)
         memstore = self.meta().get("objectstore") == "memstore"
-        # MDS and OSDs first, while the mon still answers: they tell it they go down; with the
+        # the state is thrown away: a daemon's clean stop only matters while a mon hears it
+        mon_gone = not any(name.startswith("mon.") for name in found.values())
+        # OSDs first, while the mon still answers: they tell it they go down; with the
         # mon gone they wait osd_mon_shutdown_timeout (5 s) and more.
         for stage in (("ceph-fuse", "mds.", "osd.", "prometheus", "node-exporter"), ("mgr.",),
                       ("mon.", "")):
@@ -424,13 +426,13 @@ class MiniCluster:
             for pid in pids:
                 found.pop(pid)
             t = time.monotonic()
-            # An MDS spends ~8 s "shutting down rank 0" on SIGTERM; its state is thrown away
-            # with the cluster, so it gets 2 s. memstore dumps its whole RAM store on SIGTERM:
-            # its OSDs get SIGKILL (the data is thrown away anyway).
-            proc.stop_pids({p: min(timeout, 2.0) if n.startswith("mds.") else timeout
-                            for p, n in pids.items()},
-                           sig={p: signal.SIGKILL if memstore and n.startswith("osd.") else signal.SIGTERM
-                                for p, n in pids.items()})
+            # An MDS spends ~8 s "shutting down rank 0" on SIGTERM and its state is thrown
+            # away with the cluster: SIGKILL. memstore dumps its whole RAM store on SIGTERM:
+            # its OSDs get SIGKILL (the data is thrown away anyway). With no mon (a crash), an
+            # OSD on SIGTERM waits out osd_mon_shutdown_timeout for it: SIGKILL too.
+            proc.stop_pids({p: timeout for p in pids},
+                           sig={p: signal.SIGKILL if _killed_outright(n, memstore, mon_gone)
+                                else signal.SIGTERM for p, n in pids.items()})
             if pids:
                 log(f"stopped {', '.join(sorted(pids.values()))} in {time.monotonic() - t:.1f} s")
         return n
@@ -438,6 +440,13 @@ class MiniCluster:
     def rss(self) -> dict[str, int]:
         """{daemon: resident bytes} of the running daemons."""
         return {name: proc.rss(pid) for name, pid in self.daemons().items()}
+
+
+def _killed_outright(name: str, memstore: bool, mon_gone: bool) -> bool:
+    """Whether ``cluster down`` sends SIGKILL, not SIGTERM, to the daemon ``name``."""
+    if name.startswith("osd."):
+        return memstore or mon_gone
+    return name.startswith("mds.")
 
 
 def _daemon_name(argv: list[str]) -> str:
