@@ -9,6 +9,7 @@ bandwidth logs) is root's.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import tempfile
@@ -19,7 +20,7 @@ import pytest
 
 from xcbench.backends.base import Target
 from xcbench.cell import Cell
-from xcbench.probe import levels
+from xcbench.probe import fio, levels
 from xcbench.probe.jobs import PREFIX, run_probe
 from xcbench.probe.noise import logs
 from xcbench.system.fsutil import remove_tree
@@ -62,7 +63,7 @@ def target_dir(ids):
 
 class Attacker(threading.Thread):
     """Watches the target as its owner could: every file of ours seen (with its owner), and a
-    link planted (as that user) at the names of fio's next jobs once the first file shows."""
+    link put (as that user) in place of fio's next jobs' files once the first job's shows."""
 
     def __init__(self, d: Path, ids, victim: Path, first: str, nexts: tuple[str, ...]):
         super().__init__(daemon=True)
@@ -72,10 +73,10 @@ class Attacker(threading.Thread):
         self.done = threading.Event()
 
     def plant(self, name: str) -> None:
-        try:
-            os.symlink(self.victim, self.d / name)
-        except FileExistsError:
-            return
+        """fio lays out every job's file at its start: the owner swaps the next one for a link."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.d / name)
+        os.symlink(self.victim, self.d / name)
         os.lchown(self.d / name, *self.ids)
         self.planted.append(name)
 
@@ -119,7 +120,8 @@ def test_probe_in_the_xrootd_users_dir_runs_as_it(ids, victim, target_dir, tmp_p
     assert by_job["randwrite"]["errors"] == 0 and by_job["randwrite"]["iops"] > 0
     assert by_job["write"]["errors"] > 0  # it met the link and could not write through it
     out = tmp_path / "raw" / f"{PREFIX}.{c.id}.json"
-    assert os.lstat(out).st_uid == 0 and out.read_text().lstrip().startswith("{")
+    assert os.lstat(out).st_uid == 0 and fio.load_file(out)["jobs"]  # kept by root, as before
+    assert "err=13" in out.read_text()  # fio's EACCES at the link, as the owner
 
 
 def test_level_probe_in_the_xrootd_users_dir_runs_as_it(ids, victim, target_dir, tmp_path):
