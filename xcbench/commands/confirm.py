@@ -14,7 +14,7 @@ import json
 from xcbench.analysis.verdicts.experiment import PAIRS
 from xcbench.ceph.cluster import cluster_from_args, default_state_dir
 from xcbench.ceph.mini import MiniCluster
-from xcbench.commands.options import add_ceph_args
+from xcbench.commands.options import add_ceph_args, add_fts_endpoint_arg
 from xcbench.errors import XcbError
 from xcbench.run.runner import Interrupted
 from xcbench.selftest import confirm
@@ -40,6 +40,7 @@ def add_parser(sub):
     p.add_argument("--pairs", type=int, default=PAIRS,
                    help=f"control/changed pairs per experiment, A-B-B-A (default {PAIRS}, at least 2)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_fts_endpoint_arg(p)
     add_ceph_args(p)
     p.add_argument("--keep-cluster", action="store_true",
                    help="leave a cluster confirm started running (default: take it down)")
@@ -50,7 +51,10 @@ def run(args) -> int:
     if args.pairs < 2:
         raise XcbError(f"confirm: --pairs {args.pairs}: at least 2 (an A-B-B-A experiment)")
     args.run = str(resolve_run(args.run, args.store).path)
-    run_dir, rows, _ = confirm.preflight(args.run, args.cell, args.level, tuple(args.test or ()))  # bad input: exit 2, nothing started
+    fts = tuple(args.fts_endpoint or ())
+    # bad input (a matrix sending its FTS credential where the operator did not say, too):
+    # exit 2, nothing started
+    run_dir, rows, _ = confirm.preflight(args.run, args.cell, args.level, tuple(args.test or ()), fts)
     labels = {cid: c.label for cid, c in run_dir.cells.items()}
     embedded = bool((run_dir.manifest.get("cluster") or {}).get("embedded"))
     mini = cluster = None
@@ -64,7 +68,7 @@ def run(args) -> int:
     try:
         result = confirm.confirm_run(args.run, cluster, cell=args.cell, pairs=args.pairs,
                                      verdicts=tuple(args.verdict or ()), level=args.level,
-                                     test=tuple(args.test or ()), log=log)
+                                     test=tuple(args.test or ()), fts_endpoints=fts, log=log)
     except Interrupted as e:
         log(f"confirm interrupted; what was measured is in {e}")
         return 130

@@ -33,6 +33,13 @@ def add_ceph_args(parser) -> None:
                         "'Running on a shared host')")
 
 
+def add_fts_endpoint_arg(parser) -> None:
+    parser.add_argument("--fts-endpoint", metavar="URL", action="append", default=[],
+                        help="an FTS3 endpoint of the matrix (campaign.fts.endpoint) that may "
+                             "receive its credential (repeatable): a matrix alone sends no secret "
+                             "anywhere")
+
+
 def add_run_name_arg(parser) -> None:
     parser.add_argument("--run-name", metavar="NAME",
                         help="the run's directory name in the store (default: a UTC timestamp)")

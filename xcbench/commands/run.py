@@ -13,7 +13,7 @@ from xcbench.backends.base import backend_class
 from xcbench.ceph.access import check_access
 from xcbench.ceph.cluster import cluster_from_args
 from xcbench.commands import add_store_arg, argcheck, store_of
-from xcbench.commands.options import add_ceph_args, add_run_name_arg
+from xcbench.commands.options import add_ceph_args, add_fts_endpoint_arg, add_run_name_arg
 from xcbench.errors import XcbError
 from xcbench.hosts.checks import check_versions
 from xcbench.hosts.matrix_section import inventory_for
@@ -78,9 +78,7 @@ def add_run_args(p) -> None:
                    help="the site's Prometheus (node_exporter on the storage hosts, the ceph-mgr "
                         "module); default: the matrix's prometheus:, else the inventory's, else the "
                         "embedded cluster's")
-    p.add_argument("--fts-endpoint", metavar="URL", action="append", default=[],
-                   help="an FTS3 endpoint of the matrix (campaign.fts.endpoint) that may receive "
-                        "its credential (repeatable): a matrix alone sends no secret anywhere")
+    add_fts_endpoint_arg(p)
     p.add_argument("--prometheus-auth", metavar="KIND:PATH",
                    help="credentials for --prometheus from a file: bearer:PATH (a token) or "
                         "basic:PATH (user:password)")

@@ -35,6 +35,7 @@ from xcbench.cell.layout import Layout
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
+from xcbench.gateway import agent_replies as replies
 from xcbench.gateway import placement as placement_mod
 from xcbench.gateway.agent import AGENT_SECURITY, TARGET_FIELDS
 from xcbench.gateway.config import effective_tunables, url_host_for
@@ -42,12 +43,14 @@ from xcbench.gateway.launch import START_TIMEOUT, Gateway, Server, keep_dir
 from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.security import RunSecurity
 from xcbench.system import proc
+from xcbench.system.agentstream import parse_message, read_lines
 from xcbench.system.fsutil import write_file
 from xcbench.system.xrootd_user import user_name
 
 AGENT_SLACK = 60.0  # s on top of the daemons' start timeout: ssh, a tmpfs mount, a certificate
 SAMPLE_WAIT = 10.0  # s a fresh sample may take (a loaded host)
 STOP_WAIT = 30.0  # s an agent gets to stop its daemons and remove what it made
+TLS_KEPT = "tls-cert.pem"  # the front's certificate in the kept dir (no agent's file takes it)
 
 
 def agent_argv(transport: Any) -> list[str]:
@@ -63,6 +66,7 @@ class Part:
         self.p: proc.Proc | None = None
         self.msgs: dict[str, Any] = {}  # last message of each kind
         self.error: str | None = None
+        self.refused = False  # it said something outside agent_replies: nothing more is taken
         self.done = threading.Event()
         self.cond = threading.Condition()
         self.reader: threading.Thread | None = None
@@ -90,23 +94,34 @@ class Part:
             stdin.flush()
 
     def _read(self) -> None:
+        """The agent's stream, each line bounded and each message checked (agent_replies): one
+        it may not send fails this part, and nothing more of it is taken (only drained)."""
         assert self.p is not None and self.p.popen.stdout is not None
+        kept = 0
         with open(self.raw, "a", encoding="utf-8") as raw:
             try:
-                for line in self.p.popen.stdout:
-                    text = line.decode(errors="replace") if isinstance(line, bytes) else line
-                    try:
-                        msg = json.loads(text)
-                    except ValueError:
+                for text in read_lines(self.p.popen.stdout, replies.MAX_LINE):
+                    if self.refused:
                         continue
-                    if not isinstance(msg, dict) or len(msg) != 1:
+                    if text is None:
+                        self._refuse(f"a line longer than {replies.MAX_LINE >> 20} MiB")
                         continue
+                    msg = parse_message(text)
+                    if msg is None:
+                        continue  # not the stream's (the agent keeps stdout for it)
+                    why = replies.check(msg)
+                    if why is not None:
+                        self._refuse(why)
+                        continue
+                    if kept + len(text) <= replies.RAW_CAP:
+                        # samples too: each level's CPU figure traces back to them
+                        raw.write(text)
+                        raw.flush()
+                        kept += len(text)
                     kind, body = next(iter(msg.items()))
-                    raw.write(text)  # samples too: each level's CPU figure traces back to them
-                    raw.flush()
                     with self.cond:
                         if kind == "error":
-                            self.error = self.error or str(body)
+                            self.error = self.error or replies.one_line(body)
                         self.msgs[kind] = body
                         self.cond.notify_all()
             except (OSError, ValueError) as e:
@@ -115,6 +130,13 @@ class Part:
                 with self.cond:
                     self.done.set()
                     self.cond.notify_all()
+
+    def _refuse(self, why: str) -> None:
+        with self.cond:
+            self.refused = True
+            self.error = self.error or \
+                f"the gateway agent sent a message xcbench does not take ({replies.one_line(why, 300)})"
+            self.cond.notify_all()
 
     def wait(self, kind: str, timeout: float, newer_than: int | None = None) -> Any:
         """The message ``kind`` (a sample: one with seq > ``newer_than``); XcbError naming the
@@ -132,8 +154,9 @@ class Part:
                     rc = self.p.popen.poll() if self.p else None
                     tail = self.p.tail(3) if self.p is not None and self.p.log else ""
                     why = "ended" if self.done.is_set() else f"did not say {kind} in {timeout:.0f} s"
+                    said = replies.one_line(" | ".join(tail.splitlines()), 600)
                     raise XcbError(f"gateway: host {self.host}: the gateway agent {why} (exit {rc})"
-                                   f"{': ' + ' | '.join(tail.splitlines()) if tail else ''}")
+                                   f"{': ' + said if said else ''}")
                 self.cond.wait(min(left, 0.5))
 
     def fresh_sample(self) -> dict[str, Any] | None:
@@ -159,7 +182,7 @@ class RemoteGateway(Gateway):
         self._part_of: dict[str, Part] = {}
         self.config_paths: list[Path] = []
         self.log_paths: list[Path] = []
-        self.tls_cert = keep / "tls-cert.pem"
+        self.tls_cert = keep / TLS_KEPT
         self.start_seconds = 0.0
         self.agent_seconds: dict[str, float] = {}
         self.stopped = False
@@ -267,7 +290,7 @@ def _kept(keep: Path, fname: Any, text: Any) -> Path | None:
     """A file an agent sent back (a config, a log tail), kept as a plain file name of the kept
     dir: written as a file of ours, never through a link; any other name is dropped."""
     name = Path(str(fname)).name
-    if name in ("", ".", "..") or not isinstance(text, str) or name.startswith("agent-"):
+    if name in ("", ".", "..", TLS_KEPT) or not isinstance(text, str) or name.startswith("agent-"):
         return None
     return write_file(keep / name, text)
 
@@ -389,7 +412,9 @@ def _ready(gw: RemoteGateway, part: Part, timeout: float) -> None:
 
 
 def _urls(gw: RemoteGateway) -> None:
-    front = next(s for s in gw.servers if s.daemon == "xrootd" and s.role != "server")
+    front = next((s for s in gw.servers if s.daemon == "xrootd" and s.role != "server"), None)
+    if front is None:
+        raise XcbError(f"gateway {gw.name}: no gateway agent named a front xrootd among its servers")
     gw.addr = str(front.addr)
     gw.url_host = url_host_for(gw.addr)
     netloc = f"[{gw.url_host}]" if ":" in gw.url_host else gw.url_host

@@ -30,6 +30,8 @@ from typing import Any
 from xcbench.errors import XcbError
 from xcbench.figures.units import parse_size
 from xcbench.system import proc
+from xcbench.system.fsutil import write_file
+from xcbench.system.xrootd_user import run_as
 
 DEFAULT_PORT = 8765  # fio --server's default port
 LOCAL = "local"
@@ -88,16 +90,28 @@ def command(jobfiles: Sequence[str | os.PathLike], *, output: str | os.PathLike,
 
 def run_fio(jobfiles: Sequence[str | os.PathLike], *, output: str | os.PathLike,
             hosts: Sequence[str] | None = None, timeout: float | None = None,
-            env: Mapping[str, str] | None = None, sections: Sequence[str] = ()) -> dict[str, Any]:
+            env: Mapping[str, str] | None = None, sections: Sequence[str] = (),
+            user: tuple[int, int] | None = None) -> dict[str, Any]:
     """Run fio, keep its JSON+ output in ``output``, return the decoded JSON.
+
+    ``user``: (uid, gid) a local fio runs as (the owner of the directory it writes in,
+    xcbench.probe.dirowner), isolated as xcbench.system.xrootd_user.run_as starts it; it reads
+    the job file on stdin and writes its JSON to stdout, and we keep that in ``output``.
 
     A non-zero exit with usable JSON is not an error here: fio exits 2 when a job hit an I/O
     error, and that is recorded in the rows' ``errors``. No JSON at all is an XcbError."""
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.unlink(missing_ok=True)  # never parse an earlier run's output as this one's
-    cmd = command(jobfiles, output=output, hosts=hosts, sections=sections)
-    cp = proc.run(cmd, timeout=timeout, check=False, env=env)
+    if user is not None:
+        if hosts or len(jobfiles) != 1:
+            raise ValueError("fio as another user: one local job file")
+        cmd = ["fio", "--output-format=json+", *(f"--section={s}" for s in sections), "-"]
+        cp = run_as(user, cmd, timeout=timeout, check=False, input=Path(jobfiles[0]).read_text())
+        write_file(output, cp.stdout, new=True)
+    else:
+        cmd = command(jobfiles, output=output, hosts=hosts, sections=sections)
+        cp = proc.run(cmd, timeout=timeout, check=False, env=env)
     try:
         return load_output(output.read_text())
     except (OSError, ValueError) as e:

@@ -40,7 +40,7 @@ from typing import Any
 from xcbench.backends.base import backend_class
 from xcbench.errors import XcbError
 from xcbench.figures.units import parse_size
-from xcbench.probe import fio
+from xcbench.probe import dirowner, fio
 from xcbench.probe import levels as level_probes
 from xcbench.system import proc
 from xcbench.system.templates import render
@@ -130,8 +130,12 @@ def _hosts(hosts: Sequence[str] | str | None) -> list[str]:
 
 
 def direct_io_supported(directory: str | os.PathLike) -> bool:
-    """Whether the file system under ``directory`` takes O_DIRECT (tmpfs refuses it: EINVAL)."""
-    # a new file of an unpredictable name, never through a link (the dir may be another user's)
+    """Whether the file system under ``directory`` takes O_DIRECT (tmpfs refuses it: EINVAL).
+    Asked by the directory's owner when that is another user (root never writes in it)."""
+    owner = dirowner.owner_of(directory)
+    if owner is not None:
+        return dirowner.direct_io_as_owner(directory, owner)
+    # a new file of an unpredictable name, never through a link
     path = Path(directory) / f".{PREFIX}-odirect-{secrets.token_hex(8)}"
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_WRONLY | os.O_DIRECT, 0o600)
@@ -273,15 +277,8 @@ def remove_objects(cluster, pool: str, names: list[str]) -> int:
 
 
 def remove_files(directory: str | os.PathLike, prefixes: list[str]) -> int:
-    removed = 0
-    d = Path(directory)
-    if not d.is_dir():
-        return 0
-    for pre in prefixes:
-        for f in d.glob(f"{pre}.*"):
-            f.unlink(missing_ok=True)
-            removed += 1
-    return removed
+    """What fio left in ``directory`` (``<prefix>.*``), removed without following a link."""
+    return dirowner.remove_files(directory, prefixes)
 
 
 POLL = 0.1  # s between reads of the device's counters while a write job runs
@@ -322,7 +319,8 @@ def _counted(device: DeviceCounter, run: Callable[[], dict[str, Any]]
 
 
 def _counted_jobs(jobfiles: list[Path], output: Path, jobs: list[str], timeout: float,
-                  device: DeviceCounter) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
+                  device: DeviceCounter, user: tuple[int, int] | None = None
+                  ) -> tuple[dict[str, Any], dict[str, tuple[float, float]]]:
     """Each write job alone (the IOPS job, then the bandwidth job) with the storage device's
     write IOs and bytes counted while it runs, then the other jobs: (fio's JSON of all jobs,
     job -> the device's (write IO/s, write bytes/s) during it: :func:`active_rate`). The IOPS
@@ -334,13 +332,14 @@ def _counted_jobs(jobfiles: list[Path], output: Path, jobs: list[str], timeout: 
     for job in (j for j in jobs if j in WRITE_JOBS):
         got, rate = _counted(device, functools.partial(
             fio.run_fio, jobfiles, output=output.with_suffix(f".{job}.json"), timeout=timeout,
-            sections=[job]))
+            sections=[job], user=user))
         parts.append(got)
         if rate is not None:
             found[job] = rate
     rest = [j for j in jobs if j not in WRITE_JOBS]
     if rest:
-        parts.append(fio.run_fio(jobfiles, output=output, timeout=timeout, sections=rest))
+        parts.append(fio.run_fio(jobfiles, output=output, timeout=timeout, sections=rest,
+                                 user=user))
     data = dict(parts[0]) if parts else {}
     data["jobs"] = [j for part in parts for j in part.get("jobs") or []]
     return data, found
@@ -375,6 +374,8 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     prefixes = _prefixes(cell, hosts, run=secrets.token_hex(4))
     findings: list[dict] = []
     rados_engine = target.fio_engine == "rados"
+    # a local fio writing in another user's dir runs as that user (xcbench.probe.dirowner)
+    owner = None if rados_engine or hosts else dirowner.owner_of(target.path)
     direct = True
     names: list[str] = []
     conf = _probe_conf(cluster, workdir) if cluster is not None and target.pool else None
@@ -409,9 +410,10 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
                      p["object_size"])
         dev: dict[str, tuple[float, float]] = {}
         if device is not None and not hosts and any(j in WRITE_JOBS for j in p["jobs"]):
-            data, dev = _counted_jobs(jobfiles, output, p["jobs"], timeout, device)
+            data, dev = _counted_jobs(jobfiles, output, p["jobs"], timeout, device, owner)
         elif p["jobs"]:
-            data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout)
+            data = fio.run_fio(jobfiles, output=output, hosts=hosts or None, timeout=timeout,
+                               user=owner)
         else:
             data = {"jobs": []}
         if levels:

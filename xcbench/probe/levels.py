@@ -29,7 +29,7 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.figures.units import parse_size
-from xcbench.probe import cpu, fio, noise, settle
+from xcbench.probe import cpu, dirowner, fio, noise, settle
 from xcbench.system.templates import render
 
 TEMPLATES = "xcbench.fio_jobs"
@@ -103,16 +103,20 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
                 stem = raw_dir / f"{prefix.rsplit('.', 1)[0]}.{job}"
                 for old in noise.logs(stem):
                     old.unlink()
-                text = render_level(cell, target, level, kind, prefix=prefix, log_stem=stem,
-                                    direct=direct, conf=conf, client_id=client_id)
-                jf = raw_dir / f"{stem.name}.fio"
-                jf.write_text(text)
-                settled = settle.flush_and_wait(waiter, target.path, prev_bw)
-                with cpu.Meter(cluster) as meter:
-                    t0 = time.monotonic()
-                    data = fio.run_fio([jf], output=raw_dir / f"{stem.name}.json",
-                                       timeout=LEVEL_RUNTIME + 300)
-                    wall = time.monotonic() - t0
+                # fio in another user's dir runs as that user (xcbench.probe.dirowner)
+                owner = dirowner.owner_of(target.path) if kind == "mount" else None
+                with dirowner.log_dir(owner, stem, int(level)) as log_stem:
+                    text = render_level(cell, target, level, kind, prefix=prefix,
+                                        log_stem=log_stem, direct=direct, conf=conf,
+                                        client_id=client_id)
+                    jf = raw_dir / f"{stem.name}.fio"
+                    jf.write_text(text)
+                    settled = settle.flush_and_wait(waiter, target.path, prev_bw)
+                    with cpu.Meter(cluster) as meter:
+                        t0 = time.monotonic()
+                        data = fio.run_fio([jf], output=raw_dir / f"{stem.name}.json",
+                                           timeout=LEVEL_RUNTIME + 300, user=owner)
+                        wall = time.monotonic() - t0
                 got = fio.parse(data, cell_id=cell.id, jobfile=text)
                 stats = noise.from_logs(stem, LOG_MSEC, RAMP_S)
                 for r in got:

@@ -47,6 +47,8 @@ from xcbench.run.runner import RunOptions, run_matrix
 from xcbench.selftest.run_scenarios import Cap, _mini_pids, capping_runner
 from xcbench.store.rundir import RunDir
 from xcbench.system.cgroups import CpuGroups
+from xcbench.system.secrets_policy import fts_endpoint_problems
+from xcbench.system.userfiles import read_yaml
 
 TELEMETRY = "host:0.5,roles:0.5,gateway"
 OUTCOMES = ("confirmed", "refuted", "inconclusive", "not testable here")
@@ -67,9 +69,11 @@ def host_cores() -> float:
 
 
 def preflight(run_path: str | Path, cell: str | None = None, level: int | None = None,
-              test: tuple[str, ...] = ()) -> tuple[Any, list[dict[str, Any]], str]:
+              test: tuple[str, ...] = (), fts_endpoints: tuple[str, ...] = ()
+              ) -> tuple[Any, list[dict[str, Any]], str]:
     """(the run, its verdict rows to test, its matrix file), or XcbError naming what is wrong:
-    before anything starts."""
+    before anything starts. A replay sends the matrix's FTS credential only to an endpoint the
+    operator names (``fts_endpoints``: --fts-endpoint), as `xcbench run` does."""
     path = Path(run_path)
     if not (path / "manifest.json").is_file():
         raise XcbError(f"confirm: {path}: not a run directory (no manifest.json)")
@@ -90,14 +94,24 @@ def preflight(run_path: str | Path, cell: str | None = None, level: int | None =
     mat = run.manifest.get("matrix") or {}
     mpath = mat.get("path")
     if mpath and Path(mpath).is_file():
+        _operator_named(read_yaml(mpath), str(mpath), fts_endpoints)
         return run, rows, str(mpath)
     if isinstance(mat.get("raw"), dict):  # the matrix as the run read it (its file moved, or another cwd)
+        _operator_named(mat["raw"], f"{path}: manifest.json: matrix", fts_endpoints)
         kept = path / "confirm" / "matrix.yaml"
         kept.parent.mkdir(exist_ok=True)
         kept.write_text(yaml.safe_dump(mat["raw"], sort_keys=False))
         return run, rows, str(kept)
     raise XcbError(f"confirm: {path}: the run's matrix file {mpath!r} is gone and the manifest "
                    "holds no copy: the cells cannot be replayed")
+
+
+def _operator_named(raw: Any, where: str, granted: tuple[str, ...]) -> None:
+    """XcbError (one line) when the matrix would send its FTS credential to an endpoint the
+    operator did not name (xcbench.system.secrets_policy.fts_endpoint_problems)."""
+    refused = fts_endpoint_problems(raw, where, granted)
+    if refused:
+        raise XcbError(refused[0])
 
 
 def needs_cluster(run: Any, rows: list[dict[str, Any]]) -> bool:
@@ -123,11 +137,12 @@ def ceilings(rows: list[dict[str, Any]], cells: dict[str, Any]) -> dict[tuple[in
 
 def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | None = None, pairs: int = PAIRS,
                 verdicts: tuple[str, ...] | None = None, level: int | None = None,
-                test: tuple[str, ...] = (), log: Log = _stderr) -> dict[str, Any]:
+                test: tuple[str, ...] = (), fts_endpoints: tuple[str, ...] = (),
+                log: Log = _stderr) -> dict[str, Any]:
     """Test each verdict of the run (of ``cell``, at ``level``; of these ``verdicts``), or the
     limits ``test`` names there instead (a borderline verdict's candidates); {"run",
     "confirmations": [...], "ok"}; written to <run>/confirmations.json and .parquet."""
-    run, rows, mpath = preflight(run_path, cell, level, test)
+    run, rows, mpath = preflight(run_path, cell, level, test, fts_endpoints)
     matrix = load_matrix(mpath, cluster) if cluster is not None else load_matrix(mpath)
     cells = {c.id: c for c in matrix.cells}
     cores = host_cores()

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.gwcheck import xrootd_workdir
+from tests.support.planted import bait as planted_bait
+from tests.support.planted import link, plant
 from xcbench.backends.tmpfs import BACKEND as TMPFS
 from xcbench.cell import Cell
 from xcbench.gateway import start_gateway
@@ -30,42 +32,11 @@ pytestmark = pytest.mark.integration
 SECRET = "xcb-test-secret-token-value"
 
 
-def _plant(d: Path, ids, markers: Path, tag: str) -> None:
-    """What the xrootd user could leave in ``d`` (its own dir): code Python would run from a
-    cwd or a sys.path entry, as files of that user."""
-    code = f"open({str(markers / ('ran-' + tag))!r}, 'w').write('root ran planted code')\n"
-    for rel in ("xcbench/__init__.py", "xcbench/system/__init__.py",
-                "xcbench/system/sdlisten.py", "sitecustomize.py", "usercustomize.py"):
-        p = d / rel
-        if p.exists():
-            continue
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(code)
-    for root, dirs, files in os.walk(d / "xcbench"):
-        for name in [*dirs, *files, "."]:
-            os.lchown(os.path.join(root, name), *ids)
-    for name in ("sitecustomize.py", "usercustomize.py"):
-        os.lchown(d / name, *ids)
-
-
-def _link(d: Path, name: str, to: Path, ids) -> None:
-    (d / name).symlink_to(to)
-    os.lchown(d / name, *ids)
-
-
 @pytest.fixture
 def bait():
     """A root-only dir (markers: only root could write them) and the links' targets."""
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-bait-", dir="/var/tmp"))
-    d.chmod(0o711)  # root's: only root writes markers here; xrootd reaches vdir
-    victim = d / "victim"
-    victim.write_text("root's file\n")
-    victim.chmod(0o600)
-    vdir = d / "vdir"  # writable by all: an origin the link leads to still works
-    vdir.mkdir()
-    vdir.chmod(0o777)
-    yield d, victim, vdir
-    remove_tree(d)
+    with planted_bait() as b:
+        yield b
 
 
 def test_planted_code_and_links_in_the_gateway_users_dirs_do_nothing(bait, monkeypatch):
@@ -81,12 +52,12 @@ def test_planted_code_and_links_in_the_gateway_users_dirs_do_nothing(bait, monke
         export = Path(target.path)
         assert export.stat().st_uid == ids[0]
         # before: the export (the origins' dirs are made in it) and the command's own cwd
-        _link(export, "origin-1", vdir, ids)
-        _plant(export, ids, markers, "export")
+        link(export, "origin-1", vdir, ids)
+        plant(export, ids, markers, "export")
         cwd = Path(tempfile.mkdtemp(prefix="xcb-test-cwd-", dir="/var/tmp"))
         cwd.chmod(0o755)
         os.chown(cwd, *ids)
-        _plant(cwd, ids, markers, "cwd")
+        plant(cwd, ids, markers, "cwd")
         monkeypatch.chdir(cwd)
         gw = None
         try:
@@ -104,8 +75,8 @@ def test_planted_code_and_links_in_the_gateway_users_dirs_do_nothing(bait, monke
                                  "LISTEN_PID"}, (s.name, names)
             # during: every dir the xrootd user was handed
             for d in theirs | {export, Path(target.origin_path(2))}:
-                _plant(d, ids, markers, d.name)
-                _link(d, "planted-link.log", victim, ids)
+                plant(d, ids, markers, d.name)
+                link(d, "planted-link.log", victim, ids)
             os.mkfifo(admin / "logs" / "planted.fifo")
             os.lchown(admin / "logs" / "planted.fifo", *ids)
             gw.restart()  # root starts every helper again, now
@@ -153,7 +124,7 @@ def test_a_gateway_agents_part_hands_over_the_same_way(bait, monkeypatch):
         procs = proc.ProcessSet()
         backend = TMPFS(None, wd, procs)
         target = backend.prepare(Cell(id="handagent", label="x", backend="tmpfs", tmpfs_size=64 << 20))
-        _plant(Path(target.path), ids, markers, "export")
+        plant(Path(target.path), ids, markers, "export")
         monkeypatch.chdir(target.path)  # the agent's cwd: a dir of the xrootd user's
         gw = None
         try:
@@ -165,8 +136,8 @@ def test_a_gateway_agents_part_hands_over_the_same_way(bait, monkeypatch):
             env = Path(f"/proc/{gw.servers[0].pid}/environ").read_bytes()
             assert SECRET.encode() not in env and f"PATH={DAEMON_PATH}".encode() in env
             for d in (admin / "xcb", admin / "logs"):
-                _plant(d, ids, markers, d.name)
-                _link(d, "planted-link.log", victim, ids)
+                plant(d, ids, markers, d.name)
+                link(d, "planted-link.log", victim, ids)
             gw.stop()
             copies = [p for p in gw.keep_dir.rglob("*") if p.is_file()]
             assert any(p.name == "xcb-xrootd.log" for p in copies), copies

@@ -136,3 +136,51 @@ def test_a_run_whose_matrix_file_moved_is_replayed_from_the_manifests_copy(tmp_p
     (path / "manifest.json").write_text(json.dumps(m))
     with pytest.raises(Exception, match="gone and the manifest holds no copy"):
         preflight(path)
+
+
+def _run_with_fts_credential(tmp_path, url: str):
+    """A run whose matrix sends an FTS token to ``url`` (its file and the manifest's copy)."""
+    import pandas as pd
+
+    from tests.support.synthrun import make_run, mixed_cells
+    path, _ = make_run(tmp_path / "r", mixed_cells()[:1])
+    m = json.loads((path / "manifest.json").read_text())
+    pd.DataFrame([{"cell_id": next(iter(m["cells"])), "concurrency": 2, "direction": "write",
+                   "verdict": "gateway", "reason": "x", "evidence": "{}"}]).to_parquet(path / "verdicts.parquet")
+    token = tmp_path / "token"
+    token.write_text("a-token-that-must-stay-here\n")
+    raw = {"name": "fts", "defaults": {"concurrency": [2], "modes": ["tpc-http"], "campaign": {
+        "engine": "fts3", "fts": {"endpoint": url, "token_file": str(token)}}},
+        "backends": {"tmpfs": {"size": ["64M"]}}}
+    m["matrix"] = {"name": "fts", "path": str(tmp_path / "gone.yaml"), "raw": raw}
+    (path / "manifest.json").write_text(json.dumps(m))
+    return path, m, raw
+
+
+def test_a_replay_sends_no_fts_credential_the_operator_did_not_name(tmp_path, capsys):
+    """confirm replays the run's matrix: its FTS endpoint gets the credential only when named
+    with --fts-endpoint, as for `xcbench run`; else one line, exit 2, nothing started or sent."""
+    import yaml
+
+    from tests.support.peers import Listener
+    from xcbench.selftest.confirm import preflight
+    with Listener() as ear:
+        url = f"http://127.0.0.1:{ear.port}"
+        path, m, raw = _run_with_fts_credential(tmp_path, url)
+        argv = ["confirm", str(path), "--state-dir", str(tmp_path / "c")]
+        codes = [main(argv), main([*argv, "--fts-endpoint", f"http://127.0.0.1:{ear.port + 1}"])]
+        err = capsys.readouterr().err.strip().splitlines()
+        assert codes == [2, 2] and len(err) == 2, err
+        for line in err:
+            assert f"campaign.fts.endpoint: {url} would receive the FTS credential" in line
+            assert f"--fts-endpoint {url}" in line
+        assert not (tmp_path / "c").exists() and not (path / "confirm").exists()
+        # the matrix file itself (not the manifest's copy) is checked the same way
+        f = tmp_path / "m.yaml"
+        f.write_text(yaml.safe_dump(raw))
+        m["matrix"]["path"] = str(f)
+        (path / "manifest.json").write_text(json.dumps(m))
+        with pytest.raises(Exception, match=f"{f}: defaults: campaign.fts.endpoint"):
+            preflight(path)
+        assert preflight(path, fts_endpoints=(url,))[2] == str(f)  # named: the replay may go
+    assert ear.connections == 0
