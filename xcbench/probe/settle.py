@@ -74,7 +74,7 @@ def flush_and_wait(waiter: Settle | None, path: str | None, prev_bw: float | Non
     settled, settle_rate}."""
     t0 = time.monotonic()
     if path:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)  # never through a link
         try:
             os.fsync(fd)  # the directory's entries (the removed files)
         finally:
