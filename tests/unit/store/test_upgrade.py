@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.support.oldrun import old_shape
 from tests.support.synthrun import SynthCell, make_run
 from xcbench import cli
 from xcbench.analysis.verdicts.attribution import verdicts_of
@@ -35,22 +36,6 @@ def current(tmp_path_factory) -> Path:
     return path
 
 
-def _old_shape(current: Path, dest: Path) -> Path:
-    """The run as an xcbench before the tables' version wrote it: no version in the manifest, no
-    direction on any row, campaigns without security, the baseline naming its gateway ``host``."""
-    old = dest / "old"
-    shutil.copytree(current, old)
-    m = json.loads((old / "manifest.json").read_text())
-    del m["tables_version"]
-    (old / "manifest.json").write_text(json.dumps(m))
-    drop = {"transfers": ["direction"], "campaigns": ["direction", "security"],
-            "verdicts": ["direction"], "baseline": ["direction", "gateway", "client"]}
-    for table, cols in drop.items():
-        pq = old / f"{table}.parquet"
-        pd.read_parquet(pq).drop(columns=cols, errors="ignore").to_parquet(pq, index=False)
-    return old
-
-
 def test_synthetic_run_is_written_in_todays_shape(current):
     m = json.loads((current / "manifest.json").read_text())
     assert m["tables_version"] == TABLES_VERSION
@@ -58,7 +43,7 @@ def test_synthetic_run_is_written_in_todays_shape(current):
 
 
 def test_an_old_shape_run_gives_the_same_figures(current, tmp_path):
-    old = _old_shape(current, tmp_path)
+    old = old_shape(current, tmp_path / "old")
     assert "direction" not in pd.read_parquet(old / "transfers.parquet")
     a, b = RunData(current), RunData(old)
     assert b.run.state.tables_version == 1
