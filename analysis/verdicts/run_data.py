@@ -108,9 +108,6 @@ class RunData:
         for c in ("file_size", "transferred", "start_time", "finish_time", "tx_duration",
                   "throughput", "concurrency", "repeat"):
             df[c] = pd.to_numeric(df[c], errors="coerce")
-        missing = df["throughput"].isna() & (df["tx_duration"] > 0)
-        if missing.any():
-            df.loc[missing, "throughput"] = df["file_size"] / df["tx_duration"]
         df["direction"] = _dirs.transfer_direction(df)
         return self._levelled(df)
 

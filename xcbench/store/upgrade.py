@@ -16,7 +16,8 @@ report, compare, plan) sees today's shape only, and a run newer than this code i
 one line (upgrade xcbench).
 
 Tables' versions:
-  1  runs written before the version was recorded, in any shape up to then: transfers, campaigns,
+  1  runs written before the version was recorded, in any shape up to then: transfers without
+     ``throughput`` (the file's size over its duration), transfers, campaigns,
      verdicts and baseline rows without ``direction`` (runs from before reads: writes), campaigns
      without ``security`` (no security then: none), baseline rows naming the gateway ``host`` only,
      timelines without ``t``, ``repeat`` or one of ``bytes``/``rate`` (1-s buckets: equal)
@@ -104,6 +105,12 @@ def update_to_2(name: str, df: pd.DataFrame, manifest: dict[str, Any]) -> pd.Dat
     """Version 1 -> 2 (the module's list)."""
     if name in ("transfers", "verdicts", "baseline"):
         _fill(df, "direction", "write")
+    if name == "transfers" and {"throughput", "file_size", "tx_duration"} <= set(df.columns):
+        dur = pd.to_numeric(df["tx_duration"], errors="coerce")
+        missing = pd.to_numeric(df["throughput"], errors="coerce").isna() & (dur > 0)
+        if missing.any():
+            df["throughput"] = df["throughput"].astype(object).where(
+                ~missing, pd.to_numeric(df["file_size"], errors="coerce") / dur)
     if name == "baseline" and "gateway" in df and "host" in df:
         df["gateway"] = df["gateway"].astype(object).where(df["gateway"].notna(), df["host"])
     if name == "campaigns" and len(df):

@@ -73,6 +73,13 @@ def test_an_old_timeline_without_derivable_columns():
     assert list(out["repeat"]) == [0, 0, 0]
 
 
+def test_an_old_transfer_without_throughput():
+    df = pd.DataFrame({"file_size": [100.0, 100.0, 100.0], "tx_duration": [4.0, 0.0, 2.0],
+                       "throughput": [None, None, 30.0]})
+    out = update_table("transfers", df, 1, {})
+    assert list(out["throughput"][[0, 2]]) == [25.0, 30.0] and pd.isna(out["throughput"][1])
+
+
 def test_a_campaign_without_direction_takes_its_cells():
     m = {"cells": {"r": {"settings": {"direction": "read"}}, "w": {"settings": {}}}}
     df = pd.DataFrame({"cell_id": ["r", "w", "r"], "direction": [None, None, "mixed"],
