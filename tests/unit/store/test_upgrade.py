@@ -42,7 +42,7 @@ def test_synthetic_run_is_written_in_todays_shape(current):
     assert pd.read_parquet(current / "transfers.parquet")["direction"].eq("write").all()
 
 
-def test_an_old_shape_run_gives_the_same_figures(current, tmp_path):
+def test_an_old_shape_run_gives_the_same_figures(current, tmp_path, capsys):
     old = old_shape(current, tmp_path / "old")
     assert "direction" not in pd.read_parquet(old / "transfers.parquet")
     a, b = RunData(current), RunData(old)
@@ -58,6 +58,8 @@ def test_an_old_shape_run_gives_the_same_figures(current, tmp_path):
     assert list(vb["verdict"]) == list(va["verdict"])
     assert set(b.campaigns["security"]) == {"none"} and set(b.baseline["gateway"]) == {"127.0.0.1"}
     assert b.directions == a.directions
+    assert cli.main(["runs", "show", str(old)]) == 0
+    assert f"tables 1 (read as {TABLES_VERSION})" in capsys.readouterr().out
     # read, never rewritten
     assert "direction" not in pd.read_parquet(old / "transfers.parquet")
     assert "tables_version" not in json.loads((old / "manifest.json").read_text())
