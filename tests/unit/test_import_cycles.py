@@ -321,3 +321,8 @@ def test_no_circle_inside_a_package_even_for_type_checking():
     found = [" -> ".join(find_cycle({m: inner[m] & comp for m in comp}) or sorted(comp))
              for comp in tangles(inner)]
     assert not found, "circle(s) inside a package (TYPE_CHECKING imports counted): " + "; ".join(found)
+    # nor between packages: the type checker's imports go down the floors too
+    across = [" -> ".join(find_cycle({m: graph[m] & comp for m in comp}) or sorted(comp))
+              for comp in tangles(graph)]
+    assert not across, "import cycle(s) with TYPE_CHECKING imports counted: " + "; ".join(across)
+    assert not upward_imports(graph), "upward TYPE_CHECKING import(s):\n" + "\n".join(upward_imports(graph))
