@@ -6,7 +6,7 @@ From runs in the result store (xcbench.store.rundir.RunDir):
   gateway ceiling comes from tmpfs cells (no storage behind the gateway) when there are some;
 - per-OSD IOPS and bandwidth: ``probes`` (fio against the pool), pool rate x shards (or raw
   ratio) / OSDs -- a lower bound when the fio client, not the OSDs, was the limit;
-- EC amplification: ``samples`` pool.bytes_used / pool.stored (or pool_raw_bytes / pool_stored_bytes),
+- EC amplification: ``samples`` pool.bytes_used / pool.stored,
   labels {"pool": ...}, growth over the run, else the final ratio; without them (k+m)/k, said so;
 - the network baseline: ``baseline`` (iperf3);
 - gateway CPU per GB per cell, mode and checksum kind: ``campaigns.gateway_cpu_s_per_gb``
@@ -34,8 +34,7 @@ from xcbench.plan.storage import StorageInputs, storage_model
 from xcbench.store.rundir import RunDir
 
 SMALL_BS, LARGE_BS = 64 << 10, 1 << 20
-# raw (on the OSDs) and logical bytes of a pool: CephSampler's `df detail` names, and the
-# pool_raw_bytes / pool_stored_bytes spelling.
+# raw (on the OSDs) and logical bytes of a pool: CephSampler's `df detail` names
 RAW_METRICS = ("pool.bytes_used",)
 STORED_METRICS = ("pool.stored",)
 
