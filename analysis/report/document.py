@@ -178,7 +178,7 @@ def _run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict
     dist_rows = []
     both = q.groupby(["cell_id", "concurrency"])["direction"].transform("nunique") > 1 if len(q) else []
     for r, two in zip(q.itertuples(), both, strict=True):
-        # a direction filter only where the level has both (older runs have no such column)
+        # a direction filter only where the level has both: a level of writes alone reads as before
         dq = f" & direction == {json.dumps(r.direction)}" if two or r.direction == "read" else ""
         spec = {"run": rd.run_id, "table": "transfers", "column": "throughput", "agg": "median",
                 "query": f"cell_id == {json.dumps(r.cell_id)} & concurrency == {r.concurrency!r} & "

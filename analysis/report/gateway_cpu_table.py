@@ -23,8 +23,6 @@ def section(campaigns: pd.DataFrame | None) -> list[dict[str, Any]]:
     df = df[df["s"] > 0]
     if not len(df):
         return []
-    df = df.assign(security=df["security"].fillna("none") if "security" in df else "none",
-                   direction=df["direction"].fillna("write") if "direction" in df else "write")
     med = {k: float(g["s"].median()) for k, g in df.groupby(["mode", "security", "direction"])}
     rows = []
     for (mode, sec, d), s in sorted(med.items()):

@@ -176,14 +176,13 @@ def rows(rd: Any, others: tuple = (), verdicts: Any = None) -> list[dict[str, An
         verdicts = verdicts_of(rd, others)
     recs = {}
     for v in verdicts.to_dict("records"):
-        d = v.get("direction") if isinstance(v.get("direction"), str) else "write"
-        recs[(v["cell_id"], float(v["concurrency"]), d)] = v
+        recs[(v["cell_id"], float(v["concurrency"]), v["direction"])] = v
     rank = {b: i for i, b in enumerate(BACKENDS)}
     out = []
     for p in points.to_dict("records"):
         cid = p["cell_id"]
         c = cells.loc[cid] if cid in cells.index else None
-        d = p.get("direction") if isinstance(p.get("direction"), str) else "write"
+        d = p["direction"]
         v = recs.get((cid, float(p["concurrency"]), d)) or {}
         ev = evidence_of(v.get("evidence"))
         verdict = str(v.get("verdict") or "inconclusive")

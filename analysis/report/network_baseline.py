@@ -2,7 +2,7 @@
 
 - :func:`network_section`: RAL's network table and plot, streams -> ingress (write, client ->
   gateway) and egress (read, gateway -> client) Gb/s per client/gateway pair, from the run's
-  ``baseline`` table (older runs: one iperf3 point, taken as the write direction it measured).
+  ``baseline`` table.
 - :func:`reference_layout`: the columns of the published table (``reference:`` of the matrix,
   kept in the manifest) beside the run's own in the layout table.
 """
@@ -32,18 +32,12 @@ def _num(v: Any) -> float:
 
 
 def baseline_points(baseline: pd.DataFrame) -> pd.DataFrame:
-    """iperf3 rows with a rate: client, gateway, streams, direction, gbps (+ had_direction)."""
+    """iperf3 rows with a rate: client, gateway, streams, direction, gbps."""
     cols = ["client", "gateway", "streams", "direction", "gbps", "retransmits", "cpu_host",
-            "cpu_remote", "had_direction"]
-    if baseline.empty or "bits_per_second" not in baseline:
+            "cpu_remote"]
+    if baseline.empty:
         return pd.DataFrame(columns=cols)
     b = baseline.copy()
-    for c in ("client", "gateway", "direction", "retransmits", "cpu_host", "cpu_remote"):
-        if c not in b:
-            b[c] = pd.NA
-    b["had_direction"] = b["direction"].notna()
-    b["direction"] = b["direction"].fillna("write")  # the one point older runs measured
-    b["gateway"] = b["gateway"].fillna(b.get("host"))
     b["client"] = b["client"].fillna(b["gateway"])
     b["gbps"] = pd.to_numeric(b["bits_per_second"], errors="coerce") / GBIT
     b["streams"] = pd.to_numeric(b["streams"], errors="coerce")
@@ -51,12 +45,9 @@ def baseline_points(baseline: pd.DataFrame) -> pd.DataFrame:
     return b[cols].reset_index(drop=True)
 
 
-def _query(client: str, gateway: str, streams: float, direction: str, had: bool) -> str:
-    q = f"kind == 'iperf3' & streams == {int(streams)}"
-    if had:
-        q += (f" & client == {json.dumps(client)} & gateway == {json.dumps(gateway)}"
-              f" & direction == {json.dumps(direction)}")
-    return q
+def _query(client: str, gateway: str, streams: float, direction: str) -> str:
+    return (f"kind == 'iperf3' & streams == {int(streams)} & client == {json.dumps(client)}"
+            f" & gateway == {json.dumps(gateway)} & direction == {json.dumps(direction)}")
 
 
 def network_section(run_id: str, baseline: pd.DataFrame, src: Any) -> dict[str, Any]:
@@ -76,8 +67,7 @@ def network_section(run_id: str, baseline: pd.DataFrame, src: Any) -> dict[str, 
             if len(d):
                 figs[name] = ({"run": run_id, "table": "baseline", "column": "bits_per_second",
                                "agg": "mean", "note": "divided by 1e9 for Gb/s",
-                               "query": _query(client, gateway, n, direction,
-                                               bool(d["had_direction"].any()))}, v, fmt_num(v))
+                               "query": _query(client, gateway, n, direction)}, v, fmt_num(v))
         row["_src"] = src.add(f"network baseline: {row['pair']} at {int(n)} streams", figs)
         rows.append(row)
     columns = [{"key": "pair", "label": "client → gateway", "num": False},

@@ -59,7 +59,7 @@ def ceilings(verdicts: pd.DataFrame, direction: str = "write") -> dict[str, dict
     verdict: {level: name}, decided: {level: (B/s, what)}}} from the evidence."""
     out: dict[str, dict[str, Any]] = {}
     for v in verdicts.to_dict("records"):
-        if (v.get("direction") if isinstance(v.get("direction"), str) else "write") != direction:
+        if v["direction"] != direction:
             continue
         ev = evidence_of(v.get("evidence"))
         c = out.setdefault(v["cell_id"], {"fio": None, "iperf3": None, "tmpfs": {}, "quota": {},
@@ -151,7 +151,7 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
            target_bps: float, direction: str = "write"):
     """The figure of :func:`plot` / :func:`overlay` (None when no run has a point)."""
     from matplotlib.lines import Line2D
-    pts = [(name, p[p["direction"] == direction] if "direction" in p else p, c) for name, p, c in runs]
+    pts = [(name, p[p["direction"] == direction], c) for name, p, c in runs]
     ids = [c for c in cells.index if any((p["cell_id"] == c).any() for _, p, _ in pts)]
     if not ids:
         return None

@@ -103,7 +103,7 @@ def _ceilings(rd: RunData, cid: str, direction: str, ev: dict[str, Any], src: di
 
 def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[str, Any]:
     cid, conc = cell["cell_id"], p["concurrency"]
-    d = p.get("direction") or "write"
+    d = p["direction"]
     view = rd.view(d)
     ev: dict[str, Any] = {"rate": p["rate"], "concurrency": conc, "mode": cell["mode"],
                           "backend": cell["backend"], "direction": d,
@@ -258,7 +258,7 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
         if p["cell_id"] not in cells.index:
             continue
         cell = cells.loc[p["cell_id"]]
-        d = p.get("direction") or "write"
+        d = p["direction"]
         if not _ok(p["rate"]):
             rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"],
                          "verdict": "inconclusive", "reason": "No steady rate was measured.",
@@ -317,7 +317,5 @@ def verdicts_of(rd: RunData, others: tuple[RunData, ...] = ()):
     import pandas as pd
 
     if len(rd.stored_verdicts) and not others:
-        v = rd.stored_verdicts.copy()
-        v["direction"] = v["direction"].astype(object).where(v["direction"].notna(), "write")
-        return v  # verdicts stored before reads have no direction: writes
+        return rd.stored_verdicts.copy()
     return pd.DataFrame(attribute_data(rd, others), columns=list(VERDICT))

@@ -29,13 +29,9 @@ from xcbench.store.fingerprint import fingerprint_diff
 MIN_REPEATS = 3
 
 
-def _dir(v: Any) -> str:
-    return v if isinstance(v, str) and v else "write"  # rows from before reads: writes
-
-
 def _verdicts(rd: RunData) -> dict[tuple[str, float, str], str]:
     v = verdicts_of(rd)
-    return {(r.cell_id, float(r.concurrency), _dir(r.direction)): r.verdict for r in v.itertuples()}
+    return {(r.cell_id, float(r.concurrency), r.direction): r.verdict for r in v.itertuples()}
 
 
 def _pair_by_label(base: RunData, contender: RunData) -> dict[str, str]:
@@ -78,9 +74,9 @@ def _changed(a: dict, b: dict) -> list[str]:
 
 def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
     pair = _pair_by_label(base, contender)
-    bp = {(r["cell_id"], float(r["concurrency"]), _dir(r["direction"])): r
+    bp = {(r["cell_id"], float(r["concurrency"]), r["direction"]): r
           for r in base.points.to_dict("records")}
-    cp = {(pair.get(r["cell_id"], r["cell_id"]), float(r["concurrency"]), _dir(r["direction"])): r
+    cp = {(pair.get(r["cell_id"], r["cell_id"]), float(r["concurrency"]), r["direction"]): r
           for r in contender.points.to_dict("records")}
     bv = _verdicts(base)
     cv = {(pair.get(k[0], k[0]), k[1], k[2]): v for k, v in _verdicts(contender).items()}

@@ -1,7 +1,8 @@
 """Directions of a run's campaigns (write, read, mixed) and their per-direction timelines.
 
-A campaign's direction comes from its CAMPAIGN row (``direction``), else from its cell's
-settings in the manifest (``direction``), else it is a write (runs from before reads). A
+A campaign's direction comes from its CAMPAIGN row (``direction``), else (a level cut short
+before its row was written) from its cell's settings in the manifest, where a cell that names
+no direction writes. A
 point of the analysis is (cell, concurrency, direction): a write or read campaign gives one, a
 mixed campaign two, both over the same 1-s buckets:
 
@@ -11,8 +12,6 @@ mixed campaign two, both over the same 1-s buckets:
   campaign's (the slots are shared, so the steady window is the campaign's, see
   figures.steady.RULE). A mixed campaign whose timeline lacks the split columns is rebuilt from
   its transfer records (each row has a ``direction``).
-
-A transfer row without ``direction`` is a write.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ def campaign_directions(campaigns: pd.DataFrame, manifest: dict[str, Any],
                         timeline: pd.DataFrame) -> dict[str, str]:
     """{campaign_id: write | read | mixed} for every campaign of the timeline."""
     out: dict[str, str] = {}
-    if len(campaigns) and "direction" in campaigns:
+    if len(campaigns):
         for cid, d in zip(campaigns["campaign_id"], campaigns["direction"], strict=False):
             if isinstance(d, str) and d in CAMPAIGN_DIRECTIONS:  # NA: a row without one
                 out[cid] = d
@@ -53,11 +52,8 @@ def campaign_directions(campaigns: pd.DataFrame, manifest: dict[str, Any],
 
 
 def transfer_direction(transfers: pd.DataFrame) -> pd.Series:
-    """Each transfer's direction ("write" where the row has none)."""
-    if "direction" not in transfers:
-        return pd.Series("write", index=transfers.index, dtype=object)
-    d = transfers["direction"].astype(object)
-    return d.where(d.isin(DIRECTIONS), "write")
+    """Each transfer's direction (its row's: write | read)."""
+    return transfers["direction"].astype(object)
 
 
 def _split(g: pd.DataFrame, direction: str) -> pd.DataFrame:

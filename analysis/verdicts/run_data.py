@@ -8,7 +8,8 @@ from the Parquet files (tests/unit/analysis/test_traceability.py does).
 Column meanings: rates are bytes/s; ``rate`` of a point is the mean over repeats of each
 repeat's bytes over its steady window (figures.steady.level_steady), with a bootstrap CI over
 repeats. A point is (cell, concurrency, direction): write, or read (analysis.verdicts.directions; a mixed
-campaign gives one of each, runs from before reads only writes).
+campaign gives one of each). Tables come in today's shape whatever xcbench wrote them
+(xcbench.store.upgrade, applied by RunDir.table).
 """
 
 from __future__ import annotations
@@ -107,9 +108,6 @@ class RunData:
         for c in ("file_size", "transferred", "start_time", "finish_time", "tx_duration",
                   "throughput", "concurrency", "repeat"):
             df[c] = pd.to_numeric(df[c], errors="coerce")
-        missing = df["throughput"].isna() & (df["tx_duration"] > 0)
-        if missing.any():
-            df.loc[missing, "throughput"] = df["file_size"] / df["tx_duration"]
         df["direction"] = _dirs.transfer_direction(df)
         return self._levelled(df)
 
@@ -142,15 +140,6 @@ class RunData:
         df = self.run.table("timeline")
         for c in ("concurrency", "repeat", "t", "wall", "bytes", "rate", "active", "done", "failed"):
             df[c] = pd.to_numeric(df[c], errors="coerce")
-        # tolerate producers that leave out derivable columns (bucket = 1 s)
-        if df["t"].isna().all() and df["wall"].notna().any():
-            df["t"] = df["wall"] - df.groupby("campaign_id")["wall"].transform("min")
-        if df["rate"].isna().all():
-            df["rate"] = df["bytes"]
-        if df["bytes"].isna().all():
-            df["bytes"] = df["rate"]
-        if df["repeat"].isna().all():
-            df["repeat"] = 0
         return df
 
     @cached_property
@@ -215,7 +204,7 @@ class RunData:
     def steady(self) -> pd.DataFrame:
         files = None
         cp = self.campaigns
-        if len(cp) and "files" in cp:
+        if len(cp):
             files = dict(zip(cp["campaign_id"], pd.to_numeric(cp["files"], errors="coerce"), strict=False))
         elif len(self.transfers):
             files = self.transfers.groupby("campaign_id")["file_size"].size().to_dict()
@@ -225,7 +214,7 @@ class RunData:
     def levels(self) -> dict[str, dict]:
         """{campaign_id: how its time-based level ended} (CAMPAIGN settings["level"])."""
         cp, out = self.campaigns, {}
-        if len(cp) and "settings" in cp:
+        if len(cp):
             for cid, text in zip(cp["campaign_id"], cp["settings"], strict=False):
                 try:
                     level = json.loads(text).get("level") if isinstance(text, str) else None
@@ -345,12 +334,12 @@ class RunData:
 
     def _network(self, direction: str | None) -> tuple[float, dict[str, Any] | None]:
         b = self.baseline
-        if b.empty or "bits_per_second" not in b:
+        if b.empty:
             return (math.nan, None)
         bps = pd.to_numeric(b["bits_per_second"], errors="coerce")
         q, note = "kind == 'iperf3'", "divided by 8 for B/s"
-        if direction is not None and "direction" in b:
-            d = b["direction"].astype(object).where(b["direction"].notna(), "write")
+        if direction is not None:
+            d = b["direction"]
             mine = (d.eq("read") if direction == "read" else d.ne("read")) & bps.notna()
             if mine.any():
                 bps = bps[mine]

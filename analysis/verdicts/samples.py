@@ -1,24 +1,23 @@
 """Telemetry samples as the analysis needs them: a few named quantities per cell and window.
 
 The SAMPLE table is long-format (cell_id, wall, sampler, metric, value, labels). Names are the
-telemetry engineer's (xcbench/telemetry/{ceph,gateway,host}.py); the short names used in early
-drafts are accepted as fallbacks so older runs still analyse. Quantities (first metric found
-wins; values are converted to the unit on the left):
+telemetry's (xcbench/telemetry/{ceph,gateway,host}.py). Quantities (values in the unit on the
+left):
 
   gateway_cores   cores busy in the gateway's processes, summed over pids
-                  proc.cpu_seconds.rate [pid, name]              | cpu_percent / 100
+                  proc.cpu_seconds.rate [pid, name]
   host_busy       fraction of the host's CPU busy (0..1)
-                  cpu.busy [cpu="all"]                           | cpu_busy_percent / 100
+                  cpu.busy [cpu="all"]
   pool_write_ops  client write ops/s of the cell's pool
-                  pool.client_write_ops_per_s [pool]             | pool_write_ops.rate | pool_write_ops
+                  pool.client_write_ops_per_s [pool]
   pool_write_bps  client write bytes/s of the cell's pool
                   pool.client_write_bytes_per_s [pool]
   pool_read_ops   client read ops/s of the cell's pool (pool_read_bps: bytes/s)
                   pool.client_read_ops_per_s [pool]  (pool.client_read_bytes_per_s)
   pool_raw        raw bytes the pool uses on the OSDs (`df detail` bytes_used)
-                  pool.bytes_used [pool]                         | pool_raw_bytes
+                  pool.bytes_used [pool]
   pool_stored     logical bytes stored in the pool (`df detail` stored)
-                  pool.stored [pool]                             | pool_stored_bytes
+                  pool.stored [pool]
   gateway_in_bps  bytes/s the gateway received from clients
                   xrd.link.in.rate [gateway, pgm, pid]
   net_rx_bps      bytes/s received by the host's interfaces
@@ -43,23 +42,17 @@ class Source:
     metric: str
     labels: tuple[tuple[str, str], ...] = ()  # fixed labels; ("pool", "{pool}") is filled in
     agg: str = "sum"  # across label sets at one wall time: sum (per-process) | mean (per-cpu)
-    scale: float = 1.0
 
 
 QUANTITIES: dict[str, tuple[Source, ...]] = {
-    "gateway_cores": (Source("proc.cpu_seconds.rate"), Source("cpu_percent", scale=0.01)),
-    "host_busy": (Source("cpu.busy", (("cpu", "all"),), "mean"),
-                  Source("cpu_busy_percent", agg="mean", scale=0.01)),
-    "pool_write_ops": (Source("pool.client_write_ops_per_s", (("pool", "{pool}"),)),
-                       Source("pool_write_ops.rate", (("pool", "{pool}"),)),
-                       Source("pool_write_ops", (("pool", "{pool}"),))),
+    "gateway_cores": (Source("proc.cpu_seconds.rate"),),
+    "host_busy": (Source("cpu.busy", (("cpu", "all"),), "mean"),),
+    "pool_write_ops": (Source("pool.client_write_ops_per_s", (("pool", "{pool}"),)),),
     "pool_write_bps": (Source("pool.client_write_bytes_per_s", (("pool", "{pool}"),)),),
     "pool_read_ops": (Source("pool.client_read_ops_per_s", (("pool", "{pool}"),)),),
     "pool_read_bps": (Source("pool.client_read_bytes_per_s", (("pool", "{pool}"),)),),
-    "pool_raw": (Source("pool.bytes_used", (("pool", "{pool}"),)),
-                 Source("pool_raw_bytes", (("pool", "{pool}"),))),
-    "pool_stored": (Source("pool.stored", (("pool", "{pool}"),)),
-                    Source("pool_stored_bytes", (("pool", "{pool}"),))),
+    "pool_raw": (Source("pool.bytes_used", (("pool", "{pool}"),)),),
+    "pool_stored": (Source("pool.stored", (("pool", "{pool}"),)),),
     "gateway_in_bps": (Source("xrd.link.in.rate"),),
     "net_rx_bps": (Source("net.rx_bytes.rate"),),
 }
@@ -129,7 +122,7 @@ class SampleIndex:
                   if all(lab.get(k) == v for k, v in labels.items())]
             idx = idx[np.isin(self._lab[idx], ok)]
             g = pd.DataFrame({"wall": self._wall[idx], "value": self._value[idx]})
-            out = (g.groupby("wall", sort=True)["value"].agg(src.agg) * src.scale).reset_index()
+            out = g.groupby("wall", sort=True)["value"].agg(src.agg).reset_index()
         self._cache[key] = out
         return out
 

@@ -9,7 +9,9 @@ from typing import Any
 def source(run_id: str, table: str, query: str, column: str | None = None, agg: str = "mean",
            by: str | None = None, note: str = "", **extra: Any) -> dict[str, Any]:
     """Where a figure comes from: ``pd.read_parquet(<run>/<table>.parquet).query(query)``, then
-    ``[column].agg(agg)`` (per ``by`` group first, then the mean of the groups, if ``by``)."""
+    ``[column].agg(agg)`` (per ``by`` group first, then the mean of the groups, if ``by``). The
+    table as RunDir.table reads it: for a run of an older tables' version, after
+    xcbench.store.upgrade brought its rows to today's shape."""
     d = {"run": run_id, "table": table, "query": query, "column": column, "agg": agg}
     if by:
         d["by"] = by

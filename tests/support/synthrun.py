@@ -284,7 +284,9 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
     truth, now = {}, T0 + 5
     tables["baseline"].append(pd.DataFrame([{"kind": "iperf3", "wall": T0 + 1, "streams": 1,
                                              "seconds": 3, "bits_per_second": network * 8,
-                                             "retransmits": 0, "host": "127.0.0.1"}]))
+                                             "retransmits": 0, "host": "127.0.0.1",
+                                             "gateway": "127.0.0.1", "client": "127.0.0.1",
+                                             "direction": "write"}]))
     cell_objs = [sc.cell() for sc in cells]
     run.register_cells(cell_objs)
     for sc, cell in zip(cells, cell_objs, strict=True):
@@ -321,6 +323,7 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
                     "error_code": np.where(ok, 0, 5), "error_scope": np.where(ok, None, "TRANSFER"),
                     "error_phase": np.where(ok, None, "TRANSFER"),
                     "reason": np.where(ok, None, "[ERROR] Operation expired"),
+                    "direction": "write",
                 })
                 tables["transfers"].append(tr)
                 tl = _timeline(start, finish, moved, ok, now)
@@ -335,7 +338,8 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
                     "mode": sc.mode, "client": "gfal2", "files": nfiles, "bytes": float(moved.sum()),
                     "start_time": now, "finish_time": end, "rate": float(moved.sum()) / (end - now),
                     "finished": int(ok.sum()), "failed": int((~ok).sum()),
-                    "settings": f'{{"concurrency": {c}, "checksum": "both"}}'}]))
+                    "settings": f'{{"concurrency": {c}, "checksum": "both"}}',
+                    "direction": "write", "security": "none"}]))
                 now = end + 2.0
         cell_tl = pd.concat([t for t in tables["timeline"] if t["cell_id"].iat[0] == cid])
         tables["samples"].append(_samples(rng, cid, sc, pool, cell_tl, cell_start, now, raw_ratio))

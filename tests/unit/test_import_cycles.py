@@ -37,8 +37,9 @@ def _is_type_checking(node: ast.If) -> bool:
         (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
-def imported(module: str, path: Path, known: set[str]) -> set[str]:
-    """Project modules ``module`` imports at run time (at any depth of its code)."""
+def imported(module: str, path: Path, known: set[str], type_checking: bool = False) -> set[str]:
+    """Project modules ``module`` imports at run time (at any depth of its code); with
+    ``type_checking``, also those it imports for the type checker only."""
     is_pkg = path.name == "__init__.py"
     out: set[str] = set()
 
@@ -50,7 +51,7 @@ def imported(module: str, path: Path, known: set[str]) -> set[str]:
             out.add(name)
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not type_checking:
             for child in node.orelse:
                 visit(child)
             return
@@ -298,3 +299,32 @@ def test_no_circle_hidden_under_type_checking_in_ceph():
     for low in ("pools", "mounts", "handle", "keys", "conf"):
         text = (root / f"{low}.py").read_text()
         assert "xcbench.ceph.cluster import" not in text, low
+
+
+def typed_import_graph() -> dict[str, set[str]]:
+    """Like import_graph, with the imports under ``if TYPE_CHECKING:`` counted too."""
+    files = module_files()
+    known = set(files)
+    return {m: imported(m, f, known, type_checking=True) for m, f in files.items()}
+
+
+def test_imported_counts_type_checking_when_asked(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import p.x\n")
+    assert imported("p.m", f, {"p.x", "p.m"}, type_checking=True) == {"p.x"}
+    assert imported("p.m", f, {"p.x", "p.m"}) == set()
+
+
+def test_no_circle_inside_a_package_even_for_type_checking():
+    """An import under TYPE_CHECKING never runs, but a reader still has to follow it: inside a
+    package, the modules import one way even for the type checker (a Protocol below, instead)."""
+    graph = typed_import_graph()
+    inner = {m: {d for d in deps if package_of(d) == package_of(m)} for m, deps in graph.items()}
+    found = [" -> ".join(find_cycle({m: inner[m] & comp for m in comp}) or sorted(comp))
+             for comp in tangles(inner)]
+    assert not found, "circle(s) inside a package (TYPE_CHECKING imports counted): " + "; ".join(found)
+    # nor between packages: the type checker's imports go down the floors too
+    across = [" -> ".join(find_cycle({m: graph[m] & comp for m in comp}) or sorted(comp))
+              for comp in tangles(graph)]
+    assert not across, "import cycle(s) with TYPE_CHECKING imports counted: " + "; ".join(across)
+    assert not upward_imports(graph), "upward TYPE_CHECKING import(s):\n" + "\n".join(upward_imports(graph))

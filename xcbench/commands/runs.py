@@ -10,6 +10,7 @@ from xcbench.analysis.report.render import text_table
 from xcbench.store.catalog import list_runs, resolve_run
 from xcbench.store.rundir import RunDir, default_store
 from xcbench.store.tables import TABLES
+from xcbench.store.upgrade import TABLES_VERSION
 
 
 def add_parser(sub):
@@ -85,7 +86,9 @@ def _show(args) -> int:
     print(f"run      {run.run_id}  ({run.path})")
     print(f"status   {m.get('status')}   {m.get('start')} -> {m.get('end')}")
     print(f"matrix   {_matrix(m.get('matrix'))}")
-    print(f"schema   {m.get('schema_version')}" + (f" (upgraded from {m['upgraded_from']})" if "upgraded_from" in m else ""))
+    print(f"schema   {m.get('schema_version')}" + (f" (upgraded from {m['upgraded_from']})" if "upgraded_from" in m else "")
+          + f"; tables {m.get('tables_version')}"
+          + (f" (read as {TABLES_VERSION})" if m.get("tables_version") != TABLES_VERSION else ""))
     if v:
         print("versions " + "  ".join(f"{k} {v[k]}" for k in ("ceph", "xrootd", "fio", "gfal2", "iperf3", "xcbench")
                                       if v.get(k)))

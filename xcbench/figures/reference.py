@@ -8,26 +8,22 @@
 
 The report's layout table shows these figures beside the run's own (a reference column). The
 rows are validated with the matrix, before anything touches a cluster: every row must name a
-layout that the matrix measures, once, with a positive published rate and/or IOPS.
+layout that the matrix measures, once, with a positive published rate and/or IOPS. The section
+and its figures follow the one schema of published figures (xcbench.figures.published), which a
+plan's ``published:`` follows too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from xcbench.figures.published import SOURCE_KEYS, check_source, check_value
 from xcbench.figures.units import parse_size
 
-KEYS = ("source", "conditions", "url", "note", "rows")
+KEYS = (*SOURCE_KEYS, "rows")
 LAYOUT = ("stripe_unit", "stripe_count", "object_size")
-FIGURES = ("io_rate_gib_s", "iops")
+FIGURES = {"io_rate_gib_s": "B/s", "iops": "op/s"}  # figure -> unit (io_rate_gib_s: in GiB/s)
 GIB = float(1 << 30)
-
-
-def _positive(errors: Any, where: str, name: str, v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-        errors.add(where, name, f"{v!r} is not a positive number")
-        return None
-    return float(v)
 
 
 def check_reference(raw: Any, cells: list, errors: Any) -> dict[str, Any] | None:
@@ -42,10 +38,7 @@ def check_reference(raw: Any, cells: list, errors: Any) -> dict[str, Any] | None
     for key in ref:
         if key not in KEYS:
             errors.add("reference", str(key), f"unknown key (allowed: {', '.join(KEYS)})")
-    if not isinstance(ref.get("source"), str) or not ref["source"].strip():
-        errors.add("reference", "source", "missing: name the published table (who, where, when)")
-    if "conditions" in ref and not isinstance(ref["conditions"], dict):
-        errors.add("reference", "conditions", f"{ref['conditions']!r} is not a mapping")
+    head = check_source(ref, lambda name, msg: errors.add("reference", name, msg))
     rows = ref.get("rows")
     if not isinstance(rows, list) or not rows:
         errors.add("reference", "rows", "missing or empty: one row per published layout")
@@ -56,11 +49,11 @@ def check_reference(raw: Any, cells: list, errors: Any) -> dict[str, Any] | None
     for i, row in enumerate(rows):
         where = f"reference.rows[{i}]"
         if not isinstance(row, dict):
-            errors.add(where, "row", f"{row!r} is not a mapping of {', '.join(LAYOUT + FIGURES)}")
+            errors.add(where, "row", f"{row!r} is not a mapping of {', '.join((*LAYOUT, *FIGURES))}")
             continue
         for key in row:
-            if key not in LAYOUT + FIGURES:
-                errors.add(where, str(key), f"unknown key (allowed: {', '.join(LAYOUT + FIGURES)})")
+            if key not in (*LAYOUT, *FIGURES):
+                errors.add(where, str(key), f"unknown key (allowed: {', '.join((*LAYOUT, *FIGURES))})")
         lay: list[int | None] = []
         for key in LAYOUT:
             if key not in row:
@@ -78,7 +71,9 @@ def check_reference(raw: Any, cells: list, errors: Any) -> dict[str, Any] | None
                 except (ValueError, TypeError) as e:
                     errors.add(where, key, str(e))
                     lay.append(None)
-        figs = {k: _positive(errors, where, k, row[k]) for k in FIGURES if k in row}
+        problem = (lambda w: lambda name, msg: errors.add(w, name, msg))(where)
+        figs = {k: check_value(row[k], unit, k, problem, scale=GIB, ranged=False)
+                for k, unit in FIGURES.items() if k in row}
         if not figs:
             errors.add(where, "io_rate_gib_s", "a row needs the published io_rate_gib_s and/or iops")
         if None in lay:
@@ -91,12 +86,11 @@ def check_reference(raw: Any, cells: list, errors: Any) -> dict[str, Any] | None
             errors.add(where, "stripe_unit", "a second row for the same layout")
         seen.add(key)
         su, sc, os_ = key
-        rate = figs.get("io_rate_gib_s")
+        rate, iops = figs.get("io_rate_gib_s"), figs.get("iops")
         out.append({"stripe_unit": su, "stripe_count": sc, "object_size": os_,
-                    "io_rate_gib_s": rate, "io_rate": rate * GIB if rate else None,
-                    "iops": figs.get("iops")})
-    return {"source": str(ref.get("source") or ""), "url": ref.get("url"), "note": ref.get("note"),
-            "conditions": ref.get("conditions") or {}, "rows": out}
+                    "io_rate_gib_s": rate[0] / GIB if rate else None,
+                    "io_rate": rate[0] if rate else None, "iops": iops[0] if iops else None})
+    return {**head.to_dict(), "rows": out}
 
 
 def lookup(reference: dict[str, Any] | None, stripe_unit: Any, stripe_count: Any,

@@ -6,7 +6,6 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from xcbench.gateway.config import effective_tunables, make_tls, render_config, 
 from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
 from xcbench.gateway.security import check_mode, gateway_security
+from xcbench.gateway.types import Server
 from xcbench.store.findings import finding
 from xcbench.system import orphans, proc
 from xcbench.system.fsutil import keep_copy, make_dir, remove_tree, write_file
@@ -37,35 +37,6 @@ if TYPE_CHECKING:
     from xcbench.ceph.cluster import Cluster
 
 START_TIMEOUT = 30.0
-
-
-@dataclass
-class Server:
-    """One xrootd or cmsd process of a gateway."""
-    daemon: str  # xrootd | cmsd
-    role: str  # standalone | server | manager
-    name: str  # instance name (-n)
-    port: int
-    http_port: int | None
-    config: Path
-    log: Path
-    localroot: str | None = None  # data servers of tmpfs/cephfs targets
-    proc: proc.Proc | None = field(default=None, repr=False)
-    # on a gateway host (xcbench.gateway.placement): its address, where it runs, its own pid
-    addr: str | None = None
-    slot: Any = field(default=None, repr=False)
-    host_pid: int | None = None
-
-    @property
-    def pid(self) -> int | None:
-        if self.host_pid:
-            return self.host_pid
-        return self.proc.pid if self.proc else None
-
-    @property
-    def host(self) -> str | None:
-        """Name of the inventory host it runs on (None: this host, no inventory)."""
-        return self.slot.host.name if self.slot is not None else None
 
 
 class Gateway:

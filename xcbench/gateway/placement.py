@@ -38,6 +38,7 @@ from xcbench.cell import Cell
 from xcbench.ceph import conf as cephconf
 from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
+from xcbench.gateway.types import GatewayLike
 from xcbench.hosts import transport_for
 from xcbench.store.findings import finding
 from xcbench.system import proc
@@ -46,7 +47,6 @@ from xcbench.telemetry.xrdreport import parse_report
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Target
-    from xcbench.gateway.launch import Gateway
 
 # ports of emulated hosts are chosen here, not by binding in this namespace (a host's address
 # is not one of this namespace's): a taken one makes sdlisten exit 98 and the start retry
@@ -197,7 +197,7 @@ def spawn(slot: Slot, cmd: list[str], *, cwd: str, name: str, log: Any, env: dic
                                 procs=procs)
 
 
-def resolve_pids(gw: Gateway) -> None:
+def resolve_pids(gw: GatewayLike) -> None:
     """Each server's own pid: the spawned one, or the process below it whose command line
     names the server's config (a transport may start it through a wrapper)."""
     for s in gw.servers:
@@ -220,7 +220,7 @@ def daemon_pid(top: int, config: str, daemon: str) -> int | None:
 
 # --- per-origin evidence -----------------------------------------------------------------------
 
-def origin_load(gw: Gateway) -> list[dict]:
+def origin_load(gw: GatewayLike) -> list[dict]:
     """Files and bytes each origin received: counted in its own directory when it has one
     (tmpfs/cephfs origins behind a redirector), else from its own counters (``kXR_query
     stats``: xrootd.ops.open and link.in) for a shared store (rados, one pool)."""
@@ -270,7 +270,7 @@ def origin_stats(addr: str, port: int, env: dict | None = None) -> dict[str, flo
         return {}
 
 
-def origin_findings(gw: Gateway, load: list[dict]) -> list[dict]:
+def origin_findings(gw: GatewayLike, load: list[dict]) -> list[dict]:
     """A FINDING for each origin that got no file: the redirector did not spread the load."""
     if len(load) < 2:
         return []

@@ -6,15 +6,12 @@ import http.client
 import socket
 import struct
 import time
-from typing import TYPE_CHECKING
 
 from xcbench.errors import XcbError
+from xcbench.gateway.types import GatewayLike, Server
 from xcbench.system import proc
 from xcbench.system.ports import port_open
 from xcbench.system.sdlisten import EXIT_BIND
-
-if TYPE_CHECKING:
-    from xcbench.gateway.launch import Gateway, Server
 
 
 class PortTaken(Exception):
@@ -57,14 +54,14 @@ def http_answers(host: str, port: int, timeout: float = 2.0) -> bool:
         conn.close()
 
 
-def failed(gw: Gateway, s: Server, why: str) -> XcbError:
+def failed(gw: GatewayLike, s: Server, why: str) -> XcbError:
     lines = [ln for ln in (proc.tail(s.log, 8) + "\n" + proc.tail(s.log.with_suffix(".out"), 4))
              .splitlines() if ln.strip()]
     return XcbError(f"gateway {gw.name}: {s.daemon} {s.name} (cell {gw.target.cell_id}) {why}; "
                     f"config {s.config}; log {s.log}: " + " | ".join(lines[-8:]))
 
 
-def wait_server(gw: Gateway, s: Server, deadline: float) -> None:
+def wait_server(gw: GatewayLike, s: Server, deadline: float) -> None:
     assert s.proc is not None  # launched before it is waited for
     while True:
         if not s.proc.alive():
@@ -89,7 +86,7 @@ def wait_server(gw: Gateway, s: Server, deadline: float) -> None:
         time.sleep(0.05)
 
 
-def wait_cluster(gw: Gateway, deadline: float) -> None:
+def wait_cluster(gw: GatewayLike, deadline: float) -> None:
     """Wait until the manager cmsd has every origin logged in and redirects."""
     mgr = next(s for s in gw.servers if s.daemon == "cmsd" and s.role == "manager")
     want = len(gw.origins)

@@ -6,7 +6,7 @@ From runs in the result store (xcbench.store.rundir.RunDir):
   gateway ceiling comes from tmpfs cells (no storage behind the gateway) when there are some;
 - per-OSD IOPS and bandwidth: ``probes`` (fio against the pool), pool rate x shards (or raw
   ratio) / OSDs -- a lower bound when the fio client, not the OSDs, was the limit;
-- EC amplification: ``samples`` pool.bytes_used / pool.stored (or pool_raw_bytes / pool_stored_bytes),
+- EC amplification: ``samples`` pool.bytes_used / pool.stored,
   labels {"pool": ...}, growth over the run, else the final ratio; without them (k+m)/k, said so;
 - the network baseline: ``baseline`` (iperf3);
 - gateway CPU per GB per cell, mode and checksum kind: ``campaigns.gateway_cpu_s_per_gb``
@@ -34,10 +34,9 @@ from xcbench.plan.storage import StorageInputs, storage_model
 from xcbench.store.rundir import RunDir
 
 SMALL_BS, LARGE_BS = 64 << 10, 1 << 20
-# raw (on the OSDs) and logical bytes of a pool: CephSampler's `df detail` names, and the
-# pool_raw_bytes / pool_stored_bytes spelling.
-RAW_METRICS = ("pool.bytes_used", "pool_raw_bytes")
-STORED_METRICS = ("pool.stored", "pool_stored_bytes")
+# raw (on the OSDs) and logical bytes of a pool: CephSampler's `df detail` names
+RAW_METRICS = ("pool.bytes_used",)
+STORED_METRICS = ("pool.stored",)
 
 
 @dataclass
@@ -120,11 +119,10 @@ def _steady_rates(cal: Calibration, run: RunDir) -> dict[tuple[str, int], float]
 
 def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
     df = run.table("campaigns")
-    if not len(df) or "rate" not in df:
+    if not len(df):
         return
     df = df[df["rate"].astype(float) > 0]
-    if "direction" in df:  # ingest: read and mixed campaigns do not calibrate a write plan
-        df = df[~df["direction"].isin(["read", "mixed"])]
+    df = df[~df["direction"].isin(["read", "mixed"])]  # ingest: reads do not calibrate a write plan
     steady = _steady_rates(cal, run) if len(df) else {}
     for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
         info = cells.get(cid, {})
@@ -136,11 +134,11 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
             "run": run.path.name, "cell_id": cid, "label": info.get("label", cid),
             "backend": s.get("backend", "?"), "pool": prot.label if prot else "-",
             "origins": int(s.get("origins") or 1), "cores": s.get("cores"),
-            "mode": str(g["mode"].iloc[0] if "mode" in g else s.get("mode", "push")),
+            "mode": str(g["mode"].iloc[0]),
             "concurrency": int(conc), "rate": st or whole, "campaign_rate": whole,
             "rate_from": "steady window (figures.steady)" if st else "campaign median over repeats",
             "repeats": len(g)})
-    if "gateway_cpu_s_per_gb" in df:
+    if df["gateway_cpu_s_per_gb"].notna().any():
         cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells, run.table("verdicts"))
     add_rate_per_core(cal, run, cells, df)  # the cores sweep
 

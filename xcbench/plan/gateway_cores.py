@@ -72,10 +72,8 @@ def gateway_cpu_rows(run_name: str, df, cells: dict, verdicts=None) -> list[dict
     df = df.assign(gateway_cpu_s_per_gb=pd.to_numeric(df["gateway_cpu_s_per_gb"], errors="coerce"))
     df = df[df["gateway_cpu_s_per_gb"] > 0]
     capped: dict[str, list[str]] = {}
-    if verdicts is not None and len(verdicts) and "verdict" in verdicts:
-        v = verdicts[verdicts["verdict"].isin(CAPPED_BY)]
-        if "direction" in v:
-            v = v[v["direction"].fillna("write") != "read"]
+    if verdicts is not None and len(verdicts):
+        v = verdicts[verdicts["verdict"].isin(CAPPED_BY) & verdicts["direction"].ne("read")]
         for r in v.to_dict("records"):
             capped.setdefault(str(r["cell_id"]), []).append(f"c={int(r['concurrency'])} {r['verdict']}")
     for (cid, mode), g in df.groupby(["cell_id", "mode"]):

@@ -4,7 +4,7 @@ A spec of a public cluster carries what its owners published, with the source, s
 of it prints the published number beside the model's::
 
     published:
-      source: "authors, title, venue, date, URL"
+      source: "authors, title, venue, date"   # url, note, conditions: optional
       figures:
         - what: measured through one gateway, 200-1200 concurrent FTS transfers
           where: slide or section
@@ -22,13 +22,16 @@ Checks (stated per figure, never fitted):
 - bracket: the model's theoretical ceiling is at or above the published measurement, and the
   planned usable rate is within a factor ``factor`` of it (RAL's own extrapolation factor was 2).
 A figure outside its tolerance must carry ``model_difference``; the plan prints it.
+The section and its values follow the one schema of published figures
+(xcbench.figures.published), which a matrix's ``reference:`` follows too.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from xcbench.figures.units import parse_rate, parse_size
+from xcbench.figures.published import SOURCE_KEYS, PublishedFigure, check_source, check_value
+from xcbench.figures.units import parse_size
 from xcbench.plan.reader import Reader, protection_of
 
 MODELS = ("client_write_ops", "network_theoretical", "storage", "end_to_end")
@@ -40,7 +43,9 @@ def parse_published(raw: Any, r) -> tuple:
     if raw is None:
         return ()
     top = r.sub("published")
-    source = str(top.raw("source"))
+    assert top is not None  # raw is not None: the section is there
+    head = check_source(top.data, top.fail)
+    top.used.update(SOURCE_KEYS)
     figs = top.raw("figures")
     if not isinstance(figs, list) or not figs:
         top.fail("figures", "must be a non-empty list")
@@ -49,16 +54,10 @@ def parse_published(raw: Any, r) -> tuple:
         f = Reader(item, r.source, f"published.figures[{i}]", r.overridden)
         model = f.choice("model", MODELS)
         unit = "ops" if model == "client_write_ops" else "rate"
-        v = f.raw("value")
-        vals = v if isinstance(v, list) else [v]
-        if not 1 <= len(vals) <= 2:
-            f.fail("value", "a number/rate or a range [low, high]")
-        nums = []
-        for x in vals:
-            try:
-                nums.append(float(x) if unit == "ops" and not isinstance(x, str) else parse_rate(x))
-            except (ValueError, TypeError) as e:
-                f.fail("value", str(e))
+        value = check_value(f.raw("value"), "op/s" if unit == "ops" else "B/s", "value", f.fail)
+        assert value is not None  # f.fail raised otherwise
+        fig = PublishedFigure(value, "op/s" if unit == "ops" else "B/s", str(f.raw("what")),
+                              str(f.raw("where", "")))
         wl = f.sub("workload", False)
         workload: dict[str, Any] = {}
         if wl is not None:
@@ -72,12 +71,14 @@ def parse_published(raw: Any, r) -> tuple:
             wl.used.add("protection")
             wl.done()
         check = f.choice("check", CHECKS, "within")
-        entry = {"what": str(f.raw("what")), "where": str(f.raw("where", "")), "value": nums,
+        entry = {"what": fig.what, "where": fig.where, "value": list(fig.value),
                  "unit": unit, "model": model, "workload": workload, "check": check,
                  "tolerance": f.number("tolerance", 0.25), "factor": f.number("factor", 2.0, lo=1),
                  "compare": f.choice("compare", ("usable", "theoretical"),
                                      "theoretical" if model == "network_theoretical" else "usable"),
-                 "model_difference": str(f.raw("model_difference", "")).strip(), "source": source}
+                 "model_difference": str(f.raw("model_difference", "")).strip(),
+                 "source": head.source, "url": head.url, "note": head.note,
+                 "conditions": dict(head.conditions)}
         f.done()
         out.append(entry)
     top.done()

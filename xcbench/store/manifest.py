@@ -1,4 +1,4 @@
-"""The run manifest as typed state: Manifest and CellState, the schema version and its upgrade.
+"""The run manifest as typed state: Manifest and CellState (versions and upgrade: xcbench.store.upgrade).
 
 On disk it stays the JSON of xcbench.store.rundir's docstring (report and analysis read it as a dict:
 RunDir.manifest); in the code it is these dataclasses (RunDir.state). Keys this version does not
@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.store.upgrade import SCHEMA_VERSION, check_versions, update_manifest
 
-SCHEMA_VERSION = 2
 CELL_STATUSES = ("pending", "running", "complete", "degraded", "failed", "skipped", "interrupted")
 DONE = ("complete", "degraded")  # cell states --resume does not run again
 
@@ -85,6 +85,7 @@ class Manifest:
     """manifest.json of a run (schema SCHEMA_VERSION)."""
     run_id: str
     schema_version: int = SCHEMA_VERSION
+    tables_version: int = 1  # the rows' shape on disk (a manifest without one: 1)
     start: str | None = None
     end: str | None = None
     status: str = "running"
@@ -108,14 +109,9 @@ class Manifest:
         where = f"{path}/manifest.json"
         if not isinstance(data, dict):
             raise XcbError(f"{where}: not a run manifest (expected a JSON object)")
-        version = data.get("schema_version", 0)
-        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-            raise XcbError(f"{where}: schema_version: {version!r} is not a version")
-        if version > SCHEMA_VERSION:
-            raise XcbError(f"{where}: schema_version {version} is newer than this "
-                           f"xcbench understands ({SCHEMA_VERSION}); upgrade xcbench to read it")
-        if version < SCHEMA_VERSION:
-            data = upgrade(data, path)
+        check_versions(data, where)
+        if data.get("schema_version", 0) < SCHEMA_VERSION:
+            data = update_manifest(data, path)
         cells = data.get("cells") or {}
         if not isinstance(cells, dict) or not all(isinstance(c, dict) for c in cells.values()):
             raise XcbError(f"{where}: cells: not a mapping of cell records")
@@ -166,26 +162,3 @@ class Manifest:
             return None
         return "records lost: " + "; ".join(f"{t}: {v.rows} rows ({v.error})"
                                             for t, v in sorted(self.lost_rows.items()))
-
-
-def upgrade(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
-    """Bring an older manifest (a dict as read) up to SCHEMA_VERSION, in memory."""
-    m = dict(manifest)
-    old = m.get("schema_version", 0)
-    # 0 -> 1: the skeleton's fields; very early runs kept cells as a list
-    m.setdefault("run_id", path.name)
-    for key in ("start", "end", "matrix"):
-        m.setdefault(key, None)
-    m.setdefault("status", "unknown")
-    if not isinstance(m.get("cells"), dict):
-        m["cells"] = {c["id"]: dict(c) for c in (m.get("cells") or [])
-                      if isinstance(c, dict) and "id" in c}
-    # 1 -> 2: run fingerprint; per-cell status, label, settings
-    m.setdefault("fingerprint", {})
-    for cid, cell in m["cells"].items():
-        cell.setdefault("status", "complete" if m["status"] == "complete" else "unknown")
-        cell.setdefault("label", cid)
-        cell.setdefault("settings", {})
-    m["schema_version"] = SCHEMA_VERSION
-    m["upgraded_from"] = old
-    return m

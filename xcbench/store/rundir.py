@@ -16,12 +16,13 @@ Manifest (schema 2)::
                              fingerprint: {layout, pool, configs, ..., digest}}}
     fingerprint   {versions: {ceph, xrootd, fio, gfal2, iperf3, xcbench, packages: {...}},
                    host: {hostname, os, kernel, cpus, mem_bytes, ...}, versions_digest}
+    tables_version the shape of the rows in records/ and *.parquet (xcbench.store.upgrade)
     upgraded_from the schema version found on disk, when open() upgraded the manifest
 
 Cell status: pending -> running -> complete | degraded (measured, some transfers failed) |
 failed | skipped | interrupted.
-open() refuses a newer schema (upgrade xcbench) and upgrades an older one in memory. The typed
-form (Manifest, CellState), the schema version and the upgrade live in xcbench.store.manifest.
+open() refuses a newer run (upgrade xcbench) and upgrades an older one in memory, its tables at
+each read (xcbench.store.upgrade); the typed form (Manifest, CellState): xcbench.store.manifest.
 """
 
 from __future__ import annotations
@@ -56,10 +57,10 @@ from xcbench.store.manifest import (
     CellState,
     LostRows,
     Manifest,
-    upgrade,
 )
 from xcbench.store.reserve import RESERVE
 from xcbench.store.tables import TABLES
+from xcbench.store.upgrade import TABLES_VERSION, update_manifest, update_table
 from xcbench.system.secrets import redact, scrub_known
 from xcbench.system.userfiles import read_json
 
@@ -131,7 +132,7 @@ class RunDir:
             path = Path(store) / f"{name}-{n}"
         (path / "records").mkdir(parents=True)
         manifest = Manifest.from_dict(
-            {"schema_version": SCHEMA_VERSION, "run_id": path.name, "start": now.isoformat(),
+            {"schema_version": SCHEMA_VERSION, "tables_version": TABLES_VERSION, "run_id": path.name, "start": now.isoformat(),
              "end": None, "status": "running", "matrix": matrix, "cells": {},
              "fingerprint": fingerprint or {}, **info}, path)
         run = cls(path, manifest)
@@ -354,7 +355,8 @@ class RunDir:
 
     def table(self, name: str, columns: list[str] | None = None):
         """A table as a DataFrame: the Parquet file if finalized, else the JSONL so far.
-        Declared columns (xcbench.store.tables) missing from older runs are added as NA."""
+        Declared columns (xcbench.store.tables) a producer left out are added as NA, and rows of
+        an older tables' version come in today's shape (xcbench.store.upgrade.update_table)."""
         import pandas as pd
 
         pq = self.path / f"{name}.parquet"
@@ -378,11 +380,13 @@ class RunDir:
         for col in (columns if columns is not None else TABLES.get(name, ())):
             if col not in df.columns:
                 df[col] = pd.Series(pd.NA, index=df.index, dtype="object")
+        if self.state.tables_version < TABLES_VERSION:
+            df = update_table(name, df, self.state.tables_version, self.manifest)
         return df[list(columns)] if columns is not None else df
 
 
 def upgrade_manifest(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
-    """Bring an older manifest up to SCHEMA_VERSION, in memory (see xcbench.store.manifest.upgrade)."""
-    return upgrade(manifest, path)
+    """Bring an older manifest up to SCHEMA_VERSION, in memory (xcbench.store.upgrade)."""
+    return update_manifest(manifest, path)
 
 

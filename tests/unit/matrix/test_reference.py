@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.support.oldrun import old_shape
 from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report import network_baseline
 from xcbench.analysis.report.document import render_report
@@ -154,7 +155,9 @@ def test_report_shows_the_published_column_and_rals_network_table(run_with_refer
 
 def test_an_old_single_point_baseline_still_renders_as_the_write_direction(tmp_path):
     path, _ = make_run(tmp_path, mixed_cells()[:1])
+    old_shape(path)
+    assert "direction" not in pd.read_parquet(path / "baseline.parquet")
     pts = network_baseline.baseline_points(RunDir.open(path).table("baseline"))
-    assert list(pts["direction"]) == ["write"] and not pts["had_direction"].any()
+    assert list(pts["direction"]) == ["write"] and list(pts["gateway"]) == ["127.0.0.1"]
     html = render_report([path], "html", tmp_path / "r.html").read_text()
     assert "ingress: write" in html and "No iperf3 baseline" not in html

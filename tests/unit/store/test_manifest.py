@@ -8,6 +8,7 @@ import pytest
 
 from xcbench.errors import XcbError
 from xcbench.store.manifest import SCHEMA_VERSION, CellState, Manifest
+from xcbench.store.upgrade import TABLES_VERSION
 
 
 def test_a_schema_1_manifest_becomes_typed_state():
@@ -29,7 +30,7 @@ def test_a_schema_0_manifest_with_a_list_of_cells_gets_its_run_id_from_the_path(
 
 
 def test_current_manifest_round_trips_unknown_keys_included():
-    data = {"schema_version": SCHEMA_VERSION, "run_id": "r", "start": "s", "end": None,
+    data = {"schema_version": SCHEMA_VERSION, "tables_version": TABLES_VERSION, "run_id": "r", "start": "s", "end": None,
             "status": "complete", "matrix": {"path": "m.yaml"}, "fingerprint": {"host": {}},
             "options": {"repeats": None}, "warnings": ["w"], "future_key": [1],
             "cells": {"c": {"label": "l", "status": "failed", "error": "e", "settings": {},

@@ -172,6 +172,7 @@ def test_runs_list_and_show_commands(tmp_path, capsys):
     assert main(["runs", "show", "r1", "--store", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "tmpfs o1 push" in out and "transfers" in out and " 3" in out
+    assert "schema   2; tables 2\n" in out  # today's: read as written
     assert main(["runs", "show", "zz", "--store", str(tmp_path)]) == 2
     assert "run zz: not a run directory" in capsys.readouterr().err
 
