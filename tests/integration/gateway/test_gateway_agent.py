@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -29,32 +30,24 @@ import psutil
 import pytest
 import yaml
 
+from tests.support.sshd import SSHD, sshd_alias, wait_answers, why_no_sshd
 from xcbench import __version__
-from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
 from xcbench.system.mounts import mount_table
 
 TAG = f"{os.getpid() % 10000}"
-SSHD = "/usr/sbin/sshd"
-
-
-def _why_not() -> str:
-    if not os.path.exists(SSHD):
-        return "sshd is not installed (Debian package openssh-server)"
-    return why_not("xrootd", "cmsd", "ssh", "ssh-keygen") or ""
-
-
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")]
+WHY = why_no_sshd("xrootd", "cmsd")
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(bool(WHY), reason=WHY or "-")]
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site():
     """Client host c (netns) and gateway host g (netns + sshd, reached over ssh); the agent's
     state home on g is the test's (its records and reaps stay out of the machine's)."""
     from xcbench.hosts import load_inventory, transport_for
     from xcbench.hosts.emulate import down, free_network, up
-    d = Path(tempfile_dir())
+    d = Path(tempfile.mkdtemp(prefix="xcb-test-gwagent-"))
+    d.chmod(0o755)  # the xrootd user reaches the gateway dirs below it
     net = list(free_network().hosts())
     c, g = f"ac{TAG}", f"ag{TAG}"
     emu_data = {"bridge": {"name": f"xcba{TAG}", "address": f"{net[0]}/24"},
@@ -66,61 +59,24 @@ def site(tmp_path_factory):
     emu = load_inventory(d / "emu.yaml")
     state = d / "hosts-state"
     up(emu, state)
-    procs = proc.ProcessSet(record=False)
-    made_privsep = not Path("/run/sshd").exists()
     try:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd refuses to start without it
-        keys = d / "keys"
-        keys.mkdir(mode=0o700)
-        for k in ("host", "client"):
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "xcbench-test",
-                            "-f", str(keys / k)], check=True)
-        (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
         gh = next(h for h in emu.hosts if h.name == g)
-        port = 2222
-        (d / "sshd_config").write_text(
-            f"Port {port}\nListenAddress {gh.address}\nHostKey {keys / 'host'}\n"
-            f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile none\nStrictModes no\n"
-            "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-            "KbdInteractiveAuthentication no\n")
-        transport_for(gh).spawn([SSHD, "-D", "-e", "-f", d / "sshd_config"], name="sshd",
-                                log=d / "sshd.log", procs=procs)
-        host_pub = " ".join((keys / "host.pub").read_text().split()[:2])
-        (keys / "known_hosts").write_text(f"[{gh.address}]:{port} {host_pub}\n")
-        cfg = d / "ssh_config"
-        cfg.write_text(f"Host g-alias\n  HostName {gh.address}\n  Port {port}\n  User root\n"
-                       f"  IdentityFile {keys / 'client'}\n  IdentitiesOnly yes\n"
-                       f"  UserKnownHostsFile {keys / 'known_hosts'}\n"
-                       "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n")
-        home = d / "g-home"  # the agent's state home on g
-        data = yaml.safe_load((d / "emu.yaml").read_text())
-        data["hosts"][g] = {"roles": ["gateway", "redirector"], "transport": "ssh",
-                            "ssh": "g-alias", "ssh_options": ["-F", str(cfg)],
-                            "address": gh.address,
-                            "xcbench": ["env", f"XCBENCH_HOME={home}", sys.executable, "-m", "xcbench"]}
-        (d / "ssh.yaml").write_text(yaml.safe_dump(data))
-        inv = load_inventory(d / "ssh.yaml")
-        t = transport_for(next(h for h in inv.hosts if h.name == g))
-        deadline = time.monotonic() + 30
-        while t.run(["true"], check=False, timeout=10).returncode != 0:  # until sshd answers
-            assert time.monotonic() < deadline, (d / "sshd.log").read_text()[-2000:]
-            time.sleep(0.1)
-        yield {"dir": d, "inv": inv, "inv_file": d / "ssh.yaml", "emu": emu, "g": gh,
-               "home": home, "netns": gh.netns}
+        with sshd_alias(gh, d, "g-alias") as cfg:
+            home = d / "g-home"  # the agent's state home on g
+            data = yaml.safe_load((d / "emu.yaml").read_text())
+            data["hosts"][g] = {"roles": ["gateway", "redirector"], "transport": "ssh",
+                                "ssh": "g-alias", "ssh_options": ["-F", str(cfg)],
+                                "address": gh.address,
+                                "xcbench": ["env", f"XCBENCH_HOME={home}", sys.executable, "-m",
+                                            "xcbench"]}
+            (d / "ssh.yaml").write_text(yaml.safe_dump(data))
+            inv = load_inventory(d / "ssh.yaml")
+            wait_answers(transport_for(next(h for h in inv.hosts if h.name == g)), d / "sshd.log")
+            yield {"dir": d, "inv": inv, "inv_file": d / "ssh.yaml", "emu": emu, "g": gh,
+                   "home": home, "netns": gh.netns}
     finally:
-        procs.stop_all()
         down(state, emu)
-        if made_privsep and not any(p.info["name"] == "sshd" for p in psutil.process_iter(["name"])):
-            with __import__("contextlib").suppress(OSError):
-                Path("/run/sshd").rmdir()
         shutil.rmtree(d, ignore_errors=True)
-
-
-def tempfile_dir() -> str:
-    import tempfile
-    d = tempfile.mkdtemp(prefix="xcb-test-gwagent-")
-    os.chmod(d, 0o755)  # the xrootd user reaches the gateway dirs below it
-    return d
 
 
 def _matrix(d: Path, backends: dict | None = None, origins: int = 2, seconds=(4, 10),
@@ -304,17 +260,8 @@ def test_bad_request_and_other_version_are_one_line_exit_2(site):
 
 
 @pytest.fixture(scope="module")
-def bridge_cluster(site):
-    """A mini cluster on the bridge address only (the gateway host reaches it); down after."""
-    from xcbench.ceph.mini import MiniCluster
-    if shutil.which("ceph-mon") is None:
-        pytest.skip("ceph-mon is not installed")
-    mc = MiniCluster(site["dir"] / "cluster")
-    try:
-        cluster, _ = mc.up(addr=site["emu"].bridge.ip)
-        yield cluster
-    finally:
-        mc.down()
+def bridge_site(site):
+    return site["dir"], site["emu"].bridge.ip
 
 
 def _key_of(cluster) -> str:

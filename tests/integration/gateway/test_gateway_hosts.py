@@ -12,8 +12,6 @@ The machine is shared: names carry this process's id and the network is a free 1
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -21,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.gwcheck import xrootd_workdir
 from xcbench.cell import Cell
 from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
@@ -41,12 +40,8 @@ pytestmark = [pytest.mark.integration,
 
 @pytest.fixture(scope="module")
 def scratch():
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-gwhosts-"))
-    d.chmod(0o755)  # the xrootd user reaches the gateway dirs below it
-    try:
+    with xrootd_workdir("xcb-test-gwhosts-") as d:
         yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -78,18 +73,8 @@ def inventory(scratch):
 
 
 @pytest.fixture(scope="module")
-def bridge_cluster(inventory, scratch):
-    """A second mini cluster, listening on the bridge address only; down after."""
-    from xcbench.ceph.mini import MiniCluster
-    mc = MiniCluster(scratch / "cluster")
-    t0 = time.monotonic()
-    try:
-        cluster, _ = mc.up(addr=inventory.bridge.ip)
-        print(f"\nmini cluster on {inventory.bridge.ip}: up in {time.monotonic() - t0:.1f} s")
-        yield cluster
-    finally:
-        mc.down()
-        assert not mc.state.exists()
+def bridge_site(inventory, scratch):
+    return scratch, inventory.bridge.ip
 
 
 def _adler(data: bytes) -> str:

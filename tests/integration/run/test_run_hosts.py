@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support.gwcheck import xrootd_workdir
+from tests.support.sshd import sshd_alias, wait_answers, why_no_sshd
 from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
 
@@ -42,12 +41,8 @@ pytestmark = [pytest.mark.integration,
 
 @pytest.fixture(scope="module")
 def scratch():
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-runhosts-"))
-    d.chmod(0o755)  # the xrootd user reaches the gateway dirs below it
-    try:
+    with xrootd_workdir("xcb-test-runhosts-") as d:
         yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def _leftovers(inv) -> list[str]:
@@ -95,45 +90,17 @@ def hosts_file(scratch):
         assert not _leftovers(inv), _leftovers(inv)
 
 
-SSHD = "/usr/sbin/sshd"
-
-
 @pytest.fixture(scope="module")
 def ssh_hosts(hosts_file, scratch):
     """The same hosts, client host cb reached over ssh: an sshd in its namespace (throwaway keys,
     a private ssh_config alias, as a user's ~/.ssh/config does it); stopped after."""
-    if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
-        pytest.skip("sshd is not installed (Debian package openssh-server)")
+    if why := why_no_sshd():
+        pytest.skip(why)
     from xcbench.hosts import load_inventory, transport_for
     path, inv = hosts_file
     cb = inv.clients[1]
     d = scratch / "ssh"
-    keys = d / "keys"
-    keys.mkdir(parents=True, mode=0o700)
-    privsep = Path("/run/sshd")
-    privsep.mkdir(mode=0o755, exist_ok=True)  # sshd refuses to start without it
-    for k in ("host", "client"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "xcbench-test",
-                        "-f", str(keys / k)], check=True)
-    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
-    port = 2222
-    (d / "sshd_config").write_text(
-        f"Port {port}\nListenAddress {cb.address}\nHostKey {keys / 'host'}\n"
-        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile none\nStrictModes no\n"
-        "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-        "KbdInteractiveAuthentication no\n")
-    procs = proc.ProcessSet(record=False)
-    try:
-        tn = transport_for(cb)
-        tn.spawn([SSHD, "-D", "-e", "-f", d / "sshd_config"], name="sshd", log=d / "sshd.log",
-                 procs=procs)
-        host_pub = " ".join((keys / "host.pub").read_text().split()[:2])
-        (keys / "known_hosts").write_text(f"[{cb.address}]:{port} {host_pub}\n")
-        cfg = d / "ssh_config"
-        cfg.write_text(f"Host cb-alias\n  HostName {cb.address}\n  Port {port}\n  User root\n"
-                       f"  IdentityFile {keys / 'client'}\n  IdentitiesOnly yes\n"
-                       f"  UserKnownHostsFile {keys / 'known_hosts'}\n"
-                       "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n")
+    with sshd_alias(cb, d, "cb-alias") as cfg:
         data = yaml.safe_load(path.read_text())
         data["hosts"][cb.name] = {"roles": ["client"], "transport": "ssh", "ssh": "cb-alias",
                                   "ssh_options": ["-F", str(cfg)], "address": cb.address,
@@ -141,14 +108,8 @@ def ssh_hosts(hosts_file, scratch):
         ssh_path = d / "hosts-ssh.yaml"
         ssh_path.write_text(yaml.safe_dump(data))
         ssh_inv = load_inventory(ssh_path)
-        t = transport_for(ssh_inv.clients[1])
-        for _ in range(100):  # until sshd answers
-            if t.run(["true"], check=False, timeout=10).returncode == 0:
-                break
-            time.sleep(0.1)
+        wait_answers(transport_for(ssh_inv.clients[1]), d / "sshd.log")
         yield ssh_inv
-    finally:
-        procs.stop_all()
 
 
 def _matrix(scratch: Path, hosts: str | dict | None = None, backends: dict | None = None) -> Path:
@@ -199,17 +160,8 @@ def test_versions_checked_first(hosts_file):
 
 
 @pytest.fixture(scope="module")
-def bridge_cluster(hosts_file, scratch):
-    """A mini cluster listening on the bridge address only (gateway hosts reach it); down after."""
-    from xcbench.ceph.mini import MiniCluster
-    if shutil.which("ceph-mon") is None:
-        pytest.skip("ceph-mon is not installed")
-    mc = MiniCluster(scratch / "cluster")
-    try:
-        cluster, _ = mc.up(addr=hosts_file[1].bridge.ip)
-        yield cluster
-    finally:
-        mc.down()
+def bridge_site(hosts_file, scratch):
+    return scratch, hosts_file[1].bridge.ip
 
 
 def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, scratch):
