@@ -4,13 +4,11 @@ the report (report.png) for people to look at."""
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import CHROMIUM, chromium, console_messages
+from tests.support.browser import chromium, console_messages, need_chromium, page_check
 from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report.document import render_report
 
@@ -56,8 +54,7 @@ window.addEventListener("load", function () {
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    need_chromium()
     cells = mixed_cells()[:5]
     for c in cells:
         c.concurrency, c.files = (2, 8), 24
@@ -67,8 +64,7 @@ def report(tmp_path_factory) -> Path:
 
 def test_console_logging_is_detected_at_all(tmp_path):
     """Control: a page that logs an error is caught by the same parsing (else 'no errors' means nothing)."""
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    need_chromium()
     page = tmp_path / "bad.html"
     page.write_text("<!DOCTYPE html><html><body><script>console.error('xcb-marker');"
                     "undefinedFunction();</script></body></html>")
@@ -92,11 +88,7 @@ def test_every_plot_loads_and_tables_sort(report, tmp_path):
     probe = report.with_name("report-probe.html")
     probe.write_text(text.replace("<head>", "<head>" + PROBE_HEAD, 1)
                      .replace("</body>", PROBE_TAIL + "</body>", 1))
-    out = chromium(tmp_path / "profile", "--dump-dom", probe.as_uri())
-    assert out.returncode == 0, out.stderr[-2000:]
-    m = re.search(r'<pre id="xcb-check">(.*?)</pre>', out.stdout, re.S)
-    assert m, out.stdout[-2000:]
-    check = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    check = page_check(probe, tmp_path / "profile")
     assert check["errors"] == []
     assert check["images"] == text.count("<img ") and check["images"] >= 8
     assert check["broken"] == []
