@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import chromium, console_messages, need_chromium, page_check
+from tests.support.browser import chromium, clean_screenshot, console_messages, need_chromium, page_check
 from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report.document import render_report
 
@@ -75,12 +75,7 @@ def test_console_logging_is_detected_at_all(tmp_path):
 
 
 def test_report_has_no_console_errors_and_a_screenshot_is_saved(report, tmp_path):
-    shot = report.with_suffix(".png")
-    out = chromium(tmp_path / "profile", "--enable-logging=stderr", "--v=0", f"--screenshot={shot}",
-                   "--window-size=1280,3200", report.as_uri())
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert console_messages(out.stderr) == []
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    clean_screenshot(report, tmp_path / "profile", "1280,3200")
 
 
 def test_every_plot_loads_and_tables_sort(report, tmp_path):

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -41,13 +39,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.skipif(bool(WHY), reason=WHY 
 
 
 @pytest.fixture(scope="module")
-def site():
+def site(workdir):
     """Client host c (netns) and gateway host g (netns + sshd, reached over ssh); the agent's
     state home on g is the test's (its records and reaps stay out of the machine's)."""
     from xcbench.hosts import load_inventory, transport_for
     from xcbench.hosts.emulate import down, free_network, up
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-gwagent-"))
-    d.chmod(0o755)  # the xrootd user reaches the gateway dirs below it
+    d = workdir
     net = list(free_network().hosts())
     c, g = f"ac{TAG}", f"ag{TAG}"
     emu_data = {"bridge": {"name": f"xcba{TAG}", "address": f"{net[0]}/24"},
@@ -76,7 +73,6 @@ def site():
                    "home": home, "netns": gh.netns}
     finally:
         down(state, emu)
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def _matrix(d: Path, backends: dict | None = None, origins: int = 2, seconds=(4, 10),

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.gwcheck import xrootd_workdir
 from xcbench.cell import Cell
 from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
@@ -39,13 +38,7 @@ pytestmark = [pytest.mark.integration,
 
 
 @pytest.fixture(scope="module")
-def scratch():
-    with xrootd_workdir("xcb-test-gwhosts-") as d:
-        yield d
-
-
-@pytest.fixture(scope="module")
-def inventory(scratch):
+def inventory(workdir):
     """2 gateway hosts (g<tag>a: also the redirector) up as network namespaces; down after,
     and nothing of them left."""
     from xcbench.hosts import load_inventory
@@ -57,10 +50,10 @@ def inventory(scratch):
                           "address": str(net[20]), "cores": CORES},
                       b: {"roles": ["gateway"], "transport": "netns", "address": str(net[21]),
                           "cores": CORES}}}
-    path = scratch / "hosts.yaml"
+    path = workdir / "hosts.yaml"
     path.write_text(yaml.safe_dump(data))
     inv = load_inventory(path)
-    state = scratch / "hosts-state"
+    state = workdir / "hosts-state"
     up(inv, state)
     try:
         yield inv
@@ -73,8 +66,8 @@ def inventory(scratch):
 
 
 @pytest.fixture(scope="module")
-def bridge_site(inventory, scratch):
-    return scratch, inventory.bridge.ip
+def bridge_site(inventory, workdir):
+    return workdir, inventory.bridge.ip
 
 
 def _adler(data: bytes) -> str:
@@ -113,15 +106,15 @@ def _in_host(pid: int, host) -> None:
     assert lim.cores == pytest.approx(CORES) and host.cgroup in lim.source, lim
 
 
-def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
+def _run_cell(cell: Cell, inventory, workdir: Path, cluster, prefix_of) -> dict:
     from xcbench.run.session import CellSession
     from xcbench.system.proc import ProcessSet
     from xcbench.telemetry.gateway import report_listener
     procs = ProcessSet()
-    wd = scratch / cell.id
+    wd = workdir / cell.id
     wd.mkdir()
     wd.chmod(0o755)
-    src = scratch / f"src-{cell.id}"
+    src = workdir / f"src-{cell.id}"
     src.mkdir()
     # as the runner makes it: on the bridge, taking datagrams only from the inventory's gateways
     listener = report_listener(inventory).start()
@@ -174,10 +167,10 @@ def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
         procs.stop_all()
 
 
-def test_tmpfs_origins_on_two_netns_hosts(inventory, scratch):
+def test_tmpfs_origins_on_two_netns_hosts(inventory, workdir):
     cell = Cell(id=f"gwh-tmpfs-{TAG}", label="gateway hosts tmpfs", backend="tmpfs",
                 tmpfs_size=64 << 20, origins=2)
-    out = _run_cell(cell, inventory, scratch, None, lambda t: "/")
+    out = _run_cell(cell, inventory, workdir, None, lambda t: "/")
     assert sum(r["files"] for r in out["load"]) == FILES  # files counted in each origin's dir
     assert sum(r["bytes"] for r in out["load"]) == FILES * SIZE
 
@@ -185,18 +178,18 @@ def test_tmpfs_origins_on_two_netns_hosts(inventory, scratch):
 # slow (make slow): a second mini cluster bound to the bridge; test_run_hosts.py runs a rados
 # cell through a bridge-bound cluster in the default suite, and tmpfs origins stay here
 @pytest.mark.slow
-def test_rados_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
+def test_rados_origins_on_two_netns_hosts(inventory, workdir, bridge_cluster):
     from xcbench.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-rados-{TAG}", label="gateway hosts rados", backend="rados",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
                 origins=2)
-    out = _run_cell(cell, inventory, scratch, bridge_cluster,
+    out = _run_cell(cell, inventory, workdir, bridge_cluster,
                     lambda t: t.info["name_prefix"])
     # a shared store: per-origin evidence from each origin's own counters (opens, bytes in)
     assert all(r["bytes"] > SIZE for r in out["load"]), out["load"]
 
 
-def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
+def test_loopback_cluster_refused_for_netns_rados(inventory, workdir):
     """A rados gateway on a netns host cannot reach a loopback-only cluster: one line, before
     anything starts."""
     from xcbench.backends.base import Target
@@ -210,20 +203,20 @@ def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
                oss={"ceph_user": "u", "pool": "p", "nb_stripes": 1, "stripe_unit": 1 << 22,
                     "object_size": 1 << 22})
     with pytest.raises(XcbError, match=r"host ga\d+: the Ceph cluster listens on loopback"):
-        start_gateway(t, workdir=scratch / "lo", cluster=Loopback(), hosts=inventory)
-    assert not (scratch / "lo").exists()
+        start_gateway(t, workdir=workdir / "lo", cluster=Loopback(), hosts=inventory)
+    assert not (workdir / "lo").exists()
 
 
 # slow (make slow): a second mini cluster bound to the bridge; test_run_hosts.py runs a rados
 # cell through a bridge-bound cluster in the default suite, and tmpfs origins stay here
 @pytest.mark.slow
-def test_cephfs_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
+def test_cephfs_origins_on_two_netns_hosts(inventory, workdir, bridge_cluster):
     """ceph-fuse mounts in the root namespace; the origins in the hosts' namespaces see it (the
     netns transport enters the network namespace only)."""
     from xcbench.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-cephfs-{TAG}", label="gateway hosts cephfs", backend="cephfs",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
                 origins=2)
-    out = _run_cell(cell, inventory, scratch, bridge_cluster, lambda t: "/")
+    out = _run_cell(cell, inventory, workdir, bridge_cluster, lambda t: "/")
     assert sum(r["files"] for r in out["load"]) == FILES
     assert sum(r["bytes"] for r in out["load"]) == FILES * SIZE

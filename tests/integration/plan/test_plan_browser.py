@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import chromium, console_messages, need_chromium, page_check
+from tests.support.browser import clean_screenshot, need_chromium, page_check
 from xcbench.cli import main
 
 pytestmark = pytest.mark.integration
@@ -57,12 +57,7 @@ def report(tmp_path_factory) -> Path:
 
 
 def test_plan_report_has_no_console_errors_and_a_screenshot(report, tmp_path):
-    shot = report.with_suffix(".png")
-    out = chromium(tmp_path / "profile", "--enable-logging=stderr", "--v=0", f"--screenshot={shot}",
-                   "--window-size=1280,2400", report.as_uri())
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert console_messages(out.stderr) == []
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    clean_screenshot(report, tmp_path / "profile", "1280,2400")
 
 
 def test_published_reference_beside_the_model(report, tmp_path):

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.gwcheck import xrootd_workdir
 from tests.support.sshd import sshd_alias, wait_answers, why_no_sshd
 from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
@@ -37,12 +36,6 @@ def _why_not() -> str:
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")]
-
-
-@pytest.fixture(scope="module")
-def scratch():
-    with xrootd_workdir("xcb-test-runhosts-") as d:
-        yield d
 
 
 def _leftovers(inv) -> list[str]:
@@ -63,7 +56,7 @@ def _leftovers(inv) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def hosts_file(scratch):
+def hosts_file(workdir):
     """2 client hosts (one with a shaped link) and 2 gateway hosts, up; down after, and
     nothing of them left."""
     from xcbench.hosts import load_inventory
@@ -78,10 +71,10 @@ def hosts_file(scratch):
                                    "address": str(net[20]), "cores": 0.5},
                       f"gb{TAG}": {"roles": ["gateway"], "transport": "netns",
                                    "address": str(net[21]), "cores": 0.5}}}
-    path = scratch / "hosts.yaml"
+    path = workdir / "hosts.yaml"
     path.write_text(yaml.safe_dump(data))
     inv = load_inventory(path)
-    state = scratch / "hosts-state"
+    state = workdir / "hosts-state"
     up(inv, state)
     try:
         yield path, inv
@@ -91,7 +84,7 @@ def hosts_file(scratch):
 
 
 @pytest.fixture(scope="module")
-def ssh_hosts(hosts_file, scratch):
+def ssh_hosts(hosts_file, workdir):
     """The same hosts, client host cb reached over ssh: an sshd in its namespace (throwaway keys,
     a private ssh_config alias, as a user's ~/.ssh/config does it); stopped after."""
     if why := why_no_sshd():
@@ -99,7 +92,7 @@ def ssh_hosts(hosts_file, scratch):
     from xcbench.hosts import load_inventory, transport_for
     path, inv = hosts_file
     cb = inv.clients[1]
-    d = scratch / "ssh"
+    d = workdir / "ssh"
     with sshd_alias(cb, d, "cb-alias") as cfg:
         data = yaml.safe_load(path.read_text())
         data["hosts"][cb.name] = {"roles": ["client"], "transport": "ssh", "ssh": "cb-alias",
@@ -112,7 +105,7 @@ def ssh_hosts(hosts_file, scratch):
         yield ssh_inv
 
 
-def _matrix(scratch: Path, hosts: str | dict | None = None, backends: dict | None = None) -> Path:
+def _matrix(workdir: Path, hosts: str | dict | None = None, backends: dict | None = None) -> Path:
     m = {"name": f"hosts-{TAG}",
          "defaults": {"origins": [2], "modes": ["push"], "concurrency": CONCURRENCY,
                       "file_size": "2M", "files": 12, "repeats": 1,
@@ -122,7 +115,7 @@ def _matrix(scratch: Path, hosts: str | dict | None = None, backends: dict | Non
          "backends": backends or {"tmpfs": {"size": ["256M"]}}}
     if hosts is not None:
         m["hosts"] = hosts
-    path = scratch / f"matrix-{len(list(scratch.glob('matrix-*')))}.yaml"
+    path = workdir / f"matrix-{len(list(workdir.glob('matrix-*')))}.yaml"
     path.write_text(yaml.safe_dump(m))
     return path
 
@@ -141,15 +134,15 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_bad_hosts_in_a_matrix_is_one_line_exit_2(scratch):
-    bad = _matrix(scratch, {"hosts": {"c1": {"roles": ["client"], "transport": "netns",
+def test_bad_hosts_in_a_matrix_is_one_line_exit_2(workdir):
+    bad = _matrix(workdir, {"hosts": {"c1": {"roles": ["client"], "transport": "netns",
                                              "address": "10.77.0.11", "cores": -1}}})
     out = subprocess.run([sys.executable, "-m", "xcbench", "run", str(bad), "--store",
-                          str(scratch / "bad")], capture_output=True, text=True, timeout=120)
+                          str(workdir / "bad")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "hosts: host c1: cores" in lines[0], out.stderr
-    assert not (scratch / "bad").exists()
+    assert not (workdir / "bad").exists()
 
 
 def test_versions_checked_first(hosts_file):
@@ -160,26 +153,26 @@ def test_versions_checked_first(hosts_file):
 
 
 @pytest.fixture(scope="module")
-def bridge_site(hosts_file, scratch):
-    return scratch, hosts_file[1].bridge.ip
+def bridge_site(hosts_file, workdir):
+    return workdir, hosts_file[1].bridge.ip
 
 
-def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, scratch):
+def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, workdir):
     from xcbench.matrix import load_matrix
     from xcbench.matrix.schema import inventory_for
     path, inv = hosts_file
-    matrix = load_matrix(_matrix(scratch, str(path)))  # the inventory through the matrix's key
+    matrix = load_matrix(_matrix(workdir, str(path)))  # the inventory through the matrix's key
     inv2 = inventory_for(None, matrix.raw, matrix.path)
     assert [h.name for h in inv2.clients] == [h.name for h in inv.clients]
-    _run_and_check(matrix, inv2, None, scratch / "results", baseline=True)
+    _run_and_check(matrix, inv2, None, workdir / "results", baseline=True)
 
 
-def test_cli_run_with_hosts(hosts_file, scratch, bridge_cluster):
+def test_cli_run_with_hosts(hosts_file, workdir, bridge_cluster):
     """`xcbench run MATRIX --hosts FILE`: versions checked, then the run; exit 0 (a run asks
     for a cluster even for a tmpfs matrix: the one on the bridge)."""
     path, inv = hosts_file
-    out = scratch / "results-cli"
-    res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(_matrix(scratch)), "--hosts",
+    out = workdir / "results-cli"
+    res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(_matrix(workdir)), "--hosts",
                           str(path), "--store", str(out), "--no-baseline", "--no-probes",
                           "--no-report", "--telemetry", "none",
                           "--ceph-conf", str(bridge_cluster.conf)],
@@ -192,23 +185,23 @@ def test_cli_run_with_hosts(hosts_file, scratch, bridge_cluster):
     assert not _agents()
 
 
-def test_rados_run_from_two_client_hosts(hosts_file, scratch, bridge_cluster):
+def test_rados_run_from_two_client_hosts(hosts_file, workdir, bridge_cluster):
     from xcbench.matrix import load_matrix
     path, inv = hosts_file
     backends = {"rados": {"layouts": [{"stripe_unit": "4M", "stripe_count": 1,
                                        "object_size": "4M"}], "pools": [{"replicated": 1}]}}
-    matrix = load_matrix(_matrix(scratch, None, backends), bridge_cluster)
-    _run_and_check(matrix, inv, bridge_cluster, scratch / "results-rados", baseline=False)
+    matrix = load_matrix(_matrix(workdir, None, backends), bridge_cluster)
+    _run_and_check(matrix, inv, bridge_cluster, workdir / "results-rados", baseline=False)
 
 
 # slow (make slow): the ssh transport itself is tested in test_hosts_ssh.py in the default suite
 @pytest.mark.slow
-def test_run_with_a_client_host_over_ssh(ssh_hosts, scratch):
+def test_run_with_a_client_host_over_ssh(ssh_hosts, workdir):
     from xcbench.hosts.checks import check_versions
     from xcbench.matrix import load_matrix
     assert ssh_hosts.clients[1].transport == "ssh"
     check_versions(ssh_hosts)
-    _run_and_check(load_matrix(_matrix(scratch)), ssh_hosts, None, scratch / "results-ssh",
+    _run_and_check(load_matrix(_matrix(workdir)), ssh_hosts, None, workdir / "results-ssh",
                    baseline=True)
 
 
