@@ -28,6 +28,7 @@ import psutil
 import pytest
 import yaml
 
+from tests.support.emulated import emulated_hosts
 from tests.support.sshd import SSHD, sshd_alias, wait_answers, why_no_sshd
 from xcbench import __version__
 from xcbench.system import proc
@@ -43,7 +44,7 @@ def site(workdir):
     """Client host c (netns) and gateway host g (netns + sshd, reached over ssh); the agent's
     state home on g is the test's (its records and reaps stay out of the machine's)."""
     from xcbench.hosts import load_inventory, transport_for
-    from xcbench.hosts.emulate import down, free_network, up
+    from xcbench.hosts.emulate import free_network
     d = workdir
     net = list(free_network().hosts())
     c, g = f"ac{TAG}", f"ag{TAG}"
@@ -52,11 +53,7 @@ def site(workdir):
                               "cores": 1.0},
                           g: {"roles": ["gateway", "redirector"], "transport": "netns",
                               "address": str(net[20]), "cores": 1.0}}}
-    (d / "emu.yaml").write_text(yaml.safe_dump(emu_data))
-    emu = load_inventory(d / "emu.yaml")
-    state = d / "hosts-state"
-    up(emu, state)
-    try:
+    with emulated_hosts(d, emu_data, "emu.yaml") as (_, emu):
         gh = next(h for h in emu.hosts if h.name == g)
         with sshd_alias(gh, d, "g-alias") as cfg:
             home = d / "g-home"  # the agent's state home on g
@@ -71,8 +68,6 @@ def site(workdir):
             wait_answers(transport_for(next(h for h in inv.hosts if h.name == g)), d / "sshd.log")
             yield {"dir": d, "inv": inv, "inv_file": d / "ssh.yaml", "emu": emu, "g": gh,
                    "home": home, "netns": gh.netns}
-    finally:
-        down(state, emu)
 
 
 def _matrix(d: Path, backends: dict | None = None, origins: int = 2, seconds=(4, 10),

@@ -17,8 +17,8 @@ import zlib
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.support.emulated import emulated_hosts
 from xcbench.cell import Cell
 from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
@@ -41,8 +41,7 @@ pytestmark = [pytest.mark.integration,
 def inventory(workdir):
     """2 gateway hosts (g<tag>a: also the redirector) up as network namespaces; down after,
     and nothing of them left."""
-    from xcbench.hosts import load_inventory
-    from xcbench.hosts.emulate import down, free_network, up
+    from xcbench.hosts.emulate import free_network
     net = list(free_network().hosts())
     a, b = f"ga{TAG}", f"gb{TAG}"
     data = {"bridge": {"name": f"xcbg{TAG}", "address": f"{net[0]}/24"},
@@ -50,19 +49,12 @@ def inventory(workdir):
                           "address": str(net[20]), "cores": CORES},
                       b: {"roles": ["gateway"], "transport": "netns", "address": str(net[21]),
                           "cores": CORES}}}
-    path = workdir / "hosts.yaml"
-    path.write_text(yaml.safe_dump(data))
-    inv = load_inventory(path)
-    state = workdir / "hosts-state"
-    up(inv, state)
-    try:
+    with emulated_hosts(workdir, data) as (_, inv):
         yield inv
-    finally:
-        down(state, inv)
-        from xcbench.system.cgroups import detect
-        ns = proc.run(["ip", "netns", "list"]).stdout
-        assert not [h for h in inv.hosts if h.netns in ns.split()], ns
-        assert not [h for h in inv.hosts if (detect().base / h.cgroup).exists()]
+    from xcbench.system.cgroups import detect
+    ns = proc.run(["ip", "netns", "list"]).stdout
+    assert not [h for h in inv.hosts if h.netns in ns.split()], ns
+    assert not [h for h in inv.hosts if (detect().base / h.cgroup).exists()]
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ import psutil
 import pytest
 import yaml
 
+from tests.support.emulated import emulated_hosts
 from tests.support.sshd import sshd_alias, wait_answers, why_no_sshd
 from xcbench.hosts import load_inventory, transport_for
 from xcbench.hosts.emulate import free_network
@@ -28,19 +29,14 @@ pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY or "-")
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """An emulated host running sshd, and an inventory naming it by an ssh alias."""
-    from xcbench.hosts import emulate
     d = tmp_path_factory.mktemp("ssh")
     net = free_network()
     addrs = list(net.hosts())
     name = f"sx{TAG}"
-    inv_file = d / "emu.yaml"
-    inv_file.write_text(yaml.safe_dump({
-        "bridge": {"name": f"xcbs{TAG}", "address": f"{addrs[0]}/24"},
-        "hosts": {name: {"roles": ["gateway"], "transport": "netns", "address": str(addrs[9]),
-                         "cores": 1}}}))
-    emu = load_inventory(inv_file)
-    emulate.up(emu, d / "state")
-    try:
+    with emulated_hosts(d, {
+            "bridge": {"name": f"xcbs{TAG}", "address": f"{addrs[0]}/24"},
+            "hosts": {name: {"roles": ["gateway"], "transport": "netns",
+                             "address": str(addrs[9]), "cores": 1}}}, "emu.yaml") as (_, emu):
         host = emu.hosts[0]
         with sshd_alias(host, d, "g-alias") as cfg:
             inv_ssh = d / "ssh.yaml"
@@ -51,8 +47,6 @@ def site(tmp_path_factory):
             inv = load_inventory(inv_ssh)
             wait_answers(transport_for(inv.hosts[0]), d / "sshd.log")
             yield {"inv": inv, "emu": emu, "dir": d, "keys": d / "keys"}
-    finally:
-        emulate.down(d / "state")
 
 
 def _ssh(site):

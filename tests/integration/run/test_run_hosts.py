@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.emulated import emulated_hosts
 from tests.support.sshd import sshd_alias, wait_answers, why_no_sshd
 from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
@@ -59,8 +60,7 @@ def _leftovers(inv) -> list[str]:
 def hosts_file(workdir):
     """2 client hosts (one with a shaped link) and 2 gateway hosts, up; down after, and
     nothing of them left."""
-    from xcbench.hosts import load_inventory
-    from xcbench.hosts.emulate import down, free_network, up
+    from xcbench.hosts.emulate import free_network
     net = list(free_network().hosts())
     data = {"bridge": {"name": f"xcbr{TAG}", "address": f"{net[0]}/24"},
             "hosts": {f"ca{TAG}": {"roles": ["client"], "transport": "netns",
@@ -71,16 +71,9 @@ def hosts_file(workdir):
                                    "address": str(net[20]), "cores": 0.5},
                       f"gb{TAG}": {"roles": ["gateway"], "transport": "netns",
                                    "address": str(net[21]), "cores": 0.5}}}
-    path = workdir / "hosts.yaml"
-    path.write_text(yaml.safe_dump(data))
-    inv = load_inventory(path)
-    state = workdir / "hosts-state"
-    up(inv, state)
-    try:
+    with emulated_hosts(workdir, data) as (path, inv):
         yield path, inv
-    finally:
-        down(state, inv)
-        assert not _leftovers(inv), _leftovers(inv)
+    assert not _leftovers(inv), _leftovers(inv)
 
 
 @pytest.fixture(scope="module")
