@@ -16,6 +16,7 @@ import yaml
 
 from tests.support.emulated import emulated_hosts
 from tests.support.sshd import sshd_alias, wait_answers, why_no_sshd
+from tests.support.waits import gone
 from xcbench.hosts import load_inventory, transport_for
 from xcbench.hosts.emulate import free_network
 from xcbench.hosts.transport import PIPE_GRACE
@@ -87,15 +88,6 @@ def _remote_pid(p) -> int:
     return int(line)
 
 
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if not proc.pid_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     t = _ssh(site)
     p = t.spawn(["sh", "-c", "echo $$; exec sleep 300"], name="sleeper", log=tmp_path / "log",
@@ -108,7 +100,7 @@ def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     t0 = time.monotonic()
     proc.stop(p)
     # it ignores its stdin's EOF: stopped PIPE_GRACE s after it
-    assert _gone(pid, PIPE_GRACE + 5), "the remote sleep outlived proc.stop of its ssh client"
+    assert gone(pid, PIPE_GRACE + 5), "the remote sleep outlived proc.stop of its ssh client"
     print(f"\nremote process gone {time.monotonic() - t0:.1f} s after proc.stop (grace {PIPE_GRACE} s)")
     p = t.spawn(["sleep", "300"], name="sleeper", log=tmp_path / "log")  # no pipe: no grace
     for _ in range(100):
@@ -120,7 +112,7 @@ def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     assert kids
     t0 = time.monotonic()
     proc.stop(p)
-    assert all(_gone(k.pid, 15) for k in kids), [k.cmdline() for k in kids if k.is_running()]
+    assert all(gone(k.pid, 15) for k in kids), [k.cmdline() for k in kids if k.is_running()]
     print(f"remote process gone {time.monotonic() - t0:.1f} s after proc.stop (no pipe)")
 
 
@@ -139,7 +131,7 @@ def test_killed_ssh_client_leaves_no_remote_process(site, tmp_path):
     assert len(group) == 2
     os.kill(p.pid, signal.SIGKILL)  # the ssh client dies; nobody closes anything politely
     p.popen.wait()
-    assert all(_gone(g, PIPE_GRACE + 5) for g in group), \
+    assert all(gone(g, PIPE_GRACE + 5) for g in group), \
         "a remote process outlived its killed ssh client"
 
 
