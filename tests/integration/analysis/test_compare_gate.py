@@ -7,18 +7,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from tests.support.quota import needs_quota
 from xcbench.cli import main
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions, run_matrix
-from xcbench.system.cgroups import CgroupError, detect
 
-try:
-    detect()
-    WHY = ""
-except CgroupError as e:
-    WHY = str(e)
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(bool(WHY), reason=WHY or "no CPU-quota cgroups")]
+pytestmark = [pytest.mark.integration, needs_quota]
 
 # The gate's PCT: a fresh pair of these short levels differed by 23 % here (2.72 vs 3.35 Gb/s,
 # 4-6 s levels on the shared 2-core box), each level's own error ~38 %; 50 % is a gate a site

@@ -4,13 +4,11 @@ the report (report.png) for people to look at."""
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import CHROMIUM, chromium, console_messages
+from tests.support.browser import chromium, clean_screenshot, console_messages, need_chromium, page_check
 from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report.document import render_report
 
@@ -56,8 +54,7 @@ window.addEventListener("load", function () {
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    need_chromium()
     cells = mixed_cells()[:5]
     for c in cells:
         c.concurrency, c.files = (2, 8), 24
@@ -67,8 +64,7 @@ def report(tmp_path_factory) -> Path:
 
 def test_console_logging_is_detected_at_all(tmp_path):
     """Control: a page that logs an error is caught by the same parsing (else 'no errors' means nothing)."""
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    need_chromium()
     page = tmp_path / "bad.html"
     page.write_text("<!DOCTYPE html><html><body><script>console.error('xcb-marker');"
                     "undefinedFunction();</script></body></html>")
@@ -79,12 +75,7 @@ def test_console_logging_is_detected_at_all(tmp_path):
 
 
 def test_report_has_no_console_errors_and_a_screenshot_is_saved(report, tmp_path):
-    shot = report.with_suffix(".png")
-    out = chromium(tmp_path / "profile", "--enable-logging=stderr", "--v=0", f"--screenshot={shot}",
-                   "--window-size=1280,3200", report.as_uri())
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert console_messages(out.stderr) == []
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    clean_screenshot(report, tmp_path / "profile", "1280,3200")
 
 
 def test_every_plot_loads_and_tables_sort(report, tmp_path):
@@ -92,11 +83,7 @@ def test_every_plot_loads_and_tables_sort(report, tmp_path):
     probe = report.with_name("report-probe.html")
     probe.write_text(text.replace("<head>", "<head>" + PROBE_HEAD, 1)
                      .replace("</body>", PROBE_TAIL + "</body>", 1))
-    out = chromium(tmp_path / "profile", "--dump-dom", probe.as_uri())
-    assert out.returncode == 0, out.stderr[-2000:]
-    m = re.search(r'<pre id="xcb-check">(.*?)</pre>', out.stdout, re.S)
-    assert m, out.stdout[-2000:]
-    check = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    check = page_check(probe, tmp_path / "profile")
     assert check["errors"] == []
     assert check["images"] == text.count("<img ") and check["images"] >= 8
     assert check["broken"] == []

@@ -6,20 +6,16 @@ viewport, and no label in the grid is clipped or overlaps another (boxes measure
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
-from xcbench.system import proc
+from tests.support.browser import chromium, need_chromium, page_check
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--virtual-time-budget=10000", "--window-size=1280,900"]
+WINDOW = "--window-size=1280,900"
 
 # Injected into a copy of the report: measures the grid's boxes once the page has loaded.
 PROBE = """<script>
@@ -73,8 +69,7 @@ window.addEventListener("load", function () {
 
 @pytest.fixture(scope="module")
 def run(demo_run):
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    need_chromium()
     return {"path": demo_run.run.path, "closing": demo_run.closing, "cells": demo_run.cells,
             "levels": demo_run.levels, "stderr": demo_run.stderr}
 
@@ -100,13 +95,7 @@ def measure(report: Path, profile: Path, css: str = "") -> dict:
     probe = report.with_name("report-glance-probe.html")
     probe.write_text(text.replace("</head>", f"<style>{css}</style></head>", 1)
                      .replace("</body>", PROBE + "</body>", 1))
-    out = proc.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                    probe.as_uri()], timeout=180, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    m = re.search(r'<pre id="xcb-check">(.*?)</pre>', out.stdout, re.S)
-    assert m, out.stdout[-2000:]
-    return json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
-                      .replace("&gt;", ">"))
+    return page_check(probe, profile, WINDOW)
 
 
 def test_the_box_check_sees_a_clipped_or_overlapping_label(run, tmp_path):
@@ -142,6 +131,5 @@ def test_first_screen_holds_the_grid_with_every_verdict_and_nothing_clipped(run,
         assert s in ctx, ctx
     assert "loopback" in ctx  # every role on one machine: the baseline is loopback, and says so
     shot = report.with_name("first-screen.png")
-    proc.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={tmp_path / 'profile2'}",
-               f"--screenshot={shot}", report.as_uri()], timeout=180, check=False)
+    chromium(tmp_path / "profile2", WINDOW, f"--screenshot={shot}", report.as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

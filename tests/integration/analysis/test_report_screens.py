@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import itertools
-import json
 import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import pytest
 
+from tests.support.browser import chromium, need_chromium, page_check
 from tests.support.figtext import _texts
 from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report import markdown, scaling
@@ -24,14 +24,9 @@ from xcbench.analysis.report.document import render_report
 from xcbench.analysis.report.overview import TARGET_BPS
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.run_data import RunData
-from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--hide-scrollbars", "--virtual-time-budget=10000"]
 
 # the first screen's texts: every leaf text element inside the first viewport
 PROBE = """<script>
@@ -67,10 +62,6 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def chromium(profile: Path, *args: str) -> proc.Completed:
-    return proc.run([str(CHROMIUM), *FLAGS, f"--user-data-dir={profile}", *args], timeout=180, check=False)
-
-
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory) -> Path:
     cells = mixed_cells()
@@ -82,8 +73,7 @@ def synthetic(tmp_path_factory) -> Path:
 
 @pytest.fixture(params=["synthetic", "demo"])
 def run_path(request) -> Path:
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    need_chromium()
     if request.param == "demo":
         return request.getfixturevalue("demo_run").run.path
     return request.getfixturevalue("synthetic")
@@ -92,12 +82,7 @@ def run_path(request) -> Path:
 def _measure(report: Path, profile: Path) -> dict:
     probe = report.with_name("report-screens-probe.html")
     probe.write_text(report.read_text().replace("</body>", PROBE + "</body>", 1))
-    out = chromium(profile, "--window-size=1280,900", "--dump-dom", probe.as_uri())
-    assert out.returncode == 0, out.stderr[-2000:]
-    m = re.search(r'<pre id="xcb-check">(.*?)</pre>', out.stdout, re.S)
-    assert m, out.stdout[-2000:]
-    return json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&").replace("&lt;", "<")
-                      .replace("&gt;", ">"))
+    return page_check(probe, profile, "--window-size=1280,900")
 
 
 def test_first_screen_every_verdict_shown_and_no_text_on_another(run_path, tmp_path):

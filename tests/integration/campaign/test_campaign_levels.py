@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.support.campaign_rows import Rows
 from tests.support.gwcheck import tmpfs_gateways
 from xcbench.campaign import CampaignSpec, run_campaign
 from xcbench.figures.steady import steady_table
@@ -22,11 +23,6 @@ def gateway(tmp_path_factory):
     wd = tmp_path_factory.mktemp("levels")
     with tmpfs_gateways(wd, ("lvl-dst",), size=256 << 20) as gws:
         yield gws[0]
-
-
-class Rows(dict):
-    def __call__(self, table, rows):
-        self.setdefault(table, []).extend(rows)
 
 
 def _run(gw, **kw):

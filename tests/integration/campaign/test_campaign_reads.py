@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.campaign_rows import Rows
 from tests.support.gwcheck import tmpfs_gateways
 from xcbench.backends.cephfs import BACKEND  # noqa: F401 - the conftest backend fixture
 from xcbench.campaign import CampaignSpec, run_campaign
@@ -27,11 +28,6 @@ def gw(tmp_path_factory):
     wd = tmp_path_factory.mktemp("reads")
     with tmpfs_gateways(wd, ("reads",), size=256 << 20) as gws:
         yield gws[0]
-
-
-class Rows(dict):
-    def __call__(self, table, rows):
-        self.setdefault(table, []).extend(rows)
 
 
 def spec(seed: int, **kw) -> CampaignSpec:

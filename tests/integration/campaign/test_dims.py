@@ -12,8 +12,9 @@ import psutil
 import pytest
 
 from tests.support.gwcheck import tmpfs_gateways, xrootd_workdir
+from tests.support.quota import MECH, needs_quota
 from xcbench.campaign import CampaignSpec, run_campaign
-from xcbench.system.cgroups import PERIOD_US, CgroupError, detect
+from xcbench.system.cgroups import PERIOD_US
 from xcbench.telemetry.xrdreport import ReportListener, parse_report
 
 pytestmark = pytest.mark.integration
@@ -62,11 +63,8 @@ def _rate(pid: int, seconds: float) -> tuple[float, float]:
     return _cpu_seconds(pid) - c0, time.monotonic() - w0
 
 
+@needs_quota
 def test_cores_dimension_holds_the_origin_at_its_quota():
-    try:
-        detect()
-    except CgroupError as e:
-        pytest.skip(f"needs CPU-quota cgroups: {e}")
     from xcbench.gateway.cores import limit_origins
     with xrootd_workdir("xcb-test-dims-") as wd, \
             tmpfs_gateways(wd, ("dims-cores",), size=512 << 20) as gws:
@@ -107,11 +105,8 @@ def test_cores_dimension_holds_the_origin_at_its_quota():
     assert int(stat.get("nr_throttled", 0)) > 0, stat
 
 
+@needs_quota
 def test_a_cell_with_cores_runs_its_origins_in_quota_groups_removed_on_exit():
-    try:
-        detect()
-    except CgroupError as e:
-        pytest.skip(f"needs CPU-quota cgroups: {e}")
     from xcbench.cell import Cell
     from xcbench.run.session import CellSession
     from xcbench.system.proc import ProcessSet
@@ -133,5 +128,5 @@ def test_a_cell_with_cores_runs_its_origins_in_quota_groups_removed_on_exit():
                 assert cpu_limit(s.gateway.origins[0].pid).quota_cores == pytest.approx(0.3)
         finally:
             procs.stop_all()
-    mount = detect().base
+    mount = MECH.base
     assert not any((mount / g.lstrip("/").rsplit("/", 1)[-1]).exists() for g in groups)

@@ -229,17 +229,8 @@ def test_bad_request_and_other_version_are_one_line_exit_2(site):
 
 
 @pytest.fixture(scope="module")
-def bridge_cluster(site):
-    """A mini cluster on the bridge address only (the gateway host reaches it); down after."""
-    from xcbench.ceph.mini import MiniCluster
-    if shutil.which("ceph-mon") is None:
-        pytest.skip("ceph-mon is not installed")
-    mc = MiniCluster(site["dir"] / "cluster")
-    try:
-        cluster, _ = mc.up(addr=site["emu"].bridge.ip)
-        yield cluster
-    finally:
-        mc.down()
+def bridge_site(site):
+    return site["dir"], site["emu"].bridge.ip
 
 
 def _key_of(cluster) -> str:

@@ -12,15 +12,13 @@ The machine is shared: names carry this process's id and the network is a free 1
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
 import zlib
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.support.emulated import emulated_hosts
 from xcbench.cell import Cell
 from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
@@ -40,21 +38,10 @@ pytestmark = [pytest.mark.integration,
 
 
 @pytest.fixture(scope="module")
-def scratch():
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-gwhosts-"))
-    d.chmod(0o755)  # the xrootd user reaches the gateway dirs below it
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def inventory(scratch):
+def inventory(workdir):
     """2 gateway hosts (g<tag>a: also the redirector) up as network namespaces; down after,
     and nothing of them left."""
-    from xcbench.hosts import load_inventory
-    from xcbench.hosts.emulate import down, free_network, up
+    from xcbench.hosts.emulate import free_network
     net = list(free_network().hosts())
     a, b = f"ga{TAG}", f"gb{TAG}"
     data = {"bridge": {"name": f"xcbg{TAG}", "address": f"{net[0]}/24"},
@@ -62,34 +49,17 @@ def inventory(scratch):
                           "address": str(net[20]), "cores": CORES},
                       b: {"roles": ["gateway"], "transport": "netns", "address": str(net[21]),
                           "cores": CORES}}}
-    path = scratch / "hosts.yaml"
-    path.write_text(yaml.safe_dump(data))
-    inv = load_inventory(path)
-    state = scratch / "hosts-state"
-    up(inv, state)
-    try:
+    with emulated_hosts(workdir, data) as (_, inv):
         yield inv
-    finally:
-        down(state, inv)
-        from xcbench.system.cgroups import detect
-        ns = proc.run(["ip", "netns", "list"]).stdout
-        assert not [h for h in inv.hosts if h.netns in ns.split()], ns
-        assert not [h for h in inv.hosts if (detect().base / h.cgroup).exists()]
+    from xcbench.system.cgroups import detect
+    ns = proc.run(["ip", "netns", "list"]).stdout
+    assert not [h for h in inv.hosts if h.netns in ns.split()], ns
+    assert not [h for h in inv.hosts if (detect().base / h.cgroup).exists()]
 
 
 @pytest.fixture(scope="module")
-def bridge_cluster(inventory, scratch):
-    """A second mini cluster, listening on the bridge address only; down after."""
-    from xcbench.ceph.mini import MiniCluster
-    mc = MiniCluster(scratch / "cluster")
-    t0 = time.monotonic()
-    try:
-        cluster, _ = mc.up(addr=inventory.bridge.ip)
-        print(f"\nmini cluster on {inventory.bridge.ip}: up in {time.monotonic() - t0:.1f} s")
-        yield cluster
-    finally:
-        mc.down()
-        assert not mc.state.exists()
+def bridge_site(inventory, workdir):
+    return workdir, inventory.bridge.ip
 
 
 def _adler(data: bytes) -> str:
@@ -128,15 +98,15 @@ def _in_host(pid: int, host) -> None:
     assert lim.cores == pytest.approx(CORES) and host.cgroup in lim.source, lim
 
 
-def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
+def _run_cell(cell: Cell, inventory, workdir: Path, cluster, prefix_of) -> dict:
     from xcbench.run.session import CellSession
     from xcbench.system.proc import ProcessSet
     from xcbench.telemetry.gateway import report_listener
     procs = ProcessSet()
-    wd = scratch / cell.id
+    wd = workdir / cell.id
     wd.mkdir()
     wd.chmod(0o755)
-    src = scratch / f"src-{cell.id}"
+    src = workdir / f"src-{cell.id}"
     src.mkdir()
     # as the runner makes it: on the bridge, taking datagrams only from the inventory's gateways
     listener = report_listener(inventory).start()
@@ -189,10 +159,10 @@ def _run_cell(cell: Cell, inventory, scratch: Path, cluster, prefix_of) -> dict:
         procs.stop_all()
 
 
-def test_tmpfs_origins_on_two_netns_hosts(inventory, scratch):
+def test_tmpfs_origins_on_two_netns_hosts(inventory, workdir):
     cell = Cell(id=f"gwh-tmpfs-{TAG}", label="gateway hosts tmpfs", backend="tmpfs",
                 tmpfs_size=64 << 20, origins=2)
-    out = _run_cell(cell, inventory, scratch, None, lambda t: "/")
+    out = _run_cell(cell, inventory, workdir, None, lambda t: "/")
     assert sum(r["files"] for r in out["load"]) == FILES  # files counted in each origin's dir
     assert sum(r["bytes"] for r in out["load"]) == FILES * SIZE
 
@@ -200,18 +170,18 @@ def test_tmpfs_origins_on_two_netns_hosts(inventory, scratch):
 # slow (make slow): a second mini cluster bound to the bridge; test_run_hosts.py runs a rados
 # cell through a bridge-bound cluster in the default suite, and tmpfs origins stay here
 @pytest.mark.slow
-def test_rados_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
+def test_rados_origins_on_two_netns_hosts(inventory, workdir, bridge_cluster):
     from xcbench.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-rados-{TAG}", label="gateway hosts rados", backend="rados",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
                 origins=2)
-    out = _run_cell(cell, inventory, scratch, bridge_cluster,
+    out = _run_cell(cell, inventory, workdir, bridge_cluster,
                     lambda t: t.info["name_prefix"])
     # a shared store: per-origin evidence from each origin's own counters (opens, bytes in)
     assert all(r["bytes"] > SIZE for r in out["load"]), out["load"]
 
 
-def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
+def test_loopback_cluster_refused_for_netns_rados(inventory, workdir):
     """A rados gateway on a netns host cannot reach a loopback-only cluster: one line, before
     anything starts."""
     from xcbench.backends.base import Target
@@ -225,20 +195,20 @@ def test_loopback_cluster_refused_for_netns_rados(inventory, scratch):
                oss={"ceph_user": "u", "pool": "p", "nb_stripes": 1, "stripe_unit": 1 << 22,
                     "object_size": 1 << 22})
     with pytest.raises(XcbError, match=r"host ga\d+: the Ceph cluster listens on loopback"):
-        start_gateway(t, workdir=scratch / "lo", cluster=Loopback(), hosts=inventory)
-    assert not (scratch / "lo").exists()
+        start_gateway(t, workdir=workdir / "lo", cluster=Loopback(), hosts=inventory)
+    assert not (workdir / "lo").exists()
 
 
 # slow (make slow): a second mini cluster bound to the bridge; test_run_hosts.py runs a rados
 # cell through a bridge-bound cluster in the default suite, and tmpfs origins stay here
 @pytest.mark.slow
-def test_cephfs_origins_on_two_netns_hosts(inventory, scratch, bridge_cluster):
+def test_cephfs_origins_on_two_netns_hosts(inventory, workdir, bridge_cluster):
     """ceph-fuse mounts in the root namespace; the origins in the hosts' namespaces see it (the
     netns transport enters the network namespace only)."""
     from xcbench.cell import Layout, PoolSpec
     cell = Cell(id=f"gwh-cephfs-{TAG}", label="gateway hosts cephfs", backend="cephfs",
                 layout=Layout(4 << 20, 1, 4 << 20), pool=PoolSpec("replicated", size=1),
                 origins=2)
-    out = _run_cell(cell, inventory, scratch, bridge_cluster, lambda t: "/")
+    out = _run_cell(cell, inventory, workdir, bridge_cluster, lambda t: "/")
     assert sum(r["files"] for r in out["load"]) == FILES
     assert sum(r["bytes"] for r in out["load"]) == FILES * SIZE

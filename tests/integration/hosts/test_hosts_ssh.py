@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -15,90 +14,40 @@ import psutil
 import pytest
 import yaml
 
+from tests.support.emulated import emulated_hosts
+from tests.support.sshd import sshd_alias, wait_answers, why_no_sshd
+from tests.support.waits import gone
 from xcbench.hosts import load_inventory, transport_for
-from xcbench.hosts.emulate import free_network, why_not
+from xcbench.hosts.emulate import free_network
 from xcbench.hosts.transport import PIPE_GRACE
 from xcbench.system import proc
 
 TAG = f"{os.getpid() % 10000}"
-SSHD = "/usr/sbin/sshd"
-PRIVSEP = Path("/run/sshd")  # sshd refuses to start without its privilege separation dir
-
-
-def _why_not() -> str:
-    if not os.path.exists(SSHD):
-        return "sshd is not installed (Debian package openssh-server)"
-    return why_not("ssh", "scp", "ssh-keygen") or ""
-
-
-pytestmark = pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")
-
-
-def _wait_port(t, addr: str, port: int) -> None:
-    probe = (f"import socket,time\nfor _ in range(200):\n try: socket.create_connection("
-             f"('{addr}',{port}),timeout=1).close(); break\n except OSError: time.sleep(0.05)")
-    t.run([sys.executable, "-c", probe], timeout=30)
+WHY = why_no_sshd("scp")
+pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY or "-")
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """An emulated host running sshd, and an inventory naming it by an ssh alias."""
-    from xcbench.hosts import emulate
     d = tmp_path_factory.mktemp("ssh")
     net = free_network()
     addrs = list(net.hosts())
     name = f"sx{TAG}"
-    inv_file = d / "emu.yaml"
-    inv_file.write_text(yaml.safe_dump({
-        "bridge": {"name": f"xcbs{TAG}", "address": f"{addrs[0]}/24"},
-        "hosts": {name: {"roles": ["gateway"], "transport": "netns", "address": str(addrs[9]),
-                         "cores": 1}}}))
-    emu = load_inventory(inv_file)
-    emulate.up(emu, d / "state")
-    made_privsep = not PRIVSEP.exists()
-    procs = proc.ProcessSet(record=False)
-    try:
-        if made_privsep:
-            PRIVSEP.mkdir(mode=0o755)
-        keys = d / "keys"
-        keys.mkdir(mode=0o700)
-        for k in ("host", "client"):
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "xcbench-test",
-                            "-f", str(keys / k)], check=True)
-        (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
+    with emulated_hosts(d, {
+            "bridge": {"name": f"xcbs{TAG}", "address": f"{addrs[0]}/24"},
+            "hosts": {name: {"roles": ["gateway"], "transport": "netns",
+                             "address": str(addrs[9]), "cores": 1}}}, "emu.yaml") as (_, emu):
         host = emu.hosts[0]
-        port = 2222
-        (d / "sshd_config").write_text(
-            f"Port {port}\nListenAddress {host.address}\nHostKey {keys / 'host'}\n"
-            f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile none\nStrictModes no\n"
-            "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-            "KbdInteractiveAuthentication no\nSubsystem sftp /usr/lib/openssh/sftp-server\n")
-        tn = transport_for(host)
-        tn.spawn([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], name="sshd",
-                 log=d / "sshd.log", procs=procs)
-        _wait_port(tn, host.address, port)
-        host_pub = (keys / "host.pub").read_text().split()[:2]
-        (keys / "known_hosts").write_text(f"[{host.address}]:{port} {' '.join(host_pub)}\n")
-        cfg = d / "ssh_config"
-        cfg.write_text(f"Host g-alias\n  HostName {host.address}\n  Port {port}\n  User root\n"
-                       f"  IdentityFile {keys / 'client'}\n  IdentitiesOnly yes\n"
-                       f"  UserKnownHostsFile {keys / 'known_hosts'}\n"
-                       f"  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n")
-        inv_ssh = d / "ssh.yaml"
-        inv_ssh.write_text(yaml.safe_dump({"hosts": {"g2": {
-            "roles": ["gateway"], "transport": "ssh", "ssh": "g-alias",
-            "ssh_options": ["-F", str(cfg)], "address": host.address,
-            "xcbench": [sys.executable, "-m", "xcbench"]}}}))
-        yield {"inv": load_inventory(inv_ssh), "emu": emu, "dir": d, "keys": keys}
-    finally:
-        procs.stop_all()
-        emulate.down(d / "state")
-        if made_privsep and not any(p.info["name"] == "sshd" for p in
-                                    psutil.process_iter(["name"])):
-            try:
-                PRIVSEP.rmdir()
-            except OSError:
-                pass
+        with sshd_alias(host, d, "g-alias") as cfg:
+            inv_ssh = d / "ssh.yaml"
+            inv_ssh.write_text(yaml.safe_dump({"hosts": {"g2": {
+                "roles": ["gateway"], "transport": "ssh", "ssh": "g-alias",
+                "ssh_options": ["-F", str(cfg)], "address": host.address,
+                "xcbench": [sys.executable, "-m", "xcbench"]}}}))
+            inv = load_inventory(inv_ssh)
+            wait_answers(transport_for(inv.hosts[0]), d / "sshd.log")
+            yield {"inv": inv, "emu": emu, "dir": d, "keys": d / "keys"}
 
 
 def _ssh(site):
@@ -139,15 +88,6 @@ def _remote_pid(p) -> int:
     return int(line)
 
 
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if not proc.pid_alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     t = _ssh(site)
     p = t.spawn(["sh", "-c", "echo $$; exec sleep 300"], name="sleeper", log=tmp_path / "log",
@@ -160,7 +100,7 @@ def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     t0 = time.monotonic()
     proc.stop(p)
     # it ignores its stdin's EOF: stopped PIPE_GRACE s after it
-    assert _gone(pid, PIPE_GRACE + 5), "the remote sleep outlived proc.stop of its ssh client"
+    assert gone(pid, PIPE_GRACE + 5), "the remote sleep outlived proc.stop of its ssh client"
     print(f"\nremote process gone {time.monotonic() - t0:.1f} s after proc.stop (grace {PIPE_GRACE} s)")
     p = t.spawn(["sleep", "300"], name="sleeper", log=tmp_path / "log")  # no pipe: no grace
     for _ in range(100):
@@ -172,7 +112,7 @@ def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     assert kids
     t0 = time.monotonic()
     proc.stop(p)
-    assert all(_gone(k.pid, 15) for k in kids), [k.cmdline() for k in kids if k.is_running()]
+    assert all(gone(k.pid, 15) for k in kids), [k.cmdline() for k in kids if k.is_running()]
     print(f"remote process gone {time.monotonic() - t0:.1f} s after proc.stop (no pipe)")
 
 
@@ -191,7 +131,7 @@ def test_killed_ssh_client_leaves_no_remote_process(site, tmp_path):
     assert len(group) == 2
     os.kill(p.pid, signal.SIGKILL)  # the ssh client dies; nobody closes anything politely
     p.popen.wait()
-    assert all(_gone(g, PIPE_GRACE + 5) for g in group), \
+    assert all(gone(g, PIPE_GRACE + 5) for g in group), \
         "a remote process outlived its killed ssh client"
 
 

@@ -5,13 +5,11 @@ the site's network arithmetic beside the model's, and the extrapolation chain on
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.browser import CHROMIUM, chromium, console_messages
+from tests.support.browser import clean_screenshot, need_chromium, page_check
 from xcbench.cli import main
 
 pytestmark = pytest.mark.integration
@@ -50,8 +48,7 @@ window.addEventListener("load", function () {
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
-    if not CHROMIUM.exists():
-        pytest.skip("/usr/bin/chromium not found: install the Debian package chromium (make setup)")
+    need_chromium()
     out = tmp_path_factory.mktemp("plan") / "plan.html"
     assert main(["plan", "--cluster-spec", "ral-dev-chep2024", "--rate", "24Gb/s", "--write-fraction", "1",
                  "--efficiency", "24/50", "--because", "RAL dev cluster, CHEP 2024",
@@ -60,23 +57,13 @@ def report(tmp_path_factory) -> Path:
 
 
 def test_plan_report_has_no_console_errors_and_a_screenshot(report, tmp_path):
-    shot = report.with_suffix(".png")
-    out = chromium(tmp_path / "profile", "--enable-logging=stderr", "--v=0", f"--screenshot={shot}",
-                   "--window-size=1280,2400", report.as_uri())
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert console_messages(out.stderr) == []
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    clean_screenshot(report, tmp_path / "profile", "1280,2400")
 
 
 def test_published_reference_beside_the_model(report, tmp_path):
     probe = report.with_name("plan-probe.html")
     probe.write_text(report.read_text().replace("</body>", PROBE + "</body>", 1))
-    out = chromium(tmp_path / "profile", "--dump-dom", probe.as_uri())
-    assert out.returncode == 0, out.stderr[-2000:]
-    m = re.search(r'<pre id="xcb-check">(.*?)</pre>', out.stdout, re.S)
-    assert m, out.stdout[-2000:]
-    check = json.loads(m.group(1).replace("&quot;", '"').replace("&amp;", "&")
-                       .replace("&lt;", "<").replace("&gt;", ">"))
+    check = page_check(probe, tmp_path / "profile")
     assert check["errors"] == [] and check["images"] >= 1 and check["broken"] == 0
     heads = check["published_heads"]
     assert heads == ["published figure", "published", "model theoretical", "model usable (planned)",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.campaign_rows import Rows
 from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
@@ -29,14 +30,6 @@ QUICK = {"runtime": 1, "iodepth": 4, "numjobs": 1, "size": 16 * M}
 def cell(ident: str, backend: str, *, layout=None, pool=None, **probe) -> Cell:
     return Cell(id=f"pr-{ident}", label=f"probes test {ident}", backend=backend, layout=layout,
                 pool=pool, probe={**QUICK, **probe})
-
-
-class Sink:
-    def __init__(self):
-        self.tables: dict[str, list[dict]] = {}
-
-    def __call__(self, table: str, rows: list[dict]) -> None:
-        self.tables.setdefault(table, []).extend(rows)
 
 
 def check_rows(rows: list[dict], cell_id: str, patterns=("randwrite", "write", "read")) -> None:
@@ -59,10 +52,10 @@ def shm_dir():
 def test_probe_on_a_tmpfs_dir(shm_dir, tmp_path):
     c = cell("tmpfs", "tmpfs")
     target = Target(cell_id=c.id, backend="tmpfs", path=str(shm_dir))
-    sink = Sink()
+    sink = Rows()
     rows = run_probe(c, target, workdir=tmp_path / "w", sink=sink, raw_dir=tmp_path / "raw")
     check_rows(rows, c.id)
-    assert sink.tables["probes"] == rows
+    assert sink["probes"] == rows
     assert {r["host"] for r in rows} == {"local"}
     assert all(r["direct"] == direct_io_supported(shm_dir) for r in rows)
     assert list(shm_dir.iterdir()) == []  # fio's files are gone
@@ -82,13 +75,13 @@ def test_buffered_fallback_where_o_direct_is_refused(tmp_path):
     try:
         assert direct_io_supported(mnt) is False
         c = cell("ramfs", "tmpfs", patterns=["randwrite"])
-        sink = Sink()
+        sink = Rows()
         rows = run_probe(c, Target(cell_id=c.id, backend="tmpfs", path=str(mnt)),
                          workdir=tmp_path / "w", sink=sink)
         check_rows(rows, c.id, ["randwrite"])
         assert rows[0]["engine"] == "psync" and rows[0]["direct"] is False
         assert rows[0]["iodepth"] == 1
-        (finding,) = sink.tables["findings"]
+        (finding,) = sink["findings"]
         assert finding["cell_id"] == c.id and "O_DIRECT" in finding["why"]
         assert list(mnt.iterdir()) == []
     finally:
@@ -162,19 +155,6 @@ def test_rados_objects_removed_when_fio_fails(ceph_cluster, tmp_path):
         run_probe(c, target, cluster=ceph_cluster, workdir=tmp_path, sink=None,
                   hosts=[f"127.0.0.1:{port}"])
     assert leftover_objects(ceph_cluster, name, c.id) == []
-
-
-@pytest.fixture(scope="module")
-def cephfs_backend(ceph_cluster):
-    from xcbench.backends import get_backend
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-probes-"))
-    d.chmod(0o755)
-    procs = proc.ProcessSet()
-    backend = get_backend("cephfs")(ceph_cluster, d, procs)
-    yield backend
-    backend.close()
-    procs.stop_all()
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.parametrize("pool", [REP, EC], ids=["rep1", "ec2+1"])

@@ -4,8 +4,6 @@ the pool is probed apart with fio's rados engine; each row carries its noise and
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,23 +12,9 @@ from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.probe.jobs import run_probe
 from xcbench.probe.noise import logs
 from xcbench.store.tables import PROBE
-from xcbench.system import proc
 
 pytestmark = pytest.mark.integration
 M = 1 << 20
-
-
-@pytest.fixture(scope="module")
-def cephfs_backend(ceph_cluster):
-    from xcbench.backends import get_backend
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-levels-"))
-    d.chmod(0o755)
-    procs = proc.ProcessSet()
-    backend = get_backend("cephfs")(ceph_cluster, d, procs)
-    yield backend
-    backend.close()
-    procs.stop_all()
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_level_probes_on_cephfs(ceph_cluster, cephfs_backend, tmp_path):

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support.emulated import emulated_hosts
+from tests.support.sshd import sshd_alias, wait_answers, why_no_sshd
 from xcbench.hosts.emulate import why_not
 from xcbench.system import proc
 
@@ -38,16 +37,6 @@ def _why_not() -> str:
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(bool(_why_not()), reason=_why_not() or "-")]
-
-
-@pytest.fixture(scope="module")
-def scratch():
-    d = Path(tempfile.mkdtemp(prefix="xcb-test-runhosts-"))
-    d.chmod(0o755)  # the xrootd user reaches the gateway dirs below it
-    try:
-        yield d
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def _leftovers(inv) -> list[str]:
@@ -68,11 +57,10 @@ def _leftovers(inv) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def hosts_file(scratch):
+def hosts_file(workdir):
     """2 client hosts (one with a shaped link) and 2 gateway hosts, up; down after, and
     nothing of them left."""
-    from xcbench.hosts import load_inventory
-    from xcbench.hosts.emulate import down, free_network, up
+    from xcbench.hosts.emulate import free_network
     net = list(free_network().hosts())
     data = {"bridge": {"name": f"xcbr{TAG}", "address": f"{net[0]}/24"},
             "hosts": {f"ca{TAG}": {"roles": ["client"], "transport": "netns",
@@ -83,57 +71,22 @@ def hosts_file(scratch):
                                    "address": str(net[20]), "cores": 0.5},
                       f"gb{TAG}": {"roles": ["gateway"], "transport": "netns",
                                    "address": str(net[21]), "cores": 0.5}}}
-    path = scratch / "hosts.yaml"
-    path.write_text(yaml.safe_dump(data))
-    inv = load_inventory(path)
-    state = scratch / "hosts-state"
-    up(inv, state)
-    try:
+    with emulated_hosts(workdir, data) as (path, inv):
         yield path, inv
-    finally:
-        down(state, inv)
-        assert not _leftovers(inv), _leftovers(inv)
-
-
-SSHD = "/usr/sbin/sshd"
+    assert not _leftovers(inv), _leftovers(inv)
 
 
 @pytest.fixture(scope="module")
-def ssh_hosts(hosts_file, scratch):
+def ssh_hosts(hosts_file, workdir):
     """The same hosts, client host cb reached over ssh: an sshd in its namespace (throwaway keys,
     a private ssh_config alias, as a user's ~/.ssh/config does it); stopped after."""
-    if not os.path.exists(SSHD) or shutil.which("ssh-keygen") is None:
-        pytest.skip("sshd is not installed (Debian package openssh-server)")
+    if why := why_no_sshd():
+        pytest.skip(why)
     from xcbench.hosts import load_inventory, transport_for
     path, inv = hosts_file
     cb = inv.clients[1]
-    d = scratch / "ssh"
-    keys = d / "keys"
-    keys.mkdir(parents=True, mode=0o700)
-    privsep = Path("/run/sshd")
-    privsep.mkdir(mode=0o755, exist_ok=True)  # sshd refuses to start without it
-    for k in ("host", "client"):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "xcbench-test",
-                        "-f", str(keys / k)], check=True)
-    (keys / "authorized_keys").write_text((keys / "client.pub").read_text())
-    port = 2222
-    (d / "sshd_config").write_text(
-        f"Port {port}\nListenAddress {cb.address}\nHostKey {keys / 'host'}\n"
-        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile none\nStrictModes no\n"
-        "UsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-        "KbdInteractiveAuthentication no\n")
-    procs = proc.ProcessSet(record=False)
-    try:
-        tn = transport_for(cb)
-        tn.spawn([SSHD, "-D", "-e", "-f", d / "sshd_config"], name="sshd", log=d / "sshd.log",
-                 procs=procs)
-        host_pub = " ".join((keys / "host.pub").read_text().split()[:2])
-        (keys / "known_hosts").write_text(f"[{cb.address}]:{port} {host_pub}\n")
-        cfg = d / "ssh_config"
-        cfg.write_text(f"Host cb-alias\n  HostName {cb.address}\n  Port {port}\n  User root\n"
-                       f"  IdentityFile {keys / 'client'}\n  IdentitiesOnly yes\n"
-                       f"  UserKnownHostsFile {keys / 'known_hosts'}\n"
-                       "  GlobalKnownHostsFile /dev/null\n  StrictHostKeyChecking yes\n")
+    d = workdir / "ssh"
+    with sshd_alias(cb, d, "cb-alias") as cfg:
         data = yaml.safe_load(path.read_text())
         data["hosts"][cb.name] = {"roles": ["client"], "transport": "ssh", "ssh": "cb-alias",
                                   "ssh_options": ["-F", str(cfg)], "address": cb.address,
@@ -141,17 +94,11 @@ def ssh_hosts(hosts_file, scratch):
         ssh_path = d / "hosts-ssh.yaml"
         ssh_path.write_text(yaml.safe_dump(data))
         ssh_inv = load_inventory(ssh_path)
-        t = transport_for(ssh_inv.clients[1])
-        for _ in range(100):  # until sshd answers
-            if t.run(["true"], check=False, timeout=10).returncode == 0:
-                break
-            time.sleep(0.1)
+        wait_answers(transport_for(ssh_inv.clients[1]), d / "sshd.log")
         yield ssh_inv
-    finally:
-        procs.stop_all()
 
 
-def _matrix(scratch: Path, hosts: str | dict | None = None, backends: dict | None = None) -> Path:
+def _matrix(workdir: Path, hosts: str | dict | None = None, backends: dict | None = None) -> Path:
     m = {"name": f"hosts-{TAG}",
          "defaults": {"origins": [2], "modes": ["push"], "concurrency": CONCURRENCY,
                       "file_size": "2M", "files": 12, "repeats": 1,
@@ -161,7 +108,7 @@ def _matrix(scratch: Path, hosts: str | dict | None = None, backends: dict | Non
          "backends": backends or {"tmpfs": {"size": ["256M"]}}}
     if hosts is not None:
         m["hosts"] = hosts
-    path = scratch / f"matrix-{len(list(scratch.glob('matrix-*')))}.yaml"
+    path = workdir / f"matrix-{len(list(workdir.glob('matrix-*')))}.yaml"
     path.write_text(yaml.safe_dump(m))
     return path
 
@@ -180,15 +127,15 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_bad_hosts_in_a_matrix_is_one_line_exit_2(scratch):
-    bad = _matrix(scratch, {"hosts": {"c1": {"roles": ["client"], "transport": "netns",
+def test_bad_hosts_in_a_matrix_is_one_line_exit_2(workdir):
+    bad = _matrix(workdir, {"hosts": {"c1": {"roles": ["client"], "transport": "netns",
                                              "address": "10.77.0.11", "cores": -1}}})
     out = subprocess.run([sys.executable, "-m", "xcbench", "run", str(bad), "--store",
-                          str(scratch / "bad")], capture_output=True, text=True, timeout=120)
+                          str(workdir / "bad")], capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "hosts: host c1: cores" in lines[0], out.stderr
-    assert not (scratch / "bad").exists()
+    assert not (workdir / "bad").exists()
 
 
 def test_versions_checked_first(hosts_file):
@@ -199,35 +146,26 @@ def test_versions_checked_first(hosts_file):
 
 
 @pytest.fixture(scope="module")
-def bridge_cluster(hosts_file, scratch):
-    """A mini cluster listening on the bridge address only (gateway hosts reach it); down after."""
-    from xcbench.ceph.mini import MiniCluster
-    if shutil.which("ceph-mon") is None:
-        pytest.skip("ceph-mon is not installed")
-    mc = MiniCluster(scratch / "cluster")
-    try:
-        cluster, _ = mc.up(addr=hosts_file[1].bridge.ip)
-        yield cluster
-    finally:
-        mc.down()
+def bridge_site(hosts_file, workdir):
+    return workdir, hosts_file[1].bridge.ip
 
 
-def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, scratch):
+def test_run_from_two_client_hosts_into_two_gateway_hosts(hosts_file, workdir):
     from xcbench.hosts.matrix_section import inventory_for
     from xcbench.matrix import load_matrix
     path, inv = hosts_file
-    matrix = load_matrix(_matrix(scratch, str(path)))  # the inventory through the matrix's key
+    matrix = load_matrix(_matrix(workdir, str(path)))  # the inventory through the matrix's key
     inv2 = inventory_for(None, matrix.raw, matrix.path)
     assert [h.name for h in inv2.clients] == [h.name for h in inv.clients]
-    _run_and_check(matrix, inv2, None, scratch / "results", baseline=True)
+    _run_and_check(matrix, inv2, None, workdir / "results", baseline=True)
 
 
-def test_cli_run_with_hosts(hosts_file, scratch, bridge_cluster):
+def test_cli_run_with_hosts(hosts_file, workdir, bridge_cluster):
     """`xcbench run MATRIX --hosts FILE`: versions checked, then the run; exit 0 (a run asks
     for a cluster even for a tmpfs matrix: the one on the bridge)."""
     path, inv = hosts_file
-    out = scratch / "results-cli"
-    res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(_matrix(scratch)), "--hosts",
+    out = workdir / "results-cli"
+    res = subprocess.run([sys.executable, "-m", "xcbench", "run", str(_matrix(workdir)), "--hosts",
                           str(path), "--store", str(out), "--no-baseline", "--no-probes",
                           "--no-report", "--telemetry", "none",
                           "--ceph-conf", str(bridge_cluster.conf)],
@@ -240,23 +178,23 @@ def test_cli_run_with_hosts(hosts_file, scratch, bridge_cluster):
     assert not _agents()
 
 
-def test_rados_run_from_two_client_hosts(hosts_file, scratch, bridge_cluster):
+def test_rados_run_from_two_client_hosts(hosts_file, workdir, bridge_cluster):
     from xcbench.matrix import load_matrix
     path, inv = hosts_file
     backends = {"rados": {"layouts": [{"stripe_unit": "4M", "stripe_count": 1,
                                        "object_size": "4M"}], "pools": [{"replicated": 1}]}}
-    matrix = load_matrix(_matrix(scratch, None, backends), bridge_cluster)
-    _run_and_check(matrix, inv, bridge_cluster, scratch / "results-rados", baseline=False)
+    matrix = load_matrix(_matrix(workdir, None, backends), bridge_cluster)
+    _run_and_check(matrix, inv, bridge_cluster, workdir / "results-rados", baseline=False)
 
 
 # slow (make slow): the ssh transport itself is tested in test_hosts_ssh.py in the default suite
 @pytest.mark.slow
-def test_run_with_a_client_host_over_ssh(ssh_hosts, scratch):
+def test_run_with_a_client_host_over_ssh(ssh_hosts, workdir):
     from xcbench.hosts.checks import check_versions
     from xcbench.matrix import load_matrix
     assert ssh_hosts.clients[1].transport == "ssh"
     check_versions(ssh_hosts)
-    _run_and_check(load_matrix(_matrix(scratch)), ssh_hosts, None, scratch / "results-ssh",
+    _run_and_check(load_matrix(_matrix(workdir)), ssh_hosts, None, workdir / "results-ssh",
                    baseline=True)
 
 

@@ -8,7 +8,6 @@ given by -c. Nothing of the replays is left behind."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,32 +17,18 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.support.quota import needs_quota
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions, run_matrix
 from xcbench.selftest.confirm import confirm_run, text
-from xcbench.system.cgroups import CgroupError, Registry, detect
 
-try:
-    detect()
-    WHY = ""
-except CgroupError as e:
-    WHY = str(e)
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(bool(WHY), reason=WHY or "no CPU-quota cgroups")]
-CPU = Path("/sys/fs/cgroup/cpu")
+pytestmark = [pytest.mark.integration, needs_quota]
+QUOTA_GROUPS = ("xcb-confirm",)  # the conftest's state fixture: none of them left after a test
 CORES = 0.15  # one origin's quota: far below what a tmpfs gateway uses here (~1.3 cores)
 LEVEL = 2
 # short time-based levels: each replay ~6 s of campaign; 1 run + 4 replays in the default suite
 CAMPAIGN = {"duration": {"min": "5s", "max": "8s"},
             "steady": {"rule": "autoterm", "window": "4s", "points": 4, "tolerance": "15%"}}
-
-
-@pytest.fixture
-def state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XCBENCH_STATE", str(tmp_path / "state"))
-    yield tmp_path / "state"
-    assert sorted(CPU.glob(f"xcb-confirm{os.getpid()}-*")) == [], "a quota group was left behind"
-    assert Registry(tmp_path / "state").entries() == []
 
 
 def _run(tmp_path: Path, backends: dict, cluster=None, **defaults):

@@ -4,40 +4,20 @@ and no cgroup of it left behind: after a run, a failed cell, or Ctrl-C."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support.quota import left_groups, needs_quota
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
 from xcbench.selftest import SCENARIOS, output
 from xcbench.selftest.run_scenarios import Cap, CappingRunner, run_selftest
 from xcbench.selftest.scenarios import CELLS, QUICK, matrix_yaml
-from xcbench.system.cgroups import CgroupError, Registry, detect
 
-try:
-    detect()
-    WHY = ""
-except CgroupError as e:
-    WHY = str(e)
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(bool(WHY), reason=WHY or "no CPU-quota cgroups")]
-CPU = Path("/sys/fs/cgroup/cpu")
-
-
-def _ours() -> list[Path]:
-    """xcb cgroups of this process (others' tests may have their own at the same time)."""
-    return sorted(CPU.glob(f"xcb-selftest{os.getpid()}-*")) + sorted(CPU.glob(f"xcb-t{os.getpid()}-*"))
-
-
-@pytest.fixture
-def state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XCBENCH_STATE", str(tmp_path / "state"))
-    yield tmp_path / "state"
-    assert _ours() == [], "a cgroup of the self-test was left behind"
-    assert Registry(tmp_path / "state").entries() == []
+pytestmark = [pytest.mark.integration, needs_quota]
+QUOTA_GROUPS = ("xcb-selftest", "xcb-t")  # the conftest's state fixture: none left after a test
 
 
 # the default suite's short variant: causes, not names, on the tmpfs cell (one uncapped run, a
@@ -132,4 +112,4 @@ def test_cgroup_is_removed_when_the_cell_fails_or_is_interrupted(tmp_path, state
             (cell,) = run.cells.values()
             assert cell.status == "failed" and "made to fail" in cell.error
         assert cap.applied  # the group was made and the gateway was in it
-        assert _ours() == [] and groups.groups == {}
+        assert left_groups(*QUOTA_GROUPS) == [] and groups.groups == {}

@@ -6,31 +6,14 @@ EC-first run)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
+from tests.support.quota import needs_quota
 from xcbench.selftest import output
 from xcbench.selftest.run_scenarios import run_selftest
-from xcbench.system.cgroups import CgroupError, Registry, detect
 
-try:
-    detect()
-    WHY = ""
-except CgroupError as e:
-    WHY = str(e)
-pytestmark = [pytest.mark.integration, pytest.mark.slow,
-              pytest.mark.skipif(bool(WHY), reason=WHY or "no CPU-quota cgroups")]
-CPU = Path("/sys/fs/cgroup/cpu")
-
-
-@pytest.fixture
-def state(tmp_path, monkeypatch):
-    monkeypatch.setenv("XCBENCH_STATE", str(tmp_path / "state"))
-    yield tmp_path / "state"
-    assert sorted(CPU.glob(f"xcb-selftest{os.getpid()}-*")) == [], "a quota group was left behind"
-    assert Registry(tmp_path / "state").entries() == []
+pytestmark = [pytest.mark.integration, pytest.mark.slow, needs_quota]
+QUOTA_GROUPS = ("xcb-selftest",)  # the conftest's state fixture: none of them left after a test
 
 
 def test_host_cpu_and_ec_are_proven_by_intervention(ceph_cluster, tmp_path, state):

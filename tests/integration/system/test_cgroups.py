@@ -15,17 +15,13 @@ from pathlib import Path
 import psutil
 import pytest
 
-from xcbench.system.cgroups import CgroupError, CpuGroups, Registry, detect, sweep_stale
+from tests.support.quota import MECH, needs_quota
+from xcbench.system.cgroups import CgroupError, CpuGroups, Registry, sweep_stale
 from xcbench.system.limits import cpu_limit
 
 TICKS = 2 / os.sysconf("SC_CLK_TCK")  # resolution of two process CPU-time reads (s)
 
-try:
-    MECH = detect()
-    WHY = ""
-except CgroupError as e:
-    MECH, WHY = None, str(e)
-pytestmark = pytest.mark.skipif(MECH is None, reason=WHY or "no CPU-quota cgroups")
+pytestmark = needs_quota
 BUSY = [sys.executable, "-c", "while True: pass"]
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -12,21 +12,16 @@ import time
 import uuid
 
 import pandas as pd
-import pytest
 
+from tests.support.quota import MECH, needs_quota
 from xcbench.analysis.verdicts import saturation as sat
 from xcbench.analysis.verdicts.roles import role_usage
 from xcbench.analysis.verdicts.samples import SampleIndex
-from xcbench.system.cgroups import CgroupError, CpuGroups, detect
+from xcbench.system.cgroups import CpuGroups
 from xcbench.telemetry.host import HostSampler
 from xcbench.telemetry.role_processes import CellRoleSampler
 
-try:
-    MECH = detect()
-    WHY = ""
-except CgroupError as e:
-    MECH, WHY = None, str(e)
-pytestmark = pytest.mark.skipif(MECH is None, reason=WHY or "no CPU-quota cgroups")
+pytestmark = needs_quota
 SPIN = [sys.executable, "-c", "while True: pass"]
 IDLE = [sys.executable, "-c", "import time\nwhile True: time.sleep(0.01)"]
 

@@ -8,24 +8,14 @@ import re
 
 import pytest
 
-from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report import glance
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.cli import main
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    cells = mixed_cells()
-    for c in cells:
-        c.concurrency, c.files = (2, 8), 24
-    path, truth = make_run(tmp_path_factory.mktemp("glance"), cells)
-    return path, truth
-
-
-def test_one_row_per_point_with_the_stored_verdict_and_the_steady_rate(run):
-    path, truth = run
+def test_one_row_per_point_with_the_stored_verdict_and_the_steady_rate(glance_run):
+    path, truth = glance_run
     rd = RunData(path)
     rows = glance.rows(rd)
     pts = rd.points
@@ -46,8 +36,8 @@ def test_one_row_per_point_with_the_stored_verdict_and_the_steady_rate(run):
     assert {cid: r["verdict"] for cid, r in top.items() if cid in truth} == truth
 
 
-def test_short_reasons_quote_the_deciding_figure(run):
-    rd = RunData(run[0])
+def test_short_reasons_quote_the_deciding_figure(glance_run):
+    rd = RunData(glance_run[0])
     rows = glance.rows(rd)
     by = {r["verdict"]: r["short_reason"] for r in rows}
     assert re.fullmatch(r"\d+ % of fio write [\d.]+ Gb/s", by["storage-bandwidth"])
@@ -72,8 +62,8 @@ def test_a_beaten_probe_is_marked_and_an_unknown_verdict_keeps_its_own_words():
     assert glance.short_reason("gateway", "long", ev, short="own words 42") == "own words 42"
 
 
-def test_report_text_and_json(run, capsys):
-    path, _ = run
+def test_report_text_and_json(glance_run, capsys):
+    path, _ = glance_run
     assert main(["report", str(path), "--format", "text"]) == 0
     out = capsys.readouterr().out
     rd = RunData(path)

@@ -10,22 +10,13 @@ import sys
 
 import pytest
 
-from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report import glance
 from xcbench.analysis.verdicts.run_data import RunData
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    cells = mixed_cells()
-    for c in cells:
-        c.concurrency, c.files = (2, 8), 24
-    path, _ = make_run(tmp_path_factory.mktemp("glance-width"), cells)
-    return path
-
-
 @pytest.mark.parametrize("columns", [None, "60", "80", "120"])
-def test_report_text_fits_columns_with_no_trailing_space(run, columns):
+def test_report_text_fits_columns_with_no_trailing_space(glance_run, columns):
+    run, _ = glance_run
     env = {"PATH": "/usr/bin:/bin", **({"COLUMNS": columns} if columns else {})}
     cp = subprocess.run([sys.executable, "-m", "xcbench", "report", str(run), "--format", "text"],
                         capture_output=True, text=True, env=env, timeout=120)
@@ -39,8 +30,8 @@ def test_report_text_fits_columns_with_no_trailing_space(run, columns):
     assert any(ln.startswith("verdicts: ") for ln in lines) and " %" in cp.stdout
 
 
-def test_common_words_go_to_the_title_once(run):
-    rd = RunData(run)
+def test_common_words_go_to_the_title_once(glance_run):
+    rd = RunData(glance_run[0])
     rows = glance.rows(rd)
     common = glance.common_words([r["cell"] for r in rows])
     assert "o1" in common and "push" in common

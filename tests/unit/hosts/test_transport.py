@@ -8,6 +8,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.support.waits import gone
 from xcbench.errors import XcbError
 from xcbench.hosts import Host, transport_for
 from xcbench.hosts.inventory import Link
@@ -93,15 +94,6 @@ def _tied(argv, grace=0, forward=0):
                             stdout=subprocess.PIPE, start_new_session=True)
 
 
-def _gone(pid, timeout=5.0):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if not proc.pid_alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
-
-
 def test_tied_stops_the_command_when_stdin_closes():
     """What sshd does when the ssh client dies: the remote command's stdin channel closes."""
     p = _tied(["sh", "-c", "echo up; sleep 60 & sleep 60"])
@@ -110,7 +102,7 @@ def test_tied_stops_the_command_when_stdin_closes():
     assert kids
     p.stdin.close()
     assert p.wait(10) != 0
-    assert all(_gone(k.pid) for k in kids)
+    assert all(gone(k.pid, 5.0, 0.02) for k in kids)
 
 
 def test_tied_passes_exit_status():
@@ -132,4 +124,4 @@ def test_tied_forwarding_still_stops_a_command_that_ignores_eof():
     assert p.stdout.readline() == b"up\n"
     kids = psutil.Process(p.pid).children(recursive=True)
     p.stdin.close()
-    assert p.wait(10) != 0 and all(_gone(k.pid) for k in kids)
+    assert p.wait(10) != 0 and all(gone(k.pid, 5.0, 0.02) for k in kids)
