@@ -37,9 +37,10 @@ def test_a_command_parsed_alone_has_the_same_help_as_among_all(name):
         helps(_sub(build_parser()).choices[name], name)
 
 
-def test_version_and_hosts_import_no_pandas():
+def test_version_hosts_and_the_agents_import_no_pandas():
     prog = ("import sys\nfrom xcbench.cli import main\n"
-            "for argv in (['--version'], ['hosts', '--help']):\n"
+            "for argv in (['--version'], ['hosts', '--help'], ['campaign-agent', '--help'],\n"
+            "             ['gateway-agent', '--help']):\n"
             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)
