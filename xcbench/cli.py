@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import importlib
 import sys
+from collections.abc import Sequence
 
 from xcbench import __version__
 from xcbench.commands.options import apply_ceph_name
@@ -54,14 +55,15 @@ def error_line(parser: argparse.ArgumentParser, message: str) -> str:
             f"(see `{parser.prog} --help`)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
+    """The parser of ``commands`` (all of them unless told: --help lists them all)."""
     parser = _Parser(
         prog=PROG,
         description="Measure XRootD gateways into Ceph and attribute what caps them.")
     parser.add_argument("--version", action="version", version=f"xcbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
                                 parser_class=_Parser)
-    for name in COMMANDS:
+    for name in commands:
         mod = importlib.import_module(f"xcbench.commands.{name.replace('-', '_')}")
         p = mod.add_parser(sub)
         p.set_defaults(_run=mod.run)
@@ -93,8 +95,18 @@ def _describe(parser: argparse.ArgumentParser) -> None:
                 _describe(p)
 
 
+def _needed(argv: Sequence[str]) -> Sequence[str]:
+    """The commands whose modules a command line needs: the one it names first (its module alone
+    is imported: a run's pandas and plots are no start-up cost of `hosts`, `--version` or an
+    agent, which other hosts start many times), none for a bare --version, else all (--help,
+    a mistyped command: the choices are listed)."""
+    if list(argv) == ["--version"]:
+        return ()
+    return (argv[0],) if argv and argv[0] in COMMANDS else COMMANDS
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_needed(sys.argv[1:] if argv is None else argv))
     args, extra = parser.parse_known_args(argv)
     if extra:
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -20,15 +20,20 @@ from xcbench.telemetry.xrdreport import ReportListener, parse_report
 pytestmark = pytest.mark.integration
 
 
-def _links_total(listener: ReportListener, pid: int, settle: float = 2.5) -> int:
-    """The gateway's ``link.tot`` (connections accepted so far) from a report sent after now."""
+def _links_total(listener: ReportListener, pid: int, timeout: float = 10.0) -> int:
+    """The gateway's ``link.tot`` (connections accepted so far) from the first report made after
+    now: its ``tod`` (xrootd's time(0), whole seconds) past this second; one comes every second."""
+    after = int(time.time()) + 1
     listener.drain()
-    time.sleep(settle)  # a report is sent every second: one from after this instant
-    reports = [parse_report(p.data) for p in listener.drain()]
-    tots = [r.values.get("link.tot") for r in reports if r.header.get("pid") == pid]
-    tots = [t for t in tots if t is not None]
-    assert tots, "no xrd.report from the gateway"
-    return int(max(tots))
+    deadline = time.monotonic() + timeout
+    while True:
+        for p in listener.drain():
+            r = parse_report(p.data)
+            tot = r.values.get("link.tot")
+            if r.header.get("pid") == pid and int(r.header.get("tod") or 0) >= after and tot is not None:
+                return int(tot)
+        assert time.monotonic() < deadline, f"no xrd.report of pid {pid} made after {after}"
+        time.sleep(0.05)
 
 
 def test_streams_dimension_sets_the_tcp_connections_per_channel():
