@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from xcbench.errors import XcbError
+
+if TYPE_CHECKING:  # pandas is imported where a table is upgraded: the manifest's readers (every
+    import pandas as pd  # command, the agents) start without it
 
 SCHEMA_VERSION = 2
 TABLES_VERSION = 2
@@ -103,6 +104,7 @@ def _cell_direction(manifest: dict[str, Any], cell_id: Any) -> str:
 
 def update_to_2(name: str, df: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
     """Version 1 -> 2 (the module's list)."""
+    import pandas as pd
     if name in ("transfers", "verdicts", "baseline"):
         _fill(df, "direction", "write")
     if name == "transfers" and {"throughput", "file_size", "tx_duration"} <= set(df.columns):
