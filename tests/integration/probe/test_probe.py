@@ -230,7 +230,7 @@ def test_probe_command_prints_a_ral_table(ceph_cluster, tmp_path, capsys):
     from xcbench.cli import main
     m = tmp_path / "m.yaml"
     m.write_text(MATRIX)
-    rc = main(["probe", "--matrix", str(m), "--ceph-conf", str(ceph_cluster.conf),
+    rc = main(["probe", str(m), "--ceph-conf", str(ceph_cluster.conf),
                "--raw", str(tmp_path / "raw")])
     out, err = capsys.readouterr()
     assert rc == 0, err
