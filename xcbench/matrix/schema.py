@@ -226,7 +226,7 @@ def _add_new(errors: _Errors, where: str, key: str, section: dict) -> None:
 
 # fio's steady-state detection: ss=<metric>:<limit>[%] (the only fio option a matrix writes as
 # text); the other probe fields are numbers, sizes, booleans or pattern names
-PROBE_PATTERNS = ("randwrite", "write", "read")  # xcbench.probe.jobs.PATTERNS (a test holds them equal)
+PROBE_PATTERNS = ("randwrite", "write", "read")  # xcbench.probe.job_settings.PATTERNS (a test holds them equal)
 _FIO_SS = re.compile(r"^(iops|bw|iops_slope|bw_slope):[0-9]+(\.[0-9]+)?%?$")
 
 

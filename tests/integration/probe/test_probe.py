@@ -15,7 +15,8 @@ from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
 from xcbench.probe import fio
-from xcbench.probe.jobs import PREFIX, direct_io_supported, run_probe
+from xcbench.probe.jobfiles import PREFIX, direct_io_supported
+from xcbench.probe.jobs import run_probe
 from xcbench.store.tables import PROBE
 from xcbench.system import ports, proc
 

@@ -101,7 +101,7 @@ def test_fio_settings_are_checked_against_their_types(tmp_path, capsys, probe, f
 
 
 def test_the_pattern_names_are_the_probes():
-    from xcbench.probe.jobs import PATTERNS
+    from xcbench.probe.job_settings import PATTERNS
     assert PROBE_PATTERNS == PATTERNS
 
 

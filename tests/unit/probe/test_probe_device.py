@@ -10,7 +10,8 @@ import pytest
 
 from xcbench.backends.base import Target
 from xcbench.cell import Cell
-from xcbench.probe import jobs as probe
+from xcbench.probe import jobs
+from xcbench.probe.device_count import POLL, active_rate
 
 
 def _cell() -> Cell:
@@ -28,7 +29,7 @@ def test_each_write_job_runs_alone_while_the_device_is_read(tmp_path):
         seen.append(sorted(p.name for p in raw.glob("*.json")))
         return 7 * len(seen), 7000 * len(seen)
 
-    rows = probe.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=raw, device=device)
+    rows = jobs.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=raw, device=device)
     assert len(seen) >= 10  # polled while each write job ran (1 s each)
     assert seen[0] == []  # the IOPS job first, alone; then the bandwidth job, alone
     assert ["xcb-probe.dev1.randwrite.json"] in seen
@@ -36,7 +37,7 @@ def test_each_write_job_runs_alone_while_the_device_is_read(tmp_path):
     by = {r["job"]: r for r in rows}
     assert set(by) == {"randwrite", "write", "read"}  # the read job ran afterwards, uncounted
     for job in ("randwrite", "write"):  # 7 IOs per read, a read every POLL s: the counter's rate
-        assert 7 / probe.POLL * 0.5 < by[job]["device_write_iops"] <= 7 / probe.POLL * 1.05
+        assert 7 / POLL * 0.5 < by[job]["device_write_iops"] <= 7 / POLL * 1.05
         assert math.isclose(by[job]["device_write_Bps"], 1000 * by[job]["device_write_iops"])
     assert math.isnan(by["read"]["device_write_iops"]) and math.isnan(by["read"]["device_write_Bps"])
 
@@ -49,13 +50,13 @@ def test_each_write_job_runs_alone_while_the_device_is_read(tmp_path):
     ([(0.0, 5, 0)], None),
 ])
 def test_the_active_rate_is_over_the_span_the_counter_moved(samples, rate):
-    assert probe.active_rate(samples) == rate
+    assert active_rate(samples) == rate
 
 
 def test_without_a_counter_one_fio_run_and_no_device_figures(tmp_path):
     target = Target(cell_id="dev1", backend="tmpfs", path=str(tmp_path / "t"))
     (tmp_path / "t").mkdir()
-    rows = probe.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=tmp_path / "raw")
+    rows = jobs.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=tmp_path / "raw")
     assert {r["job"] for r in rows} == {"randwrite", "write", "read"}
     assert all(math.isnan(r["device_write_iops"]) and math.isnan(r["device_write_Bps"]) for r in rows)
     assert [p.name for p in (tmp_path / "raw").glob("*.json")] == ["xcb-probe.dev1.json"]

@@ -10,7 +10,7 @@ import yaml
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
-from xcbench.probe.jobs import settings
+from xcbench.probe.job_settings import settings
 from xcbench.selftest import output
 from xcbench.selftest.run_scenarios import _riders, cells_of, plan
 from xcbench.selftest.scenarios import (
