@@ -30,7 +30,7 @@ def test_every_command_has_a_description_and_a_help_line():
         assert " ".join(p.description.split()) in " ".join(p.format_help().split()), name
 
 
-@pytest.mark.parametrize("cmd", [["run", "m.yaml"], ["probe", "--matrix", "m.yaml"], ["cluster", "status"]])
+@pytest.mark.parametrize("cmd", [["run", "m.yaml"], ["probe", "m.yaml"], ["cluster", "status"]])
 def test_ceph_flags_as_the_ceph_cli_spells_them_and_the_old_names(cmd):
     p = build_parser()
     new = p.parse_args([*cmd, "-c", "/e/ceph.conf", "--id", "bench", "-k", "/e/k.keyring"])
@@ -106,12 +106,21 @@ def test_internal_commands_are_hidden_from_help_but_still_run():
         assert p.parse_args([name]).command == name
 
 
+def test_probe_takes_its_matrix_as_run_does_and_the_older_flag_unlisted():
+    p = build_parser()
+    sub = p._subparsers._group_actions[0].choices
+    assert p.parse_args(["probe", "m.yaml", "--cell", "c"]).matrix == "m.yaml"
+    old = p.parse_args(["probe", "--matrix", "m.yaml"])
+    assert (old.matrix, old.matrix_flag) == (None, "m.yaml")
+    assert "MATRIX" in sub["probe"].format_usage() and "--matrix" not in sub["probe"].format_help()
+
+
 def test_a_command_printing_results_takes_json():
     p = build_parser()
     for argv in (["run", "m.yaml"], ["demo"], ["report", "latest"], ["compare", "a", "b"],
                  ["confirm", "latest"], ["matrix", "check", "m.yaml"], ["matrix", "show", "m.yaml"],
                  ["runs", "list"], ["runs", "show", "latest"], ["cluster", "status"],
-                 ["probe", "--matrix", "m.yaml"], ["baseline"], ["selftest"],
+                 ["probe", "m.yaml"], ["baseline"], ["selftest"],
                  ["telemetry", "list"], ["hosts", "status"]):
         assert p.parse_args([*argv, "--json"]).json is True, argv
     # plan's --format json stays: --json is its alias

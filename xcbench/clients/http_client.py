@@ -1,8 +1,9 @@
 """HTTP-TPC spoken directly: COPY with ``Source:`` (pull) and ``X-Number-Of-Streams``.
 
-Used for tpc-http when the campaign client is the XRootD client (which has no HTTP-TPC). The
-destination answers 201 and streams performance markers ("Perf Marker ... End") until a final
-``success: ...`` or ``failure: ...`` line; checksums come from HEAD with ``Want-Digest: adler32``.
+Used for tpc-http when the campaign client is the XRootD client (which has no HTTP-TPC), and by
+the WLCG smoke test (xcbench.gateway.smoke) for its pull and push. The active side answers 201
+and streams performance markers ("Perf Marker ... End") until a final ``success: ...`` or
+``failure: ...`` line; checksums come from HEAD with ``Want-Digest: adler32``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import errno as E
 import http.client
 import re
 import socket
+import ssl
 import time
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from xcbench.clients.base import Client, Outcome, Progress, TransferError, normalise_adler32
@@ -27,13 +30,46 @@ def _left(deadline: float) -> float:
     return left
 
 
+def tpc_headers(*, source: str | None = None, destination: str | None = None, overwrite: bool = True,
+                streams: int | None = None, token: str | None = None) -> dict[str, str]:
+    """An HTTP-TPC COPY's headers: a pull (``Source:``, the COPY sent to the destination) or a
+    push (``Destination:``, sent to the source). ``token`` goes as TransferHeaderAuthorization:
+    the active side hands it on to the other as its Authorization (token delegation)."""
+    if (source is None) == (destination is None):
+        raise ValueError("an HTTP-TPC COPY has a Source (pull) or a Destination (push)")
+    h = {"Source": source} if source is not None else {"Destination": str(destination)}
+    if streams:
+        h["X-Number-Of-Streams"] = str(streams)
+    h.update({"Overwrite": "T" if overwrite else "F", "Credential": "none"})
+    if token:
+        h["TransferHeaderAuthorization"] = f"Bearer {token}"
+    return h
+
+
+@dataclass
+class CopyReply:
+    """What the active side of a COPY answered."""
+    status: int
+    reason: str
+    final: str  # the last "success: ..." / "failure: ..." line; "" when none came
+    body: str   # the answer's text when it was not 201 (a 201's markers are read, not kept)
+
+
+def _final(lines: list[str]) -> str:
+    return next((ln.strip() for ln in reversed(lines) if ln.startswith(("success:", "failure:"))), "")
+
+
 class KeptAlive:
     """One kept-alive HTTP connection per host:port for this thread's client or reader; a request
     is tried again once on a fresh connection (the server may have closed the kept one), and
-    :meth:`cancel` shuts the sockets down, which aborts a running COPY or GET."""
+    :meth:`cancel` shuts the sockets down, which aborts a running COPY or GET.
 
-    def __init__(self) -> None:
+    ``context``: the TLS context (default: the system's CAs and X509_CERT_DIR); ``env_token``:
+    a request without Authorization gets the environment's bearer token (BEARER_TOKEN(_FILE))."""
+
+    def __init__(self, context: ssl.SSLContext | None = None, env_token: bool = True) -> None:
         self._conns: dict[str, http.client.HTTPConnection] = {}
+        self._context, self._env_token = context, env_token
 
     def _request(self, method: str, url: str, headers: dict, timeout: float,
                  scope: str = "DESTINATION"):
@@ -41,7 +77,7 @@ class KeptAlive:
         if p.scheme not in ("http", "https", "davs"):
             raise TransferError(f"{url}: only http:// and https:// (davs://) are supported",
                                 E.EPROTONOSUPPORT, scope, "TRANSFER_PREPARATION")
-        token = bearer_token()
+        token = bearer_token() if self._env_token else None
         if token and "Authorization" not in headers:  # a secure gateway's token (its file)
             headers = {**headers, "Authorization": f"Bearer {token}"}
         for attempt in (0, 1):
@@ -49,7 +85,8 @@ class KeptAlive:
             if conn is None:
                 conn = self._conns[p.netloc] = (
                     http.client.HTTPConnection(p.netloc, timeout=timeout) if p.scheme == "http" else
-                    http.client.HTTPSConnection(p.netloc, timeout=timeout, context=ssl_context()))
+                    http.client.HTTPSConnection(p.netloc, timeout=timeout,
+                                                context=self._context or ssl_context()))
             conn.timeout = timeout
             if conn.sock is not None:
                 conn.sock.settimeout(timeout)
@@ -72,6 +109,35 @@ class KeptAlive:
                 except OSError:
                     pass
 
+    def copy(self, url: str, headers: dict, deadline: float, progress: Progress) -> CopyReply:
+        """One HTTP-TPC COPY at ``url`` (``headers``: :func:`tpc_headers`): on 201 the markers'
+        bytes go into ``progress`` until the final line, each line before ``deadline``;
+        another status: its body. Raises TransferError, OSError or HTTPException."""
+        conn, resp = self._request("COPY", url, headers, min(_left(deadline), 60))
+        if resp.status != 201:
+            body = resp.read().decode(errors="replace").strip()
+            return CopyReply(resp.status, resp.reason, _final(body.splitlines()), body)
+        last = ""
+        while True:
+            if conn.sock is not None:  # each marker line must come before the deadline
+                conn.sock.settimeout(_left(deadline))
+            line = resp.readline().decode(errors="replace")
+            if not line:
+                break
+            m = _BYTES.search(line)
+            if m:
+                progress.transferred = int(m.group(1))
+            if line.startswith(("success:", "failure:")):
+                last = line.strip()
+        resp.read()
+        return CopyReply(resp.status, resp.reason, last, "")
+
+    def disconnect(self) -> None:
+        """Close every kept connection."""
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()
+
     def _drop(self, url: str) -> None:
         conn = self._conns.pop(urlsplit(url).netloc, None)
         if conn is not None:
@@ -83,31 +149,13 @@ class HttpClient(KeptAlive, Client):
 
     def tpc(self, source, dest, *, overwrite, streams, deadline, progress: Progress,
             size: int = 0) -> Outcome:
-        headers = {"Source": source, "X-Number-Of-Streams": str(streams),
-                   "Overwrite": "T" if overwrite else "F", "Credential": "none"}
-        token = bearer_token()
-        if token:  # token delegation: the destination forwards it to the source as Authorization
-            headers["TransferHeaderAuthorization"] = f"Bearer {token}"
+        headers = tpc_headers(source=source, overwrite=overwrite, streams=streams, token=bearer_token())
         try:
-            conn, resp = self._request("COPY", dest, headers, min(_left(deadline), 60))
-            if resp.status != 201:
-                body = resp.read().decode(errors="replace").strip()
-                code = {412: E.EEXIST, 404: E.ENOENT, 403: E.EACCES, 401: E.EACCES}.get(resp.status, E.EIO)
-                raise TransferError(f"DESTINATION COPY {resp.status} {resp.reason}: {body}", code,
+            reply = self.copy(dest, headers, deadline, progress)
+            if reply.status != 201:
+                code = {412: E.EEXIST, 404: E.ENOENT, 403: E.EACCES, 401: E.EACCES}.get(reply.status, E.EIO)
+                raise TransferError(f"DESTINATION COPY {reply.status} {reply.reason}: {reply.body}", code,
                                     "DESTINATION", "TRANSFER_PREPARATION")
-            last = ""
-            while True:
-                if conn.sock is not None:  # each marker line must come before the deadline
-                    conn.sock.settimeout(_left(deadline))
-                line = resp.readline().decode(errors="replace")
-                if not line:
-                    break
-                m = _BYTES.search(line)
-                if m:
-                    progress.transferred = int(m.group(1))
-                if line.startswith(("success:", "failure:")):
-                    last = line.strip()
-            resp.read()
         except TransferError as e:
             self._drop(dest)
             return e.outcome(progress.transferred, "3rd pull")
@@ -115,6 +163,7 @@ class HttpClient(KeptAlive, Client):
             self._drop(dest)
             code = E.ETIMEDOUT if isinstance(e, socket.timeout) else E.ECONNRESET
             return TransferError(f"COPY {dest}: {e}", code).outcome(progress.transferred, "3rd pull")
+        last = reply.final
         if last.startswith("success:"):
             progress.transferred = size or progress.transferred
             return Outcome(True, progress.transferred, transfer_type="3rd pull")

@@ -1,4 +1,4 @@
-"""xcbench probe --matrix FILE [--cell ID]: fio probes of a matrix's cells, on their own.
+"""xcbench probe MATRIX [--cell ID]: fio probes of a matrix's cells, on their own.
 
 Each cell's target is prepared by its backend, probed (xcbench.probe.jobs.run_probe) and cleaned up;
 cells that differ only in what the probe does not see (origins, mode, concurrency, ...) share
@@ -9,6 +9,7 @@ one probe. Prints a table like RAL's: stripe unit, stripe count, object size, po
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -38,7 +39,9 @@ GIB = float(1 << 30)
 def add_parser(sub):
     p = sub.add_parser("probe", help="fio probes of a matrix's cells (storage ceiling per cell)",
                        description=__doc__.split("\n\n")[1])
-    p.add_argument("--matrix", required=True, metavar="FILE", help="matrix YAML")
+    p.add_argument("matrix", nargs="?", metavar="MATRIX", help="matrix YAML (as `xcbench run MATRIX`)")
+    # the older spelling keeps working, unlisted, so a site's scripts do not break
+    p.add_argument("--matrix", dest="matrix_flag", metavar="FILE", help=argparse.SUPPRESS)
     p.add_argument("--cell", action="append", metavar="ID",
                    help="only this cell (id, id prefix or label; repeatable)")
     p.add_argument("--fio-hosts", metavar="H1,H2",
@@ -61,16 +64,27 @@ def _gib(v) -> str:
     return "-" if v is None else f"{gbps_num(v)} ({v / GIB:.3f})"
 
 
+def matrix_path(args) -> str:
+    """MATRIX, or the same file given by the older ``--matrix FILE``; one line if neither or both."""
+    if args.matrix and args.matrix_flag:
+        raise XcbError(f"probe: two matrices given ({args.matrix} and --matrix {args.matrix_flag}); "
+                       f"give one, as `xcbench probe MATRIX`")
+    if not (args.matrix or args.matrix_flag):
+        raise XcbError("probe: give a MATRIX file (`xcbench probe MATRIX`)")
+    return args.matrix or args.matrix_flag
+
+
 def run(args) -> int:
+    path = matrix_path(args)
     argcheck.number("--runtime", args.runtime, 1, 86400)
     argcheck.directory("--raw", args.raw)
     hosts = argcheck.hosts("--fio-hosts", args.fio_hosts)
-    matrix = load_matrix(args.matrix)
+    matrix = load_matrix(path)
     cells = [matrix.cell(key) for key in args.cell] if args.cell else list(matrix.cells)
     cluster = None
     if any(backend_class(c.backend).needs_cluster for c in cells):
         cluster = cluster_from_args(args)
-        matrix = load_matrix(args.matrix, cluster)  # validated against the cluster's limits
+        matrix = load_matrix(path, cluster)  # validated against the cluster's limits
         cells = [matrix.cell(c.id) for c in cells]
         check_access(cluster, cells, backend_class)
     seen: dict[tuple, str] = {}

@@ -13,6 +13,9 @@ it writes one small random file there and checks, in order, as the WLCG HTTP-TPC
     roots-tpc   with ``--xroot URL``: a root(s):// third-party copy (XrdCl, thirdParty only)
     delete      DELETE every file it wrote, then HEAD says 404
 
+The two COPYs are the campaign's HTTP-TPC (xcbench.clients.http_client: its headers, its
+reading of the markers and the final line); the other requests go through requests.
+
 Every file is named xcb-smoke-<random>-*, and only those are deleted. The token (``--token-file``
 or BEARER_TOKEN_FILE) is read from its file, registered with xcbench.system.secrets and scrubbed from
 every answer printed; the CA dir (``--ca-dir`` or X509_CERT_DIR) is what TLS is verified with.
@@ -21,13 +24,17 @@ every answer printed; the CA dir (``--ca-dir`` or X509_CERT_DIR) is what TLS is 
 from __future__ import annotations
 
 import os
+import ssl
 import sys
+import time
 import uuid
 import zlib
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from xcbench.clients.base import Progress
+from xcbench.clients.http_client import CopyReply, KeptAlive, tpc_headers
 from xcbench.errors import XcbError
 from xcbench.system import proc, secrets
 from xcbench.system.secrets_policy import check_transport
@@ -60,11 +67,19 @@ class Check:
 
 
 def _answer(resp: Any) -> str:
-    body = (resp.text or "").strip().replace("\r", "")
-    lines = [ln for ln in body.splitlines() if ln.strip()]
+    return _said(resp.status_code, resp.reason, resp.text or "")
+
+
+def _said(status: int, reason: str, body: str) -> str:
+    """The server's status and its last success/failure line (else its last line), scrubbed."""
+    lines = [ln for ln in body.strip().replace("\r", "").splitlines() if ln.strip()]
     last = [ln for ln in lines if ln.startswith(("success", "failure"))]
     text = (last or lines or [""])[-1][:240]
-    return secrets.scrub(f"{resp.status_code} {resp.reason}" + (f": {text}" if text else ""))
+    return secrets.scrub(f"{status} {reason}" + (f": {text}" if text else ""))
+
+
+def _copy_answer(reply: CopyReply) -> str:
+    return _said(reply.status, reply.reason, reply.body or reply.final)
 
 
 def _adler(data: bytes) -> str:
@@ -82,6 +97,10 @@ class Smoke:
         self.path = p.path or "/"
         self.token, self.timeout = token, timeout
         self.verify: Any = ca_dir if ca_dir else True
+        # the COPYs trust what requests does: the CA dir alone when given (the token is ours
+        # to send, not the environment's)
+        self.http = KeptAlive(context=ssl.create_default_context(capath=ca_dir) if ca_dir else None,
+                              env_token=False)
         if token:  # the token (and the one it hands on for TPC) only over verified TLS or loopback
             check_transport(self.base, self.verify, "smoke")
         self.write_path = "/" + write_path.strip("/") if write_path else None
@@ -117,6 +136,12 @@ class Smoke:
         return (d.split("=", 1)[1].split(",")[0].lower().zfill(8) if "adler32=" in d.lower() else None), r
 
     def run(self) -> list[Check]:
+        try:
+            return self._run()
+        finally:
+            self.http.disconnect()
+
+    def _run(self) -> list[Check]:
         self._try("stat", self._stat)
         if self.write_path is None:
             for name in CHECKS[1:]:
@@ -177,30 +202,29 @@ class Smoke:
                          f"{r.status_code} {r.reason}, {len(r.content)} bytes "
                          f"{'identical' if r.content == data else 'DIFFERENT'}")
 
-    def _tpc_result(self, name: str, r: Any, copy: str, data: bytes) -> bool:
-        ok = r.status_code in (201, 202) and "success" in r.text and "failure" not in r.text
-        if ok or r.status_code in (201, 202):
+    def _copy(self, at: str, headers: dict) -> CopyReply:
+        """An HTTP-TPC COPY sent to ``at`` (a path of the endpoint), within the timeout."""
+        return self.http.copy(self.base + at, self._h(headers), time.time() + self.timeout, Progress())
+
+    def _tpc_result(self, name: str, reply: CopyReply, copy: str, data: bytes) -> bool:
+        ok = reply.status in (201, 202) and reply.final.startswith("success")
+        if reply.status in (201, 202):
             self.written.append(copy)
         if not ok:
-            return self._add(name, False, _answer(r))
+            return self._add(name, False, _copy_answer(reply))
         got, _ = self._digest(copy)
-        return self._add(name, got == _adler(data), _answer(r) + f"; copy adler32 {got} (want {_adler(data)})")
+        return self._add(name, got == _adler(data),
+                         _copy_answer(reply) + f"; copy adler32 {got} (want {_adler(data)})")
 
     def _tpc_pull(self, src: str, data: bytes) -> bool:
         copy = f"{self.write_path}/{self.stem}-pull.bin"
-        h = {"Source": self.base + src, "Overwrite": "T", "Credential": "none"}
-        if self.token:
-            h["TransferHeaderAuthorization"] = f"Bearer {self.token}"
-        r = self._req("COPY", copy, headers=self._h(h))
-        return self._tpc_result("tpc-pull", r, copy, data)
+        reply = self._copy(copy, tpc_headers(source=self.base + src, token=self.token))
+        return self._tpc_result("tpc-pull", reply, copy, data)
 
     def _tpc_push(self, src: str, data: bytes) -> bool:
         copy = f"{self.write_path}/{self.stem}-push.bin"
-        h = {"Destination": self.base + copy, "Overwrite": "T", "Credential": "none"}
-        if self.token:
-            h["TransferHeaderAuthorization"] = f"Bearer {self.token}"
-        r = self._req("COPY", src, headers=self._h(h))
-        return self._tpc_result("tpc-push", r, copy, data)
+        reply = self._copy(src, tpc_headers(destination=self.base + copy, token=self.token))
+        return self._tpc_result("tpc-push", reply, copy, data)
 
     def _roots_tpc(self, src: str, data: bytes) -> bool:
         # in a child: XrdCl reads X509_CERT_DIR once per process (its TLS context), and the

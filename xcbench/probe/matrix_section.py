@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from xcbench.matrix import sections
-from xcbench.probe.jobs import PATTERNS
+from xcbench.probe.job_settings import PATTERNS
 
 # fio's steady-state detection: ss=<metric>:<limit>[%] (the only fio option a matrix writes as
 # text); the other probe fields are numbers, sizes, booleans or pattern names (matrix.schema)

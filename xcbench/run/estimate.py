@@ -9,7 +9,7 @@ from typing import Any
 
 from xcbench.campaign.spec import level_rule
 from xcbench.errors import XcbError
-from xcbench.probe.jobs import settings as probe_settings
+from xcbench.probe.job_settings import settings as probe_settings
 
 
 def seconds(cells: list[Any], *, repeats: int | None = None, probes: bool = True) -> dict[str, Any]:

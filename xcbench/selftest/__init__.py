@@ -4,7 +4,9 @@
 built-in scenarios and their cells, the levels (time-based, sized from the host's cores) and
 the matrix of a run; ``storage_io``: storage-bandwidth, storage-iops and ec-overhead from a
 blkio write throttle on the OSDs' device; ``network``: a shaped link between emulated hosts;
-``runner``: the uncapped and capped runs and the checks; ``cause``: each capped level against
+``run_scenarios``: the self-test's order of runs; ``capping``: a role under a CPU quota or
+the OSDs' device under a write throttle while a cell runs; ``experiments``: the capped,
+half-host and EC-twin runs; ``judging``: each level's verdict against its answer; ``cause``: each capped level against
 the same level uncapped (slower beyond the noise, the role at its limit); ``output``:
 expected vs attributed, with the evidence (text or JSON); ``confirm``: ``xcbench confirm``.
 
@@ -18,7 +20,7 @@ Adding a scenario (e.g. the network one of the multi-host issue) in a module of 
 3. a scenario judged on the uncapped run needs nothing else; one that caps a role's CPU sets
    ``cap`` to that role ("gateway+client": both in one group), ``decoy=True`` for a quota
    that must not bind, ``io="bps"|"iops"`` for a device write throttle on the OSDs; a new
-   mechanism is made by the runner's CappingRunner._apply, which then needs a branch for it
+   mechanism is made by capping's CappingRunner._apply, which then needs a branch for it
    (a scenario with runs of its own, like network, needs none: ``own_run``). A scenario that
    cannot run here sets ``needs`` (or the runner finds why): it is "not run" and fails the
    self-test unless ``--allow-missing`` names it;

@@ -44,7 +44,7 @@ from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.matrix.expand import _finish
 from xcbench.run.runner import RunOptions, run_matrix
-from xcbench.selftest.run_scenarios import Cap, _mini_pids, capping_runner
+from xcbench.selftest.capping import Cap, capping_runner, mini_pids
 from xcbench.store.rundir import RunDir
 from xcbench.system.cgroups import CpuGroups
 from xcbench.system.secrets_policy import fts_endpoint_problems
@@ -245,7 +245,7 @@ def _replay(matrix: Any, cells: dict[str, Any], cell: Any, level: int, direction
     role, cores = change.get("cap") or (None, None)
     if role and cores:
         wants = set(role.split("+"))
-        pids = _mini_pids(cluster) if wants & set(CLUSTER_ROLES) else None
+        pids = mini_pids(cluster) if wants & set(CLUSTER_ROLES) else None
         with CpuGroups(None, run=f"confirm{os.getpid()}") as groups:
             run = run_matrix(m, cluster, opts, runner=capping_runner(Cap(role, {c.id: cores}, groups, pids)))
     else:

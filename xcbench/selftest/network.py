@@ -46,7 +46,7 @@ from xcbench.hosts.emulate import why_not as hosts_why_not
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions, run_matrix
 from xcbench.selftest import registry
-from xcbench.selftest.run_scenarios import _roles_short
+from xcbench.selftest.judging import roles_short
 from xcbench.selftest.scenarios import FULL, QUICK, Check
 
 NAME = "network"
@@ -238,7 +238,7 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
             "links": ev.get("links")}
         result["checks"].append(Check(NAME, "tmpfs", cell_id, lv, ("network",), v["verdict"],
                                       v["reason"], ok, note=link_note(ev, bps, result["figures"]),
-                                      roles=_roles_short(ev), evidence=ev))
+                                      roles=roles_short(ev), evidence=ev))
     return result
 
 

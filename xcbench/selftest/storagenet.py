@@ -47,7 +47,7 @@ from xcbench.hosts.emulate import why_not as hosts_why_not
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions, run_matrix
 from xcbench.selftest import registry
-from xcbench.selftest.run_scenarios import _roles_short
+from xcbench.selftest.judging import roles_short
 from xcbench.selftest.scenarios import FULL, QUICK, Check
 
 NAME = "storage-network"
@@ -164,7 +164,7 @@ def run_storage_network(cluster: Cluster | None = None, *, quick: bool = False, 
             rates[lv] = float(ev["rate"])
         result["checks"].append(Check(NAME, "rados-ec", cell_id, lv, not_storage, v["verdict"],
                                       v["reason"], v["verdict"] != NAME,
-                                      note="unshaped: " + nic_note(ev), roles=_roles_short(ev),
+                                      note="unshaped: " + nic_note(ev), roles=roles_short(ev),
                                       evidence=ev))
     if not rates:
         result["checks"].append(Check(NAME, "rados-ec", cell_id, 0, not_storage, "missing",
@@ -200,7 +200,7 @@ def run_storage_network(cluster: Cluster | None = None, *, quick: bool = False, 
         ok = v["verdict"] == NAME and nic.get("host") == host and host in v["reason"] and slower
         result["checks"].append(Check(NAME, "rados-ec", cell_id, lv, (NAME,), v["verdict"],
                                       v["reason"], ok, note=f"shaped to {rate}: " + nic_note(ev),
-                                      roles=_roles_short(ev), evidence=ev))
+                                      roles=roles_short(ev), evidence=ev))
     return result
 
 

@@ -16,7 +16,8 @@ from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
 from xcbench.probe import fio
-from xcbench.probe.jobs import PREFIX, direct_io_supported, run_probe
+from xcbench.probe.jobfiles import PREFIX, direct_io_supported
+from xcbench.probe.jobs import run_probe
 from xcbench.store.tables import PROBE
 from xcbench.system import ports, proc
 
@@ -210,7 +211,7 @@ def test_probe_command_prints_a_ral_table(ceph_cluster, tmp_path, capsys):
     from xcbench.cli import main
     m = tmp_path / "m.yaml"
     m.write_text(MATRIX)
-    rc = main(["probe", "--matrix", str(m), "--ceph-conf", str(ceph_cluster.conf),
+    rc = main(["probe", str(m), "--ceph-conf", str(ceph_cluster.conf),
                "--raw", str(tmp_path / "raw")])
     out, err = capsys.readouterr()
     assert rc == 0, err

@@ -60,7 +60,7 @@ def test_probe_stops_fio_and_unmounts_on_a_signal(ceph_cluster, sig):
     with scene("xcb-fault-probe-") as s:
         m = s.root / "m.yaml"
         m.write_text(PROBE_MATRIX.format(runtime=30))  # long enough to be mid-fio when signalled
-        cli = s.start("probe", "--matrix", str(m), "--runtime", "2", "--json",
+        cli = s.start("probe", str(m), "--runtime", "2", "--json",
                       "--ceph-conf", str(ceph_cluster.conf))
         cli.wait_for(lambda: cli.out, "the first cell's rows on stdout")
         cli.wait_for(lambda: sum("probe:" in ln for ln in cli.err) >= 2, "the second probe")

@@ -13,7 +13,8 @@ from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
 from xcbench.selftest import SCENARIOS, output
-from xcbench.selftest.run_scenarios import Cap, CappingRunner, run_selftest
+from xcbench.selftest.capping import Cap, CappingRunner
+from xcbench.selftest.run_scenarios import run_selftest
 from xcbench.selftest.scenarios import CELLS, QUICK, matrix_yaml
 
 pytestmark = [pytest.mark.integration, needs_quota]

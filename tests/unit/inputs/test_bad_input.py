@@ -142,7 +142,10 @@ def test_damaged_manifest_is_one_line(tmp_path, capsys, manifest):
     (["campaign", "--gateway", "tmpfs", "--optimizer", "--optimizer-interval", "-1"], "interval"),
     (["run", "layouts/quick.yaml", "--repeats", "0"], "--repeats"),
     (["run", "layouts/quick.yaml", "--fio-hosts", "a b"], "--fio-hosts"),
-    (["probe", "--matrix", "layouts/quick.yaml", "--runtime", "0"], "--runtime"),
+    (["probe", "layouts/quick.yaml", "--runtime", "0"], "--runtime"),
+    (["probe"], "give a MATRIX file"),
+    (["probe", "layouts/quick.yaml", "--matrix", "layouts/quick.yaml"], "two matrices given"),
+    (["probe", "--matrix", "layouts/quick.yaml", "--runtime", "0"], "--runtime"),  # the older spelling
     (["gateway", "up", "--matrix", "layouts/quick.yaml", "--cell", "x", "--origins", "0"], "--origins"),
     (["gateway", "up", "--matrix", "layouts/quick.yaml", "--cell", "x", "--report", "h"], "--report"),
 ])

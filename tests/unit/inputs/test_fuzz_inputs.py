@@ -302,7 +302,7 @@ def test_fuzz_matrix(base, capsys, data, how):
         f.write_bytes(data)
         argv = {"check": ["matrix", "check", str(f)],
                 "run": ["run", str(f), "--store", str(d / "results"), "--ceph-conf", str(d / "none")],
-                "probe": ["probe", "--matrix", str(f), "--ceph-conf", str(d / "none")]}[how]
+                "probe": ["probe", str(f), "--ceph-conf", str(d / "none")]}[how]
         line = refused(capsys, box, argv)
         assert str(f) in line  # the matrix is to blame, not the (missing) cluster
 
@@ -406,9 +406,9 @@ OTHER_FLAGS = [
     (["run", str(QUICK)], "--baseline-streams", st.sampled_from(["0", "a", "", ",", "1,x", "129", "-1"])),
     (["run", str(QUICK)], "--baseline-seconds", BAD_POS),
     (["run"], "--resume", st.sampled_from(["/nonexistent", "/", "."])),
-    (["probe", "--matrix", str(QUICK)], "--runtime", BAD_POS),
-    (["probe", "--matrix", str(QUICK)], "--fio-hosts", st.sampled_from(["a b", ",", "h:0"])),
-    (["probe"], "--matrix", st.sampled_from(["/nonexistent", "/", "/proc/self/mem"])),
+    (["probe", str(QUICK)], "--runtime", BAD_POS),
+    (["probe", str(QUICK)], "--fio-hosts", st.sampled_from(["a b", ",", "h:0"])),
+    (["probe"], "", st.sampled_from(["/nonexistent", "/", "/proc/self/mem"])),  # "": MATRIX
     (["plan", "--target", "hl-lhc-t1"], "--write-fraction", st.sampled_from(["nan", "-0.5", "2", "abc", "inf"])),
     (["plan", "--target", "hl-lhc-t1"], "--origins-per-host", BAD_POS),
     (["plan"], "--rate", st.sampled_from(["abc", "-1Gb/s", "nanGb/s", "", "infGB/s", "0Gb/s"])),
@@ -432,7 +432,7 @@ def bad_argv(draw) -> list[str]:
         head = ["campaign", "--gateway", "tmpfs"] if flag != "--gateway" else ["campaign"]
         return [*head, f"{flag}={draw(values)}", "--no-progress"]
     head, flag, values = draw(st.sampled_from(OTHER_FLAGS))
-    return [*head, f"{flag}={draw(values)}"]
+    return [*head, f"{flag}={draw(values)}" if flag else draw(values)]
 
 
 @given(argv=bad_argv())
@@ -492,7 +492,7 @@ def test_fuzz_ceph_conf(base, capsys, conf, cmd):
         f = d / "ceph.conf"
         f.mkdir() if conf is None else f.write_bytes(conf)
         argv = {"run": ["run", str(QUICK), "--store", str(d / "results"), "--ceph-conf", str(f)],
-                "probe": ["probe", "--matrix", str(QUICK), "--ceph-conf", str(f)],
+                "probe": ["probe", str(QUICK), "--ceph-conf", str(f)],
                 "cluster": ["cluster", "status", "--ceph-conf", str(f)]}[cmd]
         line = refused(capsys, box, argv)
         assert str(f) in line

@@ -8,8 +8,9 @@ from tests.support.fio_parse import parse_only
 from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
-from xcbench.probe import jobs as probe
+from xcbench.probe import jobfiles
 from xcbench.probe.fio import jobfile_options
+from xcbench.probe.job_settings import MAX_BS, settings
 from xcbench.system.templates import render
 
 RADOS_CTX = dict(cell_id="c1", label="rados su=4M sc=1 os=4M rep1", conf="/etc/ceph/ceph.conf",
@@ -75,17 +76,17 @@ def test_render_jobs_from_a_cell(tmp_path):
                 probe={"runtime": 2, "iodepth": 4, "numjobs": 3, "size": 32 << 20,
                        "patterns": ["read", "randwrite"], "ss": "bw_slope:1%", "ss_dur": 1})
     target = Target(cell_id=cell.id, backend="rados", pool="xcb-ec2-1", layout=cell.layout)
-    p = probe.settings(cell)
+    p = settings(cell)
     assert p["patterns"] == ["randwrite", "read"]  # writes first, whatever the order given
     assert p["bw_bs"] == 4 << 20  # object-sized
-    prefixes = probe._prefixes(cell, ["127.0.0.1:1", "127.0.0.1:2"])
-    texts = probe.render_jobs(cell, target, p, prefixes=prefixes, conf="/x.conf", client_id="admin")
+    prefixes = jobfiles.name_prefixes(cell, ["127.0.0.1:1", "127.0.0.1:2"])
+    texts = jobfiles.render_jobs(cell, target, p, prefixes=prefixes, conf="/x.conf", client_id="admin")
     assert len(texts) == 2
     glob, jobs = jobfile_options(texts[1])
     assert glob["filename_format"].startswith("xcb-probe.abc123.h1.")
     assert jobs["read"]["nrfiles"] == "8" and jobs["randwrite"]["nrfiles"] == "16"
     assert jobs["read"]["numjobs"] == "3" and jobs["read"]["steadystate"] == "bw_slope:1%"
-    names = probe.object_names(cell, p, prefixes)
+    names = jobfiles.object_names(cell, p, prefixes)
     assert len(names) == 2 * 3 * (16 + 8)
     assert "xcb-probe.abc123.h0.read.2.7" in names
     parse_only(tmp_path, texts[0])
@@ -93,12 +94,12 @@ def test_render_jobs_from_a_cell(tmp_path):
 
 def test_settings_defaults_and_errors():
     cell = Cell(id="t1", label="tmpfs", backend="tmpfs", tmpfs_size=1 << 30, file_size=16 << 20)
-    p = probe.settings(cell)
+    p = settings(cell)
     assert p["patterns"] == ["randwrite", "write", "read"]
     assert (p["runtime"], p["iodepth"], p["numjobs"], p["size"]) == (10, 16, 1, 16 << 20)
     assert p["bw_bs"] == 4 << 20 and p["ss_spec"] is None
     with pytest.raises(XcbError, match="cell t1: probe: patterns: 'randread'"):
-        probe.settings(cell, ["randread"])
+        settings(cell, ["randread"])
     big = Cell(id="t2", label="cephfs", backend="cephfs", layout=Layout(4 << 20, 1, 128 << 20),
                pool=PoolSpec("replicated"), file_size=1 << 30)
-    assert probe.settings(big)["bw_bs"] == probe.MAX_BS  # 128 MiB writes exceed osd_max_write_size
+    assert settings(big)["bw_bs"] == MAX_BS  # 128 MiB writes exceed osd_max_write_size

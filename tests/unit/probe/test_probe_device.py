@@ -11,7 +11,8 @@ import pytest
 
 from xcbench.backends.base import Target
 from xcbench.cell import Cell
-from xcbench.probe import jobs as probe
+from xcbench.probe import jobs
+from xcbench.probe.device_count import POLL, active_rate
 
 RATE = 70.0  # the fake device's IO/s
 
@@ -34,7 +35,7 @@ def test_each_write_job_runs_alone_while_the_device_is_read(tmp_path):
         ios = int(RATE * (time.monotonic() - t0))  # by the clock the probe stamps its reads with
         return ios, 1000 * ios
 
-    rows = probe.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=raw, device=device)
+    rows = jobs.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=raw, device=device)
     assert len(seen) >= 10  # polled while each write job ran (1 s each)
     assert seen[0] == []  # the IOPS job first, alone; then the bandwidth job, alone
     assert ["xcb-probe.dev1.randwrite.json"] in seen
@@ -56,13 +57,13 @@ def test_each_write_job_runs_alone_while_the_device_is_read(tmp_path):
     ([(0.0, 5, 0)], None),
 ])
 def test_the_active_rate_is_over_the_span_the_counter_moved(samples, rate):
-    assert probe.active_rate(samples) == rate
+    assert active_rate(samples) == rate
 
 
 def test_without_a_counter_one_fio_run_and_no_device_figures(tmp_path):
     target = Target(cell_id="dev1", backend="tmpfs", path=str(tmp_path / "t"))
     (tmp_path / "t").mkdir()
-    rows = probe.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=tmp_path / "raw")
+    rows = jobs.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=tmp_path / "raw")
     assert {r["job"] for r in rows} == {"randwrite", "write", "read"}
     assert all(math.isnan(r["device_write_iops"]) and math.isnan(r["device_write_Bps"]) for r in rows)
     assert [p.name for p in (tmp_path / "raw").glob("*.json")] == ["xcb-probe.dev1.json"]

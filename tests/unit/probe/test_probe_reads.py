@@ -9,8 +9,9 @@ from tests.support.fio_parse import parse_only
 from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.errors import XcbError
-from xcbench.probe import jobs as probe
+from xcbench.probe import jobfiles, jobs
 from xcbench.probe.fio import jobfile_options
+from xcbench.probe.job_settings import DEFAULT_ACCESS, settings
 
 
 class Reading:
@@ -31,28 +32,28 @@ def _rados(access=None, patterns=None) -> Cell:  # access: a mapping, or just th
 
 
 def test_a_write_cell_keeps_its_jobs():
-    p = probe.settings(_rados(patterns=["write"]))
+    p = settings(_rados(patterns=["write"]))
     assert p["jobs"] == ["write"] and p["rr_bs"] is None
 
 
 @pytest.mark.parametrize("direction", ["read", "mixed"])
 def test_a_reading_cell_always_gets_the_sequential_read(direction):
-    p = probe.settings(Reading(_rados(patterns=["write"]), direction))
+    p = settings(Reading(_rados(patterns=["write"]), direction))
     assert p["jobs"] == ["write", "read"]
 
 
 def test_random_access_adds_a_randread_job_of_the_access_size(tmp_path):
     cell = Reading(_rados({"pattern": "random", "size": "64K", "count": 8}, ["write"]), "read")
-    p = probe.settings(cell)
+    p = settings(cell)
     assert p["jobs"] == ["write", "read", "randread"] and p["rr_bs"] == 64 << 10
     target = Target(cell_id=cell.id, backend="rados", pool="xcb-ec2-1", layout=cell.layout)
-    prefixes = probe._prefixes(cell, [])
-    (text,) = probe.render_jobs(cell, target, p, prefixes=prefixes, conf="/x.conf", client_id="admin")
+    prefixes = jobfiles.name_prefixes(cell, [])
+    (text,) = jobfiles.render_jobs(cell, target, p, prefixes=prefixes, conf="/x.conf", client_id="admin")
     _, jobs = jobfile_options(text)
     assert list(jobs) == ["write", "read", "randread"]
     assert (jobs["randread"]["rw"], jobs["randread"]["bs"]) == ("randread", str(64 << 10))
     assert jobs["randread"]["touch_objects"] == "0"
-    names = probe.object_names(cell, p, prefixes)
+    names = jobfiles.object_names(cell, p, prefixes)
     # the randread job reads objects xcbench writes first, and removes afterwards
     assert "xcb-probe.rd1.randread.0.3" in names and "xcb-probe.rd1.read.0.3" in names
     parse_only(tmp_path, text)
@@ -62,28 +63,28 @@ def test_readv_on_files_is_probed_as_random_reads_aligned_for_direct_io(tmp_path
     cell = Reading(Cell(id="fs1", label="cephfs", backend="cephfs", layout=Layout(4 << 20, 1, 4 << 20),
                         pool=PoolSpec("replicated"), file_size=32 << 20,
                         campaign={"access": {"pattern": "readv", "size": 1000, "count": 16}}), "mixed")
-    p = probe.settings(cell)
+    p = settings(cell)
     assert p["rr_bs"] == 4096  # 1000 B rounded up to the O_DIRECT block
     target = Target(cell_id=cell.id, backend="cephfs", path="/mnt/x", layout=cell.layout)
-    (text,) = probe.render_jobs(cell, target, p, prefixes=probe._prefixes(cell, []))
+    (text,) = jobfiles.render_jobs(cell, target, p, prefixes=jobfiles.name_prefixes(cell, []))
     _, jobs = jobfile_options(text)
     assert jobs["randread"]["bs"] == "4096" and jobs["randread"]["size"] == str(32 << 20)
     parse_only(tmp_path, text)
 
 
 def test_an_access_without_a_size_reads_the_default_piece():
-    p = probe.settings(Reading(_rados("random"), "read"))
-    assert p["rr_bs"] == probe.DEFAULT_ACCESS
+    p = settings(Reading(_rados("random"), "read"))
+    assert p["rr_bs"] == DEFAULT_ACCESS
 
 
 def test_full_file_reads_add_no_randread():
-    p = probe.settings(Reading(_rados({"pattern": "full"}), "read"))
+    p = settings(Reading(_rados({"pattern": "full"}), "read"))
     assert "randread" not in p["jobs"]
 
 
 def test_a_bad_access_size_is_one_line_naming_cell_and_field():
     with pytest.raises(XcbError, match=r"cell rd1: probe: campaign.access.size: 'lots'"):
-        probe.settings(Reading(_rados({"pattern": "random", "size": "lots"}), "read"))
+        settings(Reading(_rados({"pattern": "random", "size": "lots"}), "read"))
 
 
 def test_each_probe_run_names_its_objects_anew(tmp_path, monkeypatch):
@@ -99,14 +100,14 @@ def test_each_probe_run_names_its_objects_anew(tmp_path, monkeypatch):
     def capture(cell, target, p, *, prefixes, **kw):
         seen.append(list(prefixes))
         raise Stop
-    monkeypatch.setattr(probe, "check_target", lambda *a: None)
-    monkeypatch.setattr(probe, "_probe_conf", lambda *a: "/x.conf")
-    monkeypatch.setattr(probe, "render_jobs", capture)
+    monkeypatch.setattr(jobs, "check_target", lambda *a: None)
+    monkeypatch.setattr(jobs, "probe_conf", lambda *a: "/x.conf")
+    monkeypatch.setattr(jobs, "render_jobs", capture)
 
     class C:
         client_id = "admin"
     for _ in range(2):
         with pytest.raises(Stop):
-            probe.run_probe(cell, target, cluster=C(), workdir=tmp_path, sink=None)
+            jobs.run_probe(cell, target, cluster=C(), workdir=tmp_path, sink=None)
     (a,), (b,) = seen
     assert a != b and a.startswith(f"xcb-probe.{cell.id}.") and b.startswith(f"xcb-probe.{cell.id}.")

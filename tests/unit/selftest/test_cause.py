@@ -8,7 +8,7 @@ import pytest
 
 from xcbench.selftest import SCENARIOS, output
 from xcbench.selftest.cause import compare
-from xcbench.selftest.run_scenarios import _judge, verdict_ok
+from xcbench.selftest.judging import judge_levels, verdict_ok
 from xcbench.selftest.scenarios import DECOY, Check, sizes_for
 
 
@@ -62,9 +62,9 @@ def test_the_judge_fails_a_right_name_without_its_cause_and_the_json_carries_bot
     cap = {"role": "gateway", "cores": 0.2, "fraction": 0.5, "uncapped_least_cores": 0.4}
     unc = {4: _ev(100e6, 0.02)}
     # right name, the capped level as fast as uncapped: a rule naming the throttled role would pass
-    (c,) = _judge(s, "tmpfs", "cap", (4,), _verdicts("gateway", 99e6, 0.98, True), {}, cap, unc)
+    (c,) = judge_levels(s, "tmpfs", "cap", (4,), _verdicts("gateway", 99e6, 0.98, True), {}, cap, unc)
     assert c.verdict == "gateway" and not c.ok
-    (c,) = _judge(s, "tmpfs", "cap", (4,), _verdicts("gateway", 50e6, 0.98, True), {}, cap, unc)
+    (c,) = judge_levels(s, "tmpfs", "cap", (4,), _verdicts("gateway", 50e6, 0.98, True), {}, cap, unc)
     assert c.ok and c.cause["slower"]
     d = json.loads(output.as_json({"checks": [c], "runs": {}, "ok": True}))
     cause = d["checks"][0]["cause"]
@@ -95,7 +95,7 @@ def test_this_hosts_levels_are_sized_from_its_own_affinity():
 
 
 def test_a_shared_quota_must_name_both_roles_and_is_sized_from_their_summed_cpu():
-    from xcbench.selftest.run_scenarios import _least_use
+    from xcbench.selftest.judging import least_use
     s = SCENARIOS["shared-quota"]
     assert s.cap == "gateway+client" and set(s.expected) == {"gateway", "client"}
     ok, note = s.extra({"limited_role": "gateway", "limited_roles": ["gateway", "client"]})
@@ -104,5 +104,5 @@ def test_a_shared_quota_must_name_both_roles_and_is_sized_from_their_summed_cpu(
     assert not ok and "both expected" in note
     base = {("c", 4): {"evidence": {"roles": {"gateway": {"cpu": 1.0}, "client": {"cpu": 0.3}}}},
             ("c", 8): {"evidence": {"roles": {"gateway": {"cpu": 1.2}, "client": {"cpu": 0.2}}}}}
-    assert _least_use(base, "c", "gateway+client", (4, 8)) == pytest.approx(1.3)
-    assert _least_use(base, "c", "gateway", (4, 8)) == pytest.approx(1.0)
+    assert least_use(base, "c", "gateway+client", (4, 8)) == pytest.approx(1.3)
+    assert least_use(base, "c", "gateway", (4, 8)) == pytest.approx(1.0)

@@ -10,7 +10,7 @@ import yaml
 from xcbench.cli import main
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
-from xcbench.probe.jobs import settings
+from xcbench.probe.job_settings import settings
 from xcbench.selftest import output
 from xcbench.selftest.run_scenarios import _riders, cells_of, plan
 from xcbench.selftest.scenarios import (
@@ -31,8 +31,8 @@ def test_every_scenario_cell_is_a_valid_matrix_cell(tmp_path):
     path.write_text(yaml.safe_dump(matrix_yaml(list(CELLS.values()), QUICK, "t")))
     m = load_matrix(path)
     from xcbench.figures.units import parse_size
-    from xcbench.selftest.run_scenarios import _cell_ids
-    ids = _cell_ids(m)
+    from xcbench.selftest.judging import cell_ids
+    ids = cell_ids(m)
     assert set(ids) == set(CELLS) and len(set(ids.values())) == len(CELLS) == len(m.cells)
     for key, cd in CELLS.items():
         (found,) = [c for c in m.cells if c.id == ids[key]]
@@ -176,22 +176,22 @@ def test_capping_the_osds_of_a_cluster_elsewhere_is_refused_before_any_run(tmp_p
 
 
 def test_a_quota_the_kernel_never_throttled_did_not_make_the_bottleneck():
-    from xcbench.selftest.run_scenarios import _unbound
+    from xcbench.selftest.judging import quota_unbound
     c = _result(False)["checks"][0]
-    assert not _unbound(c)  # throttled in 100 % of its periods
+    assert not quota_unbound(c)  # throttled in 100 % of its periods
     c.roles["gateway"]["throttled"] = 0.0
-    assert _unbound(c)
+    assert quota_unbound(c)
     c.roles["gateway"]["throttled"] = None  # not measured: not evidence that it did not bind
-    assert not _unbound(c)
+    assert not quota_unbound(c)
     # the host ran out first: the role got less than its quota (79 %, throttled in 46 % of its
     # periods) and the verdict was host-cpu: the bottleneck was not made
     c.roles["gateway"].update(cpu=0.094, use=0.79, throttled=0.46, saturated=False)
-    assert _unbound(c)
+    assert quota_unbound(c)
     c.verdict = "inconclusive"  # any other wrong verdict with the role below its quota is a mismatch
-    assert not _unbound(c)
+    assert not quota_unbound(c)
     c.verdict = "host-cpu"
     c.roles["gateway"].update(use=0.95, saturated=True)  # at its quota and still host-cpu: a wrong rule
-    assert not _unbound(c)
+    assert not quota_unbound(c)
     r = {**_result(False), "retried": [{"scenario": "gateway", "checks": [("tmpfs", 4, "host-cpu")]}]}
     assert "gateway ran twice" in output.text(r) and "tmpfs c=4 (host-cpu)" in output.text(r)
 
@@ -250,11 +250,11 @@ def test_the_packages_scenario_modules_are_all_loaded():
 @pytest.mark.parametrize("keys", [("rados-small",), ("tmpfs", "rados-small"), ("rados-rep", "rados-small")])
 def test_a_cell_of_its_own_size_is_found_alone_or_beside_others(tmp_path, keys):
     from xcbench.figures.units import parse_size
-    from xcbench.selftest.run_scenarios import _cell_ids
+    from xcbench.selftest.judging import cell_ids
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(matrix_yaml([CELLS[k] for k in keys], QUICK, "t")))
     m = load_matrix(path)
-    ids = _cell_ids(m)
+    ids = cell_ids(m)
     assert set(ids) == set(keys) and len(m.cells) == len(keys)
     (small,) = [c for c in m.cells if c.id == ids["rados-small"]]
     assert small.file_size == parse_size("256K")
