@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from xcbench.cell import Cell
+
 HALF = 0.5  # host-cpu: every role under one quota at this share of the host
 RELIEF = 2.0  # a doubled limit
 CLUSTER_ROLES = ("osd", "mds", "mon", "mgr")  # the embedded cluster's daemons (one quota with the rest)
@@ -36,7 +38,7 @@ def _quota(role: dict[str, Any] | None) -> float | None:
     return float(role["limit"]) if str(role.get("source", "")).startswith("cgroup") else None
 
 
-def choose(verdict: str, ev: dict[str, Any], cell: Any, level: int, host_cores: float,
+def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores: float,
            embedded: bool, ceiling: float | None = None) -> dict[str, Any]:
     """The experiment for ``verdict`` of ``cell`` at ``level`` (evidence ``ev``); ``ceiling``:
     the run's gateway ceiling at this level (a tmpfs cell's rate, B/s) when it has one."""

@@ -174,7 +174,7 @@ def host_figures(samples: Any, cell_id: str, windows,
     return out
 
 
-def expected_fanout(cell: Any) -> float:
+def expected_fanout(cell: Any) -> float:  # Any: a row of RunData.cells (a pandas Series)
     """Bytes into the OSD hosts' NICs per client byte written, by RAL's arithmetic (a host
     failure domain: every shard or copy on another host than the primary)."""
     label = str(cell.get("pool_label") or "")
@@ -188,7 +188,7 @@ def expected_fanout(cell: Any) -> float:
     return float(size) if _ok(size) else math.nan
 
 
-def add_evidence(rd: Any, cell: Any, windows, ev: dict[str, Any]) -> None:
+def add_evidence(rd: Any, cell: Any, windows, ev: dict[str, Any]) -> None:  # cell: as above
     """The storage hosts' figures of one point into its evidence (``storage_hosts``, the
     busiest of each kind, the EC fan-out and their source)."""
     hosts = host_figures(rd.samples, cell["cell_id"], windows, measured_speeds(getattr(rd, "baseline", None)))

@@ -14,6 +14,8 @@ from typing import Any
 
 import psutil
 
+from xcbench.ceph.cluster import Cluster
+
 OSD_NAME = "ceph-osd"
 
 
@@ -24,7 +26,7 @@ def _busy_total() -> tuple[float, float]:
     return total - idle, total
 
 
-def _osds(cluster: Any) -> list[psutil.Process]:
+def _osds(cluster: Cluster | None) -> list[psutil.Process]:
     if cluster is None or not getattr(cluster, "embedded", False):
         return []
     out = []
@@ -48,7 +50,7 @@ def _cpu_s(procs: list[psutil.Process]) -> dict[int, float]:
 class Meter:
     """``with Meter(cluster) as m: ...; m.result()`` -> {host_busy, host_cores, osd_cores}."""
 
-    def __init__(self, cluster: Any = None):
+    def __init__(self, cluster: Cluster | None = None):
         self.cluster = cluster
         self._res: dict[str, Any] = {"host_busy": math.nan, "host_cores": psutil.cpu_count(),
                                      "osd_cores": math.nan}

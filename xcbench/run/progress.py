@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from xcbench.cell import Cell
 from xcbench.figures.steady import SteadyWindow, level_steady
 from xcbench.figures.units import fmt_gbps
 from xcbench.run import estimate
@@ -55,7 +56,7 @@ class MatrixView:
                              transient=True)
             self.live.start()
 
-    def start_cell(self, cell: Any) -> None:
+    def start_cell(self, cell: Cell) -> None:
         self.cell, self.what, self.rate = cell.label, "start", 0.0
         self._say(f"[{self.done + 1}/{self.total}] {cell.label} ({cell.id})")
 
@@ -120,7 +121,7 @@ class MatrixView:
             return None
         return w if w.rate == w.rate else None
 
-    def end_cell(self, cell: Any, status: str, error: str | None) -> None:
+    def end_cell(self, cell: Cell, status: str, error: str | None) -> None:
         self.done += 1
         self.failed += status == "failed"
         self._say(f"    -> {status}" + (f": {error}" if error else ""))

@@ -39,9 +39,10 @@ from xcbench.analysis.verdicts import between_run
 from xcbench.analysis.verdicts.experiment import PAIRS, judge, schedule
 from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
 from xcbench.backends.base import backend_class
+from xcbench.cell import Cell
 from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
-from xcbench.matrix import load_matrix
+from xcbench.matrix import Matrix, load_matrix
 from xcbench.matrix.expand import _finish
 from xcbench.run.runner import RunOptions, run_matrix
 from xcbench.selftest.capping import Cap, capping_runner, mini_pids
@@ -224,7 +225,8 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
 
 
-def replay_cell(cells: dict[str, Any], cell: Any, level: int, change: dict[str, Any]) -> tuple[Any, int]:
+def replay_cell(cells: dict[str, Cell], cell: Cell, level: int, change: dict[str, Any]
+                ) -> tuple[Cell, int]:
     """The cell an arm runs and its level: ``change`` of analysis.verdicts.experiment_choice applied."""
     c = cells[change["twin"]] if change.get("twin") else cell
     lv = int(change.get("level", level))
@@ -235,7 +237,7 @@ def replay_cell(cells: dict[str, Any], cell: Any, level: int, change: dict[str, 
     return _finish(replace(c, **fields)), lv
 
 
-def _replay(matrix: Any, cells: dict[str, Any], cell: Any, level: int, direction: str,
+def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, direction: str,
             change: dict[str, Any], name: str, store: Path, cluster: Cluster | None) -> dict[str, Any]:
     """Run one arm; {"rate": (B/s, rel se), "run", "role": the capped role's cpu/limit}."""
     c, lv = replay_cell(cells, cell, level, change)

@@ -32,6 +32,7 @@ from typing import Any, TypeGuard
 
 from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS
 from xcbench.backends.base import backend_class
+from xcbench.cell import Cell
 from xcbench.selftest.registry import CELLS, SCENARIOS, CellDef, Scenario, register, register_cell
 
 STORAGE = ("storage-bandwidth", "storage-iops")
@@ -42,7 +43,7 @@ __all__ = ["CELLS", "FULL", "QUICK", "SCENARIOS", "STORAGE", "Check", "CellDef",
            "expectation", "expected_text", "ident", "matrix_yaml", "raw_check"]
 
 
-def ident(cell: Any) -> tuple[str, str | None]:
+def ident(cell: Cell) -> tuple[str, str | None]:
     return cell.backend, cell.pool.label if cell.pool is not None else None
 
 

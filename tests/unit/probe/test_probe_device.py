@@ -12,7 +12,7 @@ import pytest
 from xcbench.backends.base import Target
 from xcbench.cell import Cell
 from xcbench.probe import jobs
-from xcbench.probe.device_count import POLL, active_rate
+from xcbench.probe.device_count import active_rate
 
 RATE = 70.0  # the fake device's IO/s
 
