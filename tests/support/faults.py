@@ -44,20 +44,41 @@ class Scene:
                     "TMPDIR": str(self.tmp), "PYTHONUNBUFFERED": "1",
                     "PYTHONFAULTHANDLER": "1"}  # a crash shows where
         self.tokens = [str(root)]  # a mount whose path holds one of these is the test's
+        self.clis: list[Cli] = []
+        self.seen: dict[int, float] = {}  # pid -> create time: descendants of the commands
 
     def start(self, *args: str, env: dict | None = None) -> Cli:
-        return Cli([sys.executable, "-m", "xcbench", *args], {**self.env, **(env or {})}, self.root)
+        cli = Cli([sys.executable, "-m", "xcbench", *args], {**self.env, **(env or {})}, self.root)
+        self.clis.append(cli)
+        return cli
 
     def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "xcbench", *args], env=self.env,
                               cwd=self.root, capture_output=True, text=True, timeout=timeout)
 
     # -- what is left behind ---------------------------------------------------------------------
+    def _descendants(self) -> None:
+        """Remember every live descendant of the commands started: a helper run as another user
+        (fio in that user's dir) starts with a small environment and no path of the scene."""
+        for cli in self.clis:
+            with contextlib.suppress(psutil.Error):
+                for c in psutil.Process(cli.p.pid).children(recursive=True):
+                    with contextlib.suppress(psutil.Error):
+                        self.seen.setdefault(c.pid, c.create_time())
+
     def processes(self) -> dict[int, str]:
         """{pid: command} of live processes of this scene (the test's own process and zombies
-        excluded): those carrying its marker, and the daemons, which start with a small
-        environment of their own (no marker), by a path of the scene in their command line."""
+        excluded): those carrying its marker, the daemons, which start with a small
+        environment of their own (no marker), by a path of the scene in their command line, and
+        any process seen as a descendant of the commands started (the same process: its pid and
+        create time), reparented or not."""
+        self._descendants()
         found = {}
+        for pid, born in self.seen.items():
+            with contextlib.suppress(psutil.Error):
+                p = psutil.Process(pid)
+                if p.create_time() == born and p.status() != psutil.STATUS_ZOMBIE:
+                    found[pid] = " ".join(p.cmdline())[:200]
         for p in psutil.process_iter(["pid", "status"]):
             if p.pid == os.getpid() or p.info["status"] == psutil.STATUS_ZOMBIE:
                 continue
