@@ -162,22 +162,29 @@ def sweep(pairs: Iterable[tuple[str, str]] | None = None, *, streams: Sequence[i
     rows: list[dict[str, Any]] = []
     # a set of our own when the caller has none: a recording set, so that after a kill -9 the
     # next command finds the server in this command's record and stops it
+    own = procs is None
     procs = procs if procs is not None else proc.ProcessSet()
-    for client, gateway in (pairs or LOCAL_PAIRS):
-        port = _port(gateway)
-        server = runner.spawn(gateway, ["iperf3", "-s", "-B", gateway, "-p", port],
-                              name=f"iperf3-server-{gateway}", procs=procs)
-        try:
-            _wait_server(server, gateway, port)
-            for n in streams:
-                for direction in directions:
-                    row = _point(runner, client, gateway, port, n, direction, seconds, raw_dir)
-                    rows.append(row)
-                    if on_point:
-                        on_point(row)
-        finally:
-            runner.stop(gateway, server)
-            procs.discard(server)
+    try:
+        for client, gateway in (pairs or LOCAL_PAIRS):
+            port = _port(gateway)
+            server = runner.spawn(gateway, ["iperf3", "-s", "-B", gateway, "-p", port],
+                                  name=f"iperf3-server-{gateway}", procs=procs)
+            try:
+                _wait_server(server, gateway, port)
+                for n in streams:
+                    for direction in directions:
+                        row = _point(runner, client, gateway, port, n, direction, seconds, raw_dir)
+                        rows.append(row)
+                        if on_point:
+                            on_point(row)
+            finally:
+                runner.stop(gateway, server)
+                procs.discard(server)
+    finally:
+        # a signal that lands while the server starts is raised once it is in ``procs``, before
+        # ``server`` is bound here: a set of our own is stopped whole (a caller's stops its own)
+        if own:
+            procs.stop_all()
     return rows
 
 
