@@ -147,27 +147,19 @@ def _list_of(ok):
     return check_list
 
 
-def _map_of(ok):
+def _map_of(ok, key=None):
     def check_map(v: Any) -> str | None:
         if not isinstance(v, dict) or len(v) > MAX_ITEMS:
             return f"not a mapping of at most {MAX_ITEMS} entries"
         for k, x in v.items():
-            why = _text(k) or ok(x)
+            why = (key or _text)(k) or ok(x)
             if why is not None:
                 return f"{str(k)[:40]!r}: {why}"
         return None
     return check_map
 
 
-def _files(v: Any) -> str | None:
-    """{plain file name: text}: configs, log tails."""
-    if not isinstance(v, dict) or len(v) > MAX_ITEMS:
-        return f"not a mapping of at most {MAX_ITEMS} files"
-    for k, x in v.items():
-        why = _name(k) or _file(x)
-        if why is not None:
-            return f"{str(k)[:40]!r}: {why}"
-    return None
+_files = _map_of(_file, key=_name)  # {plain file name: text}: configs, log tails
 
 
 def _server(v: Any) -> str | None:

@@ -16,19 +16,17 @@ import errno
 import os
 import re
 import secrets
-import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from xcbench.errors import XcbError
 from xcbench.system import orphans
-from xcbench.system.fsutil import hand_over, make_dir, remove_tree, write_file
+from xcbench.system.fsutil import hand_over, make_dir, read_at, remove_tree, write_file
 from xcbench.system.scratch import private_dir
 from xcbench.system.xrootd_user import remove_as_owner, run_as
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 LOG_CAP = 16 << 20  # bytes kept of one fio bandwidth log (a 500 ms log of a day is ~2 MiB)
 
 
@@ -83,20 +81,9 @@ def _keep_logs(logs: Path, stem: Path, jobs: int) -> None:
             m = want.fullmatch(name)
             if not m or not 1 <= int(m.group(1)) <= jobs:
                 continue
-            try:
-                fd = os.open(name, _READ, dir_fd=dfd)
-            except OSError:  # a link (ELOOP) or gone: not kept
-                continue
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    continue
-                chunks, left = [], LOG_CAP
-                while left > 0 and (b := os.read(fd, min(left, 1 << 20))):
-                    chunks.append(b)
-                    left -= len(b)
-            finally:
-                os.close(fd)
-            write_file(stem.parent / name, b"".join(chunks))
+            data = read_at(dfd, name, LOG_CAP)
+            if data is not None:  # a link, a fifo or gone: not kept
+                write_file(stem.parent / name, data)
     finally:
         os.close(dfd)
 

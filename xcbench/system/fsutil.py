@@ -124,19 +124,31 @@ def _copy_at(dirfd: int, dst: Path, cap: int, out: list[Path]) -> None:
                 continue
             if not stat.S_ISREG(st.st_mode):
                 continue
-            fd = os.open(name, _READ_FLAGS, dir_fd=dirfd)
-            try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    continue
-                chunks, left = [], cap
-                while left > 0 and (b := os.read(fd, min(left, 1 << 20))):
-                    chunks.append(b)
-                    left -= len(b)
-            finally:
-                os.close(fd)
-        except OSError:  # gone, or swapped for a link meanwhile: not kept
+            data = read_at(dirfd, name, cap)
+        except OSError:  # gone meanwhile: not kept
             continue
-        out.append(write_file(dst / name, b"".join(chunks)))
+        if data is not None:
+            out.append(write_file(dst / name, data))
+
+
+def read_at(dirfd: int, name: str, cap: int) -> bytes | None:
+    """The first ``cap`` bytes of regular file ``name`` in directory ``dirfd`` (another user's),
+    never through a link and never blocking on a fifo; None when it is not a regular file (or a
+    link, or gone)."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dirfd)
+    except OSError:  # a link (ELOOP) or gone
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks, left = [], cap
+        while left > 0 and (b := os.read(fd, min(left, 1 << 20))):
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def not_ours(path: str | os.PathLike) -> str | None:
