@@ -21,6 +21,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from xcbench.analysis.verdicts import borderline as _bl
 from xcbench.analysis.verdicts import saturation as _sat
 from xcbench.analysis.verdicts.samples import SampleIndex
 from xcbench.figures.units import fmt_num
@@ -245,8 +246,8 @@ def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = N
     bound below EFFICIENCY_LOW): bursts leave cores idle on average while the work queues."""
     roles = ev.get("roles") or {}
     busy, cores = ev.get("host_busy"), ev.get("cores")
-    if not roles or not (_ok(busy) and _ok(cores)):
-        return None
+    if not roles or not (_ok(busy) and _ok(cores)) or "host-cpu" in ev.get(_bl.SKIP, ()):
+        return None  # taken as not passing: the co-limits' and "otherwise" cascades (rules)
     if any(x["saturated"] for x in roles.values()):
         return None
     busy_ok = reaches(busy) if reaches is not None else busy >= near
@@ -259,6 +260,11 @@ def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = N
         chain_waits = chain is not None and chain >= _sat.CHAIN_WAIT
         low = _ok(eff.get("high")) and eff["high"] < _sat.EFFICIENCY_LOW
         ev["host_cpu_waits"] = {"pressure": psi_waits, "chain": chain_waits, "low_efficiency": low}
+        if chain_waits and not busy_ok and _ok(eff.get("value")):
+            # the efficiency decides here ("surely" below the line: its upper end); within its
+            # noise of the line, another run may fall on the other side: a borderline candidate
+            _bl.passes(ev, "host-cpu", "scaling efficiency", eff["value"], _sat.EFFICIENCY_LOW,
+                       eff.get("rel_se"), at_most=True)
         if not (psi_waits or chain_waits):
             return None  # the cores are busy but nothing queues for them
         if not (busy_ok or (chain_waits and low)):

@@ -145,7 +145,7 @@ def efficiency(levels: list[tuple[float, float]], conc: float) -> tuple[float, f
 def add_evidence(view: Any, s: SampleIndex, cell_id: str, conc: float, windows, ev: dict[str, Any],
                  rel_se: Any) -> None:
     """The point's system CPU pressure and scaling efficiency into ``ev`` (cpu_pressure,
-    cpu_pressure_rel_se, scaling_efficiency {value, high, from, to}); ``rel_se(point)`` is a
+    cpu_pressure_rel_se, scaling_efficiency {value, high, rel_se, from, to}); ``rel_se(point)`` is a
     level's relative rate error (its upper bound is the efficiency's one-sided 95 % end)."""
     ev["cpu_pressure"], ev["cpu_pressure_rel_se"] = host_pressure(s, cell_id, windows)
     got = efficiency(view.levels_rate(cell_id), conc)
@@ -154,4 +154,5 @@ def add_evidence(view: Any, s: SampleIndex, cell_id: str, conc: float, windows, 
     eff, a, b = got
     se = math.hypot(*(x if _ok(x) else 0.0 for x in (rel_se(view.point(cell_id, a) or {}),
                                                      rel_se(view.point(cell_id, b) or {}))))
-    ev["scaling_efficiency"] = {"value": eff, "high": eff * math.exp(Z * se), "from": a, "to": b}
+    ev["scaling_efficiency"] = {"value": eff, "high": eff * math.exp(Z * se), "rel_se": se,
+                                "from": a, "to": b}

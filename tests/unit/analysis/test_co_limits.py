@@ -4,6 +4,7 @@ the others are named beside it (evidence, reason, closing table, Markdown)."""
 from __future__ import annotations
 
 import io
+import math
 from types import SimpleNamespace
 
 from rich.console import Console
@@ -60,3 +61,37 @@ def test_the_closing_table_shows_co_limits_and_borderline_candidates_apart():
     console = Console(file=io.StringIO(), width=200, record=True, force_terminal=False)
     console.print(glance.table(SimpleNamespace(run_id="r1"), [row]))
     assert any("ec-overhead + host-cpu" in ln for ln in console.export_text().splitlines())
+
+
+def _tmpfs_c1_waiting(eff: float, eff_rel_se: float):
+    """The demo's tmpfs c=1 (two fresh clusters, stop 39): the host half busy, the chain's threads
+    waiting 22 % of their runnable time, c=4 x1.7-2.0 faster: efficiency near its 0.5 line."""
+    roles = {"gateway": {**_role(0.78, 2.0), "runq_wait": 0.25},
+             "client": {**_role(0.22, 2.0), "runq_wait": 0.03}}
+    return _ev(rate=0.6 * GIB, cores=2.0, host_busy=0.54, host_busy_rel_se=0.003, rate_rel_se=0.01,
+               cpu_pressure=0.16, roles=roles, best_higher_level=4, best_higher_rate=0.6 * GIB * eff * 4,
+               best_higher_growth_low=eff * 4 * 0.97,
+               scaling_efficiency={"value": eff, "high": eff * math.exp(1.645 * eff_rel_se),
+                                   "rel_se": eff_rel_se, "from": 1.0, "to": 4.0})
+
+
+def test_more_transfers_going_faster_is_a_co_limit_of_a_host_cpu_named_for_its_waits():
+    """host-cpu named below the busy line (the chain waits, efficiency surely under 0.5) and c=4
+    surely faster: the growth is its co-limit (the co-limits' cascade skips host-cpu on that
+    path too), so a run naming concurrency there agrees exactly."""
+    ev = _tmpfs_c1_waiting(0.42, 0.02)
+    verdict, _ = decide(ev)
+    assert verdict == "host-cpu" and ev["co_limits"] == ["concurrency"], ev.get("co_limits")
+    assert not ev["borderline"]
+
+
+def test_an_efficiency_within_its_noise_of_the_line_is_a_borderline_host_cpu():
+    """Efficiency 0.495 with 5 % noise: not surely under 0.5, so concurrency decides, and the
+    host-cpu it was within noise of is its borderline candidate ("concurrency (or host-cpu)")."""
+    ev = _tmpfs_c1_waiting(0.495, 0.05)
+    verdict, reason = decide(ev)
+    assert verdict == "concurrency", reason
+    cands = [c for c in ev["borderline_candidates"] if c["rule"] == "host-cpu"]
+    assert cands and cands[0]["figure"] == "scaling efficiency" and cands[0]["low"] < 0.5 < cands[0]["high"]
+    assert "scaling efficiency 50 % is within its noise of 50 %" in reason
+    assert glance.near(verdict, ev) == ["host-cpu"]
