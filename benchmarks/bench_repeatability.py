@@ -185,6 +185,7 @@ def summarise(a, b) -> dict:
     rows = [r for r in compare_data(a, b) if not r["only_in"]]
     ca_all, cb_all = causes_of(a), causes_of(b)
     diffs, judged, lines = [], 0, []
+    within = rated = 0  # levels whose rate difference lies within the two runs' stated 95 % noise
     kinds = {"agree": 0, "borderline": 0, "inconclusive": 0, "contradiction": 0}
     n_borderline = n_co = 0  # n_co: exact agreements through a co-limit
     for r in rows:
@@ -192,6 +193,10 @@ def summarise(a, b) -> dict:
         d = abs(y - x) / ((x + y) / 2) if x == x and y == y and x + y > 0 else float("nan")
         if d == d:
             diffs.append(d)
+        honest = noise_holds(x, y, r["base_rel_se"], r["contender_rel_se"])
+        if honest is not None:
+            rated += 1
+            within += honest
         key = (r["cell_id"], float(r["concurrency"]), r["direction"])
         (ca, ba, la), (cb, bb, lb) = (ca_all.get(key, (set(), False, set())),
                                       cb_all.get(key, (set(), False, set())))
@@ -215,7 +220,17 @@ def summarise(a, b) -> dict:
             "agree_share": agree / judged if judged else float("nan"),
             "median_diff": statistics.median(diffs) if diffs else float("nan"),
             "worst_diff": max(diffs) if diffs else float("nan"),
-            "fingerprints_changed": sum(1 for r in rows if r["config_changed"])}
+            "fingerprints_changed": sum(1 for r in rows if r["config_changed"]),
+            "noise_within": within, "noise_rated": rated}
+
+
+def noise_holds(x: float, y: float, se_x: float, se_y: float) -> bool | None:
+    """Is |log(y / x)| within 1.96 times the two levels' combined stated relative error (each
+    run's own noise and its between-run term, analysis.verdicts.compare)? None where a rate or
+    an error is unknown: such a level states no noise to hold."""
+    if not all(math.isfinite(v) for v in (x, y, se_x, se_y)) or x <= 0 or y <= 0:
+        return None
+    return abs(math.log(y / x)) <= 1.96 * math.hypot(se_x, se_y)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,6 +316,8 @@ def report(s: dict, a, b, what: str, load, args) -> None:
     print(f"steady rate difference: median {s['median_diff'] * 100:.1f} %, worst "
           f"{s['worst_diff'] * 100:.1f} % (target median <= {TARGET_MEDIAN_DIFF * 100:.0f} %, "
           f"ratio to target {s['median_diff'] / TARGET_MEDIAN_DIFF:.2f})")
+    print(f"noise honest: {s['noise_within']}/{s['noise_rated']} levels' rate difference within the "
+          f"two runs' stated 95 % noise (1.96 x their combined relative error; target >= 90 %)")
     print(f"cell fingerprints changed between the runs: {s['fingerprints_changed']} of {s['rows']} rows")
     print(f"runs: {a.run.path} {b.run.path}")
     diffs = level_diffs(a, b)

@@ -75,3 +75,14 @@ def test_the_report_prints_the_three_numbers_apart(tmp_path, capsys):
     out = capsys.readouterr().out
     assert (f"exact agreement {s['exact']}/{s['judged']}" in out and "through a borderline candidate"
             in out and "contradictions 0/" in out)
+
+
+@pytest.mark.parametrize("x, y, se_x, se_y, holds", [
+    (100.0, 110.0, 0.05, 0.05, True),    # log 1.1 = 0.095 <= 1.96 * 0.0707 = 0.139
+    (100.0, 130.0, 0.05, 0.05, False),   # log 1.3 = 0.262
+    (100.0, 100.0, 0.0, 0.0, True),
+    (100.0, 130.0, float("nan"), 0.05, None),  # a level with no stated noise is not judged
+    (0.0, 130.0, 0.05, 0.05, None),
+])
+def test_noise_holds_within_the_two_runs_stated_95_percent(x, y, se_x, se_y, holds):
+    assert bench.noise_holds(x, y, se_x, se_y) == holds
