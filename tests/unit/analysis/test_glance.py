@@ -62,8 +62,9 @@ def test_a_beaten_probe_is_marked_and_an_unknown_verdict_keeps_its_own_words():
     assert glance.short_reason("gateway", "long", ev, short="own words 42") == "own words 42"
 
 
-def test_report_text_and_json(glance_run, capsys):
+def test_report_text_and_json(glance_run, capsys, monkeypatch):
     path, _ = glance_run
+    monkeypatch.delenv("COLUMNS", raising=False)  # not a terminal: 100 columns (pytest-xdist sets 80)
     assert main(["report", str(path), "--format", "text"]) == 0
     out = capsys.readouterr().out
     rd = RunData(path)
