@@ -185,53 +185,52 @@ def _running_with(conf: Path) -> list[int]:
     return [p.pid for p in psutil.process_iter(["cmdline"]) if str(conf) in (p.info["cmdline"] or [])]
 
 
-def test_up_down_cycle(tmp_path):
-    """Own state dir: up, up again (no-op), crash + stale pid file, down, up (memstore), down."""
-    state = tmp_path / "c"
-    up = XCBENCH + ["cluster", "up", "--state-dir", state]
-    r = run(up, env=NO_ENV, timeout=300)
-    assert f"ceph.conf: {state / 'ceph.conf'}" in r.stdout
-    mc = MiniCluster(state)
-    daemons = mc.daemons()
-    assert {"mon.a", "mgr.x", "mds.a", "osd.0", "osd.1", "osd.2"} <= set(daemons)
-    again = run(up, env=NO_ENV, timeout=60)
-    assert "already running" in again.stdout and mc.daemons() == daemons
-    cluster = Cluster.from_conf(state / "ceph.conf")
-    assert cluster.embedded and cluster.fs_name == "xcb-fs"
-    # crash: the mon dies, a pid file goes stale; down must still clean up everything
-    os.kill(daemons["mon.a"], signal.SIGKILL)
-    (state / "run" / "osd.0.pid").write_text("999999999\n")
-    r = run(XCBENCH + ["cluster", "down", "--state-dir", state], env=NO_ENV, timeout=120)
-    assert not state.exists() and mc.processes() == {} and not _running_with(state / "ceph.conf")
-    r = run(up + ["--objectstore", "memstore", "-q"], env=NO_ENV, timeout=300)
-    assert r.stdout.strip() == str(state / "ceph.conf")
-    assert json.loads((state / "cluster.json").read_text())["objectstore"] == "memstore"
-    with Cluster.from_conf(state / "ceph.conf") as c, c.ioctx("xcb-ec2-1") as io:
-        io.write_full("o", b"memstore")
-        assert io.read("o") == b"memstore"
-    run(XCBENCH + ["cluster", "down", "--state-dir", state], env=NO_ENV, timeout=120)
-    assert not state.exists() and mc.processes() == {}
-
-
-def test_no_key_on_a_command_line_while_the_cluster_is_made(tmp_path, monkeypatch):
-    """ceph-osd --mkfs gets the OSD's key from a 0600 file (--keyfile), not --key on its
-    command line (readable by every user with ps); the key reaches the OSD all the same."""
+def test_up_down_cycle(tmp_path, monkeypatch):
+    """Own state dir: up (no key on a command line while it is made), up again (no-op),
+    crash + stale pid file, down, up (memstore), down. One bring-up serves both checks (the
+    first `cluster up` from the CLI is test_cluster_prometheus's)."""
     import xcbench.ceph.mini as mini
+    state = tmp_path / "c"
+    # ceph-osd --mkfs gets the OSD's key from a 0600 file (--keyfile), not --key on its command
+    # line (readable by every user with ps); the key reaches the OSD all the same
     seen: list[list[str]] = []
     real_run, real_spawn = mini.proc.run, mini.proc.spawn
-    monkeypatch.setattr(mini.proc, "run", lambda cmd, **kw: seen.append([str(a) for a in cmd])
-                        or real_run(cmd, **kw))
-    monkeypatch.setattr(mini.proc, "spawn", lambda cmd, **kw: seen.append([str(a) for a in cmd])
-                        or real_spawn(cmd, **kw))
-    mc = MiniCluster(tmp_path / "c")
-    try:
+    with monkeypatch.context() as mp:
+        mp.setattr(mini.proc, "run", lambda cmd, **kw: seen.append([str(a) for a in cmd])
+                   or real_run(cmd, **kw))
+        mp.setattr(mini.proc, "spawn", lambda cmd, **kw: seen.append([str(a) for a in cmd])
+                   or real_spawn(cmd, **kw))
+        mc = MiniCluster(state)
         mc.up(objectstore="bluestore", osds=3)
-        keys = [ln.split("=", 1)[1].strip() for f in (tmp_path / "c").glob("*/keyring")
+    try:
+        keys = [ln.split("=", 1)[1].strip() for f in state.glob("*/keyring")
                 for ln in f.read_text().splitlines() if ln.strip().startswith("key")]
         assert len(keys) >= 3 and any(a[0] == "ceph-osd" and "--mkfs" in a for a in seen)
         assert not [a for a in seen for k in keys if any(k in w for w in a)]
         for i in range(3):
-            osd = tmp_path / "c" / f"osd.{i}"
+            osd = state / f"osd.{i}"
             assert (osd / "osd_key").read_text().strip() in keys and not (osd / "mkfs.key").exists()
-    finally:
-        mc.down()
+        up = XCBENCH + ["cluster", "up", "--state-dir", state]
+        daemons = mc.daemons()
+        assert {"mon.a", "mgr.x", "mds.a", "osd.0", "osd.1", "osd.2"} <= set(daemons)
+        again = run(up, env=NO_ENV, timeout=60)
+        assert "already running" in again.stdout and mc.daemons() == daemons
+        assert f"ceph.conf: {state / 'ceph.conf'}" in again.stdout
+        cluster = Cluster.from_conf(state / "ceph.conf")
+        assert cluster.embedded and cluster.fs_name == "xcb-fs"
+        # crash: the mon dies, a pid file goes stale; down must still clean up everything
+        os.kill(daemons["mon.a"], signal.SIGKILL)
+        (state / "run" / "osd.0.pid").write_text("999999999\n")
+        r = run(XCBENCH + ["cluster", "down", "--state-dir", state], env=NO_ENV, timeout=120)
+        assert not state.exists() and mc.processes() == {} and not _running_with(state / "ceph.conf")
+        r = run(up + ["--objectstore", "memstore", "-q"], env=NO_ENV, timeout=300)
+        assert r.stdout.strip() == str(state / "ceph.conf")
+        assert json.loads((state / "cluster.json").read_text())["objectstore"] == "memstore"
+        with Cluster.from_conf(state / "ceph.conf") as c, c.ioctx("xcb-ec2-1") as io:
+            io.write_full("o", b"memstore")
+            assert io.read("o") == b"memstore"
+        run(XCBENCH + ["cluster", "down", "--state-dir", state], env=NO_ENV, timeout=120)
+        assert not state.exists() and mc.processes() == {}
+    finally:  # a failed check leaves no cluster behind
+        if state.exists():
+            mc.down()
