@@ -31,8 +31,8 @@ backends:
 """
 
 
-# levels of at least 12 s: the live query (every 5 s, the device's pace) runs during each
-TIMED = ", duration: {min: 12s, max: 20s}"
+# levels of at least 8 s: the live query (every 5 s, the device's pace) runs during each
+TIMED = ", duration: {min: 8s, max: 16s}"
 
 
 def _matrix(tmp_path, backends, duration=""):
