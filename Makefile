@@ -54,9 +54,15 @@ $(STAMP): pyproject.toml
 
 # pytest exit 5 = no tests collected: not a failure of the suite.
 # the default suite: long scenarios (marker `slow`) have a short variant in it; they and the tests
-# marked known_flaky (each with its reason and open issue) run with `make slow`
+# marked known_flaky (each with its reason and open issue) run with `make slow`.
+# The unit tests (no cluster, no measurement) run on two workers (pytest-xdist), one per core of
+# the 2-core reference box; the integration tests measure, so they run alone, one at a time.
+DEFAULT := not slow and not known_flaky
 test: setup
-	$(BIN)/python -m pytest -ra --durations=25 -m "not slow and not known_flaky" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
+	@rc=0; \
+	$(BIN)/python -m pytest -ra --durations=10 -n 2 -m "$(DEFAULT)" tests/unit; r=$$?; [ $$r -eq 5 ] || [ $$r -eq 0 ] || rc=$$r; \
+	$(BIN)/python -m pytest -ra --durations=25 -m "$(DEFAULT)" tests/integration; r=$$?; [ $$r -eq 5 ] || [ $$r -eq 0 ] || rc=$$r; \
+	exit $$rc
 
 slow: setup
 	$(BIN)/python -m pytest -ra -m "slow or known_flaky" tests; rc=$$?; [ $$rc -eq 5 ] && rc=0; exit $$rc
