@@ -34,8 +34,7 @@ def demo_shape(directory: Path) -> Path:
     d = m["defaults"]
     d["campaign"] = {"duration": {"min": "5s", "max": "10s"},
                      "steady": {"rule": "autoterm", "window": "5s", "points": 5, "tolerance": "15%"}}
-    # level probes steady over 2 s, not 3 (probe.levels.STEADY): 16 probes, ~16 s less
-    d["probe"] = {**d.get("probe", {}), "runtime": 1, "size": "16M", "ss_dur": 2}
+    d["probe"] = {**d.get("probe", {}), "runtime": 1, "size": "16M"}
     d["file_size"], d["files"] = "8M", 12
     m["backends"]["tmpfs"]["size"] = ["512M"]
     m["name"] = NAME
