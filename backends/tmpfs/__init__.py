@@ -18,7 +18,7 @@ from xcbench.backends.base import Backend, Target
 from xcbench.errors import XcbError
 from xcbench.figures.units import format_size
 from xcbench.system import orphans, proc
-from xcbench.system.fsutil import remove_tree
+from xcbench.system.fsutil import hand_over, remove_tree
 from xcbench.system.scratch import (  # noqa: F401 (memory_room, RESERVE_*: this module's API before)
     RESERVE_FRACTION,
     RESERVE_MIN,
@@ -70,7 +70,7 @@ class TmpfsBackend(Backend):
                                fallback_reason=why[-1] if why else f"mount exit {res.returncode}",
                                size_enforced=False)
         if ids is not None and target.path:
-            os.chown(target.path, *ids)
+            hand_over(target.path, ids)  # by descriptor: a link in its place is never followed
         return target
 
     def verify(self, target: Target, gateway: Any = None) -> dict[str, Any]:
