@@ -4,7 +4,8 @@ fan-out measured on their NICs, and the verdicts that follow.
 
 Input: the prometheus device's rows (xcbench/telemetry/promqueries.py), labelled with ``host``
 and ``role`` (``osd`` on hosts running OSDs), ``device`` (NIC or disk) and, on a disk, the
-``osds`` on it. Figures, per OSD host over the windows (means):
+``osds`` on it. Figures, per OSD host over the windows (means of the points whose rate range
+lies in a window: _mean):
 
   nics    {device: {rx, tx, speed, use, way}}   node.nic_{rx,tx}_bps vs node.nic_speed_bps (or,
           on an emulated host, node.nic_limit_bps: the rate its link is shaped to, the lower);
@@ -55,11 +56,25 @@ def _ok(v: Any) -> TypeGuard[float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _span(labels: Any) -> float:
+    """A point's rate range in seconds (labels are text once stored); 0 in runs before the
+    range was kept: the point then stands for its instant."""
+    try:
+        r = float(labels.get("range_s", 0.0)) if isinstance(labels, dict) else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+    return r if _ok(r) and r > 0 else 0.0
+
+
 def _mean(df: Any, windows) -> float:
+    """Mean of the points that are the windows': a rate point at t averages (t - range, t], so
+    it counts only when that whole span lies in a window (one whose range reaches before the
+    window would mix in the ramp-up or the level before: a window shorter than the range has
+    no figure)."""
     if df is None or not len(df):
         return math.nan
-    vals = [float(v) for w, v in zip(df["wall"], df["value"], strict=True)
-            if any(a <= w <= b for a, b in windows) and _ok(float(v))]
+    vals = [float(v) for w, v, lab in zip(df["wall"], df["value"], df["labels"], strict=True)
+            if any(a - 1e-3 <= w - _span(lab) and w <= b for a, b in windows) and _ok(float(v))]
     return sum(vals) / len(vals) if vals else math.nan
 
 

@@ -171,7 +171,7 @@ class PrometheusSampler(Sampler):
                 answer = self.client.query_range(pq.promql(name, step), start, end, step)
                 if not answer:
                     self._missing(pq.NEEDS[name], f"{name} is not measured")
-                out += pq.rows(name, answer, self.hosts, offset)
+                out += pq.rows(name, answer, self.hosts, offset, pq.range_seconds(step))
             out += pq.link_rows(self.hosts, [start, end], offset)
         except PromError as e:
             self._unreachable(e)

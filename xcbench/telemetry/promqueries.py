@@ -75,9 +75,14 @@ LIVE_PARTS = {
 }
 
 
+def range_seconds(step: float) -> float:
+    """The rate range for a scrape interval ``step``: four scrapes (a point at t stands for
+    (t - range, t], so it is a window's only when that span lies in it)."""
+    return 4 * step
+
+
 def window(step: float) -> str:
-    """The rate window for a scrape interval ``step``: four scrapes."""
-    return f"{max(4 * step, 2 * step):g}s"
+    return f"{range_seconds(step):g}s"
 
 
 def promql(name: str, step: float) -> str:
@@ -340,14 +345,18 @@ def declared_rows(hosts: HostMap, walls: list[float], mono_offset: float) -> lis
     return out
 
 
-def rows(name: str, answer: list[dict], hosts: HostMap, mono_offset: float) -> list[dict]:
+def rows(name: str, answer: list[dict], hosts: HostMap, mono_offset: float,
+         range_s: float | None = None) -> list[dict]:
     """SAMPLE rows (without cell_id) of a range answer. ``mono_offset``: wall - monotonic of
-    this process, so rows sit on the run's monotonic clock too."""
+    this process, so rows sit on the run's monotonic clock too; ``range_s``: the queries' rate
+    range, kept in the labels (a reader takes a point for the span it averages)."""
     out = []
     for series in answer:
         labels = hosts.labels(name, series.get("metric") or {})
         if labels is None:
             continue
+        if range_s is not None:
+            labels["range_s"] = range_s
         for ts, value in series.get("values") or ([series["value"]] if series.get("value") else []):
             try:
                 v = float(value)

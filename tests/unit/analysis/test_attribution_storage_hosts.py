@@ -158,6 +158,32 @@ def test_recorded_one_box_views_agree_with_the_recorded_host_load():
     assert ev["storage_views"]["agree"] and ev["storage_views"]["prometheus_cpu"] > 0.9
 
 
+def test_a_rate_point_counts_only_when_its_range_lies_in_the_window():
+    """The level before idled (28-71 %), the level ran at 81 %: each point averages the 4 s
+    before it, so the first four points of the window reach into the idle time. Counted, they
+    put Prometheus 10 points under the host device (a false "views disagree"); left out, the
+    figure is the level's (this machine's run of 2026-11-28, test_run_prometheus)."""
+    t0, ramp = 1000.0, [0.278, 0.513, 0.708, 0.797]
+    busy = ramp + [0.81] * 7  # cores busy / 2, one point per second from the window's start
+    hosts = pq.HostMap(UNAME, OSD_META)
+    series = [{"metric": {"instance": UNAME[0]["metric"]["instance"]},
+               "values": [[t0 + i, str(2 * b)] for i, b in enumerate(busy)]}]
+    rows = pq.rows("node.cpu_busy_cores", series, hosts, 0.0, range_s=pq.range_seconds(1.0))
+    assert rows and all(r["labels"]["range_s"] == 4.0 for r in rows)
+    cores = [{**rows[0], "metric": "node.cpu_cores", "value": 2.0}]
+    df = pd.DataFrame([{**r, "cell_id": "c", "labels": json.dumps(r["labels"], sort_keys=True)}
+                       for r in rows + cores])
+    figs = sh.host_figures(SampleIndex(df), "c", [(t0, t0 + 10)])
+    assert figs["vm"]["cpu"]["use"] == pytest.approx(0.81)  # the points from t0 + 4 on
+    # a window shorter than the range has no point of its own: no figure, rather than another's
+    assert not sh.host_figures(SampleIndex(df), "c", [(t0 + 6, t0 + 9)]).get("vm", {}).get("cpu")
+    # without the range (runs before it was kept), a point stands for its instant, as then
+    plain = pd.DataFrame([{**r, "cell_id": "c", "labels": json.dumps(
+        {k: v for k, v in r["labels"].items() if k != "range_s"}, sort_keys=True)} for r in rows + cores])
+    assert sh.host_figures(SampleIndex(plain), "c", [(t0, t0 + 10)])["vm"]["cpu"]["use"] == \
+        pytest.approx(sum(busy) / len(busy))
+
+
 def _one_box_verdict(host_busy: float, concurrency: int = 8) -> dict:
     """A verdict row whose evidence holds the recorded run's storage figures (this machine's CPU
     as Prometheus saw it, ~99 % of 2 cores) beside a host device's reading ``host_busy``."""
