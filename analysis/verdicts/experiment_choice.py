@@ -6,7 +6,8 @@ one line saying what changes, and each arm's change:
 - ``cell``: fields of the cell replaced (cores, origins), ``tmpfs``: the same gateway, clients
   and files into a tmpfs target (the storage taken out), ``level``: the transfers in flight,
   ``cap``: (roles joined by "+", cores) one CPU quota over those roles, ``twin``: another cell
-  of the run replayed in this arm's place (an EC cell's replicated twin).
+  of the run replayed in this arm's place (an EC cell's replicated twin), ``link``: (host,
+  bits/s) an emulated client host's link shaped to that rate for the arm (xcbench.hosts.reshape).
 
 Or {"why": one line} when nothing xcbench controls here changes exactly that limit. Pure: the
 caller passes the facts of the host (its cores, whether the cluster is xcbench's own).
@@ -38,10 +39,19 @@ def _quota(role: dict[str, Any] | None) -> float | None:
     return float(role["limit"]) if str(role.get("source", "")).startswith("cgroup") else None
 
 
+def _busiest_link(ev: dict[str, Any]) -> str | None:
+    links = [(h, _num(x.get("use"))) for h, x in (ev.get("links") or {}).items() if isinstance(x, dict)]
+    best = max(((h, u) for h, u in links if u is not None), key=lambda hu: hu[1], default=None)
+    return best[0] if best else None
+
+
 def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores: float,
-           embedded: bool, ceiling: float | None = None) -> dict[str, Any]:
+           embedded: bool, ceiling: float | None = None,
+           links: dict[str, float] | None = None) -> dict[str, Any]:
     """The experiment for ``verdict`` of ``cell`` at ``level`` (evidence ``ev``); ``ceiling``:
-    the run's gateway ceiling at this level (a tmpfs cell's rate, B/s) when it has one."""
+    the run's gateway ceiling at this level (a tmpfs cell's rate, B/s) when it has one;
+    ``links``: {host: shaped rate, bits/s} of the emulated hosts xcbench made that are up
+    (xcbench.hosts.reshape.shaped)."""
     roles = ev.get("roles") or {}
     rate = _num(ev.get("rate"))
     if verdict in ("storage-bandwidth", "storage-iops", "storage-disk", "storage-network",
@@ -103,9 +113,24 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
         return {"kind": "tighten", "predicted": pred,
                 "what": "the EC cell (changed) and its replicated twin (control) replayed interleaved",
                 "control": {"twin": str(twin)}, "changed": {}}
-    if verdict in ("network", "storage-network"):
-        return {"why": "the link is gone with the run (an emulated host xcbench made and removed) or "
-                       "is the site's: tc is only put on a link xcbench made and records"}
+    if verdict == "network":
+        host = _busiest_link(ev)
+        rate = _num((links or {}).get(host)) if host else None
+        if host is None:
+            return {"why": "the verdict names no client link (no link figures in its evidence)"}
+        if rate is None:
+            return {"why": f"client host {host}'s link is not up as an emulated host xcbench made "
+                           "(tc is only put on a link xcbench made and records): `xcbench hosts "
+                           "up` the run's inventory again, or it is the site's link"}
+        # a link that binds passes half its rate on; one with headroom, more than half
+        new = rate * HALF
+        return {"kind": "tighten", "predicted": HALF,
+                "what": f"client host {host}'s link shaped to half its rate: {rate / 1e6:g} -> "
+                        f"{new / 1e6:g} Mb/s (tc tbf, both ways; recorded, restored after each run)",
+                "control": {}, "changed": {"link": (host, new)}}
+    if verdict == "storage-network":
+        return {"why": "the storage host's link is made and removed by the self-test's own run (or "
+                       "is the site's): tc is only put on a link xcbench made and records"}
     if verdict == "inconclusive":
         return {"why": "no limit was named"}
     return {"why": f"no experiment for {verdict!r}"}

@@ -10,16 +10,20 @@ Exit 0 when no verdict was refuted, 1 when one was, 2 on bad input (before anyth
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from xcbench.analysis.verdicts.experiment import PAIRS
 from xcbench.ceph.cluster import cluster_from_args, default_state_dir
 from xcbench.ceph.mini import MiniCluster
 from xcbench.commands.options import add_ceph_args, add_fts_endpoint_arg
 from xcbench.errors import XcbError
+from xcbench.hosts.checks import check_versions
+from xcbench.hosts.matrix_section import inventory_for
 from xcbench.run.runner import Interrupted
 from xcbench.selftest import confirm
 from xcbench.selftest.run_scenarios import _stderr as log
 from xcbench.store.catalog import resolve_run
+from xcbench.system.userfiles import read_yaml
 
 
 def add_parser(sub):
@@ -40,6 +44,9 @@ def add_parser(sub):
     p.add_argument("--pairs", type=int, default=PAIRS,
                    help=f"control/changed pairs per experiment, A-B-B-A (default {PAIRS}, at least 2)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--hosts", metavar="FILE",
+                   help="the run's inventory, when its campaigns came from client hosts (default: "
+                        "the inventory file the run used, else the matrix's hosts:)")
     add_fts_endpoint_arg(p)
     add_ceph_args(p)
     p.add_argument("--keep-cluster", action="store_true",
@@ -54,8 +61,9 @@ def run(args) -> int:
     fts = tuple(args.fts_endpoint or ())
     # bad input (a matrix sending its FTS credential where the operator did not say, too):
     # exit 2, nothing started
-    run_dir, rows, _ = confirm.preflight(args.run, args.cell, args.level, tuple(args.test or ()), fts)
+    run_dir, rows, mpath = confirm.preflight(args.run, args.cell, args.level, tuple(args.test or ()), fts)
     labels = {cid: c.label for cid, c in run_dir.cells.items()}
+    hosts = inventory(args, run_dir, mpath)
     embedded = bool((run_dir.manifest.get("cluster") or {}).get("embedded"))
     mini = cluster = None
     started = False
@@ -68,7 +76,8 @@ def run(args) -> int:
     try:
         result = confirm.confirm_run(args.run, cluster, cell=args.cell, pairs=args.pairs,
                                      verdicts=tuple(args.verdict or ()), level=args.level,
-                                     test=tuple(args.test or ()), fts_endpoints=fts, log=log)
+                                     test=tuple(args.test or ()), fts_endpoints=fts, hosts=hosts,
+                                     log=log)
     except Interrupted as e:
         log(f"confirm interrupted; what was measured is in {e}")
         return 130
@@ -79,3 +88,20 @@ def run(args) -> int:
             mini.down(log=log)
     print(json.dumps(result, indent=1, default=str) if args.json else confirm.text(result, labels))
     return 0 if result["ok"] else 1
+
+
+def inventory(args, run_dir, matrix_path: str):
+    """The inventory the run's campaigns came from (None: the run used none): ``--hosts``, else
+    the file the run read (its manifest names it), else the matrix's ``hosts:``; checked as
+    `xcbench run` checks it (the same xcbench on every host)."""
+    used = (run_dir.manifest.get("hosts") or {})
+    if not args.hosts and not used.get("hosts"):
+        return None
+    source = args.hosts or (used.get("source") if Path(str(used.get("source") or "")).is_file() else None)
+    inv = inventory_for(source, read_yaml(matrix_path), matrix_path)
+    if inv is None:  # before anything starts
+        raise XcbError(f"confirm: {run_dir.path}: the run's campaigns came from the hosts of "
+                       f"{used.get('source') or 'an inventory'!r}, which is gone: give it with --hosts")
+    check_versions(inv)
+    return inv
+

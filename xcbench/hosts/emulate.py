@@ -20,6 +20,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +188,18 @@ def records(state: str | Path | None = None) -> list[Path]:
     return sorted(p for p in d.glob("hosts-*.json") if RECORD_RE.match(p.name)) if d.is_dir() else []
 
 
+def recorded_hosts(state: str | Path | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(name, entry) of every host of every readable record (an unreadable one is skipped)."""
+    for path in records(state):
+        try:
+            rec = Record.load(path)
+        except XcbError:
+            continue
+        for name, h in (rec.data.get("hosts") or {}).items():
+            if isinstance(h, dict):
+                yield name, h
+
+
 # ---- up ---------------------------------------------------------------------------------------
 def _ip(*args: object) -> None:
     proc.run(["ip", *args], timeout=60)
@@ -204,7 +217,8 @@ def up(inv: Inventory, state: str | Path | None = None, *, log=None) -> Record:
     rec.data["bridge"] = {"name": inv.bridge.name, "address": inv.bridge.address}
     rec.data["hosts"] = {h.name: {"netns": h.netns, "veth": h.veth, "address": h.address,
                                   "roles": list(h.roles),
-                                  "cores": h.cores, "rate_bps": h.link.rate_bps if h.link else None}
+                                  "cores": h.cores, "rate_bps": h.link.rate_bps if h.link else None,
+                                  "rtt": h.link.rtt if h.link else None}
                          for h in inv.netns_hosts}
     try:
         br = inv.bridge.name
@@ -327,7 +341,7 @@ def status(state: str | Path | None = None) -> list[dict[str, Any]]:
                           "netns": (NETNS_DIR / h["netns"]).exists(),
                           "link": Path("/sys/class/net", h["veth"]).exists(),
                           "cgroup": cg is not None and Path(cg).is_dir(), "cores": h.get("cores"),
-                          "rate_bps": h.get("rate_bps")})
+                          "rate_bps": h.get("rate_bps"), "reshaped_bps": h.get("reshaped_bps")})
         out.append({"record": str(path), "source": rec.data.get("source"),
                     "complete": rec.data.get("complete"), "bridge": rec.data.get("bridge"),
                     "hosts": hosts})

@@ -7,12 +7,13 @@ received), ``rx_bytes`` what it received.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from xcbench.errors import XcbError
-from xcbench.hosts.emulate import Record, records
+from xcbench.hosts.emulate import recorded_hosts
 from xcbench.hosts.inventory import Host, Inventory
+from xcbench.hosts.reshape import current_rates
 
 SYS_NET = Path("/sys/class/net")
 
@@ -55,19 +56,15 @@ def link_counters(host: Host) -> dict[str, int]:
 
 
 def links_of(inv: Inventory) -> list[LinkInfo]:
-    return [_info(h) for h in inv.netns_hosts]
+    now = current_rates()  # a link an experiment holds tightened: its limit is that rate
+    return [replace(i, rate_bps=now.get(i.host, i.rate_bps)) for i in map(_info, inv.netns_hosts)]
 
 
 def recorded_links(state: str | Path | None = None) -> list[LinkInfo]:
     """The links of every emulated host recorded as up (xcbench.hosts.emulate's records)."""
     out = []
-    for path in records(state):
-        try:
-            rec = Record.load(path)
-        except XcbError:
-            continue
-        for name, h in (rec.data.get("hosts") or {}).items():
-            rate = h.get("rate_bps")
-            out.append(LinkInfo(name, h["veth"], tuple(h.get("roles") or ()),
-                                float(rate) if rate and rate != float("inf") else None))
+    for name, h in recorded_hosts(state):
+        rate = h.get("reshaped_bps") or h.get("rate_bps")  # tightened by an experiment: that
+        out.append(LinkInfo(name, h["veth"], tuple(h.get("roles") or ()),
+                            float(rate) if rate and rate != float("inf") else None))
     return out

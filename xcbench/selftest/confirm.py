@@ -11,7 +11,11 @@ what xcbench itself controls (analysis.verdicts.experiment_choice):
   redirector; concurrency: twice the transfers in flight; client: twice the driver's quota;
 - host-cpu: every role xcbench started under one CPU quota at half the host: the rate must fall
   in proportion;
-- ec-overhead: the EC cell and its replicated twin replayed interleaved.
+- ec-overhead: the EC cell and its replicated twin replayed interleaved;
+- network: the client host's link (an emulated host xcbench made, still up) shaped to half its
+  rate: the rate must fall in proportion (xcbench.hosts.reshape: recorded, restored after).
+
+A run whose campaigns came from client hosts is replayed from the same hosts (its inventory).
 
 The pairs are judged by analysis.verdicts.experiment (between-run term in the noise, a minimum effect,
 the measured ratio beside the predicted one): confirmed, refuted or inconclusive; a verdict no
@@ -42,6 +46,7 @@ from xcbench.backends.base import backend_class
 from xcbench.cell import Cell
 from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
+from xcbench.hosts import reshape
 from xcbench.matrix import Matrix, load_matrix
 from xcbench.matrix.expand import _finish
 from xcbench.run.runner import RunOptions, run_matrix
@@ -139,11 +144,18 @@ def ceilings(rows: list[dict[str, Any]], cells: dict[str, Any]) -> dict[tuple[in
 def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | None = None, pairs: int = PAIRS,
                 verdicts: tuple[str, ...] | None = None, level: int | None = None,
                 test: tuple[str, ...] = (), fts_endpoints: tuple[str, ...] = (),
-                log: Log = _stderr) -> dict[str, Any]:
+                hosts: Any = None, log: Log = _stderr) -> dict[str, Any]:
     """Test each verdict of the run (of ``cell``, at ``level``; of these ``verdicts``), or the
     limits ``test`` names there instead (a borderline verdict's candidates); {"run",
-    "confirmations": [...], "ok"}; written to <run>/confirmations.json and .parquet."""
+    "confirmations": [...], "ok"}; written to <run>/confirmations.json and .parquet.
+    ``hosts``: the run's inventory (xcbench.hosts.Inventory) when its campaigns came from hosts."""
     run, rows, mpath = preflight(run_path, cell, level, test, fts_endpoints)
+    if (run.manifest.get("hosts") or {}).get("hosts") and hosts is None:
+        raise XcbError(f"confirm: {run.path}: the run's campaigns came from the hosts of "
+                       f"{(run.manifest['hosts'].get('source') or 'an inventory')!r}: give it with --hosts")
+    for h in reshape.restore_left():  # an experiment that died left a link tightened
+        log(f"confirm: host {h}'s link was left tightened by an experiment: restored")
+    links = {h: x["rate_bps"] for h, x in reshape.shaped().items()}
     matrix = load_matrix(mpath, cluster) if cluster is not None else load_matrix(mpath)
     cells = {c.id: c for c in matrix.cells}
     cores = host_cores()
@@ -159,7 +171,7 @@ def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | No
             continue
         for j, named in enumerate(test or (row["verdict"],)):
             out.append(_one(row, named, f"{stamp}-{i}.{j}", cells, matrix, run.path, cluster, pairs,
-                            cores, embedded, between, tops, log))
+                            cores, embedded, between, tops, log, hosts, links))
     result = {"run": str(run.path), "pairs": pairs, "confirmations": [_clean(x) for x in out],
               "ok": not any(x["outcome"] == "refuted" for x in out)}
     write(run.path, result)
@@ -168,7 +180,8 @@ def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | No
 
 def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matrix: Any, run_path: Path,
          cluster: Cluster | None, pairs: int, cores: float, embedded: bool, between: float | None,
-         tops: dict[tuple[int, str, int], float], log: Log) -> dict[str, Any]:
+         tops: dict[tuple[int, str, int], float], log: Log, hosts: Any = None,
+         links: dict[str, float] | None = None) -> dict[str, Any]:
     """One experiment: the limit ``named`` tested at the row's cell and level."""
     ev = json.loads(row.get("evidence") or "{}")
     level, direction = int(row["concurrency"]), row.get("direction") or "write"
@@ -179,7 +192,8 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
     if c is None:
         exp: dict[str, Any] = {"why": "the cell is not in the run's matrix file any more"}
     else:
-        exp = choose(named, ev, c, level, cores, embedded, tops.get((level, direction, int(c.file_size))))
+        exp = choose(named, ev, c, level, cores, embedded, tops.get((level, direction, int(c.file_size))),
+                     links)
     if "why" not in exp and c is not None and backend_class(c.backend).needs_cluster and cluster is None:
         exp = {"why": "the cell needs the run's Ceph cluster: give it with -c/--ceph-conf"}
     label = f"{c.label if c else row['cell_id']} c={level}"
@@ -192,7 +206,7 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
     runs = []
     for pair, arm in schedule(pairs):
         r = _replay(matrix, cells, c, level, direction, exp[arm], f"{tag}-{c.id[:8]}-c{level}-{pair}{arm}",
-                    run_path / "confirm", cluster)
+                    run_path / "confirm", cluster, hosts)
         got.setdefault(pair, {})[arm] = r["rate"]
         runs.append({"pair": pair, "arm": arm, "Bps": _clean_num(r["rate"][0]),
                      "rel_se": _clean_num(r["rate"][1]), "run": r["run"], "role": r["role"]})
@@ -238,14 +252,23 @@ def replay_cell(cells: dict[str, Cell], cell: Cell, level: int, change: dict[str
 
 
 def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, direction: str,
-            change: dict[str, Any], name: str, store: Path, cluster: Cluster | None) -> dict[str, Any]:
+            change: dict[str, Any], name: str, store: Path, cluster: Cluster | None,
+            hosts: Any = None) -> dict[str, Any]:
     """Run one arm; {"rate": (B/s, rel se), "run", "role": the capped role's cpu/limit}."""
     c, lv = replay_cell(cells, cell, level, change)
     m = replace(matrix, cells=[c])
     opts = RunOptions(store=store, name=name, baseline=False, probes=False, report=False,
-                      progress=False, telemetry=TELEMETRY)
+                      progress=False, telemetry=TELEMETRY + (",links" if hosts is not None else ""),
+                      hosts=hosts)
     role, cores = change.get("cap") or (None, None)
-    if role and cores:
+    if change.get("link"):
+        host, bps = change["link"]
+        link = reshape.shaped().get(host)
+        if link is None:
+            raise XcbError(f"confirm: host {host}'s link is no longer up as an emulated host xcbench made")
+        with reshape.tightened(link["record"], host, bps):
+            run = run_matrix(m, cluster, opts)
+    elif role and cores:
         wants = set(role.split("+"))
         pids = mini_pids(cluster) if wants & set(CLUSTER_ROLES) else None
         with CpuGroups(None, run=f"confirm{os.getpid()}") as groups:

@@ -82,6 +82,17 @@ def test_verdicts_no_change_here_can_test_say_why_in_one_line(verdict):
     assert why and "\n" not in why
 
 
+def test_network_tightens_the_busiest_client_link_xcbench_made_to_half_its_rate():
+    ev = {"links": {"nc1": {"use": 0.95}, "nc2": {"use": 0.40}, "nc3": {"use": None}}}
+    e = choose("network", ev, _cell("tmpfs"), 4, 2.0, False, links={"nc1": 80e6, "nc2": 1e9})
+    assert e["kind"] == "tighten" and e["predicted"] == 0.5
+    assert e["changed"] == {"link": ("nc1", 40e6)} and e["control"] == {}
+    assert "nc1" in e["what"] and "80 -> 40 Mb/s" in e["what"]
+    # the link is not one xcbench made and holds up now (the site's, or its hosts went down)
+    why = choose("network", ev, _cell("tmpfs"), 4, 2.0, False, links={"nc2": 1e9})["why"]
+    assert "nc1" in why and "hosts up" in why and "\n" not in why
+
+
 def test_the_take_out_arm_replays_the_same_files_into_tmpfs():
     c = _finish(Cell(id="x", label="x", backend="cephfs", layout=Layout(4 << 20, 1, 4 << 20),
                      pool=PoolSpec.parse("rep1"), file_size=64 << 20, files=16, concurrency=(1, 4)))
@@ -184,3 +195,28 @@ def test_a_replay_sends_no_fts_credential_the_operator_did_not_name(tmp_path, ca
             preflight(path)
         assert preflight(path, fts_endpoints=(url,))[2] == str(f)  # named: the replay may go
     assert ear.connections == 0
+
+
+def test_a_run_from_client_hosts_is_replayed_from_them_or_refused_in_one_line(tmp_path, capsys):
+    """A run whose campaigns came from client hosts is replayed from the same hosts: its
+    inventory gone (and no --hosts, no hosts: in the matrix) is one line, exit 2, nothing started."""
+    import pandas as pd
+
+    from tests.support.synthrun import make_run, mixed_cells
+    path, _ = make_run(tmp_path / "r", mixed_cells()[:1])
+    m = json.loads((path / "manifest.json").read_text())
+    pd.DataFrame([{"cell_id": next(iter(m["cells"])), "concurrency": 2, "direction": "write",
+                   "verdict": "network", "reason": "x", "evidence": "{}"}]).to_parquet(path / "verdicts.parquet")
+    raw = {"name": "h", "defaults": {"concurrency": [2]}, "backends": {"tmpfs": {"size": ["64M"]}}}
+    m["matrix"] = {"name": "h", "path": str(tmp_path / "gone.yaml"), "raw": raw}
+    gone = tmp_path / "hosts.yaml"
+    m["hosts"] = {"source": str(gone), "hosts": {"nc1": {"roles": ["client"]}}}
+    (path / "manifest.json").write_text(json.dumps(m))
+    argv = ["confirm", str(path), "--state-dir", str(tmp_path / "c")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{str(gone)!r}, which is gone: give it with --hosts" in err[0], err
+    assert main([*argv, "--hosts", str(gone)]) == 2  # the file named does not exist: it says so
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(gone) in err[0], err
+    assert not (tmp_path / "c").exists()
