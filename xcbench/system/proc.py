@@ -13,6 +13,7 @@ written to a record on disk (xcbench.system.orphans), so that after a `kill -9` 
 from __future__ import annotations
 
 import os
+import selectors
 import shutil
 import stat
 import subprocess
@@ -90,7 +91,11 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
                                      env=full_env, cwd=cwd, text=text, start_new_session=True,
                                      **as_user)
             _note(popen.pid, args, name=Path(args[0]).name)
-        stdout, stderr = popen.communicate(input, timeout=timeout)
+        if user is None:
+            stdout, stderr = popen.communicate(input, timeout=timeout)
+        else:  # another uid's process is that user's to make write without end
+            raw = input.encode() if isinstance(input, str) else input
+            stdout, stderr = _bounded(popen, raw, timeout, FOREIGN_OUTPUT, text)
     except subprocess.TimeoutExpired as e:
         assert popen is not None
         _stop_child(popen)
@@ -114,6 +119,53 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
         raise XcbError(f"{Path(args[0]).name} {' '.join(args[1:3])} failed "
                        f"(exit {cp.returncode}): {why}")
     return out
+
+
+FOREIGN_OUTPUT = 256 << 20  # bytes kept of each of stdout and stderr of a process run as another uid
+
+
+def _bounded(popen: subprocess.Popen, data: bytes | None, timeout: float | None, cap: int,
+             text: bool) -> tuple[Any, Any]:
+    """``communicate`` keeping at most ``cap`` bytes of stdout and of stderr: more is an
+    XcbError (the caller stops the child)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    sel = selectors.DefaultSelector()
+    pending = memoryview(data or b"")
+    if popen.stdin is not None:
+        if pending:
+            sel.register(popen.stdin, selectors.EVENT_WRITE)
+        else:
+            popen.stdin.close()
+    bufs: dict[Any, bytearray] = {popen.stdout: bytearray(), popen.stderr: bytearray()}
+    for f in bufs:
+        sel.register(f, selectors.EVENT_READ)
+    with sel:
+        while sel.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(popen.args, timeout or 0)
+            for key, _ in sel.select(left):
+                f = key.fileobj
+                if f is popen.stdin:
+                    try:  # writable: at least PIPE_BUF bytes go without blocking
+                        pending = pending[os.write(popen.stdin.fileno(), pending[:4096]):]
+                    except BrokenPipeError:
+                        pending = memoryview(b"")
+                    if not pending:
+                        sel.unregister(f)
+                        popen.stdin.close()
+                    continue
+                chunk = os.read(f.fileno(), 1 << 16)  # type: ignore[union-attr]
+                if not chunk:
+                    sel.unregister(f)
+                    continue
+                bufs[f] += chunk
+                if len(bufs[f]) > cap:
+                    raise XcbError(f"{Path(str(popen.args[0])).name}: over {cap >> 20} MiB of output "
+                                   "from a process running as another user: stopped")
+    popen.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    out, err = bytes(bufs[popen.stdout]), bytes(bufs[popen.stderr])
+    return (out.decode(errors="replace"), err.decode(errors="replace")) if text else (out, err)
 
 
 def _env_of(env: Mapping[str, str] | None, inherit: bool) -> dict[str, str] | None:
