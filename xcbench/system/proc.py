@@ -95,7 +95,7 @@ def run(cmd: Sequence[object], *, timeout: float | None = 300, check: bool = Tru
             stdout, stderr = popen.communicate(input, timeout=timeout)
         else:  # another uid's process is that user's to make write without end
             raw = input.encode() if isinstance(input, str) else input
-            stdout, stderr = _bounded(popen, raw, timeout, FOREIGN_OUTPUT, text)
+            stdout, stderr = _bounded(popen, raw, timeout, FOREIGN_OUTPUT, text, Path(args[0]).name)
     except subprocess.TimeoutExpired as e:
         assert popen is not None
         _stop_child(popen)
@@ -125,47 +125,50 @@ FOREIGN_OUTPUT = 256 << 20  # bytes kept of each of stdout and stderr of a proce
 
 
 def _bounded(popen: subprocess.Popen, data: bytes | None, timeout: float | None, cap: int,
-             text: bool) -> tuple[Any, Any]:
+             text: bool, name: str) -> tuple[Any, Any]:
     """``communicate`` keeping at most ``cap`` bytes of stdout and of stderr: more is an
     XcbError (the caller stops the child)."""
+    assert popen.stdout is not None and popen.stderr is not None
     deadline = None if timeout is None else time.monotonic() + timeout
     sel = selectors.DefaultSelector()
     pending = memoryview(data or b"")
-    if popen.stdin is not None:
+    stdin = popen.stdin.fileno() if popen.stdin is not None else None
+    if popen.stdin is not None and stdin is not None:
         if pending:
-            sel.register(popen.stdin, selectors.EVENT_WRITE)
+            sel.register(stdin, selectors.EVENT_WRITE)
         else:
             popen.stdin.close()
-    bufs: dict[Any, bytearray] = {popen.stdout: bytearray(), popen.stderr: bytearray()}
-    for f in bufs:
-        sel.register(f, selectors.EVENT_READ)
+    out, err = popen.stdout.fileno(), popen.stderr.fileno()
+    bufs = {out: bytearray(), err: bytearray()}
+    for fd in bufs:
+        sel.register(fd, selectors.EVENT_READ)
     with sel:
         while sel.get_map():
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(popen.args, timeout or 0)
+                raise subprocess.TimeoutExpired(name, timeout or 0)
             for key, _ in sel.select(left):
-                f = key.fileobj
-                if f is popen.stdin:
+                fd = key.fd
+                if fd == stdin:
                     try:  # writable: at least PIPE_BUF bytes go without blocking
-                        pending = pending[os.write(popen.stdin.fileno(), pending[:4096]):]
+                        pending = pending[os.write(fd, pending[:4096]):]
                     except BrokenPipeError:
                         pending = memoryview(b"")
-                    if not pending:
-                        sel.unregister(f)
+                    if not pending and popen.stdin is not None:
+                        sel.unregister(fd)
                         popen.stdin.close()
                     continue
-                chunk = os.read(f.fileno(), 1 << 16)  # type: ignore[union-attr]
+                chunk = os.read(fd, 1 << 16)
                 if not chunk:
-                    sel.unregister(f)
+                    sel.unregister(fd)
                     continue
-                bufs[f] += chunk
-                if len(bufs[f]) > cap:
-                    raise XcbError(f"{Path(str(popen.args[0])).name}: over {cap >> 20} MiB of output "
-                                   "from a process running as another user: stopped")
+                bufs[fd] += chunk
+                if len(bufs[fd]) > cap:
+                    raise XcbError(f"{name}: over {cap >> 20} MiB of output from a process running "
+                                   "as another user: stopped")
     popen.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
-    out, err = bytes(bufs[popen.stdout]), bytes(bufs[popen.stderr])
-    return (out.decode(errors="replace"), err.decode(errors="replace")) if text else (out, err)
+    o, e = bytes(bufs[out]), bytes(bufs[err])
+    return (o.decode(errors="replace"), e.decode(errors="replace")) if text else (o, e)
 
 
 def _env_of(env: Mapping[str, str] | None, inherit: bool) -> dict[str, str] | None:

@@ -78,8 +78,15 @@ def test_confirm_confirms_a_capped_gateway_with_twice_its_cores(ceph_cluster, ca
 
 
 @pytest.mark.slow
-def test_a_falsified_concurrency_verdict_is_refuted(ceph_cluster, capped, tmp_path):
-    # four pairs: with two, a busy box's noise (±15 %) left x1.02 short of refuting the x1.2 asked
+def test_a_falsified_concurrency_verdict_is_refuted(ceph_cluster, tmp_path, state):
+    # at c=4, where the 0.15-core gateway is never idle: at c=2 the pauses between one file and
+    # the next leave it idle now and then, so twice the transfers there did gain something
+    # (x0.93 and x1.14 in two runs, its c=2 controls 89-132 MB/s): a limit partly true, which
+    # refuted or not by chance. Four pairs: with two, a busy box's noise (±15 %) left x1.02
+    # short of refuting the x1.2 asked
+    capped = _run(tmp_path, {"tmpfs": {"size": ["1G"]}}, cores=[CORES], concurrency=[4])
+    (v,) = capped.table("verdicts").to_dict("records")
+    assert v["verdict"] == "gateway", v["reason"]
     bad = confirm_run(_falsified(capped, tmp_path, "concurrency"), ceph_cluster, pairs=4, log=print)
     print(text(bad))
     (y,) = bad["confirmations"]
