@@ -129,18 +129,26 @@ def test_bad_input_exits_2_before_anything_starts(tmp_path, capsys):
     assert "at least 2" in capsys.readouterr().err
 
 
-def test_a_run_whose_matrix_file_moved_is_replayed_from_the_manifests_copy(tmp_path):
+def _one_verdict_run(tmp_path, verdict: str, raw: dict, **manifest):
+    """A synthetic run of one cell with one ``verdict`` at c=2, its matrix file gone and
+    ``raw`` the manifest's copy (``manifest``: more of the manifest's keys); (path, manifest)."""
     import pandas as pd
 
     from tests.support.synthrun import make_run, mixed_cells
-    from xcbench.selftest.confirm import preflight
     path, _ = make_run(tmp_path / "r", mixed_cells()[:1])
     m = json.loads((path / "manifest.json").read_text())
     pd.DataFrame([{"cell_id": next(iter(m["cells"])), "concurrency": 2, "direction": "write",
-                   "verdict": "gateway", "reason": "x", "evidence": "{}"}]).to_parquet(path / "verdicts.parquet")
-    raw = {"name": "moved", "defaults": {"concurrency": [2]}, "backends": {"tmpfs": {"size": ["1G"]}}}
-    m["matrix"] = {"name": "moved", "path": str(tmp_path / "gone.yaml"), "raw": raw}
+                   "verdict": verdict, "reason": "x", "evidence": "{}"}]).to_parquet(path / "verdicts.parquet")
+    m["matrix"] = {"name": raw["name"], "path": str(tmp_path / "gone.yaml"), "raw": raw}
+    m.update(manifest)
     (path / "manifest.json").write_text(json.dumps(m))
+    return path, m
+
+
+def test_a_run_whose_matrix_file_moved_is_replayed_from_the_manifests_copy(tmp_path):
+    from xcbench.selftest.confirm import preflight
+    raw = {"name": "moved", "defaults": {"concurrency": [2]}, "backends": {"tmpfs": {"size": ["1G"]}}}
+    path, m = _one_verdict_run(tmp_path, "gateway", raw)
     _, _, kept = preflight(path)
     assert kept == str(path / "confirm" / "matrix.yaml") and "tmpfs" in open(kept).read()
     m["matrix"].pop("raw")
@@ -151,20 +159,12 @@ def test_a_run_whose_matrix_file_moved_is_replayed_from_the_manifests_copy(tmp_p
 
 def _run_with_fts_credential(tmp_path, url: str):
     """A run whose matrix sends an FTS token to ``url`` (its file and the manifest's copy)."""
-    import pandas as pd
-
-    from tests.support.synthrun import make_run, mixed_cells
-    path, _ = make_run(tmp_path / "r", mixed_cells()[:1])
-    m = json.loads((path / "manifest.json").read_text())
-    pd.DataFrame([{"cell_id": next(iter(m["cells"])), "concurrency": 2, "direction": "write",
-                   "verdict": "gateway", "reason": "x", "evidence": "{}"}]).to_parquet(path / "verdicts.parquet")
     token = tmp_path / "token"
     token.write_text("a-token-that-must-stay-here\n")
     raw = {"name": "fts", "defaults": {"concurrency": [2], "modes": ["tpc-http"], "campaign": {
         "engine": "fts3", "fts": {"endpoint": url, "token_file": str(token)}}},
         "backends": {"tmpfs": {"size": ["64M"]}}}
-    m["matrix"] = {"name": "fts", "path": str(tmp_path / "gone.yaml"), "raw": raw}
-    (path / "manifest.json").write_text(json.dumps(m))
+    path, m = _one_verdict_run(tmp_path, "gateway", raw)
     return path, m, raw
 
 
@@ -200,18 +200,10 @@ def test_a_replay_sends_no_fts_credential_the_operator_did_not_name(tmp_path, ca
 def test_a_run_from_client_hosts_is_replayed_from_them_or_refused_in_one_line(tmp_path, capsys):
     """A run whose campaigns came from client hosts is replayed from the same hosts: its
     inventory gone (and no --hosts, no hosts: in the matrix) is one line, exit 2, nothing started."""
-    import pandas as pd
-
-    from tests.support.synthrun import make_run, mixed_cells
-    path, _ = make_run(tmp_path / "r", mixed_cells()[:1])
-    m = json.loads((path / "manifest.json").read_text())
-    pd.DataFrame([{"cell_id": next(iter(m["cells"])), "concurrency": 2, "direction": "write",
-                   "verdict": "network", "reason": "x", "evidence": "{}"}]).to_parquet(path / "verdicts.parquet")
     raw = {"name": "h", "defaults": {"concurrency": [2]}, "backends": {"tmpfs": {"size": ["64M"]}}}
-    m["matrix"] = {"name": "h", "path": str(tmp_path / "gone.yaml"), "raw": raw}
     gone = tmp_path / "hosts.yaml"
-    m["hosts"] = {"source": str(gone), "hosts": {"nc1": {"roles": ["client"]}}}
-    (path / "manifest.json").write_text(json.dumps(m))
+    path, _ = _one_verdict_run(tmp_path, "network", raw,
+                               hosts={"source": str(gone), "hosts": {"nc1": {"roles": ["client"]}}})
     argv = ["confirm", str(path), "--state-dir", str(tmp_path / "c")]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
