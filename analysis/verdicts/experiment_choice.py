@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from xcbench.analysis.verdicts.link_use import busiest_link
 from xcbench.cell import Cell
 
 HALF = 0.5  # host-cpu: every role under one quota at this share of the host
@@ -37,12 +38,6 @@ def _quota(role: dict[str, Any] | None) -> float | None:
     if not role or _num(role.get("limit")) is None:
         return None
     return float(role["limit"]) if str(role.get("source", "")).startswith("cgroup") else None
-
-
-def _busiest_link(ev: dict[str, Any]) -> str | None:
-    links = [(h, _num(x.get("use"))) for h, x in (ev.get("links") or {}).items() if isinstance(x, dict)]
-    best = max(((h, u) for h, u in links if u is not None), key=lambda hu: hu[1], default=None)
-    return best[0] if best else None
 
 
 def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores: float,
@@ -114,7 +109,8 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
                 "what": "the EC cell (changed) and its replicated twin (control) replayed interleaved",
                 "control": {"twin": str(twin)}, "changed": {}}
     if verdict == "network":
-        host = _busiest_link(ev)
+        best = busiest_link(ev)
+        host = best[0] if best else None
         rate = _num((links or {}).get(host)) if host else None
         if host is None:
             return {"why": "the verdict names no client link (no link figures in its evidence)"}

@@ -88,11 +88,16 @@ def add_evidence(rd: Any, cell_id: str, windows, ev: dict[str, Any]) -> None:
         "hosts": "the manifest's hosts with the client role"}
 
 
+def busiest_link(ev: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(host, figures) of the client link with the highest use in a point's evidence."""
+    links = ev.get("links") or {}
+    return max(((h, x) for h, x in links.items() if isinstance(x, dict) and _ok(x.get("use"))),
+               key=lambda hx: hx[1]["use"], default=None)
+
+
 def network_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
     """("network", reason) when the busiest client link moved >= ``near`` of its shaped rate."""
-    links = ev.get("links") or {}
-    best = max(((h, x) for h, x in links.items() if _ok(x.get("use"))), key=lambda hx: hx[1]["use"],
-               default=None)
+    best = busiest_link(ev)
     if best is None or best[1]["use"] < near:
         return None
     host, x = best
