@@ -2,8 +2,12 @@
 
 fio writes one bandwidth log per job process (``write_bw_log=<stem>`` -> ``<stem>_bw.<n>.log``,
 lines ``msec, KiB/s, ddir, bs, offset``); with ``log_avg_msec`` each line is the mean over that
-interval. The probe's rate in one interval is the sum over its jobs; the ceiling is the mean of
-those sums after the ramp, and its relative standard error is the samples' spread over the
+interval. fio writes a line only for an interval in which the job completed some I/O ("No
+entries for interval" in fio's stat.c): a job writing large blocks slowly (4 MiB objects at a few
+per second) has no line for many intervals, and each missing line is a zero of that job, not a
+gap. The probe's rate in one interval is the sum over its jobs, zeros included (keeping only the
+intervals every job logged kept the busy ones: 81 MB/s from jobs fio itself measured at 66); the
+ceiling is the mean of those sums after the ramp, and its relative standard error is the samples' spread over the
 square root of their effective number: successive intervals are correlated (a page-cache flush
 spans several), so n is shrunk by the lag-1 autocorrelation, n (1 - r) / (1 + r) (r >= 0), the
 usual AR(1) correction. The last interval of each job is cut short by the job's end and left out.
@@ -43,19 +47,24 @@ def logs(stem: str | os.PathLike) -> list[Path]:
 
 
 def series(paths: list[Path], interval_ms: int) -> list[float]:
-    """Per interval, the sum over jobs of their bytes/s (a job's interval i is the line whose
-    time rounds to (i + 1) x interval); each job's last (short) interval dropped; only the
-    intervals every job reported."""
-    per: dict[int, list[float]] = defaultdict(list)
-    jobs = 0
+    """Per interval, the sum over jobs of their bytes/s. A job's interval i is its line whose
+    time rounds to (i + 1) x interval, and an interval it has no line for is a zero (fio logs
+    none when no I/O completed in it). Each job's last line (cut short by the job's end) is
+    dropped, and the series ends where the first job ended. A job with no line at all completed
+    nothing in its whole run and cannot be placed in time: it is left out."""
+    jobs: list[tuple[dict[int, float], int]] = []
     for p in paths:
-        rows = read_log(p)[:-1]
+        rows = read_log(p)
         if not rows:
             continue
-        jobs += 1
-        for ms, bps in rows:
-            per[max(0, round(ms / interval_ms) - 1)].append(bps)
-    return [sum(v) for _, v in sorted(per.items()) if len(v) == jobs]
+        per: dict[int, float] = defaultdict(float)
+        for ms, bps in rows[:-1]:
+            per[max(0, round(ms / interval_ms) - 1)] += bps
+        jobs.append((per, max(0, round(rows[-1][0] / interval_ms) - 1)))
+    if not jobs:
+        return []
+    end = min(last for _, last in jobs)  # intervals before every job's last (short) one
+    return [sum(per.get(i, 0.0) for per, _ in jobs) for i in range(end)]
 
 
 def summary(samples: list[float], interval_ms: int, ramp_s: float = 0.0) -> dict[str, Any]:

@@ -140,6 +140,28 @@ def test_noise_from_real_fio_logs():
     assert noise.series(noise.logs(DATA / "level-write-c2"), 500) == [x + y for x, y in zip(a, b, strict=True)]
 
 
+def test_noise_counts_an_interval_a_job_did_not_log_as_its_zero():
+    """fio 3.33, fio's rados engine, 8 jobs of 4 MiB writes under a 66 MB/s blkio throttle: each
+    job completes ~2 writes a second, so fio logs no line for many of its 0.5-s intervals. Those
+    are zeros: the ceiling agrees with fio's own bandwidth, as the device's (64.3 MB/s) did.
+    Keeping only the intervals every job logged gave 83.9 MB/s, above the throttle."""
+    stem = DATA / "pool-c8-throttled"
+    w = json.loads(stem.with_suffix(".json").read_text())["jobs"][0]["write"]
+    assert len(noise.logs(stem)) == 8 and any(len(noise.read_log(p)) < 15 for p in noise.logs(stem))
+    got = noise.from_logs(stem, 500, ramp_s=1.0)
+    assert got["bw_n"] == 12  # 15 whole intervals before the first job's end, less the first second
+    assert got["bw_steady"] == pytest.approx(w["bw_bytes"], rel=0.1)
+    assert got["bw_steady"] < 66e6 * 1.05  # never above the throttle the device was held to
+
+
+def test_noise_series_fills_unlogged_intervals_with_zeros(tmp_path):
+    (tmp_path / "s_bw.1.log").write_text("500, 100, 1, 0, 0\n1000, 100, 1, 0, 0\n1500, 100, 1, 0, 0\n"
+                                         "2000, 100, 1, 0, 0\n2100, 50, 1, 0, 0\n")
+    (tmp_path / "s_bw.2.log").write_text("1000, 300, 1, 0, 0\n2000, 200, 1, 0, 0\n2600, 9, 1, 0, 0\n")
+    # job 2 logged nothing in intervals 0 and 2; job 1's last line (2100 ms) cut short at interval 3
+    assert noise.series(noise.logs(tmp_path / "s"), 500) == [100 * 1024, 400 * 1024, 100 * 1024]
+
+
 def test_noise_counts_correlated_samples_as_fewer():
     iid = [100.0, 120.0, 90.0, 110.0, 95.0, 115.0, 105.0, 85.0]
     drift = sorted(iid)  # the same values, each next to a like one
