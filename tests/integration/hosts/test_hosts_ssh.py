@@ -4,6 +4,7 @@ alias (`ssh -F cfg alias`, as users' ~/.ssh/config does it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -102,17 +103,18 @@ def test_spawn_stop_kills_the_remote_process(site, tmp_path):
     # it ignores its stdin's EOF: stopped PIPE_GRACE s after it
     assert gone(pid, PIPE_GRACE + 5), "the remote sleep outlived proc.stop of its ssh client"
     print(f"\nremote process gone {time.monotonic() - t0:.1f} s after proc.stop (grace {PIPE_GRACE} s)")
-    p = t.spawn(["sleep", "300"], name="sleeper", log=tmp_path / "log")  # no pipe: no grace
+    # a duration no other process on the host sleeps: the scan below finds this sleeper only
+    mine = ["sleep", f"300.{os.getpid()}{time.monotonic_ns() % 1000:03d}"]
+    p = t.spawn(mine, name="sleeper", log=tmp_path / "log")  # no pipe: no grace
     for _ in range(100):
-        kids = [q for q in psutil.process_iter(["cmdline"]) if q.info["cmdline"] == ["sleep", "300"]
-                and q.pid != pid]
+        kids = [q for q in psutil.process_iter(["cmdline"]) if q.info["cmdline"] == mine]
         if kids:
             break
         time.sleep(0.05)
     assert kids
     t0 = time.monotonic()
     proc.stop(p)
-    assert all(gone(k.pid, 15) for k in kids), [k.cmdline() for k in kids if k.is_running()]
+    assert all(gone(k.pid, 15) for k in kids), _survivors(kids, site["dir"] / "sshd.log")
     print(f"remote process gone {time.monotonic() - t0:.1f} s after proc.stop (no pipe)")
 
 
@@ -133,6 +135,20 @@ def test_killed_ssh_client_leaves_no_remote_process(site, tmp_path):
     p.popen.wait()
     assert all(gone(g, PIPE_GRACE + 5) for g in group), \
         "a remote process outlived its killed ssh client"
+
+
+def _survivors(kids: list[psutil.Process], sshd_log: Path) -> str:
+    """What a remote process that outlived its ssh client looked like: its session, group, parent
+    (the tied wrapper's shell, or init when that shell was gone) and the sshd's last lines."""
+    out = []
+    for k in kids:
+        with contextlib.suppress(psutil.Error):
+            parent = k.parent()
+            out.append(f"pid {k.pid} {k.cmdline()} status {k.status()} pgid {os.getpgid(k.pid)} "
+                       f"sid {os.getsid(k.pid)} parent {parent.pid if parent else None} "
+                       f"{parent.cmdline() if parent else ''}")
+    tail = sshd_log.read_text(errors="replace").splitlines()[-15:] if sshd_log.exists() else []
+    return "\n".join(["a remote process outlived proc.stop of its ssh client:", *out, "sshd:", *tail])
 
 
 def _pgid(pid: int) -> int | None:
