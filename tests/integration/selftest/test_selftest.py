@@ -48,10 +48,13 @@ def _check_result(result: dict, names: list[str]) -> None:
         assert {"client", "gateway"} | ({"osd"} if c.scenario != "network" else set()) <= set(c.roles), c
         for x in c.roles.values():
             assert x["source"] and ("limit" in x)
-        # every run as `xcbench run` has it: the fio probe (non-tmpfs) and the iperf3 baseline
-        assert isinstance(c.evidence.get("network_bps"), (int, float)), c
-        if c.evidence.get("backend") != "tmpfs":
-            assert isinstance(c.evidence.get("fio_bw"), (int, float)), c
+        # every run as `xcbench run` has it: the fio probe (non-tmpfs) and the iperf3 baseline;
+        # but storage-network's runs have neither (xcbench.selftest.storagenet: its verdict is read
+        # from Prometheus's NIC figures, and fio would cross the shaped link)
+        if c.scenario != "storage-network":
+            assert isinstance(c.evidence.get("network_bps"), (int, float)), c
+            if c.evidence.get("backend") != "tmpfs":
+                assert isinstance(c.evidence.get("fio_bw"), (int, float)), c
         if c.cap and not c.cap.get("io"):
             for role in c.cap["role"].split("+"):
                 assert c.roles[role]["limit"] == pytest.approx(c.cap["cores"], rel=0.02)
