@@ -142,7 +142,7 @@ def _survivors(kids: list[psutil.Process], sshd_log: Path) -> str:
     (the tied wrapper's shell, or init when that shell was gone) and the sshd's last lines."""
     out = []
     for k in kids:
-        with contextlib.suppress(psutil.Error):
+        with contextlib.suppress(psutil.Error, OSError):  # it may end while we look
             parent = k.parent()
             out.append(f"pid {k.pid} {k.cmdline()} status {k.status()} pgid {os.getpgid(k.pid)} "
                        f"sid {os.getsid(k.pid)} parent {parent.pid if parent else None} "
