@@ -46,15 +46,25 @@ def _left(deadline: float) -> int:
     return max(1, int(left + 0.999))
 
 
+def _context():
+    ctx = gfal2.creat_context()
+    token = bearer_token()  # a secure gateway's token: gfal2's BEARER credential, as FTS gives it
+    if token:
+        for prefix in ("https://", "davs://", "roots://", "root://"):
+            ctx.cred_set(prefix, ctx.cred_new("BEARER", token))
+    return ctx
+
+
 class Gfal2Client(Client):
     name = "gfal2"
 
     def __init__(self) -> None:
-        self.ctx = gfal2.creat_context()
-        token = bearer_token()  # a secure gateway's token: gfal2's BEARER credential, as FTS gives it
-        if token:
-            for prefix in ("https://", "davs://", "roots://", "root://"):
-                self.ctx.cred_set(prefix, self.ctx.cred_new("BEARER", token))
+        self.ctx = _context()  # the transfers': a campaign's stop cancels it
+        # deletes go through a context nobody cancels: gfal2_cancel refuses every new operation
+        # on its context (ECANCELED) until the running ones have drained, so a canceled attempt's
+        # cleanup on self.ctx could lose that race and leave its partial file (seen in a full
+        # suite: a canceled copy's destination kept)
+        self._cleanup_ctx = None
 
     def _params(self, overwrite: bool, streams: int, deadline: float, events: list):
         p = self.ctx.transfer_parameters()
@@ -150,8 +160,10 @@ class Gfal2Client(Client):
         self.ctx.cancel()  # gfal2's way to abort running operations from another thread
 
     def delete(self, url: str) -> bool:
+        if self._cleanup_ctx is None:
+            self._cleanup_ctx = _context()
         try:
-            self.ctx.unlink(url)
+            self._cleanup_ctx.unlink(url)
         except gfal2.GError as e:
             return e.code == E.ENOENT
         return True

@@ -1,0 +1,40 @@
+"""A campaign's stop cancels its gfal2 contexts; the cleanup of a canceled attempt must still
+remove what the attempt wrote. gfal2_cancel refuses every new operation on its context until the
+running ones have drained: a FIFO nobody writes holds one open, so the cancel stays draining for
+as long as the test needs."""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+
+import gfal2
+import pytest
+
+from xcbench.clients.gfal2_client import Gfal2Client
+
+
+def test_a_delete_during_a_draining_cancel_still_removes_the_file(tmp_path):
+    client = Gfal2Client()
+    fifo, partial = tmp_path / "fifo", tmp_path / "partial"
+    os.mkfifo(fifo)
+    partial.write_bytes(b"x" * 4096)
+    opened = []
+    blocker = threading.Thread(target=lambda: opened.append(client.ctx.open(f"file://{fifo}", "r")))
+    blocker.start()
+    canceller = threading.Thread(target=client.cancel)
+    try:
+        canceller.start()
+        canceller.join(0.5)
+        assert canceller.is_alive()  # the cancel waits for the open on the FIFO: it is draining
+        with pytest.raises(gfal2.GError) as refused:  # what the old cleanup met on its context
+            client.ctx.unlink(f"file://{partial}")
+        assert refused.value.code == errno.ECANCELED
+        assert client.delete(f"file://{partial}")
+        assert not partial.exists()
+    finally:
+        with open(fifo, "w"):  # a writer lets the open return, and the cancel end
+            blocker.join(10)
+        canceller.join(10)
+    assert not blocker.is_alive() and not canceller.is_alive()
