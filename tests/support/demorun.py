@@ -1,7 +1,8 @@
 """One real run of the demo matrix's shape, shared by the tests that read a whole run.
 
 layouts/quick.yaml's six cells (tmpfs, CephFS and RADOS; replicated and EC 2+1 pools) with short
-time-based levels, 1-s fio probes and a short iperf3 baseline, run as a user runs it: ``xcbench run
+time-based levels, 1-s fio probes, level probes steady over 2 s and a short iperf3 baseline, run as a
+user runs it: ``xcbench run
 --json`` in a subprocess. test_run_verdicts checks what a correct attribution must say of it,
 test_report_glance the closing table and the report's first screen, test_run the run's records
 end to end. One run instead of three keeps `make test` under its 20 minutes.
@@ -34,7 +35,9 @@ def demo_shape(directory: Path) -> Path:
     d = m["defaults"]
     d["campaign"] = {"duration": {"min": "5s", "max": "10s"},
                      "steady": {"rule": "autoterm", "window": "5s", "points": 5, "tolerance": "15%"}}
-    d["probe"] = {**d.get("probe", {}), "runtime": 1, "size": "16M"}
+    # level probes: steady over 2 s, not 3 (xcbench.probe.levels.STEADY): the 16 level probes were
+    # half of the run; the tests read the verdicts' consistency, not a ceiling's precision
+    d["probe"] = {**d.get("probe", {}), "runtime": 1, "size": "16M", "ss_dur": 2}
     d["file_size"], d["files"] = "8M", 12
     m["backends"]["tmpfs"]["size"] = ["512M"]
     m["name"] = NAME

@@ -79,15 +79,28 @@ def run_path(request) -> Path:
     return request.getfixturevalue("synthetic")
 
 
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """One HTML report per run for the module's tests (a render takes seconds): the tests read it
+    and write their own files beside it, never into it."""
+    made: dict[Path, Path] = {}
+
+    def html(run: Path) -> Path:
+        if run not in made:
+            made[run] = render_report([run], "html", tmp_path_factory.mktemp("report") / "report.html")
+        return made[run]
+    return html
+
+
 def _measure(report: Path, profile: Path) -> dict:
     probe = report.with_name("report-screens-probe.html")
     probe.write_text(report.read_text().replace("</body>", PROBE + "</body>", 1))
     return page_check(probe, profile, "--window-size=1280,900")
 
 
-def test_first_screen_every_verdict_shown_and_no_text_on_another(run_path, tmp_path):
-    report = render_report([run_path], "html", tmp_path / "report.html")
-    shot = tmp_path / "first-screen.png"
+def test_first_screen_every_verdict_shown_and_no_text_on_another(run_path, rendered, tmp_path):
+    report = rendered(run_path)
+    shot = report.with_name("first-screen.png")
     out = chromium(tmp_path / "profile", "--window-size=1280,900", f"--screenshot={shot}", report.as_uri())
     assert out.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = _measure(report, tmp_path / "profile2")
@@ -98,7 +111,7 @@ def test_first_screen_every_verdict_shown_and_no_text_on_another(run_path, tmp_p
     assert page["plot"] and page["plot"]["shown"] >= 0.75 * page["plot"]["natural"]  # not shrunk to unreadable
 
 
-def test_throughput_plot_labels_every_point_and_no_label_touches_a_text(run_path, tmp_path):
+def test_throughput_plot_labels_every_point_and_no_label_touches_a_text(run_path, rendered, tmp_path):
     rd = RunData(run_path)
     verdicts = verdicts_of(rd)
     fig = scaling.figure([("", rd.points, scaling.ceilings(verdicts))], rd.cells, TARGET_BPS)
@@ -116,7 +129,7 @@ def test_throughput_plot_labels_every_point_and_no_label_touches_a_text(run_path
     assert any("host's cores" in t[0] for t in texts)
     plt.close(fig)
     # the report's PNG of it, alone in the browser: a screenshot to look at, the image whole
-    html = render_report([run_path], "html", tmp_path / "r.html").read_text()
+    html = rendered(run_path).read_text()
     uri = re.search(r'<figure id="fig-scaling[^"]*"><img src="(data:image/png;base64,[^"]+)"', html).group(1)
     png = base64.b64decode(uri.split(",", 1)[1])
     page = tmp_path / "plot.html"
@@ -127,8 +140,8 @@ def test_throughput_plot_labels_every_point_and_no_label_touches_a_text(run_path
     assert out.returncode == 0 and shot.stat().st_size > 20_000
 
 
-def test_printed_the_summary_is_one_page(run_path, tmp_path):
-    report = render_report([run_path], "html", tmp_path / "report.html")
+def test_printed_the_summary_is_one_page(run_path, rendered, tmp_path):
+    report = rendered(run_path)
     pdf = tmp_path / "report.pdf"
     out = chromium(tmp_path / "profile", "--no-pdf-header-footer", f"--print-to-pdf={pdf}", report.as_uri())
     assert out.returncode == 0, out.stderr[-2000:]
