@@ -14,12 +14,22 @@ settings.load_profile("xcbench")
 import os  # noqa: E402
 import secrets  # noqa: E402
 import shutil  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import pytest  # noqa: E402
 
 from tests.skip_guard import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402,F401
+
+
+@pytest.fixture(autouse=True)
+def _signal_mask_kept():
+    """A test leaves its thread's signal mask as it found it: every process started afterwards
+    inherits a blocked mask (xcbench.clients.gfal2_client.new_context says how one came about)."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    yield
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before, "the test left signals blocked"
 
 
 @dataclass(frozen=True)

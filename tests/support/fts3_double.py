@@ -30,6 +30,8 @@ from urllib.parse import urlsplit
 
 import gfal2
 
+from xcbench.clients.gfal2_client import new_context
+
 _CKMODE = {"source": "source", "target": "target", "destination": "target", "both": "both",
            "none": "none", "s": "source", "t": "target", "b": "both", "n": "none"}
 
@@ -220,7 +222,7 @@ class Fts3Double:
     def _ctx(self):
         ctx = getattr(self._local, "ctx", None)
         if ctx is None:
-            ctx = self._local.ctx = gfal2.creat_context()
+            ctx = self._local.ctx = new_context()  # the thread's signal mask kept
             ctx.set_opt_boolean("HTTP PLUGIN", "ENABLE_STREAM_COPY", False)
             ctx.set_opt_boolean("HTTP PLUGIN", "ENABLE_FALLBACK_TPC_COPY", False)
         return ctx

@@ -19,7 +19,7 @@ import zlib
 
 from xcbench.campaign.dataset import format_adler32
 from xcbench.clients.base import Progress, TransferError
-from xcbench.clients.gfal2_client import _error
+from xcbench.clients.gfal2_client import _error, new_context
 from xcbench.clients.http_client import KeptAlive, _left
 from xcbench.clients.xrootd_client import status_error, use_streams, with_streams
 
@@ -165,7 +165,7 @@ class Gfal2Reader(Reader):
     def __init__(self) -> None:
         import gfal2
         self.gfal2 = gfal2
-        self.ctx = gfal2.creat_context()
+        self.ctx = new_context()
 
     def read_full(self, url, deadline, progress, fold=True):
         acc, n = 1, 0

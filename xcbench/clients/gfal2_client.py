@@ -19,6 +19,7 @@ instead of the gateways. The transfer type gfal2 reports (TRANSFER:TYPE event) i
 from __future__ import annotations
 
 import errno as E
+import signal
 import time
 
 import gfal2
@@ -46,8 +47,21 @@ def _left(deadline: float) -> int:
     return max(1, int(left + 0.999))
 
 
+def new_context():
+    """A gfal2 context; the calling thread's signal mask left as it was. The first context of a
+    process loads gfal2's plugins, and the Globus ones (gridftp, srm) block nearly every signal in
+    the thread that loads them, for good: every process that thread starts afterwards inherits
+    the mask (measured: TERM, INT, HUP and CHLD blocked; a dash wrapper started after it waited
+    for its exited child forever)."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        return gfal2.creat_context()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 def _context():
-    ctx = gfal2.creat_context()
+    ctx = new_context()
     token = bearer_token()  # a secure gateway's token: gfal2's BEARER credential, as FTS gives it
     if token:
         for prefix in ("https://", "davs://", "roots://", "root://"):

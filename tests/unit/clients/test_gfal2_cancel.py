@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
 import threading
 
 import gfal2
@@ -38,3 +40,23 @@ def test_a_delete_during_a_draining_cancel_still_removes_the_file(tmp_path):
             blocker.join(10)
         canceller.join(10)
     assert not blocker.is_alive() and not canceller.is_alive()
+
+
+# a fresh interpreter: gfal2 loads its plugins once per process, with the first context
+MASK_PROBE = """
+import os, signal, subprocess
+from xcbench.campaign.readers import Gfal2Reader
+from xcbench.clients.gfal2_client import Gfal2Client
+before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+Gfal2Client(), Gfal2Reader()
+after = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+child = subprocess.run(["grep", "SigBlk", "/proc/self/status"], capture_output=True, text=True)
+print(sorted(before), sorted(after), child.stdout.split()[1])
+"""
+
+
+def test_a_gfal2_context_leaves_the_threads_signal_mask_and_its_children_as_they_were():
+    out = subprocess.run([sys.executable, "-c", MASK_PROBE], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split("] ")
+    assert out[0] + "]" == "[]" and out[1] + "]" == "[]", out  # no signal blocked, before and after
+    assert int(out[2], 16) == 0  # a process started afterwards blocks nothing either
