@@ -22,6 +22,7 @@ from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import Runner, RunOptions, run_matrix
+from xcbench.store.jsonl import read_records
 from xcbench.telemetry.role_processes import fuse_pids
 
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"
@@ -42,6 +43,17 @@ class Cap:
     dev: str | None = None
     io_groups: Any = None  # xcbench.system.blkio.IoGroups
     device: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)  # cell -> level -> writes/s
+    # the uncapped run, whose fio probes and iperf3 baseline stand for this run's (borrows)
+    borrow: Path | None = None
+
+
+def borrows(cap: str, io: str | None) -> bool:
+    """Whether a capped run takes the uncapped run's probes and baseline instead of measuring
+    them again: a CPU quota on the gateway or the client leaves the storage's ceiling and the
+    network as they were, and a probe under the client's quota would measure the quota (fio is a
+    child of the capped xcbench process). A quota on the OSDs or the mount, or a device
+    throttle, changes the ceiling: those runs probe under it."""
+    return io is None and set(cap.split("+")) <= {"gateway", "client"}
 
 
 class CappingRunner(Runner):
@@ -84,6 +96,25 @@ class CappingRunner(Runner):
         self.cap.applied[cell_id] = {"role": role, "cores": cores, "group": str(g.path), "pids": pids}
         for pid in pids:
             g.add(pid)
+
+    def _baseline(self) -> None:
+        rows = self._borrowed("baseline")
+        if not rows:
+            return super()._baseline()
+        self.sink("baseline", rows)
+        self.run.state.baseline_done = True
+        self.run.save_manifest()
+
+    def _probe(self, cell, target) -> None:
+        rows = [r for r in self._borrowed("probes") if r.get("cell_id") == cell.id]
+        if not rows:
+            return super()._probe(cell, target)
+        self.sink("probes", rows)
+        self.run.set_cell(cell.id, probes_from=str(self.cap.borrow))
+
+    def _borrowed(self, table: str) -> list[dict]:
+        path = self.cap.borrow / "records" / f"{table}.jsonl" if self.cap.borrow else None
+        return read_records(path) if path is not None and path.exists() else []
 
     def _device_counter(self, cell):
         """The OSDs' blkio group's writes to their device: exact (only the OSDs are in it)."""

@@ -15,7 +15,7 @@ from xcbench.analysis.verdicts.experiment import judge
 from xcbench.ceph.cluster import Cluster
 from xcbench.matrix import load_matrix
 from xcbench.selftest import intervene, storage_io
-from xcbench.selftest.capping import Cap, capping_runner, mini_pids, run_doc
+from xcbench.selftest.capping import Cap, borrows, capping_runner, mini_pids, run_doc
 from xcbench.selftest.judging import (
     cell_ids,
     failed_cells,
@@ -34,9 +34,12 @@ Log = Callable[[str], None]
 
 def capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, str], base: dict,
                sizes: Any, fraction: float, cluster: Cluster | None, out: Path, workdir: Path,
-               also: Sequence[tuple[Scenario, tuple[str, ...]]] = ()) -> tuple[list[Check], str]:
+               also: Sequence[tuple[Scenario, tuple[str, ...]]] = (),
+               uncapped: Path | None = None) -> tuple[list[Check], str]:
     """One run of the scenario's cells with its role capped, judged level by level; ``also``:
-    other scenarios (and their cells, a part of these) judged on the same run."""
+    other scenarios (and their cells, a part of these) judged on the same run; ``uncapped``: the
+    uncapped run, whose probes and baseline this run takes where the cap leaves them as they were
+    (capping.borrows)."""
     assert s.cap is not None
     doc = matrix_yaml([CELLS[k] for k in cores], sizes, name)
     mtx_path = workdir / f"{name}.yaml"
@@ -46,7 +49,8 @@ def capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, s
     with CpuGroups(None, run=f"selftest{os.getpid()}-{s.name}") as groups, \
             IoGroups(None, run=f"selftest{os.getpid()}-{s.name}") as io_groups:
         capped = Cap(s.cap, {cap_ids[k]: c for k, c in cores.items()}, groups, osd_pids,
-                     io=s.io, dev=storage_io.device(cluster) if s.io else None, io_groups=io_groups)
+                     io=s.io, dev=storage_io.device(cluster) if s.io else None, io_groups=io_groups,
+                     borrow=uncapped if borrows(s.cap, s.io) else None)
         run, _ = run_doc(doc, name, cluster, out, workdir, runner=capping_runner(capped))
     got, failed = run_verdicts(run), failed_cells(run)
     checks: list[Check] = []

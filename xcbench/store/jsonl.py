@@ -122,6 +122,11 @@ def read_jsonl(path: str | os.PathLike):
     return df
 
 
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """The rows of a JSONL table as they were written (no DataFrame types in between)."""
+    return _json_records(Path(path))
+
+
 def _json_records(path: Path) -> list[dict]:
     """The records of a JSONL file. A torn last line (a hard kill mid-write) is skipped with a
     warning; anything else that is not one JSON object per line is an XcbError naming it."""

@@ -3,7 +3,9 @@ and no cgroup of it left behind: after a run, a failed cell, or Ctrl-C."""
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 import yaml
@@ -67,6 +69,13 @@ def _check_result(result: dict, names: list[str]) -> None:
 def test_quick_selftest_proves_causes_not_names(ceph_cluster, tmp_path, state):
     result = run_selftest(ceph_cluster, names=SHORT, quick=True, out=tmp_path / "results", log=print)
     _check_result(result, SHORT)
+    # a gateway or client quota leaves the storage's ceiling and the network as they were: the
+    # capped runs took the uncapped run's fio probes and iperf3 baseline, and ran neither
+    for name in SHORT:
+        run = Path(result["runs"][name])
+        cells = json.loads((run / "manifest.json").read_text())["cells"].values()
+        assert {c.get("probes_from") for c in cells} == {result["runs"]["uncapped"]}, name
+        assert not (run / "raw" / "fio").exists() and not (run / "raw" / "iperf3").exists(), name
 
 
 # the session's 600-s timeout (pyproject) is for one test of the default suite; these two run

@@ -12,6 +12,7 @@ from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.probe.job_settings import settings
 from xcbench.selftest import output
+from xcbench.selftest.capping import borrows
 from xcbench.selftest.run_scenarios import _riders, cells_of, plan
 from xcbench.selftest.scenarios import (
     CELLS,
@@ -276,3 +277,12 @@ def test_self_test_cells_probe_the_write_jobs_only(tmp_path):
     path.write_text(yaml.safe_dump(matrix_yaml(list(CELLS.values()), QUICK, "t")))
     for cell in load_matrix(path).cells:
         assert settings(cell)["jobs"] == ["randwrite", "write"], cell.label
+
+
+def test_only_a_gateway_or_client_cpu_quota_borrows_the_uncapped_probes_and_baseline():
+    for cap in ("gateway", "client", "gateway+client"):
+        assert borrows(cap, None), cap
+    # a quota on the OSDs or the mount, or a device throttle, changes the storage's ceiling
+    for cap, io in (("osd", None), ("mount", None), ("gateway+mount", None), ("osd", "bps"),
+                    ("osd", "iops"), ("gateway", "bps")):
+        assert not borrows(cap, io), (cap, io)
