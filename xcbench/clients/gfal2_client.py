@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno as E
 import signal
 import time
+from typing import Any
 
 import gfal2
 
@@ -78,7 +79,7 @@ class Gfal2Client(Client):
         # on its context (ECANCELED) until the running ones have drained, so a canceled attempt's
         # cleanup on self.ctx could lose that race and leave its partial file (seen in a full
         # suite: a canceled copy's destination kept)
-        self._cleanup_ctx = None
+        self._cleanup_ctx: Any = None
 
     def _params(self, overwrite: bool, streams: int, deadline: float, events: list):
         p = self.ctx.transfer_parameters()
