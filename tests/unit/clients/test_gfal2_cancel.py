@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 
 import gfal2
 import pytest
@@ -17,19 +19,43 @@ import pytest
 from xcbench.clients.gfal2_client import Gfal2Client
 
 
+def _until(what, check, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
+        time.sleep(0.01)
+
+
+def _refused(ctx, url: str) -> bool:
+    try:
+        ctx.stat(url)
+    except gfal2.GError as e:
+        return e.code == errno.ECANCELED
+    return False
+
+
 def test_a_delete_during_a_draining_cancel_still_removes_the_file(tmp_path):
     client = Gfal2Client()
     fifo, partial = tmp_path / "fifo", tmp_path / "partial"
     os.mkfifo(fifo)
     partial.write_bytes(b"x" * 4096)
-    opened = []
-    blocker = threading.Thread(target=lambda: opened.append(client.ctx.open(f"file://{fifo}", "r")))
-    blocker.start()
+    tid: list[int] = []
+
+    def blocker_open() -> None:
+        tid.append(threading.get_native_id())
+        client.ctx.open(f"file://{fifo}", "r")
+
+    blocker = threading.Thread(target=blocker_open)
     canceller = threading.Thread(target=client.cancel)
+    blocker.start()
     try:
+        # the open waits in the kernel for a writer: an operation in flight on the context
+        _until("the open waits on the FIFO", lambda: bool(tid) and Path(
+            f"/proc/self/task/{tid[0]}/wchan").read_text() == "wait_for_partner")
         canceller.start()
-        canceller.join(0.5)
-        assert canceller.is_alive()  # the cancel waits for the open on the FIFO: it is draining
+        # the cancel waits for that open: new operations on the context are refused meanwhile
+        _until("the cancel is draining", lambda: _refused(client.ctx, f"file://{tmp_path}"))
+        assert canceller.is_alive()
         with pytest.raises(gfal2.GError) as refused:  # what the old cleanup met on its context
             client.ctx.unlink(f"file://{partial}")
         assert refused.value.code == errno.ECANCELED
@@ -38,7 +64,8 @@ def test_a_delete_during_a_draining_cancel_still_removes_the_file(tmp_path):
     finally:
         with open(fifo, "w"):  # a writer lets the open return, and the cancel end
             blocker.join(10)
-        canceller.join(10)
+        if canceller.ident is not None:
+            canceller.join(10)
     assert not blocker.is_alive() and not canceller.is_alive()
 
 
