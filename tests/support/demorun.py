@@ -1,11 +1,11 @@
 """One real run of the demo matrix's shape, shared by the tests that read a whole run.
 
 layouts/quick.yaml's six cells (tmpfs, CephFS and RADOS; replicated and EC 2+1 pools) with short
-time-based levels, 1-s fio probes, level probes steady over 2 s and a short iperf3 baseline, run as a
-user runs it: ``xcbench run
---json`` in a subprocess. test_run_verdicts checks what a correct attribution must say of it,
-test_report_glance the closing table and the report's first screen, test_run the run's records
-end to end. One run instead of three keeps `make test` under its 20 minutes.
+time-based levels, 1-s fio probes, level probes steady over 2 s and a short iperf3 baseline, run
+as a user runs it: ``xcbench run --json`` in a subprocess. test_run_verdicts checks what a correct
+attribution must say of it, test_report_glance the closing table and the report's first screen,
+test_run the run's records end to end. One run instead of three keeps `make test` under its 20
+minutes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Waiting on a process of this machine to end, with a deadline rather than a fixed sleep."""
+"""Waiting with a deadline rather than a fixed sleep: for a condition, or for a process of this
+machine to end."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import time
 from xcbench.system import proc
 
 
-def gone(pid: int, timeout: float, step: float = 0.05) -> bool:
-    """Whether ``pid`` ended within ``timeout`` s (polled every ``step`` s)."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if not proc.pid_alive(pid):
+def until(cond, timeout: float, step: float = 0.5) -> bool:
+    """Whether ``cond()`` became true within ``timeout`` s (polled every ``step`` s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
             return True
         time.sleep(step)
-    return False
+    return bool(cond())
+
+
+def gone(pid: int, timeout: float, step: float = 0.05) -> bool:
+    """Whether ``pid`` ended within ``timeout`` s (polled every ``step`` s)."""
+    return until(lambda: not proc.pid_alive(pid), timeout, step)

@@ -10,7 +10,8 @@ intervals every job logged kept the busy ones: 81 MB/s from jobs fio itself meas
 ceiling is the mean of those sums after the ramp, and its relative standard error is the
 samples' spread over the square root of their effective number: successive intervals are
 correlated (a page-cache flush spans several), so n is shrunk by the lag-1 autocorrelation,
-n (1 - r) / (1 + r) (r >= 0), the usual AR(1) correction. The last interval of each job is cut short by the job's end and left out.
+n (1 - r) / (1 + r) (r >= 0), the usual AR(1) correction. The last interval of each job is cut
+short by the job's end and left out.
 """
 
 from __future__ import annotations

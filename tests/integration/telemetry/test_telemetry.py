@@ -19,6 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.support.waits import until
 from xcbench.backends import get_backend
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.ceph import pools as cephpools
@@ -62,15 +63,6 @@ class Rows:
     def last(self, metric: str, **labels) -> float | None:
         rows = self.get("samples", metric=metric, **labels)
         return rows[-1]["value"] if rows else None
-
-
-def wait_for(cond, timeout: float, step: float = 0.5) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(step)
-    return bool(cond())
 
 
 @pytest.fixture
@@ -153,11 +145,11 @@ def test_bytes_into_a_tmpfs_gateway_show_in_its_report_and_on_loopback(workdir, 
             runner = TelemetryRunner([HostSampler(interfaces=["lo"]), GatewaySampler(listener, gw)],
                                      interval=0.5, sink=rows, cell_id="cell-tmpfs")
             with runner:
-                assert wait_for(lambda: rows.get("samples", metric="xrd.link.in"), 10)
+                assert until(lambda: rows.get("samples", metric="xrd.link.in"), 10)
                 before_in = link_in(rows)
                 before_lo = rows.last("net.rx_bytes", iface="lo")
                 push(gw, "f1", src)
-                assert wait_for(lambda: link_in(rows) - before_in >= n, 10)
+                assert until(lambda: link_in(rows) - before_in >= n, 10)
                 time.sleep(1.2)  # one more report: nothing else arrives
                 after_in, after_lo = link_in(rows), rows.last("net.rx_bytes", iface="lo")
         finally:
@@ -197,12 +189,12 @@ def test_bytes_through_an_xrdceph_gateway_show_in_report_and_pool_counters(ceph_
             samplers = [HostSampler(), GatewaySampler(listener, gw), CephSampler(ceph_cluster, [pool])]
             try:
                 with TelemetryRunner(samplers, interval=1.0, sink=rows, cell_id="cell-rados"):
-                    assert wait_for(lambda: rows.last("xrd.link.in") is not None
+                    assert until(lambda: rows.last("xrd.link.in") is not None
                                     and rows.last("pool.wr_bytes", pool=pool) is not None, SETTLE)
                     before_in = link_in(rows)
                     before_wr = rows.last("pool.wr_bytes", pool=pool)
                     push(gw, target.info["name_prefix"] + "f1", src)
-                    assert wait_for(lambda: rows.last("pool.wr_bytes", pool=pool) - before_wr >= n, SETTLE)
+                    assert until(lambda: rows.last("pool.wr_bytes", pool=pool) - before_wr >= n, SETTLE)
                     time.sleep(1.2)
                     after_in, after_wr = link_in(rows), rows.last("pool.wr_bytes", pool=pool)
                     # mgr's own rate (`osd pool stats`) is sampled too, but it is a smoothed delta of
@@ -241,7 +233,7 @@ def test_raw_versus_stored_bytes_of_ec_and_replicated_pools(ceph_cluster, own_po
     try:
         before: dict = {}
         # a new pool shows in `df` once the mgr has the new osdmap and its PG stats
-        assert wait_for(lambda: before.update(snap()) or all(("pool.stored", p) in before for p in pools),
+        assert until(lambda: before.update(snap()) or all(("pool.stored", p) in before for p in pools),
                         SETTLE)
         for pool in pools:
             written[pool] = write_objects(ceph_cluster.ioctx(pool), prefix, 12, 4 * M)
@@ -255,7 +247,7 @@ def test_raw_versus_stored_bytes_of_ec_and_replicated_pools(ceph_cluster, own_po
             after.update(snap())
             return all(delta(after, m, p) >= n for p in pools for m in ("pool.stored", "pool.wr_bytes"))
 
-        assert wait_for(settled, SETTLE), {(m, p): delta(after, m, p) for p in pools
+        assert until(settled, SETTLE), {(m, p): delta(after, m, p) for p in pools
                                            for m in ("pool.stored", "pool.wr_bytes", "pool.bytes_used")}
     finally:
         for pool, names in written.items():
@@ -284,14 +276,14 @@ def test_failing_samplers_leave_gaps_and_the_others_go_on(workdir, procs):
             gws = GatewaySampler(listener, gw, stale_after=2.5)
             samplers = [CephSampler(dead, ["xcb-rep1"], timeout=1), gws, HostSampler()]
             with TelemetryRunner(samplers, interval=0.5, sink=rows, cell_id="cell-gaps") as runner:
-                assert wait_for(lambda: rows.get("samples", metric="xrd.link.in"), 10)
+                assert until(lambda: rows.get("samples", metric="xrd.link.in"), 10)
                 gw.stop()  # the gateway goes away in the middle of the run
                 stopped = time.time()
-                assert wait_for(lambda: any("gone" in g["error"] for g in rows.get("gaps", "gateway")), 10)
-                assert wait_for(lambda: any("no xrd.report" in g["error"]
+                assert until(lambda: any("gone" in g["error"] for g in rows.get("gaps", "gateway")), 10)
+                assert until(lambda: any("no xrd.report" in g["error"]
                                             for g in rows.get("gaps", "gateway")), 10)
                 ticks = runner.ticks
-                assert wait_for(lambda: runner.ticks >= ticks + 3, 10)
+                assert until(lambda: runner.ticks >= ticks + 3, 10)
         finally:
             gw.stop()
             backend.cleanup(target)
@@ -313,7 +305,7 @@ def test_chosen_devices_run_at_their_own_intervals_on_a_real_cluster(ceph_cluste
                    cluster=ceph_cluster, sink=rows)
     assert [s.name for s in runner.samplers] == ["host", "ceph"]
     with runner:
-        assert wait_for(lambda: len({r["mono"] for r in rows.get("samples", "ceph")}) >= 4, SETTLE)
+        assert until(lambda: len({r["mono"] for r in rows.get("samples", "ceph")}) >= 4, SETTLE)
     ceph = sorted({r["mono"] for r in rows.get("samples", "ceph")})
     host = sorted({r["mono"] for r in rows.get("samples", "host")})
     assert not rows.get("gaps"), rows.get("gaps")

@@ -10,20 +10,13 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import gfal2
 import pytest
 
+from tests.support.waits import until
 from xcbench.clients.gfal2_client import Gfal2Client
-
-
-def _until(what, check, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
-        time.sleep(0.01)
 
 
 def _refused(ctx, url: str) -> bool:
@@ -50,11 +43,11 @@ def test_a_delete_during_a_draining_cancel_still_removes_the_file(tmp_path):
     blocker.start()
     try:
         # the open waits in the kernel for a writer: an operation in flight on the context
-        _until("the open waits on the FIFO", lambda: bool(tid) and Path(
-            f"/proc/self/task/{tid[0]}/wchan").read_text() == "wait_for_partner")
+        assert until(lambda: bool(tid) and Path(f"/proc/self/task/{tid[0]}/wchan").read_text()
+                     == "wait_for_partner", 10, 0.01), "the open never waited on the FIFO"
         canceller.start()
         # the cancel waits for that open: new operations on the context are refused meanwhile
-        _until("the cancel is draining", lambda: _refused(client.ctx, f"file://{tmp_path}"))
+        assert until(lambda: _refused(client.ctx, f"file://{tmp_path}"), 10, 0.01), "no cancel draining"
         assert canceller.is_alive()
         with pytest.raises(gfal2.GError) as refused:  # what the old cleanup met on its context
             client.ctx.unlink(f"file://{partial}")
@@ -73,6 +66,7 @@ def test_a_delete_during_a_draining_cancel_still_removes_the_file(tmp_path):
 MASK_PROBE = """
 import os, signal, subprocess
 from xcbench.campaign.readers import Gfal2Reader
+from tests.support.waits import until
 from xcbench.clients.gfal2_client import Gfal2Client
 before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
 Gfal2Client(), Gfal2Reader()
