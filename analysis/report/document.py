@@ -57,19 +57,20 @@ def _rules() -> tuple[str, list[tuple[str, str]]]:
 
 
 def build_context(runs: list[RunData], grafana_base: str | None = None,
-                  annotations: dict[str, str] | None = None) -> dict[str, Any]:
+                  annotations: dict[str, str] | None = None, images: bool = True) -> dict[str, Any]:
     """``grafana_base``: Grafana's URL for each run's dashboard link; ``annotations``: {run id:
-    file of its levels as Grafana annotations} where written."""
+    file of its levels as Grafana annotations} where written; ``images``: False draws no plot
+    (the Markdown report shows none, and drawing them is most of a render)."""
     src = Sources()
     sections = []
     for i, rd in enumerate(runs):
         others = tuple(r for j, r in enumerate(runs) if j != i)
-        sections.append(run_section(rd, src, others))
+        sections.append(run_section(rd, src, others, images=images))
         sections[-1]["grafana"] = grafana.link(rd, grafana_base)
         if sections[-1]["grafana"]:
             sections[-1]["grafana"]["annotations"] = (annotations or {}).get(rd.run_id)
     comparisons = []
-    over = overlay.section(runs, [s["scaling_input"] for s in sections])
+    over = overlay.section(runs, [s["scaling_input"] for s in sections]) if images else None
     if len(runs) > 1:
         for rd in runs[1:]:
             comparisons.append({"base": runs[0].run_id, "contender": rd.run_id,
@@ -97,7 +98,7 @@ def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path
     data = [r if isinstance(r, RunData) else RunData(r) for r in runs]
     out = Path(out) if out else data[0].run.path / f"report.{fmt}"
     notes = grafana.write_all(data, out) if base else {}
-    text = render("report", build_context(data, base, notes), fmt)
+    text = render("report", build_context(data, base, notes, images=fmt == "html"), fmt)
     if fmt == "md":
         text = markdown.wrap(text)
     return write_report(text, out, fmt)

@@ -50,8 +50,9 @@ def _query(client: str, gateway: str, streams: float, direction: str) -> str:
             f" & gateway == {json.dumps(gateway)} & direction == {json.dumps(direction)}")
 
 
-def network_section(run_id: str, baseline: pd.DataFrame, src: Any) -> dict[str, Any]:
-    """{"rows", "columns", "uri"} of the network baseline table (one row per pair and streams)."""
+def network_section(run_id: str, baseline: pd.DataFrame, src: Any, images: bool = True) -> dict[str, Any]:
+    """{"rows", "columns", "uri"} of the network baseline table (one row per pair and streams);
+    no plot drawn (``uri`` None) without ``images``."""
     pts = baseline_points(baseline)
     rows = []
     for (client, gateway, n), g in pts.groupby(["client", "gateway", "streams"], sort=True):
@@ -76,7 +77,7 @@ def network_section(run_id: str, baseline: pd.DataFrame, src: Any) -> dict[str, 
                {"key": "egress", "label": "egress: read, gateway → client (Gb/s)", "num": True},
                {"key": "ingress_retr", "label": "retransmits (write)", "num": True},
                {"key": "egress_retr", "label": "retransmits (read)", "num": True}]
-    return {"rows": rows, "columns": columns, "uri": streams_plot(pts)}
+    return {"rows": rows, "columns": columns, "uri": streams_plot(pts) if images else None}
 
 
 def streams_plot(pts: pd.DataFrame) -> str | None:

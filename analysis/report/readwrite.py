@@ -44,9 +44,9 @@ def _measured(v: Any) -> dict[str, Any]:
 
 
 def section(points: pd.DataFrame, vmap: dict, labels: dict[str, str], cells: pd.DataFrame,
-            src: Any, access: dict[str, str] | None = None) -> dict[str, Any] | None:
+            src: Any, access: dict[str, str] | None = None, images: bool = True) -> dict[str, Any] | None:
     """Rows of the side-by-side table, the EC read amplification rows, RAL's reference rows and
-    a plot; None when the run read nothing."""
+    a plot (not drawn without ``images``); None when the run read nothing."""
     if points.empty or not (points["direction"] == "read").any():
         return None
     read_cells = list(dict.fromkeys(points.loc[points["direction"] == "read", "cell_id"]))
@@ -76,7 +76,7 @@ def section(points: pd.DataFrame, vmap: dict, labels: dict[str, str], cells: pd.
                 amp_rows.append(_amp_row(cid, conc, cells.loc[cid], load_evidence(rv.evidence),
                                          labels, src))
     return {"rows": rows, "amp_rows": amp_rows, "ral_rows": _ral_rows(), "ral": RAL_GATEWAY,
-            "uri": _plot(points[points["cell_id"].isin(read_cells)], labels)}
+            "uri": _plot(points[points["cell_id"].isin(read_cells)], labels) if images else None}
 
 
 def _amp_row(cid: str, conc: float, cell, ev: dict[str, Any], labels: dict[str, str],

@@ -31,7 +31,9 @@ from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.figures.units import fmt_gbps, gbps_num
 
 
-def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[str, Any]:
+def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
+                images: bool = True) -> dict[str, Any]:
+    """One run's section of the report; ``images`` False: no plot drawn (their keys empty)."""
     # cells in reading order: tmpfs, cephfs, rados, then by label (not by id hash)
     rank = {b: i for i, b in enumerate(plots.BACKENDS)}
     cells = rd.cells.assign(_r=rd.cells["backend"].map(rank).fillna(len(rank))) \
@@ -79,6 +81,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[
     versions = fp.get("versions") or {}
     net_bps, _ = rd.network
     layout_ref = network_baseline.reference_layout(m, layout_rows, run_tables.columns()["layout"])
+    netbase = network_baseline.network_section(rd.run_id, rd.baseline, src, images=images)
     return {
         "id": rd.run_id, "path": str(rd.run.path), "status": m.get("status"), "start": m.get("start"),
         "end": m.get("end"), "matrix": matrix_name(m.get("matrix")), "schema": m.get("schema_version"),
@@ -86,8 +89,10 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[
         "summary": summary, "verdict_counts": counts, "layout_rows": layout_rows,
         "point_rows": point_rows, "dist_rows": dist_rows, "fio_rows": fio_rows, "ec_rows": ec_rows,
         "level_rules": sorted({lv.get("text", "") for lv in rd.levels.values()} - {""}),
-        "figures": _scaling_figure(points, cells, ceil), "timelines": _timelines(rd, cells, labels, verdicts),
-        "dist_uri": plots.transfer_distributions(q, labels), "fio_uri": plots.fio_iops(jobs, labels),
+        "figures": _scaling_figure(points, cells, ceil) if images else [],
+        "timelines": _timelines(rd, cells, labels, verdicts) if images else [],
+        "dist_uri": plots.transfer_distributions(q, labels) if images else None,
+        "fio_uri": plots.fio_iops(jobs, labels) if images else None,
         "findings": rd.findings.fillna("").to_dict("records"),
         "finding_kinds": markdown.findings(rd.findings.fillna("").to_dict("records"), labels),
         "gaps": rd.gaps.fillna("").to_dict("records"), "failed": failed,
@@ -99,10 +104,11 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...]) -> dict[
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": _cell_fingerprints(m),
         "network": fmt_gbps(net_bps, gib=True) if num_cell(net_bps) else "not measured",
         "timeline_derived": rd.timeline_derived,
-        "dims": dims_section(rd.points, m, rd.campaigns),  # streams, size classes, origins x cores
-        "netbase": network_baseline.network_section(rd.run_id, rd.baseline, src), "layout_ref": layout_ref,
+        # streams, size classes, origins x cores: plots only (the Markdown report has none)
+        "dims": dims_section(rd.points, m, rd.campaigns) if images else None,
+        "netbase": netbase, "layout_ref": layout_ref,
         "readwrite": readwrite.section(points, vmap, labels, cells, src,
-                                       {c: access_of(rd.campaigns, c) for c in cells.index}),
+                                       {c: access_of(rd.campaigns, c) for c in cells.index}, images),
         "reads": reads,
         "glance": {"context": {**overview.context(rd), **({} if glance.fit_for_sizing(rd, closing)
                                                           else {"calibrate": None})},

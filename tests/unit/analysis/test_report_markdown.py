@@ -117,3 +117,32 @@ def test_short_times_and_wrapping():
     assert all(len(ln) <= 120 for ln in out if not ln.startswith("|"))
     assert any(len(ln) > 120 for ln in out if ln.startswith("|"))  # a table row is not folded
     assert out[-1].startswith("  ")  # a list item's next line is indented under it
+
+
+def test_markdown_draws_no_figure_and_says_what_a_full_render_says(md, monkeypatch):
+    """The Markdown report shows no image, so it draws none (drawing is most of a render): its
+    text is the one rendered from a context that has every plot (each a stand-in image here:
+    one shown would differ from none)."""
+    import matplotlib.pyplot as plt
+
+    from xcbench.analysis.report import document, render
+    path, text, d = md
+    mods = ("plots", "scaling", "network_baseline", "dimensions", "readwrite", "storageplots")
+
+    def stand_in(fig, dpi=100):
+        plt.close(fig)
+        return "data:image/png;base64,AAAA"
+    with monkeypatch.context() as m:
+        for mod in mods:
+            m.setattr(f"xcbench.analysis.report.{mod}.fig_to_data_uri", stand_in)
+        ctx = document.build_context([RunData(path)], images=True)
+        assert ctx["runs"][0]["timelines"] and ctx["runs"][0]["figures"]  # it has plots
+        full = render.render("report", ctx, "md")
+
+    def no_figure(*a, **k):
+        raise AssertionError("a figure was drawn for the Markdown report")
+    for mod in mods:
+        monkeypatch.setattr(f"xcbench.analysis.report.{mod}.new_figure", no_figure)
+    out = render_report([path], "md", d / "again.md").read_text()
+    dated = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
+    assert dated.sub("", out) == dated.sub("", markdown.wrap(full)) == dated.sub("", text)
