@@ -115,7 +115,8 @@ def test_corruption_on_the_destination_is_caught_by_the_checksum(gateways):
 def test_gateway_killed_and_restarted_mid_campaign(gateways):
     dst, _ = gateways
     rows = Rows()
-    spec = CampaignSpec(files=240, file_size="16M", concurrency=4, retries=4, retry_delay=1.0,
+    # the gateway dies after 30 of the 120 files: most of them are still to go through the restart
+    spec = CampaignSpec(files=120, file_size="16M", concurrency=4, retries=4, retry_delay=1.0,
                         timeout=8, timeout_per_mib=0, delete_after_verify=True)
     out = {}
     t = threading.Thread(target=lambda: out.update(run_campaign(spec, dest=dst, sink=rows)))
@@ -130,7 +131,7 @@ def test_gateway_killed_and_restarted_mid_campaign(gateways):
     assert not t.is_alive()
     ts = rows["transfers"]
     last = finals(ts)
-    assert sorted(last) == list(range(240))  # every file has a final record
+    assert sorted(last) == list(range(120))  # every file has a final record
     assert all(r["file_state"] == "FINISHED" for r in last.values()), \
         [r["reason"] for r in last.values() if r["file_state"] != "FINISHED"]
     failed = [r for r in ts if r["file_state"] == "FAILED"]
@@ -139,7 +140,7 @@ def test_gateway_killed_and_restarted_mid_campaign(gateways):
     for r in ts:
         per_file[r["file_index"]].append(r["retry"])
     assert all(sorted(v) == list(range(len(v))) for v in per_file.values())  # one row per attempt
-    assert out["finished"] == 240 and out["failed"] == 0
+    assert out["finished"] == 120 and out["failed"] == 0
 
 
 def test_the_same_campaign_through_an_fts3_rest_api(gateways):
