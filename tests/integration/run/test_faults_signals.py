@@ -50,9 +50,11 @@ name: fault-probe
 defaults:
   probe: {{runtime: {runtime}, size: 8M, iodepth: 2}}
 backends:
-  tmpfs: {{size: 56M}}
+  tmpfs: {{size: 56M, probe: {{patterns: [write]}}}}
   cephfs: {{layouts: [{{stripe_unit: 1M, stripe_count: 1, object_size: 1M}}], pools: [replicated]}}
 """
+# the signal comes during the second cell's (CephFS) fio: the first cell (tmpfs) probes one job, so
+# its complete rows are on stdout first without three jobs waited out
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
