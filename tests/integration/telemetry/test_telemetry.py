@@ -190,7 +190,7 @@ def test_bytes_through_an_xrdceph_gateway_show_in_report_and_pool_counters(ceph_
             try:
                 with TelemetryRunner(samplers, interval=1.0, sink=rows, cell_id="cell-rados"):
                     assert until(lambda: rows.last("xrd.link.in") is not None
-                                    and rows.last("pool.wr_bytes", pool=pool) is not None, SETTLE)
+                                 and rows.last("pool.wr_bytes", pool=pool) is not None, SETTLE)
                     before_in = link_in(rows)
                     before_wr = rows.last("pool.wr_bytes", pool=pool)
                     push(gw, target.info["name_prefix"] + "f1", src)
@@ -234,7 +234,7 @@ def test_raw_versus_stored_bytes_of_ec_and_replicated_pools(ceph_cluster, own_po
         before: dict = {}
         # a new pool shows in `df` once the mgr has the new osdmap and its PG stats
         assert until(lambda: before.update(snap()) or all(("pool.stored", p) in before for p in pools),
-                        SETTLE)
+                     SETTLE)
         for pool in pools:
             written[pool] = write_objects(ceph_cluster.ioctx(pool), prefix, 12, 4 * M)
 
@@ -248,7 +248,7 @@ def test_raw_versus_stored_bytes_of_ec_and_replicated_pools(ceph_cluster, own_po
             return all(delta(after, m, p) >= n for p in pools for m in ("pool.stored", "pool.wr_bytes"))
 
         assert until(settled, SETTLE), {(m, p): delta(after, m, p) for p in pools
-                                           for m in ("pool.stored", "pool.wr_bytes", "pool.bytes_used")}
+                                        for m in ("pool.stored", "pool.wr_bytes", "pool.bytes_used")}
     finally:
         for pool, names in written.items():
             io = ceph_cluster.ioctx(pool)
@@ -281,7 +281,7 @@ def test_failing_samplers_leave_gaps_and_the_others_go_on(workdir, procs):
                 stopped = time.time()
                 assert until(lambda: any("gone" in g["error"] for g in rows.get("gaps", "gateway")), 10)
                 assert until(lambda: any("no xrd.report" in g["error"]
-                                            for g in rows.get("gaps", "gateway")), 10)
+                                         for g in rows.get("gaps", "gateway")), 10)
                 ticks = runner.ticks
                 assert until(lambda: runner.ticks >= ticks + 3, 10)
         finally:

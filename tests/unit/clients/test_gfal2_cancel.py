@@ -66,7 +66,6 @@ def test_a_delete_during_a_draining_cancel_still_removes_the_file(tmp_path):
 MASK_PROBE = """
 import os, signal, subprocess
 from xcbench.campaign.readers import Gfal2Reader
-from tests.support.waits import until
 from xcbench.clients.gfal2_client import Gfal2Client
 before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
 Gfal2Client(), Gfal2Reader()
