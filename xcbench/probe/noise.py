@@ -10,15 +10,19 @@ intervals every job logged kept the busy ones: 81 MB/s from jobs fio itself meas
 ceiling is the mean of those sums after the ramp, and its relative standard error is the
 samples' spread over the square root of their effective number: successive intervals are
 correlated (a page-cache flush spans several), so n is shrunk by the lag-1 autocorrelation,
-n (1 - r) / (1 + r) (r >= 0), the usual AR(1) correction. The last interval of each job is cut
-short by the job's end and left out.
+n (1 - r) / (1 + r) (r >= 0), the usual AR(1) correction.
+
+The series runs to the job's end (its runtime in fio's JSON), not to its last line: a job whose
+writes stall before it ends logs nothing for the stall, and fio's ``ss=bw:10%`` can stop a job on
+a stall (two equal readings are "steady"). Ending at the last line read the ceiling from the
+seconds before the stall. A line off an interval boundary is an interval cut short by the job's
+end, and is left out.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -47,25 +51,32 @@ def logs(stem: str | os.PathLike) -> list[Path]:
     return sorted(stem.parent.glob(f"{stem.name}_bw.*.log"))
 
 
-def series(paths: list[Path], interval_ms: int) -> list[float]:
-    """Per interval, the sum over jobs of their bytes/s. A job's interval i is its line whose
-    time rounds to (i + 1) x interval, and an interval it has no line for is a zero (fio logs
-    none when no I/O completed in it). Each job's last line (cut short by the job's end) is
-    dropped, and the series ends where the first job ended. A job with no line at all completed
-    nothing in its whole run and cannot be placed in time: it is left out."""
-    jobs: list[tuple[dict[int, float], int]] = []
+def series(paths: list[Path], interval_ms: int, end_ms: float | None = None) -> list[float]:
+    """Per interval, the sum over jobs of their bytes/s. A job's interval i is its line at
+    (i + 1) x interval (within a quarter interval: fio's timer drifts a few ms), and an interval
+    it has no line for is a zero (fio logs none when no I/O completed in it). A line off a
+    boundary was cut short by the job's end and is left out. The series runs to ``end_ms``, the
+    jobs' runtime, where it is known (the whole intervals before it), else to the first job's
+    last line. A job with no line at all completed nothing in its whole run and cannot be placed
+    in time: it is left out."""
+    slack = interval_ms / 4
+    jobs: list[dict[int, float]] = []
     for p in paths:
-        rows = read_log(p)
-        if not rows:
-            continue
-        per: dict[int, float] = defaultdict(float)
-        for ms, bps in rows[:-1]:
-            per[max(0, round(ms / interval_ms) - 1)] += bps
-        jobs.append((per, max(0, round(rows[-1][0] / interval_ms) - 1)))
+        per: dict[int, float] = {}
+        for ms, bps in read_log(p):
+            k = round(ms / interval_ms)
+            if k >= 1 and abs(ms - k * interval_ms) <= slack:
+                per.setdefault(k - 1, bps)  # a short last interval at a boundary: the first wins
+        if per:
+            jobs.append(per)
     if not jobs:
         return []
-    end = min(last for _, last in jobs)  # intervals before every job's last (short) one
-    return [sum(per.get(i, 0.0) for per, _ in jobs) for i in range(end)]
+    logged = [max(per) + 1 for per in jobs]
+    if end_ms is None:
+        n = min(logged)
+    else:  # the whole intervals before the end; never fewer than a job logged
+        n = max(int(end_ms // interval_ms), max(logged))
+    return [sum(per.get(i, 0.0) for per in jobs) for i in range(n)]
 
 
 def summary(samples: list[float], interval_ms: int, ramp_s: float = 0.0) -> dict[str, Any]:
@@ -99,6 +110,7 @@ def _lag1(x: np.ndarray) -> float:
     return min(0.95, max(0.0, float((d[:-1] * d[1:]).sum()) / den))
 
 
-def from_logs(stem: str | os.PathLike, interval_ms: int, ramp_s: float = 0.0) -> dict[str, Any]:
-    """:func:`summary` of the logs fio wrote for ``write_bw_log=<stem>``."""
-    return summary(series(logs(stem), interval_ms), interval_ms, ramp_s)
+def from_logs(stem: str | os.PathLike, interval_ms: int, ramp_s: float = 0.0,
+              end_ms: float | None = None) -> dict[str, Any]:
+    """:func:`summary` of the logs fio wrote for ``write_bw_log=<stem>``, to ``end_ms``."""
+    return summary(series(logs(stem), interval_ms, end_ms), interval_ms, ramp_s)

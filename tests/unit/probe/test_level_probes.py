@@ -130,14 +130,16 @@ def test_noise_from_real_fio_logs():
     jobs' bandwidth logs agree with fio's own bandwidth in its JSON+."""
     data = json.loads((DATA / "level-write-c2.json").read_text())
     w = data["jobs"][0]["write"]
-    got = noise.from_logs(DATA / "level-write-c2", 500, ramp_s=1.0)
-    assert got["bw_n"] == 6  # 9 intervals a job: the last (cut short) and the first second left out
+    got = noise.from_logs(DATA / "level-write-c2", 500, ramp_s=1.0, end_ms=w["runtime"])
+    # the jobs ran 4881 ms: 9 whole intervals, every one logged; the first second left out
+    assert got["bw_n"] == 7
     assert got["bw_steady"] == pytest.approx(w["bw_bytes"], rel=0.05)
     assert 0 < got["bw_rel_se"] < got["bw_cv"] < 0.2
     # by hand: the sum of both jobs per interval
-    a = [bps for _, bps in noise.read_log(DATA / "level-write-c2_bw.1.log")][:-1]
-    b = [bps for _, bps in noise.read_log(DATA / "level-write-c2_bw.2.log")][:-1]
-    assert noise.series(noise.logs(DATA / "level-write-c2"), 500) == [x + y for x, y in zip(a, b, strict=True)]
+    a = [bps for _, bps in noise.read_log(DATA / "level-write-c2_bw.1.log")]
+    b = [bps for _, bps in noise.read_log(DATA / "level-write-c2_bw.2.log")]
+    assert noise.series(noise.logs(DATA / "level-write-c2"), 500, w["runtime"]) == [
+        x + y for x, y in zip(a, b, strict=True)]
 
 
 def test_noise_counts_an_interval_a_job_did_not_log_as_its_zero():
@@ -148,18 +150,38 @@ def test_noise_counts_an_interval_a_job_did_not_log_as_its_zero():
     stem = DATA / "pool-c8-throttled"
     w = json.loads(stem.with_suffix(".json").read_text())["jobs"][0]["write"]
     assert len(noise.logs(stem)) == 8 and any(len(noise.read_log(p)) < 15 for p in noise.logs(stem))
-    got = noise.from_logs(stem, 500, ramp_s=1.0)
-    assert got["bw_n"] == 12  # 15 whole intervals before the first job's end, less the first second
+    got = noise.from_logs(stem, 500, ramp_s=1.0, end_ms=w["runtime"])
+    assert got["bw_n"] == 14  # 16 whole intervals in the jobs' 8187 ms, less the first second
     assert got["bw_steady"] == pytest.approx(w["bw_bytes"], rel=0.1)
     assert got["bw_steady"] < 66e6 * 1.05  # never above the throttle the device was held to
 
 
 def test_noise_series_fills_unlogged_intervals_with_zeros(tmp_path):
     (tmp_path / "s_bw.1.log").write_text("500, 100, 1, 0, 0\n1000, 100, 1, 0, 0\n1500, 100, 1, 0, 0\n"
-                                         "2000, 100, 1, 0, 0\n2100, 50, 1, 0, 0\n")
-    (tmp_path / "s_bw.2.log").write_text("1000, 300, 1, 0, 0\n2000, 200, 1, 0, 0\n2600, 9, 1, 0, 0\n")
-    # job 2 logged nothing in intervals 0 and 2; job 1's last line (2100 ms) cut short at interval 3
-    assert noise.series(noise.logs(tmp_path / "s"), 500) == [100 * 1024, 400 * 1024, 100 * 1024]
+                                         "2000, 100, 1, 0, 0\n2300, 50, 1, 0, 0\n")
+    (tmp_path / "s_bw.2.log").write_text("1000, 300, 1, 0, 0\n2000, 200, 1, 0, 0\n2700, 9, 1, 0, 0\n")
+    # job 2 logged nothing in intervals 0 and 2; the lines off a boundary (2300, 2700 ms) are
+    # intervals cut short by the jobs' end, left out; without a known end the series stops at the
+    # first job's last whole interval
+    assert noise.series(noise.logs(tmp_path / "s"), 500) == [100 * 1024, 400 * 1024, 100 * 1024,
+                                                            300 * 1024]
+
+
+def test_noise_series_runs_to_the_jobs_end_through_a_stall(tmp_path):
+    """CI saw this: two psync jobs on a ceph-fuse mount log to 2.5 s, then no write completes,
+    and fio's ``ss=bw:10%`` stops them at 3.9 s (two equal readings are "steady"). The stall is
+    the mount's, and its zeros belong in the ceiling: ending at the last line left 2 samples
+    after the ramp, both from before the stall."""
+    for j in (1, 2):
+        (tmp_path / f"s_bw.{j}.log").write_text("".join(f"{500 * i + j - 1}, 98400, 1, 0, 0\n"
+                                                        for i in range(1, 6)))
+    busy = 2 * 98400 * 1024
+    assert noise.series(noise.logs(tmp_path / "s"), 500, 3896) == [busy] * 5 + [0.0, 0.0]
+    got = noise.from_logs(tmp_path / "s", 500, ramp_s=1.0, end_ms=3896)
+    assert got["bw_n"] == 5 and got["bw_steady"] == pytest.approx(busy * 3 / 5)
+    assert got["bw_cv"] > 0.5  # the stall shows as noise, not as a steady ceiling
+    # a line a few ms past the reported runtime is never cut
+    assert len(noise.series(noise.logs(tmp_path / "s"), 500, 2480)) == 5
 
 
 def test_noise_counts_correlated_samples_as_fewer():
