@@ -296,11 +296,12 @@ def test_failing_samplers_leave_gaps_and_the_others_go_on(workdir, procs):
 
 
 def test_chosen_devices_run_at_their_own_intervals_on_a_real_cluster(ceph_cluster, own_pools):
-    """`--telemetry host:0.5,ceph:2` as the runner builds it: only those two, each at its pace."""
+    """`--telemetry host:0.25,ceph:1` as the runner builds it: only those two, each at its pace
+    (ceph at its sampler's shortest interval, host four times as often)."""
     from xcbench.telemetry import build
     pool = own_pools["replicated"]
     rows = Rows()
-    runner = build("host:0.5,ceph:2", cell=SimpleNamespace(id="cell-devices"),
+    runner = build("host:0.25,ceph:1", cell=SimpleNamespace(id="cell-devices"),
                    target=SimpleNamespace(pool=pool), gateway=None, listener=None,
                    cluster=ceph_cluster, sink=rows)
     assert [s.name for s in runner.samplers] == ["host", "ceph"]
@@ -312,6 +313,6 @@ def test_chosen_devices_run_at_their_own_intervals_on_a_real_cluster(ceph_cluste
     assert rows.get("samples", "ceph", metric="pool.stored", pool=pool)
     # the final sample at stop() may come early; between the others: the device's own interval
     ceph_steps = [b - a for a, b in zip(ceph[:-1], ceph[1:-1], strict=False)]
-    assert ceph_steps and all(s >= 1.9 for s in ceph_steps), ceph_steps
+    assert ceph_steps and all(s >= 0.95 for s in ceph_steps), ceph_steps
     assert len(host) >= 3 * len(ceph) - 3  # ~4 host samples per ceph sample
     assert {r["sampler"] for r in rows.get("samples")} == {"host", "ceph"}
