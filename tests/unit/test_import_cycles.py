@@ -12,6 +12,7 @@ reported, not failed on, until fixed; a new cycle fails, and so does a KNOWN ent
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,8 +72,14 @@ def imported(module: str, path: Path, known: set[str], type_checking: bool = Fal
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text(), filename=str(path)))
+    visit(_parse(path))
     return out
+
+
+@functools.cache
+def _parse(path: Path) -> ast.Module:
+    """A module's tree, parsed once per session (five tests walk every module)."""
+    return ast.parse(path.read_text(), filename=str(path))
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -134,6 +141,7 @@ def tangles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
     return out
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     """{module: project modules it imports}; the modules a package's __init__ imports are edges
     of that package (importing a.b.c also runs a/__init__, but that is not an edge of a.b.c)."""
@@ -257,7 +265,7 @@ def function_imports(module: str, path: Path, known: set[str]) -> list[int]:
         for child in ast.iter_child_nodes(node):
             visit(child, infunc)
 
-    visit(ast.parse(path.read_text(), filename=str(path)), False)
+    visit(_parse(path), False)
     return lines
 
 
@@ -301,6 +309,7 @@ def test_no_circle_hidden_under_type_checking_in_ceph():
         assert "xcbench.ceph.cluster import" not in text, low
 
 
+@functools.cache
 def typed_import_graph() -> dict[str, set[str]]:
     """Like import_graph, with the imports under ``if TYPE_CHECKING:`` counted too."""
     files = module_files()
