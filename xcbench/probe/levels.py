@@ -43,7 +43,7 @@ LEVEL_RUNTIME = 12  # s: the most a level job runs when fio does not see it stea
 # 3.89 s), with 500ms at ~0.9 s (2.89 s), the 1 s meant
 STEADY = {"ss": "bw:10%", "ss_dur": 3, "ss_ramp": "500ms"}
 LOG_MSEC = 500  # fio's bandwidth log interval: the samples of the probe's noise
-RAMP_S = 1.0  # samples of the first second are left out of the ceiling (fio's ss_ramp)
+RAMP_S = 1.0  # samples of the first second are left out of the ceiling (the ramp STEADY means)
 
 
 def write_size(cell) -> int:
