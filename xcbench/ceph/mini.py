@@ -295,8 +295,11 @@ class MiniCluster:
         step(f"{n_osds} OSDs made and started")
         self._wait_healthy(cluster, n_osds, t0 + timeout, step)
         if prom:
-            monitoring.wait_scraped(prom["url"], ("node", "ceph"),
-                                    max(time.monotonic() + 30, t0 + timeout), procs)
+            try:
+                monitoring.wait_scraped(prom["url"], ("node", "ceph"),
+                                        max(time.monotonic() + 30, t0 + timeout), procs)
+            except XcbError as e:  # say what the mgr said of its module (the log is removed)
+                raise XcbError(f"{e}; {monitoring.mgr_module_said(st / 'log' / 'mgr.x.log')}") from None
             step(f"prometheus {prom['url']} scrapes node_exporter {prom['node']} and the mgr "
                  f"module {prom['mgr']} every {prom['scrape_interval']:g} s")
         meta = {

@@ -23,7 +23,7 @@ from typing import Any
 from xcbench.ceph.handle import ClusterHandle
 from xcbench.errors import XcbError
 from xcbench.system import proc
-from xcbench.system.ports import LOOPBACK, free_ports
+from xcbench.system.ports import LOOPBACK, free_ports, late_bind_port
 
 SUBDIR = "prometheus"
 PROGS = ("prometheus", "prometheus-node-exporter")
@@ -89,7 +89,7 @@ def check_prerequisites() -> None:
 def enable_mgr_module(cluster: ClusterHandle, addr: str) -> str:
     """Turn the mgr's prometheus module on, listening on ``addr`` and a free port (early in
     bring-up: the mgr loads it while the OSDs start). Returns its addr:port."""
-    mgr_port, = free_ports(1, addr)
+    mgr_port = late_bind_port(addr)  # bound once the mgr loads the module, seconds from now
     for key, value in (("server_addr", addr), ("server_port", str(mgr_port)),
                        ("scrape_interval", f"{SCRAPE_INTERVAL:g}")):
         cluster.mon_command("config set", who="mgr", name=f"mgr/prometheus/{key}", value=value,
@@ -97,6 +97,16 @@ def enable_mgr_module(cluster: ClusterHandle, addr: str) -> str:
     # forced: the mgr has not told the mon its modules yet (check_prerequisites saw it installed)
     cluster.mon_command("mgr module enable", module="prometheus", force="--force")
     return f"{addr}:{mgr_port}"
+
+
+def mgr_module_said(log: Path) -> str:
+    """The mgr log's last line about its prometheus module (a failed start says why there)."""
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines()
+                 if "prometheus" in ln.lower()]
+    except OSError as e:
+        return f"no mgr log ({e.strerror})"
+    return f"the mgr's last word on it: {lines[-1][-300:]}" if lines else "the mgr log names no prometheus module"
 
 
 def start(state: Path, run_dir: Path, mgr: str, procs: proc.ProcessSet,

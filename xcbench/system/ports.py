@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import socket
+from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
 
@@ -32,6 +34,35 @@ def free_ports(n: int, host: str = LOOPBACK) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for ports it picks itself (bind to 0, a connect's local port)."""
+    try:
+        lo, hi = map(int, EPHEMERAL.read_text().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
+def late_bind_port(host: str = LOOPBACK) -> int:
+    """A free TCP port for a server that binds it some seconds later (the ceph-mgr's prometheus
+    module: after the mgr has loaded it). Taken below the kernel's ephemeral range: a port there
+    is only free until any outgoing connection of the host is given it as its local port, and
+    then the server cannot bind it. A port below the range is handed out by nobody."""
+    lo, _ = ephemeral_range()
+    first = max(1024, lo // 2)
+    for port in random.sample(range(first, lo), min(200, lo - first)):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+        return port
+    raise OSError(f"no free port on {host} in {first}-{lo - 1}")
 
 
 def port_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:

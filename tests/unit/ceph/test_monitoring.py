@@ -45,3 +45,29 @@ def test_cluster_up_on_an_emulated_host_that_is_not_up_is_one_line(tmp_path, cap
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "--osd-host nosuch: no emulated host nosuch is up" in err
     assert not (tmp_path / "c").exists()
+
+
+def test_the_mgr_module_port_is_one_no_outgoing_connection_can_be_given(monkeypatch):
+    """The mgr binds its prometheus port seconds after it is chosen; meanwhile the kernel hands
+    ports of its ephemeral range to every outgoing connection (to the same peer, one after the
+    other), so the port is chosen below that range, and is free now."""
+    import socket
+
+    from xcbench.system import ports
+    lo, _ = ports.ephemeral_range()
+    got = {ports.late_bind_port() for _ in range(20)}
+    assert all(1024 <= p < lo for p in got) and len(got) > 1
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", got.pop()))
+    # the range read from the kernel, and Linux's default where it cannot be read
+    monkeypatch.setattr(ports, "EPHEMERAL", Path("/nonexistent/ip_local_port_range"))
+    assert ports.ephemeral_range() == (32768, 60999)
+
+
+def test_a_module_that_never_answers_names_what_the_mgr_said_of_it(tmp_path):
+    log = tmp_path / "mgr.x.log"
+    log.write_text("2026 mgr load Constructed class from module: prometheus\n"
+                   "2026 mgr[prometheus] serve error: [Errno 98] Address already in use\n"
+                   "2026 mgr something else\n")
+    assert "Address already in use" in monitoring.mgr_module_said(log)
+    assert "no mgr log" in monitoring.mgr_module_said(tmp_path / "absent.log")
