@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -36,18 +37,15 @@ def chromium(profile: Path, *args: str) -> proc.Completed:
 
 
 SLOW_S = 10.0  # a launch takes 0.5-2 s here; two CIs saw the suite's first one take ~20 s
-_warmed: list[bool] = []
 
 
+@functools.cache
 def _warm() -> None:
     """Read Chromium's own files (~350 MB) front to back once, before the session's first launch.
     The suite's I/O pushes them out of the page cache (here it holds ~2 GB: chromium's resident
     pages fell from 273 to 181 MB over 20 minutes of the suite with 19 GB free), and a launch then
     faults them in page by page: 7.4 s against 2.2 s warm while the suite ran. One sequential read
     takes 0.3-0.8 s."""
-    if _warmed:
-        return
-    _warmed.append(True)
     for f in sorted(CHROMIUM_LIB.glob("*")):
         if f.is_file():
             with f.open("rb") as fh:
