@@ -324,7 +324,8 @@ def text(rd: Any, rows_: list[dict[str, Any]], width: int) -> str:
     con = Console(file=buf, width=width, highlight=False, color_system=None, force_terminal=False)
     con.print(table(rd, rows_, width))
     con.print(f"verdicts: {counts_line(rows_)}", highlight=False)
-    return "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    # a row whose verdict folds onto a line its reason does not reach ends in an empty cell
+    return "\n".join(line.rstrip().removesuffix("│").rstrip() for line in buf.getvalue().splitlines()) + "\n"
 
 
 def width() -> int:

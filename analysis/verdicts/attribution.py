@@ -195,8 +195,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
 
 def _rel_se(p: dict[str, Any], ev: dict[str, Any]) -> float:
     """A level's relative rate error: its own, and the run's between-run term if it has one."""
-    own = _stats.rate_rel_se(*(float(p.get(k, math.nan)) for k in
-                               ("repeats", "rate_cv_repeats", "window_cv", "window_n")))
+    own = _stats.point_rel_se(p)
     extra = (ev.get("between_run") or {}).get("rate")
     return _bl.combined(own, extra) if extra is not None else own
 

@@ -23,7 +23,7 @@ from xcbench.analysis.verdicts import between_run
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.borderline import combined
 from xcbench.analysis.verdicts.run_data import RunData
-from xcbench.figures.stats import ci_overlap, pct_diff, rate_rel_se, ratio_lower_bound
+from xcbench.figures.stats import ci_overlap, pct_diff, point_rel_se, ratio_lower_bound
 from xcbench.store.fingerprint import fingerprint_diff
 
 MIN_REPEATS = 3
@@ -125,8 +125,7 @@ def _rel_se(p: dict[str, Any] | None, term: float | None) -> float:
     """A level's relative rate error: its own (figures.stats) and its run's between-run term."""
     if p is None:
         return math.nan
-    own = rate_rel_se(*(float(p.get(k, math.nan)) for k in
-                        ("repeats", "rate_cv_repeats", "window_cv", "window_n")))
+    own = point_rel_se(p)
     return combined(own, term) if term is not None or math.isfinite(own) else math.nan
 
 

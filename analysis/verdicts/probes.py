@@ -199,9 +199,7 @@ def path_target(backend: str) -> str:
 
 
 def _point_rel_se(p: pd.Series) -> float:
-    return _stats.rate_rel_se(*(float(pd.to_numeric(p.get(k), errors="coerce"))
-                                if p.get(k) is not None else math.nan
-                                for k in ("repeats", "rate_cv_repeats", "window_cv", "window_n")))
+    return _stats.point_rel_se(p)
 
 
 def chain_vs_probe(levels: pd.DataFrame, points: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:

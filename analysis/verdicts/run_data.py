@@ -89,8 +89,14 @@ def cell_frame(manifest: dict[str, Any], extra_ids: AbstractSet[str] = frozenset
 
 
 POINT_COLS = ["cell_id", "concurrency", "direction", "repeats", "rate", "ci_low", "ci_high",
-              "rate_cv_repeats", "window_cv", "window_n", "run_rate", "run_cv", "method", "starved_frac",
+              "rate_cv_repeats", "window_cv", "window_n", "window_rel_se", "run_rate", "run_cv", "method",
+              "steady", "ended_by", "starved_frac",
               "wall_start", "wall_end", "finished", "failed", "source"]
+
+
+def _rms(x: pd.Series) -> float:
+    v = pd.to_numeric(x, errors="coerce").dropna()
+    return float((v * v).mean() ** 0.5) if len(v) else math.nan
 
 
 class RunData:
@@ -268,9 +274,16 @@ class RunData:
                 "ci_low": s.ci_low, "ci_high": s.ci_high, "rate_cv_repeats": s.cv,
                 "window_cv": float(g["window_cv"].mean()), "window_std": float(g["window_std"].mean()),
                 "window_n": float(g["window_n"].mean()),
+                # each repeat's rate error (autocorrelation and window choice counted,
+                # figures.buckets.window_rel_se), their root mean square
+                "window_rel_se": _rms(g["window_rel_se"]) if "window_rel_se" in g else math.nan,
                 "window_median": float(g["window_median"].mean()),
                 "run_rate": float(g["run_mean"].mean()), "run_cv": float(g["run_cv"].mean()),
                 "method": ",".join(sorted(set(g["method"]))),
+                # every repeat's window steady (figures.steady.is_steady): False for a level that
+                # hit its maximum duration ("not steady") or fell back to the whole run
+                "steady": bool(g["steady"].all()) if "steady" in g else
+                all(_steady.is_steady(m) for m in g["method"]),
                 "ended_by": ",".join(sorted(set(g["ended_by"].dropna()))) if "ended_by" in g else "",
                 "steady_at": float(g["steady_at"].mean()) if "steady_at" in g else math.nan,
                 "starved_frac": float(g["starved_frac"].mean()),

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from xcbench.figures.stats import mean_rel_se
+
 
 @dataclass(frozen=True)
 class Source:
@@ -144,12 +146,11 @@ class SampleIndex:
         return float(v.mean()) if v.size else math.nan
 
     def window_rel_se(self, cell_id: str, quantity: str, windows, pool: str | None = None) -> float:
-        """Relative standard error of that mean, std / (mean sqrt(n)) (analysis.verdicts.borderline; a
-        floor: samples are autocorrelated); NaN with fewer than two samples or a zero mean."""
-        v = self._in_windows(cell_id, quantity, windows, pool)
-        if v.size < 2 or not v.mean() > 0:
-            return math.nan
-        return float(v.std(ddof=1) / (v.mean() * math.sqrt(v.size)))
+        """Relative standard error of that mean (analysis.verdicts.borderline): the samples are
+        autocorrelated (host CPU and op/s sampled every 0.5-1 s), so their spread is over the
+        square root of their effective number (AR(1), figures.stats.mean_rel_se, as the level
+        rates and the fio probes); NaN with fewer than three samples or a zero mean."""
+        return mean_rel_se(self._in_windows(cell_id, quantity, windows, pool))
 
     def _in_windows(self, cell_id: str, quantity: str, windows, pool: str | None) -> np.ndarray:
         s = self.series(cell_id, quantity, pool)

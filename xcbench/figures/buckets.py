@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from xcbench.figures.stats import Stats
+from xcbench.figures.stats import Stats, mean_rel_se
 
 
 def bucket_bounds(t, nbytes=None, rate=None) -> tuple[np.ndarray, np.ndarray]:
@@ -85,3 +85,34 @@ def block_rates(t, nbytes, start: float, end: float, points: int,
     edges = np.linspace(start, end, points + 1)
     c = np.interp(edges, x, cum)
     return np.diff(c) / np.diff(edges)
+
+
+def ramp_end(t, nbytes, rate, active, limit: float) -> float:
+    """Where a level's ramp ends (s since the campaign started): the start of its first bucket
+    at the concurrency limit (time-averaged ``active`` within 0.5 of it), else the end of its
+    first bucket (no ``active``: the first second holds the transfers' opening)."""
+    b0, b1 = bucket_bounds(t, nbytes, rate)
+    if not b0.size:
+        return math.nan
+    act = np.asarray(active, dtype=float) if active is not None else np.array([])
+    if act.size == b0.size and math.isfinite(limit):
+        at = np.flatnonzero(act >= limit - 0.5)
+        if at.size:
+            return float(b0[at[0]])
+    return float(b1[0])
+
+
+def window_rel_se(t, nbytes, rate, active, start: float, end: float, limit: float) -> float:
+    """The relative standard error of the rate over the window [start, end] of a level whose
+    concurrency limit is ``limit``: its ~1-s blocks' mean error, autocorrelation counted and
+    the window's choice too (the spread of the level after its ramp where that is larger:
+    figures.stats.mean_rel_se). NaN for fewer than 3 blocks."""
+    if not (math.isfinite(start) and math.isfinite(end)) or end <= start:
+        return math.nan
+    t = np.asarray(t, dtype=float)
+    b0, _, moved = bucket_bytes(t, nbytes, rate)
+    win = block_rates(t, moved, start, end, max(1, int(round(end - start))), b0[0])
+    r0 = ramp_end(t, nbytes, rate, active, limit)
+    r0 = min(r0, start) if math.isfinite(r0) else start
+    pool = block_rates(t, moved, r0, end, max(1, int(round(end - r0))), b0[0])
+    return mean_rel_se(win, pool)

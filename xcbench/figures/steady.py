@@ -33,7 +33,13 @@ rule judged when the level ended (``steady_table(levels=...)``), named by the ru
 or "not steady" if the maximum duration came first.
 
 Mean (the rate), median, standard deviation and CV are given over the window and over the
-whole run (both by the equal-block rule above). Two more facts feed the attribution:
+whole run (both by the equal-block rule above). The rate's relative standard error
+(``window_rel_se``, figures.buckets.window_rel_se) counts the blocks' autocorrelation (AR(1),
+figures.stats.mean_rel_se) and the window's choice: a window picked because it was quiet (a
+time-based level's rule ends the level at its first quiet window) has a spread smaller than the
+level's, so the spread and correlation are also taken over the whole level after its ramp
+(from the first bucket at the concurrency limit) and the larger error is kept. Two more facts
+feed the attribution:
 ``plateau_frac`` (share of buckets at the limit) and ``starved_frac`` (share of buckets where
 slots were free while files were still queued: the client did not keep its transfers in
 flight).
@@ -53,6 +59,7 @@ from xcbench.figures.buckets import (  # noqa: F401 - block_rates, window_bytes:
     bucket_bounds,
     bucket_bytes,
     window_bytes,
+    window_rel_se,
     window_stats,
 )
 from xcbench.figures.stats import Stats
@@ -182,7 +189,8 @@ def steady_table(timeline: pd.DataFrame, files: dict | None = None,
     campaign and direction."""
     import pandas as pd
     cols = ["method", "t_start", "t_end", "wall_start", "wall_end", "limit", "plateau_frac",
-            "starved_frac", "buckets", "bytes", "ended_by", "steady_at", "whole_buckets"]
+            "starved_frac", "buckets", "bytes", "ended_by", "steady_at", "whole_buckets",
+            "window_rel_se", "steady"]
     stat_cols = [f"{p}_{k}" for p in ("window", "run") for k in ("n", "mean", "median", "std", "cv")]
     keys = KEYS + (["direction"] if "direction" in timeline else [])
     if timeline.empty:
@@ -196,10 +204,10 @@ def steady_table(timeline: pd.DataFrame, files: dict | None = None,
             queued = nfiles - g["done"].fillna(0).to_numpy() - g["failed"].fillna(0).to_numpy() \
                 - g["active"].fillna(0).to_numpy()
         t = g["t"].to_numpy(dtype=float)
-        w = level_steady(t, g["bytes"].to_numpy(dtype=float), g["rate"].to_numpy(dtype=float),
-                         g["active"].to_numpy(dtype=float) if "active" in g else None,
-                         concurrency=float(key[2]) if pd.notna(key[2]) else None, queued=queued,
-                         level=(levels or {}).get(key[1]))
+        nb, rt = g["bytes"].to_numpy(dtype=float), g["rate"].to_numpy(dtype=float)
+        act = g["active"].to_numpy(dtype=float) if "active" in g else None
+        w = level_steady(t, nb, rt, act, concurrency=float(key[2]) if pd.notna(key[2]) else None,
+                         queued=queued, level=(levels or {}).get(key[1]))
         origin = float(g["wall"].iloc[0]) - float(t[0])  # the wall time of the campaign's t = 0
         edges = np.concatenate([bucket_bounds(t, g["bytes"], g["rate"])[0][:1], t])
         whole = bool(np.isclose(edges, w.start, rtol=0, atol=1e-6).any()
@@ -209,12 +217,24 @@ def steady_table(timeline: pd.DataFrame, files: dict | None = None,
                    wall_start=origin + w.start, wall_end=origin + w.end, limit=w.limit,
                    plateau_frac=w.plateau_frac, starved_frac=w.starved_frac, buckets=len(g),
                    bytes=float(g["bytes"].sum()), ended_by=w.ended_by, steady_at=w.steady_at,
-                   whole_buckets=whole)  # the window holds whole buckets: a sum of rows
+                   whole_buckets=whole,  # the window holds whole buckets: a sum of rows
+                   window_rel_se=window_rel_se(t, nb, rt, act, w.start, w.end, w.limit),
+                   steady=is_steady(w.method))
         for p, s in (("window", w.window), ("run", w.run)):
             row.update({f"{p}_n": s.n, f"{p}_mean": s.mean, f"{p}_median": s.median,
                         f"{p}_std": s.std, f"{p}_cv": s.cv})
         out.append(row)
     return pd.DataFrame(out, columns=keys + cols + stat_cols)
+
+
+NOT_STEADY = ("whole", "not steady")  # methods whose window is no steady state (RULE 3, max hit)
+
+
+def is_steady(method: str) -> bool:
+    """Did the level reach a steady state? False for the whole-run fallback (RULE 3) and for a
+    time-based level that hit its maximum duration first ("not steady"): its rate is a mean
+    over a window that was not steady, and every output marks it so."""
+    return str(method) not in NOT_STEADY
 
 
 def _integral(starts: np.ndarray, ends: np.ndarray, weights: np.ndarray, edges: np.ndarray):

@@ -10,7 +10,8 @@ intervals every job logged kept the busy ones: 81 MB/s from jobs fio itself meas
 ceiling is the mean of those sums after the ramp, and its relative standard error is the
 samples' spread over the square root of their effective number: successive intervals are
 correlated (a page-cache flush spans several), so n is shrunk by the lag-1 autocorrelation,
-n (1 - r) / (1 + r) (r >= 0), the usual AR(1) correction.
+n (1 - r) / (1 + r) (r >= 0), the usual AR(1) correction (figures.stats.mean_rel_se: the same
+function the level rates use).
 
 The series runs to the job's end (its runtime in fio's JSON), not to its last line: a job whose
 writes stall before it ends logs nothing for the stall, and fio's ``ss=bw:10%`` can stop a job on
@@ -28,8 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from xcbench.figures.stats import MIN_SAMPLES, mean_rel_se
+
 KIB = 1024
-MIN_SAMPLES = 3  # fewer steady intervals than this: no noise figure (NaN)
 
 
 def read_log(path: str | os.PathLike) -> list[tuple[int, float]]:
@@ -92,22 +94,9 @@ def summary(samples: list[float], interval_ms: int, ramp_s: float = 0.0) -> dict
     out["bw_steady"] = mean
     if n < MIN_SAMPLES or mean <= 0:
         return out
-    sd = float(x.std(ddof=1))
-    out["bw_cv"] = sd / mean
-    r = _lag1(x)
-    n_eff = max(1.0, n * (1 - r) / (1 + r))
-    out["bw_rel_se"] = sd / mean / math.sqrt(n_eff)
+    out["bw_cv"] = float(x.std(ddof=1)) / mean
+    out["bw_rel_se"] = mean_rel_se(x)
     return out
-
-
-def _lag1(x: np.ndarray) -> float:
-    """Lag-1 autocorrelation, clipped to [0, 0.95] (a negative one would claim more samples
-    than were taken; near 1 the correction has no meaning)."""
-    d = x - x.mean()
-    den = float((d * d).sum())
-    if den <= 0 or len(x) < 3:
-        return 0.0
-    return min(0.95, max(0.0, float((d[:-1] * d[1:]).sum()) / den))
 
 
 def from_logs(stem: str | os.PathLike, interval_ms: int, ramp_s: float = 0.0,
