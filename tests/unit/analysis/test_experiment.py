@@ -9,7 +9,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xcbench.analysis.verdicts.experiment import MIN_RELIEF, MIN_TIGHTEN, judge, minimum, proportion, schedule
+from xcbench.analysis.verdicts.experiment import (
+    MAX_PAIRS,
+    MIN_RELIEF,
+    MIN_TIGHTEN,
+    PAIRS,
+    judge,
+    line,
+    minimum,
+    pair_noise,
+    pairs_needed,
+    proportion,
+    schedule,
+)
 
 
 def _pairs(control: float, changed: list[float], se: float = 0.02):
@@ -54,8 +66,8 @@ def test_an_interval_that_straddles_the_minimum_is_inconclusive():
 
 
 def test_the_between_run_term_widens_the_noise():
-    a = judge("relieve", 2.0, _pairs(100e6, [125e6, 125e6], se=0.01))
-    b = judge("relieve", 2.0, _pairs(100e6, [125e6, 125e6], se=0.01), between=0.10)
+    a = judge("relieve", 2.0, _pairs(100e6, [150e6, 150e6], se=0.01))
+    b = judge("relieve", 2.0, _pairs(100e6, [150e6, 150e6], se=0.01), between=0.10)
     assert a["outcome"] == "confirmed" and b["outcome"] == "inconclusive"
     assert b["rel_se"] > a["rel_se"] and b["between"] == 0.10
 
@@ -111,3 +123,49 @@ def test_swapping_the_arms_inverts_the_ratio(runs, k):
     pairs = [((a, 0.02), (b, 0.02)) for a, b in runs]
     flip = [((b, 0.02), (a, 0.02)) for a, b in runs]
     assert judge("relieve", 2.0, pairs)["ratio"] * judge("relieve", 2.0, flip)["ratio"] == pytest.approx(1.0)
+
+
+def test_two_pairs_take_student_t_with_one_degree_of_freedom():
+    r = judge("relieve", 2.0, _pairs(100e6, [190e6, 185e6]))
+    assert r["quantile"] == pytest.approx(6.3138, rel=1e-4)
+    assert r["low"] == pytest.approx(r["ratio"] * math.exp(-6.3138 * r["rel_se"]), rel=1e-4)
+    four = judge("relieve", 2.0, _pairs(100e6, [190e6, 185e6, 190e6, 185e6]))
+    assert four["quantile"] == pytest.approx(2.3534, rel=1e-4)  # t(0.95, 3)
+    one = judge("relieve", 2.0, _pairs(100e6, [190e6]), min_pairs=1)
+    assert one["quantile"] == pytest.approx(1.6449, rel=1e-4)  # no spread of its own: the model's
+
+
+def test_the_between_run_term_counts_once_per_run_for_reliefs_and_tightenings_alike():
+    for kind, pred, changed in (("relieve", 2.0, 150e6), ("tighten", 0.5, 60e6)):
+        r = judge(kind, pred, _pairs(100e6, [changed, changed], se=0.02), between=0.05)
+        assert r["rel_se_model"] == pytest.approx(math.sqrt(0.02 ** 2 * 2 + 2 * 0.05 ** 2) / math.sqrt(2))
+        assert pair_noise((0.02, 0.02), 0.05) == pytest.approx(math.sqrt(0.0008 + 0.005))
+
+
+def test_an_experiment_whose_rival_predicts_the_same_checks_a_proportion_never_the_name():
+    # every role under one quota below what the roles used: x0.5 whatever capped the level
+    r = judge("tighten", 0.5, _pairs(100e6, [50e6, 51e6], se=0.01), rivals={"gateway": 0.5})
+    assert r["outcome"] == "proportion checked" and not r["separates"] and r["nearest_rival"] == "gateway"
+    assert "gateway predicts the same" in r["why"]
+    r = judge("tighten", 0.5, _pairs(100e6, [99e6, 101e6], se=0.01), rivals={"gateway": 0.5})
+    assert r["outcome"] == "refuted"  # the proportion not met: it can still refute
+
+
+def test_the_line_moves_between_the_prediction_and_a_rival_that_would_pass_it():
+    # a halved link at 67 % use falls to x0.75 with headroom: the minimum x0.75 would "confirm" it
+    asked, sep, name = line("tighten", 0.5, {"a link with headroom": 0.75})
+    assert sep and name == "a link with headroom" and asked == pytest.approx(math.sqrt(0.5 * 0.75))
+    r = judge("tighten", 0.5, _pairs(100e6, [75e6, 76e6], se=0.005), rivals={"a link with headroom": 0.75})
+    assert r["outcome"] == "refuted"
+    assert line("relieve", 2.0, {"gateway": 1.0}) == (pytest.approx(1.2), True, "gateway")
+    assert line("relieve", 2.0, {"x": 2.5})[1] is False  # a rival predicting more: cannot tell
+
+
+def test_pairs_needed_grows_as_the_effect_nears_its_noise():
+    big = pairs_needed("relieve", 2.0, 1.2, 0.05)
+    small = pairs_needed("relieve", 1.3, minimum("relieve", 1.3), 0.05)
+    assert big == PAIRS and small is not None and small > big
+    assert pairs_needed("relieve", 1.05, minimum("relieve", 1.05), 0.05) is None  # beyond MAX_PAIRS
+    assert pairs_needed("tighten", 0.5, 0.75, 0.05) == PAIRS
+    r = judge("relieve", 1.3, _pairs(100e6, [112e6, 135e6], se=0.05))
+    assert r["outcome"] == "inconclusive" and r["pairs_needed"] and r["pairs_needed"] <= MAX_PAIRS
