@@ -19,6 +19,7 @@ from typing import Any, TypeGuard
 from xcbench.analysis.report.plots import BACKENDS
 from xcbench.analysis.verdicts import experiment_next
 from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.analysis.verdicts.experiment_choice import cpu_to_give
 from xcbench.figures.units import fmt_gbps, fmt_num
 
 GIB = float(1 << 30)
@@ -200,6 +201,11 @@ def rows(rd: Any, others: tuple = (), verdicts: Any = None) -> list[dict[str, An
             "verdict": verdict, "co_limits": co_limits(verdict, ev), "near": near(verdict, ev),
             "short_reason": short_reason(verdict, reason, ev, v.get("short")),
             "reason": reason, "beats": beaten(ev),
+            # the level reached a steady state (figures.steady.is_steady: not "not steady", not
+            # the whole-level fallback): the outputs mark a level that did not
+            "steady": bool(p.get("steady", True)),
+            # cores other processes held: CPU confirm's host-cpu relief could give the roles
+            "cpu_to_give": cpu_to_give(ev, True),
             "_order": (rank.get(str(c["backend"]) if c is not None else "", len(rank)),
                        str(c["label"]) if c is not None else cid, d != "write", float(p["concurrency"])),
         })

@@ -181,6 +181,12 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                           rep_rate_rel_se=_rel_se(tp, ev),
                           ec_ratio=p["rate"] / tp["rate"] if tp["rate"] else math.nan)
                 src["rep_rate"] = tp["source"]
+                # the twin's raw bytes per logical byte, as its pool counted them: EC's cost
+                # predicted from data a replay does not measure again (experiment_choice)
+                traw = s.positive_increase(t["cell_id"], "pool_raw", t["pool"])
+                tst = s.positive_increase(t["cell_id"], "pool_stored", t["pool"])
+                if _ok(traw) and _ok(tst) and tst > 0:
+                    ev["rep_raw_per_logical"] = traw / tst
                 if d == "read":
                     rep = _amp.read_amplification(rd, t["cell_id"], conc, t["pool"])
                     ev.update(rep_read_amplification=rep["amplification"],
@@ -207,6 +213,7 @@ def _growth(view, cid: str, conc: float, p: dict[str, Any], ev: dict[str, Any]) 
     bounds = [(c, r, _stats.ratio_lower_bound(p["rate"], se, r, _rel_se(view.point(cid, c) or {}, ev)))
               for c, r in view.levels_rate(cid) if c > conc and _ok(r)]
     ev["rate_rel_se"] = se
+    ev["rate_rel_se_own"] = _stats.point_rel_se(p)  # without the between-run term (experiment.judge adds it)
     # one repeat: only the window's spread is known, not the drift between levels (see repeats)
     ev["rate_noise"] = ("repeats and steady window" if float(p.get("repeats") or 1) >= 2
                         else "steady window, one repeat")

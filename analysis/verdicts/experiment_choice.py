@@ -1,16 +1,25 @@
-"""Which experiment tests a verdict: the change to the named limit, through what xcbench controls.
+"""Which experiment tests a verdict: the change to the named limit, through what xcbench controls,
+the rival causes it separates, and what it predicts under each.
 
-``choose`` returns a plan: the kind (relieve | tighten), the predicted ratio changed / control,
-one line saying what changes, and each arm's change:
+``choose`` returns a plan: the kind (relieve | tighten), the predicted ratio changed / control
+under the named cause, ``rivals`` ({cause: predicted ratio under that cause}: the verdicts a run
+could plausibly have named instead), what the experiment ``confirms`` (a storage experiment
+confirms "the storage side"), one line saying what changes, and each arm's change:
 
 - ``cell``: fields of the cell replaced (cores, origins), ``tmpfs``: the same gateway, clients
   and files into a tmpfs target (the storage taken out), ``level``: the transfers in flight,
-  ``cap``: (roles joined by "+", cores) one CPU quota over those roles, ``twin``: another cell
-  of the run replayed in this arm's place (an EC cell's replicated twin), ``link``: (host,
-  bits/s) an emulated client host's link shaped to that rate for the arm (xcbench.hosts.reshape).
+  ``cap``: (roles joined by "+", cores) one CPU quota over those roles, ``weight``: (roles,
+  shares) every role in one CPU group of that weight and no quota (the CPU other processes held
+  goes to the roles first), ``twin``: another cell of the run replayed in this arm's place (an
+  EC cell's replicated twin), ``link``: (host, bits/s) an emulated client host's link shaped to
+  that rate for the arm (xcbench.hosts.reshape).
 
-Or {"why": one line} when nothing xcbench controls here changes exactly that limit. Pure: the
-caller passes the facts of the host (its cores, whether the cluster is xcbench's own).
+Or {"why": one line} when nothing xcbench controls here changes exactly that limit ("not
+testable here", with its reason: an honest answer; a confirmation that could not have failed is
+not one). The table of experiments, their rivals and predictions is ``EXPERIMENTS`` (and
+docs/experiments.md); analysis.verdicts.experiment.judge holds the outcome against them: an
+experiment whose rival predicts the same checks a proportion, never the name. Pure: the caller
+passes the facts of the host (its cores, whether the cluster is xcbench's own).
 """
 
 from __future__ import annotations
@@ -21,12 +30,68 @@ from typing import Any
 from xcbench.analysis.verdicts.link_use import busiest_link
 from xcbench.cell import Cell
 
-HALF = 0.5  # host-cpu: every role under one quota at this share of the host
+HALF = 0.5  # a halved link; the self-test's every-role quota at half of what the roles used
 RELIEF = 2.0  # a doubled limit
+WEIGHT = 10 * 1024  # host-cpu's relief: the roles' group weighs 10x a process of nice 0 (cpu.shares 1024)
+NEAR = 0.85  # the rules' line (analysis.verdicts.rules.NEAR): ec-overhead's claim, E <= 0.85
+NO_CPU_TO_GIVE = 0.10  # cores: less than this held by other processes is no CPU to give (a sample's noise)
 CLUSTER_ROLES = ("osd", "mds", "mon", "mgr")  # the embedded cluster's daemons (one quota with the rest)
+STORAGE = ("storage-bandwidth", "storage-iops", "storage-disk", "storage-host-cpu")
+SATURATED = ("gateway", "client", "host-cpu", "network")  # resources more transfers do not widen
 # the verdicts an experiment can exist for (network ones say why not, in one line)
-TESTABLE = ("storage-bandwidth", "storage-iops", "storage-disk", "storage-host-cpu", "gateway",
-            "concurrency", "client", "host-cpu", "ec-overhead", "network", "storage-network")
+TESTABLE = (*STORAGE, "gateway", "concurrency", "client", "host-cpu", "ec-overhead", "network",
+            "storage-network")
+
+# Each experiment kind: what it changes, and what it predicts under the named cause and under
+# each rival cause ("x1" = the rate stays). judge() confirms only where no rival predicts the
+# same; the README and docs/experiments.md print this table.
+EXPERIMENTS: dict[str, dict[str, Any]] = {
+    "storage out": {
+        "tests": STORAGE, "change": "the same gateway, clients and files into a tmpfs target",
+        "named": "the storage side: rises to the run's tmpfs-gateway ceiling (G / R)",
+        "rivals": {"gateway": "x1", "client": "x1", "network": "x1",
+                   "host-cpu": "one box: rises by the CPU the OSDs and ceph-fuse held (used / "
+                               "(used - theirs)); roles on hosts of their own: x1"},
+        "confirms": "the storage side; the sub-kind is named from telemetry (not tested apart)"},
+    "twice the gateway's cores": {
+        "tests": ("gateway",), "change": "each origin's CPU quota doubled (a cores cell)",
+        "named": "x2 (the new quota / the old)",
+        "rivals": {"host-cpu": "x1 (the host has no more CPU to give)", "client": "x1",
+                   "concurrency": "x1", "storage-bandwidth": "x1", "storage-iops": "x1"}},
+    "one more origin": {
+        "tests": ("gateway",), "change": "one more origin behind the redirector",
+        "named": "x(o+1)/o", "rivals": {"host-cpu": "x1", "client": "x1", "storage-bandwidth": "x1",
+                                       "storage-iops": "x1"}},
+    "twice the transfers": {
+        "tests": ("concurrency",), "change": "twice the transfers in flight",
+        "named": "x2", "rivals": {r: "x1 (a saturated resource is not widened by more transfers)"
+                                  for r in (*SATURATED, "storage-bandwidth", "storage-iops")}},
+    "twice the driver's CPU": {
+        "tests": ("client",), "change": "the driver's CPU quota doubled",
+        "named": "x2", "rivals": {"gateway": "x1", "host-cpu": "x1", "storage-bandwidth": "x1",
+                                  "storage-iops": "x1", "concurrency": "x1"}},
+    "CPU given to the roles": {
+        "tests": ("host-cpu",), "change": "every role in one CPU group weighing 10x another "
+                                          "process: the CPU other processes held goes to the roles",
+        "named": "x(used + others') / used, at most the host's cores / used",
+        "rivals": {"gateway": "x1 (its own quota still binds)", "client": "x1",
+                   "storage-bandwidth": "x1", "storage-iops": "x1", "concurrency": "x1"},
+        "not testable": "the roles were the box's only load: no CPU to give"},
+    "every role under one quota below their use": {
+        "tests": (), "change": "every role under one quota at half of what they used (the "
+                               "self-test's proportion check)",
+        "named": "x0.5", "rivals": {"any cause": "x0.5: a quota below what the roles use lowers "
+                                                 "the rate whatever capped it"},
+        "confirms": "nothing: a proportion checked"},
+    "EC against its twin": {
+        "tests": ("ec-overhead",), "change": "the EC cell and its replicated twin replayed interleaved",
+        "named": "at most x0.85 (the rule's claim); x(twin's raw bytes / EC's) predicted from the "
+                 "raw bytes the pools counted",
+        "rivals": {"not EC (both held by one limit)": "x1"}},
+    "half the client link": {
+        "tests": ("network",), "change": "an emulated client host's link shaped to half its rate",
+        "named": "x0.5", "rivals": {"a link with headroom (use u)": "x min(1, 0.5 / u)"}},
+}
 
 
 def _num(v: Any) -> float | None:
@@ -40,6 +105,43 @@ def _quota(role: dict[str, Any] | None) -> float | None:
     return float(role["limit"]) if str(role.get("source", "")).startswith("cgroup") else None
 
 
+def role_names(embedded: bool) -> list[str]:
+    """Every role xcbench started: the gateway, the driver, its mount, and the embedded
+    cluster's daemons where the cluster is xcbench's."""
+    return ["gateway", "client", "mount"] + (list(CLUSTER_ROLES) if embedded else [])
+
+
+def roles_used(ev: dict[str, Any], names: list[str]) -> float:
+    """Cores the roles ``names`` used together over the level (0 when unknown)."""
+    roles = ev.get("roles") or {}
+    return sum(x for x in (_num((roles.get(r) or {}).get("cpu")) for r in names if r in roles) if x)
+
+
+def cpu_to_give(ev: dict[str, Any], embedded: bool) -> float | None:
+    """Cores other processes held while the level ran: the host's busy cores less what the
+    roles xcbench started used (None: not measured)."""
+    busy, cores = _num(ev.get("host_busy")), _num(ev.get("cores"))
+    used = roles_used(ev, role_names(embedded))
+    if busy is None or cores is None or used <= 0:
+        return None
+    return max(0.0, busy * cores - used)
+
+
+def storage_kind(ev: dict[str, Any]) -> str:
+    """The storage sub-kind telemetry points at (named, not tested apart): the OSDs at their
+    CPU limit -> storage-host-cpu, the device's IO count nearer its ceiling than its bytes ->
+    storage-iops, else the nearer of the pool's op/s and bytes to their fio ceilings."""
+    if ((ev.get("roles") or {}).get("osd") or {}).get("saturated"):
+        return "storage-host-cpu"
+    dev = ev.get("device_use") or {}
+    ios, nbytes = _num(dev.get("ios")), _num(dev.get("bytes"))
+    if ios is not None and nbytes is not None:
+        return "storage-iops" if ios > nbytes else "storage-bandwidth"
+    u = ev.get("utilisation") or {}
+    iops, bw = _num(u.get("storage-iops")), _num(u.get("storage-bandwidth"))
+    return "storage-iops" if iops is not None and (bw is None or iops > bw) else "storage-bandwidth"
+
+
 def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores: float,
            embedded: bool, ceiling: float | None = None,
            links: dict[str, float] | None = None) -> dict[str, Any]:
@@ -49,28 +151,25 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
     (xcbench.hosts.reshape.shaped)."""
     roles = ev.get("roles") or {}
     rate = _num(ev.get("rate"))
-    if verdict in ("storage-bandwidth", "storage-iops", "storage-disk", "storage-network",
-                   "storage-host-cpu") and getattr(cell, "backend", "tmpfs") == "tmpfs":
+    if verdict in (*STORAGE, "storage-network") and getattr(cell, "backend", "tmpfs") == "tmpfs":
         return {"why": "the cell has no storage behind its gateway (tmpfs): nothing to take out"}
-    if verdict in ("storage-bandwidth", "storage-iops", "storage-disk", "storage-host-cpu"):
-        pred = ceiling / rate if ceiling and rate and ceiling > rate else None
-        return {"kind": "relieve", "predicted": pred,
-                "what": "the storage taken out: the same gateway, clients and files into a tmpfs target"
-                        + (f" (the run's gateway ceiling at c={level} predicts x{pred:.2f})" if pred else ""),
-                "control": {}, "changed": {"tmpfs": True}}
+    if verdict in STORAGE:
+        return _storage_out(ev, level, rate, ceiling, embedded)
     if verdict == "gateway":
+        rivals = {r: 1.0 for r in ("host-cpu", "client", "concurrency", "storage-bandwidth", "storage-iops")}
         c = _num(getattr(cell, "cores", None))
         if c is not None and c < host_cores:
             new = min(RELIEF * c, host_cores)
-            return {"kind": "relieve", "predicted": new / c,
+            return {"kind": "relieve", "predicted": new / c, "rivals": rivals, "experiment": "twice the gateway's cores",
                     "what": f"twice the gateway's cores: each origin's CPU quota {c:g} -> {new:g}",
                     "control": {}, "changed": {"cell": {"cores": new}}}
         o = int(getattr(cell, "origins", 1) or 1)
-        return {"kind": "relieve", "predicted": (o + 1) / o,
+        return {"kind": "relieve", "predicted": (o + 1) / o, "rivals": rivals, "experiment": "one more origin",
                 "what": f"one more origin behind the redirector: {o} -> {o + 1}",
                 "control": {}, "changed": {"cell": {"origins": o + 1}}}
     if verdict == "concurrency":
-        return {"kind": "relieve", "predicted": RELIEF,
+        return {"kind": "relieve", "predicted": RELIEF, "experiment": "twice the transfers",
+                "rivals": {r: 1.0 for r in (*SATURATED, "storage-bandwidth", "storage-iops")},
                 "what": f"more transfers in flight: c={level} -> c={int(RELIEF * level)}",
                 "control": {}, "changed": {"level": int(RELIEF * level)}}
     if verdict == "client":
@@ -79,54 +178,104 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
             return {"why": "the driver already had every core of this host and no second client "
                            "host is given: run the campaign from two hosts (--hosts) to relieve it"}
         new = round(min(RELIEF * q, host_cores), 3)
-        return {"kind": "relieve", "predicted": new / q,
+        return {"kind": "relieve", "predicted": new / q, "experiment": "twice the driver's CPU",
+                "rivals": {r: 1.0 for r in ("gateway", "host-cpu", "storage-bandwidth", "storage-iops",
+                                            "concurrency")},
                 "what": f"twice the driver's CPU: its quota {q:g} -> {new:g} cores",
                 "control": {"cap": ("client", q)}, "changed": {"cap": ("client", new)}}
     if verdict == "host-cpu":
-        names = ["gateway", "client", "mount"] + (list(CLUSTER_ROLES) if embedded else [])
-        # half of what the roles had: the host's cores, or less where other processes took
-        # part of them (a quota at half the host would then not bind at all)
-        cpus = [_num((roles.get(r) or {}).get("cpu")) for r in names if r in roles]
-        used = sum(x for x in cpus if x is not None)
-        had = min(host_cores, used) if used > 0 else host_cores
-        quota = round(HALF * had, 3)
-        of = (f"half the host's {host_cores:g}" if had == host_cores else
-              f"half the {had:.2f} the roles used of the host's {host_cores:g} (other processes held the rest)")
-        return {"kind": "tighten", "predicted": HALF,
-                "what": f"every role xcbench started ({', '.join(names)}) under one CPU quota of "
-                        f"{quota:g} cores, {of}",
-                "control": {}, "changed": {"cap": ("+".join(names), quota)}}
+        return _host_cpu(ev, host_cores, embedded)
     if verdict == "ec-overhead":
-        twin = ev.get("rep_cell")
-        e = _num(ev.get("ec_ratio"))
-        raw, rep = _num(ev.get("raw_per_logical")), _num(ev.get("rep_raw_per_logical"))
-        pred = e if e is not None and e < 1 else (rep / raw if raw and rep and rep < raw else None)
-        if not twin:
-            return {"why": "the run has no replicated twin of this EC cell to replay beside it"}
-        if pred is None:
-            return {"why": "the run measured no EC cost to predict (no EC ratio below 1, no raw bytes)"}
-        return {"kind": "tighten", "predicted": pred,
-                "what": "the EC cell (changed) and its replicated twin (control) replayed interleaved",
-                "control": {"twin": str(twin)}, "changed": {}}
+        return _ec(ev)
     if verdict == "network":
-        best = busiest_link(ev)
-        host = best[0] if best else None
-        rate = _num((links or {}).get(host)) if host else None
-        if host is None:
-            return {"why": "the verdict names no client link (no link figures in its evidence)"}
-        if rate is None:
-            return {"why": f"client host {host}'s link is not up as an emulated host xcbench made "
-                           "(tc is only put on a link xcbench made and records): `xcbench hosts "
-                           "up` the run's inventory again, or it is the site's link"}
-        # a link that binds passes half its rate on; one with headroom, more than half
-        new = rate * HALF
-        return {"kind": "tighten", "predicted": HALF,
-                "what": f"client host {host}'s link shaped to half its rate: {rate / 1e6:g} -> "
-                        f"{new / 1e6:g} Mb/s (tc tbf, both ways; recorded, restored after each run)",
-                "control": {}, "changed": {"link": (host, new)}}
+        return _network(ev, links)
     if verdict == "storage-network":
         return {"why": "the storage host's link is made and removed by the self-test's own run (or "
                        "is the site's): tc is only put on a link xcbench made and records"}
     if verdict == "inconclusive":
         return {"why": "no limit was named"}
     return {"why": f"no experiment for {verdict!r}"}
+
+
+def _storage_out(ev: dict[str, Any], level: int, rate: float | None, ceiling: float | None,
+                 embedded: bool) -> dict[str, Any]:
+    """The storage taken out: confirms the storage side, not its sub-kind (named from
+    telemetry). On one box it also frees the CPU the OSDs and ceph-fuse held: host-cpu is then
+    a rival that predicts a rise too."""
+    pred = ceiling / rate if ceiling and rate and ceiling > rate else None
+    rivals: dict[str, float] = {r: 1.0 for r in ("gateway", "client", "network")}
+    used = roles_used(ev, role_names(embedded))
+    storage_cpu = roles_used(ev, ["osd", "mds", "mount"] if embedded else ["mount"])
+    if used > storage_cpu > 0 and _num(ev.get("host_busy")) and ev["host_busy"] >= NEAR:
+        rivals["host-cpu"] = min(used / (used - storage_cpu), pred or math.inf)
+    kind = storage_kind(ev)
+    return {"kind": "relieve", "predicted": pred, "rivals": rivals, "experiment": "storage out",
+            "confirms": "storage side", "storage_kind": kind,
+            "what": "the storage taken out: the same gateway, clients and files into a tmpfs target"
+                    + (f" (the run's gateway ceiling at c={level} predicts x{pred:.2f})" if pred else "")
+                    + f"; confirms the storage side, telemetry points at {kind}",
+            "control": {}, "changed": {"tmpfs": True}}
+
+
+def _host_cpu(ev: dict[str, Any], host_cores: float, embedded: bool) -> dict[str, Any]:
+    """CPU given to the roles: where other processes held some of the host, every role in one
+    CPU group weighing WEIGHT (no quota) takes it from them; the rate must rise by the share
+    they held. A tightening below what the roles used would fall x0.5 whatever capped the
+    level: it cannot refute a rival, so it is not offered here."""
+    names = role_names(embedded)
+    used = roles_used(ev, names)
+    other = cpu_to_give(ev, embedded)
+    if other is None:
+        return {"why": "no CPU to give: the host's and the roles' CPU were not both measured"}
+    if other < NO_CPU_TO_GIVE:
+        return {"why": f"no CPU to give: the roles were the box's only load ({used:.2f} of "
+                       f"{host_cores:g} cores; others {other:.2f}); a tightening below what they "
+                       "used falls whatever capped the level, and a role moved to a host of "
+                       "its own (--hosts) needs an inventory"}
+    pred = min(host_cores, used + other) / used
+    return {"kind": "relieve", "predicted": pred, "experiment": "CPU given to the roles",
+            "rivals": {r: 1.0 for r in ("gateway", "client", "storage-bandwidth", "storage-iops",
+                                        "concurrency")},
+            "what": f"every role xcbench started ({', '.join(names)}) in one CPU group weighing "
+                    f"{WEIGHT // 1024}x another process: the {other:.2f} cores other processes held "
+                    f"go to the roles first ({used:.2f} used)",
+            "control": {}, "changed": {"weight": ("+".join(names), WEIGHT)}}
+
+
+def _ec(ev: dict[str, Any]) -> dict[str, Any]:
+    """The EC cell against its twin, interleaved: at most x0.85 asked (the rule's own claim,
+    E <= NEAR); the cost predicted from the raw bytes the pools counted, never from the run's
+    own EC/replicated rate (which the replay measures again)."""
+    twin = ev.get("rep_cell")
+    raw, rep = _num(ev.get("raw_per_logical")), _num(ev.get("rep_raw_per_logical"))
+    if not twin:
+        return {"why": "the run has no replicated twin of this EC cell to replay beside it"}
+    pred = rep / raw if raw and rep else None
+    return {"kind": "tighten", "predicted": pred if pred is not None and pred < 1 else None,
+            "need": NEAR, "experiment": "EC against its twin",
+            "rivals": {"not EC (both held by one limit)": 1.0},
+            "what": "the EC cell (changed) and its replicated twin (control) replayed interleaved; "
+                    f"asked at most x{NEAR:.2f}, the rule's claim"
+                    + (f"; the raw bytes the pools counted predict x{pred:.2f}" if pred else
+                       "; no raw bytes counted for a prediction"),
+            "control": {"twin": str(twin)}, "changed": {}}
+
+
+def _network(ev: dict[str, Any], links: dict[str, float] | None) -> dict[str, Any]:
+    best = busiest_link(ev)
+    host = best[0] if best else None
+    rate = _num((links or {}).get(host)) if host else None
+    if host is None:
+        return {"why": "the verdict names no client link (no link figures in its evidence)"}
+    if rate is None:
+        return {"why": f"client host {host}'s link is not up as an emulated host xcbench made "
+                       "(tc is only put on a link xcbench made and records): `xcbench hosts "
+                       "up` the run's inventory again, or it is the site's link"}
+    # a link that binds passes half its rate on; one with headroom (use u) falls to 0.5 / u
+    use = _num(best[1].get("use")) if best else None
+    new = rate * HALF
+    return {"kind": "tighten", "predicted": HALF, "experiment": "half the client link",
+            "rivals": {"a link with headroom": min(1.0, HALF / use) if use else 1.0},
+            "what": f"client host {host}'s link shaped to half its rate: {rate / 1e6:g} -> "
+                    f"{new / 1e6:g} Mb/s (tc tbf, both ways; recorded, restored after each run)",
+            "control": {}, "changed": {"link": (host, new)}}

@@ -2,18 +2,21 @@
 settle it; and whether a run is fit for sizing (`plan --calibrate`).
 
 A borderline level names the verdicts within its noise (glance ``near``): ``xcbench confirm``
-tests each of them at that level by intervention (``--test``), and the one confirmed is the
-cause. An inconclusive level with no candidate needs narrower noise (``--repeats``) or another
-level (a higher one shows whether more transfers go faster); where the roles share one box and
-host-cpu is among the candidates, only roles on hosts of their own (``--hosts``) tell them
-apart. Rows are the closing table's (analysis.report.glance.rows).
+tests each of them at that level by an experiment that can refute it (``--test``); one
+"confirmed" (not "proportion checked": an experiment whose rivals predict the same cannot pick
+between candidates) names the cause. host-cpu is suggested only where other processes held CPU
+the roles could be given (the row's ``cpu_to_give``, analysis.verdicts.experiment_choice); on a
+box whose only load is the roles, only roles on hosts of their own (``--hosts``) tell host-cpu
+apart. An inconclusive level with no candidate needs narrower noise (``--repeats``) or another
+level (a higher one shows whether more transfers go faster). Rows are the closing table's
+(analysis.report.glance.rows).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from xcbench.analysis.verdicts.experiment_choice import TESTABLE
+from xcbench.analysis.verdicts.experiment_choice import NO_CPU_TO_GIVE, TESTABLE
 
 HOST_CPU_MOST = 0.5  # more than this share of the levels host-cpu on one box: not fit for sizing
 UNTESTABLE_HERE = ("network", "storage-network")  # confirm says why in one line; not suggested
@@ -26,7 +29,10 @@ def settle(rows: list[dict[str, Any]], run_path: str, one_box: bool) -> list[str
         near = [v for v in r.get("near") or () if v != r["verdict"]]
         if r["verdict"] != "inconclusive" and not near:
             continue
-        cands = [v for v in [r["verdict"], *near] if v in TESTABLE and v not in UNTESTABLE_HERE]
+        give = r.get("cpu_to_give")
+        relievable = isinstance(give, (int, float)) and give >= NO_CPU_TO_GIVE
+        cands = [v for v in [r["verdict"], *near] if v in TESTABLE and v not in UNTESTABLE_HERE
+                 and (v != "host-cpu" or relievable)]
         where = f"{r['cell']} c={r['concurrency']}" + (f" {r['direction']}" if r["direction"] != "write" else "")
         said = r["verdict"] + (f" ~ {', '.join(near)}" if near else "")
         todo = []
@@ -35,8 +41,9 @@ def settle(rows: list[dict[str, Any]], run_path: str, one_box: bool) -> list[str
                         + " ".join(f"--test {v}" for v in cands))
         else:
             todo.append(f"--repeats 2 (narrower noise) or a level c={2 * int(r['concurrency'])}")
-        if one_box and "host-cpu" in [r["verdict"], *near]:
-            todo.append("--hosts FILE (the roles on hosts of their own)")
+        if "host-cpu" in [r["verdict"], *near] and (one_box or not relievable):
+            todo.append("--hosts FILE (the roles on hosts of their own"
+                        + ("" if relievable else "; host-cpu: no CPU to give here") + ")")
         out.append(f"{where}: {said}: " + "; or ".join(todo))
     return out
 

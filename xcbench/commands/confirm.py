@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from xcbench.analysis.verdicts.experiment import PAIRS
+from xcbench.analysis.verdicts.experiment import MAX_PAIRS, PAIRS
 from xcbench.ceph.cluster import cluster_from_args, default_state_dir
 from xcbench.ceph.mini import MiniCluster
 from xcbench.commands.options import add_ceph_args, add_fts_endpoint_arg
@@ -41,8 +41,9 @@ def add_parser(sub):
     p.add_argument("--test", action="append", metavar="VERDICT",
                    help="test this limit at the chosen levels instead of the verdict the run named "
                         "(a borderline verdict's candidates; repeatable)")
-    p.add_argument("--pairs", type=int, default=PAIRS,
-                   help=f"control/changed pairs per experiment, A-B-B-A (default {PAIRS}, at least 2)")
+    p.add_argument("--pairs", type=int, default=None,
+                   help=f"control/changed pairs per experiment, A-B-B-A, at least {PAIRS} (default: as "
+                        f"many as the predicted effect needs at the level's noise, at most {MAX_PAIRS})")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--hosts", metavar="FILE",
                    help="the run's inventory, when its campaigns came from client hosts (default: "
@@ -55,7 +56,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    if args.pairs < 2:
+    if args.pairs is not None and args.pairs < 2:
         raise XcbError(f"confirm: --pairs {args.pairs}: at least 2 (an A-B-B-A experiment)")
     args.run = str(resolve_run(args.run, args.store).path)
     fts = tuple(args.fts_endpoint or ())

@@ -45,6 +45,7 @@ class Cap:
     device: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)  # cell -> level -> writes/s
     # the uncapped run, whose fio probes and iperf3 baseline stand for this run's (borrows)
     borrow: Path | None = None
+    weight: int | None = None  # the group's CPU weight (confirm's host-cpu relief: CPU given)
 
 
 def borrows(cap: str, io: str | None) -> bool:
@@ -92,7 +93,7 @@ class CappingRunner(Runner):
             for pid in pids:
                 io.add(pid)
             return
-        g = self.cap.groups.create(f"{role.replace('+', '-')}-{cell_id[:8]}", cores)
+        g = self.cap.groups.create(f"{role.replace('+', '-')}-{cell_id[:8]}", cores, weight=self.cap.weight)
         self.cap.applied[cell_id] = {"role": role, "cores": cores, "group": str(g.path), "pids": pids}
         for pid in pids:
             g.add(pid)

@@ -9,17 +9,21 @@ what xcbench itself controls (analysis.verdicts.experiment_choice):
   into a tmpfs target): the rate must rise;
 - gateway: twice each origin's cores (a ``cores`` cell), else one more origin behind the
   redirector; concurrency: twice the transfers in flight; client: twice the driver's quota;
-- host-cpu: every role xcbench started under one CPU quota at half the host: the rate must fall
-  in proportion;
+- host-cpu: CPU given to the roles (every role in one CPU group weighing 10x another process,
+  no quota) where other processes held some: the rate must rise by their share; on a box whose
+  only load is the roles, "not testable here: no CPU to give";
 - ec-overhead: the EC cell and its replicated twin replayed interleaved;
 - network: the client host's link (an emulated host xcbench made, still up) shaped to half its
   rate: the rate must fall in proportion (xcbench.hosts.reshape: recorded, restored after).
 
 A run whose campaigns came from client hosts is replayed from the same hosts (its inventory).
 
-The pairs are judged by analysis.verdicts.experiment (between-run term in the noise, a minimum effect,
-the measured ratio beside the predicted one): confirmed, refuted or inconclusive; a verdict no
-change here can test is "not testable here" with the one-line reason. The replays are runs of
+The pairs are judged by analysis.verdicts.experiment (Student t, the between-run term once per
+run, a minimum effect never past a rival's prediction, the measured ratio beside the predicted
+one): confirmed, proportion checked (a rival predicts the same), refuted or inconclusive; a
+verdict no change here can test is "not testable here" with the one-line reason. As many pairs
+as the predicted effect needs at the level's own noise (experiment.pairs_needed, at least 2,
+at most MAX_PAIRS; ``pairs`` given: that many). The replays are runs of
 their own under ``<run>/confirm/``; the outcome goes to ``<run>/confirmations.json`` and
 ``confirmations.parquet``. Only what the replays create is touched: their gateways, targets
 and quota groups, removed when each ends.
@@ -40,7 +44,15 @@ from typing import Any
 import yaml
 
 from xcbench.analysis.verdicts import between_run
-from xcbench.analysis.verdicts.experiment import PAIRS, judge, schedule
+from xcbench.analysis.verdicts.experiment import (
+    MAX_PAIRS,
+    PAIRS,
+    judge,
+    line,
+    pair_noise,
+    pairs_needed,
+    schedule,
+)
 from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
 from xcbench.backends.base import backend_class
 from xcbench.cell import Cell
@@ -57,7 +69,7 @@ from xcbench.system.secrets_policy import fts_endpoint_problems
 from xcbench.system.userfiles import read_yaml
 
 TELEMETRY = "host:0.5,roles:0.5,gateway"
-OUTCOMES = ("confirmed", "refuted", "inconclusive", "not testable here")
+OUTCOMES = ("confirmed", "proportion checked", "not testable here", "refuted", "inconclusive")
 TMPFS_MIN = 1 << 30  # a take-out target holds at least this, and twice the dataset
 Log = Callable[[str], None]
 
@@ -141,7 +153,7 @@ def ceilings(rows: list[dict[str, Any]], cells: dict[str, Any]) -> dict[tuple[in
     return out
 
 
-def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | None = None, pairs: int = PAIRS,
+def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | None = None, pairs: int | None = None,
                 verdicts: tuple[str, ...] | None = None, level: int | None = None,
                 test: tuple[str, ...] = (), fts_endpoints: tuple[str, ...] = (),
                 hosts: Any = None, log: Log = _stderr) -> dict[str, Any]:
@@ -179,7 +191,7 @@ def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | No
 
 
 def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matrix: Any, run_path: Path,
-         cluster: Cluster | None, pairs: int, cores: float, embedded: bool, between: float | None,
+         cluster: Cluster | None, pairs: int | None, cores: float, embedded: bool, between: float | None,
          tops: dict[tuple[int, str, int], float], log: Log, hosts: Any = None,
          links: dict[str, float] | None = None) -> dict[str, Any]:
     """One experiment: the limit ``named`` tested at the row's cell and level."""
@@ -197,10 +209,15 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
     if "why" not in exp and c is not None and backend_class(c.backend).needs_cluster and cluster is None:
         exp = {"why": "the cell needs the run's Ceph cluster: give it with -c/--ceph-conf"}
     label = f"{c.label if c else row['cell_id']} c={level}"
+    if "why" not in exp and pairs is None:
+        pairs = _pairs_for(exp, ev, between)
+        if pairs is None:
+            exp = {"why": f"the effect predicted (x{exp.get('predicted') or 0:.2f}) is within this "
+                          f"level's noise: more than {MAX_PAIRS} pairs would be needed"}
     if "why" in exp:
         log(f"confirm: {label}: {named}: not testable here ({exp['why']})")
         return {**base, "outcome": "not testable here", "why": exp["why"]}
-    assert c is not None
+    assert c is not None and pairs is not None
     log(f"confirm: {label}: {named}: {exp['kind']}: {exp['what']} ({pairs} pairs, A-B-B-A)")
     got: dict[int, dict[str, Any]] = {}
     runs = []
@@ -212,9 +229,21 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
                      "rel_se": _clean_num(r["rate"][1]), "run": r["run"], "role": r["role"]})
         log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})")
     res = judge(exp["kind"], exp["predicted"], [(got[p]["control"], got[p]["changed"]) for p in sorted(got)],
-                between)
+                between, rivals=exp.get("rivals"), need=exp.get("need"))
+    if exp.get("confirms"):  # the storage taken out confirms the storage side, not its sub-kind
+        base["confirms"], base["storage_kind"] = exp["confirms"], exp.get("storage_kind")
     log(f"confirm: {label}: {named}: {res['outcome']} ({res['why']})")
     return {**base, "experiment": exp["kind"], "what": exp["what"], **res, **arms(runs), "runs": runs}
+
+
+def _pairs_for(exp: dict[str, Any], ev: dict[str, Any], between: float | None) -> int | None:
+    """The pairs the experiment needs at this level's own noise (both arms taken as noisy as
+    the run's level), at least PAIRS; None: more than MAX_PAIRS."""
+    own = _num(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
+    if not math.isfinite(own) or (exp["kind"] == "tighten" and exp.get("predicted") is None):
+        return PAIRS  # no noise or no prediction to size the experiment with: the least
+    asked = line(exp["kind"], exp.get("predicted"), exp.get("rivals"), exp.get("need"))[0]
+    return pairs_needed(exp["kind"], exp.get("predicted"), asked, pair_noise((own, own), between))
 
 
 def arms(runs: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -261,6 +290,10 @@ def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, dire
                       progress=False, telemetry=TELEMETRY + (",links" if hosts is not None else ""),
                       hosts=hosts)
     role, cores = change.get("cap") or (None, None)
+    weight = None
+    if change.get("weight"):  # every role in one group of that weight and the host's cores
+        role, weight = change["weight"]
+        cores = host_cores()
     if change.get("link"):
         host, bps = change["link"]
         link = reshape.shaped().get(host)
@@ -272,14 +305,16 @@ def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, dire
         wants = set(role.split("+"))
         pids = mini_pids(cluster) if wants & set(CLUSTER_ROLES) else None
         with CpuGroups(None, run=f"confirm{os.getpid()}") as groups:
-            run = run_matrix(m, cluster, opts, runner=capping_runner(Cap(role, {c.id: cores}, groups, pids)))
+            run = run_matrix(m, cluster, opts, runner=capping_runner(Cap(role, {c.id: cores}, groups, pids,
+                                                                         weight=weight)))
     else:
         run = run_matrix(m, cluster, opts)
     rate, se, x = math.nan, math.nan, None
     for r in run.table("verdicts").to_dict("records"):
         if r["cell_id"] == c.id and int(r["concurrency"]) == lv and (r.get("direction") or "write") == direction:
             ev = json.loads(r.get("evidence") or "{}")
-            rate, se = _num(ev.get("rate")), _num(ev.get("rate_rel_se"))
+            # the run's own error: the between-run term is judge's to add, once per run
+            rate, se = _num(ev.get("rate")), _num(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
             x = (ev.get("roles") or {}).get((role or "gateway").split("+")[0])
     return {"rate": (rate, se), "run": str(run.path),
             "role": {k: (x or {}).get(k) for k in ("cpu", "limit", "source", "throttled")} if x else None}

@@ -96,7 +96,8 @@ def _members(d: Path) -> list[int]:
 class CpuGroup:
     """One CPU-quota group: ``add`` processes, ``remove`` it (idempotent)."""
 
-    def __init__(self, mech: Mechanism, name: str, cores: float, period_us: int = PERIOD_US):
+    def __init__(self, mech: Mechanism, name: str, cores: float, period_us: int = PERIOD_US,
+                 weight: int | None = None):
         if not NAME_RE.match(name):
             raise CgroupError(f"cgroup name {name!r}: must be xcb-<letters, digits, _.->")
         if not cores > 0:
@@ -104,14 +105,21 @@ class CpuGroup:
         self.mech, self.name, self.cores, self.period_us = mech, name, cores, period_us
         self.path = mech.base / name
         self.quota_us = max(1000, int(round(cores * period_us)))  # the kernel's minimum is 1 ms
+        # the group's CPU weight against its siblings (v1 cpu.shares, 1024 = a nice-0 process;
+        # v2 cpu.weight, 100 = the same): None leaves the kernel's default
+        self.weight = weight
 
     def make(self) -> CpuGroup:
         self.path.mkdir(exist_ok=True)
         if self.mech.kind == "v1":
             _write(self.path / "cpu.cfs_period_us", str(self.period_us))
             _write(self.path / "cpu.cfs_quota_us", str(self.quota_us))
+            if self.weight is not None:
+                _write(self.path / "cpu.shares", str(int(self.weight)))
         else:
             _write(self.path / "cpu.max", f"{self.quota_us} {self.period_us}")
+            if self.weight is not None:  # v2's scale: 100 for v1's 1024, within [1, 10000]
+                _write(self.path / "cpu.weight", str(max(1, min(10000, round(self.weight * 100 / 1024)))))
         return self
 
     def add(self, pid: int, threads: bool = True) -> None:
@@ -334,7 +342,8 @@ class CpuGroups(GroupSet):
         super().__init__(state_dir, run)
         self.mech = mech
 
-    def create(self, role: str, cores: float, period_us: int = PERIOD_US) -> CpuGroup:
+    def create(self, role: str, cores: float, period_us: int = PERIOD_US,
+               weight: int | None = None) -> CpuGroup:
         if self.mech is None:
             self.mech = detect()
-        return self._add(role, CpuGroup(self.mech, f"xcb-{self.run}-{role}", cores, period_us))
+        return self._add(role, CpuGroup(self.mech, f"xcb-{self.run}-{role}", cores, period_us, weight))

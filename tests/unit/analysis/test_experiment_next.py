@@ -6,15 +6,24 @@ from __future__ import annotations
 from xcbench.analysis.verdicts.experiment_next import fit_for_sizing, one_box, settle
 
 
-def _row(verdict: str, near=(), c=4, cell="rados ec2+1", cid="c7f88e1ddf00") -> dict:
+def _row(verdict: str, near=(), c=4, cell="rados ec2+1", cid="c7f88e1ddf00", give=0.5) -> dict:
     return {"cell": cell, "cell_id": cid, "concurrency": c, "direction": "write", "verdict": verdict,
-            "near": list(near)}
+            "near": list(near), "cpu_to_give": give}
 
 
 def test_a_borderline_level_gets_the_confirm_line_testing_each_candidate():
     (line,) = settle([_row("host-cpu", ["ec-overhead"]), _row("gateway")], "/r/x", one_box=False)
     assert line == ("rados ec2+1 c=4: host-cpu ~ ec-overhead: xcbench confirm /r/x --cell c7f88e1ddf "
                     "--level 4 --test host-cpu --test ec-overhead")
+
+
+def test_host_cpu_is_never_suggested_where_no_cpu_could_be_given():
+    # its only experiment there (a quota below the roles' use) confirms whatever capped the level
+    (line,) = settle([_row("host-cpu", ["ec-overhead"], give=0.0)], "/r/x", one_box=True)
+    assert "--test ec-overhead" in line and "--test host-cpu" not in line
+    assert "no CPU to give here" in line and "--hosts FILE" in line
+    (line,) = settle([_row("host-cpu", ["ec-overhead"], give=None)], "/r/x", one_box=False)
+    assert "--test host-cpu" not in line
 
 
 def test_host_cpu_on_one_box_also_suggests_hosts_of_their_own():

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from xcbench.analysis.verdicts.experiment import judge
-from xcbench.analysis.verdicts.experiment_choice import choose
+from xcbench.analysis.verdicts.experiment_choice import WEIGHT, choose
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.cli import main
 from xcbench.matrix.expand import _finish
@@ -57,22 +57,49 @@ def test_a_client_quota_is_doubled_and_a_driver_with_every_core_says_why():
     assert "--hosts" in why and "\n" not in why
 
 
-def test_host_cpu_puts_every_role_under_one_quota_at_half_the_host():
-    e = choose("host-cpu", {}, _cell("tmpfs"), 4, 2.0, True)
-    assert e["kind"] == "tighten" and e["predicted"] == 0.5
-    assert e["changed"] == {"cap": ("gateway+client+mount+osd+mds+mon+mgr", 1.0)}
-    assert choose("host-cpu", {}, _cell("tmpfs"), 4, 4.0, False)["changed"] == {"cap": ("gateway+client+mount", 2.0)}
-    # other processes held part of the host: half of what the roles had, else the quota would not bind
-    busy = {"roles": {"gateway": {"cpu": 0.3}, "client": {"cpu": 0.2}, "osd": {"cpu": 0.6}, "probe": {"cpu": 1.0}}}
-    e = choose("host-cpu", busy, _cell("tmpfs"), 4, 2.0, True)
-    assert e["changed"]["cap"][1] == 0.55 and e["predicted"] == 0.5 and "other processes" in e["what"]
-    full = {"roles": {"gateway": {"cpu": 1.2}, "client": {"cpu": 0.5}, "osd": {"cpu": 0.6}}}
-    assert choose("host-cpu", full, _cell("tmpfs"), 4, 2.0, True)["changed"]["cap"][1] == 1.0
+def _host(busy: float, cores: float = 2.0, **cpu) -> dict:
+    return {"host_busy": busy, "cores": cores, "roles": {r: {"cpu": v} for r, v in cpu.items()}}
+
+
+def test_host_cpu_is_relieved_by_the_cpu_other_processes_held():
+    # the roles used 1.1 of the 1.9 busy cores: others held 0.8, the roles' group takes it
+    e = choose("host-cpu", _host(0.95, gateway=0.3, client=0.2, osd=0.6, probe=1.0), _cell("tmpfs"), 4, 2.0, True)
+    assert e["kind"] == "relieve" and e["changed"] == {"weight": ("gateway+client+mount+osd+mds+mon+mgr", WEIGHT)}
+    assert e["predicted"] == pytest.approx(1.9 / 1.1) and set(e["rivals"].values()) == {1.0}
+    assert "0.80 cores other processes held" in e["what"]
+
+
+def test_host_cpu_on_a_box_whose_only_load_is_the_roles_is_not_testable_here():
+    why = choose("host-cpu", _host(1.0, gateway=1.2, client=0.5, osd=0.3), _cell("tmpfs"), 4, 2.0, True)["why"]
+    assert why.startswith("no CPU to give") and "\n" not in why
+    assert "no CPU to give" in choose("host-cpu", {}, _cell("tmpfs"), 4, 2.0, True)["why"]
+
+
+def test_the_quota_below_the_roles_use_checks_a_proportion_not_the_name():
+    # the self-test's every-role quota: x0.5 predicted under host-cpu and under every rival
+    r = judge("tighten", 0.5, [((100e6, 0.01), (45e6, 0.01)), ((100e6, 0.01), (47e6, 0.01))],
+              rivals={"gateway": 0.5, "storage-bandwidth": 0.5})
+    assert r["outcome"] == "proportion checked"
+
+
+def test_storage_out_confirms_the_storage_side_and_names_the_kind_from_telemetry():
+    ev = {"rate": 100e6, "utilisation": {"storage-iops": 0.9, "storage-bandwidth": 0.3}}
+    e = choose("storage-bandwidth", ev, _cell(), 4, 2.0, True, ceiling=300e6)
+    assert e["confirms"] == "storage side" and e["storage_kind"] == "storage-iops"
+    assert e["rivals"]["gateway"] == 1.0 and "host-cpu" not in e["rivals"]
+    # one box, host full: taking the storage out frees the OSDs' CPU: host-cpu predicts a rise
+    ev.update(_host(0.95, gateway=0.4, client=0.3, osd=0.9, mount=0.2))
+    e = choose("storage-iops", ev, _cell(), 4, 2.0, True, ceiling=300e6)
+    assert e["rivals"]["host-cpu"] == pytest.approx(1.8 / 0.7)
 
 
 def test_ec_overhead_replays_the_twin_as_its_control():
-    e = choose("ec-overhead", {"rep_cell": "r1", "ec_ratio": 0.7}, _cell(), 4, 2.0, True)
-    assert e["kind"] == "tighten" and e["control"] == {"twin": "r1"} and e["predicted"] == 0.7
+    ev = {"rep_cell": "r1", "ec_ratio": 0.7, "raw_per_logical": 1.5, "rep_raw_per_logical": 1.0}
+    e = choose("ec-overhead", ev, _cell(), 4, 2.0, True)
+    assert e["kind"] == "tighten" and e["control"] == {"twin": "r1"}
+    assert e["predicted"] == pytest.approx(1 / 1.5) and e["need"] == 0.85  # raw bytes, the rule's line
+    e = choose("ec-overhead", {**ev, "rep_raw_per_logical": 3.0}, _cell(), 4, 2.0, True)
+    assert e["predicted"] is None and "x2.00" in e["what"]  # rep3 writes more raw bytes: no cost predicted
     assert "twin" in choose("ec-overhead", {"ec_ratio": 0.7}, _cell(), 4, 2.0, True)["why"]
 
 
@@ -86,6 +113,7 @@ def test_network_tightens_the_busiest_client_link_xcbench_made_to_half_its_rate(
     ev = {"links": {"nc1": {"use": 0.95}, "nc2": {"use": 0.40}, "nc3": {"use": None}}}
     e = choose("network", ev, _cell("tmpfs"), 4, 2.0, False, links={"nc1": 80e6, "nc2": 1e9})
     assert e["kind"] == "tighten" and e["predicted"] == 0.5
+    assert e["rivals"] == {"a link with headroom": pytest.approx(0.5 / 0.95)}
     assert e["changed"] == {"link": ("nc1", 40e6)} and e["control"] == {}
     assert "nc1" in e["what"] and "80 -> 40 Mb/s" in e["what"]
     # the link is not one xcbench made and holds up now (the site's, or its hosts went down)

@@ -17,17 +17,19 @@ def test_the_quota_takes_every_role_and_half_the_host():
     assert intervene.quota(2) == 1.0 and intervene.quota(3) == 1.5
 
 
-def test_a_rate_that_halves_confirms_host_cpu():
+def test_a_rate_that_halves_checks_host_cpus_proportion_never_confirms_the_name():
     c = intervene.apply(_check(), {"rate": 52e6, "rate_rel_se": 0.03}, {"rate": 100e6, "rate_rel_se": 0.03},
                         1.0, 2.0)
-    assert c.ok and c.cause["outcome"] == "confirmed" and c.cause["ratio"] < 0.55
-    assert "confirmed by intervention" in c.note and c.cause["slowdown"] > 1.8
+    # every rival predicts the same fall under a quota below the roles' use
+    assert c.ok and c.cause["outcome"] == "proportion checked" and c.cause["ratio"] < 0.55
+    assert "proportion checked by intervention" in c.note and "not the name" in c.note
+    assert c.cause["slowdown"] > 1.8
 
 
 def test_a_rate_that_holds_under_half_the_host_refutes_the_name():
     c = intervene.apply(_check(), {"rate": 97e6, "rate_rel_se": 0.03}, {"rate": 100e6, "rate_rel_se": 0.03},
                         1.0, 2.0)
-    assert not c.ok and c.cause["outcome"] == "refuted" and "NOT confirmed" in c.note
+    assert not c.ok and c.cause["outcome"] == "refuted" and "NOT met" in c.note
 
 
 def test_a_wrong_name_stays_wrong_even_when_the_rate_halves():

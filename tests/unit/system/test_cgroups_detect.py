@@ -44,3 +44,14 @@ def test_a_v2_group_writes_cpu_max(tmp_path):
     with pytest.raises(CgroupError):
         CpuGroup(Mechanism("v2", tmp_path), "xcb-x", cores=0)
     assert g.quota_us == 150000
+
+
+def test_a_weighted_group_writes_its_weight_on_either_mechanism(tmp_path):
+    # confirm's host-cpu relief: every role in one group weighing 10x a nice-0 process
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    g = CpuGroup(Mechanism("v1", tmp_path / "v1"), "xcb-r-all", cores=2.0, weight=10240).make()
+    assert (g.path / "cpu.shares").read_text() == "10240"
+    g = CpuGroup(Mechanism("v2", tmp_path / "v2"), "xcb-r-all", cores=2.0, weight=10240).make()
+    assert (g.path / "cpu.weight").read_text() == "1000"
+    assert not (CpuGroup(Mechanism("v2", tmp_path / "v2"), "xcb-r-b", cores=1.0).make().path / "cpu.weight").exists()
