@@ -17,7 +17,7 @@ import textwrap
 from typing import Any, TypeGuard
 
 from xcbench.analysis.report.plots import BACKENDS
-from xcbench.analysis.verdicts import experiment_next
+from xcbench.analysis.verdicts import between_run, experiment_next
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.experiment_choice import cpu_to_give
 from xcbench.figures.units import fmt_gbps, fmt_num
@@ -268,6 +268,12 @@ def _keep_percent(text: str, width: int) -> str:
 GAP = 3  # between two columns: padding, the rule, padding
 
 
+def _assumed_line(manifest: dict[str, Any]) -> str:
+    """The legend's line for a between-run term the run assumed (analysis.verdicts.between_run)."""
+    line = between_run.legend(manifest)
+    return f"; {line}" if line else ""
+
+
 def table(rd: Any, rows_: list[dict[str, Any]], width: int | None = None):
     """A rich Table of the closing rows (▲: the chain beat that measured ceiling), ``width``
     columns wide when given (the reasons wrapped to fit, a figure and its unit kept together)."""
@@ -280,7 +286,8 @@ def table(rd: Any, rows_: list[dict[str, Any]], width: int | None = None):
                       "steady window: the mean over the whole level; a + b: both rules hold (co-limits); "
                       "(or b) borderline: a figure within its noise of a threshold, another run may name "
                       "b; ▲ the chain beat a measured "
-                      "ceiling (that probe is no ceiling of its path)",
+                      "ceiling (that probe is no ceiling of its path)"
+                      + _assumed_line(getattr(rd, "manifest", {})),
               caption_justify="left", show_edge=False, pad_edge=False)
     body = []
     last = None

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from xcbench.analysis.report import glance
+from xcbench.analysis.verdicts import between_run
 from xcbench.figures.units import fmt_num, format_size
 
 GIB = float(1 << 30)
@@ -62,7 +63,8 @@ def context(rd: Any) -> dict[str, Any]:
              "files " + "/".join(format_size(s) for s in sizes) + (f" × {'/'.join(map(str, files))} per level"
                                                                   if files else "") if sizes else "",
              f"matrix {name or '–'}: {len(cells)} cells × levels {', '.join(map(str, levels)) or '–'}",
-             baseline_text(rd), f"target {glance.gbps(TARGET_BPS)}"]
+             baseline_text(rd), f"target {glance.gbps(TARGET_BPS)}",
+             between_run.legend(m) or ""]  # an assumed between-run term, said on the first screen
     return {"line": " · ".join(p for p in parts if p), "run": rd.run_id,
             "calibrate": f"xcbench plan --calibrate {rd.run.path}"}
 

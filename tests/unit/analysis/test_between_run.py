@@ -41,37 +41,59 @@ def test_sigma_of_normal_differences_is_their_spread():
     assert abs(between_run.sigma(list(d)) / 0.05 - 1) < 0.03
 
 
-def test_a_term_needs_enough_levels_and_this_hosts_file(home):
-    assert between_run.load() is None  # no file
-    assert between_run.record(("a", "b"), {"rate": [0.05] * 4, "host_busy": [0.01] * 4}) is None
+def test_a_term_needs_two_pairs_and_this_hosts_file_else_it_is_assumed(home):
+    got = between_run.load()  # no file: every quantity assumed, and said so
+    assert got["assumed"] == list(between_run.QUANTITIES) and got["rate"] == between_run.ASSUMED["rate"]
+    one = between_run.record(("a", "b"), {"rate": [0.05] * 12, "host_busy": [0.01] * 12})
+    assert one["rate"] == between_run.ASSUMED["rate"] and "rate" in one["assumed"]  # one pair is one draw
     got = between_run.record(("c", "d"), {"rate": [-0.05] * 4, "host_busy": [0.01] * 4})
-    assert got["pairs"] == 2 and got["rate_levels"] == 8  # pooled over both pairs
+    assert got["pairs"] == 2 and got["rate_levels"] == 16 and got["rate_pairs"] == 2  # pooled over both pairs
     assert math.isclose(got["rate"], 0.05 / Q90_NORMAL, rel_tol=1e-4)
-    assert "fio_write_bw" not in got  # no probe figures recorded: no probe term
+    assert "rate" not in got["assumed"] and "fio_write_bw" in got["assumed"]  # no probe figures: assumed
     data = json.loads(between_run.path().read_text())
     data["host"]["hostname"] = "another-host"
     between_run.path().write_text(json.dumps(data))
-    assert between_run.load() is None  # another host's noise is not this one's
+    assert between_run.load()["assumed"] == list(between_run.QUANTITIES)  # another host's is not this one's
     between_run.path().write_text("{not json")
-    assert between_run.load() is None
+    assert between_run.load()["assumed"] == list(between_run.QUANTITIES)
 
 
-def test_each_quantity_has_a_term_once_it_has_enough_figures(home):
+def test_the_runs_own_noise_is_taken_out_of_their_differences_not_counted_twice(home):
+    # levels 5 % apart whose own errors together were 4 %: 3 % is what differs between runs
+    assert math.isclose(between_run.sigma([0.05] * 10, [0.04] * 10), 0.03 / Q90_NORMAL, rel_tol=1e-4)
+    assert between_run.sigma([0.03] * 10, [0.05] * 10) == 0.0  # within their own noise: nothing more
+    between_run.record(("a", "b"), {"rate": [0.05] * 6}, {"rate": [0.04] * 6})
+    got = between_run.record(("c", "d"), {"rate": [0.05] * 6}, {"rate": [0.04] * 6})
+    assert math.isclose(got["rate"], 0.03 / Q90_NORMAL, rel_tol=1e-4)
+
+
+def test_each_quantity_has_a_term_once_two_pairs_measured_it(home):
     # the file of an older xcbench has no probe figures: its rate term still counts
     between_run.record(("a", "b"), {"rate": [0.05] * 12, "host_busy": [0.01] * 12})
     got = between_run.record(("c", "d"), {"rate": [0.05] * 12, "host_busy": [0.01] * 12,
                                           "fio_write_bw": [0.1] * 5, "fio_read_bw": [0.2] * 5})
-    assert got["rate_levels"] == 24 and "fio_write_bw" not in got  # 5 cells: too few yet
+    assert got["rate_levels"] == 24 and "fio_write_bw" in got["assumed"]  # one pair of probes yet
     got = between_run.record(("e", "f"), {"fio_write_bw": [-0.1] * 5, "fio_read_bw": [0.2] * 5})
     assert got["fio_write_bw_levels"] == 10 and math.isclose(got["fio_write_bw"], 0.1 / Q90_NORMAL, rel_tol=1e-4)
-    assert math.isclose(got["fio_read_bw"], 0.2 / Q90_NORMAL, rel_tol=1e-4) and "fio_write_iops" not in got
+    assert math.isclose(got["fio_read_bw"], 0.2 / Q90_NORMAL, rel_tol=1e-4) and "fio_write_iops" in got["assumed"]
     assert between_run.of({"between_run": got})["fio_read_bw"] == got["fio_read_bw"]
 
 
 def test_a_file_others_can_write_is_not_acted_on(home):
-    assert between_run.record(("a", "b"), {"rate": [0.05] * 8, "host_busy": [0.01] * 8})
+    between_run.record(("a", "b"), {"rate": [0.05] * 8, "host_busy": [0.01] * 8})
+    between_run.record(("c", "d"), {"rate": [0.05] * 8, "host_busy": [0.01] * 8})
+    assert "rate" not in between_run.load()["assumed"]
     os.chmod(between_run.path(), 0o666)
-    assert between_run.load() is None
+    assert "rate" in between_run.load()["assumed"]
+
+
+def test_an_assumed_term_is_said_in_one_legend_line():
+    got = {"between_run": {**between_run.ASSUMED, "assumed": list(between_run.QUANTITIES)}}
+    line = between_run.legend(got)
+    assert line.startswith("between-run noise assumed (no pairs recorded on this host): rate ±11 %")
+    assert "host CPU ±2 %" in line and "--record" in line and "\n" not in line
+    assert between_run.legend({"between_run": {"rate": 0.05, "pairs": 2}}) is None
+    assert between_run.legend({}) is None and between_run.assumed({}) == []
 
 
 def test_only_a_runs_own_record_counts():
