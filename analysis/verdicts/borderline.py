@@ -14,10 +14,11 @@ the cascade reaches is a candidate too ("otherwise"): every verdict one figure's
 named, whichever side of its threshold that figure fell on.
 
 The interval of a figure x with relative standard error se is x * exp(+-z se), z the one-sided
-CONFIDENCE quantile (the growth rule's bound, figures.stats.ratio_lower_bound, is its lower
-end). A ratio of two rates takes both rates' errors (sqrt(se1^2 + se2^2)); a figure sampled over
-the steady window (CPU busy, pool op/s) its samples' standard error, std / (mean sqrt(n)) (a
-floor: samples are autocorrelated); a share of a fio ceiling the rate's error and the probe's
+CONFIDENCE quantile: each edge is a one-sided 95 % bound, so the interval is a **two-sided 90 %**
+one, and is labelled so (LABEL; it was printed as "95 %"). The growth rule's bound,
+figures.stats.ratio_lower_bound, is its lower end. A ratio of two rates takes both rates' errors (sqrt(se1^2 + se2^2)); a figure sampled over
+the steady window (CPU busy, pool op/s) its samples' standard error, autocorrelation counted
+(figures.stats.mean_rel_se); a share of a fio ceiling the rate's error and the probe's
 between-run term where this host has measured one (analysis.verdicts.between_run); of the iperf3
 baseline the rate's error only. An unknown error counts as 0: the plain comparison.
 """
@@ -32,6 +33,8 @@ from xcbench.figures.stats import CONFIDENCE
 from xcbench.figures.units import fmt_num
 
 Z = NormalDist().inv_cdf(CONFIDENCE)
+TWO_SIDED = 2 * CONFIDENCE - 1  # what x exp(+-z se) holds: 90 %, each edge a one-sided 95 % bound
+LABEL = f"{TWO_SIDED * 100:.0f} % interval"
 SKIP = "_skip_rules"  # evidence key: rules taken as not passing (analysis.verdicts.rules._otherwise)
 
 
@@ -57,13 +60,13 @@ def passes(ev: dict[str, Any], rule: str, figure: str, x: Any, threshold: float,
     if lo < threshold < hi or (lo < threshold <= hi and not at_most) or (lo <= threshold < hi and at_most):
         ev.setdefault("borderline_candidates", []).append(
             {"rule": rule, "figure": figure, "value": x, "threshold": threshold, "low": lo,
-             "high": hi, "confidence": CONFIDENCE, "at_most": at_most})
+             "high": hi, "confidence": TWO_SIDED, "two_sided": True, "at_most": at_most})
     return x <= threshold if at_most else x >= threshold
 
 
 def mark(ev: dict[str, Any], verdict: str, reason: str) -> tuple[str, str]:
     """The verdict, with evidence ``borderline`` (any candidate) and a clause per candidate:
-    '...; borderline: EC/replicated rate 86 % is within its noise of 85 % (78 %-95 % at 95 %).'"""
+    '...; borderline: EC/replicated rate 86 % is within its noise of 85 % (78 %-95 %, 90 % interval).'"""
     cands = ev.get("borderline_candidates") or []
     ev["borderline"] = bool(cands)
     if not cands:
@@ -75,8 +78,8 @@ def mark(ev: dict[str, Any], verdict: str, reason: str) -> tuple[str, str]:
             continue
         fmt = _fmt(c)
         clauses.append(f"{c['figure']} {fmt(c['value'])} is within its noise of "
-                       f"{fmt(c['threshold'])} ({fmt(c['low'])}-{fmt(c['high'])} at "
-                       f"{CONFIDENCE * 100:.0f} %{'' if c['rule'] == verdict else ': ' + c['rule'] + '?'})")
+                       f"{fmt(c['threshold'])} ({fmt(c['low'])}-{fmt(c['high'])}, "
+                       f"{LABEL}{'' if c['rule'] == verdict else ': ' + c['rule'] + '?'})")
     return verdict, reason.rstrip(".") + "; borderline: " + "; ".join(clauses) + "."
 
 
