@@ -132,6 +132,10 @@ def short_reason(verdict: str, reason: str, ev: dict[str, Any], short: Any = Non
     elif verdict == "ec-overhead" and _ok(ev.get("ec_ratio")):
         line = f"EC at {_pct(ev['ec_ratio'])} of {ev.get('rep_pool') or 'replicated'} " \
                f"({gbps(ev.get('rep_rate'))})"
+    elif verdict == "host-cpu" and str((ev.get("deciding") or {}).get("figure", "")).startswith("scaling"):
+        d = ev["deciding"]  # the chain's waits and a surely low scaling efficiency decided, not busy cores
+        line = f"scaling efficiency {fmt_num(d.get('estimate', d['value']))} (at most {fmt_num(d['value'])} < " \
+               f"{fmt_num(d['threshold'])}), the chain's threads wait for CPU"
     elif verdict == "host-cpu" and _ok(ev.get("host_busy")):
         roles = [(r, x.get("cpu")) for r, x in (ev.get("roles") or {}).items()
                  if r != "probe" and _ok(x.get("cpu"))]

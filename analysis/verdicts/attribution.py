@@ -31,6 +31,7 @@ from xcbench.analysis.verdicts.rules import (  # noqa: F401 - the public names o
     _ok,
     decide,
     gbps,
+    opposed,
     pct,
     with_co_limits,
 )
@@ -281,7 +282,7 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
             ev.pop("borderline_candidates", None)
             # what the rules named still holds: a co-limit of the overriding verdict
             ev["co_limits"] = [v for v in (ruled[0], *(ev.get("co_limits") or ()))
-                               if v not in (verdict, "inconclusive")]
+                               if v not in (verdict, "inconclusive") and not opposed(v, verdict)]
             reason = with_co_limits(reason, ev["co_limits"])
         rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"], "verdict": verdict,
                      "reason": reason, "evidence": json.dumps(_jsonable(ev), sort_keys=True),

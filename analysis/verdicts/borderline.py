@@ -36,6 +36,7 @@ Z = NormalDist().inv_cdf(CONFIDENCE)
 TWO_SIDED = 2 * CONFIDENCE - 1  # what x exp(+-z se) holds: 90 %, each edge a one-sided 95 % bound
 LABEL = f"{TWO_SIDED * 100:.0f} % interval"
 SKIP = "_skip_rules"  # evidence key: rules taken as not passing (analysis.verdicts.rules._otherwise)
+PASSED = "_passed"  # evidence key (dropped before it is stored): the figures that passed, by rule
 
 
 def combined(*rel_se: Any) -> float:
@@ -56,12 +57,16 @@ def passes(ev: dict[str, Any], rule: str, figure: str, x: Any, threshold: float,
     if not _finite(x) or rule in ev.get(SKIP, ()):
         return False
     x = float(x)
+    ok = x <= threshold if at_most else x >= threshold
+    if ok:  # what passed, for the deciding figure (analysis.verdicts.rules.deciding)
+        ev.setdefault(PASSED, {})[rule] = {"figure": figure, "value": x, "threshold": threshold,
+                                           "at_most": at_most}
     lo, hi = interval(x, rel_se)
     if lo < threshold < hi or (lo < threshold <= hi and not at_most) or (lo <= threshold < hi and at_most):
         ev.setdefault("borderline_candidates", []).append(
             {"rule": rule, "figure": figure, "value": x, "threshold": threshold, "low": lo,
              "high": hi, "confidence": TWO_SIDED, "two_sided": True, "at_most": at_most})
-    return x <= threshold if at_most else x >= threshold
+    return ok
 
 
 def mark(ev: dict[str, Any], verdict: str, reason: str) -> tuple[str, str]:

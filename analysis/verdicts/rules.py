@@ -15,6 +15,7 @@ import numpy as np
 from xcbench.analysis.verdicts import between_run as _between
 from xcbench.analysis.verdicts import borderline as _bl
 from xcbench.analysis.verdicts import roles as _roles
+from xcbench.analysis.verdicts import saturation as _sat
 from xcbench.analysis.verdicts.amplification import describe
 from xcbench.figures.stats import CONFIDENCE
 from xcbench.figures.units import fmt_gbps, fmt_num
@@ -101,23 +102,70 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
     return u
 
 
+# Causes that predict opposite outcomes of one experiment are never co-limits of each other:
+# concurrency says twice the transfers go faster; a resource the transfers share at its limit
+# (the host's CPU, the gateway's, the driver's, a link) says they do not. Where both rules hold
+# the second is a *conflict* (evidence ``conflicts``): an experiment decides, not a "+".
+OPPOSED = frozenset(frozenset({"concurrency", r}) for r in ("host-cpu", "gateway", "client", "network"))
+
+
+def opposed(a: str, b: str) -> bool:
+    """Do the causes ``a`` and ``b`` predict opposite outcomes of one experiment (OPPOSED)?"""
+    return frozenset({a, b}) in OPPOSED
+
+
 def decide(ev: dict[str, Any]) -> tuple[str, str]:
     """(verdict, reason) for one point's figures (the rules of the module docstring). A rule
     the cascade looked at whose figure is within its own noise of the threshold is named as
     borderline (analysis.verdicts.borderline: evidence and reason say so), and so is the verdict the
     cascade reaches when the deciding figure falls on the other side of its threshold. Every
-    other rule that holds too is a co-limit (evidence ``co_limits``, in the rules' order)."""
+    other rule that holds too is a co-limit (evidence ``co_limits``, in the rules' order), but
+    one predicting the opposite of the verdict or of a co-limit (OPPOSED) is a conflict
+    (evidence ``conflicts``). The figure that decided is evidence ``deciding``."""
     ev.pop("borderline_candidates", None)
     ev.pop("co_limits", None)
+    ev.pop("conflicts", None)
+    ev.pop(_bl.PASSED, None)
     verdict, reason = _decide(ev)
+    ev["deciding"] = deciding(ev, verdict)
+    ev.pop(_bl.PASSED, None)
     if ev.get("probe_doubt"):  # analysis.verdicts.probes.doubted
         reason = reason.rstrip(".") + f"; {ev['probe_doubt']}."
     other = _otherwise(ev, verdict)
     if other:
         ev["borderline_candidates"].append({"rule": other, "figure": "otherwise", "otherwise_of": verdict})
-    co = co_limits(ev, verdict)
-    ev["co_limits"] = co
-    return _bl.mark(ev, verdict, with_co_limits(reason, co))
+    co, against = co_limits(ev, verdict, with_conflicts=True)
+    ev["co_limits"], ev["conflicts"] = co, against
+    reason = with_co_limits(reason, co)
+    if against:
+        reason = reason.rstrip(".") + (f"; conflicting (its rule holds too but predicts the opposite): "
+                                       f"{', '.join(against)}: an experiment decides (xcbench confirm).")
+    return _bl.mark(ev, verdict, reason)
+
+
+def deciding(ev: dict[str, Any], verdict: str) -> dict[str, Any] | None:
+    """The figure that decided ``verdict``: the one its rule passed (analysis.verdicts.borderline
+    records each), the role at its limit for a role-limit verdict, host-cpu's scaling efficiency
+    where the busy cores did not reach the line and the chain's waits decided. None where no
+    single figure did (inconclusive)."""
+    passed = (ev.get(_bl.PASSED) or {}).get(verdict)
+    if passed:
+        return dict(passed)
+    role = ev.get("limited_role")
+    x = (ev.get("roles") or {}).get(role) if role else None
+    if x and verdict in ("gateway", "client", "storage-iops", "storage-bandwidth") and _ok(x.get("use")):
+        return {"figure": f"{role} CPU of its limit", "value": x["use"], "threshold": NEAR, "at_most": False}
+    eff = ev.get("scaling_efficiency") or {}
+    if verdict == "host-cpu" and (ev.get("host_cpu_waits") or {}).get("low_efficiency") and _ok(eff.get("high")):
+        return {"figure": "scaling efficiency (upper bound)", "value": eff["high"],
+                "threshold": _sat.EFFICIENCY_LOW, "at_most": True, "estimate": eff.get("value")}
+    if verdict == "client" and _ok(ev.get("starved_frac")):
+        return {"figure": "seconds with idle slots and queued files", "value": ev["starved_frac"],
+                "threshold": STARVED, "at_most": False}
+    if verdict == "concurrency" and _ok(ev.get("best_higher_growth_low")):
+        return {"figure": "growth (lower bound)", "value": ev["best_higher_growth_low"],
+                "threshold": SCALING, "at_most": False}
+    return None
 
 
 def with_co_limits(reason: str, co: list[str]) -> str:
@@ -127,11 +175,14 @@ def with_co_limits(reason: str, co: list[str]) -> str:
     return reason.rstrip(".") + f"; co-limit{'s' if len(co) > 1 else ''} (their rules hold too): {', '.join(co)}."
 
 
-def co_limits(ev: dict[str, Any], verdict: str) -> list[str]:
+def co_limits(ev: dict[str, Any], verdict: str, with_conflicts: bool = False):
     """The other rules that hold for this point, in the rules' order: the cascade run again
     with the verdict's rule (then each found one) taken as not passing, until it reaches
-    inconclusive. Two runs that both see two causes then name both, whichever came first."""
+    inconclusive. Two runs that both see two causes then name both, whichever came first. A
+    rule predicting the opposite of the verdict or of a co-limit already found (OPPOSED) is no
+    co-limit: ``with_conflicts`` returns (co-limits, conflicts)."""
     found: list[str] = []
+    against: list[str] = []
     skip = [verdict]
     while verdict != "inconclusive":
         alt = copy.deepcopy(ev)
@@ -140,9 +191,9 @@ def co_limits(ev: dict[str, Any], verdict: str) -> list[str]:
         v = _decide(alt)[0]
         if v == "inconclusive" or v in skip:
             break
-        found.append(v)
+        (against if any(opposed(v, w) for w in (verdict, *found)) else found).append(v)
         skip.append(v)
-    return found
+    return (found, against) if with_conflicts else found
 
 
 def _otherwise(ev: dict[str, Any], verdict: str) -> str | None:

@@ -13,6 +13,7 @@ from tests.support.evidence import _ev, _role
 from tests.support.synthrun import GIB
 from xcbench.analysis.report import glance
 from xcbench.analysis.verdicts.attribution import decide
+from xcbench.analysis.verdicts.rules import opposed
 
 
 def _ec_on_a_full_host(ratio: float = 0.7, busy: float = 0.95, **kw):
@@ -37,10 +38,22 @@ def test_host_cpu_full_and_ec_slower_names_both_in_the_rules_order():
     assert decide(ev)[0] == "ec-overhead" and ev["co_limits"] == []
 
 
-def test_the_growth_is_a_co_limit_of_a_full_host():
+def test_growth_beside_a_full_host_is_a_conflict_never_a_co_limit():
+    # host-cpu says twice the transfers go no faster, concurrency says they do: opposite
+    # predictions of one experiment are no "host-cpu + concurrency"
     ev = _ev(rate=0.2 * GIB, cores=2.0, roles={"gateway": _role(0.5, 2.0), "client": _role(0.9, 2.0)},
              host_busy=0.95, host_busy_rel_se=0.002, best_higher_level=8, best_higher_rate=0.8 * GIB)
-    assert decide(ev)[0] == "host-cpu" and ev["co_limits"] == ["concurrency"]
+    verdict, reason = decide(ev)
+    assert verdict == "host-cpu" and ev["co_limits"] == [] and ev["conflicts"] == ["concurrency"]
+    assert "conflicting (its rule holds too but predicts the opposite): concurrency" in reason
+    assert opposed("host-cpu", "concurrency") and not opposed("ec-overhead", "concurrency")
+    assert ev["deciding"]["figure"] == "host CPU busy" and ev["deciding"]["value"] == 0.95
+
+
+def test_ec_overhead_and_growth_do_not_oppose_each_other():
+    ev = _ev(rate=0.2 * GIB, ec_ratio=0.6, rep_rate=0.33 * GIB, rep_pool="rep3", best_higher_level=8,
+             best_higher_rate=0.8 * GIB)
+    assert decide(ev)[0] == "ec-overhead" and ev["co_limits"] == ["concurrency"] and ev["conflicts"] == []
 
 
 def test_an_inconclusive_point_has_no_co_limits():
@@ -75,14 +88,18 @@ def _tmpfs_c1_waiting(eff: float, eff_rel_se: float):
                                    "rel_se": eff_rel_se, "from": 1.0, "to": 4.0})
 
 
-def test_more_transfers_going_faster_is_a_co_limit_of_a_host_cpu_named_for_its_waits():
+def test_more_transfers_going_faster_beside_a_host_cpu_named_for_its_waits_is_a_conflict():
     """host-cpu named below the busy line (the chain waits, efficiency surely under 0.5) and c=4
-    surely faster: the growth is its co-limit (the co-limits' cascade skips host-cpu on that
-    path too), so a run naming concurrency there agrees exactly."""
+    surely faster: the two predict opposite outcomes of twice the transfers, so concurrency is
+    a conflict, not a co-limit (it was one: two fresh runs naming host-cpu and concurrency then
+    "agreed"); the figure that decided is the efficiency, not the busy cores."""
     ev = _tmpfs_c1_waiting(0.42, 0.02)
     verdict, _ = decide(ev)
-    assert verdict == "host-cpu" and ev["co_limits"] == ["concurrency"], ev.get("co_limits")
+    assert verdict == "host-cpu" and ev["co_limits"] == [] and ev["conflicts"] == ["concurrency"]
     assert not ev["borderline"]
+    d = ev["deciding"]
+    assert d["figure"].startswith("scaling efficiency") and d["value"] < 0.5 and d["at_most"]
+    assert glance.short_reason(verdict, "", ev).startswith("scaling efficiency 0.42")
 
 
 def test_an_efficiency_within_its_noise_of_the_line_is_a_borderline_host_cpu():
