@@ -16,7 +16,7 @@ from pathlib import Path
 from xcbench.errors import XcbError
 from xcbench.figures.units import fmt_rate, parse_size
 from xcbench.gateway.security import SECURITY_MODES
-from xcbench.plan.calibrate import load_calibration
+from xcbench.plan.calibrate import load_calibration, unfit
 from xcbench.plan.gateway_cores import parse_gateway_cpu
 from xcbench.plan.planner import make_plan
 from xcbench.plan.presets import PRESETS, resolve_target
@@ -62,6 +62,8 @@ def add_parser(sub):
                    help="spec of the measured cluster: carry its efficiency (achieved / theoretical) "
                         "over to the planned spec")
     c.add_argument("--calibrate-osds", type=int, help="OSDs of the measured cluster, if the run lacks it")
+    c.add_argument("--force", action="store_true",
+                   help="size from a --calibrate run that is not fit for sizing (the reason is printed first)")
     c.add_argument("--efficiency", metavar="ACHIEVED/THEORETICAL",
                    help="a published achieved rate over its theoretical, e.g. 24/50 (same unit) or 0.48: "
                         "the planned theoretical is multiplied by it (an 'extrapolated' column)")
@@ -121,6 +123,12 @@ def run(args) -> int:
     if args.calibrate_osds is not None and not 1 <= args.calibrate_osds <= 10_000_000:
         raise XcbError("--calibrate-osds: must be >= 1 and <= 10000000")
     args.calibrate = [str(resolve_run(r, args.store).path) for r in args.calibrate]
+    for r in args.calibrate:  # a run unfit for sizing: one line, exit 2; --force: said first
+        why = unfit(r)
+        if why and not args.force:
+            raise XcbError(why)
+        if why:
+            print(f"plan: --force: {why.split(': ', 1)[1]}", file=sys.stderr, flush=True)
     if args.calibrate:
         cal = load_calibration(args.calibrate, args.calibrate_osds)
     if args.calibrate_spec:

@@ -13,6 +13,13 @@ From runs in the result store (xcbench.store.rundir.RunDir):
   (xcbench.plan.gateway_cores says how the checksum kind is found).
 An efficiency (achieved / theoretical) needs the measured cluster's own spec (--calibrate-spec);
 for the gateway the iperf3 baseline serves as its theoretical when no gateway spec is given.
+
+**Fit for sizing.** A run sizes only from levels capped by what it measured: a run whose levels
+were mostly host-cpu with every role on one box measured the box, not the path
+(analysis.verdicts.experiment_next.fit_for_sizing), and :func:`unfit` says why in one line
+(`plan --calibrate` refuses it, exit 2, unless --force). The per-gateway rate is taken only from
+a level whose verdict is gateway: a level capped by anything else (the host's CPU, the storage,
+the concurrency) is no gateway's ceiling, and without one the gateway stays on the datasheet.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from xcbench.analysis.verdicts.attribution import verdicts_of
+from xcbench.analysis.verdicts.experiment_next import fit_for_sizing, one_box
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
 from xcbench.figures.units import fmt_rate
@@ -89,6 +98,32 @@ def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Ca
     return cal
 
 
+def _verdicts(run: RunDir) -> dict[tuple[str, int], str]:
+    """{(cell id, concurrency): verdict} of the run's write points (its stored verdicts, else
+    attributed now: analysis.verdicts.attribution.verdicts_of)."""
+    df = verdicts_of(RunData(run))
+    if not len(df):
+        return {}
+    if "direction" in df:
+        df = df[df["direction"].fillna("write") != "read"]
+    return {(str(c), int(lv)): str(v) for c, lv, v in zip(df["cell_id"], df["concurrency"], df["verdict"],
+                                                          strict=True)}
+
+
+def unfit(path: str | Path) -> str | None:
+    """Why a run is not fit for sizing, in one line, or None (fit)."""
+    run = RunDir.open(path)
+    rows = [{"verdict": v} for v in _verdicts(run).values()]
+    if not rows:
+        return f"--calibrate {path}: the run has no verdicts: nothing says what capped its levels"
+    if fit_for_sizing(rows, one_box(run.manifest)):
+        return None
+    host = sum(r["verdict"] == "host-cpu" for r in rows)
+    return (f"--calibrate {path}: not fit for sizing: {host} of {len(rows)} levels host-cpu with every "
+            "role on one box (the box's CPU capped them, not the gateway or the storage); run with "
+            "roles on hosts of their own (--hosts), or --force to size from it anyway")
+
+
 def _osds_in_samples(run: RunDir) -> int | None:
     """Distinct ``osd`` labels in the telemetry (`osd perf` reports every OSD of the cluster)."""
     df = run.table("samples")
@@ -124,6 +159,7 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
     df = df[df["rate"].astype(float) > 0]
     df = df[~df["direction"].isin(["read", "mixed"])]  # ingest: reads do not calibrate a write plan
     steady = _steady_rates(cal, run) if len(df) else {}
+    verdicts = _verdicts(run)
     for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
         info = cells.get(cid, {})
         s = info.get("settings") or {}
@@ -137,7 +173,7 @@ def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
             "mode": str(g["mode"].iloc[0]),
             "concurrency": int(conc), "rate": st or whole, "campaign_rate": whole,
             "rate_from": "steady window (figures.steady)" if st else "campaign median over repeats",
-            "repeats": len(g)})
+            "repeats": len(g), "verdict": verdicts.get((str(cid), int(conc)))})
     if df["gateway_cpu_s_per_gb"].notna().any():
         cal.gateway_cpu += gateway_cpu_rows(run.path.name, df, cells, run.table("verdicts"))
     add_rate_per_core(cal, run, cells, df)  # the cores sweep
@@ -324,6 +360,13 @@ def gateway_inputs(cal: Calibration, g: GatewaySpec, a: Assumptions, *, carry_ov
         if pts:
             inp.notes.append(f"no {g.mode} campaigns measured: using the other mode's")
     pts = [c for c in pts if not c.get("cores")] or pts  # a CPU quota is not the gateway's ceiling
+    capped = [c for c in pts if c.get("verdict") == "gateway"]  # a gateway's ceiling: its own cap
+    if pts and not capped:
+        named = sorted({str(c.get("verdict")) for c in pts})
+        inp.notes.append("no level capped by the gateway (verdicts: " + ", ".join(named) + "): no "
+                         "per-gateway rate measured; the gateway stays on the datasheet model")
+        return inp
+    pts = capped
     tm = [c for c in pts if c["backend"] == "tmpfs"]
     if tm:
         pts, what = tm, "tmpfs-backed gateway (gateway ceiling, no storage behind it)"

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from xcbench.cli import main
-from xcbench.plan.calibrate import Calibration, amplification_for, load_calibration
+from xcbench.plan.calibrate import Calibration, amplification_for, load_calibration, unfit
 from xcbench.plan.planner import make_plan
 from xcbench.plan.presets import RateTarget
 from xcbench.plan.spec import (
@@ -46,6 +46,10 @@ def run_dir(tmp_path):
                         (10, "pool.stored", 3e9), (10, "pool.bytes_used", 4.6e9)]])
     run.append("baseline", [{"kind": "iperf3", "wall": 0, "streams": 1, "seconds": 3,
                              "bits_per_second": 40e9, "retransmits": 0, "host": "127.0.0.1"}])
+    # what capped each level: the tmpfs gateway at c=4 (its ceiling), more transfers at c=1
+    run.append("verdicts", [{"cell_id": c, "concurrency": n, "verdict": v, "reason": "r", "evidence": "{}",
+                             "direction": "write"} for c, n, v in
+                            [("T", 1, "concurrency"), ("T", 4, "gateway"), ("E", 4, "storage-bandwidth")]])
     run.finalize()  # Parquet: labels become JSON text, as in real runs
     return run.path
 
@@ -130,7 +134,7 @@ def test_synthetic_run_and_cli(tmp_path, capsys):
     cal = load_calibration([path], num_osds=3)
     assert cal.curve and cal.gateway_rate is None  # set when the gateway inputs are derived
     assert cal.amplification["ec2+1"]["measured"] == pytest.approx(1.52, rel=0.01)
-    assert main(["plan", "--target", "hl-lhc-t1", "--calibrate", str(path), "--calibrate-osds", "3",
+    assert main(["plan", "--target", "hl-lhc-t1", "--force", "--calibrate", str(path), "--calibrate-osds", "3",
                  "--format", "json"]) == 0
     p = json.loads(capsys.readouterr().out)
     cc = p["columns"][1]
@@ -138,7 +142,7 @@ def test_synthetic_run_and_cli(tmp_path, capsys):
     # the synthetic tmpfs gateway saturates at 1 GiB/s: the steady window sees it
     assert cc["gateway"]["per_gateway"] == pytest.approx(GiB, rel=0.1)
     out = tmp_path / "plan.md"
-    assert main(["plan", "--target", "ska-aa4", "--calibrate", str(path), "--calibrate-osds", "3",
+    assert main(["plan", "--target", "ska-aa4", "--force", "--calibrate", str(path), "--calibrate-osds", "3",
                  "--calibrate-spec", "devcluster", "--format", "md", "--out", str(out)]) == 0
     md = out.read_text()
     assert "## Calibration" in md and "carried over" in md and "plan_files/fig1.png" in md
@@ -175,3 +179,51 @@ def test_read_and_mixed_campaigns_do_not_calibrate_the_ingest_curve(tmp_path):
     cal = load_calibration([run.path], num_osds=3)
     [point] = [c for c in cal.curve if c["cell_id"] == "T"]
     assert point["campaign_rate"] == pytest.approx(300 * MiB) and point["repeats"] == 1
+
+
+def test_a_level_capped_by_anything_but_the_gateway_gives_no_per_gateway_rate(run_dir):
+    run = RunDir.open(run_dir)
+    import pandas as pd
+    df = pd.read_parquet(run.path / "verdicts.parquet")
+    df.loc[df["concurrency"] == 4, "verdict"] = "host-cpu"  # the box's CPU, not the gateway, capped it
+    df.to_parquet(run.path / "verdicts.parquet", index=False)
+    cal = load_calibration([run_dir], num_osds=3)
+    t = RateTarget("t", 10e9 / 8, 1.0, 4 * GiB)
+    cc = make_plan(t, planned(), GatewaySpec(), Assumptions(), cal)["columns"][1]
+    assert cc["gateway"]["per_gateway"] == make_plan(t, planned(), GatewaySpec(), Assumptions(), None)[
+        "columns"][0]["gateway"]["per_gateway"]  # the datasheet's
+    assert any("no level capped by the gateway" in n for n in cc["gateway"]["notes"])
+
+
+def _one_box_host_cpu(tmp_path):
+    run = RunDir.create(tmp_path, name="box")
+    run.set_cell("T", label="tmpfs o1 push", settings=TMPFS)
+    run.append("campaigns", [{"cell_id": "T", "concurrency": n, "repeat": 0, "mode": "push", "rate": 3e8,
+                              "finished": 8, "failed": 0} for n in (1, 4)])
+    run.append("verdicts", [{"cell_id": "T", "concurrency": n, "verdict": "host-cpu", "reason": "r",
+                             "evidence": "{}", "direction": "write"} for n in (1, 4)])
+    run.finalize()
+    return run.path
+
+
+def test_a_run_unfit_for_sizing_is_refused_in_one_line_unless_forced(tmp_path, capsys):
+    path = _one_box_host_cpu(tmp_path)
+    assert main(["plan", "--target", "ska-aa4-mid", "--calibrate", str(path)]) == 2
+    cap = capsys.readouterr()
+    err = cap.err.strip().splitlines()
+    assert len(err) == 1 and "not fit for sizing: 2 of 2 levels host-cpu" in err[0] and "--force" in err[0]
+    assert cap.out == ""
+    assert main(["plan", "--target", "ska-aa4-mid", "--force", "--calibrate", str(path)]) == 0
+    cap = capsys.readouterr()  # the reason first, on stderr: stdout stays the plan (--format json)
+    assert cap.err.splitlines()[0].startswith("plan: --force: not fit for sizing: 2 of 2 levels host-cpu")
+    assert cap.out
+    assert unfit(str(path)) and unfit(str(run_dir_fit(tmp_path))) is None
+
+
+def run_dir_fit(tmp_path):
+    run = RunDir.create(tmp_path, name="fit")
+    run.set_cell("T", label="tmpfs o1 push", settings=TMPFS)
+    run.append("verdicts", [{"cell_id": "T", "concurrency": 4, "verdict": "gateway", "reason": "r",
+                             "evidence": "{}", "direction": "write"}])
+    run.finalize()
+    return run.path

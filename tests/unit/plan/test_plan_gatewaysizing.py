@@ -39,7 +39,7 @@ def test_calibration_keeps_security_modes_apart_and_marks_capped_cells(tmp_path)
 
 def test_plan_prints_gateways_and_cores_for_100g(tmp_path, capsys):
     run = _run(tmp_path)
-    args = ["plan", "--rate", "100Gb/s", "--calibrate", str(run.path), "--calibrate-osds", "3",
+    args = ["plan", "--rate", "100Gb/s", "--force", "--calibrate", str(run.path), "--calibrate-osds", "3",
             "--cluster-spec", "tier1-hdd-ec8+3", "--mode", "push"]
     assert main([*args, "--format", "json"]) == 0
     p = json.loads(capsys.readouterr().out)
@@ -63,7 +63,7 @@ def test_md_and_html_plans_carry_the_sizing_and_rtt(tmp_path, capsys):
     run = _run(tmp_path)
     for fmt in ("md", "html"):
         out = tmp_path / f"p.{fmt}"
-        assert main(["plan", "--rate", "100Gb/s", "--calibrate", str(run.path), "--calibrate-osds", "3",
+        assert main(["plan", "--rate", "100Gb/s", "--force", "--calibrate", str(run.path), "--calibrate-osds", "3",
                      "--rtt", "40", "--format", fmt, "--out", str(out)]) == 0
         text = out.read_text()
         assert "GATEWAYS FOR 100 Gb/s" in text and "RTT ON PAPER" in text and "rate capped by" in text
@@ -71,7 +71,7 @@ def test_md_and_html_plans_carry_the_sizing_and_rtt(tmp_path, capsys):
 
 def test_plan_security_sizes_its_own_gateway_from_that_modes_cpu(tmp_path, capsys):
     run = _run(tmp_path)
-    args = ["plan", "--rate", "100Gb/s", "--calibrate", str(run.path), "--calibrate-osds", "3",
+    args = ["plan", "--rate", "100Gb/s", "--force", "--calibrate", str(run.path), "--calibrate-osds", "3",
             "--cluster-spec", "tier1-hdd-ec8+3", "--mode", "push", "--checksum", "read-back",
             "--format", "json"]
     notes = {}

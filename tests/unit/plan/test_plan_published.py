@@ -165,7 +165,7 @@ def test_gateway_cores_from_a_runs_cpu_per_gb(tmp_path, capsys):
     got = {(e["checksum"], e["mode"]): e["s_per_gb"] for e in cal.gateway_cpu}
     assert got == {("on-the-fly", "push"): pytest.approx(1.6), ("none", "tpc"): pytest.approx(0.4),
                    ("read-back", "push"): pytest.approx(2.5)}
-    assert main(["plan", "--rate", "100Gb/s", "--cluster-spec", "tier1-hdd-ec8+3", "--calibrate", str(run.path),
+    assert main(["plan", "--rate", "100Gb/s", "--cluster-spec", "tier1-hdd-ec8+3", "--force", "--calibrate", str(run.path),
                  "--calibrate-osds", "3", "--mode", "push", "--format", "json"]) == 0
     p = json.loads(capsys.readouterr().out)
     cores = {(r["checksum"], r["mode"]): r for r in p["gateway_cores"]}

@@ -56,7 +56,7 @@ def test_plan_cli_prints_the_rtt_section_from_a_calibrate_run(tmp_path, capsys):
     run.state.extra["tcp_audit"] = {"checks": [{"key": "net.ipv4.tcp_rmem", "value": "4096 131072 4194304"},
                                                {"key": "net.ipv4.tcp_wmem", "value": "4096 16384 4194304"}]}
     run.finalize()
-    assert main(["plan", "--rate", "100Gb/s", "--rtt", "5,120", "--calibrate", str(run.path),
+    assert main(["plan", "--rate", "100Gb/s", "--rtt", "5,120", "--force", "--calibrate", str(run.path),
                  "--calibrate-osds", "3"]) == 0
     out = capsys.readouterr().out
     assert "RTT ON PAPER" in out and "window 4 MiB (the TCP audit of run r" in out
