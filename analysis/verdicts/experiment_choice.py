@@ -94,6 +94,11 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
 }
 
 
+def _x1(experiment: str) -> dict[str, float]:
+    """The rivals of an experiment that predict no change (x1), as EXPERIMENTS states them."""
+    return {r: 1.0 for r, said in EXPERIMENTS[experiment]["rivals"].items() if said.startswith("x1")}
+
+
 def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
 
@@ -156,20 +161,21 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
     if verdict in STORAGE:
         return _storage_out(ev, level, rate, ceiling, embedded)
     if verdict == "gateway":
-        rivals = {r: 1.0 for r in ("host-cpu", "client", "concurrency", "storage-bandwidth", "storage-iops")}
         c = _num(getattr(cell, "cores", None))
         if c is not None and c < host_cores:
             new = min(RELIEF * c, host_cores)
-            return {"kind": "relieve", "predicted": new / c, "rivals": rivals, "experiment": "twice the gateway's cores",
+            return {"kind": "relieve", "predicted": new / c, "rivals": _x1("twice the gateway's cores"),
+                    "experiment": "twice the gateway's cores",
                     "what": f"twice the gateway's cores: each origin's CPU quota {c:g} -> {new:g}",
                     "control": {}, "changed": {"cell": {"cores": new}}}
         o = int(getattr(cell, "origins", 1) or 1)
-        return {"kind": "relieve", "predicted": (o + 1) / o, "rivals": rivals, "experiment": "one more origin",
+        return {"kind": "relieve", "predicted": (o + 1) / o, "rivals": _x1("one more origin"),
+                "experiment": "one more origin",
                 "what": f"one more origin behind the redirector: {o} -> {o + 1}",
                 "control": {}, "changed": {"cell": {"origins": o + 1}}}
     if verdict == "concurrency":
         return {"kind": "relieve", "predicted": RELIEF, "experiment": "twice the transfers",
-                "rivals": {r: 1.0 for r in (*SATURATED, "storage-bandwidth", "storage-iops")},
+                "rivals": _x1("twice the transfers"),
                 "what": f"more transfers in flight: c={level} -> c={int(RELIEF * level)}",
                 "control": {}, "changed": {"level": int(RELIEF * level)}}
     if verdict == "client":
@@ -179,8 +185,7 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
                            "host is given: run the campaign from two hosts (--hosts) to relieve it"}
         new = round(min(RELIEF * q, host_cores), 3)
         return {"kind": "relieve", "predicted": new / q, "experiment": "twice the driver's CPU",
-                "rivals": {r: 1.0 for r in ("gateway", "host-cpu", "storage-bandwidth", "storage-iops",
-                                            "concurrency")},
+                "rivals": _x1("twice the driver's CPU"),
                 "what": f"twice the driver's CPU: its quota {q:g} -> {new:g} cores",
                 "control": {"cap": ("client", q)}, "changed": {"cap": ("client", new)}}
     if verdict == "host-cpu":
@@ -203,7 +208,7 @@ def _storage_out(ev: dict[str, Any], level: int, rate: float | None, ceiling: fl
     telemetry). On one box it also frees the CPU the OSDs and ceph-fuse held: host-cpu is then
     a rival that predicts a rise too."""
     pred = ceiling / rate if ceiling and rate and ceiling > rate else None
-    rivals: dict[str, float] = {r: 1.0 for r in ("gateway", "client", "network")}
+    rivals = {r: 1.0 for r in EXPERIMENTS["storage out"]["rivals"] if r != "host-cpu"}
     used = roles_used(ev, role_names(embedded))
     storage_cpu = roles_used(ev, ["osd", "mds", "mount"] if embedded else ["mount"])
     if used > storage_cpu > 0 and _num(ev.get("host_busy")) and ev["host_busy"] >= NEAR:
@@ -234,8 +239,7 @@ def _host_cpu(ev: dict[str, Any], host_cores: float, embedded: bool) -> dict[str
                        "its own (--hosts) needs an inventory"}
     pred = min(host_cores, used + other) / used
     return {"kind": "relieve", "predicted": pred, "experiment": "CPU given to the roles",
-            "rivals": {r: 1.0 for r in ("gateway", "client", "storage-bandwidth", "storage-iops",
-                                        "concurrency")},
+            "rivals": _x1("CPU given to the roles"),
             "what": f"every role xcbench started ({', '.join(names)}) in one CPU group weighing "
                     f"{WEIGHT // 1024}x another process: the {other:.2f} cores other processes held "
                     f"go to the roles first ({used:.2f} used)",
@@ -253,7 +257,7 @@ def _ec(ev: dict[str, Any]) -> dict[str, Any]:
     pred = rep / raw if raw and rep else None
     return {"kind": "tighten", "predicted": pred if pred is not None and pred < 1 else None,
             "need": NEAR, "experiment": "EC against its twin",
-            "rivals": {"not EC (both held by one limit)": 1.0},
+            "rivals": _x1("EC against its twin"),
             "what": "the EC cell (changed) and its replicated twin (control) replayed interleaved; "
                     f"asked at most x{NEAR:.2f}, the rule's claim"
                     + (f"; the raw bytes the pools counted predict x{pred:.2f}" if pred else
