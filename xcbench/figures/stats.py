@@ -29,6 +29,7 @@ RESAMPLES = 2000
 SEED = 20240
 LAG1_MAX = 0.95  # near 1 the AR(1) correction has no meaning (n_eff -> 0)
 MIN_SAMPLES = 3  # fewer samples than this: no lag-1 estimate, no error (NaN)
+VAR_FLOOR = 0.5  # _sd_ar1: the spread is at most sqrt(2) times its sample value (a short series)
 
 
 def t_quantile(confidence: float, dof: float) -> float:
@@ -67,21 +68,23 @@ def effective_n(n: float, r: float) -> float:
 def _sd_ar1(v: np.ndarray, r: float) -> float:
     """The samples' standard deviation, corrected for the part of the variance an
     autocorrelated series hides from its own sample variance: E[s^2] = sigma^2 (1 - 2/(n-1)
-    sum_k (1 - k/n) r^k) for AR(1) (the factor kept >= 0.2)."""
+    sum_k (1 - k/n) r^k) for AR(1) (the factor kept >= VAR_FLOOR)."""
     n = v.size
     k = np.arange(1, n)
     f = 1.0 - 2.0 / (n - 1) * float(((1.0 - k / n) * r ** k).sum())
-    return float(v.std(ddof=1)) / math.sqrt(max(f, 0.2))
+    return float(v.std(ddof=1)) / math.sqrt(max(f, VAR_FLOOR))
 
 
 def _ar1_rel_se(spread_of: np.ndarray, mean: float, n: int) -> float:
     """sd / mean / sqrt(n_eff) with the spread and correlation of ``spread_of`` for a mean of
-    ``n`` samples, as a normal-equivalent error: scaled by t(n_eff - 1) / z so that the normal
-    quantile the callers take (borderline, judge, ratio bounds) gives Student's interval for
-    the few effective samples a short window holds."""
+    ``n`` samples, as a normal-equivalent error: scaled by t(dof) / z, dof the effective
+    samples the spread was estimated from less one, so that the normal quantile the callers
+    take (borderline, judge, ratio bounds) gives Student's interval for a spread known from few
+    effective samples."""
     r = lag1(spread_of)
     n_eff = effective_n(n, r)
-    small = t_quantile(CONFIDENCE, max(n_eff - 1.0, 1.0)) / NormalDist().inv_cdf(CONFIDENCE)
+    dof = max(effective_n(spread_of.size, r) - 1.0, 1.0)
+    small = t_quantile(CONFIDENCE, dof) / NormalDist().inv_cdf(CONFIDENCE)
     return _sd_ar1(spread_of, r) / mean / math.sqrt(n_eff) * small
 
 
