@@ -71,7 +71,7 @@ def _host() -> dict[str, Any]:
     return {"hostname": statedir.HOST, "cores": os.cpu_count()}
 
 
-def sigma(diffs: list[float], own: list[float] | None = None) -> float:
+def sigma(diffs: list[float], own: list[float | None] | list[float] | None = None) -> float:
     """One run's relative spread from |log(b / a)| of paired levels: the normal-equivalent
     spread whose one-sided CONFIDENCE bound sits where the measured differences put it,
     Q(|d|, 2 CONFIDENCE - 1) / z / sqrt(2). The differences are heavy-tailed (3 pairs on this
@@ -80,9 +80,9 @@ def sigma(diffs: list[float], own: list[float] | None = None) -> float:
     level's two runs' own errors together (sqrt(sa^2 + sb^2)): a difference already holds them,
     so each is taken out first, sqrt(max(0, d^2 - own^2)), and not counted twice when the term
     is added to a run's own error."""
-    pairs = [(abs(x), abs(o) if own is not None and o is not None and math.isfinite(o) else 0.0)
-             for x, o in zip(diffs, own if own is not None else [None] * len(diffs), strict=True)
-             if math.isfinite(x)]
+    others: list[float | None] = list(own) if own is not None else [None] * len(diffs)
+    pairs = [(abs(x), abs(o) if o is not None and math.isfinite(o) else 0.0)
+             for x, o in zip(diffs, others, strict=True) if math.isfinite(x)]
     if not pairs:
         return math.nan
     excess = [math.sqrt(max(0.0, d * d - o * o)) for d, o in pairs]
