@@ -88,9 +88,15 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "named": "at most x0.85 (the rule's claim); x(twin's raw bytes / EC's) predicted from the "
                  "raw bytes the pools counted",
         "rivals": {"not EC (both held by one limit)": "x1"}},
+    "twice the client link": {
+        "tests": ("network",), "change": "an emulated client host's link shaped to twice its rate",
+        "named": "x2 (a fifth of it asked: the next limit may bind first)",
+        "rivals": {"a link with headroom": "x1 (the link was not what held the chain)"}},
     "half the client link": {
-        "tests": ("network",), "change": "an emulated client host's link shaped to half its rate",
-        "named": "x0.5", "rivals": {"a link with headroom (use u)": "x min(1, 0.5 / u)"}},
+        "tests": (), "change": "an emulated client host's link shaped to half its rate (no longer "
+                              "offered: it cannot tell a binding link from one at high use)",
+        "named": "x0.5", "rivals": {"a link with headroom (use u)": "x min(1, 0.5 / u): at u = 0.95, "
+                                                                     "x0.53, the same within noise"}},
 }
 
 
@@ -275,11 +281,12 @@ def _network(ev: dict[str, Any], links: dict[str, float] | None) -> dict[str, An
         return {"why": f"client host {host}'s link is not up as an emulated host xcbench made "
                        "(tc is only put on a link xcbench made and records): `xcbench hosts "
                        "up` the run's inventory again, or it is the site's link"}
-    # a link that binds passes half its rate on; one with headroom (use u) falls to 0.5 / u
-    use = _num(best[1].get("use")) if best else None
-    new = rate * HALF
-    return {"kind": "tighten", "predicted": HALF, "experiment": "half the client link",
-            "rivals": {"a link with headroom": min(1.0, HALF / use) if use else 1.0},
-            "what": f"client host {host}'s link shaped to half its rate: {rate / 1e6:g} -> "
+    # a relief: a link that binds lets the chain go faster through twice its rate; one with
+    # headroom changes nothing. (Halving it cannot tell them apart at a high use: a link at
+    # 95 % of its rate, not binding, falls to x0.53 against the x0.5 of one that binds.)
+    new = rate * RELIEF
+    return {"kind": "relieve", "predicted": RELIEF, "experiment": "twice the client link",
+            "rivals": _x1("twice the client link"),
+            "what": f"client host {host}'s link shaped to twice its rate: {rate / 1e6:g} -> "
                     f"{new / 1e6:g} Mb/s (tc tbf, both ways; recorded, restored after each run)",
             "control": {}, "changed": {"link": (host, new)}}

@@ -13,8 +13,9 @@ what xcbench itself controls (analysis.verdicts.experiment_choice):
   no quota) where other processes held some: the rate must rise by their share; on a box whose
   only load is the roles, "not testable here: no CPU to give";
 - ec-overhead: the EC cell and its replicated twin replayed interleaved;
-- network: the client host's link (an emulated host xcbench made, still up) shaped to half its
-  rate: the rate must fall in proportion (xcbench.hosts.reshape: recorded, restored after).
+- network: the client host's link (an emulated host xcbench made, still up) shaped to twice its
+  rate: the rate must rise (xcbench.hosts.reshape: recorded, restored after); halving it could
+  not tell a binding link from one at a high use.
 
 A run whose campaigns came from client hosts is replayed from the same hosts (its inventory).
 
