@@ -105,14 +105,17 @@ def ramp_end(t, nbytes, rate, active, limit: float) -> float:
 def window_rel_se(t, nbytes, rate, active, start: float, end: float, limit: float) -> float:
     """The relative standard error of the rate over the window [start, end] of a level whose
     concurrency limit is ``limit``: its ~1-s blocks' mean error, autocorrelation counted and
-    the window's choice too (the spread of the level after its ramp where that is larger:
-    figures.stats.mean_rel_se). NaN for fewer than 3 blocks."""
+    the window's choice too (the spread of the window and the equally long stretch before it,
+    after the level's ramp, around their trend, where that is larger: figures.stats.mean_rel_se).
+    NaN for fewer than 3 blocks."""
     if not (math.isfinite(start) and math.isfinite(end)) or end <= start:
         return math.nan
     t = np.asarray(t, dtype=float)
     b0, _, moved = bucket_bytes(t, nbytes, rate)
     win = block_rates(t, moved, start, end, max(1, int(round(end - start))), b0[0])
+    # the window's choice: what the equally long stretch before it would have said (after the
+    # ramp), pooled with it: a quiet window picked after a loud one takes the loud one's spread
     r0 = ramp_end(t, nbytes, rate, active, limit)
-    r0 = min(r0, start) if math.isfinite(r0) else start
+    r0 = min(max(r0, start - (end - start)), start) if math.isfinite(r0) else start
     pool = block_rates(t, moved, r0, end, max(1, int(round(end - r0))), b0[0])
     return mean_rel_se(win, pool)

@@ -29,6 +29,7 @@ RESAMPLES = 2000
 SEED = 20240
 LAG1_MAX = 0.95  # near 1 the AR(1) correction has no meaning (n_eff -> 0)
 MIN_SAMPLES = 3  # fewer samples than this: no lag-1 estimate, no error (NaN)
+BIAS_MIN = 10  # lag1's bias correction from this many samples (tests/unit/figures: checked 10-40)
 VAR_FLOOR = 0.5  # _sd_ar1: the spread is at most sqrt(2) times its sample value (a short series)
 
 
@@ -44,7 +45,8 @@ def t_quantile(confidence: float, dof: float) -> float:
 
 def lag1(x) -> float:
     """Lag-1 autocorrelation of ``x``, bias-corrected for a short series (the sample estimate
-    falls short of rho by about (1 + 3 rho) / n: Marriott & Pope, Biometrika 41, 1954) and
+    falls short of rho by about (1 + 3 rho) / n: Marriott & Pope, Biometrika 41, 1954; from
+    BIAS_MIN samples on, the range the simulation checked) and
     clipped to [0, LAG1_MAX] (a negative one would claim more samples than were taken); 0 for
     fewer than MIN_SAMPLES or a constant series."""
     v = np.asarray(x, dtype=float)
@@ -56,7 +58,9 @@ def lag1(x) -> float:
     if den <= 0:
         return 0.0
     r = float((d[:-1] * d[1:]).sum()) / den
-    return min(LAG1_MAX, max(0.0, r + (1.0 + 3.0 * r) / v.size))
+    if v.size >= BIAS_MIN:  # below it the correction overshoots (n = 4: +0.25 at r = 0)
+        r += (1.0 + 3.0 * r) / v.size
+    return min(LAG1_MAX, max(0.0, r))
 
 
 def effective_n(n: float, r: float) -> float:
@@ -88,14 +92,25 @@ def _ar1_rel_se(spread_of: np.ndarray, mean: float, n: int) -> float:
     return _sd_ar1(spread_of, r) / mean / math.sqrt(n_eff) * small
 
 
+def detrended(x) -> np.ndarray:
+    """``x`` less its least-squares line (plus its mean): the fluctuation around a ramp."""
+    v = np.asarray(x, dtype=float)
+    if v.size < MIN_SAMPLES:
+        return v
+    i = np.arange(v.size, dtype=float)
+    slope, icept = np.polyfit(i, v, 1)
+    return v - (slope * i + icept) + v.mean()
+
+
 def mean_rel_se(x, spread_from=None) -> float:
     """Relative standard error of the mean of ``x`` (autocorrelated samples: AR(1), the lag-1
     correlation bias-corrected, the variance corrected, Student's t for few effective samples:
     a normal-equivalent error, :func:`_ar1_rel_se`). ``spread_from``: the samples the spread
     and the correlation are also taken from, when ``x`` was chosen out of them for being quiet
     (a level's steady window out of its whole level after the ramp): the window's own spread
-    would understate the noise, so the larger of the two errors is kept. NaN with fewer than
-    MIN_SAMPLES or a mean <= 0.
+    would understate the noise, so the larger of the two errors is kept; those samples are
+    taken around their trend (:func:`detrended`: a rate still ramping up is no noise of the
+    window's mean). NaN with fewer than MIN_SAMPLES or a mean <= 0.
 
     Checked by simulation (tests/unit/figures/test_autocorrelated_noise.py): one-sided 95 %
     bounds hold 89-96 % of the time for 10-40 samples with rho 0-0.8 (the plain sd/sqrt(n):
@@ -112,7 +127,7 @@ def mean_rel_se(x, spread_from=None) -> float:
     pool = pool[np.isfinite(pool)]
     if pool.size < MIN_SAMPLES:
         return own
-    return max(own, _ar1_rel_se(pool, mean, v.size))
+    return max(own, _ar1_rel_se(detrended(pool), mean, v.size))
 
 
 def bootstrap_ci(values, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,

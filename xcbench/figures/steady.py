@@ -37,8 +37,9 @@ whole run (both by the equal-block rule above). The rate's relative standard err
 (``window_rel_se``, figures.buckets.window_rel_se) counts the blocks' autocorrelation (AR(1),
 figures.stats.mean_rel_se) and the window's choice: a window picked because it was quiet (a
 time-based level's rule ends the level at its first quiet window) has a spread smaller than the
-level's, so the spread and correlation are also taken over the whole level after its ramp
-(from the first bucket at the concurrency limit) and the larger error is kept. Two more facts
+level's, so the spread and correlation are also taken over the window and the equally long
+stretch before it (after the ramp: from the first bucket at the concurrency limit), around
+their trend, and the larger error is kept. Two more facts
 feed the attribution:
 ``plateau_frac`` (share of buckets at the limit) and ``starved_frac`` (share of buckets where
 slots were free while files were still queued: the client did not keep its transfers in
