@@ -93,6 +93,11 @@ class CappingRunner(Runner):
             for pid in pids:
                 io.add(pid)
             return
+        if self.cap.weight is not None:  # CPU given: a role held by a quota of its own keeps it
+            pids = [p for p in pids if not in_cpu_group(p)]
+            if not pids:
+                raise XcbError(f"selftest: every {role} process of cell {cell_id} is under a CPU "
+                               "quota of its own: no CPU to give")
         g = self.cap.groups.create(f"{role.replace('+', '-')}-{cell_id[:8]}", cores, weight=self.cap.weight)
         self.cap.applied[cell_id] = {"role": role, "cores": cores, "group": str(g.path), "pids": pids}
         for pid in pids:
@@ -145,6 +150,20 @@ class CappingRunner(Runner):
             left = self.cap.groups.close()  # the role's processes go back; the group goes
             if left:
                 self.run.warn(f"selftest: cgroups not removed: {', '.join(left)}")
+
+
+def in_cpu_group(pid: int) -> bool:
+    """Is the process in a CPU group xcbench made (``xcb-*``: a quota of its own, e.g. a cores
+    cell's gateway)? Moving it into another group would lift that quota."""
+    try:
+        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        _, ctrl, path = (line.split(":", 2) + ["", ""])[:3]
+        if ("cpu" in ctrl.split(",") or ctrl == "") and Path(path).name.startswith("xcb-"):
+            return True
+    return False
 
 
 def capping_runner(cap: Cap) -> type[CappingRunner]:
