@@ -40,8 +40,8 @@ experiment cannot tell them apart: it checks a proportion, and its outcome is **
 checked**, never "confirmed" (it can still refute: the named cause's prediction not met).
 
 Outcome, at CONFIDENCE one-sided: **confirmed** when the bound on the near side passes the
-line; **refuted** when the bound on the far side falls short of it (the effect is surely
-smaller than asked); **inconclusive** otherwise (the interval straddles the line: more pairs
+line; **refuted** when the bound on the far side falls short of the minimum effect (the effect
+is surely smaller than the named cause gives, whatever the rivals); **inconclusive** otherwise (the interval straddles the line: more pairs
 would decide, ``pairs_needed`` says how many). The measured ratio is reported beside the
 predicted one with the prediction error, measured / predicted - 1, as causal profilers (Coz)
 and Monotasks report theirs.
@@ -111,8 +111,13 @@ def line(kind: str, predicted: float | None, rivals: dict[str, float] | None = N
     rival predicting the same (within SAME), or a change the wrong way, leaves the experiment
     unable to confirm."""
     asked = need if need is not None else minimum(kind, predicted)
-    p = _expected(kind, predicted)
     live = {k: v for k, v in (rivals or {}).items() if isinstance(v, (int, float)) and v > 0}
+    if kind == "relieve" and (predicted is None or not math.isfinite(predicted)) and live:
+        # the named cause's rise is of unknown size: it confirms only a rise beyond what the
+        # rival that explains the most could give
+        name, top = max(live.items(), key=lambda kv: kv[1])
+        return (max(asked, top * (1.0 + SAME)), True, name) if top > 1.0 else (asked, True, name)
+    p = _expected(kind, predicted)
     if not live or p is None:
         return asked, True, None
     up = kind == "relieve"
@@ -198,15 +203,20 @@ def judge(kind: str, predicted: float | None, pairs: Sequence[tuple[Rate, Rate]]
     out.update(ratio=ratio, low=low, high=high, rel_se=se, rel_se_model=model, quantile=q,
                rel_se_seen=seen if math.isfinite(seen) else None,
                prediction_error=(ratio / predicted - 1.0) if predicted else None)
-    out.update(_outcome(kind, ratio, low, high, asked, separates, rival, confidence, out["pairs_needed"], n))
+    floor = need if need is not None else minimum(kind, predicted)  # what refutes: the minimum effect
+    out.update(_outcome(kind, ratio, low, high, asked, floor, separates, rival, confidence,
+                        out["pairs_needed"], n))
     pred = (f"predicted x{predicted:.2f}, prediction error {(ratio / predicted - 1) * 100:+.0f} %"
             if predicted else "no prediction")
     out["why"] += f" ({pred}; {n} pairs, noise ±{se * 100:.1f} %, t quantile {q:.2f})"
     return out
 
 
-def _outcome(kind: str, ratio: float, low: float, high: float, asked: float, separates: bool,
-             rival: str | None, confidence: float, needed: int | None, n: int) -> dict[str, str]:
+def _outcome(kind: str, ratio: float, low: float, high: float, asked: float, floor: float,
+             separates: bool, rival: str | None, confidence: float, needed: int | None,
+             n: int) -> dict[str, str]:
+    """Confirmed past ``asked`` (the line beyond the rivals); refuted short of ``floor`` (the
+    minimum effect the named cause demands); between them, inconclusive."""
     pct = f"{confidence * 100:.0f} %"
     up = kind == "relieve"
     near, far = (low, high) if up else (high, low)
@@ -217,9 +227,10 @@ def _outcome(kind: str, ratio: float, low: float, high: float, asked: float, sep
             return {"outcome": "confirmed", "why": why}
         return {"outcome": "proportion checked",
                 "why": why + f"; {rival} predicts the same: a proportion checked, not the name"}
-    if (far < asked) if up else (far > asked):
+    if (far < floor) if up else (far > floor):
         return {"outcome": "refuted", "why": f"x{ratio:.2f}, {'at most' if up else 'at least'} "
-                                             f"x{far:.2f} at {pct} {'<' if up else '>'} x{asked:.2f} asked"}
+                                             f"x{far:.2f} at {pct} {'<' if up else '>'} x{floor:.2f}, the "
+                                             "least the named cause gives"}
     more = f"; {needed} pairs would decide" if needed and needed > n else ""
     return {"outcome": "inconclusive",
             "why": f"x{ratio:.2f}, bounds x{low:.2f} and x{high:.2f} at {pct} one-sided straddle "

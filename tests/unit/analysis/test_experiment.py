@@ -155,7 +155,11 @@ def test_the_line_moves_between_the_prediction_and_a_rival_that_would_pass_it():
     # a halved link at 67 % use falls to x0.75 with headroom: the minimum x0.75 would "confirm" it
     asked, sep, name = line("tighten", 0.5, {"a link with headroom": 0.75})
     assert sep and name == "a link with headroom" and asked == pytest.approx(math.sqrt(0.5 * 0.75))
-    r = judge("tighten", 0.5, _pairs(100e6, [75e6, 76e6], se=0.005), rivals={"a link with headroom": 0.75})
+    r = judge("tighten", 0.5, _pairs(100e6, [75e6, 76e6, 75e6, 76e6], se=0.005),
+              rivals={"a link with headroom": 0.75})
+    assert r["outcome"] == "inconclusive"  # the rival's outcome: no confirmation, not short of x0.75
+    r = judge("tighten", 0.5, _pairs(100e6, [95e6, 96e6, 95e6, 96e6], se=0.005),
+              rivals={"a link with headroom": 0.75})
     assert r["outcome"] == "refuted"
     assert line("relieve", 2.0, {"gateway": 1.0}) == (pytest.approx(1.2), True, "gateway")
     assert line("relieve", 2.0, {"x": 2.5})[1] is False  # a rival predicting more: cannot tell
@@ -169,3 +173,19 @@ def test_pairs_needed_grows_as_the_effect_nears_its_noise():
     assert pairs_needed("tighten", 0.5, 0.75, 0.05) == PAIRS
     r = judge("relieve", 1.3, _pairs(100e6, [112e6, 135e6], se=0.05))
     assert r["outcome"] == "inconclusive" and r["pairs_needed"] and r["pairs_needed"] <= MAX_PAIRS
+
+
+def test_a_relief_of_unknown_size_must_rise_beyond_what_any_rival_explains():
+    # the storage taken out on one box also frees the OSDs' CPU: host-cpu explains up to x2
+    asked, sep, name = line("relieve", None, {"gateway": 1.0, "host-cpu": 2.0})
+    assert sep and name == "host-cpu" and asked == pytest.approx(2.0 * 1.01)
+    r = judge("relieve", None, _pairs(100e6, [580e6, 590e6, 600e6, 585e6], se=0.05),
+              rivals={"gateway": 1.0, "host-cpu": 2.0})
+    assert r["outcome"] == "confirmed"  # x5.9: more than the freed CPU could give
+    r = judge("relieve", None, _pairs(100e6, [180e6, 190e6, 185e6, 182e6], se=0.05),
+              rivals={"gateway": 1.0, "host-cpu": 2.0})
+    assert r["outcome"] == "inconclusive"  # a rise the freed CPU explains too: it cannot tell
+    r = judge("relieve", None, _pairs(100e6, [101e6, 99e6, 100e6, 102e6], se=0.02),
+              rivals={"gateway": 1.0, "host-cpu": 2.0})
+    assert r["outcome"] == "refuted"  # no rise at all: short of the fifth the named cause gives
+    assert line("relieve", None, {"gateway": 1.0}) == (pytest.approx(1.2), True, "gateway")
