@@ -241,7 +241,7 @@ def _pairs_for(exp: dict[str, Any], ev: dict[str, Any], between: float | None) -
     """The pairs the experiment needs at this level's own noise (both arms taken as noisy as
     the run's level), at least PAIRS; None: more than MAX_PAIRS."""
     own = _num(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
-    if not math.isfinite(own) or (exp["kind"] == "tighten" and exp.get("predicted") is None):
+    if not math.isfinite(own) or exp.get("predicted") is None:
         return PAIRS  # no noise or no prediction to size the experiment with: the least
     asked = line(exp["kind"], exp.get("predicted"), exp.get("rivals"), exp.get("need"))[0]
     return pairs_needed(exp["kind"], exp.get("predicted"), asked, pair_noise((own, own), between))
