@@ -71,6 +71,7 @@ from xcbench.system.userfiles import read_yaml
 
 TELEMETRY = "host:0.5,roles:0.5,gateway"
 OUTCOMES = ("confirmed", "proportion checked", "not testable here", "refuted", "inconclusive")
+UNSIZED_PAIRS = 4  # an experiment with no predicted size (a relief with no ceiling, EC with no raw bytes)
 TMPFS_MIN = 1 << 30  # a take-out target holds at least this, and twice the dataset
 Log = Callable[[str], None]
 
@@ -241,8 +242,10 @@ def _pairs_for(exp: dict[str, Any], ev: dict[str, Any], between: float | None) -
     """The pairs the experiment needs at this level's own noise (both arms taken as noisy as
     the run's level), at least PAIRS; None: more than MAX_PAIRS."""
     own = _num(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
-    if not math.isfinite(own) or exp.get("predicted") is None:
-        return PAIRS  # no noise or no prediction to size the experiment with: the least
+    if not math.isfinite(own):
+        return PAIRS  # no noise to size the experiment with: the least
+    if exp.get("predicted") is None:  # no size to aim at: t(0.95, 3) = 2.35, not t(1)'s 6.31
+        return UNSIZED_PAIRS
     asked = line(exp["kind"], exp.get("predicted"), exp.get("rivals"), exp.get("need"))[0]
     return pairs_needed(exp["kind"], exp.get("predicted"), asked, pair_noise((own, own), between))
 
