@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from tests.support.ar1 import ar1
 from xcbench.analysis.verdicts import experiment as ex
 from xcbench.figures.stats import mean_rel_se
 
@@ -19,17 +20,8 @@ TRIALS = 600
 STATED = 1 - ex.CONFIDENCE  # a one-sided 95 % bound: at most 5 % false confirmations
 
 
-def _ar1(rng: np.random.Generator, n: int, rho: float, mean: float, cv: float) -> np.ndarray:
-    e = rng.normal(0.0, cv * mean * math.sqrt(1 - rho * rho), n)
-    x = np.empty(n)
-    x[0] = rng.normal(0.0, cv * mean)
-    for i in range(1, n):
-        x[i] = rho * x[i - 1] + e[i]
-    return mean + x
-
-
 def _run(rng: np.random.Generator, drift: float, se_of=mean_rel_se) -> tuple[float, float]:
-    x = _ar1(rng, 10, 0.6, 100e6 * math.exp(rng.normal(0.0, drift)), 0.10)
+    x = ar1(rng, 10, 0.6, 100e6 * math.exp(rng.normal(0.0, drift)), 0.10)
     return float(x.mean()), se_of(x)
 
 

@@ -9,19 +9,10 @@ import math
 import numpy as np
 import pytest
 
+from tests.support.ar1 import ar1
 from xcbench.figures.buckets import window_rel_se
 from xcbench.figures.stats import effective_n, lag1, mean_rel_se, point_rel_se, t_quantile
 from xcbench.figures.steady import is_steady, steady_table
-
-
-def ar1(rng: np.random.Generator, n: int, rho: float, mean: float = 100.0, cv: float = 0.1) -> np.ndarray:
-    """An AR(1) series of stationary mean ``mean`` and coefficient of variation ``cv``."""
-    e = rng.normal(0.0, cv * mean * math.sqrt(1 - rho * rho), n)
-    x = np.empty(n)
-    x[0] = rng.normal(0.0, cv * mean)
-    for i in range(1, n):
-        x[i] = rho * x[i - 1] + e[i]
-    return mean + x
 
 
 def _coverage(se_of, rho: float, n: int = 20, trials: int = 2000) -> float:
