@@ -290,25 +290,22 @@ def attribute(run: RunDir | RunData, others: tuple = ()) -> list[dict[str, Any]]
     return attribute_data(rd, tuple(o if isinstance(o, RunData) else RunData(o) for o in others))
 
 
-def write_verdicts(run: RunDir, others: tuple = ()) -> list[dict[str, Any]]:
-    """Attribute a run and store the rows as its ``verdicts`` table (Parquet if the run is
-    finalized, else records/verdicts.jsonl for finalize() to convert). Verdicts already stored
-    for the cells attributed now are replaced (a resumed run); those of other cells are kept."""
-    import pandas as pd
-
-    rows = attribute(run, others)
+def write_verdicts(rd: RunData, others: tuple = ()) -> list[dict[str, Any]]:
+    """Attribute a run and store the rows as its ``verdicts`` table (records/verdicts.jsonl, and
+    verdicts.parquet once the run is finalized: RunDir.replace_table). Verdicts already stored
+    for the cells attributed now are replaced (a resumed run); those of other cells are kept.
+    ``rd`` then reads its verdicts and findings again (the report and the closing table use it)."""
+    run = rd.run
+    rows = attribute_data(rd, tuple(o if isinstance(o, RunData) else RunData(o) for o in others))
     done = {r["cell_id"] for r in rows}
     old = run.table("verdicts")
     keep: list[dict[str, Any]] = []
     if len(old):
         old = old[~old["cell_id"].isin(done)]
         keep = old.astype(object).where(old.notna(), None).to_dict("records")
-    if run.status != "running":  # finalized: the Parquet tables exist
-        pd.DataFrame(keep + rows, columns=list(VERDICT)).to_parquet(run.path / "verdicts.parquet",
-                                                                    index=False)
-    else:
-        run.replace_table("verdicts", keep + rows)
+    run.replace_table("verdicts", keep + rows)
     storagehosts.store_views_findings(run, rows)  # one box: the two CPU views disagree
+    rd.reread("verdicts", "findings")
     return rows
 
 

@@ -42,10 +42,7 @@ import json
 import math
 from typing import Any, TypeGuard
 
-import pandas as pd
-
 from xcbench.store.findings import finding
-from xcbench.store.tables import FINDING
 from xcbench.telemetry.promqueries import instance_ip
 
 VERDICTS = ("storage-network", "storage-disk", "storage-host-cpu")
@@ -293,30 +290,24 @@ def views_findings(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def store_views_findings(run: Any, verdicts: list[dict[str, Any]]) -> None:
     """The views' findings of the attributed cells into the run's findings table, replacing the
-    ones an earlier attribution of the same cells wrote (a resumed run, a report run again)."""
+    ones an earlier attribution of the same cells wrote (a resumed run, a run concluded again)."""
     new = views_findings(verdicts)
     cells = {v["cell_id"] for v in verdicts}
     old = run.table("findings")
     stale = (old["cell_id"].isin(cells) & old["what"].astype(str).str.startswith(VIEWS_WHAT)) \
         if len(old) else None
-    if stale is None or not stale.any():
+    if (stale is None or not stale.any()) and run.status == "running":
         if new:
-            if run.status != "running":
-                _rewrite(run, old, new)
-            else:
-                run.append("findings", new)
+            run.append("findings", new)
         return
-    keep = old[~stale]
-    if run.status != "running":
-        _rewrite(run, keep, new)
+    if stale is None or not stale.any():
+        if not new:
+            return
+        keep = old
     else:
-        run.replace_table("findings", keep.astype(object).where(keep.notna(), None).to_dict("records") + new)
-
-
-def _rewrite(run: Any, old: Any, new: list[dict[str, Any]]) -> None:
-    """A finalized run's findings.parquet with ``new`` after ``old``."""
-    rows = (old.astype(object).where(old.notna(), None).to_dict("records") if len(old) else []) + new
-    pd.DataFrame(rows, columns=list(FINDING)).to_parquet(run.path / "findings.parquet", index=False)
+        keep = old[~stale]
+    # a finalized run: its JSONL and its Parquet file (RunDir.replace_table)
+    run.replace_table("findings", keep.astype(object).where(keep.notna(), None).to_dict("records") + new)
 
 
 def _worst(hosts: dict[str, Any], kind: str, key: str) -> dict[str, Any] | None:

@@ -337,3 +337,51 @@ def test_no_circle_inside_a_package_even_for_type_checking():
               for comp in tangles(graph)]
     assert not across, "import cycle(s) with TYPE_CHECKING imports counted: " + "; ".join(across)
     assert not upward_imports(graph), "upward TYPE_CHECKING import(s):\n" + "\n".join(upward_imports(graph))
+
+
+def imports_of(graph: dict[str, set[str]], low: str, high: str) -> list[str]:
+    """Edges from package ``low`` (or a module of it) to anything of ``high``."""
+    def of(m: str, pkg: str) -> bool:
+        return m == pkg or m.startswith(pkg + ".")
+    return [f"{m} -> {d}" for m, deps in sorted(graph.items()) if of(m, low)
+            for d in sorted(deps) if of(d, high)]
+
+
+def test_imports_of_finds_an_edge():
+    g = {"xcbench.run.runner": {"xcbench.analysis.verdicts.attribution", "xcbench.store"},
+         "xcbench.runs": {"xcbench.analysis"}}
+    assert imports_of(g, "xcbench.run", "xcbench.analysis") == [
+        "xcbench.run.runner -> xcbench.analysis.verdicts.attribution"]
+
+
+def test_the_run_imports_nothing_of_the_analysis():
+    """A run closes in one place, one direction: the runner measures and finalizes; its caller
+    concludes (xcbench.analysis.conclude: one RunData for the verdicts, the reports and the
+    closing table). Not even for the type checker."""
+    found = imports_of(typed_import_graph(), "xcbench.run", "xcbench.analysis")
+    assert not found, "xcbench.run imports the analysis: " + ", ".join(found)
+
+
+def class_factories(path: Path) -> list[int]:
+    """Lines of ``path`` that make a class at run time: ``type(name, bases, namespace)``."""
+    return [n.lineno for n in ast.walk(_parse(path)) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name) and n.func.id == "type" and len(n.args) == 3]
+
+
+def test_class_factories_are_found(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("x = type(1)\nR = type('R', (object,), {'cap': 1})\n")
+    assert class_factories(f) == [2]
+
+
+def test_no_class_is_made_at_run_time_and_no_runner_is_subclassed():
+    """A run is extended through its hooks (xcbench.run.hooks.RunHooks in RunOptions), not by
+    a Runner subclass overriding its private methods, nor a class made with type(...)."""
+    files = module_files()
+    made = [f"{m}:{line}" for m, f in files.items() for line in class_factories(f)]
+    assert not made, "classes made with type(name, bases, dict): " + ", ".join(made)
+    sub = [f"{m}:{n.lineno}" for m, f in files.items() for n in ast.walk(_parse(f))
+           if isinstance(n, ast.ClassDef) and any(
+               (isinstance(b, ast.Name) and b.id == "Runner")
+               or (isinstance(b, ast.Attribute) and b.attr == "Runner") for b in n.bases)]
+    assert not sub, "subclasses of the Runner (use RunOptions.hooks): " + ", ".join(sub)

@@ -13,6 +13,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
 from xcbench.figures.units import fmt_rate, parse_size
 from xcbench.gateway.security import SECURITY_MODES
@@ -122,7 +123,7 @@ def run(args) -> int:
         raise XcbError("--calibrate-osds: must be >= 1 and <= 10000000")
     args.calibrate = [str(resolve_run(r, args.store).path) for r in args.calibrate]
     if args.calibrate:
-        cal = load_calibration(args.calibrate, args.calibrate_osds)
+        cal = load_calibration([RunData(p) for p in args.calibrate], args.calibrate_osds)  # each run once
     if args.calibrate_spec:
         if not args.calibrate:
             raise XcbError("--calibrate-spec: needs --calibrate RUN (the measurements of that cluster)")

@@ -12,6 +12,7 @@ cell up this way, so the order of setup and teardown is written once.
 from __future__ import annotations
 
 import contextlib
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,3 +118,18 @@ class CellSession:
         stack, self._stack = self._stack, None
         if stack is not None:
             stack.close()
+
+
+def copy_artifacts(session: Any, dest: Path) -> None:
+    """Rendered configs and logs of the session's gateway into the run (never keyrings)."""
+    gateway = getattr(session, "gateway", session)
+    if gateway is None:
+        return
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
+            p = Path(p)
+            if p.is_file() and "keyring" not in p.name:
+                shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
+    except OSError:  # a full result store: the copies are lost, not the cell's measurements
+        pass

@@ -49,8 +49,8 @@ from xcbench.errors import XcbError
 from xcbench.hosts import reshape
 from xcbench.matrix import Matrix, load_matrix
 from xcbench.matrix.expand import _finish
-from xcbench.run.runner import RunOptions, run_matrix
-from xcbench.selftest.capping import Cap, capping_runner, mini_pids
+from xcbench.run.runner import RunOptions
+from xcbench.selftest.capping import Cap, CapHooks, mini_pids, run_concluded
 from xcbench.store.rundir import RunDir
 from xcbench.system.cgroups import CpuGroups
 from xcbench.system.secrets_policy import fts_endpoint_problems
@@ -267,14 +267,15 @@ def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, dire
         if link is None:
             raise XcbError(f"confirm: host {host}'s link is no longer up as an emulated host xcbench made")
         with reshape.tightened(link["record"], host, bps):
-            run = run_matrix(m, cluster, opts)
+            run = run_concluded(m, cluster, opts)
     elif role and cores:
         wants = set(role.split("+"))
         pids = mini_pids(cluster) if wants & set(CLUSTER_ROLES) else None
         with CpuGroups(None, run=f"confirm{os.getpid()}") as groups:
-            run = run_matrix(m, cluster, opts, runner=capping_runner(Cap(role, {c.id: cores}, groups, pids)))
+            opts.hooks = CapHooks(Cap(role, {c.id: cores}, groups, pids), cluster)
+            run = run_concluded(m, cluster, opts)
     else:
-        run = run_matrix(m, cluster, opts)
+        run = run_concluded(m, cluster, opts)
     rate, se, x = math.nan, math.nan, None
     for r in run.table("verdicts").to_dict("records"):
         if r["cell_id"] == c.id and int(r["concurrency"]) == lv and (r.get("direction") or "write") == direction:
