@@ -1,4 +1,4 @@
-"""Shaped links (DESIGN.md: "a shaped link" is a role limit): each client host's link bytes over a
+"""Shaped links (a shaped link is a role's limit, as a CPU quota is): each client host's link bytes over a
 level's steady window against the rate the link is shaped to, and the network verdict they give.
 
 Figures, per client host of the run's inventory (the manifest's ``hosts``, written by

@@ -1,4 +1,4 @@
-"""Storage hosts (DESIGN.md: the Ceph cluster's machines, seen through the site's Prometheus):
+"""Storage hosts (the Ceph cluster's machines, seen through the site's Prometheus):
 each OSD host's NICs, disks and CPU over a level's steady window against their limits, the EC
 fan-out measured on their NICs, and the verdicts that follow.
 

@@ -1,7 +1,7 @@
 """Bootstrap steps of the embedded mini cluster (xcbench.ceph.mini): its ceph.conf, cephx keys
 and keyrings, its pools, CephFS and client users, and the health it must reach.
 
-The settings and their measured reasons are in shared/notes/minicluster.md.
+Each setting's measured reason is beside it (the defaults it changes, and what they cost here).
 """
 
 from __future__ import annotations

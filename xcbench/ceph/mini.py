@@ -1,6 +1,6 @@
 """The embedded mini Ceph cluster: mon + mgr + 3 OSDs + MDS on loopback, all state in one dir.
 
-Bring-up follows vstart.sh (see shared/notes/minicluster.md for the measured reasons): private
+Bring-up follows Ceph's vstart.sh (each setting's reason is beside it in xcbench.ceph.bootstrap): private
 ceph.conf with cephx and free loopback ports, `paxos propose interval = 0.1` (the 1 s default
 makes every osdmap change wait), OSDs made and started in parallel, pools and CephFS created
 while the OSDs boot. Daemons run in the foreground (`-f`) in their own sessions, so they outlive
