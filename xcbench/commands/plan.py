@@ -100,7 +100,7 @@ def _spec_path(value: str | None) -> str | None:
     return str(example_path(value))
 
 
-def run(args) -> int:
+def main(args) -> int:
 
     if args.list:
         for name, t in PRESETS.items():

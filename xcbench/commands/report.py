@@ -37,7 +37,7 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     grafana.base_url(args.grafana_url)  # a bad URL stops here, before any run is read
     runs = [resolve_run(r, args.store) for r in args.runs]
     if args.out is not None:

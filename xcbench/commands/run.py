@@ -241,7 +241,7 @@ def operator_named(args, parsed) -> None:
         raise XcbError(refused[0])
 
 
-def run(args) -> int:
+def main(args) -> int:
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
     opts = options(args)

@@ -110,13 +110,13 @@ class Runner:
             self.run.state.baseline_done = True
             self.run.save_manifest()
             return
-        pairs, runner = self.hosts.baseline() if self.hosts else (None, None)
+        pairs, pair_runner = self.hosts.baseline() if self.hosts else (None, None)
         if self.view:
             self.view.phase("baseline", f"iperf3 over {len(pairs)} host pairs" if pairs
                             else "iperf3 on loopback")
         try:
             self.sink("baseline", iperf3(pairs, procs=self.procs, run=self.run, sink=self.sink,
-                                         runner=runner, **self.opts.extra.get("baseline", {})))
+                                         pair_runner=pair_runner, **self.opts.extra.get("baseline", {})))
             self.run.state.baseline_done = True
             self.run.save_manifest()
         except XcbError as e:
@@ -225,7 +225,7 @@ class Runner:
         target = session.target
         layout = session.backend.layout_evidence(target)
         pool = pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
-        inputs = {**gateway_inputs(target, cell.gateway, cell.origins), "templates": fp.template_hashes()}
+        inputs = {**gateway_inputs(target, cell.gateway_settings, cell.origins), "templates": fp.template_hashes()}
         # hashed: what defines the measurement; the rendered configs (ports, temp paths) are
         # recorded for tracing only
         self.run.set_cell_fingerprint(
@@ -289,7 +289,7 @@ class Runner:
 
             src_cell = replace(self.matrix.cells[0], backend="tmpfs", layout=None, pool=None,
                                tmpfs_size=max(c.file_size * c.files for c in self.matrix.cells) * 2,
-                               id="source", label="tpc source", origins=1, gateway={},
+                               id="source", label="tpc source", origins=1, gateway_settings={},
                                security=security)
             workdir = self.scratch / f"source-{security}"
             workdir.mkdir(exist_ok=True)
@@ -306,7 +306,7 @@ class Runner:
 
     def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
         settings = dict(cell.campaign)
-        run = pop_engine(settings) or run_campaign  # campaign.engine: local | fts3 (one job a level)
+        engine = pop_engine(settings) or run_campaign  # campaign.engine: local | fts3 (one job a level)
         opt = settings.pop("optimizer", None)
         if opt:  # true, or the optimizer's settings
             settings["optimizer"] = OptimizerSpec(**opt) if isinstance(opt, dict) else OptimizerSpec()
@@ -322,10 +322,10 @@ class Runner:
                             direction=cell.direction, **settings)
         source = self._source_gateway(cell.security) if cell.mode != "push" else None
         sink = self._metered_sink(cell, gateway, source)
-        if self.hosts is not None and run is run_campaign:  # from the client hosts, merged
+        if self.hosts is not None and engine is run_campaign:  # from the client hosts, merged
             return self.hosts.campaign(spec, dest=gateway, source=source, sink=sink,
                                        cell_id=cell.id, stop_event=self.stop.event)
-        return run(spec, dest=gateway, source=source, sink=sink, cell_id=cell.id,
+        return engine(spec, dest=gateway, source=source, sink=sink, cell_id=cell.id,
                    progress=False, stop_event=self.stop.event)
 
     def _metered_sink(self, cell: Cell, gateway: Gateway, source: Any = None) -> Callable[[str, list[dict]], None]:
@@ -400,7 +400,7 @@ def _cluster_info(cluster: Cluster | None) -> dict[str, Any]:
     if cluster is None:
         return {}
     info: dict[str, Any] = {"conf": str(cluster.conf), "embedded": cluster.embedded,
-                            "client_id": cluster.client_id, "fs_name": cluster.fs_name}
+                            "client_id": cluster.ceph_id, "fs_name": cluster.fs_name}
     with contextlib.suppress(Exception):
         info.update(num_osds=cluster.num_osds(), num_hosts=cluster.num_hosts(),
                     osd_max_object_size=cluster.osd_max_object_size())

@@ -82,7 +82,7 @@ class CellSession:
         # a gateway host over ssh: every part through a gateway agent on its host
         start = start_remote_gateway if uses_agents(self.hosts, self.cell.origins) else start_gateway
         return start(self.target, workdir=self.workdir, cluster=self.cluster,
-                     origins=self.cell.origins, tunables=dict(self.cell.gateway or {}),
+                     origins=self.cell.origins, tunables=dict(self.cell.gateway_settings or {}),
                      report_addr=self.report_addr, procs=self.procs, name=self.name,
                      cell=self.cell, **kw)
 
