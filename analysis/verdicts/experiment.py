@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from statistics import NormalDist, stdev
 from typing import Any
 
+from xcbench.figures.numbers import as_float
 from xcbench.figures.stats import CONFIDENCE
 
 PAIRS = 2  # control/changed pairs per experiment (A-B-B-A)
@@ -72,10 +73,6 @@ def minimum(kind: str, predicted: float | None) -> float:
     return 1.0 - MIN_TIGHTEN * (1.0 - predicted)
 
 
-def _fin(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
-
-
 def _sq(v: float) -> float:
     return v * v if math.isfinite(v) else 0.0
 
@@ -89,8 +86,8 @@ def judge(kind: str, predicted: float | None, pairs: Sequence[tuple[Rate, Rate]]
     "prediction_error", "pairs", "pair_ratios", "rel_se", "rel_se_model", "rel_se_seen",
     "between", "confidence"}."""
     need = minimum(kind, predicted)
-    b = _fin(between)
-    good = [(a, c) for a, c in pairs if _fin(a[0]) > 0 and _fin(c[0]) > 0]
+    b = as_float(between)
+    good = [(a, c) for a, c in pairs if as_float(a[0]) > 0 and as_float(c[0]) > 0]
     logs = [math.log(c[0] / a[0]) for a, c in good]
     out: dict[str, Any] = {"kind": kind, "predicted": predicted, "minimum": need, "pairs": len(good),
                            "pair_ratios": [math.exp(x) for x in logs], "confidence": confidence,
@@ -103,7 +100,7 @@ def judge(kind: str, predicted: float | None, pairs: Sequence[tuple[Rate, Rate]]
                        f"(at least {min_pairs} needed)")
         return out
     n = len(good)
-    var = [_sq(_fin(a[1])) + _sq(_fin(c[1])) + 2 * _sq(b) for a, c in good]
+    var = [_sq(as_float(a[1])) + _sq(as_float(c[1])) + 2 * _sq(b) for a, c in good]
     model = math.sqrt(sum(var) / n) / math.sqrt(n)
     seen = stdev(logs) / math.sqrt(n) if n >= 2 else math.nan
     se = max(model, seen) if math.isfinite(seen) else model

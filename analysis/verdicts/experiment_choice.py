@@ -29,13 +29,13 @@ TESTABLE = ("storage-bandwidth", "storage-iops", "storage-disk", "storage-host-c
             "concurrency", "client", "host-cpu", "ec-overhead", "network", "storage-network")
 
 
-def _num(v: Any) -> float | None:
+def _positive(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
 
 
 def _quota(role: dict[str, Any] | None) -> float | None:
     """The role's CPU limit when it is a cgroup quota (not the host's cores, not unknown)."""
-    if not role or _num(role.get("limit")) is None:
+    if not role or _positive(role.get("limit")) is None:
         return None
     return float(role["limit"]) if str(role.get("source", "")).startswith("cgroup") else None
 
@@ -48,7 +48,7 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
     ``links``: {host: shaped rate, bits/s} of the emulated hosts xcbench made that are up
     (xcbench.hosts.reshape.shaped)."""
     roles = ev.get("roles") or {}
-    rate = _num(ev.get("rate"))
+    rate = _positive(ev.get("rate"))
     if verdict in ("storage-bandwidth", "storage-iops", "storage-disk", "storage-network",
                    "storage-host-cpu") and getattr(cell, "backend", "tmpfs") == "tmpfs":
         return {"why": "the cell has no storage behind its gateway (tmpfs): nothing to take out"}
@@ -59,7 +59,7 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
                         + (f" (the run's gateway ceiling at c={level} predicts x{pred:.2f})" if pred else ""),
                 "control": {}, "changed": {"tmpfs": True}}
     if verdict == "gateway":
-        c = _num(getattr(cell, "cores", None))
+        c = _positive(getattr(cell, "cores", None))
         if c is not None and c < host_cores:
             new = min(RELIEF * c, host_cores)
             return {"kind": "relieve", "predicted": new / c,
@@ -86,7 +86,7 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
         names = ["gateway", "client", "mount"] + (list(CLUSTER_ROLES) if embedded else [])
         # half of what the roles had: the host's cores, or less where other processes took
         # part of them (a quota at half the host would then not bind at all)
-        cpus = [_num((roles.get(r) or {}).get("cpu")) for r in names if r in roles]
+        cpus = [_positive((roles.get(r) or {}).get("cpu")) for r in names if r in roles]
         used = sum(x for x in cpus if x is not None)
         had = min(host_cores, used) if used > 0 else host_cores
         quota = round(HALF * had, 3)
@@ -98,8 +98,8 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
                 "control": {}, "changed": {"cap": ("+".join(names), quota)}}
     if verdict == "ec-overhead":
         twin = ev.get("rep_cell")
-        e = _num(ev.get("ec_ratio"))
-        raw, rep = _num(ev.get("raw_per_logical")), _num(ev.get("rep_raw_per_logical"))
+        e = _positive(ev.get("ec_ratio"))
+        raw, rep = _positive(ev.get("raw_per_logical")), _positive(ev.get("rep_raw_per_logical"))
         pred = e if e is not None and e < 1 else (rep / raw if raw and rep and rep < raw else None)
         if not twin:
             return {"why": "the run has no replicated twin of this EC cell to replay beside it"}
@@ -111,7 +111,7 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
     if verdict == "network":
         best = busiest_link(ev)
         host = best[0] if best else None
-        rate = _num((links or {}).get(host)) if host else None
+        rate = _positive((links or {}).get(host)) if host else None
         if host is None:
             return {"why": "the verdict names no client link (no link figures in its evidence)"}
         if rate is None:
