@@ -4,7 +4,7 @@ PY := /usr/bin/python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.xcbench-installed
-# Debian packages (see DESIGN.md): Ceph daemons + bindings, XRootD + XrdCeph, fio, gfal2, tools.
+# Debian packages: Ceph daemons + bindings, XRootD + XrdCeph, fio, gfal2, tools.
 DEB_PACKAGES := ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common ceph-fuse python3-rados \
 	python3-cephfs fio xrootd-server xrootd-client xrootd-server-plugins xrootd-ceph-plugins \
 	python3-xrootd python3-gfal2 gfal2-plugin-xrootd gfal2-plugin-http gfal2-plugin-file gfal2-util-scripts attr iperf3 python3-venv \

@@ -2,7 +2,8 @@
 
 Everything specific to one kind of storage lives in its package here; the gateway, the probe,
 the campaign and the runner only read what a :class:`Target` says. One package per backend
-(``backends/<name>/__init__.py`` sets ``BACKEND``; add the name to ``base.BACKENDS``).
+(``backends/<name>/__init__.py`` sets ``BACKEND``; add the name to
+``xcbench.cell.BACKENDS``).
 
 What a new backend implements (say a libcephfs OSS like cern-eos/xrootd-cephfs, or a null OSS
 like XrdBlackhole):

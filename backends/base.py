@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xcbench.cell import BACKENDS
 from xcbench.errors import XcbError
 from xcbench.store.findings import plain_gateway_findings
 
@@ -16,8 +17,6 @@ if TYPE_CHECKING:
     from xcbench.cell import Cell, Layout
     from xcbench.ceph.cluster import Cluster
     from xcbench.system.proc import ProcessSet
-
-BACKENDS = ("tmpfs", "cephfs", "rados")
 
 
 @dataclass

@@ -97,11 +97,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def demo_run(args, work: Path, cluster) -> str:
+    from xcbench.analysis.verdicts import between_run
     from xcbench.matrix import load_matrix
-    from xcbench.run.runner import RunOptions, run_matrix
+    from xcbench.run.runner import RunOptions
+    from xcbench.selftest.capping import run_concluded
     path = quick_matrix(work) if args.quick else Path(str(files("xcbench.layouts") / "quick.yaml"))
-    opts = RunOptions(store=work / "results", name="demo", report=False, progress=False)
-    run = run_matrix(load_matrix(path, cluster), cluster, opts)
+    opts = RunOptions(store=work / "results", name="demo", report=False, progress=False,
+                      between_run=between_run.load())  # as `xcbench demo`: this host's term
+    run = run_concluded(load_matrix(path, cluster), cluster, opts)
     print(f"demo run: {run.path}", flush=True)
     return str(run.path)
 

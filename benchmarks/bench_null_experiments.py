@@ -41,8 +41,9 @@ import yaml
 from xcbench.analysis.verdicts import between_run
 from xcbench.analysis.verdicts.experiment import judge, schedule
 from xcbench.matrix import load_matrix
-from xcbench.run.runner import RunOptions, run_matrix
+from xcbench.run.runner import RunOptions
 from xcbench.selftest import confirm
+from xcbench.selftest.capping import run_concluded
 
 TARGET = 1  # confirmed judgements at most, of 2 x experiments
 LEVEL = 2
@@ -120,8 +121,8 @@ def run(args, work: Path, cluster) -> list[dict[str, dict]]:
     path.write_text(yaml.safe_dump(matrix_doc(args.backend)))
     matrix = load_matrix(path, cluster) if cluster is not None else load_matrix(path)
     opts = RunOptions(store=work / "results", name="control", baseline=False, probes=False, report=False,
-                      progress=False, telemetry=confirm.TELEMETRY)
-    base = run_matrix(matrix, cluster, opts)
+                      progress=False, telemetry=confirm.TELEMETRY, between_run=between_run.load())
+    base = run_concluded(matrix, cluster, opts)  # as `xcbench run`: this host's term, verdicts stored
     (row,) = [r for r in base.table("verdicts").to_dict("records") if int(r["concurrency"]) == LEVEL]
     ev = json.loads(row.get("evidence") or "{}")
     between = between_run.of(base.manifest).get("rate")

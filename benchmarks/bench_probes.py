@@ -42,8 +42,10 @@ def pm(se: float) -> str:
 
 def run_demo(store: Path, matrix: str | None) -> Path:
     """The matrix run as `xcbench run` runs it (xcbench.run.runner.run_matrix: baseline, probes,
-    campaigns, verdicts) on an embedded mini cluster started for it and taken down after; the
+    campaigns; then xcbench.analysis.conclude: verdicts) on an embedded mini cluster started for it and taken down after; the
     run's directory."""
+    from xcbench.analysis.conclude import conclude
+    from xcbench.analysis.verdicts import between_run
     from xcbench.ceph.mini import MiniCluster
     from xcbench.matrix import load_matrix
     from xcbench.run.runner import RunOptions, run_matrix
@@ -54,7 +56,8 @@ def run_demo(store: Path, matrix: str | None) -> Path:
     try:
         run = run_matrix(load_matrix(path, cluster), cluster,
                          RunOptions(store=store / "results", name=f"bench-probes-{int(time.time())}",
-                                    report=False, progress=False))
+                                    report=False, progress=False, between_run=between_run.load()))
+        conclude(run)
     finally:
         cluster.close()
         mini.down()

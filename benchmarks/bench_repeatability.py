@@ -76,15 +76,16 @@ def quick_matrix(directory: Path) -> Path:
 
 
 def run_once(matrix_path: Path, cluster, out: Path, name: str, repeats: int | None = None):
-    """(RunData, seconds) of one run of the matrix."""
-    from xcbench.analysis.verdicts.run_data import RunData
+    """(RunData, seconds) of one run of the matrix, concluded as `xcbench run` concludes it
+    (this host's between-run term recorded, the verdicts stored)."""
+    from xcbench.analysis.conclude import conclude
     from xcbench.matrix import load_matrix
     from xcbench.run.runner import RunOptions, run_matrix
     matrix = load_matrix(matrix_path, cluster)
     opts = RunOptions(store=out, name=name, baseline=False, report=False, progress=False,
-                      repeats=repeats)
+                      repeats=repeats, between_run=between_run.load())
     t0 = time.monotonic()
-    rd = RunData(run_matrix(matrix, cluster, opts).path)
+    rd = conclude(run_matrix(matrix, cluster, opts))
     return rd, time.monotonic() - t0
 
 

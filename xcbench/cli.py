@@ -1,7 +1,7 @@
 """`xcbench` command line: one module per subcommand in xcbench/commands/ (asv-style).
 
 Each command module defines ``add_parser(subparsers)`` (returning its parser) and
-``run(args) -> int``. User errors are XcbError: one line, exit 2, never a traceback.
+``main(args) -> int``. User errors are XcbError: one line, exit 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def build_parser(commands: Sequence[str] = COMMANDS) -> argparse.ArgumentParser:
     for name in commands:
         mod = importlib.import_module(f"xcbench.commands.{name.replace('-', '_')}")
         p = mod.add_parser(sub)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_main=mod.main)
     _describe(parser)
     _own_parser(parser)
     sub._choices_actions[:] = [a for a in sub._choices_actions if a.dest not in HIDDEN]
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         apply_ceph_name(args)
         if args.command in STARTS_PROCESSES:
             return _guarded(args)
-        return int(args._run(args) or 0)
+        return int(args._main(args) or 0)
     except XcbError as e:
         print(f"xcbench: error: {e}", file=sys.stderr)
         return e.exit_code
@@ -145,7 +145,7 @@ def _guarded(args) -> int:
         _sweep_host_changes()
         orphans.start()
         try:
-            return int(args._run(args) or 0)
+            return int(args._main(args) or 0)
         finally:
             orphans.stop()  # the record goes, unless something it names is still there
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import re
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ def build_context(runs: list[RunData], grafana_base: str | None = None,
     }
 
 
-def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path | str | None = None,
+def render_report(runs: Sequence[Path | str | RunData], fmt: str = "html", out: Path | str | None = None,
                   grafana_url: str | None = None) -> Path:
     """Render the report of ``runs`` to ``out`` (default: <first run>/report.<fmt>). With a
     Grafana URL (``grafana_url`` or $XCBENCH_GRAFANA_URL) each run links to the dashboard on
@@ -104,17 +105,18 @@ def render_report(runs: list[Path | str | RunData], fmt: str = "html", out: Path
     return write_report(text, out, fmt)
 
 
-def render_run_report(run: Any, fmt: str = "html") -> None:
-    """A finished run's report (and its Markdown beside the HTML), its paths in the manifest;
-    best effort: a failure is a warning of the run, never a lost record."""
+def render_run_report(rd: RunData, fmt: str = "html") -> None:
+    """A finished run's report (and its Markdown beside the HTML) from the run's one RunData,
+    its paths in the run's state (saved by the caller: xcbench.analysis.conclude); best effort:
+    a failure is a warning of the run, never a lost record."""
+    run = rd.run
     if not run.has_room():
         run.warn("report: not rendered, the result store is full "
                  "(render it later with `xcbench report` once there is room)")
         return
     try:
-        run.state.report = str(render_report([run.path], fmt=fmt))
+        run.state.report = str(render_report([rd], fmt=fmt))
         if fmt == "html":
-            run.state.report_md = str(render_report([run.path], fmt="md"))
+            run.state.report_md = str(render_report([rd], fmt="md"))
     except Exception as e:  # noqa: BLE001 - the measurements are safe; say why there is no report
         run.warn(f"report: {type(e).__name__}: {e}")
-    run.save_manifest()

@@ -12,14 +12,14 @@ record's reason. Nothing here decides a verdict.
 from __future__ import annotations
 
 import json
-import math
 import textwrap
-from typing import Any, TypeGuard
+from typing import Any
 
-from xcbench.analysis.report.plots import BACKENDS
 from xcbench.analysis.verdicts import between_run, experiment_next
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.experiment_choice import cpu_to_give
+from xcbench.cell import BACKENDS
+from xcbench.figures.numbers import is_finite
 from xcbench.figures.units import fmt_gbps, fmt_num
 
 GIB = float(1 << 30)
@@ -27,10 +27,6 @@ WIDTH = 72  # a short reason fits one terminal line beside the rate and the verd
 # what each measured ceiling is called where the chain beat it
 CEILINGS = {"storage-bandwidth": "fio bandwidth", "storage-iops": "fio IOPS",
             "gateway": "tmpfs gateway", "network": "iperf3"}
-
-
-def _ok(v: Any) -> TypeGuard[float]:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def gbps(bps: Any) -> str:
@@ -61,12 +57,12 @@ def beaten(ev: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for k, name in CEILINGS.items():
         x = u.get(k)
-        if not _ok(x) or x <= 1.0:
+        if not is_finite(x) or x <= 1.0:
             continue
-        if k == "gateway" and _ok(ev.get("cpu")) and x == ev.get("cpu"):
+        if k == "gateway" and is_finite(ev.get("cpu")) and x == ev.get("cpu"):
             continue  # the gateway's utilisation was its CPU share, not the tmpfs ceiling
         fig = figure[k]
-        shown = (f"{fmt_num(fig)} IOPS" if k == "storage-iops" else gbps(fig)) if _ok(fig) else ""
+        shown = (f"{fmt_num(fig)} IOPS" if k == "storage-iops" else gbps(fig)) if is_finite(fig) else ""
         job = {"storage-bandwidth": ev.get("fio_bw_job"), "storage-iops": ev.get("fio_iops_job")}.get(k)
         out.append({"ceiling": k, "name": name, "utilisation": float(x), "figure": fig, "job": job,
                     "text": f"{_pct(x)} of {name}" + (f" {shown}" if shown else "")})
@@ -104,10 +100,10 @@ def _first_clause(reason: str) -> str:
 def _role_line(ev: dict[str, Any]) -> str | None:
     role = ev.get("limited_role")
     x = (ev.get("roles") or {}).get(role) if role else None
-    if not x or not _ok(x.get("cpu")) or not _ok(x.get("limit")):
+    if not x or not is_finite(x.get("cpu")) or not is_finite(x.get("limit")):
         return None
     thr = x.get("throttled")
-    t = f", throttled {_pct(thr)}" if _ok(thr) and thr >= 0.5 else ""
+    t = f", throttled {_pct(thr)}" if is_finite(thr) and thr >= 0.5 else ""
     return f"{role} CPU {fmt_num(x['cpu'])} of {fmt_num(x['limit'])} cores ({_pct(x['cpu'] / x['limit'])}{t})"
 
 
@@ -120,46 +116,46 @@ def short_reason(verdict: str, reason: str, ev: dict[str, Any], short: Any = Non
     line: str | None = None
     if verdict == "network":
         use = ev.get("link_use")
-        if _ok(use) and use >= (ev.get("thresholds") or {}).get("near", 0.85):
+        if is_finite(use) and use >= (ev.get("thresholds") or {}).get("near", 0.85):
             line = f"client link at {_pct(use)} of its shaped rate"
-        elif _ok(u.get("network")):
+        elif is_finite(u.get("network")):
             line = f"{_pct(u['network'])} of iperf3 {gbps(ev.get('network_bps'))}"
     elif ev.get("limited_role") and verdict in ("gateway", "client", "storage-iops", "storage-bandwidth"):
         line = _role_line(ev)
-    elif verdict == "storage-iops" and _ok(u.get("storage-iops")):
+    elif verdict == "storage-iops" and is_finite(u.get("storage-iops")):
         line = f"pool {fmt_num(ev.get(f'pool_{io}_ops'))} op/s, {_pct(u['storage-iops'])} of fio " \
                f"{fmt_num(ev.get('fio_iops'))} IOPS"
-    elif verdict == "ec-overhead" and _ok(ev.get("ec_ratio")):
+    elif verdict == "ec-overhead" and is_finite(ev.get("ec_ratio")):
         line = f"EC at {_pct(ev['ec_ratio'])} of {ev.get('rep_pool') or 'replicated'} " \
                f"({gbps(ev.get('rep_rate'))})"
     elif verdict == "host-cpu" and str((ev.get("deciding") or {}).get("figure", "")).startswith("scaling"):
         d = ev["deciding"]  # the chain's waits and a surely low scaling efficiency decided, not busy cores
         line = f"scaling efficiency {fmt_num(d.get('estimate', d['value']))} (at most {fmt_num(d['value'])} < " \
                f"{fmt_num(d['threshold'])}), the chain's threads wait for CPU"
-    elif verdict == "host-cpu" and _ok(ev.get("host_busy")):
+    elif verdict == "host-cpu" and is_finite(ev.get("host_busy")):
         roles = [(r, x.get("cpu")) for r, x in (ev.get("roles") or {}).items()
-                 if r != "probe" and _ok(x.get("cpu"))]
+                 if r != "probe" and is_finite(x.get("cpu"))]
         top = max(roles, key=lambda rx: rx[1], default=None)
         line = f"host CPU {_pct(ev['host_busy'])} of {fmt_num(ev.get('cores'))} cores, no role at limit" \
                + (f"; most: {top[0]} {fmt_num(top[1])} cores" if top else "")
     elif verdict == "gateway":
-        if _ok(ev.get("gateway_ceiling")) and _ok(ev.get("rate")) and ev["gateway_ceiling"] > 0:
+        if is_finite(ev.get("gateway_ceiling")) and is_finite(ev.get("rate")) and ev["gateway_ceiling"] > 0:
             line = f"{_pct(ev['rate'] / ev['gateway_ceiling'])} of tmpfs gateway {gbps(ev['gateway_ceiling'])}"
-        elif _ok(ev.get("cpu")):
+        elif is_finite(ev.get("cpu")):
             line = f"gateway CPU {fmt_num(ev.get('gateway_cores'))} of {fmt_num(ev.get('cores'))} cores"
-    elif verdict == "storage-bandwidth" and _ok(u.get("storage-bandwidth")):
+    elif verdict == "storage-bandwidth" and is_finite(u.get("storage-bandwidth")):
         line = f"{_pct(u['storage-bandwidth'])} of fio {io} {gbps(ev.get('fio_bw'))}"
     elif verdict == "concurrency":
-        if _ok(ev.get("best_higher_rate")) and _ok(ev.get("rate")) and ev["rate"] > 0:
+        if is_finite(ev.get("best_higher_rate")) and is_finite(ev.get("rate")) and ev["rate"] > 0:
             line = f"x{fmt_num(ev['best_higher_rate'] / ev['rate'])} at c={fmt_num(ev.get('best_higher_level'))}: " \
                    f"more transfers in flight go faster"
     elif verdict == "client":
-        if _ok(ev.get("starved_frac")) and ev["starved_frac"] >= (ev.get("thresholds") or {}).get("starved", 0.25):
+        if is_finite(ev.get("starved_frac")) and ev["starved_frac"] >= (ev.get("thresholds") or {}).get("starved", 0.25):
             line = f"slots idle with files queued in {_pct(ev['starved_frac'])} of seconds"
-        elif _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= 0.25:
+        elif is_finite(ev.get("gateway_starved")) and ev["gateway_starved"] >= 0.25:
             line = f"slots idle {_pct(ev['gateway_starved'])} of the time even into tmpfs"
     elif verdict == "inconclusive":
-        near = {k: v for k, v in u.items() if _ok(v) and k not in (ev.get("not_ceilings") or [])}
+        near = {k: v for k, v in u.items() if is_finite(v) and k not in (ev.get("not_ceilings") or [])}
         if near:
             k, v = max(near.items(), key=lambda kv: kv[1])
             line = f"nearest ceiling {CEILINGS.get(k, k)} at {_pct(v)}"
@@ -192,11 +188,11 @@ def rows(rd: Any, others: tuple = (), verdicts: Any = None) -> list[dict[str, An
         ev = evidence_of(v.get("evidence"))
         verdict = str(v.get("verdict") or "inconclusive")
         reason = str(v.get("reason") or "")
-        rate = float(p["rate"]) if _ok(p.get("rate")) else None
+        rate = float(p["rate"]) if is_finite(p.get("rate")) else None
         out.append({
             "cell_id": cid, "cell": str(c["label"]) if c is not None else cid,
             "backend": str(c["backend"]) if c is not None else "",
-            "concurrency": int(p["concurrency"]) if _ok(p["concurrency"]) else p["concurrency"],
+            "concurrency": int(p["concurrency"]) if is_finite(p["concurrency"]) else p["concurrency"],
             "direction": d, "rate_bytes_per_s": rate,
             # plateau | slope: a steady window; whole: none found, the mean over the whole level
             "rate_method": str(p.get("method") or ""),

@@ -16,19 +16,12 @@ from typing import Any
 import pandas as pd
 
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
+from xcbench.figures.numbers import as_float
 from xcbench.figures.reference import lookup
 from xcbench.figures.units import fmt_num, fmt_pct, format_size, gbps_num
 
 GBIT = 1e9
 DIRECTIONS = (("write", "ingress"), ("read", "egress"))
-
-
-def _num(v: Any) -> float:
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return math.nan
-    return v
 
 
 def baseline_points(baseline: pd.DataFrame) -> pd.DataFrame:
@@ -117,9 +110,9 @@ def reference_layout(manifest: dict[str, Any], layout_rows: list[dict[str, Any]]
         su, sc, os_ = (row.get(k, {}).get("sort") if isinstance(row.get(k), dict) else None
                        for k in ("su", "sc", "os"))
         r = lookup(ref, su, sc, os_) if None not in (su, sc, os_) else None
-        rate = _num(r.get("io_rate")) if r else math.nan
-        iops = _num(r.get("iops")) if r else math.nan
-        run_rate = _num(row.get("rate", {}).get("sort")) if isinstance(row.get("rate"), dict) else math.nan
+        rate = as_float(r.get("io_rate")) if r else math.nan
+        iops = as_float(r.get("iops")) if r else math.nan
+        run_rate = as_float(row.get("rate", {}).get("sort")) if isinstance(row.get("rate"), dict) else math.nan
         ratio = run_rate / rate * 100 if math.isfinite(rate) and math.isfinite(run_rate) and rate else math.nan
         if r:
             matched.add((r["stripe_unit"], r["stripe_count"], r["object_size"]))

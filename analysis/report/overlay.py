@@ -9,7 +9,7 @@ import pandas as pd
 
 from xcbench.analysis.report import scaling
 from xcbench.analysis.report.overview import TARGET_BPS
-from xcbench.analysis.report.plots import BACKENDS
+from xcbench.cell import BACKENDS
 
 
 def cells_of(runs: list[Any]) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from typing import Any
 
 from xcbench.analysis.report import glance
 from xcbench.analysis.verdicts import between_run
+from xcbench.figures.numbers import is_finite
 from xcbench.figures.units import fmt_num, format_size
 
 GIB = float(1 << 30)
@@ -23,7 +24,7 @@ def _loopback(addr: Any) -> bool:
 def baseline_text(rd: Any) -> str:
     """'47.3 Gb/s iperf3 over loopback (one host, 4 streams, 5 s)' or 'not measured'."""
     bps, _ = rd.network
-    if not glance._ok(bps):
+    if not is_finite(bps):
         return "network baseline: not measured"
     b = rd.baseline
     best = b.loc[b["bits_per_second"].astype(float).idxmax()] if "bits_per_second" in b and len(b) else None
@@ -32,8 +33,8 @@ def baseline_text(rd: Any) -> str:
         pair = (best.get("client"), best.get("gateway"))
         where = ("loopback, one host: no network link" if all(_loopback(x) for x in pair)
                  else f"{pair[0]} → {pair[1]}")
-        extra = [f"{int(best['streams'])} streams" if glance._ok(best.get("streams")) else "",
-                 f"{fmt_num(best['seconds'])} s" if glance._ok(best.get("seconds")) else ""]
+        extra = [f"{int(best['streams'])} streams" if is_finite(best.get("streams")) else "",
+                 f"{fmt_num(best['seconds'])} s" if is_finite(best.get("seconds")) else ""]
         extra_s = ", ".join(x for x in extra if x)
         over = f" over {where}" + (f", {extra_s}" if extra_s else "")
     return f"network baseline {glance.gbps(bps)}: iperf3{over}"
@@ -52,7 +53,7 @@ def context(rd: Any) -> dict[str, Any]:
     machine = []
     if host.get("hostname"):
         machine.append(f"host {host['hostname']}")
-    cores = host.get("cpus_usable") or host.get("cpus") or (rd.cores if glance._ok(rd.cores) else None)
+    cores = host.get("cpus_usable") or host.get("cpus") or (rd.cores if is_finite(rd.cores) else None)
     if cores:
         machine.append(f"{fmt_num(cores)} cores")
     if host.get("mem_bytes"):

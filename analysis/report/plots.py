@@ -16,7 +16,6 @@ import pandas as pd
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
 from xcbench.figures.units import gbps
 
-BACKENDS = ("tmpfs", "cephfs", "rados")
 MAX_POINTS = 1500  # per line: more only costs rendering time
 
 

@@ -11,7 +11,7 @@ Used by the run report (analysis/report/document.py) and the capacity-planning r
 
 Templates: ``<name>.<fmt>.j2`` under ``templates/`` of ``package`` (default this package), with
 this package's templates as fallback, so a plan template can ``{% extends "base.html.j2" %}`` and
-``{% from "macros.j2" import table %}``. HTML is autoescaped, every environment is StrictUndefined
+``{% from "macros.html.j2" import table %}``. HTML is autoescaped, every environment is StrictUndefined
 (a missing variable fails loudly instead of leaving a blank in a report).
 
 Images are always PNG data URIs in the rendered text; for Markdown, :func:`write_report` moves

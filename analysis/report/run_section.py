@@ -28,6 +28,7 @@ from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.directions import access_of
 from xcbench.analysis.verdicts.roles import role_series
 from xcbench.analysis.verdicts.run_data import RunData
+from xcbench.cell import BACKENDS
 from xcbench.figures.units import fmt_gbps, gbps_num
 
 
@@ -35,7 +36,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
                 images: bool = True) -> dict[str, Any]:
     """One run's section of the report; ``images`` False: no plot drawn (their keys empty)."""
     # cells in reading order: tmpfs, cephfs, rados, then by label (not by id hash)
-    rank = {b: i for i, b in enumerate(plots.BACKENDS)}
+    rank = {b: i for i, b in enumerate(BACKENDS)}
     cells = rd.cells.assign(_r=rd.cells["backend"].map(rank).fillna(len(rank))) \
         .sort_values(["_r", "label"], kind="stable").drop(columns="_r")
     order = {cid: i for i, cid in enumerate(cells.index)}

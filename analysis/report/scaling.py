@@ -13,7 +13,7 @@ figures the verdicts compared. Rates in Gb/s (10^9 bit/s) on a log axis: a 2-cor
 from __future__ import annotations
 
 import math
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,6 +21,7 @@ import pandas as pd
 from xcbench.analysis.report.glance import evidence_of
 from xcbench.analysis.report.plotlabels import place
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
+from xcbench.figures.numbers import is_finite
 
 # one style per kind of ceiling, the same in every panel, labelled once in the figure's legend
 STYLE: dict[str, dict[str, Any]] = {
@@ -50,10 +51,6 @@ RUN_LINES = ("#374151", "#0e7490", "#7e22ce", "#4d7c0f")
 QUOTA_SOURCES = ("cgroup", "cpuset")  # a limit set on the role, not the host's cores
 
 
-def _ok(v: Any) -> TypeGuard[float]:
-    return isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(float(v))
-
-
 def ceilings(verdicts: pd.DataFrame, direction: str = "write") -> dict[str, dict[str, Any]]:
     """{cell_id: {fio, iperf3, tmpfs|iops|host|rep: {level: B/s}, quota: {role: B/s},
     verdict: {level: name}, decided: {level: (B/s, what)}}} from the evidence."""
@@ -70,23 +67,23 @@ def ceilings(verdicts: pd.DataFrame, direction: str = "write") -> dict[str, dict
         if d:
             c["decided"][level] = d
         r, u = ev.get("rate"), ev.get("utilisation") or {}
-        if _ok(r) and _ok(u.get("storage-iops")) and u["storage-iops"] > 0:
+        if is_finite(r) and is_finite(u.get("storage-iops")) and u["storage-iops"] > 0:
             c["iops"][level] = float(r) / float(u["storage-iops"])
-        if _ok(r) and _ok(ev.get("host_busy")) and ev["host_busy"] > 0:
+        if is_finite(r) and is_finite(ev.get("host_busy")) and ev["host_busy"] > 0:
             c["host"][level] = float(r) / float(ev["host_busy"])
-        if _ok(ev.get("rep_rate")):
+        if is_finite(ev.get("rep_rate")):
             c["rep"][level] = float(ev["rep_rate"])
-        if _ok(ev.get("fio_bw")):
+        if is_finite(ev.get("fio_bw")):
             c["fio"] = float(ev["fio_bw"])
-        if _ok(ev.get("network_bps")):
+        if is_finite(ev.get("network_bps")):
             c["iperf3"] = float(ev["network_bps"])
-        if _ok(ev.get("gateway_ceiling")):
+        if is_finite(ev.get("gateway_ceiling")):
             c["tmpfs"][float(v["concurrency"])] = float(ev["gateway_ceiling"])
         rate = ev.get("rate")
         for role, x in (ev.get("roles") or {}).items():
             src = str(x.get("source") or "")
-            if not (src.startswith(QUOTA_SOURCES) and _ok(x.get("limit")) and _ok(x.get("cpu"))
-                    and x["cpu"] > 0 and _ok(rate)):
+            if not (src.startswith(QUOTA_SOURCES) and is_finite(x.get("limit")) and is_finite(x.get("cpu"))
+                    and x["cpu"] > 0 and is_finite(rate)):
                 continue
             allowed = float(rate) * float(x["limit"]) / float(x["cpu"])
             c["quota"][role] = min(allowed, c["quota"].get(role, math.inf))
@@ -100,31 +97,31 @@ def decided(verdict: str, ev: dict[str, Any]) -> tuple[float, str] | None:
     deciding utilisation (analysis.verdicts.attribution's figures); None for a verdict no ceiling decided
     (client concurrency, inconclusive, a storage host seen through Prometheus)."""
     r, u = ev.get("rate"), ev.get("utilisation") or {}
-    if not _ok(r) or r <= 0:
+    if not is_finite(r) or r <= 0:
         return None
     role = ev.get("limited_role")
     x = (ev.get("roles") or {}).get(role) if role else None
-    if x and _ok(x.get("cpu")) and _ok(x.get("limit")) and x["cpu"] > 0:
+    if x and is_finite(x.get("cpu")) and is_finite(x.get("limit")) and x["cpu"] > 0:
         return float(r) * float(x["limit"]) / float(x["cpu"]), f"{role} CPU limit"
     link = ev.get("link_use")
     pick: dict[str, tuple[Any, str]] = {
-        "network": ((float(r) / link) if _ok(link) and link >= (ev.get("thresholds") or {}).get("near", 0.85)
-                    and link > 0 else ev.get("network_bps"), "shaped link" if _ok(link) else "iperf3"),
-        "storage-iops": ((float(r) / u["storage-iops"]) if _ok(u.get("storage-iops")) and u["storage-iops"] > 0
+        "network": ((float(r) / link) if is_finite(link) and link >= (ev.get("thresholds") or {}).get("near", 0.85)
+                    and link > 0 else ev.get("network_bps"), "shaped link" if is_finite(link) else "iperf3"),
+        "storage-iops": ((float(r) / u["storage-iops"]) if is_finite(u.get("storage-iops")) and u["storage-iops"] > 0
                          else None, "fio IOPS"),
         "storage-bandwidth": (ev.get("fio_bw"), "fio bandwidth"),
         "ec-overhead": (ev.get("rep_rate"), "replicated twin"),
-        "host-cpu": ((float(r) / ev["host_busy"]) if _ok(ev.get("host_busy")) and ev["host_busy"] > 0
+        "host-cpu": ((float(r) / ev["host_busy"]) if is_finite(ev.get("host_busy")) and ev["host_busy"] > 0
                      else None, "host CPU"),
     }
     if verdict == "gateway":
         g, cpu = ev.get("gateway_ceiling"), ev.get("cpu")
-        if _ok(g) and g > 0 and (not _ok(cpu) or float(r) / g >= cpu):
+        if is_finite(g) and g > 0 and (not is_finite(cpu) or float(r) / g >= cpu):
             pick["gateway"] = (g, "tmpfs gateway")
-        elif _ok(cpu) and cpu > 0:
+        elif is_finite(cpu) and cpu > 0:
             pick["gateway"] = (float(r) / cpu, "gateway CPU")
     value, what = pick.get(verdict, (None, ""))
-    return (float(value), what) if _ok(value) and value > 0 else None
+    return (float(value), what) if is_finite(value) and value > 0 else None
 
 
 def plot(points: pd.DataFrame, cells: pd.DataFrame, ceil: dict[str, dict[str, Any]],

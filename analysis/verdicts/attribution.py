@@ -28,7 +28,6 @@ from xcbench.analysis.verdicts.rules import (  # noqa: F401 - the public names o
     SCALING,
     STARVED,
     VERDICTS,
-    _ok,
     decide,
     gbps,
     opposed,
@@ -37,6 +36,7 @@ from xcbench.analysis.verdicts.rules import (  # noqa: F401 - the public names o
 )
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.figures import stats as _stats
+from xcbench.figures.numbers import is_finite
 from xcbench.store.rundir import RunDir
 from xcbench.store.tables import VERDICT
 
@@ -49,7 +49,7 @@ def _twin_gateway(cell, conc, runs: list[RunData]):
         cand = c[(c["backend"] == "tmpfs") & (c["mode"] == cell["mode"]) & (c["origins"] == cell["origins"])]
         for _, t in cand.iterrows():
             p = rd.point(t["cell_id"], conc)
-            if p is None or not _ok(p["rate"]):
+            if p is None or not is_finite(p["rate"]):
                 continue
             score = (2 if t["file_size"] == cell["file_size"] else 0) + (t["gateway"] == cell["gateway"]) \
                 + (2 if rd is runs[0] else 0)
@@ -72,7 +72,7 @@ def _twin_replicated(cell, conc, rd: RunData):
     cand = cand.assign(_not3=cand["raw_ratio_expected"] != REP_SIZE)
     for _, t in cand.sort_values(["_not3", "pool"], kind="stable").iterrows():
         p = rd.point(t["cell_id"], conc)
-        if p is not None and _ok(p["rate"]):
+        if p is not None and is_finite(p["rate"]):
             return t, p
     return None
 
@@ -84,7 +84,7 @@ def _ceilings(rd: RunData, cid: str, direction: str, ev: dict[str, Any], src: di
         return
     row = pc.loc[cid]
     if direction == "read":
-        if not (_ok(row["read_bw"]) or _ok(row["read_iops"])):
+        if not (is_finite(row["read_bw"]) or is_finite(row["read_iops"])):
             ev["fio_note"] = "no fio read probe for this cell"
             return
         ev.update(fio_bw=row["read_bw"], fio_bw_job=row["read_bw_job"],
@@ -94,10 +94,10 @@ def _ceilings(rd: RunData, cid: str, direction: str, ev: dict[str, Any], src: di
     ev.update(fio_bw=row["write_bw"], fio_bw_job=row["write_bw_job"],
               fio_iops=row["write_iops"], fio_iops_job=row["write_iops_job"])
     src["fio_bw"], src["fio_iops"] = row["bw_source"], row["iops_source"]
-    if _ok(row.get("write_device_iops")):  # the IOPS ceiling in device IOs (analysis.verdicts.rules)
+    if is_finite(row.get("write_device_iops")):  # the IOPS ceiling in device IOs (analysis.verdicts.rules)
         ev["fio_device_iops"] = row["write_device_iops"]
         src["fio_device_iops"] = row["device_iops_source"]
-    if _ok(row.get("write_device_Bps")):  # and the device's bytes ceiling as the probe reached it
+    if is_finite(row.get("write_device_Bps")):  # and the device's bytes ceiling as the probe reached it
         ev["fio_device_Bps"] = row["write_device_Bps"]
         src["fio_device_Bps"] = row["device_Bps_source"]
 
@@ -118,8 +118,8 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         ev["between_run"] = between
     cores_busy = s.window_mean(cid, "gateway_cores", win)
     ev["gateway_cores"] = cores_busy
-    ev["cpu"] = cores_busy / rd.cores if _ok(cores_busy) and _ok(rd.cores) else math.nan
-    if _ok(cores_busy):
+    ev["cpu"] = cores_busy / rd.cores if is_finite(cores_busy) and is_finite(rd.cores) else math.nan
+    if is_finite(cores_busy):
         src["gateway_cores"] = {"run": rd.run_id, "table": "samples",
                                 "query": s.query(cid, "gateway_cores", None, win),
                                 "agg": "sum per wall, then mean"}
@@ -138,7 +138,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         tw = _twin_gateway(cell, conc, [cast(RunData, v) for v in (view, *(o.view(d) for o in others))])
         if tw:
             trd, t, tp = tw
-            higher = [r for c, r in trd.levels_rate(t["cell_id"]) if c > conc and _ok(r)]
+            higher = [r for c, r in trd.levels_rate(t["cell_id"]) if c > conc and is_finite(r)]
             ev.update(gateway_ceiling=tp["rate"], gateway_ceiling_rel_se=_rel_se(tp, ev),
                       gateway_cell=t["cell_id"], gateway_run=trd.run_id,
                       gateway_starved=tp["starved_frac"],
@@ -155,20 +155,20 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         ops = f"pool_{'read' if d == 'read' else 'write'}_ops"
         ev[ops] = s.window_mean(cid, ops, win, pool)
         ev[ops + "_rel_se"] = s.window_rel_se(cid, ops, win, pool)
-        if _ok(ev[ops]):
+        if is_finite(ev[ops]):
             src[ops] = {"run": rd.run_id, "table": "samples", "agg": "mean",
                         "query": s.query(cid, ops, pool, win)}
         if d == "read":
             _read_amplification(rd, cell, conc, ev, src)
         else:
             dev, dev_b, dsrc = _probes.level_device(rd.campaigns, rd.run_id, cid, conc)
-            if _ok(dev):  # the level's ops counted at the device, as the probe's were
+            if is_finite(dev):  # the level's ops counted at the device, as the probe's were
                 ev["device_write_iops"], src["device_write_iops"] = dev, dsrc
-            if _ok(dev_b):
+            if is_finite(dev_b):
                 ev["device_write_Bps"], src["device_write_Bps"] = dev_b, dsrc
             raw, stored = s.positive_increase(cid, "pool_raw", pool), s.positive_increase(cid, "pool_stored", pool)
-            ev["raw_per_logical"] = raw / stored if _ok(raw) and _ok(stored) and stored > 0 else math.nan
-            if _ok(ev["raw_per_logical"]):
+            ev["raw_per_logical"] = raw / stored if is_finite(raw) and is_finite(stored) and stored > 0 else math.nan
+            if is_finite(ev["raw_per_logical"]):
                 src["raw_per_logical"] = {"run": rd.run_id, "table": "samples", "column": "value",
                                           "query": s.query(cid, "pool_raw", pool),
                                           "query_stored": s.query(cid, "pool_stored", pool),
@@ -186,13 +186,13 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
                 # predicted from data a replay does not measure again (experiment_choice)
                 traw = s.positive_increase(t["cell_id"], "pool_raw", t["pool"])
                 tst = s.positive_increase(t["cell_id"], "pool_stored", t["pool"])
-                if _ok(traw) and _ok(tst) and tst > 0:
+                if is_finite(traw) and is_finite(tst) and tst > 0:
                     ev["rep_raw_per_logical"] = traw / tst
                 if d == "read":
                     rep = _amp.read_amplification(rd, t["cell_id"], conc, t["pool"])
                     ev.update(rep_read_amplification=rep["amplification"],
                               rep_pool_read_per_logical=rep["pool_per_logical"])
-                    if rep.get("source") and _ok(rep["amplification"]):
+                    if rep.get("source") and is_finite(rep["amplification"]):
                         src["rep_read_amplification"] = rep["source"]
     _growth(view, cid, conc, p, ev)
     _sat.add_evidence(view, s, cid, conc, win, ev, lambda q: _rel_se(q, ev))  # host-cpu's waits
@@ -212,7 +212,7 @@ def _growth(view, cid: str, conc: float, p: dict[str, Any], ev: dict[str, Any]) 
     confidence bound of rate(higher) / rate(here), from each level's own noise (stats)."""
     se = _rel_se(p, ev)
     bounds = [(c, r, _stats.ratio_lower_bound(p["rate"], se, r, _rel_se(view.point(cid, c) or {}, ev)))
-              for c, r in view.levels_rate(cid) if c > conc and _ok(r)]
+              for c, r in view.levels_rate(cid) if c > conc and is_finite(r)]
     ev["rate_rel_se"] = se
     ev["rate_rel_se_own"] = _stats.point_rel_se(p)  # without the between-run term (experiment.judge adds it)
     # one repeat: only the window's spread is known, not the drift between levels (see repeats)
@@ -221,7 +221,7 @@ def _growth(view, cid: str, conc: float, p: dict[str, Any], ev: dict[str, Any]) 
     if (ev.get("between_run") or {}).get("rate") is not None:
         ev["rate_noise"] += f", between runs {ev['between_run']['rate'] * 100:.1f} %"
     if bounds:  # no bound (this rate is 0): the fastest higher level
-        c, r, low = max(bounds, key=lambda b: (b[2] if _ok(b[2]) else -math.inf, b[1]))
+        c, r, low = max(bounds, key=lambda b: (b[2] if is_finite(b[2]) else -math.inf, b[1]))
         ev.update(best_higher_level=c, best_higher_rate=r, best_higher_growth_low=low)
 
 
@@ -231,7 +231,7 @@ def _read_amplification(rd: RunData, cell, conc, ev: dict[str, Any], src: dict[s
     ev.update(read_logical=a["logical"], read_osd_bytes=a["osd_bytes"], read_osds=a["osds"],
               read_amplification=a["amplification"], pool_read_per_logical=a["pool_per_logical"],
               read_shards_expected=_shards(cell))
-    if a.get("source") and (_ok(a["amplification"]) or _ok(a["pool_per_logical"])):
+    if a.get("source") and (is_finite(a["amplification"]) or is_finite(a["pool_per_logical"])):
         src["read_amplification"] = a["source"]
 
 
@@ -266,7 +266,7 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
             continue
         cell = cells.loc[p["cell_id"]]
         d = p["direction"]
-        if not _ok(p["rate"]):
+        if not is_finite(p["rate"]):
             rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"],
                          "verdict": "inconclusive", "reason": "No steady rate was measured.",
                          "evidence": "{}", "direction": d})
@@ -297,25 +297,22 @@ def attribute(run: RunDir | RunData, others: tuple = ()) -> list[dict[str, Any]]
     return attribute_data(rd, tuple(o if isinstance(o, RunData) else RunData(o) for o in others))
 
 
-def write_verdicts(run: RunDir, others: tuple = ()) -> list[dict[str, Any]]:
-    """Attribute a run and store the rows as its ``verdicts`` table (Parquet if the run is
-    finalized, else records/verdicts.jsonl for finalize() to convert). Verdicts already stored
-    for the cells attributed now are replaced (a resumed run); those of other cells are kept."""
-    import pandas as pd
-
-    rows = attribute(run, others)
+def write_verdicts(rd: RunData, others: tuple = ()) -> list[dict[str, Any]]:
+    """Attribute a run and store the rows as its ``verdicts`` table (records/verdicts.jsonl, and
+    verdicts.parquet once the run is finalized: RunDir.replace_table). Verdicts already stored
+    for the cells attributed now are replaced (a resumed run); those of other cells are kept.
+    ``rd`` then reads its verdicts and findings again (the report and the closing table use it)."""
+    run = rd.run
+    rows = attribute_data(rd, tuple(o if isinstance(o, RunData) else RunData(o) for o in others))
     done = {r["cell_id"] for r in rows}
     old = run.table("verdicts")
     keep: list[dict[str, Any]] = []
     if len(old):
         old = old[~old["cell_id"].isin(done)]
         keep = old.astype(object).where(old.notna(), None).to_dict("records")
-    if run.status != "running":  # finalized: the Parquet tables exist
-        pd.DataFrame(keep + rows, columns=list(VERDICT)).to_parquet(run.path / "verdicts.parquet",
-                                                                    index=False)
-    else:
-        run.replace_table("verdicts", keep + rows)
+    run.replace_table("verdicts", keep + rows)
     storagehosts.store_views_findings(run, rows)  # one box: the two CPU views disagree
+    rd.reread("verdicts", "findings")
     return rows
 
 

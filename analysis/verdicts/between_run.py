@@ -54,7 +54,7 @@ QUANTITIES = ("rate", "host_busy", *PROBES)
 _Z = NormalDist().inv_cdf(CONFIDENCE)
 MIN_PAIRS = 2  # pairs with figures of a quantity before it has a measured term
 # A host with no recorded pairs: the largest one-run spread each quantity measured on the
-# reference 2-core box (docs/validation.md), rounded up: rate 10.9 % (issue 44: the demo
+# reference 2-core box (benchmarks/bench_repeatability.py), rounded up: rate 10.9 % (issue 44: the demo
 # matrix on two fresh clusters of a fresh machine, rates 10.4 % apart at the median: a normal
 # spread of 10.4 / (0.674 sqrt 2); four quiet pairs gave 5.4 %), host CPU 1.7 %, fio write
 # bandwidth 11.5 %, write IOPS 22.9 %, reads 17.7 % (four quiet pairs, README of 2026-11).

@@ -29,6 +29,7 @@ import math
 from statistics import NormalDist
 from typing import Any
 
+from xcbench.figures.numbers import is_finite
 from xcbench.figures.stats import CONFIDENCE
 from xcbench.figures.units import fmt_num
 
@@ -41,11 +42,11 @@ PASSED = "_passed"  # evidence key (dropped before it is stored): the figures th
 
 def combined(*rel_se: Any) -> float:
     """The relative error of a product or ratio of figures with these errors (unknown: 0)."""
-    return math.hypot(*(float(s) if _finite(s) else 0.0 for s in rel_se)) if rel_se else 0.0
+    return math.hypot(*(float(s) if is_finite(s) else 0.0 for s in rel_se)) if rel_se else 0.0
 
 
 def interval(x: float, rel_se: float) -> tuple[float, float]:
-    s = rel_se if _finite(rel_se) else 0.0
+    s = rel_se if is_finite(rel_se) else 0.0
     return x * math.exp(-Z * s), x * math.exp(Z * s)
 
 
@@ -54,7 +55,7 @@ def passes(ev: dict[str, Any], rule: str, figure: str, x: Any, threshold: float,
     """Is ``x`` >= ``threshold`` (``at_most``: <=)? The plain comparison, as the rules always
     made it; when ``x``'s interval straddles the threshold, ``rule`` is recorded as a
     borderline candidate of the point (whichever side ``x`` fell on)."""
-    if not _finite(x) or rule in ev.get(SKIP, ()):
+    if not is_finite(x) or rule in ev.get(SKIP, ()):
         return False
     x = float(x)
     ok = x <= threshold if at_most else x >= threshold
@@ -99,8 +100,3 @@ def _fmt(cand: dict[str, Any]):
     return lambda v: f"{v * 100:.0f} %"
 
 
-def _finite(v: Any) -> bool:
-    try:
-        return v is not None and math.isfinite(float(v))
-    except (TypeError, ValueError):
-        return False

@@ -59,6 +59,7 @@ from collections.abc import Sequence
 from statistics import stdev
 from typing import Any
 
+from xcbench.figures.numbers import as_float
 from xcbench.figures.stats import CONFIDENCE, t_quantile
 
 PAIRS = 2  # control/changed pairs per experiment (A-B-B-A), at least
@@ -148,10 +149,6 @@ def pairs_needed(kind: str, predicted: float | None, asked: float, pair_rel_se: 
     return None
 
 
-def _fin(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
-
-
 def _sq(v: float) -> float:
     return v * v if math.isfinite(v) else 0.0
 
@@ -159,7 +156,7 @@ def _sq(v: float) -> float:
 def pair_noise(own: Sequence[Any], between: float | None) -> float:
     """One pair's log-ratio noise: both runs' own errors and the between-run term once per run,
     sqrt(sa^2 + sc^2 + 2 b^2); an unknown error counts 0."""
-    return math.sqrt(sum(_sq(_fin(x)) for x in own) + 2 * _sq(_fin(between)))
+    return math.sqrt(sum(_sq(as_float(x)) for x in own) + 2 * _sq(as_float(between)))
 
 
 def judge(kind: str, predicted: float | None, pairs: Sequence[tuple[Rate, Rate]],
@@ -175,8 +172,8 @@ def judge(kind: str, predicted: float | None, pairs: Sequence[tuple[Rate, Rate]]
     "nearest_rival", "rivals", "prediction_error", "pairs", "pairs_needed", "pair_ratios",
     "rel_se", "rel_se_model", "rel_se_seen", "quantile", "between", "confidence"}."""
     asked, separates, rival = line(kind, predicted, rivals, need)
-    b = _fin(between)
-    good = [(a, c) for a, c in pairs if _fin(a[0]) > 0 and _fin(c[0]) > 0]
+    b = as_float(between)
+    good = [(a, c) for a, c in pairs if as_float(a[0]) > 0 and as_float(c[0]) > 0]
     logs = [math.log(c[0] / a[0]) for a, c in good]
     noise = [pair_noise((a[1], c[1]), b) for a, c in good]
     typical = math.sqrt(sum(x * x for x in noise) / len(noise)) if noise else math.nan

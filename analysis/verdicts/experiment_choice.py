@@ -105,13 +105,13 @@ def _x1(experiment: str) -> dict[str, float]:
     return {r: 1.0 for r, said in EXPERIMENTS[experiment]["rivals"].items() if said.startswith("x1")}
 
 
-def _num(v: Any) -> float | None:
+def _positive(v: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and math.isfinite(v) and v > 0 else None
 
 
 def _quota(role: dict[str, Any] | None) -> float | None:
     """The role's CPU limit when it is a cgroup quota (not the host's cores, not unknown)."""
-    if not role or _num(role.get("limit")) is None:
+    if not role or _positive(role.get("limit")) is None:
         return None
     return float(role["limit"]) if str(role.get("source", "")).startswith("cgroup") else None
 
@@ -125,13 +125,13 @@ def role_names(embedded: bool) -> list[str]:
 def roles_used(ev: dict[str, Any], names: list[str]) -> float:
     """Cores the roles ``names`` used together over the level (0 when unknown)."""
     roles = ev.get("roles") or {}
-    return sum(x for x in (_num((roles.get(r) or {}).get("cpu")) for r in names if r in roles) if x)
+    return sum(x for x in (_positive((roles.get(r) or {}).get("cpu")) for r in names if r in roles) if x)
 
 
 def cpu_to_give(ev: dict[str, Any], embedded: bool) -> float | None:
     """Cores other processes held while the level ran: the host's busy cores less what the
     roles xcbench started used (None: not measured)."""
-    busy, cores = _num(ev.get("host_busy")), _num(ev.get("cores"))
+    busy, cores = _positive(ev.get("host_busy")), _positive(ev.get("cores"))
     used = roles_used(ev, role_names(embedded))
     if busy is None or cores is None or used <= 0:
         return None
@@ -145,11 +145,11 @@ def storage_kind(ev: dict[str, Any]) -> str:
     if ((ev.get("roles") or {}).get("osd") or {}).get("saturated"):
         return "storage-host-cpu"
     dev = ev.get("device_use") or {}
-    ios, nbytes = _num(dev.get("ios")), _num(dev.get("bytes"))
+    ios, nbytes = _positive(dev.get("ios")), _positive(dev.get("bytes"))
     if ios is not None and nbytes is not None:
         return "storage-iops" if ios > nbytes else "storage-bandwidth"
     u = ev.get("utilisation") or {}
-    iops, bw = _num(u.get("storage-iops")), _num(u.get("storage-bandwidth"))
+    iops, bw = _positive(u.get("storage-iops")), _positive(u.get("storage-bandwidth"))
     return "storage-iops" if iops is not None and (bw is None or iops > bw) else "storage-bandwidth"
 
 
@@ -161,13 +161,13 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
     ``links``: {host: shaped rate, bits/s} of the emulated hosts xcbench made that are up
     (xcbench.hosts.reshape.shaped)."""
     roles = ev.get("roles") or {}
-    rate = _num(ev.get("rate"))
+    rate = _positive(ev.get("rate"))
     if verdict in (*STORAGE, "storage-network") and getattr(cell, "backend", "tmpfs") == "tmpfs":
         return {"why": "the cell has no storage behind its gateway (tmpfs): nothing to take out"}
     if verdict in STORAGE:
         return _storage_out(ev, level, rate, ceiling, embedded)
     if verdict == "gateway":
-        c = _num(getattr(cell, "cores", None))
+        c = _positive(getattr(cell, "cores", None))
         if c is not None and c < host_cores:
             new = min(RELIEF * c, host_cores)
             return {"kind": "relieve", "predicted": new / c, "rivals": _x1("twice the gateway's cores"),
@@ -217,7 +217,7 @@ def _storage_out(ev: dict[str, Any], level: int, rate: float | None, ceiling: fl
     rivals = {r: 1.0 for r in EXPERIMENTS["storage out"]["rivals"] if r != "host-cpu"}
     used = roles_used(ev, role_names(embedded))
     storage_cpu = roles_used(ev, ["osd", "mds", "mount"] if embedded else ["mount"])
-    if used > storage_cpu > 0 and _num(ev.get("host_busy")) and ev["host_busy"] >= NEAR:
+    if used > storage_cpu > 0 and _positive(ev.get("host_busy")) and ev["host_busy"] >= NEAR:
         rivals["host-cpu"] = min(used / (used - storage_cpu), pred or math.inf)
     kind = storage_kind(ev)
     return {"kind": "relieve", "predicted": pred, "rivals": rivals, "experiment": "storage out",
@@ -257,7 +257,7 @@ def _ec(ev: dict[str, Any]) -> dict[str, Any]:
     E <= NEAR); the cost predicted from the raw bytes the pools counted, never from the run's
     own EC/replicated rate (which the replay measures again)."""
     twin = ev.get("rep_cell")
-    raw, rep = _num(ev.get("raw_per_logical")), _num(ev.get("rep_raw_per_logical"))
+    raw, rep = _positive(ev.get("raw_per_logical")), _positive(ev.get("rep_raw_per_logical"))
     if not twin:
         return {"why": "the run has no replicated twin of this EC cell to replay beside it"}
     pred = rep / raw if raw and rep else None
@@ -274,7 +274,7 @@ def _ec(ev: dict[str, Any]) -> dict[str, Any]:
 def _network(ev: dict[str, Any], links: dict[str, float] | None) -> dict[str, Any]:
     best = busiest_link(ev)
     host = best[0] if best else None
-    rate = _num((links or {}).get(host)) if host else None
+    rate = _positive((links or {}).get(host)) if host else None
     if host is None:
         return {"why": "the verdict names no client link (no link figures in its evidence)"}
     if rate is None:

@@ -1,4 +1,4 @@
-"""Shaped links (DESIGN.md: "a shaped link" is a role limit): each client host's link bytes over a
+"""Shaped links (a shaped link is a role's limit, as a CPU quota is): each client host's link bytes over a
 level's steady window against the rate the link is shaped to, and the network verdict they give.
 
 Figures, per client host of the run's inventory (the manifest's ``hosts``, written by
@@ -18,13 +18,11 @@ up on the same machine (other runs), whose links say nothing about this one.
 from __future__ import annotations
 
 import math
-from typing import Any, TypeGuard
+from typing import Any
+
+from xcbench.figures.numbers import is_finite
 
 TX, RX, LIMIT = "link.tx_bytes.rate", "link.rx_bytes.rate", "link.limit_bytes"
-
-
-def _ok(v: Any) -> TypeGuard[float]:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def client_hosts(manifest: dict[str, Any]) -> dict[str, float | None]:
@@ -35,7 +33,7 @@ def client_hosts(manifest: dict[str, Any]) -> dict[str, float | None]:
         if "client" not in (h.get("roles") or ()):
             continue
         bps = ((h.get("link") or {}).get("rate_bps"))
-        out[name] = float(bps) / 8.0 if _ok(bps) and bps > 0 else None
+        out[name] = float(bps) / 8.0 if is_finite(bps) and bps > 0 else None
     return out
 
 
@@ -44,7 +42,7 @@ def _window_mean(rows: Any, windows) -> float:
     if rows is None or not len(rows):
         return math.nan
     vals = [v for w, v in zip(rows["wall"], rows["value"], strict=True)
-            if any(a <= w <= b for a, b in windows) and _ok(float(v))]
+            if any(a <= w <= b for a, b in windows) and is_finite(float(v))]
     return sum(vals) / len(vals) if vals else math.nan
 
 
@@ -63,14 +61,14 @@ def link_figures(samples: Any, manifest: dict[str, Any], cell_id: str, windows) 
             continue
         t, r = _window_mean(tx.get(host), windows), _window_mean(rx.get(host), windows)
         measured = _window_mean(lim.get(host), [(-math.inf, math.inf)])
-        limit = measured if _ok(measured) and measured > 0 else inv_limit
-        busiest = max((x for x in (t, r) if _ok(x)), default=math.nan)
+        limit = measured if is_finite(measured) and measured > 0 else inv_limit
+        busiest = max((x for x in (t, r) if is_finite(x)), default=math.nan)
         walls = (tx[host] if host in tx else rx[host])["wall"]
         n = sum(1 for w in walls if any(a <= w <= b for a, b in windows))
         out[host] = {"tx": t, "rx": r, "limit": limit, "samples": n,
                      "limit_source": ("telemetry link.limit_bytes" if limit == measured
                                       else "inventory link.rate" if limit is not None else None),
-                     "use": busiest / limit if _ok(busiest) and limit else math.nan}
+                     "use": busiest / limit if is_finite(busiest) and limit else math.nan}
     return out
 
 
@@ -80,7 +78,7 @@ def add_evidence(rd: Any, cell_id: str, windows, ev: dict[str, Any]) -> None:
     if not links:
         return
     ev["links"] = links
-    uses = [x["use"] for x in links.values() if _ok(x["use"])]
+    uses = [x["use"] for x in links.values() if is_finite(x["use"])]
     ev["link_use"] = max(uses) if uses else math.nan
     ev.setdefault("sources", {})["links"] = {
         "run": rd.run_id, "table": "samples", "agg": "mean over the steady window, per host",
@@ -91,7 +89,7 @@ def add_evidence(rd: Any, cell_id: str, windows, ev: dict[str, Any]) -> None:
 def busiest_link(ev: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """(host, figures) of the client link with the highest use in a point's evidence."""
     links = ev.get("links") or {}
-    return max(((h, x) for h, x in links.items() if isinstance(x, dict) and _ok(x.get("use"))),
+    return max(((h, x) for h, x in links.items() if isinstance(x, dict) and is_finite(x.get("use"))),
                key=lambda hx: hx[1]["use"], default=None)
 
 
@@ -102,10 +100,10 @@ def network_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
         return None
     host, x = best
     limit: float = x["limit"]  # a use was computed: the limit is a number
-    way = "sent" if _ok(x["tx"]) and (not _ok(x["rx"]) or x["tx"] >= x["rx"]) else "received"
+    way = "sent" if is_finite(x["tx"]) and (not is_finite(x["rx"]) or x["tx"] >= x["rx"]) else "received"
     moved = x["tx"] if way == "sent" else x["rx"]
     r = ev.get("rate")
-    chain = f"The chain moves {r * 8 / 1e6:.0f} Mb/s " if _ok(r) else "The chain "
+    chain = f"The chain moves {r * 8 / 1e6:.0f} Mb/s " if is_finite(r) else "The chain "
     return "network", (f"{chain}at {ev.get('concurrency')} transfers: client host {host}'s link "
                        f"{way} {moved * 8 / 1e6:.0f} Mb/s, {x['use'] * 100:.0f} % of the "
                        f"{limit * 8 / 1e6:.0f} Mb/s it is shaped to (a shaped link).")

@@ -23,8 +23,10 @@ import pandas as pd
 from xcbench.analysis.verdicts import borderline as _bl
 from xcbench.analysis.verdicts.rules import NEAR, pct
 from xcbench.analysis.verdicts.sources import source
-from xcbench.backends.base import BACKENDS, backend_class
+from xcbench.backends.base import backend_class
+from xcbench.cell import BACKENDS
 from xcbench.figures import stats as _stats
+from xcbench.figures.numbers import is_finite
 
 WRITE_RW = ("write", "randwrite", "trimwrite")
 DEVICE_COLS = ("device_write_iops", "device_write_Bps")  # what a job made the storage device do  # fio rw, or the direction of "randrw.write"
@@ -157,7 +159,7 @@ LEVEL_COLS = ["cell_id", "concurrency", "target", "job", "bw", "bw_fio", "bw_rel
               "wall_s", "engine", "direct", "method", "query"]
 
 
-def _num(df: pd.DataFrame, col: str) -> pd.Series:
+def _column(df: pd.DataFrame, col: str) -> pd.Series:
     return pd.to_numeric(df[col], errors="coerce") if col in df else pd.Series(math.nan, index=df.index)
 
 
@@ -171,18 +173,18 @@ def level_table(pr: pd.DataFrame) -> pd.DataFrame:
     lv = lv[lv["rw"].astype(str) == "write"]
     if lv.empty:
         return pd.DataFrame(columns=LEVEL_COLS)
-    steady = _num(lv, "bw_steady")
-    fio_bw = _num(lv, "bw")
-    busy = _num(lv, "host_busy")
+    steady = _column(lv, "bw_steady")
+    fio_bw = _column(lv, "bw")
+    busy = _column(lv, "host_busy")
     out = pd.DataFrame({
-        "cell_id": lv["cell_id"].astype(str), "concurrency": _num(lv, "concurrency"),
+        "cell_id": lv["cell_id"].astype(str), "concurrency": _column(lv, "concurrency"),
         "target": lv["target"].astype(str), "job": lv["job"].astype(str),
         "bw": steady.where(steady.notna() & (steady > 0), fio_bw), "bw_fio": fio_bw,
-        "bw_rel_se": _num(lv, "bw_rel_se"), "bw_cv": _num(lv, "bw_cv"), "bw_n": _num(lv, "bw_n"),
-        "host_busy": busy, "host_cores": _num(lv, "host_cores"), "osd_cores": _num(lv, "osd_cores"),
+        "bw_rel_se": _column(lv, "bw_rel_se"), "bw_cv": _column(lv, "bw_cv"), "bw_n": _column(lv, "bw_n"),
+        "host_busy": busy, "host_cores": _column(lv, "host_cores"), "osd_cores": _column(lv, "osd_cores"),
         "cpu_bound": busy >= CPU_FULL,
         "settled": lv["settled"] if "settled" in lv else pd.Series(pd.NA, index=lv.index),
-        "settle_s": _num(lv, "settle_s"), "wall_s": _num(lv, "wall_s"),
+        "settle_s": _column(lv, "settle_s"), "wall_s": _column(lv, "wall_s"),
         "engine": lv["engine"].astype(str),
         "direct": lv["direct"].astype(str).str.lower().isin(("true", "1")),
     })
@@ -217,7 +219,7 @@ def chain_vs_probe(levels: pd.DataFrame, points: pd.DataFrame, cells: pd.DataFra
         want = path_target(str(cells.loc[p["cell_id"], "backend"]))
         m = levels[(levels["cell_id"] == p["cell_id"]) & (levels["concurrency"] == float(p["concurrency"]))
                    & (levels["target"] == want)]
-        if m.empty or not (_finite(p["rate"]) and _finite(m.iloc[0]["bw"]) and m.iloc[0]["bw"] > 0):
+        if m.empty or not (is_finite(p["rate"]) and is_finite(m.iloc[0]["bw"]) and m.iloc[0]["bw"] > 0):
             continue
         lv = m.iloc[0]
         se_r = _point_rel_se(pd.Series(p))
@@ -230,13 +232,6 @@ def chain_vs_probe(levels: pd.DataFrame, points: pd.DataFrame, cells: pd.DataFra
                      "cpu_bound": bool(lv["cpu_bound"]), "method": lv["method"],
                      "host_busy": lv["host_busy"]})
     return pd.DataFrame(rows, columns=cols)
-
-
-def _finite(v: Any) -> bool:
-    try:
-        return v is not None and math.isfinite(float(v))
-    except (TypeError, ValueError):
-        return False
 
 
 def doubted(table: pd.DataFrame) -> dict[str, str]:
@@ -268,7 +263,7 @@ def apply_level(rd: Any, cid: str, conc: Any, ev: dict[str, Any], src: dict[str,
     if mine.empty:
         return
     by = {r["target"]: r for r in mine.to_dict("records")}
-    if "pool" in by and _finite(by["pool"]["bw"]):
+    if "pool" in by and is_finite(by["pool"]["bw"]):
         ev.update(fio_pool_bw=by["pool"]["bw"], fio_pool_bw_rel_se=by["pool"]["bw_rel_se"],
                   fio_pool_cpu_bound=bool(by["pool"]["cpu_bound"]))
         src["fio_pool_bw"] = source(rd.run_id, "probes", by["pool"]["query"], "bw_steady", "sum",
@@ -283,7 +278,7 @@ def apply_level(rd: Any, cid: str, conc: Any, ev: dict[str, Any], src: dict[str,
         ev.pop("fio_bw", None)
         src.pop("fio_bw", None)
         ev["fio_note"] = (f"the level's fio probe was CPU-bound (host {pct(path['host_busy'])} busy"
-                          + (f", OSDs {path['osd_cores']:.2f} cores" if _finite(path["osd_cores"]) else "")
+                          + (f", OSDs {path['osd_cores']:.2f} cores" if is_finite(path["osd_cores"]) else "")
                           + "): no storage ceiling")
     else:
         ev["fio_bw"] = path["bw"]

@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 
 from xcbench.analysis.verdicts import borderline as _bl
 from xcbench.analysis.verdicts import saturation as _sat
 from xcbench.analysis.verdicts.samples import SampleIndex
+from xcbench.figures.numbers import is_finite
 from xcbench.figures.units import fmt_num
 
 NEAR = 0.85
@@ -35,11 +36,6 @@ VERDICT_OF = {"gateway": "gateway", "mount": "gateway", "client": "client", "osd
 NAMES = {"gateway": "gateway (xrootd, cmsd)", "mount": "gateway's ceph-fuse mount",
          "client": "client (xcbench driver)", "osd": "OSDs", "mds": "MDS", "probe": "fio probe"}
 MIB = float(1 << 20)
-
-
-def _ok(v: Any) -> TypeGuard[float]:
-    """A finite number (None, NaN and non-numbers are not)."""
-    return isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
 
 
 def _order(role: str) -> tuple[int, str]:
@@ -78,7 +74,7 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
             vals = vals[np.isfinite(vals)]
             if vals.size and not source.startswith("unknown"):
                 limit = float(vals.mean())
-        use = cores / limit if _ok(cores) and limit else None
+        use = cores / limit if is_finite(cores) and limit else None
         thr = math.nan
         if (t := throttled.get(role)) is not None:
             v = t["value"].to_numpy()[_mask(t["wall"].to_numpy(), windows)]
@@ -89,16 +85,16 @@ def role_usage(s: SampleIndex, cell_id: str, windows, near: float = NEAR) -> dic
         hot = sx.get("hot_thread") or {}
         by = [why for why, yes in (
             ("limit", use is not None and use >= near),
-            ("throttled", limit is not None and _ok(thr) and thr >= THROTTLED),
-            ("thread", _ok(hot.get("cores")) and hot["cores"] >= near),
+            ("throttled", limit is not None and is_finite(thr) and thr >= THROTTLED),
+            ("thread", is_finite(hot.get("cores")) and hot["cores"] >= near),
             # the wait is the quota's only where the quota throttled the role at all: on a
             # full host a role under a quota it never reaches waits for the host's cores
             # (a decoy quota above what it uses), not for its own limit
             ("run-queue wait", source.startswith("cgroup") and share is not None
-             and share >= _sat.WAIT_SAT and _ok(thr) and thr > 0),
+             and share >= _sat.WAIT_SAT and is_finite(thr) and thr > 0),
         ) if yes]
         out[role] = {"cpu": cores, "limit": limit, "source": source, "use": use,
-                     "throttled": thr if _ok(thr) else None, "runq_wait": sx.get("runq_wait"),
+                     "throttled": thr if is_finite(thr) else None, "runq_wait": sx.get("runq_wait"),
                      "wait_share": share, "hot_thread": hot or None, "limited_by": by, "saturated": bool(by)}
         if "pressure" in sx:
             out[role].update(pressure=sx["pressure"], pressure_source=sx.get("pressure_source"))
@@ -121,10 +117,10 @@ def source_note(run_id: str, cell_id: str, windows) -> dict[str, Any]:
 
 def share_text(roles: dict[str, dict[str, Any]], busy_cores: float | None = None) -> str:
     """'gateway 0.9, client 0.6, osd 0.3, other 0.1' (largest first)."""
-    parts = sorted(((r, x["cpu"]) for r, x in roles.items() if _ok(x["cpu"]) and r != "probe"),
+    parts = sorted(((r, x["cpu"]) for r, x in roles.items() if is_finite(x["cpu"]) and r != "probe"),
                    key=lambda x: -x[1])
     txt = [f"{r} {fmt_num(c)}" for r, c in parts]
-    if _ok(busy_cores):
+    if is_finite(busy_cores):
         other = busy_cores - sum(c for _, c in parts)
         if other >= 0.05:
             txt.append(f"other {fmt_num(other)}")
@@ -133,8 +129,8 @@ def share_text(roles: dict[str, dict[str, Any]], busy_cores: float | None = None
 
 def _limit_text(x: dict[str, Any]) -> str:
     thr, by, hot, share = x.get("throttled"), x.get("limited_by") or (), x.get("hot_thread"), x.get("wait_share")
-    t = f", throttled in {thr * 100:.0f} % of its CFS periods" if _ok(thr) else ""
-    if x.get("limit") and _ok(x.get("use")):
+    t = f", throttled in {thr * 100:.0f} % of its CFS periods" if is_finite(thr) else ""
+    if x.get("limit") and is_finite(x.get("use")):
         head = (f"{fmt_num(x['cpu'])} of {fmt_num(x['limit'])} cores ({x['use'] * 100:.0f} %, "
                 f"{x['source']}){t}")
     else:
@@ -142,7 +138,7 @@ def _limit_text(x: dict[str, Any]) -> str:
     if "thread" in by and hot:
         head += (f", its busiest thread ({hot['name']}) at {fmt_num(hot['cores'])} of one core: "
                  f"one thread's limit, which more cores do not lift")
-    if _ok(share) and ("run-queue wait" in by or share >= _sat.WAIT_SAT):
+    if is_finite(share) and ("run-queue wait" in by or share >= _sat.WAIT_SAT):
         head += f", waiting for a CPU {share * 100:.0f} % of its runnable time"
     return head
 
@@ -152,7 +148,7 @@ def _level(x: dict[str, Any]) -> float:
     a core, that thread's share of one core."""
     hot = x.get("hot_thread") or {}
     t = hot.get("cores") if "thread" in (x.get("limited_by") or ()) else None
-    return max(x.get("use") or 0.0, t if _ok(t) else 0.0)
+    return max(x.get("use") or 0.0, t if is_finite(t) else 0.0)
 
 
 def _ops_key(ev: dict[str, Any]) -> str:
@@ -162,13 +158,13 @@ def _ops_key(ev: dict[str, Any]) -> str:
 def _storage_kind(ev: dict[str, Any]) -> str:
     u = {k: v for k, v in (ev.get("utilisation") or {}).items() if k not in ev.get("not_ceilings", ())}
     ui, ub = u.get("storage-iops"), u.get("storage-bandwidth")
-    if _ok(ui) and (not _ok(ub) or ui >= ub):
+    if is_finite(ui) and (not is_finite(ub) or ui >= ub):
         return "storage-iops"
-    if _ok(ub):
+    if is_finite(ub):
         return "storage-bandwidth"
     ops = ev.get(_ops_key(ev))
     # no probe to compare with: small client ops say IOPS, large ones bandwidth
-    return "storage-iops" if _ok(ops) and ops > 0 and ev["rate"] / ops < MIB else "storage-bandwidth"
+    return "storage-iops" if is_finite(ops) and ops > 0 and ev["rate"] / ops < MIB else "storage-bandwidth"
 
 
 def shared_limits(roles: dict[str, dict[str, Any]], near: float = NEAR) -> dict[str, dict[str, Any]]:
@@ -184,11 +180,11 @@ def shared_limits(roles: dict[str, dict[str, Any]], near: float = NEAR) -> dict[
         if len(members) < 2:
             continue
         x0 = roles[members[0]]
-        cpu = sum(roles[r]["cpu"] for r in members if _ok(roles[r]["cpu"]))
+        cpu = sum(roles[r]["cpu"] for r in members if is_finite(roles[r]["cpu"]))
         use = cpu / x0["limit"]
         thr = x0.get("throttled")
-        if use >= near or (_ok(thr) and thr >= THROTTLED):
-            members = sorted(members, key=lambda r: (-(roles[r]["cpu"] if _ok(roles[r]["cpu"]) else 0),
+        if use >= near or (is_finite(thr) and thr >= THROTTLED):
+            members = sorted(members, key=lambda r: (-(roles[r]["cpu"] if is_finite(roles[r]["cpu"]) else 0),
                                                      _order(r)))
             for r in members:
                 out[r] = {**roles[r], "cpu": cpu, "use": use, "saturated": True, "shared_with": members}
@@ -222,12 +218,12 @@ def at_limit_verdict(ev: dict[str, Any], at: str, rate_txt: str) -> tuple[str, s
     verdict = _storage_kind(ev)
     figs = []
     io = "read" if ev.get("direction") == "read" else "write"
-    if _ok(ev.get(_ops_key(ev))):
+    if is_finite(ev.get(_ops_key(ev))):
         figs.append(f"the pool {ev.get('pool')} does {fmt_num(ev[_ops_key(ev)])} {io} op/s")
     u = {k: v for k, v in (ev.get("utilisation") or {}).items() if k not in ev.get("not_ceilings", ())}
-    if verdict == "storage-iops" and _ok(u.get("storage-iops")):
+    if verdict == "storage-iops" and is_finite(u.get("storage-iops")):
         figs.append(f"{u['storage-iops'] * 100:.0f} % of the {fmt_num(ev['fio_iops'])} IOPS fio measured")
-    if verdict == "storage-bandwidth" and _ok(u.get("storage-bandwidth")):
+    if verdict == "storage-bandwidth" and is_finite(u.get("storage-bandwidth")):
         figs.append(f"{u['storage-bandwidth'] * 100:.0f} % of the fio {io} ceiling")
     more = ("; " + ", ".join(figs)) if figs else ""
     return verdict, f"{head}; the chain moves {rate_txt}{more}."
@@ -246,7 +242,7 @@ def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = N
     bound below EFFICIENCY_LOW): bursts leave cores idle on average while the work queues."""
     roles = ev.get("roles") or {}
     busy, cores = ev.get("host_busy"), ev.get("cores")
-    if not roles or not (_ok(busy) and _ok(cores)) or "host-cpu" in ev.get(_bl.SKIP, ()):
+    if not roles or not (is_finite(busy) and is_finite(cores)) or "host-cpu" in ev.get(_bl.SKIP, ()):
         return None  # taken as not passing: the co-limits' and "otherwise" cascades (rules)
     if any(x["saturated"] for x in roles.values()):
         return None
@@ -255,12 +251,12 @@ def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = N
     eff = ev.get("scaling_efficiency") or {}
     ev["chain_wait_share"] = chain
     waits_txt = ""
-    if _ok(pressure) or chain is not None:
-        psi_waits = _ok(pressure) and pressure >= _sat.PSI_WAIT
+    if is_finite(pressure) or chain is not None:
+        psi_waits = is_finite(pressure) and pressure >= _sat.PSI_WAIT
         chain_waits = chain is not None and chain >= _sat.CHAIN_WAIT
-        low = _ok(eff.get("high")) and eff["high"] < _sat.EFFICIENCY_LOW
+        low = is_finite(eff.get("high")) and eff["high"] < _sat.EFFICIENCY_LOW
         ev["host_cpu_waits"] = {"pressure": psi_waits, "chain": chain_waits, "low_efficiency": low}
-        if chain_waits and not busy_ok and _ok(eff.get("value")):
+        if chain_waits and not busy_ok and is_finite(eff.get("value")):
             # the efficiency decides here ("surely" below the line: its upper end); within its
             # noise of the line, another run may fall on the other side: a borderline candidate
             _bl.passes(ev, "host-cpu", "scaling efficiency", eff["value"], _sat.EFFICIENCY_LOW,
@@ -270,11 +266,11 @@ def host_cpu_verdict(ev: dict[str, Any], at: str, rate_txt: str, near: float = N
         if not (busy_ok or (chain_waits and low)):
             return None
         w = []
-        if _ok(pressure):
+        if is_finite(pressure):
             w.append(f"tasks waited for a CPU {pressure * 100:.0f} % of the time (pressure)")
         if chain is not None:
             w.append(f"the chain's threads {chain * 100:.0f} % of their runnable time")
-        if _ok(eff.get("value")):
+        if is_finite(eff.get("value")):
             w.append(f"x{fmt_num(eff['value'] * eff['to'] / eff['from'])} the rate for "
                      f"x{fmt_num(eff['to'] / eff['from'])} the transfers from {fmt_num(eff['from'])} to "
                      f"{fmt_num(eff['to'])} (efficiency {eff['value'] * 100:.0f} %)")
@@ -296,7 +292,7 @@ def summary(roles: dict[str, dict[str, Any]]) -> str:
     """'gateway 0.24/0.25 (96 %), client 0.3/host 2, osd 0.4/unknown' for inconclusive reasons."""
     out = []
     for r, x in roles.items():
-        if not _ok(x["cpu"]) or r == "probe":
+        if not is_finite(x["cpu"]) or r == "probe":
             continue
         lim = "unknown" if x["limit"] is None else fmt_num(x["limit"])
         pct = f" ({x['use'] * 100:.0f} %)" if x["use"] is not None else ""

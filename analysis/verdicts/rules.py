@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any, TypeGuard
-
-import numpy as np
+from typing import Any
 
 from xcbench.analysis.verdicts import between_run as _between
 from xcbench.analysis.verdicts import borderline as _bl
 from xcbench.analysis.verdicts import roles as _roles
 from xcbench.analysis.verdicts import saturation as _sat
 from xcbench.analysis.verdicts.amplification import describe
+from xcbench.figures.numbers import is_finite
 from xcbench.figures.stats import CONFIDENCE
 from xcbench.figures.units import fmt_gbps, fmt_num
 
@@ -31,11 +30,6 @@ STARVED = 0.25
 SCALING = 1.25
 GIB = float(1 << 30)
 BIG_OP = float(1 << 20)  # a mean client op this large is held by bandwidth, not by an IOPS ceiling
-
-
-def _ok(v: Any) -> TypeGuard[float]:
-    """A finite number (None, NaN and non-numbers are not)."""
-    return v is not None and isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
 
 
 def gbps(v: float) -> str:
@@ -58,19 +52,19 @@ def ops_key(ev: dict[str, Any]) -> str:
 
 def _dev_iops(ev: dict[str, Any]) -> bool:
     """The level's and the IOPS probe's IOs were both counted at the storage device (writes)."""
-    return (io_word(ev) == "write" and _ok(ev.get("device_write_iops"))
-            and _ok(ev.get("fio_device_iops")) and ev["fio_device_iops"] > 0)
+    return (io_word(ev) == "write" and is_finite(ev.get("device_write_iops"))
+            and is_finite(ev.get("fio_device_iops")) and ev["fio_device_iops"] > 0)
 
 
 def _util(ev: dict[str, Any]) -> dict[str, float]:
     r = ev["rate"]
     u = {}
-    if _ok(ev.get("network_bps")) and ev["network_bps"] > 0:
+    if is_finite(ev.get("network_bps")) and ev["network_bps"] > 0:
         u["network"] = r / ev["network_bps"]
     ops = ev.get(ops_key(ev))
     # a 4 KiB-op IOPS ceiling holds small ops; the chain's large ops (>= 1 MiB each) are
     # bounded by bytes, not by that count (under a device-bytes limit both fall together)
-    small = not _ok(ops) or ops <= 0 or r / ops < BIG_OP
+    small = not is_finite(ops) or ops <= 0 or r / ops < BIG_OP
     if small and _dev_iops(ev):
         # like with like: the device IOs the level made per second against those fio's IOPS
         # job made; a chain op (an XrdCeph lock, xattr or 256 KiB write) costs the device
@@ -79,25 +73,25 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
         # theirs (under a bytes limit fio's 4 KiB job is held by bytes too: its IO/s are then
         # no IO-count ceiling)
         ui = ev["device_write_iops"] / ev["fio_device_iops"]
-        ub = (ev["device_write_Bps"] / ev["fio_device_Bps"] if _ok(ev.get("device_write_Bps"))
-              and _ok(ev.get("fio_device_Bps")) and ev["fio_device_Bps"] > 0 else math.nan)
+        ub = (ev["device_write_Bps"] / ev["fio_device_Bps"] if is_finite(ev.get("device_write_Bps"))
+              and is_finite(ev.get("fio_device_Bps")) and ev["fio_device_Bps"] > 0 else math.nan)
         ev["device_use"] = {"ios": ui, "bytes": ub}
-        if not (_ok(ub) and ub >= ui):
+        if not (is_finite(ub) and ub >= ui):
             u["storage-iops"] = ui
-    elif _ok(ops) and _ok(ev.get("fio_iops")) and ev["fio_iops"] > 0 and small:
+    elif is_finite(ops) and is_finite(ev.get("fio_iops")) and ev["fio_iops"] > 0 and small:
         u["storage-iops"] = ops / ev["fio_iops"]
     # the tmpfs rate is a gateway *ceiling* only if it stopped growing with concurrency
     ceiling = ev.get("gateway_ceiling") if not (ev.get("gateway_growth", 0) >= SCALING) else None
     own = (ev.get("roles") or {}).get("gateway", {}).get("limit")
     twin = ev.get("gateway_twin_limit")
-    if _ok(own) and _ok(twin) and abs(own - twin) > 0.01 * max(own, twin):
+    if is_finite(own) and is_finite(twin) and abs(own - twin) > 0.01 * max(own, twin):
         ceiling = None  # the tmpfs gateway ran under another CPU limit: not this gateway's ceiling
         ev["gateway_ceiling_note"] = (f"tmpfs gateway limit {fmt_num(twin)} cores "
                                       f"({ev.get('gateway_twin_limit_source')}) vs {fmt_num(own)} here")
-    gw = [x for x in (r / ceiling if _ok(ceiling) and ceiling > 0 else None, ev.get("cpu")) if _ok(x)]
+    gw = [x for x in (r / ceiling if is_finite(ceiling) and ceiling > 0 else None, ev.get("cpu")) if is_finite(x)]
     if gw:
         u["gateway"] = max(gw)
-    if _ok(ev.get("fio_bw")) and ev["fio_bw"] > 0:
+    if is_finite(ev.get("fio_bw")) and ev["fio_bw"] > 0:
         u["storage-bandwidth"] = r / ev["fio_bw"]
     return u
 
@@ -153,16 +147,16 @@ def deciding(ev: dict[str, Any], verdict: str) -> dict[str, Any] | None:
         return dict(passed)
     role = ev.get("limited_role")
     x = (ev.get("roles") or {}).get(role) if role else None
-    if x and verdict in ("gateway", "client", "storage-iops", "storage-bandwidth") and _ok(x.get("use")):
+    if x and verdict in ("gateway", "client", "storage-iops", "storage-bandwidth") and is_finite(x.get("use")):
         return {"figure": f"{role} CPU of its limit", "value": x["use"], "threshold": NEAR, "at_most": False}
     eff = ev.get("scaling_efficiency") or {}
-    if verdict == "host-cpu" and (ev.get("host_cpu_waits") or {}).get("low_efficiency") and _ok(eff.get("high")):
+    if verdict == "host-cpu" and (ev.get("host_cpu_waits") or {}).get("low_efficiency") and is_finite(eff.get("high")):
         return {"figure": "scaling efficiency (upper bound)", "value": eff["high"],
                 "threshold": _sat.EFFICIENCY_LOW, "at_most": True, "estimate": eff.get("value")}
-    if verdict == "client" and _ok(ev.get("starved_frac")):
+    if verdict == "client" and is_finite(ev.get("starved_frac")):
         return {"figure": "seconds with idle slots and queued files", "value": ev["starved_frac"],
                 "threshold": STARVED, "at_most": False}
-    if verdict == "concurrency" and _ok(ev.get("best_higher_growth_low")):
+    if verdict == "concurrency" and is_finite(ev.get("best_higher_growth_low")):
         return {"figure": "growth (lower bound)", "value": ev["best_higher_growth_low"],
                 "threshold": SCALING, "at_most": False}
     return None
@@ -215,7 +209,7 @@ def _gw_rel_se(ev: dict[str, Any], u: dict[str, float]) -> float:
     """The noise of u_gw: of R/G (both rates' errors) when that is the larger part, else of the
     gateway's CPU share (its samples' error over the window)."""
     r, g, se = ev["rate"], ev.get("gateway_ceiling"), ev.get("rate_rel_se")
-    if _ok(g) and g > 0 and math.isclose(u.get("gateway", math.nan), r / g):
+    if is_finite(g) and g > 0 and math.isclose(u.get("gateway", math.nan), r / g):
         return _bl.combined(se, ev.get("gateway_ceiling_rel_se"))
     return _bl.combined(ev.get("gateway_cores_rel_se"))
 
@@ -232,8 +226,8 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     ev["thresholds"] = {"near": NEAR, "starved": STARVED, "scaling": SCALING, "scaling_confidence": CONFIDENCE}
     at = f"at {fmt_num(conc)} transfers ({mode}{', reads' if io == 'read' else ''})"
     cpu_txt = (f"gateway CPU {fmt_num(ev['gateway_cores'])} of {fmt_num(ev['cores'])} cores "
-               f"({pct(ev['cpu'])})") if _ok(ev.get("cpu")) else None
-    host_txt = f"host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) else None
+               f"({pct(ev['cpu'])})") if is_finite(ev.get("cpu")) else None
+    host_txt = f"host CPU {pct(ev['host_busy'])} busy" if is_finite(ev.get("host_busy")) else None
 
     if _bl.passes(ev, "network", "share of the iperf3 baseline", u.get("network"), NEAR, se):
         return "network", (f"The chain moves {gbps(r)} {at}, "
@@ -254,9 +248,9 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
                                     f"IO/s {at}, {pct(u['storage-iops'])} of the "
                                     f"{fmt_num(ev['fio_device_iops'])} IO/s fio's {ev['fio_iops_job']} "
                                     f"job made it do ({fmt_num(ev['fio_iops'])} IOPS)"
-                                    + (f", its bytes at {pct(ub)} of their ceiling" if _ok(ub) else "")
+                                    + (f", its bytes at {pct(ub)} of their ceiling" if is_finite(ub) else "")
                                     + f", while the chain moves only {gbps(r)}"
-                                    + (f" in {fmt_num(ops)} pool {io} op/s" if _ok(ops) else "") + ".")
+                                    + (f" in {fmt_num(ops)} pool {io} op/s" if is_finite(ops) else "") + ".")
         return "storage-iops", (f"The pool {ev['pool']} sustains {fmt_num(ev[ops_key(ev)])} "
                                 f"{io} op/s {at}, {pct(u['storage-iops'])} of the "
                                 f"{fmt_num(ev['fio_iops'])} IOPS fio measured ({ev['fio_iops_job']}), "
@@ -265,7 +259,7 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     if ugw < NEAR and _bl.passes(ev, "ec-overhead", "EC/replicated rate", ev.get("ec_ratio"), NEAR,
                                  _bl.combined(se, ev.get("rep_rate_rel_se")), at_most=True):
         rho = (f"; measured raw/logical {fmt_num(ev['raw_per_logical'])} "
-               f"(expected {fmt_num(ev['raw_expected'])})") if _ok(ev.get("raw_per_logical")) else ""
+               f"(expected {fmt_num(ev['raw_expected'])})") if is_finite(ev.get("raw_per_logical")) else ""
         if io == "read":
             rho = "; " + amplification_text(ev)
         tail = f"; {host_txt}" if host_txt and ev.get("roles") else ""
@@ -287,22 +281,22 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
         return host
     if ugw >= ubw and _bl.passes(ev, "gateway", "gateway use", u.get("gateway"), NEAR, _gw_rel_se(ev, u)):
         parts = []
-        if _ok(ev.get("gateway_ceiling")):
+        if is_finite(ev.get("gateway_ceiling")):
             parts.append(f"{pct(r / ev['gateway_ceiling'])} of the tmpfs-gateway ceiling "
                          f"({gbps(ev['gateway_ceiling'])})")
         if cpu_txt:
             parts.append(cpu_txt)
-        if _ok(ev.get("fio_bw")):
+        if is_finite(ev.get("fio_bw")):
             parts.append(f"fio allows {gbps(ev['fio_bw'])}")
         return "gateway", f"The chain moves {gbps(r)} {at}: " + "; ".join(parts) + "."
     if not bw_first and _bl.passes(ev, "storage-bandwidth", "share of the fio ceiling",
                                    u.get("storage-bandwidth"), NEAR, se_bw):
         return _bandwidth(ev, r, at, io, ubw)
     starved = ev.get("starved_frac")
-    if _ok(starved) and starved >= STARVED and "client" not in skip:
+    if is_finite(starved) and starved >= STARVED and "client" not in skip:
         return "client", (f"The client left transfer slots idle while files were queued in "
                           f"{pct(starved)} of the seconds {at}; the chain moved {gbps(r)}.")
-    if _ok(ev.get("gateway_starved")) and ev["gateway_starved"] >= STARVED and "client" not in skip:
+    if is_finite(ev.get("gateway_starved")) and ev["gateway_starved"] >= STARVED and "client" not in skip:
         return "client", (f"Even into tmpfs the client left slots idle {pct(ev['gateway_starved'])} "
                           f"of the time {at}; the chain moved {gbps(r)}.")
     grows, growth_txt = _growth(ev, r)
@@ -313,9 +307,9 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     names = {"network": "iperf3", "gateway": "gateway", "storage-bandwidth": "fio bandwidth",
              "storage-iops": "fio IOPS"}
     missing = [what for what, ok in (
-        ("tmpfs-gateway ceiling at this level", _ok(ev.get("gateway_ceiling")) or ev.get("backend") == "tmpfs"),
-        ("fio probe", _ok(ev.get("fio_bw")) or _ok(ev.get("fio_iops")) or ev.get("backend") == "tmpfs"),
-        ("iperf3 baseline", _ok(ev.get("network_bps")))) if not ok]
+        ("tmpfs-gateway ceiling at this level", is_finite(ev.get("gateway_ceiling")) or ev.get("backend") == "tmpfs"),
+        ("fio probe", is_finite(ev.get("fio_bw")) or is_finite(ev.get("fio_iops")) or ev.get("backend") == "tmpfs"),
+        ("iperf3 baseline", is_finite(ev.get("network_bps")))) if not ok]
     if u:
         ceil = ", ".join(f"{names[k]} {pct(v)}" for k, v in sorted(u.items(), key=lambda x: -x[1]))
         why = f"below every measured ceiling ({ceil}); none within {pct(1 - NEAR)}"
@@ -342,8 +336,8 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
 
 def _bandwidth(ev: dict[str, Any], r: float, at: str, io: str, ubw: float) -> tuple[str, str]:
     g = (f", while the tmpfs gateway does {gbps(ev['gateway_ceiling'])}"
-         if _ok(ev.get("gateway_ceiling")) else "")
-    host = (f"; host CPU {pct(ev['host_busy'])} busy" if _ok(ev.get("host_busy")) and ev.get("roles")
+         if is_finite(ev.get("gateway_ceiling")) else "")
+    host = (f"; host CPU {pct(ev['host_busy'])} busy" if is_finite(ev.get("host_busy")) and ev.get("roles")
             and ev["host_busy"] >= NEAR else "")
     return "storage-bandwidth", (f"The chain moves {gbps(r)} {at}, {pct(ubw)} of the fio {io} "
                                  f"ceiling of this layout and pool ({gbps(ev['fio_bw'])}){g}{host}.")
@@ -357,10 +351,10 @@ def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
     not called, and is a borderline candidate (analysis.verdicts.borderline): another run would call it.
     Without noise figures the plain ratio is used."""
     hi = ev.get("best_higher_rate")
-    if not (_ok(hi) and r > 0):
+    if not (is_finite(hi) and r > 0):
         return False, ""
     low = ev.get("best_higher_growth_low")
-    if not _ok(low):
+    if not is_finite(low):
         return hi >= SCALING * r, ""
     noise = f" ({ev['rate_noise']})" if ev.get("rate_noise") else ""
     words = (f" (x{fmt_num(hi / r)}; at least x{fmt_num(low)} at {CONFIDENCE * 100:.0f} % given "
@@ -375,7 +369,7 @@ def _growth(ev: dict[str, Any], r: float) -> tuple[bool, str]:
 def amplification_text(ev: dict[str, Any]) -> str:
     """'the OSDs read 1.52x the bytes read (replicated twin 1.01x)' or '... not measured'."""
     a, rep = ev.get("read_amplification"), ev.get("rep_read_amplification")
-    if not _ok(a):
+    if not is_finite(a):
         return "OSD read amplification not measured (no BlueStore read counters sampled)"
-    twin = f" (replicated twin {describe(rep)})" if _ok(rep) else ""
+    twin = f" (replicated twin {describe(rep)})" if is_finite(rep) else ""
     return f"the OSDs read {describe(a)} the bytes the campaign read{twin}"

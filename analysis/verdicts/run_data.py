@@ -107,6 +107,14 @@ class RunData:
         self.run_id = self.run.run_id
         self.manifest = self.run.manifest
 
+    def reread(self, *tables: str) -> None:
+        """Read ``tables`` (``verdicts``: the stored ones) and the manifest again at their next
+        use: written since this was loaded (the verdicts and their findings, by the attribution
+        that concludes a run: xcbench.analysis.conclude)."""
+        self.manifest = self.run.manifest
+        for t in tables:
+            self.__dict__.pop("stored_verdicts" if t == "verdicts" else t, None)
+
     # --- raw tables ------------------------------------------------------------------------
     @cached_property
     def transfers(self) -> pd.DataFrame:

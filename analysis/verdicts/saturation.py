@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 
 from xcbench.analysis.verdicts.borderline import Z
 from xcbench.analysis.verdicts.samples import SampleIndex
+from xcbench.figures.numbers import is_finite
 
 WAIT_SAT = 0.5
 CHAIN_WAIT = 0.15
@@ -51,10 +52,6 @@ DEMAND_MIN = 0.1
 # filling the box (99 % busy) 0.90 +- 0.15: system pressure is everyone's, so host-cpu below
 # the busy cut asks the chain's own wait (CHAIN_WAIT) too
 PSI_WAIT = 0.3
-
-
-def _ok(v: Any) -> TypeGuard[float]:
-    return isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v)
 
 
 def _in(rows, windows) -> np.ndarray:
@@ -109,7 +106,7 @@ def role_sched(s: SampleIndex, cell_id: str, windows) -> dict[str, dict[str, Any
 
 def wait_share(wait: Any, cpu: Any) -> float | None:
     """The share of its runnable time a role waited; None when it barely wanted a CPU."""
-    if not (_ok(wait) and _ok(cpu)) or wait + cpu < DEMAND_MIN:
+    if not (is_finite(wait) and is_finite(cpu)) or wait + cpu < DEMAND_MIN:
         return None
     return float(wait / (wait + cpu))
 
@@ -117,7 +114,7 @@ def wait_share(wait: Any, cpu: Any) -> float | None:
 def chain_wait(roles: dict[str, dict[str, Any]]) -> float | None:
     """The chain's wait share: its roles' run-queue wait over their runnable time (no probe)."""
     pairs = [(x.get("runq_wait"), x.get("cpu")) for r, x in roles.items() if r != "probe"]
-    pairs = [(w, c) for w, c in pairs if _ok(w) and _ok(c)]
+    pairs = [(w, c) for w, c in pairs if is_finite(w) and is_finite(c)]
     if not pairs:
         return None
     return wait_share(sum(w for w, _ in pairs), sum(c for _, c in pairs))
@@ -133,7 +130,7 @@ def efficiency(levels: list[tuple[float, float]], conc: float) -> tuple[float, f
     """(efficiency, from level, to level) at ``conc``: rate ratio / concurrency ratio to the next
     higher level, or from the next lower one at the highest level (a level whose neighbour
     gains little for more transfers in flight is held by something shared). None with one level."""
-    pts = sorted((float(c), float(r)) for c, r in levels if _ok(c) and _ok(r) and c > 0 and r > 0)
+    pts = sorted((float(c), float(r)) for c, r in levels if is_finite(c) and is_finite(r) and c > 0 and r > 0)
     at = [i for i, (c, _) in enumerate(pts) if c == float(conc)]
     if not at or len(pts) < 2:
         return None
@@ -152,7 +149,7 @@ def add_evidence(view: Any, s: SampleIndex, cell_id: str, conc: float, windows, 
     if got is None:
         return
     eff, a, b = got
-    se = math.hypot(*(x if _ok(x) else 0.0 for x in (rel_se(view.point(cell_id, a) or {}),
+    se = math.hypot(*(x if is_finite(x) else 0.0 for x in (rel_se(view.point(cell_id, a) or {}),
                                                      rel_se(view.point(cell_id, b) or {}))))
     ev["scaling_efficiency"] = {"value": eff, "high": eff * math.exp(Z * se), "rel_se": se,
                                 "from": a, "to": b}

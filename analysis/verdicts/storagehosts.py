@@ -1,4 +1,4 @@
-"""Storage hosts (DESIGN.md: the Ceph cluster's machines, seen through the site's Prometheus):
+"""Storage hosts (the Ceph cluster's machines, seen through the site's Prometheus):
 each OSD host's NICs, disks and CPU over a level's steady window against their limits, the EC
 fan-out measured on their NICs, and the verdicts that follow.
 
@@ -40,20 +40,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, TypeGuard
+from typing import Any
 
-import pandas as pd
-
+from xcbench.figures.numbers import is_finite
 from xcbench.store.findings import finding
-from xcbench.store.tables import FINDING
 from xcbench.telemetry.promqueries import instance_ip
 
 VERDICTS = ("storage-network", "storage-disk", "storage-host-cpu")
 CLIENT_ROLES = ("gateway", "mount", "client")  # a saturated one is named before a storage host
-
-
-def _ok(v: Any) -> TypeGuard[float]:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _span(labels: Any) -> float:
@@ -63,7 +57,7 @@ def _span(labels: Any) -> float:
         r = float(labels.get("range_s", 0.0)) if isinstance(labels, dict) else 0.0
     except (TypeError, ValueError):
         return 0.0
-    return r if _ok(r) and r > 0 else 0.0
+    return r if is_finite(r) and r > 0 else 0.0
 
 
 def _mean(df: Any, windows) -> float:
@@ -74,12 +68,12 @@ def _mean(df: Any, windows) -> float:
     if df is None or not len(df):
         return math.nan
     vals = [float(v) for w, v, lab in zip(df["wall"], df["value"], df["labels"], strict=True)
-            if any(a - 1e-3 <= w - _span(lab) and w <= b for a, b in windows) and _ok(float(v))]
+            if any(a - 1e-3 <= w - _span(lab) and w <= b for a, b in windows) and is_finite(float(v))]
     return sum(vals) / len(vals) if vals else math.nan
 
 
 def _max(df: Any) -> float:
-    vals = [float(v) for v in df["value"] if _ok(float(v))] if df is not None and len(df) else []
+    vals = [float(v) for v in df["value"] if is_finite(float(v))] if df is not None and len(df) else []
     return max(vals) if vals else math.nan
 
 
@@ -105,7 +99,7 @@ def measured_speeds(baseline: Any) -> dict[str, tuple[float, str]]:
         return out
     for r in baseline.to_dict("records"):
         bps, a, b = r.get("bits_per_second"), r.get("client"), r.get("gateway")
-        if not _ok(bps) or bps <= 0 or r.get("error") or not a or not b or a == b:
+        if not is_finite(bps) or bps <= 0 or r.get("error") or not a or not b or a == b:
             continue
         for end in (a, b):
             if end not in out or bps / 8.0 > out[end][0]:
@@ -135,30 +129,30 @@ def host_figures(samples: Any, cell_id: str, windows,
         sp = _mean(speed.get(key), everywhere)
         limit = _mean(shaped.get(key), everywhere)
         source = "node_network_speed_bytes"
-        if _ok(limit) and limit > 0 and not (_ok(sp) and 0 < sp < limit):
+        if is_finite(limit) and limit > 0 and not (is_finite(sp) and 0 < sp < limit):
             sp, source = limit, str(shaped[key]["labels"].iloc[-1].get("source", "shaped link"))
-        if not (_ok(sp) and sp > 0):
+        if not (is_finite(sp) and sp > 0):
             stated = declared.get(key) if declared.get(key) is not None else declared.get((h, "*"))
             sp = _mean(stated, everywhere)
-            if stated is not None and _ok(sp) and sp > 0:
+            if stated is not None and is_finite(sp) and sp > 0:
                 source = str(stated["labels"].iloc[-1].get("source", "inventory"))
             else:
                 g = rx.get(key) if rx.get(key) is not None else tx.get(key)
                 ip = instance_ip(str(g["labels"].iloc[-1].get("instance", ""))) if g is not None else None
                 if ip and ip in (measured or {}):
                     sp, source = (measured or {})[ip]
-        busiest = max((x for x in (r, t) if _ok(x)), default=math.nan)
-        if not _ok(busiest):
+        busiest = max((x for x in (r, t) if is_finite(x)), default=math.nan)
+        if not is_finite(busiest):
             continue
-        known = _ok(sp) and sp > 0
+        known = is_finite(sp) and sp > 0
         host(h)["nics"][dev] = {"rx": r, "tx": t, "speed": sp if known else None,
                                 "speed_source": source if known else None,
                                 "use": busiest / sp if known else math.nan,
-                                "way": "received" if _ok(r) and (not _ok(t) or r >= t) else "sent"}
+                                "way": "received" if is_finite(r) and (not is_finite(t) or r >= t) else "sent"}
         if not known:
-            seen = max((x for x in (_max(rx.get(key)), _max(tx.get(key))) if _ok(x)), default=math.nan)
+            seen = max((x for x in (_max(rx.get(key)), _max(tx.get(key))) if is_finite(x)), default=math.nan)
             host(h)["nics"][dev].update(
-                speed_at_least=seen if _ok(seen) else None,
+                speed_at_least=seen if is_finite(seen) else None,
                 speed_source=("unknown (no node_network_speed_bytes, no link.speed in the "
                               "inventory): at least the highest rate seen on it"))
     busy = _by_host_device(samples, cell_id, "node.disk_busy")
@@ -171,7 +165,7 @@ def host_figures(samples: Any, cell_id: str, windows,
         if h in osd_disks and not osds:
             continue  # the host's other disks (its OS disk) when the OSDs' disks are known
         b = _mean(g, windows)
-        if _ok(b):
+        if is_finite(b):
             host(h)["disks"][dev] = {"busy": b, "read": _mean(rd.get(key), windows),
                                      "write": _mean(wr.get(key), windows), "osds": osds}
     for (h, _), g in rx.items():
@@ -183,9 +177,9 @@ def host_figures(samples: Any, cell_id: str, windows,
         c = _mean(g, windows)
         n = _mean(cores.get((h, "")), [(-math.inf, math.inf)])
         local = g["labels"].map(lambda lab: "local" in str(lab.get("role", "")).split(",")).any()
-        if _ok(c):
-            host(h)["cpu"] = {"busy": c, "cores": n if _ok(n) else None, "local": bool(local),
-                              "use": c / n if _ok(n) and n > 0 else math.nan}
+        if is_finite(c):
+            host(h)["cpu"] = {"busy": c, "cores": n if is_finite(n) else None, "local": bool(local),
+                              "use": c / n if is_finite(n) and n > 0 else math.nan}
     return out
 
 
@@ -200,7 +194,7 @@ def expected_fanout(cell: Any) -> float:  # Any: a row of RunData.cells (a panda
         except ValueError:
             return math.nan
     size = cell.get("raw_ratio_expected")
-    return float(size) if _ok(size) else math.nan
+    return float(size) if is_finite(size) else math.nan
 
 
 def add_evidence(rd: Any, cell: Any, windows, ev: dict[str, Any]) -> None:  # cell: as above
@@ -214,19 +208,19 @@ def add_evidence(rd: Any, cell: Any, windows, ev: dict[str, Any]) -> None:  # ce
     ev["storage_disk"] = _worst(hosts, "disks", "busy")
     # this machine's CPU (one box: OSDs beside the gateway) is the host-cpu rule's, from the
     # roles device; only a storage host of its own gets storage-host-cpu
-    cpus = [(h, x["cpu"]) for h, x in hosts.items() if _ok(x["cpu"].get("use")) and not x["cpu"]["local"]]
+    cpus = [(h, x["cpu"]) for h, x in hosts.items() if is_finite(x["cpu"].get("use")) and not x["cpu"]["local"]]
     ev["storage_cpu"] = (dict(max(cpus, key=lambda hx: hx[1]["use"])[1], host=max(
         cpus, key=lambda hx: hx[1]["use"])[0]) if cpus else None)
     r = ev.get("rate")
     way = "rx" if ev.get("direction") != "read" else "tx"
     # OSDs behind a loopback target talk over loopback, which no NIC counts: no fan-out there
     moved = [n[way] for x in hosts.values() if not x.get("loopback")
-             for n in x["nics"].values() if _ok(n[way])]
-    ev["storage_fanout"] = sum(moved) / r if moved and _ok(r) and r > 0 else math.nan
+             for n in x["nics"].values() if is_finite(n[way])]
+    ev["storage_fanout"] = sum(moved) / r if moved and is_finite(r) and r > 0 else math.nan
     ev["storage_fanout_expected"] = expected_fanout(cell) if ev.get("direction") != "read" else math.nan
     rel = ev.get("host_busy_rel_se")
     agree = views_agree(hosts, ev.get("host_busy"),
-                        rel * ev["host_busy"] if _ok(rel) and _ok(ev.get("host_busy")) else None)
+                        rel * ev["host_busy"] if is_finite(rel) and is_finite(ev.get("host_busy")) else None)
     if agree:
         ev["storage_views"] = agree
     ev.setdefault("sources", {})["storage_hosts"] = {
@@ -250,12 +244,12 @@ def views_agree(hosts: dict[str, Any], host_busy: Any, host_se: Any = None) -> d
     """One box: this machine's CPU as Prometheus saw it (the loopback target) and as the local
     host device did (``host_busy``, with the standard error of that window mean ``host_se``)
     over the same window; they must agree within AGREE (or the window's own noise, if larger)."""
-    local = [(h, x) for h, x in hosts.items() if x.get("loopback") and _ok(x["cpu"].get("use"))]
-    if not local or not _ok(host_busy):
+    local = [(h, x) for h, x in hosts.items() if x.get("loopback") and is_finite(x["cpu"].get("use"))]
+    if not local or not is_finite(host_busy):
         return None
     host, x = local[0]
     prom = x["cpu"]["use"]
-    tol = max(AGREE, NOISE_K * math.sqrt(2) * host_se) if _ok(host_se) else AGREE
+    tol = max(AGREE, NOISE_K * math.sqrt(2) * host_se) if is_finite(host_se) else AGREE
     ok = abs(prom - host_busy) <= tol
     return {"host": host, "prometheus_cpu": prom, "host_cpu": host_busy, "agree": ok,
             "tolerance": tol,
@@ -293,37 +287,31 @@ def views_findings(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def store_views_findings(run: Any, verdicts: list[dict[str, Any]]) -> None:
     """The views' findings of the attributed cells into the run's findings table, replacing the
-    ones an earlier attribution of the same cells wrote (a resumed run, a report run again)."""
+    ones an earlier attribution of the same cells wrote (a resumed run, a run concluded again)."""
     new = views_findings(verdicts)
     cells = {v["cell_id"] for v in verdicts}
     old = run.table("findings")
     stale = (old["cell_id"].isin(cells) & old["what"].astype(str).str.startswith(VIEWS_WHAT)) \
         if len(old) else None
-    if stale is None or not stale.any():
+    if (stale is None or not stale.any()) and run.status == "running":
         if new:
-            if run.status != "running":
-                _rewrite(run, old, new)
-            else:
-                run.append("findings", new)
+            run.append("findings", new)
         return
-    keep = old[~stale]
-    if run.status != "running":
-        _rewrite(run, keep, new)
+    if stale is None or not stale.any():
+        if not new:
+            return
+        keep = old
     else:
-        run.replace_table("findings", keep.astype(object).where(keep.notna(), None).to_dict("records") + new)
-
-
-def _rewrite(run: Any, old: Any, new: list[dict[str, Any]]) -> None:
-    """A finalized run's findings.parquet with ``new`` after ``old``."""
-    rows = (old.astype(object).where(old.notna(), None).to_dict("records") if len(old) else []) + new
-    pd.DataFrame(rows, columns=list(FINDING)).to_parquet(run.path / "findings.parquet", index=False)
+        keep = old[~stale]
+    # a finalized run: its JSONL and its Parquet file (RunDir.replace_table)
+    run.replace_table("findings", keep.astype(object).where(keep.notna(), None).to_dict("records") + new)
 
 
 def _worst(hosts: dict[str, Any], kind: str, key: str) -> dict[str, Any] | None:
     best = None
     for h, x in hosts.items():
         for dev, f in x[kind].items():
-            if _ok(f.get(key)) and (best is None or f[key] > best[key]):
+            if is_finite(f.get(key)) and (best is None or f[key] > best[key]):
                 best = {**f, "host": h, "device": dev}
     return best
 
@@ -336,24 +324,24 @@ def storage_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
     """(verdict, reason) when an OSD host's NIC, disk or CPU is at >= ``near`` of its limit."""
     r = ev.get("rate")
     at = f"at {ev.get('concurrency')} transfers"
-    chain = f"The chain moves {_mbit(r)} {at}" if _ok(r) else f"The chain {at}"
+    chain = f"The chain moves {_mbit(r)} {at}" if is_finite(r) else f"The chain {at}"
     nic, disk, cpu = ev.get("storage_nic"), ev.get("storage_disk"), ev.get("storage_cpu")
-    if nic and _ok(nic.get("use")) and nic["use"] >= near:
+    if nic and is_finite(nic.get("use")) and nic["use"] >= near:
         moved = nic["rx"] if nic["way"] == "received" else nic["tx"]
         fan = ""
-        if _ok(ev.get("storage_fanout")):
+        if is_finite(ev.get("storage_fanout")):
             exp = ev.get("storage_fanout_expected")
             fan = (f"; the OSD hosts' NICs carry {ev['storage_fanout']:.2f} bytes per client byte"
-                   + (f" (RAL's arithmetic for this pool: {exp:.2f})" if _ok(exp) else ""))
+                   + (f" (RAL's arithmetic for this pool: {exp:.2f})" if is_finite(exp) else ""))
         return "storage-network", (f"{chain}: storage host {nic['host']}'s NIC {nic['device']} "
                                    f"{nic['way']} {_mbit(moved)}, {nic['use'] * 100:.0f} % of its "
                                    f"{_mbit(nic['speed'])} link{fan}.")
-    if disk and _ok(disk.get("busy")) and disk["busy"] >= near:
+    if disk and is_finite(disk.get("busy")) and disk["busy"] >= near:
         on = f" (under {disk['osds']})" if disk.get("osds") else ""
         return "storage-disk", (f"{chain}: storage host {disk['host']}'s disk {disk['device']}{on} "
                                 f"is busy {disk['busy'] * 100:.0f} % of the time, writing "
-                                f"{_mbit(disk['write']) if _ok(disk.get('write')) else '?'}.")
-    if cpu and _ok(cpu.get("use")) and cpu["use"] >= near:
+                                f"{_mbit(disk['write']) if is_finite(disk.get('write')) else '?'}.")
+    if cpu and is_finite(cpu.get("use")) and cpu["use"] >= near:
         return "storage-host-cpu", (f"{chain}: storage host {cpu['host']}'s CPU is "
                                     f"{cpu['use'] * 100:.0f} % busy ({cpu['busy']:.1f} of "
                                     f"{cpu['cores']:g} cores).")

@@ -30,7 +30,7 @@ def new_run_name() -> str:
 @contextlib.contextmanager
 def _libcephfs(cluster: Cluster, root: str):
     import cephfs
-    fs = cephfs.LibCephFS(conffile=str(cluster.conf), auth_id=cluster.fs_client_id)
+    fs = cephfs.LibCephFS(conffile=str(cluster.conf), auth_id=cluster.fs_ceph_id)
     try:
         if cluster.fs_keyring:
             fs.conf_set("keyring", str(cluster.fs_keyring))
@@ -58,7 +58,7 @@ def make(cluster: Cluster, run: str) -> bool:
     except cephfs.Error as e:
         if _errno(e) not in (errno.ENOENT, None) and not isinstance(e, cephfs.ObjectNotFound):
             raise XcbError(f"CephFS {cluster.fs_name}: cannot make /{TOP}/{run} as "
-                           f"client.{cluster.fs_client_id}: {e}") from e
+                           f"client.{cluster.fs_ceph_id}: {e}") from e
     try:  # /xcbench is missing: make it, if the key may reach the root
         with _libcephfs(cluster, "/") as fs:
             try:
@@ -69,7 +69,7 @@ def make(cluster: Cluster, run: str) -> bool:
             fs.mkdir(f"/{TOP}/{run}".encode(), 0o755)
     except cephfs.Error as e:
         raise XcbError(f"CephFS {cluster.fs_name}: /{TOP} is missing and client."
-                       f"{cluster.fs_client_id} may not make it ({e}): the admin makes it once "
+                       f"{cluster.fs_ceph_id} may not make it ({e}): the admin makes it once "
                        f"(`xcbench cluster caps` says how)") from e
     return made_top
 

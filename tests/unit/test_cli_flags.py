@@ -197,7 +197,8 @@ def test_a_run_is_given_by_path_id_or_latest(tmp_path, monkeypatch):
     assert seen == [str(r2.path)] * 3
     cal = []
     monkeypatch.setattr(plan, "load_calibration",
-                        lambda runs, osds: cal.append(runs) or (_ for _ in ()).throw(SystemExit(0)))
+                        lambda runs, osds: cal.append([str(r.run.path) for r in runs])
+                        or (_ for _ in ()).throw(SystemExit(0)))
     with pytest.raises(SystemExit):
         main(["plan", "--target", "hl-lhc-t1", "--calibrate", "first", "latest", "--store", str(tmp_path)])
     assert cal == [[str(r1.path), str(r2.path)]]

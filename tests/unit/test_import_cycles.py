@@ -189,7 +189,7 @@ def test_ceph_package_imports_one_way():
     assert "xcbench.ceph.mini" not in graph["xcbench.ceph.cluster"]
 
 
-# The packages from the ground floor up (DESIGN.md): a module imports only from its own package or
+# The packages from the ground floor up: a module imports only from its own package or
 # a package below it. A row holds packages of one floor (the error type beside the OS layer: each
 # uses the other). The top level keeps the CLI entry points and the error type.
 LAYERS: list[tuple[str, ...]] = [
@@ -207,18 +207,121 @@ LAYERS: list[tuple[str, ...]] = [
     ("xcbench.backends",),
     ("xcbench.telemetry",),
     ("xcbench.clients",),
+    # the campaign stands on the clients (and the cell, matrix, store): none of the gateway, the
+    # probe, the telemetry or the analysis; running it elsewhere needs the hosts besides
+    ("xcbench.campaign",),
+    ("xcbench.scaleout",),
     ("xcbench.gateway",),
     ("xcbench.probe",),
     ("xcbench.analysis.verdicts",),
-    # "xcbench.analysis" (its __init__) sits with report: a row is searched longest name first
+    # "xcbench.analysis" (its __init__, conclude) sits with report: a row is searched longest
+    # name first
     ("xcbench.analysis", "xcbench.analysis.report"),
-    ("xcbench.campaign",),
-    ("xcbench.scaleout",),
     ("xcbench.plan",),
     ("xcbench.run",),
     ("xcbench.selftest",),
     ("xcbench.commands", "xcbench.cli", "xcbench.__main__", "xcbench.pytest_plugin"),
 ]
+# What each floor holds, by the first package of its row: docs/architecture.md's floor table is
+# made from LAYERS and this (`python tests/unit/test_import_cycles.py` writes it; a test checks it).
+WHAT: dict[str, str] = {
+    "xcbench": "the package's version; the one user-facing error (imports nothing; "
+               "`system.secrets` plugs its scrubber in)",
+    "xcbench.figures": "pure figures, numbers in and out: `units` (sizes, rates, capacities: one "
+                       "meaning per symbol; report number formats), `stats`, `steady` (a level's "
+                       "steady window and rate), `buckets`, `reference` and `published` "
+                       "(published figures a matrix reproduces)",
+    "xcbench.system": "the OS layer: `proc` + `proctree` (the one subprocess helper), `signals`, "
+                      "`orphans`, `cgroups` + `limits`, `blkio`, `mounts`, `fsutil` (`remove_tree`: "
+                      "never crosses a mount point, never follows a symlink), `statedir`, "
+                      "`secrets`, `ports`, `xrootd_user`, `userfiles`, `templates`, `agentstream`",
+    "xcbench.cell": "the **cell** (the matrix's point as a typed value) and the names it uses: "
+                    "`layout` (Ceph's striping rules), `protection` (replicated size / EC k+m), "
+                    "`classes` (file-size classes), the backends, modes, directions and security "
+                    "modes",
+    "xcbench.matrix": "**matrix** files: `schema`, `expand` (product, include/exclude, **cell** "
+                      "ids), `validate`; `sections`: the registry where each package that runs a "
+                      "cell registers the check of its part (`<package>/matrix_section.py`; "
+                      "`run/matrix_sections` imports them all)",
+    "xcbench.store": "the result store: `rundir`, `manifest`, `jsonl`, `tables`, `findings`, "
+                     "`fingerprint`, `catalog`, `reserve`, `upgrade` (older runs in today's shape)",
+    "xcbench.ceph": "everything Ceph: `cluster` (handle), `mini` + `bootstrap` (the embedded mini "
+                    "cluster), `conf`, `pools`, `mounts`, `access`, `keys`, `monitoring`",
+    "xcbench.hosts": "**host**s and their **transport**s: `inventory`, `transport`, `emulate`, "
+                     "`checks`, `links`, `reshape`",
+    "xcbench.network": "`baseline` (iperf3 between host pairs), `tcpaudit`, `addressing`",
+    "xcbench.backends": "the **backend** interface (`base.py`) and one package per backend "
+                        "(`tmpfs`, `cephfs`, `rados`)",
+    "xcbench.telemetry": "**sampler**s on one timeline: `host`, `gateway`, `ceph`, `roles` + "
+                         "`role_processes`, `link_sampler`, `prometheus` (+ `promapi`, "
+                         "`promqueries`), `xrdreport`",
+    "xcbench.clients": "transfer clients, one per protocol library: `xrootd_client`, "
+                       "`gfal2_client`, `http_client`; `base` (an attempt's result, the factory), "
+                       "`threads`, `credentials`",
+    "xcbench.campaign": "**campaign**s on this host: `spec`, `dataset`, `dispatch`, `level`, "
+                        "`monitor`, `cancel`, `optimizer`, `rows`, `live_view`, `drivercpu`, "
+                        "`endpoints`, `staging`; reads: `reads`, `readers`, `access`",
+    "xcbench.scaleout": "a campaign elsewhere: `engine` (local or fts3), `fts3`, client hosts over "
+                        "ssh (`distributed`, `agent`, `merge`)",
+    "xcbench.gateway": "**gateway**s: `config`, `launch`, `placement`, `readiness`, `remote` + "
+                       "`agent`/`agent_parts`, `security`, `misconfig`, `cores`, `smoke` (a WLCG "
+                       "endpoint's smoke test)",
+    "xcbench.probe": "**probe**s: `jobs` (a probe of a cell's target), `job_settings`, `jobfiles`, "
+                     "`device_count`, `levels` (a write probe per campaign level, as the gateway "
+                     "writes), `settle`, `noise`, `cpu`, `fio` (running fio, parsing JSON+)",
+    "xcbench.analysis.verdicts": "what decides: `run_data` (one run loaded once), `attribution` + "
+                                 "`rules` (the **verdict**s), `roles`, `probes`, `sources`, "
+                                 "`directions`, `amplification`, `link_use`, `storagehosts`, "
+                                 "noise (`samples`, `between_run`, `borderline`), `compare`, the "
+                                 "experiments of `confirm`",
+    "xcbench.analysis": "what shows: `render`, `document` (the report), `run_section` + "
+                        "`run_tables`, `glance` (the closing table), `plots` and the other "
+                        "figures, `templates/`; `conclude` (a finished run's one load: verdicts, "
+                        "reports, closing table)",
+    "xcbench.plan": "**plan**s: specs, storage and gateway models, presets, published clusters, "
+                    "calibration",
+    "xcbench.run": "the **run**: `runner`, `options` (RunOptions), `hooks` (how a caller extends "
+                   "a run), `session`, `progress`, `hostrun` (the run's client hosts), "
+                   "`matrix_sections`",
+    "xcbench.selftest": "known-answer **scenario**s (`capping`: the hooks that cap a role) and "
+                        "`confirm`",
+    "xcbench.commands": "the command line (one module per subcommand, `cli.py`) and the pytest "
+                        "plugin",
+}
+
+
+def _path(pkg: str) -> str:
+    """Where a row's package lives in the repository (pyproject's package-dir)."""
+    files = module_files()
+    if pkg == "xcbench":
+        return "`xcbench/__init__.py`"
+    f = files[pkg].relative_to(ROOT)
+    if f.name != "__init__.py":
+        return f"`{f}`"
+    inner = any(q.startswith(pkg + ".") for row in LAYERS for q in row)  # a floor of its own
+    return f"`{f.parent}/*.py`" if inner else f"`{f.parent}/`"
+
+
+def floor_table() -> str:
+    """docs/architecture.md's floor table, from LAYERS and WHAT."""
+    lines = ["| floor | package | what it holds |", "|---|---|---|"]
+    for i, row in enumerate(LAYERS):
+        lines.append(f"| {i} | {', '.join(_path(p) for p in row)} | {WHAT[row[0]]} |")
+    return "\n".join(lines)
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+BEGIN = "<!-- floors: made from LAYERS in tests/unit/test_import_cycles.py; " \
+        "`python tests/unit/test_import_cycles.py` writes it -->"
+END = "<!-- /floors -->"
+
+
+def with_floor_table(doc: str) -> str:
+    head, _, rest = doc.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    return f"{head}{BEGIN}\n{floor_table()}\n{END}{tail}"
+
+
 # Where a project import may sit inside a function, and why it must (none today: measured,
 # `xcbench --help` loads pandas and the Ceph, XRootD and gfal2 bindings through the matrix and
 # campaign packages anyway, so lazy imports in the commands saved nothing).
@@ -337,3 +440,67 @@ def test_no_circle_inside_a_package_even_for_type_checking():
               for comp in tangles(graph)]
     assert not across, "import cycle(s) with TYPE_CHECKING imports counted: " + "; ".join(across)
     assert not upward_imports(graph), "upward TYPE_CHECKING import(s):\n" + "\n".join(upward_imports(graph))
+
+
+def imports_of(graph: dict[str, set[str]], low: str, high: str) -> list[str]:
+    """Edges from package ``low`` (or a module of it) to anything of ``high``."""
+    def of(m: str, pkg: str) -> bool:
+        return m == pkg or m.startswith(pkg + ".")
+    return [f"{m} -> {d}" for m, deps in sorted(graph.items()) if of(m, low)
+            for d in sorted(deps) if of(d, high)]
+
+
+def test_imports_of_finds_an_edge():
+    g = {"xcbench.run.runner": {"xcbench.analysis.verdicts.attribution", "xcbench.store"},
+         "xcbench.runs": {"xcbench.analysis"}}
+    assert imports_of(g, "xcbench.run", "xcbench.analysis") == [
+        "xcbench.run.runner -> xcbench.analysis.verdicts.attribution"]
+
+
+def test_the_run_imports_nothing_of_the_analysis():
+    """A run closes in one place, one direction: the runner measures and finalizes; its caller
+    concludes (xcbench.analysis.conclude: one RunData for the verdicts, the reports and the
+    closing table). Not even for the type checker."""
+    found = imports_of(typed_import_graph(), "xcbench.run", "xcbench.analysis")
+    assert not found, "xcbench.run imports the analysis: " + ", ".join(found)
+
+
+def class_factories(path: Path) -> list[int]:
+    """Lines of ``path`` that make a class at run time: ``type(name, bases, namespace)``."""
+    return [n.lineno for n in ast.walk(_parse(path)) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Name) and n.func.id == "type" and len(n.args) == 3]
+
+
+def test_class_factories_are_found(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("x = type(1)\nR = type('R', (object,), {'cap': 1})\n")
+    assert class_factories(f) == [2]
+
+
+def test_no_class_is_made_at_run_time_and_no_runner_is_subclassed():
+    """A run is extended through its hooks (xcbench.run.hooks.RunHooks in RunOptions), not by
+    a Runner subclass overriding its private methods, nor a class made with type(...)."""
+    files = module_files()
+    made = [f"{m}:{line}" for m, f in files.items() for line in class_factories(f)]
+    assert not made, "classes made with type(name, bases, dict): " + ", ".join(made)
+    sub = [f"{m}:{n.lineno}" for m, f in files.items() for n in ast.walk(_parse(f))
+           if isinstance(n, ast.ClassDef) and any(
+               (isinstance(b, ast.Name) and b.id == "Runner")
+               or (isinstance(b, ast.Attribute) and b.attr == "Runner") for b in n.bases)]
+    assert not sub, "subclasses of the Runner (use RunOptions.hooks): " + ", ".join(sub)
+
+
+def test_every_floor_says_what_it_holds():
+    assert [row[0] for row in LAYERS] == list(WHAT), "one WHAT entry per row of LAYERS, in order"
+
+
+def test_the_architecture_floor_table_is_made_from_layers():
+    """The one floor table (the README links to it): what LAYERS says, nothing else."""
+    doc = ARCHITECTURE.read_text()
+    assert BEGIN in doc and END in doc
+    assert with_floor_table(doc) == doc, \
+        "docs/architecture.md's floor table is not LAYERS': `python tests/unit/test_import_cycles.py`"
+
+
+if __name__ == "__main__":  # write docs/architecture.md's floor table from LAYERS
+    ARCHITECTURE.write_text(with_floor_table(ARCHITECTURE.read_text()))

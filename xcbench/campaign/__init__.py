@@ -1,6 +1,6 @@
 """FTS-style transfer campaigns into XRootD gateways (see dispatch.py for the semantics).
 
-dispatch.py: the job queue, attempts, retries and cancel (:class:`Campaign`, run_campaign);
+dispatch.py: the job queue, attempts, retries and cancel (:class:`Campaign`, run_writes);
 monitor.py: the timeline, optimizer ticks, live view and the CAMPAIGN row; reads.py: read and
 mixed campaigns (``direction``) on the same dispatcher.
 """

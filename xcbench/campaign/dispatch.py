@@ -1,4 +1,4 @@
-"""run_campaign: an FTS-style campaign from one process; this module is its dispatcher.
+"""run_writes: an FTS-style write campaign from one process; this module is its dispatcher.
 
 A dispatcher (the calling thread) starts a transfer only while fewer than ``limit`` are
 active (the fixed concurrency, or the optimizer's decision); each transfer runs in a worker
@@ -423,10 +423,10 @@ class Campaign:
         return row
 
 
-def run_campaign(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None,
-                 cell_id: str = "", progress: bool = False, stop_event=None,
-                 hooks: CampaignHooks | None = None) -> dict:
+def run_writes(spec: CampaignSpec, *, dest: Any, source: Any = None, sink=None,
+               cell_id: str = "", progress: bool = False, stop_event=None,
+               hooks: CampaignHooks | None = None) -> dict:
     """Run ``spec`` into ``dest`` (a Gateway or root:// / http:// URL), from ``source`` for TPC
     modes; rows go to ``sink(table, rows)``; returns the CAMPAIGN row. Writes only:
-    xcbench.campaign.run_campaign (reads.py) also runs read and mixed campaigns."""
+    xcbench.campaign.run_campaign (reads.py) runs any campaign, read and mixed ones too."""
     return Campaign(spec, dest, source, sink, cell_id, hooks).run(progress, stop_event)

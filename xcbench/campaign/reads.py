@@ -26,8 +26,7 @@ from typing import Any
 
 from xcbench.campaign.access import direction_of, ranges
 from xcbench.campaign.dataset import format_adler32
-from xcbench.campaign.dispatch import Campaign, CampaignHooks
-from xcbench.campaign.dispatch import run_campaign as run_writes
+from xcbench.campaign.dispatch import Campaign, CampaignHooks, run_writes
 from xcbench.campaign.level import _Job
 from xcbench.campaign.optimizer import AttemptView
 from xcbench.campaign.readers import thread_reader

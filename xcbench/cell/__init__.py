@@ -33,7 +33,9 @@ class Cell:
     files: int = 16  # files per campaign
     size_dist: str = "fixed"  # fixed | uniform | lognormal
     repeats: int = 1
-    gateway: Mapping[str, Any] = field(default_factory=dict)  # tunables (async, buffers, ceph.*)
+    # the gateway's tunables (async, buffers, ceph.*, bind): the matrix's and the stored
+    # settings' key "gateway" (settings()); a running gateway is an xcbench.gateway.Gateway
+    gateway_settings: Mapping[str, Any] = field(default_factory=dict)
     probe: Mapping[str, Any] = field(default_factory=dict)  # fio: iodepth, numjobs, runtime, size
     campaign: Mapping[str, Any] = field(default_factory=dict)  # client, timeout, retries, checksum ...
     source: str = ""  # the matrix file it came from
@@ -60,4 +62,5 @@ class Cell:
             d.pop("direction")
         if d["security"] == "none":
             d.pop("security")
+        d["gateway"] = d.pop("gateway_settings")  # the name the ids and stored runs have
         return d

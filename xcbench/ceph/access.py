@@ -138,9 +138,9 @@ def check_access(cluster: Cluster, cells: Iterable[Any], backend_of: Callable[[s
     needs = needs_of(cells, backend_of)
     if not needs.pools:
         return
-    if cluster.embedded and cluster.client_id == (cluster.info or {}).get("client_id", "admin"):
+    if cluster.embedded and cluster.ceph_id == (cluster.info or {}).get("client_id", "admin"):
         return
-    who = f"client.{cluster.client_id}"
+    who = f"client.{cluster.ceph_id}"
     fs = cluster.fs_name
     grant = get_or_create(BENCH_ID, bench_caps(needs, fs))
 
@@ -205,11 +205,11 @@ def _check_cephfs(cluster: Cluster, needs: Needs, who: str, stop: Any) -> None:
 
 def own_caps(cluster: Cluster) -> dict[str, str] | None:
     """The key's own caps when it may read them (`auth get` needs mon 'allow *'), else None."""
-    ret, _ = _ask(cluster, "auth get", entity=f"client.{cluster.client_id}")
+    ret, _ = _ask(cluster, "auth get", entity=f"client.{cluster.ceph_id}")
     if ret != 0:
         return None
     try:
-        got = cluster.mon_command("auth get", entity=f"client.{cluster.client_id}")
+        got = cluster.mon_command("auth get", entity=f"client.{cluster.ceph_id}")
         return dict((got[0] if isinstance(got, list) else got).get("caps", {}))
     except (XcbError, KeyError, IndexError, TypeError, AttributeError):
         return None
@@ -221,9 +221,9 @@ def check_gateway_key(cluster: Cluster, needs: Needs | None = None) -> None:
         return
     hint = ("create it with the line `xcbench cluster caps` prints, and give --gateway-id "
             f"{GATEWAY_ID} --gateway-keyring PATH")
-    if not cluster.gateway_id or cluster.gateway_id in ("admin", cluster.client_id):
+    if not cluster.gateway_id or cluster.gateway_id in ("admin", cluster.ceph_id):
         raise XcbError(f"rados cells: the gateway needs its own key limited to the {POOL_PREFIX} pools, "
-                       f"not client.{cluster.gateway_id or cluster.client_id}: {hint}")
+                       f"not client.{cluster.gateway_id or cluster.ceph_id}: {hint}")
     kr = cluster.gateway_keyring or cluster._default_keyring(cluster.gateway_id)
     if kr is None or not Path(kr).is_file():
         raise XcbError(f"rados cells: no keyring for the gateway's key client.{cluster.gateway_id} "

@@ -1,18 +1,20 @@
 """A handle on a Ceph cluster: the embedded mini cluster or one given by --ceph-conf.
 
 This is the one place that finds the ceph.conf (flags, then CEPH_CONF / CEPH_ARGS, then the
-embedded cluster's state dir). Interface (fields may be added, not renamed):
+embedded cluster's state dir). Interface (fields may be added, not renamed; ceph_id and fs_ceph_id were
+client_id and fs_client_id: the Ceph identity has one name, as in --ceph-id, and the stored
+cluster.json and manifest keep theirs):
 
     Cluster.conf          Path of ceph.conf
-    Cluster.client_id     the toolkit's client id ("admin" on the mini cluster unless set)
+    Cluster.ceph_id       the toolkit's Ceph id, client.<id> ("admin" on the mini cluster unless set)
     Cluster.keyring       Path | None
-    Cluster.gateway_id    client id XrdCeph gateways use (its [client.<id>] section names the keyring)
+    Cluster.gateway_id    Ceph id XrdCeph gateways use (its [client.<id>] section names the keyring)
     Cluster.fs_name       CephFS file system xcbench uses (None if none)
-    Cluster.fs_client_id  client id for ceph-fuse / libcephfs
+    Cluster.fs_ceph_id    Ceph id for ceph-fuse / libcephfs
     Cluster.pools         {"replicated": "xcb-rep3", "erasure": "xcb-ec2-1", ...}
     Cluster.embedded      True for a cluster xcbench made (it has a cluster.json beside its conf)
     Cluster.state_dir     its state dir (embedded), Cluster.info the rest of cluster.json
-    Cluster.from_conf(conf, client_id="admin", keyring=None, fs_name=None)
+    Cluster.from_conf(conf, ceph_id="admin", keyring=None, fs_name=None)
     Cluster.discover_fs() bring-your-own cluster without --fs: pick its only file system
     Cluster.rados()       a connected rados.Rados (cached)
     Cluster.mon_command(prefix, **args) -> parsed JSON
@@ -51,7 +53,7 @@ from xcbench.system.xrootd_user import user_name
 
 __all__ = ["POOL_PREFIX", "Cluster", "cluster_from_args"]
 GATEWAY_ID = "xcb-gw"
-FS_CLIENT_ID = "xcb-fs"
+FS_CEPH_ID = "xcb-fs"
 FS_NAME = "xcb-fs"
 DEFAULT_POOLS = {"replicated": "xcb-rep3", "erasure": "xcb-ec2-1"}
 CLUSTER_JSON = "cluster.json"
@@ -92,12 +94,12 @@ def parse_ceph_args(text: str | None) -> dict[str, str]:
 @dataclass
 class Cluster:
     conf: Path
-    client_id: str = "admin"
+    ceph_id: str = "admin"
     keyring: Path | None = None
     gateway_id: str = GATEWAY_ID
     gateway_keyring: Path | None = None
     fs_name: str | None = None
-    fs_client_id: str = FS_CLIENT_ID
+    fs_ceph_id: str = FS_CEPH_ID
     fs_keyring: Path | None = None
     pools: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_POOLS))
     embedded: bool = False
@@ -109,7 +111,7 @@ class Cluster:
 
     # ---- construction -------------------------------------------------------------------
     @classmethod
-    def from_conf(cls, conf: str | os.PathLike, client_id: str | None = "admin",
+    def from_conf(cls, conf: str | os.PathLike, ceph_id: str | None = "admin",
                   keyring: str | os.PathLike | None = None, fs_name: str | None = None,
                   gateway_id: str | None = None,
                   gateway_keyring: str | os.PathLike | None = None) -> Cluster:
@@ -129,24 +131,24 @@ class Cluster:
                 meta = json.loads(meta_path.read_text())
             except (OSError, ValueError) as e:
                 raise XcbError(f"{meta_path}: unreadable cluster.json ({e})") from e
-            cid = client_id or meta["client_id"]
+            cid = ceph_id or meta["client_id"]
 
             def path(key: str) -> Path | None:
                 return Path(meta[key]) if meta.get(key) else None
             gkr = Path(gateway_keyring).absolute() if gateway_keyring else None
-            return cls(conf=conf, client_id=cid,
+            return cls(conf=conf, ceph_id=cid,
                        keyring=kr or (path("keyring") if cid == meta["client_id"] else None),
                        gateway_id=gateway_id or meta["gateway_id"],
                        gateway_keyring=gkr or (path("gateway_keyring") if not gateway_id else None),
-                       fs_name=fs_name or meta.get("fs_name"), fs_client_id=meta["fs_client_id"],
+                       fs_name=fs_name or meta.get("fs_name"), fs_ceph_id=meta["fs_client_id"],
                        fs_keyring=path("fs_keyring"), pools=dict(meta["pools"]), embedded=True,
                        state_dir=Path(meta.get("state_dir") or conf.parent), info=meta)
         # Bring-your-own cluster: xcbench writes only xcb- pools and /xcbench; the gateway has a
         # key of its own (`xcbench cluster caps`), never the run's (which may be admin's).
-        cid = client_id or "admin"
-        return cls(conf=conf, client_id=cid, keyring=kr, gateway_id=gateway_id or GATEWAY_ID,
+        cid = ceph_id or "admin"
+        return cls(conf=conf, ceph_id=cid, keyring=kr, gateway_id=gateway_id or GATEWAY_ID,
                    gateway_keyring=Path(gateway_keyring).absolute() if gateway_keyring else None,
-                   fs_name=fs_name, fs_client_id=cid, fs_keyring=kr, embedded=False)
+                   fs_name=fs_name, fs_ceph_id=cid, fs_keyring=kr, embedded=False)
 
     # ---- talking to Ceph ----------------------------------------------------------------
     def rados(self):
@@ -158,13 +160,13 @@ class Cluster:
                         "rados_osd_op_timeout": "0", "client_mount_timeout": str(CONNECT_TIMEOUT)}
                 if self.keyring:
                     conf["keyring"] = str(self.keyring)
-                r = rados.Rados(conffile=str(self.conf), rados_id=self.client_id, conf=conf)
+                r = rados.Rados(conffile=str(self.conf), rados_id=self.ceph_id, conf=conf)
                 try:
                     r.connect(timeout=CONNECT_TIMEOUT)
                 except rados.Error as e:
                     r.shutdown()
                     raise XcbError(f"{self.conf}: cannot connect to the cluster as client."
-                                   f"{self.client_id}: {e.__class__.__name__}: {e}") from e
+                                   f"{self.ceph_id}: {e.__class__.__name__}: {e}") from e
                 self._rados = r
             return self._rados
 
@@ -201,7 +203,7 @@ class Cluster:
             return out.decode(errors="replace")
 
     def ceph_cli(self, *args: str) -> list[str]:
-        cmd = ["ceph", "-c", str(self.conf), "--id", self.client_id]
+        cmd = ["ceph", "-c", str(self.conf), "--id", self.ceph_id]
         if self.keyring:
             cmd += ["--keyring", str(self.keyring)]
         return cmd + [str(a) for a in args]
@@ -254,7 +256,7 @@ class Cluster:
         except KeyError as e:
             raise XcbError(f"user {user_name()} missing (install xrootd-server, or `make setup`)") from e
         src = self.gateway_keyring or self._default_keyring(self.gateway_id)
-        if not self.embedded and self.gateway_id in ("admin", self.client_id):
+        if not self.embedded and self.gateway_id in ("admin", self.ceph_id):
             raise XcbError(f"gateway: client.{self.gateway_id} is the run's own key; a gateway on a "
                            "site's cluster runs with its own key limited to the xcb- pools "
                            "(`xcbench cluster caps` prints it; give --gateway-id/--gateway-keyring)")
@@ -278,15 +280,15 @@ class Cluster:
                           cephconf.render_conf(out, header=f"gateway conf written by xcbench for "
                                                f"client.{self.gateway_id} of {self.conf}"), 0o644)
 
-    def _default_keyring(self, client_id: str) -> Path | None:
+    def _default_keyring(self, ceph_id: str) -> Path | None:
         """The keyring the conf's `keyring` option names for client.<id> (first existing)."""
         sections = cephconf.parse_conf(self.conf.read_text(), source=str(self.conf))
-        for sec in (f"client.{client_id}", "client", "global"):
+        for sec in (f"client.{ceph_id}", "client", "global"):
             value = sections.get(sec, {}).get("keyring")
             if value:
                 for cand in value.split(","):
-                    p = Path(cand.strip().replace("$cluster", "ceph").replace("$name", f"client.{client_id}")
-                             .replace("$id", client_id))
+                    p = Path(cand.strip().replace("$cluster", "ceph").replace("$name", f"client.{ceph_id}")
+                             .replace("$id", ceph_id))
                     if p.exists():
                         return p
         return None
@@ -328,21 +330,21 @@ def cluster_from_args(args, *, connect: bool = True) -> Cluster:
     conf = getattr(args, "ceph_conf", None)
     if not conf and not explicit_state:
         conf = os.environ.get("CEPH_CONF") or env_args.get("conf")
-    client_id = getattr(args, "ceph_id", None) or env_args.get("id")
+    ceph_id = getattr(args, "ceph_id", None) or env_args.get("id")
     keyring = getattr(args, "keyring", None) or env_args.get("keyring")
     fs = getattr(args, "fs", None)
     gw = {"gateway_id": getattr(args, "gateway_id", None),
           "gateway_keyring": getattr(args, "gateway_keyring", None)}
     keys.sweep()  # key copies an earlier xcbench left when it was killed
     if conf:
-        cluster = Cluster.from_conf(conf, client_id, keyring, fs_name=fs, **gw)
+        cluster = Cluster.from_conf(conf, ceph_id, keyring, fs_name=fs, **gw)
     else:
         state = default_state_dir(explicit_state)
         if not (state / CLUSTER_JSON).exists():
             raise XcbError(f"{state}: no embedded cluster here (run `xcbench cluster up"
                            f"{' --state-dir ' + str(state) if explicit_state else ''}`,"
                            " or give --ceph-conf PATH)")
-        cluster = Cluster.from_conf(state / "ceph.conf", client_id, keyring, fs_name=fs, **gw)
+        cluster = Cluster.from_conf(state / "ceph.conf", ceph_id, keyring, fs_name=fs, **gw)
     if connect:
         cluster.rados()
         cluster.discover_fs()

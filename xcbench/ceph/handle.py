@@ -12,10 +12,10 @@ from xcbench.ceph.keys import KeyDir
 
 class ClusterHandle(Protocol):
     conf: Path
-    client_id: str
+    ceph_id: str
     gateway_id: str
     fs_name: str | None
-    fs_client_id: str
+    fs_ceph_id: str
     fs_keyring: Path | None
     pools: dict[str, str]
     embedded: bool

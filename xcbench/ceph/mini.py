@@ -1,6 +1,6 @@
 """The embedded mini Ceph cluster: mon + mgr + 3 OSDs + MDS on loopback, all state in one dir.
 
-Bring-up follows vstart.sh (see shared/notes/minicluster.md for the measured reasons): private
+Bring-up follows Ceph's vstart.sh (each setting's reason is beside it in xcbench.ceph.bootstrap): private
 ceph.conf with cephx and free loopback ports, `paxos propose interval = 0.1` (the 1 s default
 makes every osdmap change wait), OSDs made and started in parallel, pools and CephFS created
 while the OSDs boot. Daemons run in the foreground (`-f`) in their own sessions, so they outlive
@@ -44,7 +44,7 @@ from xcbench.ceph.bootstrap import (  # noqa: F401 (public names of the mini clu
 )
 from xcbench.ceph.cluster import (
     CLUSTER_JSON,
-    FS_CLIENT_ID,
+    FS_CEPH_ID,
     FS_NAME,
     GATEWAY_ID,
     Cluster,
@@ -258,8 +258,8 @@ class MiniCluster:
                   "--keyring", mon_keyring], timeout=60)
         mon_keyring.unlink()
         self._spawn(["ceph-mon", "-f", "-c", self.conf, "-i", "a"], "mon.a", procs)
-        cluster = Cluster(conf=self.conf, client_id="admin", keyring=admin_keyring,
-                          gateway_id=GATEWAY_ID, fs_client_id=FS_CLIENT_ID, fs_name=FS_NAME,
+        cluster = Cluster(conf=self.conf, ceph_id="admin", keyring=admin_keyring,
+                          gateway_id=GATEWAY_ID, fs_ceph_id=FS_CEPH_ID, fs_name=FS_NAME,
                           pools=dict(POOLS), embedded=True, state_dir=st)
         wait_connect(cluster, 30)
         step(f"mon.a answers on {addr}:{ports[0]}")
@@ -308,8 +308,8 @@ class MiniCluster:
             "ports": {"mon_v2": ports[0], "mon_v1": ports[1]}, "run_dir": str(run_dir),
             "client_id": "admin", "keyring": str(admin_keyring),
             "gateway_id": GATEWAY_ID, "gateway_keyring": str(st / f"ceph.client.{GATEWAY_ID}.keyring"),
-            "fs_name": FS_NAME, "fs_client_id": FS_CLIENT_ID,
-            "fs_keyring": str(st / f"ceph.client.{FS_CLIENT_ID}.keyring"),
+            "fs_name": FS_NAME, "fs_client_id": FS_CEPH_ID,
+            "fs_keyring": str(st / f"ceph.client.{FS_CEPH_ID}.keyring"),
             "pools": dict(POOLS), "daemons": self.daemons(), "prometheus": prom,
             "osd_host": list(self._osd_host) if self._osd_host else None,
             "up_seconds": round(time.monotonic() - t0, 2), "started": time.time(),

@@ -44,7 +44,7 @@ def fuse_mount(cluster: ClusterHandle, mountpoint: Path, *, procs: proc.ProcessS
     if is_mounted(mountpoint):
         raise XcbError(f"{mountpoint}: a ceph-fuse mount is already there")
     mountpoint.mkdir(parents=True, exist_ok=True)
-    cmd = ["ceph-fuse", "-f", "-c", cluster.conf, "--id", cluster.fs_client_id,
+    cmd = ["ceph-fuse", "-f", "-c", cluster.conf, "--id", cluster.fs_ceph_id,
            "--client_fs", cluster.fs_name]
     if cluster.fs_keyring:
         cmd += ["-k", cluster.fs_keyring]
@@ -88,25 +88,25 @@ def kernel_client_available() -> bool:
     return moddir.is_dir() and any(moddir.glob("ceph.ko*"))
 
 
-def _secret(keyring: Path, client_id: str) -> str:
+def _secret(keyring: Path, ceph_id: str) -> str:
     """The base64 key of client.<id> from a keyring file (mount.ceph wants the bare key)."""
     section = None
     for line in keyring.read_text().splitlines():
         line = line.strip()
         if line.startswith("["):
             section = line.strip("[]").strip()
-        elif section == f"client.{client_id}" and line.replace(" ", "").startswith("key="):
+        elif section == f"client.{ceph_id}" and line.replace(" ", "").startswith("key="):
             return line.split("=", 1)[1].strip()
-    raise XcbError(f"{keyring}: no key for client.{client_id}")
+    raise XcbError(f"{keyring}: no key for client.{ceph_id}")
 
 
 def kernel_mount(cluster: ClusterHandle, mountpoint: Path, secret_dir: Path, root: str = "/") -> None:
     """mount -t ceph, monitors found from the conf by mount.ceph itself."""
-    opts = [f"name={cluster.fs_client_id}", f"conf={cluster.conf}", f"mds_namespace={cluster.fs_name}"]
+    opts = [f"name={cluster.fs_ceph_id}", f"conf={cluster.conf}", f"mds_namespace={cluster.fs_name}"]
     if cluster.fs_keyring:
         # the handle's private key dir (xcbench.ceph.keys), removed with the handle
-        sf = cluster._keys.write(f"client.{cluster.fs_client_id}.secret",
-                          _secret(Path(cluster.fs_keyring), cluster.fs_client_id).encode())
+        sf = cluster._keys.write(f"client.{cluster.fs_ceph_id}.secret",
+                          _secret(Path(cluster.fs_keyring), cluster.fs_ceph_id).encode())
         opts.append(f"secretfile={sf}")
     mountpoint.mkdir(parents=True, exist_ok=True)
     proc.run(["mount", "-t", "ceph", f":{root}", mountpoint, "-o", ",".join(opts)], timeout=60)

@@ -90,7 +90,7 @@ def add_fs_data_pool(cluster: ClusterHandle, fs_name: str, name: str, *, created
         cluster.mon_command("fs add_data_pool", fs_name=fs_name, pool=name)
     except XcbError as e:
         if "EACCES" in str(e) or "EPERM" in str(e):
-            raise XcbError(f"pool {name}: client.{cluster.client_id} may not add it to CephFS "
+            raise XcbError(f"pool {name}: client.{cluster.ceph_id} may not add it to CephFS "
                            f"{fs_name} (only a key with mon 'allow rw' can): ask the admin to run "
                            f"`ceph fs add_data_pool {fs_name} {name}` (see `xcbench cluster caps`)") from e
         raise
@@ -102,13 +102,13 @@ def may_grant(cluster: ClusterHandle) -> bool:
     """Only the embedded cluster's own admin updates the caps of the gateway user xcbench made
     for it; xcbench never changes the caps of a key on a site's cluster."""
     info = getattr(cluster, "info", None) or {}
-    return bool(cluster.embedded and getattr(cluster, "client_id", "admin") == info.get("client_id", "admin"))
+    return bool(cluster.embedded and getattr(cluster, "ceph_id", "admin") == info.get("client_id", "admin"))
 
 
 def grant_gateway(cluster: ClusterHandle) -> None:
     """Give the embedded cluster's gateway user rwx on every xcb- pool except CephFS metadata."""
     if not may_grant(cluster):
-        raise XcbError(f"client.{cluster.client_id}: xcbench changes the caps of no key but the "
+        raise XcbError(f"client.{cluster.ceph_id}: xcbench changes the caps of no key but the "
                        "gateway user of its own embedded cluster, as that cluster's admin")
     pools = sorted(p for p in cluster.pool_names()
                    if p.startswith(POOL_PREFIX) and p != cluster.pools.get("fs_metadata"))

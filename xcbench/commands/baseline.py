@@ -70,7 +70,7 @@ def print_rows(rows: list[dict]) -> None:
             print(f"point {r['streams']} streams {r['direction']}: {r['error']}")
 
 
-def run(args) -> int:
+def main(args) -> int:
     pairs = _pairs(args.pair)
     streams = argcheck.int_list("--streams", args.streams, 1, MAX_STREAMS)
     if args.seconds < 1:

@@ -180,7 +180,7 @@ def check_args(args) -> None:
     argcheck.directory("--store", args.store)
 
 
-def run(args) -> int:
+def main(args) -> int:
 
     token = _token(args)
     check_args(args)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from xcbench.scaleout.agent import main
+from xcbench.scaleout import agent
 
 
 def add_parser(sub):
@@ -13,5 +13,5 @@ def add_parser(sub):
                           "campaign level: a request on stdin, JSON lines of records on stdout.")
 
 
-def run(args) -> int:
-    return main()
+def main(args) -> int:
+    return agent.main()

@@ -56,7 +56,7 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     return {"up": _up, "status": _status, "down": _down, "env": _env,
             "caps": _caps}[args.action](args)
 
@@ -114,7 +114,7 @@ def _env(args) -> int:
     c = cluster_from_args(args, connect=False)
     # the embedded conf finds each client's keyring by name: a --keyring here would break
     # `ceph-fuse --id xcb-fs` and friends
-    ceph_args = ["--id", c.client_id] + (["--keyring", str(c.keyring)] if c.keyring and not c.embedded else [])
+    ceph_args = ["--id", c.ceph_id] + (["--keyring", str(c.keyring)] if c.keyring and not c.embedded else [])
     print(f"export CEPH_CONF={shlex.quote(str(c.conf))}")
     print(f"export CEPH_ARGS={shlex.quote(' '.join(shlex.quote(a) for a in ceph_args))}")
     return 0
@@ -152,8 +152,8 @@ def collect_status(c: Cluster) -> dict:
                     "mds": [{"name": i["name"], "state": i["state"]} for i in m.get("info", {}).values()]})
     out = {
         "conf": str(c.conf), "embedded": c.embedded, "state_dir": str(c.state_dir or ""),
-        "fsid": st.get("fsid"), "client_id": c.client_id, "gateway_id": c.gateway_id,
-        "fs_name": c.fs_name, "fs_client_id": c.fs_client_id,
+        "fsid": st.get("fsid"), "client_id": c.ceph_id, "gateway_id": c.gateway_id,
+        "fs_name": c.fs_name, "fs_client_id": c.fs_ceph_id,
         "health": st["health"]["status"],
         "checks": {k: v.get("summary", {}).get("message", "") for k, v in st["health"].get("checks", {}).items()},
         "osds": {"num": osdmap.get("num_osds"), "up": osdmap.get("num_up_osds"), "in": osdmap.get("num_in_osds")},

@@ -35,7 +35,7 @@ def add_parser(sub):
     return p
 
 
-def _finite(rows: list[dict]) -> list[dict]:
+def _json_rows(rows: list[dict]) -> list[dict]:
     """JSON rows: NaN as null, and each rate also in the one unit (``*_gbps``, 1e9 bit/s) beside
     its bytes/s (``*_rate``, kept for readers of the older output)."""
     out = []
@@ -46,7 +46,7 @@ def _finite(rows: list[dict]) -> list[dict]:
     return out
 
 
-def run(args) -> int:
+def main(args) -> int:
     pct = args.fail_if_slower
     if pct is not None and not (math.isfinite(pct) and 0 <= pct < 100):
         raise XcbError(f"compare: --fail-if-slower: {pct:g} is not a percentage in [0, 100)")
@@ -58,9 +58,9 @@ def run(args) -> int:
     if args.json:
         doc = {"base": base.run_id, "contender": cont.run_id,
                "unit": "*_rate: bytes/s; *_gbps: 1e9 bit/s",
-               "rows": _finite(rows), "versions_changed": changed}
+               "rows": _json_rows(rows), "versions_changed": changed}
         if pct is not None:
-            doc["fail_if_slower"] = {"pct": pct, "slower": _finite(fell)}
+            doc["fail_if_slower"] = {"pct": pct, "slower": _json_rows(fell)}
         print(json.dumps(doc, indent=2, default=str))
         return 1 if fell else 0
     print(f"base {base.run_id} -> contender {cont.run_id} (rates: steady mean, Gb/s; CI 95 %)")

@@ -55,7 +55,7 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     if args.pairs is not None and args.pairs < 2:
         raise XcbError(f"confirm: --pairs {args.pairs}: at least 2 (an A-B-B-A experiment)")
     args.run = str(resolve_run(args.run, args.store).path)

@@ -33,7 +33,7 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     opts = options(args)
     matrix = matrix_path(args.matrix or str(files("xcbench.layouts") / "quick.yaml"), opts)
     operator_named(args, load_matrix(matrix))  # bad input fails before a cluster is started

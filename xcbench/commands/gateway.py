@@ -216,7 +216,7 @@ def record_problem(path: Path, state: dict, workdir: Path) -> str | None:
     return None
 
 
-def run(args) -> int:
+def main(args) -> int:
     return up(args) if args.action == "up" else down(args)
 
 

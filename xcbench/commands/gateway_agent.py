@@ -3,7 +3,7 @@ transport by xcbench.gateway.remote, see xcbench.gateway.agent for the protocol)
 
 from __future__ import annotations
 
-from xcbench.gateway.agent import main
+from xcbench.gateway import agent
 
 
 def add_parser(sub):
@@ -12,5 +12,5 @@ def add_parser(sub):
                           "stdin, JSON lines (ready, samples, end) on stdout.")
 
 
-def run(args) -> int:
-    return main()
+def main(args) -> int:
+    return agent.main()

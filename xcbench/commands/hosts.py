@@ -27,7 +27,7 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     if args.hosts_cmd == "up":
         inv = load_inventory(args.file)
         t0 = time.monotonic()

@@ -58,7 +58,7 @@ def _direction(c) -> str:
     return text
 
 
-def run(args) -> int:
+def main(args) -> int:
     facts = _facts(args)
     if args.action == "check":
         lines = check_lines(args.file, facts=facts, scale_ec=args.scale_ec)

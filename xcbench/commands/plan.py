@@ -13,6 +13,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
 from xcbench.figures.units import fmt_rate, parse_size
 from xcbench.gateway.security import SECURITY_MODES
@@ -101,7 +102,7 @@ def _spec_path(value: str | None) -> str | None:
     return str(example_path(value))
 
 
-def run(args) -> int:
+def main(args) -> int:
 
     if args.list:
         for name, t in PRESETS.items():
@@ -123,14 +124,15 @@ def run(args) -> int:
     if args.calibrate_osds is not None and not 1 <= args.calibrate_osds <= 10_000_000:
         raise XcbError("--calibrate-osds: must be >= 1 and <= 10000000")
     args.calibrate = [str(resolve_run(r, args.store).path) for r in args.calibrate]
-    for r in args.calibrate:  # a run unfit for sizing: one line, exit 2; --force: said first
-        why = unfit(r)
+    loaded: list[RunData | str | Path] = [RunData(p) for p in args.calibrate]  # each run once
+    for rd in loaded:  # a run unfit for sizing: one line, exit 2; --force: said first
+        why = unfit(rd)
         if why and not args.force:
             raise XcbError(why)
         if why:
             print(f"plan: --force: {why.split(': ', 1)[1]}", file=sys.stderr, flush=True)
     if args.calibrate:
-        cal = load_calibration(args.calibrate, args.calibrate_osds)
+        cal = load_calibration(loaded, args.calibrate_osds)
     if args.calibrate_spec:
         if not args.calibrate:
             raise XcbError("--calibrate-spec: needs --calibrate RUN (the measurements of that cluster)")

@@ -74,7 +74,7 @@ def matrix_path(args) -> str:
     return args.matrix or args.matrix_flag
 
 
-def run(args) -> int:
+def main(args) -> int:
     path = matrix_path(args)
     argcheck.number("--runtime", args.runtime, 1, 86400)
     argcheck.directory("--raw", args.raw)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from xcbench.analysis.report import glance, grafana
 from xcbench.analysis.report.document import render_report
@@ -11,9 +10,6 @@ from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.commands import argcheck
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
-
-if TYPE_CHECKING:
-    from xcbench.analysis.verdicts.run_data import RunData
 
 
 def add_parser(sub):
@@ -41,26 +37,26 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     grafana.base_url(args.grafana_url)  # a bad URL stops here, before any run is read
-    runs: list[Path | str | RunData] = [resolve_run(r, args.store).path for r in args.runs]
+    runs = [resolve_run(r, args.store) for r in args.runs]
     if args.out is not None:
         argcheck.ours("--out", args.out)
     elif not (args.json or args.format == "text"):  # the default: beside the first run
-        argcheck.ours("RUN", Path(str(runs[0])) / f"report.{args.format}")
+        argcheck.ours("RUN", runs[0].path / f"report.{args.format}")
+    data = [RunData(r) for r in runs]  # each run loaded once, for everything this command shows
     if args.json or args.format == "text":
-        return closing(runs, args.json, args.out)
-    out = render_report(runs, args.format, args.out, grafana_url=args.grafana_url)
+        return closing(data, args.json, args.out)
+    out = render_report(data, args.format, args.out, grafana_url=args.grafana_url)
     print(out)
     return 0
 
 
-def closing(runs: list, as_json: bool, out: Path | None) -> int:
+def closing(data: list[RunData], as_json: bool, out: Path | None) -> int:
     """The closing table of each run (the verdicts of a run judged with the others as references,
     as in the HTML report), as text or JSON, on stdout or into ``out``."""
     import json
 
-    data = [RunData(r) for r in runs]
     tables = [(rd, glance.rows(rd, tuple(o for o in data if o is not rd))) for rd in data]
     if as_json:
         doc = [glance.as_json(rd, rows) for rd, rows in tables]

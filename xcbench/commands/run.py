@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from xcbench.analysis.conclude import conclude
 from xcbench.analysis.report import glance
-from xcbench.analysis.report.document import render_run_report
+from xcbench.analysis.verdicts import between_run
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.backends.base import backend_class
 from xcbench.ceph.access import check_access
@@ -21,7 +22,7 @@ from xcbench.matrix import load_matrix
 from xcbench.network.baseline import MAX_STREAMS, SECONDS, STREAMS
 from xcbench.network.tcpaudit import tuned
 from xcbench.run.progress import MatrixView
-from xcbench.run.runner import Interrupted, RunOptions, run_matrix
+from xcbench.run.runner import RunOptions, RunStopped, run_matrix
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import RunDir
 from xcbench.system.http_auth import check_secret_url, check_url, read_auth
@@ -111,7 +112,10 @@ def options(args):
                       fio_hosts=args.fio_hosts.split(",") if args.fio_hosts else None,
                       baseline=not args.no_baseline, probes=not args.no_probes,
                       report=not args.no_report, report_format=args.format,
-                      telemetry=args.telemetry, extra=extra)
+                      telemetry=args.telemetry, extra=extra,
+                      # this host's between-run noise, measured between fresh clusters
+                      # (benchmarks/bench_repeatability.py), recorded in a new run's manifest
+                      between_run=between_run.load())
 
 
 def matrix_path(matrix: str | None, opts) -> str:
@@ -142,21 +146,28 @@ def load_run_matrix(path: str | Path, cluster, opts) -> Matrix:
 
 
 def execute(matrix: Matrix, cluster, opts) -> int:
-    """Run and print where the results are; 130 after Ctrl-C (everything flushed and stopped)."""
+    """Run, conclude and print where the results are; 130 after Ctrl-C (everything flushed and
+    stopped, the verdicts of what was measured stored)."""
     try:
         with tuned(opts.extra.get("tune_tcp", False)):  # old sysctls back on any exit
             view = MatrixView(one_box=one_box(cluster, opts), probes=opts.probes,
                               repeats=opts.repeats)
             run = run_matrix(matrix, cluster, opts, view=view)
-    except Interrupted as e:
+    except RunStopped as e:
+        conclude(e.run)
         print(f"interrupted: what was measured is in {e}; continue with "
               f"`xcbench run --resume {e}`", file=sys.stderr)
         return 130
-    if opts.report:
-        render_run_report(run, opts.report_format)
+    return finish(run, opts)
+
+
+def finish(run: RunDir, opts) -> int:
+    """A finished run concluded from one load of it (xcbench.analysis.conclude: the verdicts,
+    the reports), then its closing table and paths; 1 when a cell failed."""
+    rd = conclude(run, opts.report_format if opts.report else None)
     failed = [c for c in run.cells.values() if c.status == "failed"]
     as_json = bool(opts.extra.get("json"))
-    fit = closing(run.path, as_json)
+    fit = closing(rd, as_json)
     out = sys.stderr if as_json else sys.stdout
     print(f"run: {run.path.resolve()}", file=out)
     if run.state.report:
@@ -180,17 +191,16 @@ def one_box(cluster, opts) -> bool:
     return cluster is None or (bool(cluster.embedded) and not (cluster.info or {}).get("osd_host"))
 
 
-def closing(path: Path, as_json: bool = False) -> bool:
+def closing(rd: RunData, as_json: bool = False) -> bool:
     """The closing table of a run (analysis.report.glance): what capped each level; best effort, so a
     run that measured but cannot be summarised still ends with its paths. True when the run
     is fit for sizing (analysis.verdicts.experiment_next)."""
     import json
     try:
-        rd = RunData(path)
         rows = glance.rows(rd)
     except Exception as e:  # noqa: BLE001 - the records are safe; only the summary failed
         print(f"closing table: not made ({type(e).__name__}: {e}); "
-              f"`xcbench report {path} --format text` retries it", file=sys.stderr)
+              f"`xcbench report {rd.run.path} --format text` retries it", file=sys.stderr)
         return False
     if as_json:
         print(json.dumps(glance.as_json(rd, rows), indent=1, default=str))
@@ -231,7 +241,7 @@ def operator_named(args, parsed) -> None:
         raise XcbError(refused[0])
 
 
-def run(args) -> int:
+def main(args) -> int:
     if not args.matrix and not args.resume:
         raise XcbError("run: give a MATRIX file (or --resume RUN)")
     opts = options(args)

@@ -111,5 +111,5 @@ def _show(args) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     return _list(args) if args.runs_command == "list" else _show(args)

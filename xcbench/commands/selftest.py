@@ -43,7 +43,7 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     fraction = FRACTION if args.fraction is None else args.fraction
     if not 0 < fraction <= 0.8:
         raise XcbError(f"selftest: --fraction {fraction}: must be in (0, 0.8] (a cap near the "

@@ -26,7 +26,7 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     checks = smoke(args.url, token_file=args.token_file, ca_dir=args.ca_dir,
                    write_path=args.write_path, xroot=args.xroot)
     if args.json:

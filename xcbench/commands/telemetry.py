@@ -18,7 +18,7 @@ def add_parser(sub):
     return p
 
 
-def run(args) -> int:
+def main(args) -> int:
     if args.json:
         print(json.dumps([{"name": d.name, "interval": d.interval, "records": d.records,
                            "applies": d.applies} for d in DEVICES.values()], indent=2))

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from xcbench.figures.numbers import is_finite
+
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 _RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(ib|b)?\s*$", re.IGNORECASE)
 
@@ -111,7 +113,7 @@ def from_gbps(gb: float) -> float:
     return gb * 1e9 / 8
 
 
-def _num(v: float, digits: int = 3) -> str:
+def _short(v: float, digits: int = 3) -> str:
     if not math.isfinite(v):
         return "unlimited" if v > 0 else str(v)
     if v == 0:
@@ -129,22 +131,22 @@ def fmt_rate(bps: float) -> str:
     p, name = next(((p, n) for p, n in ((1e12, "T"), (1e9, "G"), (1e6, "M")) if b >= p), (1e6, "M"))
     q, qname = next(((q, n) for q, n in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")) if bps >= q),
                     (1.0, ""))
-    return f"{_num(b / p)} {name}b/s ({_num(bps / q)} {qname}B/s)"
+    return f"{_short(b / p)} {name}b/s ({_short(bps / q)} {qname}B/s)"
 
 
 def fmt_capacity(n: float) -> str:
     """bytes -> '3.46 PB (3.07 PiB)'."""
     for p in "EPTGM":
         if n >= _SI[p.lower()]:
-            return f"{_num(n / _SI[p.lower()])} {p}B ({_num(n / _IEC[p.lower()])} {p}iB)"
-    return f"{_num(n)} B"
+            return f"{_short(n / _SI[p.lower()])} {p}B ({_short(n / _IEC[p.lower()])} {p}iB)"
+    return f"{_short(n)} B"
 
 
 def fmt_bytes(n: float) -> str:
     """A file/object size: '6.5 GiB (6.98 GB)'."""
     for p in "PTGMK":
         if n >= _IEC[p.lower()]:
-            return f"{_num(n / _IEC[p.lower()])} {p}iB ({_num(n / _SI[p.lower()])} {p if p != 'K' else 'k'}B)"
+            return f"{_short(n / _IEC[p.lower()])} {p}iB ({_short(n / _SI[p.lower()])} {p if p != 'K' else 'k'}B)"
     return f"{n:.0f} B"
 
 
@@ -154,12 +156,12 @@ def fmt_value(value: float, unit: str) -> str:
     if unit == "capacity":
         return fmt_capacity(value)
     if unit == "ops":
-        return f"{_num(value)} ops/s"
+        return f"{_short(value)} ops/s"
     if unit == "count":
         return f"{value:,.0f}" if math.isfinite(value) else "unlimited"
     if unit == "fraction":
         return f"{value * 100:.1f} %"
-    return _num(value, 4)
+    return _short(value, 4)
 
 
 @dataclass
@@ -186,16 +188,9 @@ class Figure:
 
 GIB = float(1 << 30)
 
-def _finite(v: Any) -> bool:
-    try:
-        return v is not None and math.isfinite(float(v))
-    except (TypeError, ValueError):
-        return False
-
-
 def fmt_num(v: Any, digits: int = 3) -> str:
     """Significant-digit formatting; '–' for missing/NaN."""
-    if not _finite(v):
+    if not is_finite(v):
         return "–"
     v = float(v)
     if v == 0:
@@ -206,13 +201,13 @@ def fmt_num(v: Any, digits: int = 3) -> str:
 
 
 def fmt_pct(v: Any, digits: int = 1, sign: bool = False) -> str:
-    if not _finite(v):
+    if not is_finite(v):
         return "–"
     return f"{float(v):{'+' if sign else ''}.{digits}f} %"
 
 
 def fmt_size(v: Any) -> str:
-    if not _finite(v):
+    if not is_finite(v):
         return "–"
     return format_size(int(v))
 

@@ -1,4 +1,4 @@
-"""Security modes of a gateway (DESIGN.md: none, tls, scitokens, macaroons), as WLCG sites run them.
+"""Security modes of a gateway (none, tls, scitokens, macaroons), as WLCG sites run them.
 
     tls        roots:// (xrd.tls; ``xrootd.tls capable all``: every TLS-capable client must use it)
                and https/davs on XrdHttp, with a certificate from a throwaway CA made for the run

@@ -178,7 +178,7 @@ def expand(raw: dict[str, Any], path: str, errors: _Errors) -> list[Cell]:
             cells.append(_finish(Cell(
                 id="", label="", backend=bname, origins=origins, mode=mode,
                 concurrency=dims["concurrency"], files=dims["files"] or 1,
-                repeats=dims["repeats"] or 1, gateway=dims["gateway"], probe=dims["probe"],
+                repeats=dims["repeats"] or 1, gateway_settings=dims["gateway"], probe=dims["probe"],
                 campaign=dims["campaign"], source=path, direction=direction, security=security,
                 **sizes, **extra,
                 **tgt)))

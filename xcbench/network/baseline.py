@@ -12,8 +12,8 @@ Each point is one BASELINE row (xcbench.store.tables): Gb/s as the receiver coun
 (``cpu_host``) and the gateway side (``cpu_remote``). The attribution uses the best point as the
 ceiling nothing above the network can beat (verdict "network" when a cell runs close to it).
 
-Commands go through a *runner* so that the same sweep can later run its client on one host and
-its server on another: :class:`LocalRunner` runs both here, :class:`TransportRunner` each on its
+Commands go through a *pair runner* so that the same sweep can later run its client on one host and
+its server on another: :class:`LocalPairRunner` runs both here, :class:`HostPairRunner` each on its
 host of a run's inventory (client hosts x gateway hosts, xcbench.run.hostrun).
 """
 
@@ -42,7 +42,7 @@ TRANSIENT = ("control message", "server is busy", "Connection reset")
 RETRIES = 2
 
 
-class Runner(Protocol):
+class PairRunner(Protocol):
     """Runs commands on a host (an address of the pair). Local today; ssh with the hosts issue."""
 
     def run(self, host: str, cmd: Sequence[Any], *, timeout: float) -> proc.Completed: ...
@@ -53,7 +53,7 @@ class Runner(Protocol):
     def stop(self, host: str, p: proc.Proc) -> None: ...
 
 
-class LocalRunner:
+class LocalPairRunner:
     """Every address of a pair is on this machine (loopback, or emulated hosts' addresses)."""
 
     def run(self, host: str, cmd: Sequence[Any], *, timeout: float) -> proc.Completed:
@@ -67,7 +67,7 @@ class LocalRunner:
         proc.stop(p, timeout=3)
 
 
-class TransportRunner:
+class HostPairRunner:
     """Addresses of an inventory's hosts (xcbench.hosts): each command through its host's
     transport, so iperf3's server runs on the gateway host and its client on the client host."""
 
@@ -116,42 +116,42 @@ def parse_iperf3(text: str) -> dict[str, Any]:
             "congestion": end.get("sender_tcp_congestion")}
 
 
-def client_cmd(client: str, gateway: str, port: int, streams: int, direction: str,
+def client_cmd(client_addr: str, gateway_addr: str, port: int, streams: int, direction: str,
                seconds: int) -> list[Any]:
-    cmd: list[Any] = ["iperf3", "-c", gateway, "-B", client, "-p", port, "-t", seconds,
+    cmd: list[Any] = ["iperf3", "-c", gateway_addr, "-B", client_addr, "-p", port, "-t", seconds,
                       "-P", streams, "-J"]
     return cmd + ["-R"] if direction == "read" else cmd
 
 
-def _port(gateway: str) -> int:
+def _port(gateway_addr: str) -> int:
     """A free port when the gateway address is on this machine, else iperf3's own 5201."""
     try:
-        return free_port(gateway)
+        return free_port(gateway_addr)
     except OSError:
         return 5201
 
 
-def _wait_server(server: proc.Proc, gateway: str, port: int) -> None:
+def _wait_server(server: proc.Proc, gateway_addr: str, port: int) -> None:
     deadline = time.monotonic() + 10
-    while not port_open(port, gateway):
+    while not port_open(port, gateway_addr):
         if not server.alive() or time.monotonic() > deadline:
-            raise XcbError(f"iperf3: server on {gateway}:{port} did not start"
+            raise XcbError(f"iperf3: server on {gateway_addr}:{port} did not start"
                            f"{': ' + server.tail(3) if server.log else ''}")
         time.sleep(0.05)
 
 
 def sweep(pairs: Iterable[tuple[str, str]] | None = None, *, streams: Sequence[int] = STREAMS,
           directions: Sequence[str] = DIRECTIONS, seconds: int = SECONDS,
-          runner: Runner | None = None, procs: proc.ProcessSet | None = None,
+          pair_runner: PairRunner | None = None, procs: proc.ProcessSet | None = None,
           raw_dir: Path | None = None,
           on_point: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """iperf3 at each stream count and direction for each (client, gateway) address pair.
 
-    One iperf3 server per pair, bound to the gateway address, started through ``runner`` and
+    One iperf3 server per pair, bound to the gateway address, started through ``pair_runner`` and
     stopped at the end (also on errors). A point that fails is a row with ``error`` set and no
     rate; the sweep goes on. ``raw_dir`` keeps iperf3's JSON of every point.
     """
-    runner = runner or LocalRunner()
+    pair_runner = pair_runner or LocalPairRunner()
     bad = [d for d in directions if d not in DIRECTIONS]
     if bad or not directions:
         raise XcbError(f"baseline: directions: {bad or directions!r} (use {', '.join(DIRECTIONS)})")
@@ -165,20 +165,21 @@ def sweep(pairs: Iterable[tuple[str, str]] | None = None, *, streams: Sequence[i
     own = procs is None
     procs = procs if procs is not None else proc.ProcessSet()
     try:
-        for client, gateway in (pairs or LOCAL_PAIRS):
-            port = _port(gateway)
-            server = runner.spawn(gateway, ["iperf3", "-s", "-B", gateway, "-p", port],
-                                  name=f"iperf3-server-{gateway}", procs=procs)
+        for client_addr, gateway_addr in (pairs or LOCAL_PAIRS):
+            port = _port(gateway_addr)
+            server = pair_runner.spawn(gateway_addr, ["iperf3", "-s", "-B", gateway_addr, "-p", port],
+                                       name=f"iperf3-server-{gateway_addr}", procs=procs)
             try:
-                _wait_server(server, gateway, port)
+                _wait_server(server, gateway_addr, port)
                 for n in streams:
                     for direction in directions:
-                        row = _point(runner, client, gateway, port, n, direction, seconds, raw_dir)
+                        row = _point(pair_runner, client_addr, gateway_addr, port, n, direction,
+                                     seconds, raw_dir)
                         rows.append(row)
                         if on_point:
                             on_point(row)
             finally:
-                runner.stop(gateway, server)
+                pair_runner.stop(gateway_addr, server)
                 procs.discard(server)
     finally:
         # a signal that lands while the server starts is raised once it is in ``procs``, before
@@ -188,19 +189,19 @@ def sweep(pairs: Iterable[tuple[str, str]] | None = None, *, streams: Sequence[i
     return rows
 
 
-def _point(runner: Runner, client: str, gateway: str, port: int, streams: int, direction: str,
-           seconds: int, raw_dir: Path | None) -> dict[str, Any]:
+def _point(pair_runner: PairRunner, client_addr: str, gateway_addr: str, port: int, streams: int,
+           direction: str, seconds: int, raw_dir: Path | None) -> dict[str, Any]:
     row: dict[str, Any] = {"kind": "iperf3", "wall": time.time(), "streams": streams,
                            "seconds": seconds, "bits_per_second": None, "retransmits": None,
-                           "host": gateway, "client": client, "gateway": gateway,
+                           "host": gateway_addr, "client": client_addr, "gateway": gateway_addr,
                            "direction": direction, "cpu_host": None, "cpu_remote": None,
                            "error": None}
     for attempt in range(RETRIES + 1):
-        out = runner.run(client, client_cmd(client, gateway, port, streams, direction, seconds),
-                         timeout=seconds + 30)
+        out = pair_runner.run(client_addr, client_cmd(client_addr, gateway_addr, port, streams,
+                                                      direction, seconds), timeout=seconds + 30)
         if raw_dir is not None:
             raw_dir.mkdir(parents=True, exist_ok=True)
-            (raw_dir / f"{client}-{gateway}-P{streams}-{direction}.json").write_text(out.stdout)
+            (raw_dir / f"{client_addr}-{gateway_addr}-P{streams}-{direction}.json").write_text(out.stdout)
         try:
             got = parse_iperf3(out.stdout)
             break
@@ -217,7 +218,7 @@ def _point(runner: Runner, client: str, gateway: str, port: int, streams: int, d
 def iperf3(pairs: Iterable[tuple[str, str]] | None = None, *, procs: proc.ProcessSet | None = None,
            run: Any = None, sink: Callable[[str, list[dict]], None] | None = None,
            seconds: int = SECONDS, streams: Sequence[int] = STREAMS,
-           runner: Runner | None = None, directions: Sequence[str] = DIRECTIONS) -> list[dict[str, Any]]:
+           pair_runner: PairRunner | None = None, directions: Sequence[str] = DIRECTIONS) -> list[dict[str, Any]]:
     """A run's network baseline (runner.py): the host TCP audit into the run's manifest and
     findings, then the iperf3 sweep; returns the BASELINE rows. Raises XcbError only when no
     point at all measured a rate."""
@@ -229,8 +230,8 @@ def iperf3(pairs: Iterable[tuple[str, str]] | None = None, *, procs: proc.Proces
         if sink is not None:
             sink("findings", tcpaudit.findings(result))
     raw = run.path / "raw" / "iperf3" if run is not None else None
-    rows = sweep(pairs, streams=streams, seconds=seconds, procs=procs, raw_dir=raw, runner=runner,
-                 directions=directions)
+    rows = sweep(pairs, streams=streams, seconds=seconds, procs=procs, raw_dir=raw,
+                 pair_runner=pair_runner, directions=directions)
     if not any(r["bits_per_second"] for r in rows):
         raise XcbError(f"iperf3: no point measured a rate ({rows[0]['error'] if rows else 'no pair'})")
     return rows

@@ -70,12 +70,13 @@ class Calibration:
         return asdict(self)
 
 
-def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Calibration:
-    cal = Calibration(runs=[str(p) for p in paths])
-    for path in paths:
-        if not (Path(path) / "manifest.json").exists():
-            raise XcbError(f"--calibrate {path}: not a run directory (no manifest.json)")
-        run = RunDir.open(path)
+def load_calibration(runs: list[RunData | str | Path], num_osds: int | None = None) -> Calibration:
+    """The calibration from ``runs``: each the command's one load of a run (RunData), or its
+    directory."""
+    cal = Calibration(runs=[str(r.run.path if isinstance(r, RunData) else r) for r in runs])
+    for given in runs:
+        rd = given if isinstance(given, RunData) else _load(given)
+        run = rd.run
         cells = run.manifest.get("cells", {}) or {}
         n = num_osds or find_int(run.manifest, ("num_osds",)) or _osds_in_samples(run)
         if n:
@@ -85,7 +86,7 @@ def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Ca
                    else "distinct osd labels in the telemetry")
             cal.notes.append(f"{n} OSDs in the measured cluster (from {how})")
             cal.notes_osds = True
-        _campaigns(cal, run, cells)
+        _campaigns(cal, rd, cells)
         _amplification(cal, run, cells)
         _probes(cal, run, cells, n)
         bl = run.table("baseline")
@@ -98,10 +99,16 @@ def load_calibration(paths: list[str | Path], num_osds: int | None = None) -> Ca
     return cal
 
 
-def _verdicts(run: RunDir) -> dict[tuple[str, int], str]:
+def _load(path: str | Path) -> RunData:
+    if not (Path(path) / "manifest.json").exists():
+        raise XcbError(f"--calibrate {path}: not a run directory (no manifest.json)")
+    return RunData(path)
+
+
+def _verdicts(rd: RunData) -> dict[tuple[str, int], str]:
     """{(cell id, concurrency): verdict} of the run's write points (its stored verdicts, else
     attributed now: analysis.verdicts.attribution.verdicts_of)."""
-    df = verdicts_of(RunData(run))
+    df = verdicts_of(rd)
     if not len(df):
         return {}
     if "direction" in df:
@@ -110,13 +117,14 @@ def _verdicts(run: RunDir) -> dict[tuple[str, int], str]:
                                                           strict=True)}
 
 
-def unfit(path: str | Path) -> str | None:
+def unfit(run: RunData | str | Path) -> str | None:
     """Why a run is not fit for sizing, in one line, or None (fit)."""
-    run = RunDir.open(path)
-    rows = [{"verdict": v} for v in _verdicts(run).values()]
+    rd = run if isinstance(run, RunData) else _load(run)
+    path = rd.run.path
+    rows = [{"verdict": v} for v in _verdicts(rd).values()]
     if not rows:
         return f"--calibrate {path}: the run has no verdicts: nothing says what capped its levels"
-    if fit_for_sizing(rows, one_box(run.manifest)):
+    if fit_for_sizing(rows, one_box(rd.manifest)):
         return None
     host = sum(r["verdict"] == "host-cpu" for r in rows)
     return (f"--calibrate {path}: not fit for sizing: {host} of {len(rows)} levels host-cpu with every "
@@ -134,12 +142,12 @@ def _osds_in_samples(run: RunDir) -> int | None:
     return int(n) or None
 
 
-def _steady_rates(cal: Calibration, run: RunDir) -> dict[tuple[str, int], float]:
+def _steady_rates(cal: Calibration, rd: RunData) -> dict[tuple[str, int], float]:
     """Steady-window rates per (cell, concurrency) from the analysis (its stated rule), if any."""
     try:
-        pts = RunData(run).points
+        pts = rd.points
     except Exception as e:  # noqa: BLE001 - the campaign rates still serve; say why
-        cal.notes.append(f"{run.path.name}: no steady-state rates ({type(e).__name__}: {e}); "
+        cal.notes.append(f"{rd.run_id}: no steady-state rates ({type(e).__name__}: {e}); "
                          "whole-campaign rates used")
         return {}
     out = {}
@@ -152,14 +160,15 @@ def _steady_rates(cal: Calibration, run: RunDir) -> dict[tuple[str, int], float]
     return out
 
 
-def _campaigns(cal: Calibration, run: RunDir, cells: dict) -> None:
+def _campaigns(cal: Calibration, rd: RunData, cells: dict) -> None:
+    run = rd.run
     df = run.table("campaigns")
     if not len(df):
         return
     df = df[df["rate"].astype(float) > 0]
     df = df[~df["direction"].isin(["read", "mixed"])]  # ingest: reads do not calibrate a write plan
-    steady = _steady_rates(cal, run) if len(df) else {}
-    verdicts = _verdicts(run)
+    steady = _steady_rates(cal, rd) if len(df) else {}
+    verdicts = _verdicts(rd)
     for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
         info = cells.get(cid, {})
         s = info.get("settings") or {}

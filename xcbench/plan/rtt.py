@@ -1,6 +1,6 @@
 """RTT on paper: what a round-trip time does to a TCP stream, where it cannot be emulated.
 
-This kernel has no netem (notes/kernel.md), so a run cannot add delay; the planner takes
+This kernel has no netem, so a run cannot add delay; the planner takes
 ``--rtt`` instead (the US-CMS study swept 5-120 ms) and the TCP buffer maxima, and says:
 
     per-stream ceiling = window / RTT            window = min(tcp_rmem max, tcp_wmem max)

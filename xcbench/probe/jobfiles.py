@@ -81,12 +81,12 @@ def probe_conf(cluster, workdir: Path) -> str:
     keyring = getattr(cluster, "keyring", None)
     if not keyring:
         return str(conf)
-    found = proc.run(["ceph-conf", "-c", conf, "--name", f"client.{cluster.client_id}",
+    found = proc.run(["ceph-conf", "-c", conf, "--name", f"client.{cluster.ceph_id}",
                       "--lookup", "keyring"], check=False, timeout=30).stdout.strip()
     if Path(found).resolve() == Path(keyring).resolve():  # the conf already names it
         return str(conf)
     text = conf.read_text()
-    section = f"[client.{cluster.client_id}]"
+    section = f"[client.{cluster.ceph_id}]"
     line = f"\tkeyring = {keyring}\n"
     lines = text.splitlines(keepends=True)
     for i, ln in enumerate(lines):
@@ -126,7 +126,7 @@ def object_names(cell, p: dict[str, Any], prefixes: list[str]) -> list[str]:
 
 
 def render_jobs(cell, target, p: dict[str, Any], *, prefixes: list[str], conf: str | None = None,
-                client_id: str | None = None, direct: bool = True) -> list[str]:
+                ceph_id: str | None = None, direct: bool = True) -> list[str]:
     """One job file text per host (per prefix)."""
     common = {"cell_id": cell.id, "label": cell.label, "patterns": p["patterns"],
               "runtime": p["runtime"], "ramp": p["ramp"], "numjobs": p["numjobs"],
@@ -135,7 +135,7 @@ def render_jobs(cell, target, p: dict[str, Any], *, prefixes: list[str], conf: s
     for pre in prefixes:
         if target.fio_engine == "rados":
             bw, iops = _rados_objects(p)
-            out.append(render(TEMPLATES, "rados.fio.j2", **common, conf=conf, client_id=client_id,
+            out.append(render(TEMPLATES, "rados.fio.j2", **common, conf=conf, ceph_id=ceph_id,
                               pool=target.pool, prefix=pre, iodepth=p["iodepth"], objects=bw,
                               iops_objects=iops, object_size=p["object_size"]))
         else:

@@ -96,7 +96,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     conf = probe_conf(cluster, workdir) if cluster is not None and target.pool else None
     if rados_engine:
         texts = render_jobs(cell, target, p, prefixes=prefixes, conf=conf,
-                            client_id=cluster.client_id)
+                            ceph_id=cluster.ceph_id)
         names = object_names(cell, p, prefixes)
     else:
         # direct: false in the matrix measures through the page cache, as a gateway writes
@@ -135,7 +135,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
             last = [float(j.get("write", {}).get("bw_bytes") or 0) for j in data.get("jobs") or []]
             level_rows = level_probes.run_levels(
                 cell, target, levels, cluster=cluster, raw_dir=raw_dir, prefix=prefixes[0],
-                conf=conf, client_id=getattr(cluster, "client_id", None),
+                conf=conf, ceph_id=getattr(cluster, "ceph_id", None),
                 prev_bw=max(last) if last else None)
     finally:
         if names:

@@ -1,7 +1,7 @@
 """Level probes: at each campaign level, fio writes the way the gateway does, and the result is
 that level's storage ceiling with its own noise.
 
-    run_levels(cell, target, levels, *, cluster, raw_dir, prefix, conf, client_id) -> PROBE rows
+    run_levels(cell, target, levels, *, cluster, raw_dir, prefix, conf, ceph_id) -> PROBE rows
 
 Per level c (``fio-jobs/level.fio.j2``):
 - ``mount`` (files targets: tmpfs, CephFS): c fio jobs, psync (or libaio with direct I/O when
@@ -70,7 +70,7 @@ def targets(target) -> list[str]:
 
 def render_level(cell, target, level: int, kind: str, *, prefix: str, log_stem: Path,
                  direct: bool = False, conf: str | None = None,
-                 client_id: str | None = None) -> str:
+                 ceph_id: str | None = None) -> str:
     """The job file of one level probe (``kind`` mount or pool)."""
     bs = write_size(cell)
     obj = cell.layout.object_size if cell.layout else bs
@@ -81,17 +81,17 @@ def render_level(cell, target, level: int, kind: str, *, prefix: str, log_stem: 
     if kind == "pool":
         per_file = max(1, math.ceil(int(cell.file_size) / obj))
         return render(TEMPLATES, "level.fio.j2", **common, job=f"pool-c{level}", engine="rados",
-                      conf=conf, client_id=client_id, pool=target.pool, directory=None,
+                      conf=conf, ceph_id=ceph_id, pool=target.pool, directory=None,
                       ioengine="rados", direct=0, bs=min(obj, MAX_BS), objects=per_file,
                       object_size=obj)
     return render(TEMPLATES, "level.fio.j2", **common, job=f"write-c{level}", engine="files",
-                  conf=None, client_id=None, pool=None, directory=target.path,
+                  conf=None, ceph_id=None, pool=None, directory=target.path,
                   ioengine="libaio" if direct else "psync", direct=int(direct), bs=bs,
                   objects=1, object_size=obj)
 
 
 def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str,
-               conf: str | None = None, client_id: str | None = None, direct: bool = False,
+               conf: str | None = None, ceph_id: str | None = None, direct: bool = False,
                prev_bw: float | None = None) -> list[dict]:
     """Every level probe of the cell, in level order (mount then pool at each level): PROBE
     rows (the caller removes what fio left: files by prefix, objects by :func:`pool_objects`)."""
@@ -111,7 +111,7 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
                 with dirowner.log_dir(owner, stem, int(level)) as log_stem:
                     text = render_level(cell, target, level, kind, prefix=prefix,
                                         log_stem=log_stem, direct=direct, conf=conf,
-                                        client_id=client_id)
+                                        ceph_id=ceph_id)
                     jf = raw_dir / f"{stem.name}.fio"
                     jf.write_text(text)
                     settled = settle.flush_and_wait(waiter, target.path, prev_bw)

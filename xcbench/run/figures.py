@@ -3,18 +3,10 @@ and a level's range of the busiest storage host (min-max of each of its live fig
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from xcbench.figures.numbers import as_float
 from xcbench.figures.units import fmt_gbps
-
-
-def _num(v: Any) -> float:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return math.nan
-    return x if math.isfinite(x) else math.nan
 
 
 def baseline_line(rows: list[dict]) -> str:
@@ -22,7 +14,7 @@ def baseline_line(rows: list[dict]) -> str:
     per direction (iperf3 counts bits/s)."""
     best: dict[str, tuple[float, Any]] = {}
     for r in rows:
-        bps, d = _num(r.get("bits_per_second")), str(r.get("direction") or "write")
+        bps, d = as_float(r.get("bits_per_second")), str(r.get("direction") or "write")
         if bps == bps and bps > best.get(d, (-1.0, None))[0]:
             best[d] = (bps, r.get("streams"))
     if not best:
@@ -30,7 +22,7 @@ def baseline_line(rows: list[dict]) -> str:
         return "iperf3: no figure" + (f" ({'; '.join(sorted(errors))[:120]})" if errors else "")
     parts = []
     for d, (b, s) in sorted(best.items(), key=lambda kv: kv[0] != "write"):
-        n = _num(s)
+        n = as_float(s)
         parts.append(f"{d} {fmt_gbps(b / 8)}" + (f" ({n:.0f} stream{'s' * (n != 1)})" if n == n else ""))
     return "iperf3: " + ", ".join(parts)
 
@@ -46,7 +38,7 @@ def probe_line(rows: list[dict]) -> str:
     iops: dict[str, float] = {}
     for r in rows:
         job = str(r.get("job") or r.get("rw") or "?")
-        b, i = _num(r.get("bw")), _num(r.get("iops"))
+        b, i = as_float(r.get("bw")), as_float(r.get("iops"))
         if b == b:
             bw[job] = bw.get(job, 0.0) + b
         if i == i:
@@ -70,7 +62,7 @@ def storage_range(rows: list[dict]) -> str | None:
     vals: dict[str, list[float]] = {}
     dev: dict[str, str] = {}
     for r in rows:
-        v = _num(r.get("value"))
+        v = as_float(r.get("value"))
         if v == v:
             m = str(r.get("metric"))
             vals.setdefault(m, []).append(v)

@@ -19,7 +19,7 @@ from typing import Any
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
 from xcbench.hosts.checks import clock_offsets
-from xcbench.network.baseline import TransportRunner
+from xcbench.network.baseline import HostPairRunner
 from xcbench.scaleout.distributed import run_distributed
 from xcbench.system import proc
 
@@ -56,9 +56,9 @@ class RunHosts:
         self.run.save_manifest()
 
     def baseline(self) -> tuple[list[tuple[str, str]], Any]:
-        """(client address, gateway address) pairs and the runner that reaches them."""
+        """(client address, gateway address) pairs and the pair runner that reaches them."""
         pairs = [(c.address, g.address) for c in self.inv.clients for g in self.inv.gateways]
-        return pairs, TransportRunner(self.inv.clients + self.inv.gateways)
+        return pairs, HostPairRunner(self.inv.clients + self.inv.gateways)
 
     def campaign(self, spec: CampaignSpec, *, dest: Any, source: Any, sink: Any, cell_id: str,
                  stop_event: Any) -> dict:

@@ -3,7 +3,9 @@
 For the run: a network baseline (iperf3). For each cell: prepare the backend, start the
 gateway(s), verify the target, start telemetry, run the fio probe, run the campaigns at each
 concurrency level (x repeats), stop telemetry, clean up — records go to the store as they come.
-At the end: verdicts, Parquet tables, the report.
+At the end: the Parquet tables and the run's status. The verdicts and the report are the
+caller's, from the finished run (xcbench.analysis.conclude): nothing here imports the analysis.
+A caller extends a run through ``RunOptions.hooks`` (xcbench.run.hooks), not by subclassing.
 
 Faults: a failed cell is recorded with its error and the matrix goes on. The first Ctrl-C
 (SIGINT, SIGTERM or SIGHUP: xcbench.system.signals) lets the current record finish, stops every
@@ -15,18 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from xcbench import telemetry
-from xcbench.analysis.verdicts import between_run
-from xcbench.analysis.verdicts.attribution import write_verdicts
 from xcbench.backends.base import Target
 from xcbench.campaign import CampaignSpec, OptimizerSpec, run_campaign
 from xcbench.cell import Cell
@@ -42,8 +40,10 @@ from xcbench.network.addressing import report_host
 from xcbench.network.baseline import iperf3
 from xcbench.probe.jobs import run_probe
 from xcbench.run import matrix_sections  # noqa: F401 (the checks of a matrix's sections)
+from xcbench.run.hooks import DeviceCounter, RunHooks
 from xcbench.run.hostrun import RunHosts
-from xcbench.run.session import CellSession
+from xcbench.run.options import RunOptions, RunStopped
+from xcbench.run.session import CellSession, copy_artifacts
 from xcbench.scaleout.engine import pop_engine
 from xcbench.store import fingerprint as fp
 from xcbench.store.manifest import DONE
@@ -55,41 +55,8 @@ from xcbench.telemetry import ReportListener, TelemetryRunner
 from xcbench.telemetry.gateway import report_listener
 from xcbench.telemetry.gateway_cpu_meter import GatewayCpuMeter
 
-__all__ = ["DONE", "Interrupted", "RunOptions", "Runner", "StopFlag", "open_or_create", "run_matrix"]
-
-
-@dataclass
-class RunOptions:
-    store: Path = Path("results")  # the result store (--store)
-    repeats: int | None = None  # overrides every cell's repeats
-    resume: Path | None = None
-    scale_ec: bool = False
-    fio_hosts: list[str] | None = None
-    baseline: bool = True
-    probes: bool = True
-    campaigns: bool = True
-    report: bool = True
-    report_format: str = "html"
-    progress: bool = True
-    name: str | None = None
-    telemetry: str | None = None  # devices and intervals, "host:0.5,ceph" (None: all, defaults)
-    extra: dict[str, Any] = field(default_factory=dict)
-    hosts: Any = None  # an xcbench.hosts.Inventory: gateways and campaigns on its hosts
-
-
-def _copy_artifacts(session: Any, dest: Path) -> None:
-    """Rendered configs and logs of the session's gateway into the run (never keyrings)."""
-    gateway = getattr(session, "gateway", session)
-    if gateway is None:
-        return
-    try:
-        dest.mkdir(parents=True, exist_ok=True)
-        for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
-            p = Path(p)
-            if p.is_file() and "keyring" not in p.name:
-                shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
-    except OSError:  # a full result store: the copies are lost, not the cell's measurements
-        pass
+__all__ = ["DONE", "Interrupted", "RunHooks", "RunOptions", "RunStopped", "Runner", "StopFlag",
+           "open_or_create", "run_matrix"]
 
 
 class Runner:
@@ -137,19 +104,31 @@ class Runner:
             remove_tree(self.scratch, unmount=True, what="scratch")  # never crosses a mount
 
     def _baseline(self) -> None:
-        pairs, runner = self.hosts.baseline() if self.hosts else (None, None)
+        rows = self.opts.hooks.baseline_rows()
+        if rows:  # rows that stand for this run's (the self-test's uncapped run's)
+            self.sink("baseline", rows)
+            self.run.state.baseline_done = True
+            self.run.save_manifest()
+            return
+        pairs, pair_runner = self.hosts.baseline() if self.hosts else (None, None)
         if self.view:
             self.view.phase("baseline", f"iperf3 over {len(pairs)} host pairs" if pairs
                             else "iperf3 on loopback")
         try:
             self.sink("baseline", iperf3(pairs, procs=self.procs, run=self.run, sink=self.sink,
-                                         runner=runner, **self.opts.extra.get("baseline", {})))
+                                         pair_runner=pair_runner, **self.opts.extra.get("baseline", {})))
             self.run.state.baseline_done = True
             self.run.save_manifest()
         except XcbError as e:
             self.run.warn(f"baseline: {e}")
 
     def _cell(self, cell: Cell) -> None:
+        try:
+            self._run_cell(cell)
+        finally:
+            self.opts.hooks.cell_end(cell, self.run)
+
+    def _run_cell(self, cell: Cell) -> None:
         t0 = time.time()
         self.run.set_cell(cell.id, label=cell.label, status="running", started=t0, error=None)
         if self.view:
@@ -196,6 +175,7 @@ class Runner:
         self.run.set_cell(cell.id, target=target.info, verify=evidence, pool=target.pool,
                           backend_info=backend.describe())
         self._fingerprint(cell, session)
+        self.opts.hooks.cell_ready(cell, target, gateway)
         devices = self._telemetry(cell, target, gateway, listener)
         if devices is not None:
             stack.callback(self._count_lost, devices.lost)  # after the device stopped
@@ -213,7 +193,8 @@ class Runner:
                     self.stop.check()
                     self._phase(cell, f"campaign c={level} r={repeat + 1}/{repeats}")
                     t_level = time.time()
-                    summary = self._campaign(cell, gateway, level, repeat)
+                    with self.opts.hooks.level(cell, level, repeat):
+                        summary = self._campaign(cell, gateway, level, repeat)
                     if devices is not None:  # devices that read the level's window afterwards
                         devices.level_end(t_level, time.time(), concurrency=level, repeat=repeat)
                     failed += int(summary.get("failed") or 0)
@@ -231,7 +212,7 @@ class Runner:
 
     def _copy_artifacts(self, session: Any, dest: Path) -> None:
         if self.run.has_room():  # a full store keeps its reserve for the manifest
-            _copy_artifacts(session, dest)
+            copy_artifacts(session, dest)
 
     def _count_lost(self, lost: dict[str, dict]) -> None:
         """Rows a sink refused upstream of the store (the store counts its own): the manifest."""
@@ -244,7 +225,7 @@ class Runner:
         target = session.target
         layout = session.backend.layout_evidence(target)
         pool = pool_settings(self.cluster, target.pool) if target.pool and self.cluster else None
-        inputs = {**gateway_inputs(target, cell.gateway, cell.origins), "templates": fp.template_hashes()}
+        inputs = {**gateway_inputs(target, cell.gateway_settings, cell.origins), "templates": fp.template_hashes()}
         # hashed: what defines the measurement; the rendered configs (ports, temp paths) are
         # recorded for tracing only
         self.run.set_cell_fingerprint(
@@ -279,19 +260,18 @@ class Runner:
                                raw_dir=self.run.path / "raw")
 
     def _probe(self, cell: Cell, target: Target) -> None:
+        given = self.opts.hooks.probe_rows(cell)
+        if given is not None and given[0]:  # rows that stand for this cell's (the self-test's)
+            rows, origin = given
+            self.sink("probes", rows)
+            self.run.set_cell(cell.id, probes_from=origin)
+            return
         raw = self.run.path / "raw" / "fio" / cell.id
         raw.mkdir(parents=True, exist_ok=True)
         run_probe(cell, target, cluster=self.cluster, workdir=self.scratch / cell.id / "fio",
                   sink=self.sink, raw_dir=raw, hosts=self.opts.fio_hosts,
-                  device=self._device_counter(cell),
+                  device=self.opts.hooks.device_counter(cell),
                   levels=cell.concurrency if self.opts.campaigns else ())
-
-    def _device_counter(self, cell: Cell) -> Callable[[], tuple[int, int]] | None:
-        """The cell's storage device's cumulative (write IOs, write bytes), where this runner can
-        count the IOs the cell costs there (the self-test's blkio group of the OSDs); None: not
-        counted. Counted, the probe's write jobs and each level carry ``device_write_iops`` and
-        ``device_write_Bps``."""
-        return None
 
     def _run_security(self, cell: Cell) -> Any:
         """The run's security material, made when the first secure cell needs it."""
@@ -309,7 +289,7 @@ class Runner:
 
             src_cell = replace(self.matrix.cells[0], backend="tmpfs", layout=None, pool=None,
                                tmpfs_size=max(c.file_size * c.files for c in self.matrix.cells) * 2,
-                               id="source", label="tpc source", origins=1, gateway={},
+                               id="source", label="tpc source", origins=1, gateway_settings={},
                                security=security)
             workdir = self.scratch / f"source-{security}"
             workdir.mkdir(exist_ok=True)
@@ -326,7 +306,7 @@ class Runner:
 
     def _campaign(self, cell: Cell, gateway: Gateway, level: int, repeat: int) -> dict:
         settings = dict(cell.campaign)
-        run = pop_engine(settings) or run_campaign  # campaign.engine: local | fts3 (one job a level)
+        engine = pop_engine(settings) or run_campaign  # campaign.engine: local | fts3 (one job a level)
         opt = settings.pop("optimizer", None)
         if opt:  # true, or the optimizer's settings
             settings["optimizer"] = OptimizerSpec(**opt) if isinstance(opt, dict) else OptimizerSpec()
@@ -342,10 +322,10 @@ class Runner:
                             direction=cell.direction, **settings)
         source = self._source_gateway(cell.security) if cell.mode != "push" else None
         sink = self._metered_sink(cell, gateway, source)
-        if self.hosts is not None and run is run_campaign:  # from the client hosts, merged
+        if self.hosts is not None and engine is run_campaign:  # from the client hosts, merged
             return self.hosts.campaign(spec, dest=gateway, source=source, sink=sink,
                                        cell_id=cell.id, stop_event=self.stop.event)
-        return run(spec, dest=gateway, source=source, sink=sink, cell_id=cell.id,
+        return engine(spec, dest=gateway, source=source, sink=sink, cell_id=cell.id,
                    progress=False, stop_event=self.stop.event)
 
     def _metered_sink(self, cell: Cell, gateway: Gateway, source: Any = None) -> Callable[[str, list[dict]], None]:
@@ -355,7 +335,7 @@ class Runner:
         (the dataset is staged as local files, xcbench.campaign.staging: no CPU of the source's)."""
         meter = GatewayCpuMeter(gateway, security=getattr(cell, "security", "none") or "none")
         src = GatewayCpuMeter(source, link_bytes=lambda s: None) if source is not None else None
-        device = self._device_counter(cell)
+        device: DeviceCounter | None = self.opts.hooks.device_counter(cell)
         dev0 = (time.monotonic(), *device()) if device is not None else None
         meter.start()
         if src is not None:
@@ -385,14 +365,13 @@ def open_or_create(matrix: Matrix, opts: RunOptions, **info: Any) -> RunDir:
 
 
 def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
-               view: Any = None, runner: Callable[..., Runner] | None = None) -> RunDir:
+               view: Any = None) -> RunDir:
     """Run a parsed matrix (for --resume: the run's own, see commands.run.load_run_matrix) and
-    return its RunDir; raises Interrupted on Ctrl-C after everything was flushed and stopped.
-    ``runner``: a Runner subclass (the self-test's, which caps a role of each cell).
-    A signal from the run directory's creation on is a polite stop: the run is concluded
-    (interrupted) and resumable, never left saying `running`."""
-    # the self-test's proofs stand on each level's own noise alone
-    between = None if runner else between_run.load()
+    return its RunDir, finalized; raises RunStopped on Ctrl-C after everything was flushed and
+    stopped. A signal from the run directory's creation on is a polite stop: the run is
+    finalized (interrupted) and resumable, never left saying `running`. The verdicts and the
+    report are the caller's (xcbench.analysis.conclude), in either case."""
+    between = opts.between_run
     with StopFlag() as stop, stop.polite():  # the command's own flag when there is one (cli.main)
         run = open_or_create(matrix, opts, options={"repeats": opts.repeats, "scale_ec": opts.scale_ec,
                                                     "fio_hosts": opts.fio_hosts},
@@ -400,7 +379,7 @@ def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
                              **({"between_run": between} if between else {}))
         run.register_cells(c for c in matrix.cells if c.id not in run.cells)
         status = "complete"
-        r = (runner or Runner)(matrix, cluster, run, opts, stop, view)
+        r = Runner(matrix, cluster, run, opts, stop, view)
         if view:
             view.begin(run, matrix)
         try:
@@ -410,9 +389,9 @@ def run_matrix(matrix: Matrix, cluster: Cluster | None, opts: RunOptions,
         finally:
             if view:
                 view.finish()
-            _conclude(run, status, opts)
+            _finish(run, status)
     if status == "interrupted":
-        raise Interrupted(str(run.path))
+        raise RunStopped(run)
     return run
 
 
@@ -421,23 +400,17 @@ def _cluster_info(cluster: Cluster | None) -> dict[str, Any]:
     if cluster is None:
         return {}
     info: dict[str, Any] = {"conf": str(cluster.conf), "embedded": cluster.embedded,
-                            "client_id": cluster.client_id, "fs_name": cluster.fs_name}
+                            "client_id": cluster.ceph_id, "fs_name": cluster.fs_name}
     with contextlib.suppress(Exception):
         info.update(num_osds=cluster.num_osds(), num_hosts=cluster.num_hosts(),
                     osd_max_object_size=cluster.osd_max_object_size())
     return info
 
 
-def _conclude(run: RunDir, status: str, opts: RunOptions) -> None:
-    """Verdicts and Parquet, each best effort, so a failure here loses no record (the command
-    renders the report: xcbench.analysis.report.document.render_run_report)."""
+def _finish(run: RunDir, status: str) -> None:
+    """The Parquet tables and the run's status ("partial": a cell not done)."""
     if status == "complete" and any(not c.done for c in run.cells.values()):
         status = "partial"
-    try:
-        run.close()
-        write_verdicts(run)  # a resumed run: the verdicts of cells attributed again are replaced
-    except Exception as e:
-        run.warn(f"attribution: {type(e).__name__}: {e}")
     run.finalize(status)
     if run.unsaved:  # one line for the user; on disk the run still says where it was
         run.warn(f"{run.path / 'manifest.json'} not updated ({run.unsaved}): the run stays resumable "

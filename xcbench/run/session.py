@@ -12,6 +12,7 @@ cell up this way, so the order of setup and teardown is written once.
 from __future__ import annotations
 
 import contextlib
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +82,7 @@ class CellSession:
         # a gateway host over ssh: every part through a gateway agent on its host
         start = start_remote_gateway if uses_agents(self.hosts, self.cell.origins) else start_gateway
         return start(self.target, workdir=self.workdir, cluster=self.cluster,
-                     origins=self.cell.origins, tunables=dict(self.cell.gateway or {}),
+                     origins=self.cell.origins, tunables=dict(self.cell.gateway_settings or {}),
                      report_addr=self.report_addr, procs=self.procs, name=self.name,
                      cell=self.cell, **kw)
 
@@ -117,3 +118,18 @@ class CellSession:
         stack, self._stack = self._stack, None
         if stack is not None:
             stack.close()
+
+
+def copy_artifacts(session: Any, dest: Path) -> None:
+    """Rendered configs and logs of the session's gateway into the run (never keyrings)."""
+    gateway = getattr(session, "gateway", session)
+    if gateway is None:
+        return
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
+            p = Path(p)
+            if p.is_file() and "keyring" not in p.name:
+                shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
+    except OSError:  # a full result store: the copies are lost, not the cell's measurements
+        pass

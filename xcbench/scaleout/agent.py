@@ -2,7 +2,7 @@
 
 ``xcbench campaign-agent`` (a hidden command, started on each client host through the host's
 transport by xcbench.scaleout.distributed) runs the same local driver as every campaign
-(dispatch.run_campaign) and streams what it records as JSON lines on stdout:
+(campaign.dispatch.Campaign) and streams what it records as JSON lines on stdout:
 
     {"hello": {"host", "clock", "pid", "version"}}   first, at once: the host's clock at start
     {"table": "transfers", "rows": [...]}            each flush of the driver (once a second)

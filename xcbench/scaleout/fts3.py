@@ -39,6 +39,7 @@ from xcbench.campaign.spec import CampaignSpec
 from xcbench.campaign.staging import stage_source
 from xcbench.clients.threads import thread_client
 from xcbench.errors import XcbError
+from xcbench.figures.steady import timeline_from_transfers
 from xcbench.store.findings import finding
 from xcbench.store.tables import TIMELINE
 from xcbench.system import bounded_http
@@ -71,7 +72,7 @@ def _ts(value: Any, window: Window | None = None) -> float | None:
     return t
 
 
-def _num(value: Any, top: float) -> float | None:
+def _bounded(value: Any, top: float) -> float | None:
     """A server's number (a size, a duration) when it is one in [0, top]; None otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -176,7 +177,7 @@ MAX_TEXT = 4096  # characters of a server's reason, URL or checksum kept in a ro
 
 
 def _int(value: Any, top: int) -> int | None:
-    n = _num(value, top)
+    n = _bounded(value, top)
     return int(n) if n is not None and n == int(n) else None
 
 
@@ -233,7 +234,7 @@ def harvest(ctx, job_id: str, spec: CampaignSpec, cell_id: str, kind: str,
         ok = state == "FINISHED"
         cks = (_text(f.get("checksum")) or "").split(":")[-1].lower() or None
         start, finish = _ts(f.get("start_time"), window), _ts(f.get("finish_time"), window)
-        dur = _num(f.get("tx_duration"), span) or None
+        dur = _bounded(f.get("tx_duration"), span) or None
         size = size or 0
         last = max(_int(f.get("retry"), MAX_RETRIES) or 0, len(retries))
         rows.append(transfer_row(
@@ -261,33 +262,20 @@ def cancel(ctx, job_id: str) -> dict | None:
         return None
 
 
-def timeline_from_transfers(rows: list[dict], spec: CampaignSpec, cell_id: str) -> list[dict]:
-    """1 s buckets rebuilt after the fact: each finished transfer's bytes spread evenly over
-    its duration; active = transfers overlapping the bucket."""
-    done = [r for r in rows if r["start_time"] and r["finish_time"]]
+def timeline_rows(rows: list[dict], spec: CampaignSpec, cell_id: str) -> list[dict]:
+    """TIMELINE rows of a level FTS ran, rebuilt after the fact from its transfers by the one
+    rebuild the analysis uses too (figures.steady.timeline_from_transfers: each transfer's bytes
+    spread evenly over its duration, 1 s buckets)."""
+    import pandas as pd
+
+    done = [{**r, "cell_id": cell_id, "campaign_id": spec.campaign_id,
+             "concurrency": spec.concurrency, "repeat": spec.repeat}
+            for r in rows if r["start_time"] and r["finish_time"]]
     if not done:
         return []
-    t0 = min(r["start_time"] for r in done)
-    t1 = max(r["finish_time"] for r in done)
-    n = int(t1 - t0) + 1
-    moved, active, ok, bad = [0.0] * n, [0] * n, [0] * n, [0] * n
-    for r in done:
-        a, b = r["start_time"] - t0, r["finish_time"] - t0
-        span = max(b - a, 1e-9)
-        for k in range(int(a), min(int(b) + 1, n)):
-            overlap = min(b, k + 1) - max(a, k)
-            if overlap > 0 or span == 1e-9:
-                moved[k] += (r["transferred"] or 0) * max(overlap, 0) / span
-                active[k] += 1
-        (ok if r["file_state"] == "FINISHED" else bad)[min(int(b), n - 1)] += 1
-    out, cum_ok, cum_bad = [], 0, 0
-    for k in range(n):
-        cum_ok, cum_bad = cum_ok + ok[k], cum_bad + bad[k]
-        out.append(row(TIMELINE, cell_id=cell_id, campaign_id=spec.campaign_id,
-                       concurrency=spec.concurrency, repeat=spec.repeat, t=float(k + 1),
-                       wall=t0 + k + 1, bytes=int(moved[k]), rate=moved[k], active=active[k],
-                       done=cum_ok, failed=cum_bad))
-    return out
+    tl = timeline_from_transfers(pd.DataFrame(done))
+    return [row(TIMELINE, **{k: v for k, v in r.items() if k in TIMELINE})
+            for r in tl.to_dict("records")]
 
 
 def links_finding(cell_id: str, links: dict, fts: str) -> dict:
@@ -418,7 +406,7 @@ def submit_campaign(spec: CampaignSpec, *, fts: str, dest: Any, source: Any, sin
         with contextlib.suppress(Exception):
             stream(_json(ctx.get(f"/jobs/{job_id}/files"), list, f"GET /jobs/{job_id}/files"))
         raise
-    out.add("timeline", timeline_from_transfers(rows, spec, cell_id))
+    out.add("timeline", timeline_rows(rows, spec, cell_id))
     final: dict[int, dict] = {}
     for r in rows:
         if r["file_index"] not in final or r["retry"] >= final[r["file_index"]]["retry"]:

@@ -1,5 +1,6 @@
 """How the self-test makes a bottleneck: one role of each cell under a CPU quota (or the OSDs'
-device under a blkio write throttle) while the cell runs, and a matrix run as `xcbench run` runs it.
+device under a blkio write throttle) while the cell runs, through the run's hooks (CapHooks), and a
+matrix run as `xcbench run` runs it, its verdicts stored (run_concluded).
 
 The quota's group is ``xcb-selftest<pid>-<scenario>-<role>``, made with xcbench.system.cgroups when
 the cell's gateway is up and removed when the cell ends, however it ends (a failed cell, Ctrl-C,
@@ -8,21 +9,25 @@ exit: the groups' context manager, and their registry for a sweep after a kill -
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from xcbench.analysis.conclude import conclude
 from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
-from xcbench.run.runner import Runner, RunOptions, run_matrix
+from xcbench.run.hooks import DeviceCounter, RunHooks
+from xcbench.run.runner import RunOptions, RunStopped, run_matrix
 from xcbench.store.jsonl import read_records
+from xcbench.store.rundir import RunDir
 from xcbench.telemetry.role_processes import fuse_pids
 
 TELEMETRY = "host:0.5,roles:0.5,gateway,ceph"
@@ -57,17 +62,20 @@ def borrows(cap: str, io: str | None) -> bool:
     return io is None and set(cap.split("+")) <= {"gateway", "client"}
 
 
-class CappingRunner(Runner):
-    """A Runner that puts one role of each cell under a CPU quota once its gateway is up (just
-    before telemetry starts) and removes the quota when the cell ends, however it ends."""
+class CapHooks(RunHooks):
+    """The run's hooks (xcbench.run.hooks) that put one role of each cell under a CPU quota (or
+    its device under a blkio throttle) once the cell's gateway is up, just before telemetry
+    starts, and take it off when the cell ends, however it ends; that stand the uncapped run's
+    probes and baseline for this run's where the cap leaves them as they were (``cap.borrow``);
+    and that count a throttled device's writes, for the probe and level by level."""
 
-    cap: Cap
+    def __init__(self, cap: Cap, cluster: Cluster | None = None):
+        self.cap, self.cluster = cap, cluster
 
-    def _telemetry(self, cell, target, gateway, listener):
+    def cell_ready(self, cell: Any, target: Any, gateway: Any) -> None:
         cores = self.cap.cores.get(cell.id)
         if cores is not None:
             self._apply(cell.id, cores, gateway, target)
-        return super()._telemetry(cell, target, gateway, listener)
 
     def _apply(self, cell_id: str, cores: float, gateway: Any, target: Any = None) -> None:
         role = self.cap.role
@@ -103,53 +111,44 @@ class CappingRunner(Runner):
         for pid in pids:
             g.add(pid)
 
-    def _baseline(self) -> None:
-        rows = self._borrowed("baseline")
-        if not rows:
-            return super()._baseline()
-        self.sink("baseline", rows)
-        self.run.state.baseline_done = True
-        self.run.save_manifest()
+    def baseline_rows(self) -> list[dict[str, Any]] | None:
+        return self._borrowed("baseline") or None
 
-    def _probe(self, cell, target) -> None:
+    def probe_rows(self, cell: Any) -> tuple[list[dict[str, Any]], str] | None:
         rows = [r for r in self._borrowed("probes") if r.get("cell_id") == cell.id]
-        if not rows:
-            return super()._probe(cell, target)
-        self.sink("probes", rows)
-        self.run.set_cell(cell.id, probes_from=str(self.cap.borrow))
+        return (rows, str(self.cap.borrow)) if rows else None
 
     def _borrowed(self, table: str) -> list[dict]:
         path = self.cap.borrow / "records" / f"{table}.jsonl" if self.cap.borrow else None
         return read_records(path) if path is not None and path.exists() else []
 
-    def _device_counter(self, cell):
+    def device_counter(self, cell: Any) -> DeviceCounter | None:
         """The OSDs' blkio group's writes to their device: exact (only the OSDs are in it)."""
         io = self.cap.applied.get(cell.id, {}).get("io_group")
         return io.written if io is not None else None
 
-    def _campaign(self, cell, gateway, level, repeat):
+    @contextlib.contextmanager
+    def level(self, cell: Any, concurrency: int, repeat: int) -> Iterator[None]:
         """A throttled device's writes/s over the level (blkio counters before and after)."""
         io = self.cap.applied.get(cell.id, {}).get("io_group")
         if io is None:
-            return super()._campaign(cell, gateway, level, repeat)
+            yield
+            return
         t0, (n0, b0) = time.monotonic(), io.written()
         try:
-            return super()._campaign(cell, gateway, level, repeat)
+            yield
         finally:
             dt = max(1e-3, time.monotonic() - t0)
             n1, b1 = io.written()
-            self.cap.device.setdefault(cell.id, {})[level] = {
+            self.cap.device.setdefault(cell.id, {})[concurrency] = {
                 "iops": (n1 - n0) / dt, "Bps": (b1 - b0) / dt, "seconds": round(dt, 1)}
 
-    def _cell(self, cell) -> None:
-        try:
-            super()._cell(cell)
-        finally:
-            if self.cap.io_groups is not None:
-                self.cap.io_groups.close()
-            left = self.cap.groups.close()  # the role's processes go back; the group goes
-            if left:
-                self.run.warn(f"selftest: cgroups not removed: {', '.join(left)}")
+    def cell_end(self, cell: Any, run: Any) -> None:
+        if self.cap.io_groups is not None:
+            self.cap.io_groups.close()
+        left = self.cap.groups.close()  # the role's processes go back; the group goes
+        if left:
+            run.warn(f"selftest: cgroups not removed: {', '.join(left)}")
 
 
 def in_cpu_group(pid: int) -> bool:
@@ -166,19 +165,37 @@ def in_cpu_group(pid: int) -> bool:
     return False
 
 
-def capping_runner(cap: Cap) -> type[CappingRunner]:
-    return type("SelftestRunner", (CappingRunner,), {"cap": cap})
-
-
 def run_doc(matrix_doc: dict, name: str, cluster: Cluster | None, out: Path, workdir: Path,
-            runner: Callable[..., Runner] | None = None) -> Any:
+            cap: Cap | None = None) -> Any:
+    """The matrix ``matrix_doc`` run as `xcbench run` runs it (``cap``: with that role capped),
+    its verdicts stored (xcbench.analysis.conclude); (the run, the matrix)."""
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(matrix_doc, sort_keys=False))
     matrix = load_matrix(path, cluster)
     # as `xcbench run` has it: the fio probe of each cell and the iperf3 baseline (a few points)
-    opts = RunOptions(store=out, name=name, baseline=True, probes=True, report=False,
-                      progress=False, telemetry=TELEMETRY, extra={"baseline": dict(BASELINE)})
-    return run_matrix(matrix, cluster, opts, view=None, runner=runner), matrix
+    opts = options(out, name, extra={"baseline": dict(BASELINE)},
+                   hooks=CapHooks(cap, cluster) if cap is not None else RunHooks())
+    return run_concluded(matrix, cluster, opts), matrix
+
+
+def options(store: Path, name: str, **kw: Any) -> RunOptions:
+    """A self-test run's options: probes and baseline as `xcbench run` has them, no report, no
+    between-run term (a scenario compares runs of one session on one cluster: each level's own
+    noise is the noise), the self-test's telemetry; ``kw`` overrides."""
+    return RunOptions(**{"store": store, "name": name, "baseline": True, "probes": True,
+                         "report": False, "progress": False, "telemetry": TELEMETRY, **kw})
+
+
+def run_concluded(matrix: Any, cluster: Cluster | None, opts: RunOptions) -> RunDir:
+    """Run the matrix and store its verdicts (the run's conclusion: xcbench.analysis.conclude);
+    a Ctrl-C concludes what was measured too, then goes on up (RunStopped)."""
+    try:
+        run = run_matrix(matrix, cluster, opts)
+    except RunStopped as e:
+        conclude(e.run)
+        raise
+    conclude(run)
+    return run
 
 
 def mini_pids(cluster: Cluster | None) -> Callable[[], dict[str, list[int]]]:

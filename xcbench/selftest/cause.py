@@ -20,15 +20,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from xcbench.figures.numbers import as_float, finite_or_none
 from xcbench.figures.stats import CONFIDENCE, ratio_lower_bound
-
-
-def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
-
-
-def _fin(v: float) -> float | None:
-    return v if math.isfinite(v) else None
 
 
 def compare(capped: dict[str, Any], uncapped: dict[str, Any] | None, role: str,
@@ -37,10 +30,10 @@ def compare(capped: dict[str, Any], uncapped: dict[str, Any] | None, role: str,
     """The cause figures of one capped level (evidence dicts of the two verdicts).
     ``at_limit``: whether the role sits at a limit other than its CPU quota (a device
     throttle: xcbench.selftest.storage_io); None: its CPU against its quota."""
-    rc, sc = _num(capped.get("rate")), _num(capped.get("rate_rel_se"))
+    rc, sc = as_float(capped.get("rate")), as_float(capped.get("rate_rel_se"))
     x = (capped.get("roles") or {}).get(role) or {}
     out: dict[str, Any] = {
-        "role": role, "decoy": decoy, "capped_Bps": _fin(rc), "capped_rel_se": _fin(sc),
+        "role": role, "decoy": decoy, "capped_Bps": finite_or_none(rc), "capped_rel_se": finite_or_none(sc),
         "role_cpu": x.get("cpu"), "role_limit": x.get("limit"), "role_use": x.get("use"),
         "role_throttled": x.get("throttled"),
         "at_quota": bool(x.get("saturated")) if at_limit is None else at_limit,
@@ -49,11 +42,11 @@ def compare(capped: dict[str, Any], uncapped: dict[str, Any] | None, role: str,
     if uncapped is None:
         out.update(ok=False, note="no uncapped rate at this level to compare with")
         return out
-    ru, su = _num(uncapped.get("rate")), _num(uncapped.get("rate_rel_se"))
+    ru, su = as_float(uncapped.get("rate")), as_float(uncapped.get("rate_rel_se"))
     low = ratio_lower_bound(rc, sc, ru, su) if rc > 0 else math.nan
-    out.update(uncapped_Bps=_fin(ru), uncapped_rel_se=_fin(su),
-               slowdown=_fin(ru / rc) if rc > 0 and math.isfinite(ru) else None,
-               slowdown_low=_fin(low), slower=bool(math.isfinite(low) and low > 1.0))
+    out.update(uncapped_Bps=finite_or_none(ru), uncapped_rel_se=finite_or_none(su),
+               slowdown=finite_or_none(ru / rc) if rc > 0 and math.isfinite(ru) else None,
+               slowdown_low=finite_or_none(low), slower=bool(math.isfinite(low) and low > 1.0))
     if decoy:
         out["ok"] = not out["at_quota"]
     else:

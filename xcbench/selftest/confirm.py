@@ -59,11 +59,12 @@ from xcbench.backends.base import backend_class
 from xcbench.cell import Cell
 from xcbench.ceph.cluster import Cluster
 from xcbench.errors import XcbError
+from xcbench.figures.numbers import as_float, finite_or_none
 from xcbench.hosts import reshape
 from xcbench.matrix import Matrix, load_matrix
 from xcbench.matrix.expand import _finish
-from xcbench.run.runner import RunOptions, run_matrix
-from xcbench.selftest.capping import Cap, capping_runner, mini_pids
+from xcbench.run.runner import RunOptions
+from xcbench.selftest.capping import Cap, CapHooks, mini_pids, run_concluded
 from xcbench.store.rundir import RunDir
 from xcbench.system.cgroups import CpuGroups
 from xcbench.system.secrets_policy import fts_endpoint_problems
@@ -78,10 +79,6 @@ Log = Callable[[str], None]
 
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else math.nan
 
 
 def host_cores() -> float:
@@ -148,7 +145,7 @@ def ceilings(rows: list[dict[str, Any]], cells: dict[str, Any]) -> dict[tuple[in
         c = cells.get(r["cell_id"])
         if c is None or backend_class(c.backend).needs_cluster:  # the tmpfs gateway ceiling only
             continue
-        rate = _num(json.loads(r.get("evidence") or "{}").get("rate"))
+        rate = as_float(json.loads(r.get("evidence") or "{}").get("rate"))
         key = (int(r["concurrency"]), r.get("direction") or "write", int(c.file_size))
         if rate > 0 and rate > out.get(key, 0.0):
             out[key] = rate
@@ -227,8 +224,8 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
         r = _replay(matrix, cells, c, level, direction, exp[arm], f"{tag}-{c.id[:8]}-c{level}-{pair}{arm}",
                     run_path / "confirm", cluster, hosts)
         got.setdefault(pair, {})[arm] = r["rate"]
-        runs.append({"pair": pair, "arm": arm, "Bps": _clean_num(r["rate"][0]),
-                     "rel_se": _clean_num(r["rate"][1]), "run": r["run"], "role": r["role"]})
+        runs.append({"pair": pair, "arm": arm, "Bps": finite_or_none(r["rate"][0]),
+                     "rel_se": finite_or_none(r["rate"][1]), "run": r["run"], "role": r["role"]})
         log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})")
     res = judge(exp["kind"], exp["predicted"], [(got[p]["control"], got[p]["changed"]) for p in sorted(got)],
                 between, rivals=exp.get("rivals"), need=exp.get("need"))
@@ -241,7 +238,7 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
 def _pairs_for(exp: dict[str, Any], ev: dict[str, Any], between: float | None) -> int | None:
     """The pairs the experiment needs at this level's own noise (both arms taken as noisy as
     the run's level), at least PAIRS; None: more than MAX_PAIRS."""
-    own = _num(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
+    own = as_float(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
     if not math.isfinite(own):
         return PAIRS  # no noise to size the experiment with: the least
     if exp.get("predicted") is None:  # no size to aim at: t(0.95, 3) = 2.35, not t(1)'s 6.31
@@ -262,10 +259,6 @@ def arms(runs: list[dict[str, Any]]) -> dict[str, float | None]:
         out[f"{arm}_Bps"] = math.exp(sum(math.log(b) for b, _ in got) / len(got))
         out[f"{arm}_rel_se"] = math.sqrt(sum(se * se for se in ses)) / len(ses) if ses else None
     return out
-
-
-def _clean_num(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and math.isfinite(v) else None
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
@@ -304,21 +297,21 @@ def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, dire
         if link is None:
             raise XcbError(f"confirm: host {host}'s link is no longer up as an emulated host xcbench made")
         with reshape.tightened(link["record"], host, bps):
-            run = run_matrix(m, cluster, opts)
+            run = run_concluded(m, cluster, opts)
     elif role and cores:
         wants = set(role.split("+"))
         pids = mini_pids(cluster) if wants & set(CLUSTER_ROLES) else None
         with CpuGroups(None, run=f"confirm{os.getpid()}") as groups:
-            run = run_matrix(m, cluster, opts, runner=capping_runner(Cap(role, {c.id: cores}, groups, pids,
-                                                                         weight=weight)))
+            opts.hooks = CapHooks(Cap(role, {c.id: cores}, groups, pids, weight=weight), cluster)
+            run = run_concluded(m, cluster, opts)
     else:
-        run = run_matrix(m, cluster, opts)
+        run = run_concluded(m, cluster, opts)
     rate, se, x = math.nan, math.nan, None
     for r in run.table("verdicts").to_dict("records"):
         if r["cell_id"] == c.id and int(r["concurrency"]) == lv and (r.get("direction") or "write") == direction:
             ev = json.loads(r.get("evidence") or "{}")
             # the run's own error: the between-run term is judge's to add, once per run
-            rate, se = _num(ev.get("rate")), _num(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
+            rate, se = as_float(ev.get("rate")), as_float(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
             x = (ev.get("roles") or {}).get((role or "gateway").split("+")[0])
     return {"rate": (rate, se), "run": str(run.path),
             "role": {k: (x or {}).get(k) for k in ("cpu", "limit", "source", "throttled")} if x else None}

@@ -15,7 +15,7 @@ from xcbench.analysis.verdicts.experiment import judge
 from xcbench.ceph.cluster import Cluster
 from xcbench.matrix import load_matrix
 from xcbench.selftest import intervene, storage_io
-from xcbench.selftest.capping import Cap, borrows, capping_runner, mini_pids, run_doc
+from xcbench.selftest.capping import Cap, borrows, mini_pids, run_doc
 from xcbench.selftest.judging import (
     cell_ids,
     failed_cells,
@@ -51,7 +51,7 @@ def capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, s
         capped = Cap(s.cap, {cap_ids[k]: c for k, c in cores.items()}, groups, osd_pids,
                      io=s.io, dev=storage_io.device(cluster) if s.io else None, io_groups=io_groups,
                      borrow=uncapped if borrows(s.cap, s.io) else None)
-        run, _ = run_doc(doc, name, cluster, out, workdir, runner=capping_runner(capped))
+        run, _ = run_doc(doc, name, cluster, out, workdir, cap=capped)
     got, failed = run_verdicts(run), failed_cells(run)
     checks: list[Check] = []
     for key, c in cores.items():
@@ -95,7 +95,7 @@ def half_host(scenarios: list[Scenario], checks: list[Check], base: dict, ids: d
     with CpuGroups(None, run=f"selftest{os.getpid()}-half-host") as groups:
         cap = Cap(names, {cap_ids[k]: c for k, c in by_key.items()}, groups,
                   mini_pids(cluster) if embedded else None)
-        run, _ = run_doc(doc, name, cluster, out, workdir, runner=capping_runner(cap))
+        run, _ = run_doc(doc, name, cluster, out, workdir, cap=cap)
     got = run_verdicts(run)
     scen = {s.name for s in scenarios}
     for c in checks:

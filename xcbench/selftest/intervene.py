@@ -30,7 +30,7 @@ from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, HALF
 
 
 def roles(embedded: bool) -> str:
-    """The shared quota's roles, joined as the capping runner takes them."""
+    """The shared quota's roles, joined as the capping hooks take them."""
     return "+".join(["gateway", "client", "mount", *(CLUSTER_ROLES if embedded else ())])
 
 

@@ -44,8 +44,9 @@ from xcbench.hosts import load_inventory
 from xcbench.hosts.emulate import down, free_network, up
 from xcbench.hosts.emulate import why_not as hosts_why_not
 from xcbench.matrix import load_matrix
-from xcbench.run.runner import RunOptions, run_matrix
+from xcbench.run.runner import RunOptions
 from xcbench.selftest import registry
+from xcbench.selftest.capping import run_concluded
 from xcbench.selftest.judging import roles_short
 from xcbench.selftest.scenarios import FULL, QUICK, Check
 
@@ -127,7 +128,7 @@ def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, wor
     opts = RunOptions(store=out, name=name, baseline=baseline, probes=False, report=False,
                       progress=False, telemetry=TELEMETRY, hosts=inv,
                       extra={"baseline": dict(BASELINE)} if baseline else {})
-    return run_matrix(matrix, cluster, opts, view=None)
+    return run_concluded(matrix, cluster, opts)
 
 
 def _verdicts(run: Any) -> dict[int, dict[str, Any]]:

@@ -50,7 +50,7 @@ class Scenario:
     """A bottleneck made on purpose and the verdicts that are right for it.
 
     ``cap``: the role the scenario puts under a CPU quota in its own run ("gateway", "osd",
-    "client"; the runner makes the cgroup); None: judged on the uncapped run. ``needs``: what
+    "client"; capping.CapHooks makes the cgroup); None: judged on the uncapped run. ``needs``: what
     is missing to run it here (it is listed as "not yet", never run). ``expect``: the right
     verdicts at one level when they depend on what was measured (default: ``expected``);
     ``extra``: a further check of each level's evidence; ``own_run``: the scenario makes and

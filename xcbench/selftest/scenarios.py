@@ -25,14 +25,14 @@ and ec-overhead ones come from xcbench.selftest.storage_io.
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any
 
 from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS
 from xcbench.backends.base import backend_class
 from xcbench.cell import Cell
+from xcbench.figures.numbers import is_finite
 from xcbench.selftest.registry import CELLS, SCENARIOS, CellDef, Scenario, register, register_cell
 
 STORAGE = ("storage-bandwidth", "storage-iops")
@@ -112,7 +112,7 @@ def _ec_expect(s: Scenario, ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:
     to find: any verdict but ec-overhead is right (what the uncapped box itself gives is the
     host-cpu scenario's question, on its own cells)."""
     e = ev.get("ec_ratio")
-    if not _finite(e):
+    if not is_finite(e):
         return s.expected, "no replicated twin measured at this level"
     if e <= NEAR:
         return s.expected, f"EC cell at {e * 100:.0f} % of the replicated one"
@@ -130,9 +130,9 @@ def _both_named(ev: dict[str, Any]) -> tuple[bool, str]:
 def raw_check(ev: dict[str, Any], tolerance: float = 0.2) -> tuple[bool, str]:
     """The pool's measured raw/logical bytes against (k+m)/k or the replica count."""
     got, want = ev.get("raw_per_logical"), ev.get("raw_expected")
-    if not _finite(want):
+    if not is_finite(want):
         return True, ""
-    if not _finite(got):
+    if not is_finite(got):
         return False, f"raw/logical not measured (expected {want:g})"
     ok = abs(got - want) <= tolerance * want
     return ok, f"raw/logical {got:.2f} (expected {want:g})"
@@ -231,10 +231,6 @@ class Check:
     evidence: dict[str, Any] = field(default_factory=dict)
     # a capped level against the same level uncapped (xcbench.selftest.cause.compare)
     cause: dict[str, Any] | None = None
-
-
-def _finite(v: Any) -> TypeGuard[float]:
-    return isinstance(v, (int, float)) and math.isfinite(v)
 
 
 def expectation(s: Scenario, ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:

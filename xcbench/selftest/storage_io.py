@@ -10,7 +10,7 @@ blkio, xcbench.system.blkio) in bytes/s or in IOs/s, on the device their BlueSto
 
 Both are rados cells: their fio probe (ioengine=rados) goes straight to the throttled OSDs, so
 its figures are the ceilings under the throttle, as a run would have them (a buffered probe on
-a ceph-fuse mount would measure the page cache). The capped runner counts the OSDs' device
+a ceph-fuse mount would measure the page cache). The capping hooks (capping.CapHooks) count the OSDs' device
 writes (their blkio group: only the OSDs are in it) during each write job of the probe and
 over each level, so the IOPS rule holds device IOs against device IOs (analysis.verdicts.rules): a
 chain op (XrdCeph's lock/xattr ops, a 256 KiB write) costs the device another number of IOs

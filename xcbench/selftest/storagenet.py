@@ -45,8 +45,9 @@ from xcbench.hosts import load_inventory
 from xcbench.hosts.emulate import down, free_network, up
 from xcbench.hosts.emulate import why_not as hosts_why_not
 from xcbench.matrix import load_matrix
-from xcbench.run.runner import RunOptions, run_matrix
+from xcbench.run.runner import RunOptions
 from xcbench.selftest import registry
+from xcbench.selftest.capping import run_concluded
 from xcbench.selftest.judging import roles_short
 from xcbench.selftest.scenarios import FULL, QUICK, Check
 
@@ -113,7 +114,7 @@ def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, wor
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     opts = RunOptions(store=out, name=name, baseline=False, probes=False, report=False,
                       progress=False, telemetry=TELEMETRY)
-    return run_matrix(load_matrix(path, cluster), cluster, opts, view=None)
+    return run_concluded(load_matrix(path, cluster), cluster, opts)
 
 
 def _verdicts(run: Any) -> dict[int, dict[str, Any]]:

@@ -2,7 +2,8 @@
 
     <store>/<run-id>/manifest.json         schema version, matrix, cells, fingerprint, status
     <store>/<run-id>/records/<table>.jsonl appended record by record (flushed: a crash loses none)
-    <store>/<run-id>/<table>.parquet       written by finalize() from the JSONL
+    <store>/<run-id>/<table>.parquet       written by finalize() from the JSONL (and by
+                                           replace_table() in a finalized run)
     <store>/<run-id>/raw/...               raw fio JSON, gateway logs, rendered configs
 
 Table names and columns: xcbench.store.tables.TABLES. Nested values (labels, settings, evidence)
@@ -179,13 +180,21 @@ class RunDir:
             rewrite_lines(jl, keep)
 
     def replace_table(self, table: str, records: Iterable[dict[str, Any]]) -> None:
-        """records/<table>.jsonl holds exactly ``records`` from now on."""
+        """records/<table>.jsonl holds exactly ``records`` from now on, and so does the table's
+        Parquet file once the run is finalized (the verdicts, written after the run ended)."""
         with self._lock:
             fd = self._files.pop(table, None)
             if fd is not None:
                 os.close(fd)
             (self.path / "records" / f"{table}.jsonl").unlink(missing_ok=True)
         self.append(table, records)
+        if self.status != "running":
+            self.close()
+            jl = self.path / "records" / f"{table}.jsonl"
+            if jl.exists():
+                self._to_parquet(jl)
+            else:
+                (self.path / f"{table}.parquet").unlink(missing_ok=True)
 
     def warn(self, message: str) -> None:
         """A warning for the run's user (printed by `xcbench run`, kept in the manifest)."""
@@ -326,14 +335,7 @@ class RunDir:
         Cells left pending/running are marked 'interrupted' when the run did not complete."""
         self.close()
         for jl in sorted((self.path / "records").glob("*.jsonl")):
-            pq = self.path / f"{jl.stem}.parquet"
-            try:  # derived data: without it the JSONL is read (table()), so a full disk is no crash
-                if self._full and not self.has_room(jl.stat().st_size):
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                read_jsonl(jl).to_parquet(pq, index=False)
-            except OSError as e:
-                pq.unlink(missing_ok=True)
-                self.warn(f"{pq.name} not written ({e}); the records stay in records/{jl.name}")
+            self._to_parquet(jl)
         if status != "complete":
             for cell in self.state.cells.values():
                 if cell.status in ("pending", "running"):
@@ -348,6 +350,18 @@ class RunDir:
             with contextlib.suppress(OSError):
                 write_json(self.path / "manifest.json", redact(self.state.to_dict()))
                 self.unsaved = None
+
+    def _to_parquet(self, jl: Path) -> None:
+        """<table>.parquet from records/<table>.jsonl. Derived data: without it the JSONL is read
+        (table()), so a full disk is a warning, no crash."""
+        pq = self.path / f"{jl.stem}.parquet"
+        try:
+            if self._full and not self.has_room(jl.stat().st_size):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            read_jsonl(jl).to_parquet(pq, index=False)
+        except OSError as e:
+            pq.unlink(missing_ok=True)
+            self.warn(f"{pq.name} not written ({e}); the records stay in records/{jl.name}")
 
     def has_table(self, name: str) -> bool:
         jl = self.path / "records" / f"{name}.jsonl"

@@ -103,7 +103,7 @@ class CephSampler(Sampler):
         keyring = getattr(self.cluster, "keyring", None)
         if keyring:
             conf["keyring"] = str(keyring)
-        r = rados.Rados(conffile=str(self.cluster.conf), rados_id=getattr(self.cluster, "client_id", "admin"),
+        r = rados.Rados(conffile=str(self.cluster.conf), rados_id=getattr(self.cluster, "ceph_id", "admin"),
                         conf=conf)
         try:
             r.connect(timeout=int(max(1, self.timeout)))

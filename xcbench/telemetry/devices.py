@@ -79,10 +79,10 @@ def _prometheus(ctx: Context) -> Sampler | None:
     conf = prometheus_of(ctx)
     if not conf:
         return None
-    client = PromClient(conf["url"], conf.get("auth"))
+    api = PromClient(conf["url"], conf.get("auth"))
     if conf.get("timeout"):
-        client.timeout = float(conf["timeout"])
-    return PrometheusSampler(client, cell_id=ctx.cell.id,
+        api.timeout = float(conf["timeout"])
+    return PrometheusSampler(api, cell_id=ctx.cell.id,
                              sink=ctx.sink, cluster=ctx.cluster, inventory=ctx.hosts,
                              step=conf.get("scrape_interval"),
                              raw_dir=ctx.raw_dir / "prometheus" / ctx.cell.id if ctx.raw_dir else None)

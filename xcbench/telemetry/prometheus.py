@@ -50,10 +50,10 @@ class PrometheusSampler(Sampler):
     name = "prometheus"
     min_interval = 5.0  # only the light live query runs on the telemetry loop
 
-    def __init__(self, client: PromClient, *, cell_id: str = "", sink: Sink | None = None,
+    def __init__(self, api: PromClient, *, cell_id: str = "", sink: Sink | None = None,
                  cluster: Cluster | None = None, inventory: Any = None, step: float | None = None,
                  raw_dir: Path | None = None, clock=time.time, mono=time.monotonic):
-        self.client, self.cell_id, self.sink = client, cell_id, sink
+        self.api, self.cell_id, self.sink = api, cell_id, sink
         self.cluster, self.inventory, self.step = cluster, inventory, step
         self.raw_dir, self.clock, self.mono = raw_dir, clock, mono
         self.hosts = pq.HostMap([])
@@ -73,7 +73,7 @@ class PrometheusSampler(Sampler):
             pass
 
     def _unreachable(self, e: PromError) -> None:
-        self._finding("unreachable", f"Prometheus {self.client.url} did not answer",
+        self._finding("unreachable", f"Prometheus {self.api.url} did not answer",
                       f"{e}; the storage hosts' CPU, NICs and disks are not measured for this "
                       "cell (the verdict falls back to the local telemetry and the probes)",
                       "check the URL, the auth file and that the server is up "
@@ -94,7 +94,7 @@ class PrometheusSampler(Sampler):
 
     def _scrape_interval(self) -> float:
         """The server's global scrape interval (its /api/v1/status/config)."""
-        data = self.client.get("/api/v1/status/config", {})
+        data = self.api.get("/api/v1/status/config", {})
         try:
             conf = parse_yaml(str((data or {}).get("yaml") or ""), "prometheus config") or {}
             step = parse_duration(conf.get("global", {}).get("scrape_interval", "1m"))
@@ -103,7 +103,7 @@ class PrometheusSampler(Sampler):
         return min(step, MAX_ANNOUNCED_STEP)
 
     def _host_map(self) -> pq.HostMap:
-        uname = self.client.query(pq.UNAME)
+        uname = self.api.query(pq.UNAME)
         if not uname:
             self._missing(pq.UNAME, "the hosts cannot be named (no node_exporter scraped?)")
         meta: list[dict] = []
@@ -112,11 +112,11 @@ class PrometheusSampler(Sampler):
                 meta = list(self.cluster.mon_command("osd metadata"))
             except Exception:  # noqa: BLE001 - the mgr's series are the fallback
                 meta = []
-        series = [] if meta else self.client.query("ceph_osd_metadata")
+        series = [] if meta else self.api.query("ceph_osd_metadata")
         return pq.HostMap(uname, meta, self.inventory, series, emulated_hosts())
 
     def _missing(self, metric: str, consequence: str) -> None:
-        self._finding(f"missing:{metric}", f"Prometheus {self.client.url} has no {metric}",
+        self._finding(f"missing:{metric}", f"Prometheus {self.api.url} has no {metric}",
                       f"the query for it answered no series: {consequence}",
                       "scrape node_exporter (>= 0.16) on every storage host and enable the "
                       "ceph-mgr prometheus module (`ceph mgr module enable prometheus`)", "info")
@@ -126,7 +126,7 @@ class PrometheusSampler(Sampler):
             return
         try:
             self.raw_dir.mkdir(parents=True, exist_ok=True)
-            lines = [f"# Prometheus {self.client.url}; step {self.step:g} s; each query runs as a "
+            lines = [f"# Prometheus {self.api.url}; step {self.step:g} s; each query runs as a "
                      "range query over each level's window (see levels.jsonl)"]
             lines += [f"{name}\t{pq.promql(name, self.step or DEFAULT_STEP)}" for name in pq.QUERIES]
             lines += [f"hosts\t{pq.UNAME}"]
@@ -144,8 +144,8 @@ class PrometheusSampler(Sampler):
             return []
         t0 = self.mono()
         try:
-            ans = self.client.query(pq.live_promql(self.step or DEFAULT_STEP),
-                                    timeout=min(self.client.timeout, LIVE_TIMEOUT))
+            ans = self.api.query(pq.live_promql(self.step or DEFAULT_STEP),
+                                    timeout=min(self.api.timeout, LIVE_TIMEOUT))
             fig = pq.live_figures(ans, self.hosts)
         except (PromError, *BAD_ANSWER):
             self.live_ok = False
@@ -155,7 +155,7 @@ class PrometheusSampler(Sampler):
         return live_rows(self, wall, mono, fig) if fig else []
 
     def stop(self) -> None:
-        self.client.close()
+        self.api.close()
 
     # ---- the level's window --------------------------------------------------------------
     def level_end(self, start: float, end: float, info: dict[str, Any]) -> list[dict]:
@@ -168,7 +168,7 @@ class PrometheusSampler(Sampler):
             out: list[dict] = []
             offset = self.clock() - self.mono()
             for name in pq.QUERIES:
-                answer = self.client.query_range(pq.promql(name, step), start, end, step)
+                answer = self.api.query_range(pq.promql(name, step), start, end, step)
                 if not answer:
                     self._missing(pq.NEEDS[name], f"{name} is not measured")
                 out += pq.rows(name, answer, self.hosts, offset, pq.range_seconds(step))
@@ -189,8 +189,8 @@ class PrometheusSampler(Sampler):
         bounded by two scrape intervals: a late scrape costs its points, never the level."""
         deadline = self.mono() + min(2 * step + 1, MAX_INGEST_WAIT)
         while self.mono() < deadline:
-            ans = self.client.query("max(timestamp(up))",
-                                    timeout=max(0.1, min(self.client.timeout, deadline - self.mono())))
+            ans = self.api.query("max(timestamp(up))",
+                                    timeout=max(0.1, min(self.api.timeout, deadline - self.mono())))
             if not ans or float(ans[0]["value"][1]) >= end:
                 return  # in, or nothing scraped at all (the queries say what is missing)
             time.sleep(min(0.2, step / 4))

@@ -43,7 +43,7 @@ def test_object_write_read(ceph_cluster, role):
 
 def test_cephfs_mkdir_through_binding(ceph_cluster):
     import cephfs
-    fs = cephfs.LibCephFS(conffile=str(ceph_cluster.conf), auth_id=ceph_cluster.fs_client_id)
+    fs = cephfs.LibCephFS(conffile=str(ceph_cluster.conf), auth_id=ceph_cluster.fs_ceph_id)
     if ceph_cluster.fs_keyring:
         fs.conf_set("keyring", str(ceph_cluster.fs_keyring))
     fs.mount(filesystem_name=ceph_cluster.fs_name)

@@ -25,7 +25,7 @@ def test_plugin_uses_ceph_conf(ceph_cluster, tmp_path):
     (tmp_path / "test_inner.py").write_text(INNER.replace("OBJ", obj))
     basetemp = tmp_path / "inner-tmp"
     r = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", basetemp,
-             "--ceph-conf", ceph_cluster.conf, "--ceph-id", ceph_cluster.client_id,
+             "--ceph-conf", ceph_cluster.conf, "--ceph-id", ceph_cluster.ceph_id,
              tmp_path / "test_inner.py"], cwd=tmp_path, check=False, timeout=120,
             env={"CEPH_CONF": "", "CEPH_ARGS": ""})
     assert r.returncode == 0, r.stdout[-2000:]

@@ -1,6 +1,6 @@
 """A gateway's bind: an empty/null bind that reaches start_gateway listens on loopback (never
 on every interface); a written-out wildcard listens everywhere and is reported as a finding.
-(The matrix refuses an empty or null bind at load: tests/unit/test_bad_input.py.)"""
+(The matrix refuses an empty or null bind at load: tests/unit/inputs/test_bad_input.py.)"""
 
 from __future__ import annotations
 

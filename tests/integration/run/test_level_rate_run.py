@@ -1,5 +1,5 @@
 """One rate per level on a real run of the demo matrix's shape (the session's ``demo_run``,
-tests/integration/demorun.py): the progress line, the closing table, the Markdown report and
+tests/support/demorun.py): the progress line, the closing table, the Markdown report and
 the verdict's evidence give the same steady rate for every level, and that rate is averaged
 over the very window the level's rule judged (the one the plots shade)."""
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from XRootD import client as xc
 
-from xcbench.analysis.report.document import render_run_report
+from xcbench.analysis.conclude import conclude
 from xcbench.commands.run import load_run_matrix
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import RunOptions, run_matrix
@@ -151,7 +151,7 @@ def test_osd_dies_during_ec_campaign(ceph_cluster, tmp_path):
     try:
         opts = RunOptions(store=tmp_path / "r", probes=False, baseline=False)
         run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts, view=hook)
-        render_run_report(run)
+        conclude(run, "html")  # as `xcbench run` does once the runner is done
     finally:
         if hook.fired_at is not None:  # the OSD was killed: start it again for the next tests
             deadline = time.time() + 30
@@ -204,7 +204,7 @@ def test_gateway_dies_during_campaign(ceph_cluster, tmp_path, short_connection_w
     opts = RunOptions(store=tmp_path / "r", name="gwkill", probes=False, baseline=False)
     run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts,
                      view=Hook(kill_gateway))
-    render_run_report(run)  # as `xcbench run` does once the runner is done
+    conclude(run, "html")  # as `xcbench run` does once the runner is done
     assert killed, "the test did not find the gateway to kill"
     (cid, cell), = run.manifest["cells"].items()
     assert cell["status"] in ("degraded", "failed")

@@ -115,12 +115,22 @@ def _matrix(workdir: Path, hosts: str | dict | None = None, backends: dict | Non
 
 
 def _agents() -> list[int]:
+    """Campaign agents left on this machine, but not those of another state home (another
+    user's or session's xcbench on a shared machine: its own agents, its own business)."""
+    import os
+
     import psutil
+    home = os.environ.get("XCBENCH_HOME")
     out = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info["cmdline"] or []
         if "campaign-agent" in cmd and "xcbench" in " ".join(cmd):
-            out.append(p.pid)
+            try:
+                theirs = p.environ().get("XCBENCH_HOME")
+            except psutil.Error:  # gone, or not ours to read: counted
+                theirs = None
+            if theirs is None or theirs == home:
+                out.append(p.pid)
     return out
 
 

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from xcbench.analysis.conclude import conclude
 from xcbench.analysis.verdicts.storagehosts import VIEWS_WHAT
 from xcbench.commands.run import load_run_matrix
 from xcbench.run.progress import MatrixView
@@ -50,6 +51,7 @@ def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_pa
     opts = RunOptions(store=tmp_path / "r", name="prom", probes=False, baseline=False,
                       telemetry="host,prometheus", report=False)
     run = run_matrix(load_run_matrix(path, ceph_cluster, opts), ceph_cluster, opts, view=MatrixView())
+    conclude(run)  # the verdicts, as `xcbench run` stores them
     err = capsys.readouterr().err
     cell_id, state = next(iter(run.cells.items()))
     assert state.status == "complete", state.error

@@ -24,8 +24,8 @@ import yaml
 
 from tests.support.quota import needs_quota
 from xcbench.matrix import load_matrix
-from xcbench.run.runner import RunOptions, run_matrix
-from xcbench.selftest.capping import mini_pids
+from xcbench.run.runner import RunOptions
+from xcbench.selftest.capping import mini_pids, run_concluded
 from xcbench.selftest.confirm import confirm_run, text
 from xcbench.system.cgroups import CpuGroups
 
@@ -47,7 +47,7 @@ def _run(tmp_path: Path, backends: dict, cluster=None, **defaults):
     path.write_text(yaml.safe_dump(doc))
     opts = RunOptions(store=tmp_path / "results", name="r", baseline=False, probes=False,
                       report=False, progress=False, telemetry="host:0.5,roles:0.5,gateway")
-    return run_matrix(load_matrix(path, cluster) if cluster else load_matrix(path), cluster, opts)
+    return run_concluded(load_matrix(path, cluster) if cluster else load_matrix(path), cluster, opts)
 
 
 def _falsified(run, tmp_path: Path, verdict: str) -> Path:

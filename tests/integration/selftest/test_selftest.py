@@ -3,6 +3,7 @@ and no cgroup of it left behind: after a run, a failed cell, or Ctrl-C."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -15,7 +16,7 @@ from xcbench.errors import XcbError
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import Interrupted, RunOptions, run_matrix
 from xcbench.selftest import SCENARIOS, output
-from xcbench.selftest.capping import Cap, CappingRunner
+from xcbench.selftest.capping import Cap, CapHooks
 from xcbench.selftest.run_scenarios import run_selftest
 from xcbench.selftest.scenarios import CELLS, QUICK, matrix_yaml
 
@@ -98,15 +99,24 @@ def test_full_selftest(ceph_cluster, tmp_path, state, request):
     assert result["ok"], output.text(result)
 
 
-class _Failing(CappingRunner):
-    """Caps the gateway, then fails (or is interrupted) in the campaign."""
-    error: type[BaseException] = XcbError
+class _Failing(CapHooks):
+    """Caps the gateway, then fails (or is interrupted) as the level starts."""
 
-    def _campaign(self, cell, gateway, level, repeat):
+    def __init__(self, cap, error: type[BaseException]):
+        super().__init__(cap)
+        self.error, self.gateway = error, None
+
+    def cell_ready(self, cell, target, gateway):
+        super().cell_ready(cell, target, gateway)
+        self.gateway = gateway
+
+    @contextlib.contextmanager
+    def level(self, cell, concurrency, repeat):
         assert self.cap.groups.groups, "the cap is in place during the campaign"
         (g,) = self.cap.groups.groups.values()
-        assert set(gateway.pids) <= set(g.pids())
+        assert self.gateway is not None and set(self.gateway.pids) <= set(g.pids())
         raise self.error("made to fail")
+        yield
 
 
 @pytest.mark.parametrize("error", [XcbError, Interrupted])
@@ -116,16 +126,15 @@ def test_cgroup_is_removed_when_the_cell_fails_or_is_interrupted(tmp_path, state
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(doc))
     matrix = load_matrix(path)
-    opts = RunOptions(store=tmp_path / "results", baseline=False, probes=False, report=False,
-                      telemetry="roles")
     with CpuGroups(None, run=f"t{os.getpid()}") as groups:
         cap = Cap("gateway", {matrix.cells[0].id: 0.2}, groups)
-        runner = type("R", (_Failing,), {"cap": cap, "error": error})
+        opts = RunOptions(store=tmp_path / "results", baseline=False, probes=False, report=False,
+                          telemetry="roles", hooks=_Failing(cap, error))
         if error is Interrupted:
             with pytest.raises(Interrupted):
-                run_matrix(matrix, None, opts, runner=runner)
+                run_matrix(matrix, None, opts)
         else:
-            run = run_matrix(matrix, None, opts, runner=runner)
+            run = run_matrix(matrix, None, opts)
             (cell,) = run.cells.values()
             assert cell.status == "failed" and "made to fail" in cell.error
         assert cap.applied  # the group was made and the gateway was in it

@@ -29,7 +29,7 @@ def _fs_root_file(cluster, name: str, data: bytes | None = None) -> bytes | None
     """Write (data given) or read a file at the root of the CephFS, outside /xcbench, via
     libcephfs as the cluster's admin (no mount involved)."""
     import cephfs
-    fs = cephfs.LibCephFS(conffile=str(cluster.conf), auth_id=cluster.client_id)
+    fs = cephfs.LibCephFS(conffile=str(cluster.conf), auth_id=cluster.ceph_id)
     try:
         if cluster.keyring:
             fs.conf_set("keyring", str(cluster.keyring))
@@ -76,7 +76,7 @@ def test_scratch_cleanup_never_deletes_into_a_left_mount(ceph_cluster):
             ceph_cluster.fuse_umount(mnt)
         shutil.rmtree(runner.scratch, ignore_errors=True)
         import cephfs
-        fs = cephfs.LibCephFS(conffile=str(ceph_cluster.conf), auth_id=ceph_cluster.client_id)
+        fs = cephfs.LibCephFS(conffile=str(ceph_cluster.conf), auth_id=ceph_cluster.ceph_id)
         if ceph_cluster.keyring:
             fs.conf_set("keyring", str(ceph_cluster.keyring))
         fs.conf_set("client_fs", ceph_cluster.fs_name)
@@ -240,7 +240,7 @@ def test_least_privilege_key_for_cephfs(ceph_cluster, site):
 
 def _admin_fs(cluster):
     import cephfs
-    fs = cephfs.LibCephFS(conffile=str(cluster.conf), auth_id=cluster.client_id)
+    fs = cephfs.LibCephFS(conffile=str(cluster.conf), auth_id=cluster.ceph_id)
     if cluster.keyring:
         fs.conf_set("keyring", str(cluster.keyring))
     fs.conf_set("client_fs", cluster.fs_name)

@@ -268,7 +268,7 @@ def test_failing_samplers_leave_gaps_and_the_others_go_on(workdir, procs):
     # a cluster nobody answers for: a real librados client against a port with no monitor
     conf = workdir / "dead.conf"
     conf.write_text(f"[global]\nmon host = 127.0.0.1:{free_port()}\nauth client required = none\n")
-    dead = SimpleNamespace(conf=conf, client_id="admin", keyring=None)
+    dead = SimpleNamespace(conf=conf, ceph_id="admin", keyring=None)
     rows = Rows()
     with ReportListener() as listener:
         backend, target, gw = tmpfs_gateway(workdir, procs, listener, "gone")

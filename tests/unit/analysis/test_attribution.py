@@ -10,6 +10,7 @@ import pytest
 from tests.support.evidence import _ev, _one_sentence
 from tests.support.synthrun import GIB, MIB, SynthCell, make_run, mixed_cells
 from xcbench.analysis.verdicts.attribution import NEAR, VERDICTS, attribute, decide, write_verdicts
+from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.store.rundir import RunDir
 from xcbench.store.tables import VERDICT
 
@@ -137,7 +138,7 @@ def test_write_verdicts_stores_a_table_the_report_then_uses(mixed, tmp_path):
     path = tmp_path / "copy"
     shutil.copytree(mixed[0], path)
     run = RunDir.open(path)
-    rows = write_verdicts(run)
+    rows = write_verdicts(RunData(run))
     table = RunDir.open(path).table("verdicts")
     assert len(table) == len(rows) and list(table.columns) == list(VERDICT)
 

@@ -27,7 +27,7 @@ def test_from_conf_without_cluster_json_is_bring_your_own(tmp_path):
         Cluster.from_conf(_conf(tmp_path / "ceph.conf"), "alice", tmp_path / "k")
     (tmp_path / "k").write_text("[client.alice]\n\tkey = AQ==\n")
     c = Cluster.from_conf(_conf(tmp_path / "ceph.conf"), "alice", tmp_path / "k")
-    assert not c.embedded and c.client_id == c.fs_client_id == "alice"
+    assert not c.embedded and c.ceph_id == c.fs_ceph_id == "alice"
     assert c.gateway_id == "xcb-gw" and c.gateway_keyring is None  # its own key, never alice's
     assert c.keyring == tmp_path / "k" and c.fs_name is None
     assert c.pools["replicated"].startswith("xcb-") and c.pools["erasure"].startswith("xcb-")
@@ -45,7 +45,7 @@ def test_from_conf_reads_cluster_json(tmp_path):
     assert c.embedded and c.state_dir == tmp_path and c.gateway_id == "xcb-gw"
     assert c.keyring == tmp_path / "a.keyring" and c.fs_name == "xcb-fs"
     other = Cluster.from_conf(conf, "xcb-gw")
-    assert other.client_id == "xcb-gw" and other.keyring is None  # found via the conf's keyring pattern
+    assert other.ceph_id == "xcb-gw" and other.keyring is None  # found via the conf's keyring pattern
 
 
 def test_cluster_from_args_precedence(tmp_path, monkeypatch):
@@ -54,7 +54,7 @@ def test_cluster_from_args_precedence(tmp_path, monkeypatch):
     monkeypatch.setenv("CEPH_ARGS", f"-c {c} --id envid")
     args = Namespace(ceph_conf=str(a), ceph_id=None, keyring=None, fs=None, state_dir=None)
     got = cluster_from_args(args, connect=False)
-    assert got.conf == a and got.client_id == "envid"
+    assert got.conf == a and got.ceph_id == "envid"
     args.ceph_conf = None
     assert cluster_from_args(args, connect=False).conf == b
     monkeypatch.delenv("CEPH_CONF")

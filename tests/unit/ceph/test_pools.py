@@ -152,7 +152,7 @@ def test_create_refuses_foreign_profile_names():
 def test_embedded_cluster_with_another_key_changes_no_caps():
     """`--ceph-id bench` on the embedded cluster's conf: bench is not the cluster's admin."""
     c = Recorded()
-    c.client_id, c.info = "bench", {"client_id": "admin"}
+    c.ceph_id, c.info = "bench", {"client_id": "admin"}
     pools.ensure_pool(c, Protection("erasure", k=2, m=1))
     assert "auth caps" not in c.prefixes()
     with pytest.raises(XcbError, match="changes the caps of no key"):
@@ -172,7 +172,7 @@ def test_existing_pool_used_as_it_is():
 
 def test_add_data_pool_denied_names_the_admin_command():
     c = Recorded(embedded=False, existing=["xcb-rep1"])
-    c.client_id = "bench"
+    c.ceph_id = "bench"
     real = c.mon_command
 
     def deny(prefix, **args):

@@ -87,9 +87,9 @@ def test_matrix_empty_or_bad_bind_is_an_error(tmp_path, bind):
 def test_wildcard_written_out_is_valid_and_a_finding(tmp_path, bind):
     p = write(tmp_path, BASE + f"defaults:\n  gateway: {{bind: {bind}}}\n")
     cell = load_matrix(p).cells[0]
-    rows = gateway_findings(cell.id, backend_class("tmpfs"), bind=cell.gateway["bind"])
+    rows = gateway_findings(cell.id, backend_class("tmpfs"), bind=cell.gateway_settings["bind"])
     wild = [r for r in rows if "all interfaces" in r["what"]]
-    assert bool(wild) == (cell.gateway["bind"] in ("0.0.0.0", "::"))
+    assert bool(wild) == (cell.gateway_settings["bind"] in ("0.0.0.0", "::"))
 
 
 def test_reader_turns_every_failure_into_one_line(tmp_path):

@@ -85,7 +85,7 @@ def test_a_known_ceph_directive_renders_as_one_line(tmp_path):
     m = copy.deepcopy(BASE)
     m["backends"]["rados"]["gateway"] = {"ceph": {"nbconnections": 8}}
     cells = [c for c in load_matrix(_write(tmp_path, m)).cells if c.backend == "rados"]
-    assert cells and all(c.gateway["ceph"] == {"nbconnections": 8} for c in cells)
+    assert cells and all(c.gateway_settings["ceph"] == {"nbconnections": 8} for c in cells)
 
 
 @pytest.mark.parametrize("probe,field", [

@@ -121,4 +121,4 @@ def test_the_matrix_timeout_and_step_reach_the_device(tmp_path):
     ctx = Context(cell=SimpleNamespace(id="c"), target=None, gateway=None, listener=None,
                   cluster=None, prometheus=conf)
     s = DEVICES["prometheus"].make(ctx)
-    assert s.client.timeout == 1.5 and s.step == 2.0 and s.client.url == "http://matrix:9090"
+    assert s.api.timeout == 1.5 and s.step == 2.0 and s.api.url == "http://matrix:9090"

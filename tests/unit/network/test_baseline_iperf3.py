@@ -60,7 +60,7 @@ def test_client_command_binds_the_client_and_reverses_only_reads():
     assert "-R" not in w and r == w + ["-R"]
 
 
-class RecordingRunner:
+class RecordingPairRunner:
     """Answers every client command with a captured result; remembers where things ran."""
 
     def __init__(self, fail_streams: int | None = None):
@@ -91,9 +91,9 @@ def no_wait(monkeypatch):
 
 
 def test_sweep_runs_every_point_from_the_client_against_the_gateway(no_wait, tmp_path):
-    r = RecordingRunner()
+    r = RecordingPairRunner()
     pairs = [("10.1.0.1", "10.2.0.1"), ("10.1.0.2", "10.2.0.1")]
-    rows = baseline.sweep(pairs, streams=[1, 4], seconds=1, runner=r, raw_dir=tmp_path)
+    rows = baseline.sweep(pairs, streams=[1, 4], seconds=1, pair_runner=r, raw_dir=tmp_path)
     assert [(x["client"], x["streams"], x["direction"]) for x in rows] == [
         (c, n, d) for c, _ in pairs for n in (1, 4) for d in ("write", "read")]
     assert all(x["gateway"] == x["host"] == "10.2.0.1" and x["bits_per_second"] > 0 for x in rows)
@@ -105,8 +105,8 @@ def test_sweep_runs_every_point_from_the_client_against_the_gateway(no_wait, tmp
 
 
 def test_a_failed_point_is_a_row_with_its_error_and_the_sweep_goes_on(no_wait):
-    r = RecordingRunner(fail_streams=4)
-    rows = baseline.sweep(streams=[1, 4, 8], runner=r)
+    r = RecordingPairRunner(fail_streams=4)
+    rows = baseline.sweep(streams=[1, 4, 8], pair_runner=r)
     bad = [x for x in rows if x["error"]]
     assert [x["streams"] for x in bad] == [4, 4] and all(x["bits_per_second"] is None for x in bad)
     assert all(x["bits_per_second"] > 0 for x in rows if x["streams"] != 4)
@@ -114,13 +114,13 @@ def test_a_failed_point_is_a_row_with_its_error_and_the_sweep_goes_on(no_wait):
 
 
 def test_the_server_is_stopped_when_the_sweep_fails(monkeypatch):
-    r = RecordingRunner()
+    r = RecordingPairRunner()
 
     def boom(*a):
         raise XcbError("iperf3: server did not start")
     monkeypatch.setattr(baseline, "_wait_server", boom)
     with pytest.raises(XcbError):
-        baseline.sweep(streams=[1], runner=r)
+        baseline.sweep(streams=[1], pair_runner=r)
     assert r.stopped == ["127.0.0.1"] and not r.runs
 
 
@@ -128,15 +128,15 @@ def test_the_server_is_stopped_when_the_sweep_fails(monkeypatch):
                                      ({"seconds": 0}, "seconds"), ({"seconds": 1.5}, "seconds"),
                                      ({"directions": ["up"]}, "directions")])
 def test_bad_settings_are_refused_before_any_process(kw, msg):
-    r = RecordingRunner()
+    r = RecordingPairRunner()
     with pytest.raises(XcbError, match=msg):
-        baseline.sweep(runner=r, **kw)
+        baseline.sweep(pair_runner=r, **kw)
     assert not r.spawned
 
 
 def test_rows_carry_the_declared_baseline_columns(no_wait):
     from xcbench.store.tables import BASELINE
-    rows = baseline.sweep(streams=[1], runner=RecordingRunner())
+    rows = baseline.sweep(streams=[1], pair_runner=RecordingPairRunner())
     assert all(set(x) == set(BASELINE) for x in rows)
 
 
@@ -145,21 +145,21 @@ def test_a_control_connection_reset_is_retried(no_wait, monkeypatch):
     reset = json.dumps({"start": {}, "intervals": [], "end": {},
                         "error": "unable to receive control message: Connection reset by peer"})
 
-    class Flaky(RecordingRunner):
+    class Flaky(RecordingPairRunner):
         def run(self, host, cmd, *, timeout):
             done = super().run(host, cmd, timeout=timeout)
             return done if len(self.runs) > 1 else proc.Completed(done.args, 1, reset, "", 0.1)
     r = Flaky()
-    rows = baseline.sweep(streams=[1], directions=["write"], runner=r)
+    rows = baseline.sweep(streams=[1], directions=["write"], pair_runner=r)
     assert len(r.runs) == 2 and rows[0]["error"] is None and rows[0]["bits_per_second"] > 0
-    r = RecordingRunner(fail_streams=1)  # "unable to connect": not transient, not retried
-    rows = baseline.sweep(streams=[1], directions=["write"], runner=r)
+    r = RecordingPairRunner(fail_streams=1)  # "unable to connect": not transient, not retried
+    rows = baseline.sweep(streams=[1], directions=["write"], pair_runner=r)
     assert len(r.runs) == 1 and "unable to connect" in rows[0]["error"]
 
 
 def test_the_runs_baseline_measures_the_directions_it_is_given(no_wait):
     """A run whose campaigns only push (the self-test's) asks for the write direction only."""
-    r = RecordingRunner()
-    rows = baseline.iperf3(streams=[1, 4], seconds=1, runner=r, directions=("write",))
+    r = RecordingPairRunner()
+    rows = baseline.iperf3(streams=[1, 4], seconds=1, pair_runner=r, directions=("write",))
     assert [(x["streams"], x["direction"]) for x in rows] == [(1, "write"), (4, "write")]
     assert not any("-R" in cmd for _, cmd in r.runs)

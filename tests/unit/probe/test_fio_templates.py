@@ -14,7 +14,7 @@ from xcbench.probe.job_settings import MAX_BS, settings
 from xcbench.system.templates import render
 
 RADOS_CTX = dict(cell_id="c1", label="rados su=4M sc=1 os=4M rep1", conf="/etc/ceph/ceph.conf",
-                 client_id="admin", pool="xcb-rep1", prefix="xcb-probe.c1",
+                 ceph_id="admin", pool="xcb-rep1", prefix="xcb-probe.c1",
                  patterns=["randwrite", "write", "read"], runtime=3, ramp=1, iodepth=8, numjobs=2,
                  objects=4, iops_objects=16, object_size=4 << 20, bw_bs=4 << 20, ss=None)
 FILES_CTX = dict(cell_id="c2", label="tmpfs 1G", directory="/dev/shm/x", prefix="xcb-probe.c2",
@@ -80,7 +80,7 @@ def test_render_jobs_from_a_cell(tmp_path):
     assert p["patterns"] == ["randwrite", "read"]  # writes first, whatever the order given
     assert p["bw_bs"] == 4 << 20  # object-sized
     prefixes = jobfiles.name_prefixes(cell, ["127.0.0.1:1", "127.0.0.1:2"])
-    texts = jobfiles.render_jobs(cell, target, p, prefixes=prefixes, conf="/x.conf", client_id="admin")
+    texts = jobfiles.render_jobs(cell, target, p, prefixes=prefixes, conf="/x.conf", ceph_id="admin")
     assert len(texts) == 2
     glob, jobs = jobfile_options(texts[1])
     assert glob["filename_format"].startswith("xcb-probe.abc123.h1.")

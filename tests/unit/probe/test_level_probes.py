@@ -32,7 +32,7 @@ def cell(**kw) -> Cell:
 def render(c: Cell, level: int, kind: str, tmp_path: Path, target: Target | None = None) -> dict:
     t = target or Target(cell_id=c.id, backend=c.backend, path=str(tmp_path), pool="xcb-rep3")
     text = levels.render_level(c, t, level, kind, prefix=f"xcb-probe.{c.id}.ab12",
-                               log_stem=tmp_path / "log", conf="/etc/ceph/ceph.conf", client_id="admin")
+                               log_stem=tmp_path / "log", conf="/etc/ceph/ceph.conf", ceph_id="admin")
     if shutil.which("fio"):  # fio itself accepts every option
         jf = tmp_path / f"{kind}{level}.fio"
         jf.write_text(text)

@@ -48,7 +48,7 @@ def test_random_access_adds_a_randread_job_of_the_access_size(tmp_path):
     assert p["jobs"] == ["write", "read", "randread"] and p["rr_bs"] == 64 << 10
     target = Target(cell_id=cell.id, backend="rados", pool="xcb-ec2-1", layout=cell.layout)
     prefixes = jobfiles.name_prefixes(cell, [])
-    (text,) = jobfiles.render_jobs(cell, target, p, prefixes=prefixes, conf="/x.conf", client_id="admin")
+    (text,) = jobfiles.render_jobs(cell, target, p, prefixes=prefixes, conf="/x.conf", ceph_id="admin")
     _, jobs = jobfile_options(text)
     assert list(jobs) == ["write", "read", "randread"]
     assert (jobs["randread"]["rw"], jobs["randread"]["bs"]) == ("randread", str(64 << 10))
@@ -105,7 +105,7 @@ def test_each_probe_run_names_its_objects_anew(tmp_path, monkeypatch):
     monkeypatch.setattr(jobs, "render_jobs", capture)
 
     class C:
-        client_id = "admin"
+        ceph_id = "admin"
     for _ in range(2):
         with pytest.raises(Stop):
             jobs.run_probe(cell, target, cluster=C(), workdir=tmp_path, sink=None)

@@ -1,14 +1,16 @@
 """The runner on constructed runs (no cluster): resume supersedes what did not finish, a torn
-JSONL line is dropped, verdicts of cells attributed again are replaced, the stop flag."""
+JSONL line is dropped, verdicts of cells attributed again are replaced (the conclusion, after
+the runner finished the run), the stop flag."""
 
 from __future__ import annotations
 
 import json
 
 from tests.support.synthrun import SynthCell
+from xcbench.analysis.conclude import conclude
 from xcbench.analysis.verdicts import attribution
 from xcbench.matrix import Matrix
-from xcbench.run.runner import Runner, RunOptions, StopFlag, _conclude, open_or_create
+from xcbench.run.runner import Runner, RunOptions, StopFlag, _finish, open_or_create
 from xcbench.store.rundir import RunDir
 
 
@@ -81,15 +83,21 @@ def test_conclude_replaces_the_verdicts_of_cells_attributed_again(tmp_path, monk
     run.append("verdicts", [{"cell_id": a.id, "verdict": "gateway", "concurrency": 1},
                             {"cell_id": b.id, "verdict": "old", "concurrency": 1}])
     run.set_cell(b.id, status="complete")
-    monkeypatch.setattr(attribution, "attribute", lambda rd, others=(): [
+    monkeypatch.setattr(attribution, "attribute_data", lambda rd, others=(): [
         {"cell_id": b.id, "verdict": "storage-bandwidth", "concurrency": 1}])
-    _conclude(run, "complete", RunOptions(report=False))
-    v = RunDir.open(run.path).table("verdicts")
-    assert sorted(zip(v["cell_id"], v["verdict"], strict=True)) == sorted(
-        [(a.id, "gateway"), (b.id, "storage-bandwidth")])
+    _finish(run, "complete")
+    rd = conclude(run)
+    want = sorted([(a.id, "gateway"), (b.id, "storage-bandwidth")])
+    for v in (RunDir.open(run.path).table("verdicts"), rd.stored_verdicts):  # the Parquet, and as loaded
+        assert sorted(zip(v["cell_id"], v["verdict"], strict=True)) == want
+    assert (run.path / "verdicts.parquet").exists()
     m = json.loads((run.path / "manifest.json").read_text())
     assert m["status"] == "complete"  # the resume said it dropped the torn line, nothing else
     assert m["warnings"] == ["records/transfers.jsonl: 1 torn line(s) dropped (a hard kill mid-write)"]
+    # in the records too: a resume drops the Parquet files and the verdicts stay
+    RunDir.open(run.path).resume()
+    v = RunDir.open(run.path).table("verdicts")
+    assert sorted(zip(v["cell_id"], v["verdict"], strict=True)) == want
 
 
 def test_conclude_records_an_attribution_failure_as_a_warning(tmp_path, monkeypatch):
@@ -98,8 +106,9 @@ def test_conclude_records_an_attribution_failure_as_a_warning(tmp_path, monkeypa
 
     def boom(rd, others=()):
         raise ValueError("no data")
-    monkeypatch.setattr(attribution, "attribute", boom)
-    _conclude(run, "complete", RunOptions(report=False))
+    monkeypatch.setattr(attribution, "attribute_data", boom)
+    _finish(run, "complete")
+    conclude(run)
     m = json.loads((run.path / "manifest.json").read_text())
     assert m["status"] == "partial"  # cell b is not done
     assert m["warnings"][-1] == "attribution: ValueError: no data"
@@ -125,7 +134,8 @@ def test_a_full_disk_at_the_final_manifest_is_one_warning_and_a_resumable_run(tm
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(store, "write_json", full)
     run.set_cell(b.id, status="complete")  # measured, but the manifest cannot say so any more
-    _conclude(run, "complete", RunOptions(report=False))  # must not raise
+    _finish(run, "complete")  # must not raise
+    conclude(run)
     assert (run.path / "manifest.json").read_text() == before  # whole, and where it was
     said = [w for w in run.state.warnings if "manifest.json not updated" in w]
     assert len(said) == 1 and "\n" not in said[0]

@@ -140,7 +140,7 @@ def test_fuzz_fts_answers_give_rows_or_one_line_never_a_traceback(files, retries
     except XcbError as e:
         assert "\n" not in str(e)
         return
-    timeline = fts3.timeline_from_transfers(rows, SPEC, "cell")
+    timeline = fts3.timeline_rows(rows, SPEC, "cell")
     assert len(timeline) <= 100 + 2 * fts3.CLOCK_SKEW + 2
 
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from xcbench import cli
-from xcbench.run.runner import Runner
+from xcbench.run.runner import Runner, RunOptions
 from xcbench.store.rundir import RunDir
 from xcbench.system import secrets
 from xcbench.telemetry.xrdreport import MAX_QUEUED_BYTES, ReportListener
@@ -60,7 +60,7 @@ def test_a_cells_traceback_is_scrubbed_of_secrets(tmp_path):
     secrets.register("registered-s3cret-value")
     run = RunDir.create(tmp_path, name="r")
     r = object.__new__(Runner)
-    r.run, r.view = run, None
+    r.run, r.view, r.opts = run, None, RunOptions()
 
     def measure(cell, stack):
         raise RuntimeError("GET failed: headers {'Authorization': 'Bearer eyJhbGciOi.abc.def'} "

@@ -1,5 +1,5 @@
 """`xcbench confirm`: which experiment tests which verdict, the cell each arm replays, the text,
-and bad input (the replays on the real chain: tests/integration/test_confirm.py)."""
+and bad input (the replays on the real chain: tests/integration/selftest/test_confirm.py)."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def test_a_down_or_slow_prometheus_costs_the_live_query_one_try_and_no_line():
         t = time.monotonic()
         assert s.sample(time.time(), time.monotonic()) == [] and s.sample(time.time(), time.monotonic()) == []
         assert time.monotonic() - t < 1.5  # one LIVE_TIMEOUT (1 s), not the client's 5 s, once
-        assert s.client.timeout == 5.0  # the level's range queries keep their own
+        assert s.api.timeout == 5.0  # the level's range queries keep their own
 
 
 def _live(host="vm", cpu=0.5):
