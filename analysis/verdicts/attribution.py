@@ -276,14 +276,23 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
         ruled = decide(ev)
         verdict, reason = link_use.decide_links(ev, *ruled, NEAR)
         storagehosts.add_evidence(rd, cell, p["windows"], ev)  # OSD hosts via Prometheus
+        n0 = len(ev.get("borderline_candidates") or ())
         verdict, reason = storagehosts.decide_storage(ev, verdict, reason, NEAR)
-        if verdict != ruled[0]:
-            ev["borderline"] = False  # a saturated link or storage host overrode the rules
-            ev.pop("borderline_candidates", None)
+        ev.pop(_bl.PASSED, None)
+        if verdict == ruled[0]:  # a storage host's figure within its noise of its line: said too
+            verdict, reason = _bl.mark(ev, verdict, reason, since=n0)
+        if verdict != ruled[0]:  # a saturated link or storage host overrode the rules
             # what the rules named still holds: a co-limit of the overriding verdict
             ev["co_limits"] = [v for v in (ruled[0], *(ev.get("co_limits") or ()))
                                if v not in (verdict, "inconclusive") and not opposed(v, verdict)]
             reason = with_co_limits(reason, ev["co_limits"])
+            # the candidates stay (each figure is as near its line as it was), but for the
+            # causes now named as co-limits; the overriding rule's own (a disk busy within its
+            # noise of the line) is one
+            ev["borderline_candidates"] = [c for c in ev.get("borderline_candidates") or ()
+                                           if c.get("rule") not in ev["co_limits"]
+                                           and not (c.get("figure") == "otherwise" and c.get("rule") == verdict)]
+            verdict, reason = _bl.mark(ev, verdict, reason)
         rows.append({"cell_id": p["cell_id"], "concurrency": p["concurrency"], "verdict": verdict,
                      "reason": reason, "evidence": json.dumps(_jsonable(ev), sort_keys=True),
                      "direction": d})

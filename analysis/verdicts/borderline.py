@@ -70,15 +70,14 @@ def passes(ev: dict[str, Any], rule: str, figure: str, x: Any, threshold: float,
     return ok
 
 
-def mark(ev: dict[str, Any], verdict: str, reason: str) -> tuple[str, str]:
+def mark(ev: dict[str, Any], verdict: str, reason: str, since: int = 0) -> tuple[str, str]:
     """The verdict, with evidence ``borderline`` (any candidate) and a clause per candidate:
-    '...; borderline: EC/replicated rate 86 % is within its noise of 85 % (78 %-95 %, 90 % interval).'"""
+    '...; borderline: EC/replicated rate 86 % is within its noise of 85 % (78 %-95 %, 90 % interval).'
+    ``since``: clauses only for the candidates from that index on (the reason has the others')."""
     cands = ev.get("borderline_candidates") or []
     ev["borderline"] = bool(cands)
-    if not cands:
-        return verdict, reason
     clauses = []
-    for c in cands:
+    for c in cands[since:]:
         if c.get("figure") == "otherwise":  # analysis.verdicts.rules._otherwise
             clauses.append(f"on its other side the verdict would be {c['rule']}")
             continue
@@ -86,7 +85,10 @@ def mark(ev: dict[str, Any], verdict: str, reason: str) -> tuple[str, str]:
         clauses.append(f"{c['figure']} {fmt(c['value'])} is within its noise of "
                        f"{fmt(c['threshold'])} ({fmt(c['low'])}-{fmt(c['high'])}, "
                        f"{LABEL}{'' if c['rule'] == verdict else ': ' + c['rule'] + '?'})")
-    return verdict, reason.rstrip(".") + "; borderline: " + "; ".join(clauses) + "."
+    if not clauses:
+        return verdict, reason
+    joint = "; " if since and "; borderline: " in reason else "; borderline: "
+    return verdict, reason.rstrip(".") + joint + "; ".join(clauses) + "."
 
 
 def causes(verdict: str, evidence: dict[str, Any]) -> set[str]:

@@ -42,7 +42,9 @@ import json
 import math
 from typing import Any
 
+from xcbench.analysis.verdicts import borderline as _bl
 from xcbench.figures.numbers import is_finite
+from xcbench.figures.stats import mean_rel_se
 from xcbench.store.findings import finding
 from xcbench.telemetry.promqueries import instance_ip
 
@@ -70,6 +72,16 @@ def _mean(df: Any, windows) -> float:
     vals = [float(v) for w, v, lab in zip(df["wall"], df["value"], df["labels"], strict=True)
             if any(a - 1e-3 <= w - _span(lab) and w <= b for a, b in windows) and is_finite(float(v))]
     return sum(vals) / len(vals) if vals else math.nan
+
+
+def _rel_se(df: Any, windows) -> float:
+    """The relative error of :func:`_mean`'s figure: its points are autocorrelated samples
+    (figures.stats.mean_rel_se), the noise band of a storage host's rule."""
+    if df is None or not len(df):
+        return math.nan
+    vals = [float(v) for w, v, lab in zip(df["wall"], df["value"], df["labels"], strict=True)
+            if any(a - 1e-3 <= w - _span(lab) and w <= b for a, b in windows) and is_finite(float(v))]
+    return mean_rel_se(vals)
 
 
 def _max(df: Any) -> float:
@@ -166,7 +178,8 @@ def host_figures(samples: Any, cell_id: str, windows,
             continue  # the host's other disks (its OS disk) when the OSDs' disks are known
         b = _mean(g, windows)
         if is_finite(b):
-            host(h)["disks"][dev] = {"busy": b, "read": _mean(rd.get(key), windows),
+            host(h)["disks"][dev] = {"busy": b, "busy_rel_se": _rel_se(g, windows),
+                                     "read": _mean(rd.get(key), windows),
                                      "write": _mean(wr.get(key), windows), "osds": osds}
     for (h, _), g in rx.items():
         if h in out:
@@ -336,7 +349,9 @@ def storage_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
         return "storage-network", (f"{chain}: storage host {nic['host']}'s NIC {nic['device']} "
                                    f"{nic['way']} {_mbit(moved)}, {nic['use'] * 100:.0f} % of its "
                                    f"{_mbit(nic['speed'])} link{fan}.")
-    if disk and is_finite(disk.get("busy")) and disk["busy"] >= near:
+    # within its noise of the line (the busy samples' error), a borderline candidate either way
+    if disk and is_finite(disk.get("busy")) and _bl.passes(ev, "storage-disk", "OSD disk busy",
+                                                         disk["busy"], near, disk.get("busy_rel_se")):
         on = f" (under {disk['osds']})" if disk.get("osds") else ""
         return "storage-disk", (f"{chain}: storage host {disk['host']}'s disk {disk['device']}{on} "
                                 f"is busy {disk['busy'] * 100:.0f} % of the time, writing "

@@ -220,3 +220,20 @@ def test_views_findings_are_stored_once_and_replaced_when_attributed_again(tmp_p
     run.finalize("complete")
     sh.store_views_findings(run, [_one_box_verdict(0.99)])  # `xcbench report` again: they agree
     assert list(RunDir.open(run.path).table("findings")["what"]) == ["something else"]
+
+
+def test_a_disk_busy_within_its_noise_of_the_line_is_borderline_either_side():
+    # the busy samples' own error is the rule's noise band: 86 % +- 5 % names storage-disk, and
+    # says another run may not; 84 % with the same noise leaves the verdict and names the disk
+    disk = {"host": "stor2", "device": "sdc", "busy": 0.86, "busy_rel_se": 0.05, "write": 150e6}
+    ev = _ev(storage_disk=disk)
+    got, _ = sh.decide_storage(ev, "inconclusive", "The chain moves x.", NEAR)
+    assert got == "storage-disk"
+    (cand,) = ev["borderline_candidates"]
+    assert cand["rule"] == "storage-disk" and cand["low"] < NEAR < cand["high"]
+    ev = _ev(storage_disk={**disk, "busy": 0.84})
+    assert sh.decide_storage(ev, "inconclusive", "The chain moves x.", NEAR)[0] == "inconclusive"
+    assert [c["rule"] for c in ev["borderline_candidates"]] == ["storage-disk"]
+    ev = _ev(storage_disk={**disk, "busy": 0.97, "busy_rel_se": 0.01})  # surely over: not borderline
+    sh.decide_storage(ev, "inconclusive", "x.", NEAR)
+    assert not ev.get("borderline_candidates")
