@@ -122,8 +122,8 @@ def unfit(run: RunData | str | Path) -> str | None:
     rd = run if isinstance(run, RunData) else _load(run)
     path = rd.run.path
     rows = [{"verdict": v} for v in _verdicts(rd).values()]
-    if not rows:
-        return f"--calibrate {path}: the run has no verdicts: nothing says what capped its levels"
+    if not rows:  # no level (a probes-only run): nothing sized from levels; no gateway rate either
+        return None
     if fit_for_sizing(rows, one_box(rd.manifest)):
         return None
     host = sum(r["verdict"] == "host-cpu" for r in rows)
