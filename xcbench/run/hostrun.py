@@ -13,6 +13,7 @@ gwhosts' xcbench.gateway.placement).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,10 @@ def describe(inv: Any) -> dict[str, Any]:
                                                             "rate_bps": link.rate_bps,
                                                             "rtt": link.rtt}}
     bridge = getattr(inv, "bridge", None)
+    alloc = getattr(inv, "allocation", None)  # nodes from Slurm: the job, its nodes and steps
     return {"source": str(getattr(inv, "source", "")), "hosts": hosts,
-            "bridge": None if bridge is None else {"name": bridge.name, "address": bridge.address}}
+            "bridge": None if bridge is None else {"name": bridge.name, "address": bridge.address},
+            **({"slurm": alloc.describe()} if alloc is not None else {})}
 
 
 class RunHosts:
@@ -50,9 +53,21 @@ class RunHosts:
         """Clock offsets of every host, into the manifest (again on a resumed run: clocks drift)."""
         self.offsets = clock_offsets(self.inv)
         entry = describe(self.inv)
-        entry["clock"] = {h: {"offset_s": round(v["offset_s"], 6), "rtt_s": round(v["rtt_s"], 6)}
-                          for h, v in self.offsets.items()}
+        entry["clock"] = _clock(self.offsets)
         self.run.state.extra["hosts"] = entry
+        self.run.save_manifest()
+
+    def _level_done(self) -> None:
+        """Nodes from Slurm: each node's clock measured again (``clock_end``: the drift since the
+        start, the merge used the start's) and the steps launched so far, into the manifest."""
+        if getattr(self.inv, "allocation", None) is None:
+            return
+        entry = self.run.state.extra.setdefault("hosts", describe(self.inv))
+        try:
+            entry["clock_end"] = _clock(clock_offsets(self.inv))
+        except XcbError as e:  # a node lost since: its share already failed, in one line
+            entry["clock_end"] = {"error": str(e)}
+        entry["slurm"] = self.inv.allocation.describe()
         self.run.save_manifest()
 
     def baseline(self) -> tuple[list[tuple[str, str]], Any]:
@@ -64,6 +79,19 @@ class RunHosts:
                  stop_event: Any) -> dict:
         raw = Path(self.run.path) / "raw" / "agents" / cell_id
         raw.mkdir(parents=True, exist_ok=True)
-        return run_distributed(spec, dest=dest, source=source, hosts=self.inv.clients, sink=sink,
-                               offsets=self.offsets, cell_id=cell_id, procs=self.procs,
-                               raw_dir=raw, stop_event=stop_event)
+        try:
+            row = run_distributed(spec, dest=dest, source=source, hosts=self.inv.clients,
+                                  sink=sink, offsets=self.offsets, cell_id=cell_id,
+                                  procs=self.procs, raw_dir=raw, stop_event=stop_event)
+        finally:
+            if stop_event is None or not stop_event.is_set():
+                self._level_done()
+        for name, h in (json.loads(row.get("settings") or "{}").get("lost") or {}).items():
+            self.run.warn(f"cell {cell_id}: {spec.campaign_id}: client host {name} lost mid-level "
+                          f"({h.get('why')}); the level kept the other hosts' records")
+        return row
+
+
+def _clock(offsets: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    return {h: {"offset_s": round(v["offset_s"], 6), "rtt_s": round(v["rtt_s"], 6)}
+            for h, v in offsets.items()}

@@ -33,6 +33,7 @@ from xcbench.errors import XcbError
 from xcbench.hosts import transport_for as tf
 from xcbench.scaleout import agent_messages, merge
 from xcbench.scaleout.agent import request
+from xcbench.store.findings import finding
 from xcbench.system import proc
 from xcbench.system.agentstream import MAX_LINE, parse_message, read_lines
 
@@ -113,6 +114,13 @@ class Agent:
             return f"the agent ended without its records (exit {rc}){': ' + tail if tail else ''}"
         return None
 
+    @property
+    def lost(self) -> bool:
+        """The host went away mid-level (its stream ended after it had started, without a word
+        of its own): a node that died, a link that broke. Its records so far are kept."""
+        return self.error is None and self.hello is not None and self.done.is_set() \
+            and self.campaign is None
+
 
 class Coordinator:
     def __init__(self, spec: CampaignSpec, *, dest: Any, source: Any, hosts: list[Any],
@@ -172,6 +180,10 @@ class Coordinator:
             a.error = agent_messages.error_text(msg)
         elif "end" in msg:
             a.ended = True
+        elif msg.get("table") == "samples":  # the host's link and CPU (node_sampler)
+            fixed = [merge.correct_sample(r, a.name, a.offset, self.cell_id) for r in msg["rows"]]
+            with self.lock:
+                self.sink("samples", fixed)
         elif "table" in msg:
             table, rows = msg["table"], msg["rows"]
             fixed = [merge.correct(table, r, a.name, a.offset, self.spec.campaign_id) for r in rows]
@@ -231,6 +243,12 @@ class Coordinator:
             "rule": rule.settings(), "text": rule.describe(), "decided_by": "coordinator",
             "dataset_files": self.spec.files}
 
+    def _failed(self) -> Agent | None:
+        """The first agent whose failure fails the level: any but a host lost while another
+        still runs or finished (that host's share fails alone, the rest of the level is kept)."""
+        kept = [a for a in self.agents if not a.failure()]
+        return next((a for a in self.agents if a.failure() and not (a.lost and kept)), None)
+
     def run(self) -> dict:
         started = time.time()
         try:
@@ -239,7 +257,7 @@ class Coordinator:
             failed = self._wait()
         finally:
             self._stop_all()
-        failed = failed or next((a for a in self.agents if a.failure()), None)
+        failed = failed or self._failed()
         return self._conclude(started, failed)
 
     def _start(self, a: Agent) -> None:
@@ -257,7 +275,7 @@ class Coordinator:
                                     name=f"xcb-agent-{a.name}")
         a.reader.start()
         a.say(request(a.spec, dest=self.dest, source=self.source, cell_id=self.cell_id,
-                      host=a.name))
+                      host=a.name, address=getattr(a.host, "address", "") or ""))
 
     def _cancel(self) -> None:
         if self.cancelled is None:
@@ -273,7 +291,7 @@ class Coordinator:
         drain = 2 * self.spec.timeout_for(self.spec.file_size) + GRACE
         while not all(a.done.is_set() for a in self.agents):
             time.sleep(TICK)
-            bad = next((a for a in self.agents if a.failure()), None)
+            bad = self._failed()
             if bad is not None:
                 self._cancel()
                 return bad
@@ -287,7 +305,7 @@ class Coordinator:
                 self._cancel()
             if self.cancelled and time.time() - self.cancelled > CANCEL_WAIT:
                 break
-        return next((a for a in self.agents if a.failure()), None)
+        return self._failed()
 
     def _stop_all(self) -> None:
         """Every agent gone (those still there: cancelled, stdin closed, then stopped)."""
@@ -334,11 +352,21 @@ class Coordinator:
         host_rows = {a.name: a.campaign for a in self.agents if a.campaign is not None}
         if not host_rows:
             raise XcbError(f"campaign {self.spec.campaign_id}: no client host sent its records")
+        lost = {a.name: a.failure() for a in self.agents if a.lost}
+        for name, why in lost.items():
+            with self.lock:
+                self.sink("findings", [finding(
+                    self.cell_id, f"client host {name} lost mid-level ({self.spec.campaign_id})",
+                    f"its agent's stream ended without its records: {why}; the level kept the "
+                    f"other hosts' records and {name}'s buckets up to then",
+                    "check the host (a Slurm node: `scontrol show node`); run the level again",
+                    severity="error")])
         merged_bytes = sum(r["bytes"] for r in rows)
         row = merge.merge_campaigns(
             host_rows, campaign_id=self.spec.campaign_id, concurrency=self.spec.concurrency,
             level=self.level_end, hosts=hosts,
-            extra={"timeline": {"buckets": len(rows), "bytes": merged_bytes,
+            extra={"lost": {n: {**hosts[n], "why": w} for n, w in lost.items()},
+                   "timeline": {"buckets": len(rows), "bytes": merged_bytes,
                                 "hosts_bytes": sum(sum(int(t.get("bytes") or 0) for t in a.timeline)
                                                    for a in self.agents)}})
         with self.lock:
