@@ -292,22 +292,36 @@ def with_nodes(inv: Inventory, alloc: Allocation) -> Inventory:
     return replace(inv, hosts=tuple(hosts), allocation=alloc)
 
 
+def kind_of(manifest: dict) -> str | None:
+    """How a run got its Slurm nodes: "make" (an allocation xcbench asked for), "take" (the
+    one it ran in), None (no nodes from Slurm)."""
+    alloc = ((manifest.get("hosts") or {}).get("slurm") if isinstance(manifest, dict) else None)
+    if not isinstance(alloc, dict):
+        return None
+    return "make" if alloc.get("ours") else "take"
+
+
 @contextlib.contextmanager
-def nodes_of(inv: Inventory | None) -> Iterator[Inventory | None]:
+def nodes_of(inv: Inventory | None, kind: str | None = None) -> Iterator[Inventory | None]:
     """``inv`` with its ``slurm:`` section resolved into nodes for as long as the block runs
     (the same xcbench checked on every host first); the steps cancelled and an allocation
-    xcbench asked for given back after, on any exit. Without a section: ``inv`` as it is."""
+    xcbench asked for given back after, on any exit. Without a section: ``inv`` as it is.
+    ``kind`` ("make", "take": a replay of a run, :func:`kind_of`): the allocation the run had;
+    None: the one this command runs in (``SLURM_JOB_ID``), else a new one."""
     req = inv.slurm if inv is not None else None
     if inv is None or req is None:
         yield inv
         return
+    job = os.environ.get("SLURM_JOB_ID")
+    if kind == "take" and not job:
+        raise XcbError(f"{req.source}: slurm: the run took its nodes from the allocation it ran "
+                       "in: replay it inside one too (salloc ... xcbench ...)")
     cli.ping()
     record = Record()
     procs = proc.ProcessSet()
     alloc: Allocation | None = None
     try:
-        job = os.environ.get("SLURM_JOB_ID")
-        alloc = take(req, job, record) if job else make(req, record, procs)
+        alloc = take(req, job, record) if job and kind != "make" else make(req, record, procs)
         nodes = with_nodes(inv, alloc)
         check_versions(nodes)
         yield nodes

@@ -43,7 +43,9 @@ class SlurmRequest:
     def salloc_options(self) -> list[str]:
         """The allocation's options as salloc takes them (``--opt=value``: a value is never
         read as another option)."""
-        opts = [f"--nodes={self.nodes or max(1, self.gateways + 1)}", "--ntasks-per-node=1"]
+        # --no-kill: a node that fails takes its own share with it, not the whole allocation
+        opts = [f"--nodes={self.nodes or max(1, self.gateways + 1)}", "--ntasks-per-node=1",
+                "--no-kill"]
         for key, flag in (("partition", "partition"), ("time", "time"), ("account", "account"),
                           ("constraint", "constraint"), ("cpus_per_task", "cpus-per-task")):
             v = getattr(self, key)
