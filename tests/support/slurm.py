@@ -62,10 +62,32 @@ class SlurmCluster:
         out = self.run("sinfo", "-h", "-N", "-p", self.partition, "-o", "%N|%T").stdout
         return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
 
-    def kill_slurmd(self, node: str) -> None:
-        """A node dies: its slurmd and every step process under it (SIGKILL)."""
-        p = self.slurmd.pop(node)
-        proc.stop(p, timeout=0.1)
+    def kill_node(self, netns: str) -> list[int]:
+        """A node dies: every process in its network namespace (slurmd, slurmstepd, the steps'
+        processes) killed at once (SIGKILL); the pids killed."""
+        out = proc.run(["ip", "netns", "pids", netns], timeout=30).stdout.split()
+        pids = [int(p) for p in out if p.isdigit()]
+        for p in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, 9)
+        return pids
+
+    def start_slurmd(self, h) -> None:
+        """(Re)start the slurmd of emulated host ``h`` in its namespace."""
+        old = self.slurmd.pop(h.name, None)
+        if old is not None:
+            proc.stop(old, timeout=1)
+            self.procs.discard(old)
+        p = proc.spawn(["nsenter", f"--net={NETNS_DIR / h.netns}", "--", "slurmd", "-D", "-N", h.name],
+                       name=f"slurmd-{h.name}", log=self.dir / f"slurmd-{h.name}.out", env=self.env)
+        self.procs.add(p)
+        self.slurmd[h.name] = p
+
+    def resume(self, node: str, timeout: float = START_TIMEOUT) -> None:
+        """A node back in service (idle) after it was down."""
+        self.run("scontrol", "update", f"nodename={node}", "state=resume", check=False)
+        _wait(f"node {node}", lambda: self.node_states().get(node) == "idle",
+              f"{self.node_states()} {self.log('slurmctld')}", timeout)
 
 
 def _conf(d: Path, cluster: str, ctl_addr: str, ports: list[int], hosts, cpus: int) -> str:
@@ -150,11 +172,7 @@ def slurm_cluster(d: Path, inv, *, cpus: int = 2) -> Iterator[SlurmCluster]:
         sc.start_s["slurmctld"] = time.monotonic() - t0
         t0 = time.monotonic()
         for h in hosts:
-            p = proc.spawn(["nsenter", f"--net={NETNS_DIR / h.netns}", "--", "slurmd", "-D",
-                            "-N", h.name], name=f"slurmd-{h.name}", log=d / f"slurmd-{h.name}.out",
-                           env=env)
-            sc.procs.add(p)
-            sc.slurmd[h.name] = p
+            sc.start_slurmd(h)
         _wait("slurmd", lambda: set(sc.node_states().values()) <= {"idle"}
               and len(sc.node_states()) == len(hosts),
               f"{sc.node_states()} {sc.log('slurmctld')}")

@@ -39,7 +39,7 @@ from xcbench.hosts.checks import check_versions
 from xcbench.hosts.inventory import Host, Inventory
 from xcbench.hosts.slurm_spec import SlurmRequest
 from xcbench.system import proc, statedir
-from xcbench.system.orphans import identity, same_process
+from xcbench.system.orphans import identity, stale_records
 
 LOCAL_GATEWAY = "coordinator"  # the gateway host on this machine when no node has the role
 SUBDIR = "slurm"
@@ -68,29 +68,29 @@ class Record:
         self.path.unlink(missing_ok=True)
 
 
+def record_problem(path: Path, rec: Any) -> str | None:
+    """Why a record may not be acted on (None: it may): ours, of this host, an owner named."""
+    why = statedir.record_problem(path) or statedir.host_problem(rec)
+    if why is not None:
+        return why
+    if rec.get("uid") != os.geteuid():
+        return f"written by uid {rec.get('uid')!r}, not by this user"
+    owner = rec.get("owner")
+    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int) or owner["pid"] < 2:
+        return "its owner is not a process"
+    if not isinstance(rec.get("jobs"), list) or not all(isinstance(j, dict) for j in rec["jobs"]):
+        return "not a record of Slurm jobs"
+    return None
+
+
 def sweep(directory: Path | None = None, wait: float = 25.0) -> str | None:
     """Cancel the steps (and the allocations xcbench asked for) of commands killed earlier;
     one line saying what was done (None: nothing). A record that is not ours is left alone."""
-    d = directory or records_dir()
-    files = sorted(d.glob("*.json")) if d.is_dir() else []
     done: list[str] = []
-    for f in files:
-        try:
-            rec = json.loads(f.read_text())
-        except (OSError, ValueError) as e:
-            statedir.warn_skipped(f, f"unreadable ({e})")
-            continue
-        why = statedir.record_problem(f) or statedir.host_problem(rec) or \
-            (None if isinstance(rec, dict) and rec.get("uid") == os.geteuid() else "not this user's")
-        if why is not None:
-            statedir.warn_skipped(f, why)
-            continue
-        owner = rec.get("owner") or {}
-        if owner.get("pid") == os.getpid() or (owner.get("start") and same_process(owner)):
-            continue  # a command still running
+    for f, rec in stale_records(directory or records_dir(), record_problem):
         if cli.missing():
-            continue  # no Slurm here (any more): nothing of it can be running
-        for entry in rec.get("jobs") or []:
+            break  # no Slurm here (any more): nothing of it can be running
+        for entry in rec["jobs"]:
             done += _cancel_entry(entry, wait)
         f.unlink(missing_ok=True)
     return (f"xcbench: an earlier xcbench was killed and left Slurm work behind: cancelled "

@@ -10,8 +10,10 @@ through its transport (xcbench.hosts: local, netns or ssh); this coordinator:
 - decides the end of a time-based level on the merged timeline with the level's own rule (the
   agents run without one) and tells every agent to stop (they drain: transfers in flight end);
 - writes the merged 1 s timeline and one CAMPAIGN row for the level (per-host rows inside).
-A failing agent is an XcbError naming its host, after every other agent was stopped; Ctrl-C
-cancels them all; nothing is left running on any host.
+A failing agent is an XcbError naming its host, after every other agent was stopped; a host
+lost mid-level (xcbench.scaleout.agent_host: its stream ended without a word, or went silent)
+fails its share alone, in a FINDING and the level's ``lost``, and the rest of the level is
+kept; Ctrl-C cancels them all; nothing is left running on any host.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from xcbench.errors import XcbError
 from xcbench.hosts import transport_for as tf
 from xcbench.scaleout import agent_messages, merge
 from xcbench.scaleout.agent import request
+from xcbench.scaleout.agent_host import STALL, Agent
 from xcbench.store.findings import finding
 from xcbench.system import proc
 from xcbench.system.agentstream import MAX_LINE, parse_message, read_lines
@@ -76,52 +79,6 @@ def host_specs(spec: CampaignSpec, names: list[str]) -> dict[str, CampaignSpec]:
     return out
 
 
-class Agent:
-    """One host's agent: its process, its stream reader, what it sent."""
-
-    def __init__(self, host: Any, transport: Any, spec: CampaignSpec, offset: float, raw: Path | None):
-        self.host, self.transport, self.spec, self.offset = host, transport, spec, offset
-        self.name = host.name
-        self.raw = raw
-        self.timeline: list[dict] = []
-        self.campaign: dict | None = None
-        self.hello: dict | None = None
-        self.error: str | None = None
-        self.ended = False
-        self.done = threading.Event()  # the stream ended
-        self.p: proc.Proc | None = None
-        self.reader: threading.Thread | None = None
-
-    @property
-    def last_wall(self) -> float | None:
-        return self.timeline[-1]["wall"] if self.timeline else None
-
-    def say(self, word: str) -> None:
-        """A control line; an agent that already left is not an error here."""
-        stdin = getattr(self.p.popen, "stdin", None) if self.p else None
-        if stdin is None:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            stdin.write(word.encode())
-            stdin.flush()
-
-    def failure(self) -> str | None:
-        if self.error:
-            return self.error
-        if self.done.is_set() and self.campaign is None:
-            rc = self.p.popen.poll() if self.p else None
-            tail = self.p.tail(3) if self.p and self.p.log else ""
-            return f"the agent ended without its records (exit {rc}){': ' + tail if tail else ''}"
-        return None
-
-    @property
-    def lost(self) -> bool:
-        """The host went away mid-level (its stream ended after it had started, without a word
-        of its own): a node that died, a link that broke. Its records so far are kept."""
-        return self.error is None and self.hello is not None and self.done.is_set() \
-            and self.campaign is None
-
-
 class Coordinator:
     def __init__(self, spec: CampaignSpec, *, dest: Any, source: Any, hosts: list[Any],
                  offsets: dict[str, dict], sink: Sink, cell_id: str, procs: proc.ProcessSet | None,
@@ -146,6 +103,7 @@ class Coordinator:
         kept = 0
         try:
             for text in read_lines(a.p.popen.stdout):
+                a.heard = time.monotonic()
                 if text is None:
                     self._refuse(a, f"a line longer than {MAX_LINE >> 20} MiB")
                     continue
@@ -297,6 +255,9 @@ class Coordinator:
                 return bad
             if self.stop_event is not None and self.stop_event.is_set():
                 self._cancel()
+            for a in self.agents:  # a host gone silent mid-level (a dead node): let it go
+                if a.silent(STALL):
+                    proc.stop(a.p, timeout=2)  # type: ignore[arg-type]
             if self.rule is not None and self.level_end is None and self.cancelled is None:
                 self._judge()
             if self.level_end is not None and stop_sent is None:

@@ -210,13 +210,14 @@ def test_run_from_three_nodes_through_srun(site, workdir, ceph_cluster):
     assert not any(_node_pids(sc, inv).values()), _node_pids(sc, inv)
 
 
-def test_coordinator_killed_mid_level_then_the_next_command(site, workdir):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "term"])
+def test_coordinator_killed_mid_level_then_the_next_command(site, workdir, sig):
     sc, inv = site
     matrix, hosts = _files(workdir, "killed", {"nodes": 3, "time": "30"}, {"tmpfs": {"size": ["256M"]}},
                            {"min": "120s", "max": "180s"}, [3])
     p = subprocess.Popen([sys.executable, "-m", "xcbench", "run", str(matrix), "--hosts", str(hosts),
-                          "--store", str(workdir / "killed-out"), "--no-baseline", "--no-probes",
-                          "--no-report", "--telemetry", "none"],
+                          "--store", str(workdir / f"killed-{sig.name}"), "--no-baseline",
+                          "--no-probes", "--no-report", "--telemetry", "none"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         assert until(lambda: sum("campaign-agent" in s for s in _squeue("-s", "-o", "%j")) == 3, 120), \
@@ -226,15 +227,19 @@ def test_coordinator_killed_mid_level_then_the_next_command(site, workdir):
         prefix = steps[0].split()[1].split("campaign-agent")[0]
         assert any(_node_pids(sc, inv).values())
     finally:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        p.send_signal(sig)
+        p.wait(timeout=120)
+    if sig == signal.SIGTERM:  # it stops everything itself: interrupted, resumable
+        assert p.returncode == 130, p.stderr.read()
     t0 = time.monotonic()
     nxt = _xcbench("run", str(workdir / "no-such-matrix.yaml"))  # any command: it cleans first
     assert nxt.returncode == 2 and "no such file" in nxt.stderr.splitlines()[-1], nxt.stderr
+    if sig == signal.SIGTERM:
+        assert len(nxt.stderr.splitlines()) == 1, nxt.stderr  # nothing was left to clean
     ok = until(lambda: not any(prefix in s for s in _squeue("-s", "-o", "%j"))
                and not any(prefix.rstrip("-") in s for s in _squeue("-o", "%j"))
                and not any(_node_pids(sc, inv).values()), 30 - (time.monotonic() - t0), step=0.2)
-    print(f"\nkilled mid-level: steps, allocation and the nodes' processes gone "
+    print(f"\n{sig.name} mid-level: steps, allocation and the nodes' processes gone "
           f"{time.monotonic() - t0:.1f} s after the next command started; it said: "
           f"{nxt.stderr.splitlines()[:2]}")
     assert ok, (_squeue("-s", "-o", "%i %j"), _squeue("-o", "%i %j %T"), _node_pids(sc, inv))
@@ -268,3 +273,87 @@ def test_faults_are_one_line(site, workdir, tmp_path):
     line = one_line({"nodes": 1}, env={"PATH": str(empty)})
     assert line.startswith("xcbench: error: no Slurm here: srun, salloc, squeue, sinfo, scontrol, "
                            "scancel not found"), line
+
+
+@pytest.mark.slow
+def test_a_node_dying_mid_level_fails_its_share_alone(site, workdir):
+    from xcbench.store.rundir import RunDir
+    sc, inv = site
+    victim = inv.netns_hosts[1]
+    others = {h.name for h in inv.netns_hosts} - {victim.name}
+    matrix, hosts = _files(workdir, "dies", {"nodes": 3, "time": "30"}, {"tmpfs": {"size": ["256M"]}},
+                           {"min": "45s", "max": "60s"}, [3, 6])
+    out = workdir / "dies-out"
+    p = subprocess.Popen([sys.executable, "-m", "xcbench", "run", str(matrix), "--hosts", str(hosts),
+                          "--store", str(out), "--no-baseline", "--no-probes", "--no-report"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # mid-level: once the victim has sent finished transfers (its raw stream has them)
+        assert until(lambda: any('"table": "transfers"' in f.read_text() for f in
+                                 out.glob(f"*/raw/agents/*/*.{victim.name}.jsonl")), 120)
+        t_kill = time.time()
+        assert sc.kill_node(victim.netns)
+        _, err = p.communicate(timeout=900)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        sc.start_slurmd(victim)
+        sc.resume(victim.name)
+    assert p.returncode == 0, err[-3000:]
+    said = [ln for ln in err.splitlines() if victim.name in ln]
+    assert len(said) == 1 and f"client host {victim.name} lost mid-level" in said[0], err[-3000:]
+    run = RunDir.open(next(out.iterdir()))
+    ((cid, cell),) = run.cells.items()
+    assert cell.status == "complete", cell.error
+    cp = {int(r.concurrency): json.loads(r.settings) for r in run.table("campaigns").itertuples()}
+    assert set(cp[3]["lost"]) == {victim.name} and set(cp[3]["hosts"]) == others
+    assert set(cp[6]["hosts"]) == others and not cp[6].get("lost")  # not asked again
+    tr = run.table("transfers")
+    kept = tr[(tr["concurrency"] == 3) & (tr["host"] == victim.name)]
+    assert len(kept) and set(kept["file_state"]) == {"FINISHED"}  # its rows before it died, kept
+    assert set(tr[tr["concurrency"] == 6]["host"]) == others
+    lost_at = max(kept["finish_time"])
+    print(f"\n{victim.name} killed mid-level; its last transfer ended {lost_at - t_kill:+.1f} s "
+          f"from the kill; {said[0]}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["make", "take"])
+def test_confirm_replays_through_the_same_allocation_kind(site, workdir, kind):
+    sc, inv = site
+    matrix, hosts = _files(workdir, f"confirm-{kind}", {"nodes": 3, "time": "30"},
+                           {"tmpfs": {"size": ["256M"]}}, {"min": "3s", "max": "5s"}, [3])
+    env: dict[str, str] = {}
+    if kind == "take":  # an allocation of the operator's, xcbench run inside it
+        name = f"xcbtest-{TAG}"
+        subprocess.run(["salloc", "--no-shell", "-N", "3", "-J", name, "-t", "30"], check=True,
+                       capture_output=True, timeout=60)
+        env["SLURM_JOB_ID"] = _squeue("-n", name, "-o", "%i")[0]
+    try:
+        store = workdir / f"confirm-{kind}"
+        res = _xcbench("run", str(matrix), "--hosts", "slurm" if kind == "take" else str(hosts),
+                       "--store", str(store), "--no-baseline", "--no-probes", "--no-report", env=env)
+        assert res.returncode == 0, res.stderr[-2000:]
+        run = next(store.iterdir())
+        first = json.loads((run / "manifest.json").read_text())["hosts"]["slurm"]
+        assert first["ours"] == (kind == "make")
+        if kind == "take":
+            assert first["job_id"] == env["SLURM_JOB_ID"]
+            bare = {k: v for k, v in os.environ.items() if k != "SLURM_JOB_ID"}
+            nope = subprocess.run([sys.executable, "-m", "xcbench", "confirm", str(run), "--test",
+                                   "concurrency", "--pairs", "2"], capture_output=True, text=True,
+                                  timeout=120, env=bare)
+            assert nope.returncode == 2 and "replay it inside one too" in nope.stderr.strip(), nope.stderr
+        res = _xcbench("confirm", str(run), "--test", "concurrency", "--pairs", "2", env=env)
+        assert res.returncode in (0, 1), res.stderr[-2000:]  # confirmed/inconclusive, or refuted
+        replays = sorted((run / "confirm").iterdir())
+        assert len(replays) == 4  # A-B-B-A
+        jobs = {json.loads((r / "manifest.json").read_text())["hosts"]["slurm"]["job_id"] for r in replays}
+        kinds = {json.loads((r / "manifest.json").read_text())["hosts"]["slurm"]["ours"] for r in replays}
+        assert kinds == {kind == "make"} and len(jobs) == 1
+        assert (jobs == {env["SLURM_JOB_ID"]}) if kind == "take" else (jobs != {first["job_id"]})
+        print(f"\nconfirm ({kind}): replays in job {jobs.pop()}: {res.stdout.strip()[-300:]}")
+    finally:
+        if env:
+            subprocess.run(["scancel", env["SLURM_JOB_ID"]], timeout=30)
+    assert until(lambda: not _squeue(), 30)

@@ -44,6 +44,8 @@ wall, t, done, moved = start + offset, 0.0, 0, 0
 rows = []
 while not stop.is_set() and t < 500:
     time.sleep(0.02)
+    if mode == "freeze" and t >= 3:
+        time.sleep(600)  # a node gone silent: its process still there, no word from it
     if mode == "die" and t >= 3:
         out.flush(); import os; os._exit(0)  # a node gone: the stream ends, no word of its own
     wall += 1.0; t += 1.0; done += 1; moved += rate
@@ -220,3 +222,18 @@ def test_a_host_lost_alone_fails_the_level(setup):
         run_distributed(spec(concurrency=1), dest="root://10.0.0.9:1094", hosts=[Host("b")],
                         sink=sink, procs=proc.ProcessSet(record=False), raw_dir=tmp / "raw",
                         transport_for=transport_for)
+
+
+def test_a_host_gone_silent_is_let_go_and_the_level_kept(setup, monkeypatch):
+    from xcbench.scaleout import distributed
+    monkeypatch.setattr(distributed, "STALL", 1.0)
+    tmp, make, made = setup
+    now = time.time()
+    transport_for = make({"a": (0.0, "ok", now), "b": (0.0, "freeze", now)})
+    tables, sink = collect()
+    procs = proc.ProcessSet(record=False)
+    row = run_distributed(spec(), dest="root://10.0.0.9:1094", hosts=[Host("a"), Host("b")],
+                          sink=sink, procs=procs, raw_dir=tmp / "raw", transport_for=transport_for)
+    s = json.loads(row["settings"])
+    assert set(s["lost"]) == {"b"} and s["lost"]["b"]["why"].startswith("no word from it for 1 s")
+    assert set(s["hosts"]) == {"a"} and list(procs) == []
