@@ -41,7 +41,7 @@ from xcbench.hosts.slurm_spec import SlurmRequest
 from xcbench.system import proc, statedir
 from xcbench.system.orphans import identity, stale_records
 
-LOCAL_GATEWAY = "coordinator"  # the gateway host on this machine when no node has the role
+LOCAL_GATEWAY = "coordinator"  # this machine (the gateway's host when no node has the role)
 SUBDIR = "slurm"
 
 
@@ -286,9 +286,12 @@ def with_nodes(inv: Inventory, alloc: Allocation) -> Inventory:
     if clash:
         raise XcbError(f"{inv.source}: host {clash}: also a node of the allocation (job "
                        f"{alloc.job_id}): rename the host")
-    if not any("gateway" in h.roles for h in hosts):
-        first = next(h for h in hosts if h.transport == "slurm")
-        hosts.insert(0, Host(LOCAL_GATEWAY, ("gateway",), "local", source_address(first.address)))
+    # this machine, at the address it reaches the nodes from: the gateway's host when no node
+    # is one; else a host with no role, so that the gateways let it in (xrd.allow: it asks each
+    # origin for its counters)
+    first = next(h for h in hosts if h.transport == "slurm")
+    roles = () if any("gateway" in h.roles for h in hosts) else ("gateway",)
+    hosts.insert(0, Host(LOCAL_GATEWAY, roles, "local", source_address(first.address)))
     return replace(inv, hosts=tuple(hosts), allocation=alloc)
 
 

@@ -213,19 +213,29 @@ def test_run_from_three_nodes_through_srun(site, workdir, ceph_cluster):
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "term"])
 def test_coordinator_killed_mid_level_then_the_next_command(site, workdir, sig):
     sc, inv = site
-    matrix, hosts = _files(workdir, "killed", {"nodes": 3, "time": "30"}, {"tmpfs": {"size": ["256M"]}},
-                           {"min": "120s", "max": "180s"}, [3])
+    # kill -9: the origin on a node too (a gateway agent's step, its xrootd and tmpfs there)
+    gateways = 1 if sig == signal.SIGKILL else 0
+    matrix, hosts = _files(workdir, "killed", {"nodes": 3, "time": "30", "gateways": gateways},
+                           {"tmpfs": {"size": ["256M"]}}, {"min": "120s", "max": "180s"}, [3])
     p = subprocess.Popen([sys.executable, "-m", "xcbench", "run", str(matrix), "--hosts", str(hosts),
                           "--store", str(workdir / f"killed-{sig.name}"), "--no-baseline",
                           "--no-probes", "--no-report", "--telemetry", "none"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        assert until(lambda: sum("campaign-agent" in s for s in _squeue("-s", "-o", "%j")) == 3, 120), \
+        assert until(lambda: sum("campaign-agent" in s for s in _squeue("-s", "-o", "%j"))
+                     == 3 - gateways, 120), \
             p.stderr.read() if p.poll() is not None else "the agents' steps never all started"
         time.sleep(1)  # mid-level: the agents are moving bytes
         steps = _squeue("-s", "-o", "%i %j")
-        prefix = steps[0].split()[1].split("campaign-agent")[0]
-        assert any(_node_pids(sc, inv).values())
+        assert any("gateway-agent" in s for s in steps) == bool(gateways), steps
+        prefix = steps[0].split()[1].split("-gateway-agent")[0].split("-campaign-agent")[0] + "-"
+        left = _node_pids(sc, inv)
+        assert all(left.values()), left
+        assert any("xrootd" in x for x in left[inv.netns_hosts[0].name]) == bool(gateways), left
+        (run,) = (workdir / f"killed-{sig.name}").iterdir()
+        (cell,) = json.loads((run / "manifest.json").read_text())["cells"]
+        made = [m for m in _mounts() if f"xcb-tmpfs-{cell}-" in m]  # the gateway's tmpfs (both sides)
+        assert made, _mounts()
     finally:
         p.send_signal(sig)
         p.wait(timeout=120)
@@ -238,11 +248,17 @@ def test_coordinator_killed_mid_level_then_the_next_command(site, workdir, sig):
         assert len(nxt.stderr.splitlines()) == 1, nxt.stderr  # nothing was left to clean
     ok = until(lambda: not any(prefix in s for s in _squeue("-s", "-o", "%j"))
                and not any(prefix.rstrip("-") in s for s in _squeue("-o", "%j"))
-               and not any(_node_pids(sc, inv).values()), 30 - (time.monotonic() - t0), step=0.2)
+               and not any(_node_pids(sc, inv).values())
+               and not set(made) & set(_mounts()), 30 - (time.monotonic() - t0), step=0.2)
     print(f"\n{sig.name} mid-level: steps, allocation and the nodes' processes gone "
           f"{time.monotonic() - t0:.1f} s after the next command started; it said: "
           f"{nxt.stderr.splitlines()[:2]}")
-    assert ok, (_squeue("-s", "-o", "%i %j"), _squeue("-o", "%i %j %T"), _node_pids(sc, inv))
+    assert ok, (_squeue("-s", "-o", "%i %j"), _squeue("-o", "%i %j %T"), _node_pids(sc, inv),
+                set(made) & set(_mounts()))
+
+
+def _mounts() -> list[str]:
+    return [ln.split()[1] for ln in Path("/proc/self/mounts").read_text().splitlines()]
 
 
 def test_faults_are_one_line(site, workdir, tmp_path):

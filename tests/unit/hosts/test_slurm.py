@@ -187,7 +187,8 @@ def test_nodes_take_roles_and_the_gateway_stays_here_without_a_gateway_node(fake
     assert inv.allocation.job_id == "12" and inv.hosts[1].slurm is inv.allocation
     alloc.request = parse_request({"gateways": 1}, "h.yaml")
     inv = sl.with_nodes(parse_inventory({"slurm": {}}, "h.yaml"), alloc)
-    assert [(h.name, h.roles) for h in inv.hosts] == [("sn1", ("gateway",)), ("sn2", ("client",))]
+    assert [(h.name, h.roles) for h in inv.hosts] == [
+        ("coordinator", ()), ("sn1", ("gateway",)), ("sn2", ("client",))]  # this machine: let in
     alloc.request = parse_request({"gateways": 2}, "h.yaml")
     with pytest.raises(XcbError, match="gateways: 2 of the allocation's 2 nodes leaves no client"):
         sl.with_nodes(parse_inventory({"slurm": {}}, "h.yaml"), alloc)
