@@ -77,10 +77,10 @@ def site(workdir):
 
 
 def _files(d: Path, name: str, slurm: dict, backends: dict, duration: dict,
-           concurrency: list[int]) -> tuple[Path, Path]:
+           concurrency: list[int], size: str = "4M") -> tuple[Path, Path]:
     m = {"name": f"slurm-{TAG}-{name}",
          "defaults": {"origins": [1], "modes": ["push"], "concurrency": concurrency,
-                      "file_size": "4M", "files": 12, "repeats": 1,
+                      "file_size": size, "files": 12, "repeats": 1,
                       "campaign": {"duration": duration,
                                    "steady": {"rule": "autoterm", "window": "3s", "points": 3,
                                               "tolerance": "50%"}}},
@@ -144,21 +144,31 @@ def _node_spans(raw: Path, campaign: str, node: str, offset: float) -> list[tupl
     return spans
 
 
-def test_run_from_three_nodes_through_srun(site, workdir, ceph_cluster):
+# short: the default suite's; full (`make slow`): 16 MiB files, levels of 10-20 s, with the
+# iperf3 baseline and the fio probes (iperf3's client on each node through a step)
+VARIANTS = {"short": {"size": "4M", "duration": {"min": "4s", "max": "8s"},
+                      "flags": ["--no-baseline", "--no-probes"]},
+            "full": {"size": "16M", "duration": {"min": "10s", "max": "20s"},
+                     "flags": ["--baseline-streams", "1", "--baseline-seconds", "2"]}}
+
+
+@pytest.mark.parametrize("variant", ["short", pytest.param("full", marks=pytest.mark.slow)])
+def test_run_from_three_nodes_through_srun(site, workdir, ceph_cluster, variant):
     from xcbench.analysis.verdicts.run_data import RunData
     from xcbench.store.rundir import RunDir
     sc, inv = site
     nodes = [h.name for h in inv.netns_hosts]
     shaped = nodes[2]
-    matrix, hosts = _files(workdir, "two-cells", {"nodes": 3, "time": "30"},
-                           {"tmpfs": {"size": ["256M"]},
+    v = VARIANTS[variant]
+    matrix, hosts = _files(workdir, f"two-cells-{variant}", {"nodes": 3, "time": "30"},
+                           {"tmpfs": {"size": ["512M"]},
                             "cephfs": {"layouts": [{"stripe_unit": "4M", "stripe_count": 1,
                                                     "object_size": "4M"}], "pools": ["replicated"]}},
-                           {"min": "4s", "max": "8s"}, [3, 6])
-    out = workdir / "results"
+                           v["duration"], [3, 6], v["size"])
+    out = workdir / f"results-{variant}"
     t0 = time.monotonic()
-    res = _xcbench("run", str(matrix), "--hosts", str(hosts), "--store", str(out), "--no-baseline",
-                   "--no-probes", "--no-report", "--ceph-conf", str(ceph_cluster.conf))
+    res = _xcbench("run", str(matrix), "--hosts", str(hosts), "--store", str(out), *v["flags"],
+                   "--no-report", "--ceph-conf", str(ceph_cluster.conf))
     print(f"\nrun: {time.monotonic() - t0:.1f} s")
     assert res.returncode == 0, res.stderr[-3000:]
     run = RunDir.open(next(out.iterdir()))
@@ -206,6 +216,10 @@ def test_run_from_three_nodes_through_srun(site, workdir, ceph_cluster):
                   + f"; {v['verdict'].iloc[0]}: {reason[:160]}")
             if conc == 6:  # 2 slots on the shaped node: its link caps, and the verdict says which
                 assert v["verdict"].iloc[0] == "network" and f"client host {shaped}'s link" in reason
+    if variant == "full":  # iperf3 from each node to the gateway's host, through steps
+        base = run.table("baseline")
+        got = {r.client for r in base.itertuples() if r.bits_per_second}
+        assert got == {h.address for h in inv.netns_hosts}, base
     assert not _squeue("-s") and not _squeue()  # every step and the allocation gone
     assert not any(_node_pids(sc, inv).values()), _node_pids(sc, inv)
 
