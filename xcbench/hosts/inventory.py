@@ -185,13 +185,13 @@ def parse_inventory(data: Any, where: str, *, commands: bool = True) -> Inventor
     if not isinstance(data, dict):
         raise XcbError(f"{where}: top level: not a mapping of bridge/hosts/ceph "
                        f"(found {type(data).__name__})")
-    unknown = sorted(set(map(str, data)) - {"bridge", "hosts", "ceph", "prometheus", "slurm"})
-    if unknown:
-        raise XcbError(f"{where}: {unknown[0]}: unknown key (known: bridge, hosts, ceph, prometheus, "
-                       "slurm)")
     if "slurm" in data and not commands:  # salloc, steps: the operator's own account and nodes
         raise XcbError(f"{where}: slurm: asks Slurm for nodes and runs job steps; allowed only in "
                        f"an inventory file given on the command line (--hosts FILE), not from a matrix")
+    known = ["bridge", "hosts", "ceph", "prometheus", *(["slurm"] if commands else [])]
+    unknown = sorted(set(map(str, data)) - set(known))
+    if unknown:
+        raise XcbError(f"{where}: {unknown[0]}: unknown key (known: {', '.join(known)})")
     slurm = parse_request(data["slurm"], where) if "slurm" in data else None
     raw = data.get("hosts")
     if slurm is not None and (raw is None or raw == {}):

@@ -232,8 +232,11 @@ class Coordinator:
         a.reader = threading.Thread(target=self._read, args=(a,), daemon=True,
                                     name=f"xcb-agent-{a.name}")
         a.reader.start()
+        # the host's link and CPU sampled by its agent where the links device cannot see them
+        # (this machine's and emulated hosts' links it reads itself)
+        here = getattr(a.host, "transport", None) in ("local", "netns")
         a.say(request(a.spec, dest=self.dest, source=self.source, cell_id=self.cell_id,
-                      host=a.name, address=getattr(a.host, "address", "") or ""))
+                      host=a.name, address="" if here else getattr(a.host, "address", "") or ""))
 
     def _cancel(self) -> None:
         if self.cancelled is None:
