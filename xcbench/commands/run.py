@@ -254,10 +254,11 @@ def main(args) -> int:
     prometheus(opts, parsed)
     with nodes_of(opts.hosts) as inv:  # nodes from Slurm: for the run, given back after
         opts.hosts = inv
-        return _run(args, path, parsed, opts)
+        return _on_cluster(args, path, parsed, opts)
 
 
-def _run(args, path, parsed, opts) -> int:
+def _on_cluster(args, path, parsed, opts) -> int:
+    """The matrix executed on the run's cluster (none for a tmpfs-only matrix)."""
     if not any(backend_class(c.backend).needs_cluster for c in parsed.cells):  # tmpfs only
         return execute(load_run_matrix(path, None, opts), None, opts)
     cluster = cluster_from_args(args)
