@@ -215,8 +215,15 @@ def test_run_from_three_nodes_through_srun(site, workdir, ceph_cluster, variant)
                   f"{in_window / 1e6:.1f} MB over {w1 - w0:.1f} s from "
                   + ", ".join(f"{n} {_bytes_in(s, w0, w1) / 1e6:.1f} MB" for n, s in per_node.items())
                   + f"; {v['verdict'].iloc[0]}: {reason[:160]}")
-            if conc == 9:  # 3 slots on the shaped node: its link caps, and the verdict says which
-                ev = json.loads(v["evidence"].iloc[0] or "{}")
+            # where the shaped node's link caps (>= 85 % of its rate over the window) the verdict
+            # names it; into the tmpfs gateway at 3 slots it always caps (20 Mbit/s is far below
+            # what the gateway takes). Into CephFS on a box whose CPU is full, each file's close
+            # (flushed to the OSDs) can leave even that link idle: then it does not cap, and the
+            # verdict names what did.
+            ev = json.loads(v["evidence"].iloc[0] or "{}")
+            use = ((ev.get("links") or {}).get(shaped) or {}).get("use")
+            assert isinstance(use, float), ev.get("links")  # its link's figures, per node
+            if use >= 0.85 or (conc == 9 and run.cells[cell_id].label.startswith("tmpfs")):
                 assert v["verdict"].iloc[0] == "network" and f"client host {shaped}'s link" in reason, \
                     (reason, ev.get("links"), os.getloadavg())
     if variant == "full":  # iperf3 from each node to the gateway's host, through steps
