@@ -44,8 +44,9 @@ def add_parser(sub):
     add_run_args(p)
     p.add_argument("--hosts", metavar="FILE",
                    help="inventory of hosts (YAML): campaigns from its client hosts, gateways on "
-                        "its gateway hosts, iperf3 between them (default: the matrix's hosts:, "
-                        "else everything on this machine)")
+                        "its gateway hosts, iperf3 between them; its slurm: section, or the word "
+                        "slurm inside an allocation, takes nodes from Slurm (docs/slurm.md) "
+                        "(default: the matrix's hosts:, else everything on this machine)")
     add_ceph_args(p)
     return p
 
