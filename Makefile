@@ -10,7 +10,8 @@ DEB_PACKAGES := ceph-mon ceph-osd ceph-mds ceph-mgr ceph-common ceph-fuse python
 	python3-xrootd python3-gfal2 gfal2-plugin-xrootd gfal2-plugin-http gfal2-plugin-file gfal2-util-scripts attr iperf3 python3-venv \
 	uuid-runtime procps curl chromium python3-m2crypto fuse openssl iproute2 openssh-server \
 	prometheus prometheus-node-exporter ceph-mgr-modules-core \
-	xrootd-scitokens-plugins python-is-python3
+	xrootd-scitokens-plugins python-is-python3 \
+	slurm-wlm munge
 
 .PHONY: setup deb venv test slow unit integration lint typecheck mypy-run demo selftest bench clean
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from xcbench import __version__
 from xcbench.commands.options import apply_ceph_name
 from xcbench.errors import XcbError
+from xcbench.hosts import slurm
 from xcbench.run import matrix_sections  # noqa: F401 (every command may load a matrix)
 from xcbench.system import cgroups, orphans, statedir, sysctlrec
 from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
@@ -152,8 +153,8 @@ def _guarded(args) -> int:
 
 def _sweep_host_changes() -> None:
     """Undo what a killed earlier command changed on the host beyond processes and mounts:
-    its CPU-quota cgroups (``cores``; emulated hosts' quotas are swept by `hosts down`) and the
-    sysctls ``--tune-tcp`` set."""
+    its CPU-quota cgroups (``cores``; emulated hosts' quotas are swept by `hosts down`), the
+    sysctls ``--tune-tcp`` set, and its Slurm job steps (xcbench.hosts.slurm.sweep)."""
     try:
         removed = cgroups.sweep_stale()
         restored = sysctlrec.restore_stale()
@@ -166,6 +167,9 @@ def _sweep_host_changes() -> None:
     if restored:
         print(f"xcbench: an earlier xcbench was killed with --tune-tcp in effect: "
               f"{'; '.join(restored)[:400]}", file=sys.stderr, flush=True)
+    said = slurm.sweep()  # its job steps, and an allocation it asked for
+    if said:
+        print(said, file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ from xcbench.ceph.mini import MiniCluster
 from xcbench.commands.options import add_ceph_args, add_fts_endpoint_arg
 from xcbench.errors import XcbError
 from xcbench.hosts.checks import check_versions
-from xcbench.hosts.matrix_section import inventory_for
+from xcbench.hosts.matrix_section import SLURM_SOURCE, SLURM_WORD, inventory_for
+from xcbench.hosts.slurm import kind_of, nodes_of
 from xcbench.run.runner import Interrupted
 from xcbench.selftest import confirm
 from xcbench.selftest.run_scenarios import _stderr as log
@@ -65,6 +66,11 @@ def main(args) -> int:
     run_dir, rows, mpath = confirm.preflight(args.run, args.cell, args.level, tuple(args.test or ()), fts)
     labels = {cid: c.label for cid, c in run_dir.cells.items()}
     hosts = inventory(args, run_dir, mpath)
+    with nodes_of(hosts, kind_of(run_dir.manifest)) as hosts:  # Slurm nodes as the run had them
+        return _confirm(args, run_dir, rows, labels, hosts, fts)
+
+
+def _confirm(args, run_dir, rows, labels, hosts, fts) -> int:
     embedded = bool((run_dir.manifest.get("cluster") or {}).get("embedded"))
     mini = cluster = None
     started = False
@@ -99,10 +105,13 @@ def inventory(args, run_dir, matrix_path: str):
     if not args.hosts and not used.get("hosts"):
         return None
     source = args.hosts or (used.get("source") if Path(str(used.get("source") or "")).is_file() else None)
+    if source is None and used.get("source") == SLURM_SOURCE:
+        source = SLURM_WORD  # the run's `--hosts slurm`
     inv = inventory_for(source, read_yaml(matrix_path), matrix_path)
     if inv is None:  # before anything starts
         raise XcbError(f"confirm: {run_dir.path}: the run's campaigns came from the hosts of "
                        f"{used.get('source') or 'an inventory'!r}, which is gone: give it with --hosts")
-    check_versions(inv)
+    if inv.slurm is None:  # nodes from Slurm: checked once known (xcbench.hosts.slurm.nodes_of)
+        check_versions(inv)
     return inv
 

@@ -18,6 +18,7 @@ from xcbench.commands.options import add_ceph_args, add_fts_endpoint_arg, add_ru
 from xcbench.errors import XcbError
 from xcbench.hosts.checks import check_versions
 from xcbench.hosts.matrix_section import inventory_for
+from xcbench.hosts.slurm import nodes_of
 from xcbench.matrix import load_matrix
 from xcbench.network.baseline import MAX_STREAMS, SECONDS, STREAMS
 from xcbench.network.tcpaudit import tuned
@@ -43,8 +44,9 @@ def add_parser(sub):
     add_run_args(p)
     p.add_argument("--hosts", metavar="FILE",
                    help="inventory of hosts (YAML): campaigns from its client hosts, gateways on "
-                        "its gateway hosts, iperf3 between them (default: the matrix's hosts:, "
-                        "else everything on this machine)")
+                        "its gateway hosts, iperf3 between them; its slurm: section, or the word "
+                        "slurm inside an allocation, takes nodes from Slurm (docs/slurm.md) "
+                        "(default: the matrix's hosts:, else everything on this machine)")
     add_ceph_args(p)
     return p
 
@@ -215,7 +217,8 @@ def hosts(args, parsed, opts) -> None:
     inv = inventory_for(getattr(args, "hosts", None), parsed.raw, parsed.path)
     if inv is None:
         return
-    check_versions(inv)
+    if inv.slurm is None:  # nodes from Slurm: checked once they are known (nodes_of)
+        check_versions(inv)
     opts.hosts = inv
     if inv.ceph and not getattr(args, "ceph_conf", None):  # the cluster every host reaches
         args.ceph_conf = inv.ceph.get("conf")
@@ -250,6 +253,13 @@ def main(args) -> int:
     operator_named(args, parsed)
     hosts(args, parsed, opts)
     prometheus(opts, parsed)
+    with nodes_of(opts.hosts) as inv:  # nodes from Slurm: for the run, given back after
+        opts.hosts = inv
+        return _on_cluster(args, path, parsed, opts)
+
+
+def _on_cluster(args, path, parsed, opts) -> int:
+    """The matrix executed on the run's cluster (none for a tmpfs-only matrix)."""
     if not any(backend_class(c.backend).needs_cluster for c in parsed.cells):  # tmpfs only
         return execute(load_run_matrix(path, None, opts), None, opts)
     cluster = cluster_from_args(args)

@@ -10,6 +10,7 @@ A small YAML file (``--hosts FILE`` or a ``hosts:`` key in a matrix)::
       osd1: {roles: [storage], transport: ssh, ssh: osd1, address: 192.0.2.31,
              link: {speed: {bond0: 50gbit, eth0: 25gbit, eth1: 25gbit}}}  # or speed: 25gbit
     ceph: {conf: /etc/ceph/ceph.conf, id: bench}
+    slurm: {partition: batch, nodes: 4, gateways: 1}   # nodes from Slurm (xcbench.hosts.slurm)
     prometheus: {url: http://prom.example:9090, auth: bearer:/path/to/token}   # optional
 
 Every mistake is one XcbError line naming the file, the host and the field, raised before
@@ -27,12 +28,13 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.hosts.linkspeed import LinkSpeed, parse_speed, parse_tc_rate
+from xcbench.hosts.slurm_spec import SlurmRequest, parse_request
 from xcbench.system.http_auth import check_secret_url, check_url, read_auth
 from xcbench.system.secrets_policy import matrix_inventory_problems
 from xcbench.system.userfiles import check_strings, read_yaml
 
 ROLES = ("client", "gateway", "redirector", "storage")  # storage: OSDs run there (`cluster up --osd-host`)
-TRANSPORTS = ("local", "netns", "ssh")
+TRANSPORTS = ("local", "netns", "ssh")  # written in an inventory; "slurm": a node of an allocation
 # netns "xcb-<name>" and the veth "xcb-<name>" must fit Linux's 15-character interface names
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,10}$")
 BRIDGE_RE = re.compile(r"^xcb[A-Za-z0-9_-]{0,12}$")  # xcb*: the only links `hosts down` deletes
@@ -88,6 +90,7 @@ class Host:
     link: Link | None = None
     xcbench: tuple[str, ...] = ()  # how to run xcbench there (default: see Transport.xcbench_argv)
     link_speed: LinkSpeed | None = None  # stated, not shaped (any transport)
+    slurm: Any = None  # transport slurm: the allocation it is a node of (xcbench.hosts.slurm)
 
     @property
     def netns(self) -> str:
@@ -115,6 +118,8 @@ class Inventory:
     ceph: dict | None = None
     source: str = "<inventory>"
     prometheus: dict | None = None  # {"url", "auth": (kind, secret) | None}: the site's Prometheus
+    slurm: SlurmRequest | None = None  # nodes from Slurm: resolved by xcbench.hosts.slurm.nodes_of
+    allocation: Any = None  # once resolved: the xcbench.hosts.slurm.Allocation the nodes are of
 
     def with_role(self, role: str) -> list[Host]:
         return [h for h in self.hosts if role in h.roles]
@@ -180,12 +185,20 @@ def parse_inventory(data: Any, where: str, *, commands: bool = True) -> Inventor
     if not isinstance(data, dict):
         raise XcbError(f"{where}: top level: not a mapping of bridge/hosts/ceph "
                        f"(found {type(data).__name__})")
-    unknown = sorted(set(map(str, data)) - {"bridge", "hosts", "ceph", "prometheus"})
+    if "slurm" in data and not commands:  # salloc, steps: the operator's own account and nodes
+        raise XcbError(f"{where}: slurm: asks Slurm for nodes and runs job steps; allowed only in "
+                       f"an inventory file given on the command line (--hosts FILE), not from a matrix")
+    known = ["bridge", "hosts", "ceph", "prometheus", *(["slurm"] if commands else [])]
+    unknown = sorted(set(map(str, data)) - set(known))
     if unknown:
-        raise XcbError(f"{where}: {unknown[0]}: unknown key (known: bridge, hosts, ceph, prometheus)")
+        raise XcbError(f"{where}: {unknown[0]}: unknown key (known: {', '.join(known)})")
+    slurm = parse_request(data["slurm"], where) if "slurm" in data else None
     raw = data.get("hosts")
-    if not isinstance(raw, dict) or not raw:
-        raise XcbError(f"{where}: hosts: must be a non-empty mapping of host name -> settings")
+    if slurm is not None and (raw is None or raw == {}):
+        raw = {}
+    elif not isinstance(raw, dict) or not raw:
+        raise XcbError(f"{where}: hosts: must be a non-empty mapping of host name -> settings"
+                       f"{'' if slurm else ' (or slurm: for nodes from Slurm)'}")
     if not commands:
         for name, spec in raw.items():
             for key in COMMAND_KEYS:
@@ -201,7 +214,7 @@ def parse_inventory(data: Any, where: str, *, commands: bool = True) -> Inventor
         h.transport == "netns" for h in hosts) or data.get("bridge") is not None else None
     _cross_check(hosts, bridge, where)
     return Inventory(tuple(hosts), bridge, _ceph(data.get("ceph"), where), where,
-                     _prometheus(data.get("prometheus"), where))
+                     _prometheus(data.get("prometheus"), where), slurm)
 
 
 def _prometheus(spec: Any, where: str) -> dict | None:

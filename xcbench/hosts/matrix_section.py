@@ -21,8 +21,16 @@ def matrix_hosts(raw: Any, path: str) -> Inventory | None:
     return parse_inventory(spec, f"{path}: hosts", commands=False)
 
 
+SLURM_WORD = "slurm"  # --hosts slurm: the Slurm allocation this command runs in
+SLURM_SOURCE = "--hosts slurm"  # the inventory's source then (the manifest's hosts.source)
+
+
 def inventory_for(hosts_file: str | None, matrix_raw: Any, matrix_path: str) -> Inventory | None:
-    """The run's inventory: ``--hosts FILE``, else the matrix's ``hosts:``; None without one."""
+    """The run's inventory: ``--hosts FILE``, else the matrix's ``hosts:``; None without one.
+    ``--hosts slurm`` (no such file) is ``{slurm: {}}``: every node of the allocation this
+    command runs in (``salloc ... xcbench run MATRIX --hosts slurm``) a client host."""
+    if hosts_file == SLURM_WORD and not Path(hosts_file).exists():
+        return parse_inventory({"slurm": {}}, SLURM_SOURCE)
     if hosts_file:
         return load_inventory(hosts_file)
     return matrix_hosts(matrix_raw, matrix_path)

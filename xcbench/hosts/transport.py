@@ -215,6 +215,10 @@ class SshTransport(Transport):
         self._scp(f"{self.host.ssh}:{remote}", str(local))
 
 
+# transport name -> class; xcbench.hosts.steps adds "slurm" (job steps) when the package loads
+KINDS: dict[str, type[Transport]] = {"local": Transport, "netns": NetnsTransport, "ssh": SshTransport}
+
+
 def transport_for(host: Host) -> Transport:
     """The transport of ``host`` (by its ``transport`` field)."""
-    return {"local": Transport, "netns": NetnsTransport, "ssh": SshTransport}[host.transport](host)
+    return KINDS[host.transport](host)

@@ -32,6 +32,7 @@ from xcbench.campaign.endpoints import Endpoint, endpoint
 from xcbench.campaign.reads import ReadCampaign
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
+from xcbench.scaleout.node_sampler import NodeSampler, run_sampler
 from xcbench.system.agentstream import Stream as AgentStream
 from xcbench.system.agentstream import claim_stdout
 from xcbench.system.signals import EXIT_CODE, StopFlag
@@ -63,11 +64,11 @@ def decode_endpoint(d: dict[str, Any] | None) -> Endpoint | None:
 
 
 def request(spec: CampaignSpec, *, dest: Any, source: Any = None, cell_id: str = "",
-            host: str = "") -> str:
-    """The agent's first stdin line."""
+            host: str = "", address: str = "") -> str:
+    """The agent's first stdin line (``address``: the host's, whose link it samples)."""
     return json.dumps({"spec": encode_spec(spec), "dest": encode_endpoint(dest, "destination"),
                        "source": encode_endpoint(source, "source"), "cell_id": cell_id,
-                       "host": host}, default=str) + "\n"
+                       "host": host, "address": address}, default=str) + "\n"
 
 
 def parse_request(line: str) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def parse_request(line: str) -> dict[str, Any]:
         raise XcbError(f"campaign-agent: spec: unknown settings {sorted(unknown)}")
     return {"spec": CampaignSpec(**spec), "dest": decode_endpoint(req["dest"]),
             "source": decode_endpoint(req.get("source")), "cell_id": str(req.get("cell_id") or ""),
-            "host": str(req.get("host") or "")}
+            "host": str(req.get("host") or ""), "address": str(req.get("address") or "")}
 
 
 # --- the stream --------------------------------------------------------------------------
@@ -136,6 +137,10 @@ def serve(stdin: IO[str], out: Stream, stop: threading.Event) -> int:
     started = time.time()
     threading.Thread(target=_control, args=(stdin, campaign, started, stop),
                      name="xcb-agent-control", daemon=True).start()
+    sampled = threading.Event()  # the host's link and CPU while the campaign runs
+    if req["address"]:
+        run_sampler(NodeSampler(req["host"], req["address"]),
+                    lambda rows: out.send({"table": "samples", "rows": rows}), sampled)
     try:
         row = campaign.run(progress=False, stop_event=stop)
     except XcbError as e:
@@ -144,6 +149,8 @@ def serve(stdin: IO[str], out: Stream, stop: threading.Event) -> int:
     except Exception as e:  # a bug: said on the stream, so the coordinator names this host
         out.send({"error": f"{type(e).__name__}: {e}"})
         return 1
+    finally:
+        sampled.set()
     out.send({"end": {"campaign": row, "stopped": stop.is_set()}})
     return 0
 

@@ -17,7 +17,14 @@ from typing import Any
 
 from xcbench.store.tables import TABLES
 
-AGENT_TABLES = ("transfers", "timeline", "campaigns", "findings", "optimizer")  # the driver's sinks
+AGENT_TABLES = ("transfers", "timeline", "campaigns", "findings", "optimizer",  # the driver's sinks
+                "samples")  # its host's link and CPU (xcbench.scaleout.node_sampler)
+# the only samples an agent sends (a host must not write the figures other rules read)
+SAMPLE_METRICS = frozenset(("link.tx_bytes", "link.tx_bytes.rate", "link.rx_bytes",
+                            "link.rx_bytes.rate", "link.limit_bytes", "link.speed_bytes",
+                            "node.cpu.busy", "node.cpu.cores"))
+MAX_LABELS = 8  # keys of a sample's labels, each value a string of at most MAX_LABEL characters
+MAX_LABEL = 200
 KINDS = ("hello", "error", "end", "table")
 MAX_ROWS = 50_000  # rows per message: a flush holds one second's transfers
 MAX_TEXT = 16 << 10  # characters of one string value (a reason, a campaign's settings JSON)
@@ -29,8 +36,9 @@ NUMBERS = frozenset((
     "active", "done", "failed", "files", "finished", "driver_cpu_cores",
     "driver_cpu_limit_cores", "bytes_read", "bytes_written", "gateway_cpu_s",
     "gateway_cpu_s_per_gb", "source_cpu_s_per_gb", "device_write_iops", "device_write_Bps",
-    "success_rate", "ema", "error_code"))
-REQUIRED = {"timeline": ("wall", "t")}  # a bucket without its time cannot be placed
+    "success_rate", "ema", "error_code", "value", "mono"))
+# a bucket or a sample without its time cannot be placed
+REQUIRED = {"timeline": ("wall", "t"), "samples": ("wall", "metric")}
 
 
 def check(msg: Any) -> str | None:
@@ -67,6 +75,11 @@ def _table(table: Any, rows: Any) -> str | None:
         for k, v in r.items():
             if k not in columns:
                 return f"{table}: row {i}: {str(k)[:40]!r}: not a column of {table}"
+            if table == "samples" and k in ("labels", "metric"):
+                why = _sample_field(k, v)
+                if why:
+                    return f"{table}: row {i}: {k}: {why}"
+                continue
             if not _scalar(v):
                 return f"{table}: row {i}: {k}: not a plain value of at most {MAX_TEXT:,} characters"
             if k in NUMBERS and v is not None and not _number(v):
@@ -74,6 +87,17 @@ def _table(table: Any, rows: Any) -> str | None:
         for k in REQUIRED.get(table, ()):
             if r.get(k) is None:
                 return f"{table}: row {i}: {k}: missing"
+    return None
+
+
+def _sample_field(key: str, v: Any) -> str | None:
+    if key == "metric":
+        return None if v in SAMPLE_METRICS else f"{str(v)[:40]!r} is not a metric an agent sends"
+    if not isinstance(v, dict) or len(v) > MAX_LABELS:
+        return f"not a mapping of at most {MAX_LABELS} labels"
+    if not all(isinstance(k, str) and len(k) <= 40 and isinstance(x, str) and len(x) <= MAX_LABEL
+               for k, x in v.items()):
+        return f"labels must be strings of at most {MAX_LABEL} characters"
     return None
 
 

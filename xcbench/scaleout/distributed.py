@@ -10,8 +10,10 @@ through its transport (xcbench.hosts: local, netns or ssh); this coordinator:
 - decides the end of a time-based level on the merged timeline with the level's own rule (the
   agents run without one) and tells every agent to stop (they drain: transfers in flight end);
 - writes the merged 1 s timeline and one CAMPAIGN row for the level (per-host rows inside).
-A failing agent is an XcbError naming its host, after every other agent was stopped; Ctrl-C
-cancels them all; nothing is left running on any host.
+A failing agent is an XcbError naming its host, after every other agent was stopped; a host
+lost mid-level (xcbench.scaleout.agent_host: its stream ended without a word, or went silent)
+fails its share alone, in a FINDING and the level's ``lost``, and the rest of the level is
+kept; Ctrl-C cancels them all; nothing is left running on any host.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from xcbench.errors import XcbError
 from xcbench.hosts import transport_for as tf
 from xcbench.scaleout import agent_messages, merge
 from xcbench.scaleout.agent import request
+from xcbench.scaleout.agent_host import STALL, Agent
+from xcbench.store.findings import finding
 from xcbench.system import proc
 from xcbench.system.agentstream import MAX_LINE, parse_message, read_lines
 
@@ -75,45 +79,6 @@ def host_specs(spec: CampaignSpec, names: list[str]) -> dict[str, CampaignSpec]:
     return out
 
 
-class Agent:
-    """One host's agent: its process, its stream reader, what it sent."""
-
-    def __init__(self, host: Any, transport: Any, spec: CampaignSpec, offset: float, raw: Path | None):
-        self.host, self.transport, self.spec, self.offset = host, transport, spec, offset
-        self.name = host.name
-        self.raw = raw
-        self.timeline: list[dict] = []
-        self.campaign: dict | None = None
-        self.hello: dict | None = None
-        self.error: str | None = None
-        self.ended = False
-        self.done = threading.Event()  # the stream ended
-        self.p: proc.Proc | None = None
-        self.reader: threading.Thread | None = None
-
-    @property
-    def last_wall(self) -> float | None:
-        return self.timeline[-1]["wall"] if self.timeline else None
-
-    def say(self, word: str) -> None:
-        """A control line; an agent that already left is not an error here."""
-        stdin = getattr(self.p.popen, "stdin", None) if self.p else None
-        if stdin is None:
-            return
-        with contextlib.suppress(OSError, ValueError):
-            stdin.write(word.encode())
-            stdin.flush()
-
-    def failure(self) -> str | None:
-        if self.error:
-            return self.error
-        if self.done.is_set() and self.campaign is None:
-            rc = self.p.popen.poll() if self.p else None
-            tail = self.p.tail(3) if self.p and self.p.log else ""
-            return f"the agent ended without its records (exit {rc}){': ' + tail if tail else ''}"
-        return None
-
-
 class Coordinator:
     def __init__(self, spec: CampaignSpec, *, dest: Any, source: Any, hosts: list[Any],
                  offsets: dict[str, dict], sink: Sink, cell_id: str, procs: proc.ProcessSet | None,
@@ -138,6 +103,7 @@ class Coordinator:
         kept = 0
         try:
             for text in read_lines(a.p.popen.stdout):
+                a.heard = time.monotonic()
                 if text is None:
                     self._refuse(a, f"a line longer than {MAX_LINE >> 20} MiB")
                     continue
@@ -172,6 +138,10 @@ class Coordinator:
             a.error = agent_messages.error_text(msg)
         elif "end" in msg:
             a.ended = True
+        elif msg.get("table") == "samples":  # the host's link and CPU (node_sampler)
+            fixed = [merge.correct_sample(r, a.name, a.offset, self.cell_id) for r in msg["rows"]]
+            with self.lock:
+                self.sink("samples", fixed)
         elif "table" in msg:
             table, rows = msg["table"], msg["rows"]
             fixed = [merge.correct(table, r, a.name, a.offset, self.spec.campaign_id) for r in rows]
@@ -231,6 +201,12 @@ class Coordinator:
             "rule": rule.settings(), "text": rule.describe(), "decided_by": "coordinator",
             "dataset_files": self.spec.files}
 
+    def _failed(self) -> Agent | None:
+        """The first agent whose failure fails the level: any but a host lost while another
+        still runs or finished (that host's share fails alone, the rest of the level is kept)."""
+        kept = [a for a in self.agents if not a.failure()]
+        return next((a for a in self.agents if a.failure() and not (a.lost and kept)), None)
+
     def run(self) -> dict:
         started = time.time()
         try:
@@ -239,7 +215,7 @@ class Coordinator:
             failed = self._wait()
         finally:
             self._stop_all()
-        failed = failed or next((a for a in self.agents if a.failure()), None)
+        failed = failed or self._failed()
         return self._conclude(started, failed)
 
     def _start(self, a: Agent) -> None:
@@ -256,8 +232,11 @@ class Coordinator:
         a.reader = threading.Thread(target=self._read, args=(a,), daemon=True,
                                     name=f"xcb-agent-{a.name}")
         a.reader.start()
+        # the host's link and CPU sampled by its agent where the links device cannot see them
+        # (this machine's and emulated hosts' links it reads itself)
+        here = getattr(a.host, "transport", None) in ("local", "netns")
         a.say(request(a.spec, dest=self.dest, source=self.source, cell_id=self.cell_id,
-                      host=a.name))
+                      host=a.name, address="" if here else getattr(a.host, "address", "") or ""))
 
     def _cancel(self) -> None:
         if self.cancelled is None:
@@ -273,12 +252,15 @@ class Coordinator:
         drain = 2 * self.spec.timeout_for(self.spec.file_size) + GRACE
         while not all(a.done.is_set() for a in self.agents):
             time.sleep(TICK)
-            bad = next((a for a in self.agents if a.failure()), None)
+            bad = self._failed()
             if bad is not None:
                 self._cancel()
                 return bad
             if self.stop_event is not None and self.stop_event.is_set():
                 self._cancel()
+            for a in self.agents:  # a host gone silent mid-level (a dead node): let it go
+                if a.silent(STALL):
+                    proc.stop(a.p, timeout=2)  # type: ignore[arg-type]
             if self.rule is not None and self.level_end is None and self.cancelled is None:
                 self._judge()
             if self.level_end is not None and stop_sent is None:
@@ -287,7 +269,7 @@ class Coordinator:
                 self._cancel()
             if self.cancelled and time.time() - self.cancelled > CANCEL_WAIT:
                 break
-        return next((a for a in self.agents if a.failure()), None)
+        return self._failed()
 
     def _stop_all(self) -> None:
         """Every agent gone (those still there: cancelled, stdin closed, then stopped)."""
@@ -334,11 +316,21 @@ class Coordinator:
         host_rows = {a.name: a.campaign for a in self.agents if a.campaign is not None}
         if not host_rows:
             raise XcbError(f"campaign {self.spec.campaign_id}: no client host sent its records")
+        lost = {a.name: a.failure() for a in self.agents if a.lost}
+        for name, why in lost.items():
+            with self.lock:
+                self.sink("findings", [finding(
+                    self.cell_id, f"client host {name} lost mid-level ({self.spec.campaign_id})",
+                    f"its agent's stream ended without its records: {why}; the level kept the "
+                    f"other hosts' records and {name}'s buckets up to then",
+                    "check the host (a Slurm node: `scontrol show node`); run the level again",
+                    severity="error")])
         merged_bytes = sum(r["bytes"] for r in rows)
         row = merge.merge_campaigns(
             host_rows, campaign_id=self.spec.campaign_id, concurrency=self.spec.concurrency,
             level=self.level_end, hosts=hosts,
-            extra={"timeline": {"buckets": len(rows), "bytes": merged_bytes,
+            extra={"lost": {n: {**hosts[n], "why": w} for n, w in lost.items()},
+                   "timeline": {"buckets": len(rows), "bytes": merged_bytes,
                                 "hosts_bytes": sum(sum(int(t.get("bytes") or 0) for t in a.timeline)
                                                    for a in self.agents)}})
         with self.lock:

@@ -41,6 +41,16 @@ def correct(table: str, row: dict[str, Any], host: str, offset: float,
     return out
 
 
+def correct_sample(row: dict[str, Any], host: str, offset: float, cell_id: str) -> dict[str, Any]:
+    """An agent's sample of its host on the run's clock, labelled with the host's name as the
+    coordinator knows it (whatever the agent said)."""
+    labels = dict(row.get("labels") or {})
+    labels["host"] = host
+    return {"cell_id": cell_id, "wall": float(row["wall"]) - offset, "mono": None,
+            "sampler": "node", "metric": row["metric"], "value": row.get("value"),
+            "labels": labels}
+
+
 def _spans(rows: list[dict]) -> list[tuple[float, float, dict]]:
     """(start, end, row) of each bucket of one host: a bucket runs from the previous one's end
     (the first from its level's start, wall - t)."""

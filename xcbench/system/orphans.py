@@ -22,6 +22,7 @@ import signal
 import stat
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -289,27 +290,37 @@ def _list(rec: dict, key: str) -> list:
     return v if isinstance(v, list) else [v]
 
 
-def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
-    """Stop the processes, remove the mounts and the scratch dirs that commands killed earlier
-    left behind. Returns the one line saying what was done (None when there was nothing). A
-    record that does not prove it is ours (:func:`record_problem`) is named in one warning
-    line and left alone."""
-    d = directory or records_dir()
-    files = sorted(d.glob("*.json")) if d.is_dir() else []
-    owners, names, mounts, removed = [], [], [], []
+def stale_records(directory: Path, problem: Callable[[Path, Any], str | None]
+                  ) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """(path, record) of each ``*.json`` record in ``directory`` whose owner (the command that
+    wrote it) is dead and which proves it is ours (``problem(path, record)`` is None); one that
+    does not is named in one warning line and left alone. The records of :func:`reap`, and of
+    other things a killed command leaves (xcbench.hosts.slurm's job steps)."""
+    files = sorted(directory.glob("*.json")) if directory.is_dir() else []
     for f in files:
         try:
             rec = json.loads(f.read_text())
         except (OSError, ValueError) as e:
             statedir.warn_skipped(f, f"unreadable ({e})")
             continue
-        why = record_problem(f, rec)
+        why = problem(f, rec)
         if why is not None:
             statedir.warn_skipped(f, why)
             continue
         owner = rec["owner"]
         if owner["pid"] == os.getpid() or _owner_alive(owner):
             continue  # a command still running (or this one)
+        yield f, rec
+
+
+def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
+    """Stop the processes, remove the mounts and the scratch dirs that commands killed earlier
+    left behind. Returns the one line saying what was done (None when there was nothing). A
+    record that does not prove it is ours (:func:`record_problem`) is named in one warning
+    line and left alone."""
+    owners, names, mounts, removed = [], [], [], []
+    for f, rec in stale_records(directory or records_dir(), record_problem):
+        owner = rec["owner"]
         live = [p for p in _list(rec, "procs") if same_process(p)]
         _stop(live, grace)
         names += [p.get("name") or Path(p["cmdline"][0]).name for p in live]

@@ -37,11 +37,17 @@ if mode == "fail":
     time.sleep(0.1); send({"error": "no route to the gateway"}); sys.exit(1)
 if mode == "hang":
     time.sleep(600)
+if mode == "samples":
+    send({"table": "samples", "rows": [{"wall": start + offset, "mono": 1.0, "sampler": "node", "metric": "link.tx_bytes.rate", "value": 5.0, "labels": {"host": "someone-else", "roles": "client"}}]})
 rate = 1000 * spec["concurrency"]
 wall, t, done, moved = start + offset, 0.0, 0, 0
 rows = []
 while not stop.is_set() and t < 500:
     time.sleep(0.02)
+    if mode == "freeze" and t >= 3:
+        time.sleep(600)  # a node gone silent: its process still there, no word from it
+    if mode == "die" and t >= 3:
+        out.flush(); import os; os._exit(0)  # a node gone: the stream ends, no word of its own
     wall += 1.0; t += 1.0; done += 1; moved += rate
     send({"table": "timeline", "rows": [{"t": t, "wall": wall, "bytes": rate, "active": spec["concurrency"], "done": done, "failed": 0, "campaign_id": spec["campaign_id"]}]})
     send({"table": "transfers", "rows": [{"campaign_id": spec["campaign_id"], "transfer_id": f"{spec['campaign_id']}-{done}", "start_time": wall - 1, "finish_time": wall, "file_size": rate, "file_state": "FINISHED", "concurrency": spec["concurrency"]}]})
@@ -182,3 +188,52 @@ def test_stop_event_cancels_and_a_hanging_agent_is_stopped(setup, monkeypatch):
                         procs=procs, raw_dir=tmp / "raw", transport_for=transport_for,
                         stop_event=stop)
     assert time.time() - t0 < 20 and list(procs) == []
+
+
+def test_a_host_lost_mid_level_fails_alone_and_the_rest_of_the_level_is_kept(setup):
+    tmp, make, made = setup
+    now = time.time()
+    transport_for = make({"a": (0.0, "samples", now), "b": (0.0, "die", now)})
+    tables, sink = collect()
+    procs = proc.ProcessSet(record=False)
+    row = run_distributed(spec(), dest="root://10.0.0.9:1094", hosts=[Host("a"), Host("b")],
+                          sink=sink, offsets={"a": {"offset_s": 0.0}, "b": {"offset_s": 0.0}},
+                          cell_id="cell", procs=procs, raw_dir=tmp / "raw",
+                          transport_for=transport_for)
+    s = json.loads(row["settings"])
+    assert set(s["lost"]) == {"b"} and "without its records" in s["lost"]["b"]["why"]
+    assert set(s["hosts"]) == {"a"} and s["level"]["ended_by"] == "steady"
+    tl = tables["timeline"]
+    b_bytes = 3 * 1000  # b's three buckets (1 slot) before it went: kept, counted once
+    assert sum(r["bytes"] for r in tl) == s["timeline"]["hosts_bytes"] == row["bytes"] + b_bytes
+    (f,) = tables["findings"]
+    assert f["what"].startswith("client host b lost mid-level") and f["severity"] == "error"
+    # a host's samples: on the run's clock, labelled with the host the coordinator knows
+    (smp,) = tables["samples"]
+    assert smp["labels"]["host"] == "a" and smp["cell_id"] == "cell" and smp["mono"] is None
+    assert list(procs) == []
+
+
+def test_a_host_lost_alone_fails_the_level(setup):
+    tmp, make, made = setup
+    transport_for = make({"b": (0.0, "die", time.time())})
+    tables, sink = collect()
+    with pytest.raises(XcbError, match="client host b: the agent ended without its records"):
+        run_distributed(spec(concurrency=1), dest="root://10.0.0.9:1094", hosts=[Host("b")],
+                        sink=sink, procs=proc.ProcessSet(record=False), raw_dir=tmp / "raw",
+                        transport_for=transport_for)
+
+
+def test_a_host_gone_silent_is_let_go_and_the_level_kept(setup, monkeypatch):
+    from xcbench.scaleout import distributed
+    monkeypatch.setattr(distributed, "STALL", 1.0)
+    tmp, make, made = setup
+    now = time.time()
+    transport_for = make({"a": (0.0, "ok", now), "b": (0.0, "freeze", now)})
+    tables, sink = collect()
+    procs = proc.ProcessSet(record=False)
+    row = run_distributed(spec(), dest="root://10.0.0.9:1094", hosts=[Host("a"), Host("b")],
+                          sink=sink, procs=procs, raw_dir=tmp / "raw", transport_for=transport_for)
+    s = json.loads(row["settings"])
+    assert set(s["lost"]) == {"b"} and s["lost"]["b"]["why"].startswith("no word from it for 1 s")
+    assert set(s["hosts"]) == {"a"} and list(procs) == []

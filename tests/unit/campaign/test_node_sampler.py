@@ -1,0 +1,86 @@
+"""A campaign agent's samples of its own host (xcbench.scaleout.node_sampler): the link that holds
+the host's address, its shaped rate (a real tbf in a network namespace of its own), the CPU; and
+what the coordinator takes of them (xcbench.scaleout.agent_messages)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from xcbench.scaleout import agent_messages
+from xcbench.scaleout.node_sampler import NodeSampler, interface_of, nic_speed, shaped_rate
+
+
+def test_loopback_host_rows():
+    s = NodeSampler("n1", "127.0.0.1")
+    assert s.iface == interface_of("127.0.0.1") == "lo" and s.limit is None
+    first = s.sample(100.0, 1.0)
+    time.sleep(0.1)  # the CPU counters move in ticks (10 ms)
+    rows = s.sample(101.0, 2.0)
+    metrics = {r["metric"] for r in rows}
+    assert {"link.tx_bytes", "link.tx_bytes.rate", "link.rx_bytes.rate", "link.limit_bytes",
+            "node.cpu.busy", "node.cpu.cores"} <= metrics, metrics
+    assert "node.cpu.busy" not in {r["metric"] for r in first}  # a share needs two readings
+    busy = next(r for r in rows if r["metric"] == "node.cpu.busy")
+    assert 0.0 <= busy["value"] <= 1.0 and busy["labels"] == {"host": "n1"}
+    link = next(r for r in rows if r["metric"] == "link.tx_bytes")
+    assert link["labels"] == {"host": "n1", "roles": "client"} and link["sampler"] == "node"
+    for r in rows:  # every row it makes is one the coordinator takes
+        assert agent_messages.check({"table": "samples", "rows": [r]}) is None, r
+    assert NodeSampler("n1", "192.0.2.77").iface is None  # an address this host does not hold
+
+
+SHAPED = r'''
+import json, subprocess, sys
+from xcbench.scaleout.node_sampler import NodeSampler, shaped_rate
+subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "200mbit", "burst",
+                "65536", "latency", "50ms"], check=True)
+s = NodeSampler("n1", "127.0.0.1")
+print(json.dumps({"limit": s.limit, "direct": shaped_rate("lo"), "speed": s.speed}))
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("tc") is None,
+                    reason="a network namespace of its own needs root, unshare and tc")
+def test_a_shaped_link_is_its_limit():
+    out = subprocess.run(["unshare", "--net", sys.executable, "-c", SHAPED], capture_output=True,
+                         text=True, timeout=60, check=True)
+    got = json.loads(out.stdout)
+    assert got["limit"] == got["direct"] == 25e6  # 200 Mbit/s in bytes/s, as tc -j says it
+    assert got["speed"] is None  # lo has no speed
+
+
+def test_nic_speed_only_when_sysfs_shows_this_interface(tmp_path, monkeypatch):
+    import psutil
+    d = tmp_path / "eth9"
+    d.mkdir()
+    (d / "speed").write_text("25000\n")
+    (d / "address").write_text("02:00:00:00:00:09\n")
+    addr = SimpleNamespace(family=psutil.AF_LINK, address="02:00:00:00:00:09")
+    monkeypatch.setattr(psutil, "net_if_addrs", lambda: {"eth9": [addr]})
+    assert nic_speed("eth9", tmp_path) == 25e9 / 8
+    (d / "address").write_text("02:00:00:00:00:01\n")  # the root namespace's eth9, not ours
+    assert nic_speed("eth9", tmp_path) is None
+    assert shaped_rate("no-such-if0") is None
+
+
+@pytest.mark.parametrize("row, why", [
+    ({"wall": 1.0, "metric": "cpu.busy", "value": 1.0, "labels": {}}, "not a metric an agent sends"),
+    ({"wall": 1.0, "metric": "link.tx_bytes", "value": 1.0, "labels": {"a": {"b": 1}}},
+     "labels must be strings"),
+    ({"wall": 1.0, "metric": "link.tx_bytes", "value": 1.0, "labels": {str(i): "x" for i in range(9)}},
+     "at most 8 labels"),
+    ({"wall": 1.0, "metric": "link.tx_bytes", "value": float("inf"), "labels": {}}, "value: not a plain value"),
+    ({"metric": "link.tx_bytes", "value": 1.0, "labels": {}}, "wall: missing"),
+    ({"wall": 1.0, "metric": "link.tx_bytes", "value": 1.0, "host": "x"}, "not a column of samples"),
+])
+def test_samples_an_agent_may_not_send(row, why):
+    assert why in (agent_messages.check({"table": "samples", "rows": [row]}) or "")

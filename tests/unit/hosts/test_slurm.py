@@ -1,0 +1,231 @@
+"""Nodes from Slurm without a cluster: the inventory's slurm: section (every mistake one line naming
+the file and the field), Slurm's answers parsed strictly (through scripted sinfo/squeue/scontrol/
+scancel/srun on the PATH: real processes, canned answers), the step launcher's argv and the
+sweep that cancels a killed command's steps. The real thing: tests/integration/hosts/test_slurm.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from xcbench.errors import XcbError
+from xcbench.hosts import parse_inventory, transport_for
+from xcbench.hosts import slurm as sl
+from xcbench.hosts import slurm_cli as cli
+from xcbench.hosts.matrix_section import inventory_for
+from xcbench.hosts.slurm_spec import parse_request
+from xcbench.hosts.steps import what
+
+GOOD = {"partition": "batch", "nodes": 4, "time": "1:00:00", "account": "ska",
+        "constraint": "ib&haswell", "cpus_per_task": 8, "gateways": 1, "start_timeout": "10m"}
+
+
+def test_good_section_and_its_salloc_options():
+    r = parse_request(GOOD, "h.yaml")
+    assert (r.partition, r.nodes, r.gateways, r.cpus_per_task, r.start_timeout) == ("batch", 4, 1, 8, 600)
+    assert r.salloc_options() == ["--nodes=4", "--ntasks-per-node=1", "--no-kill", "--partition=batch",
+                                  "--time=1:00:00", "--account=ska", "--constraint=ib&haswell",
+                                  "--cpus-per-task=8"]
+    empty = parse_request({}, "h.yaml")
+    assert empty.nodes is None and empty.gateways == 0 and empty.salloc_options()[0] == "--nodes=1"
+    assert parse_request({"time": 30, "xcbench": "/sw/xcb run"}, "h").xcbench == ("/sw/xcb", "run")
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"nodes": 0}, "nodes"), ({"nodes": "4"}, "nodes"), ({"nodes": True}, "nodes"),
+    ({"gateways": 4}, "gateways"), ({"gateways": -1}, "gateways"),
+    ({"cpus_per_task": 1.5}, "cpus_per_task"), ({"partition": "-p x"}, "partition"),
+    ({"partition": "a b"}, "partition"), ({"time": "1h"}, "time"), ({"time": "--begin"}, "time"),
+    ({"account": "a;rm -rf /"}, "account"), ({"constraint": "ib haswell"}, "constraint"),
+    ({"start_timeout": "soon"}, "start_timeout"), ({"start_timeout": 0}, "start_timeout"),
+    ({"xcbench": []}, "xcbench"), ({"nodez": 3}, "nodez"),
+])
+def test_each_bad_value_is_one_line_naming_file_and_field(patch, field):
+    with pytest.raises(XcbError) as e:
+        parse_inventory({"slurm": {**GOOD, **patch}}, "h.yaml")
+    text = str(e.value)
+    assert text.startswith(f"h.yaml: slurm: {field}:") and "\n" not in text, text
+
+
+def test_inventory_with_slurm_alone_or_beside_hosts():
+    inv = parse_inventory({"slurm": None}, "h.yaml")
+    assert inv.hosts == () and inv.slurm is not None and inv.slurm.source == "h.yaml"
+    inv = parse_inventory({"slurm": {"nodes": 2}, "hosts": {"g": {"roles": ["gateway"]}}}, "h.yaml")
+    assert [h.name for h in inv.gateways] == ["g"] and inv.slurm.nodes == 2
+    with pytest.raises(XcbError, match=r"h.yaml: hosts: .*\(or slurm: for nodes from Slurm\)"):
+        parse_inventory({"ceph": {"conf": "/c"}}, "h.yaml")
+
+
+def test_a_matrix_may_not_ask_slurm_for_nodes():
+    with pytest.raises(XcbError, match=r"^m.yaml: hosts: slurm: asks Slurm for nodes .* \(--hosts FILE\)"):
+        parse_inventory({"slurm": {"nodes": 2}}, "m.yaml: hosts", commands=False)
+
+
+def test_hosts_slurm_is_the_allocation_this_command_runs_in(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    inv = inventory_for("slurm", {}, "m.yaml")
+    assert inv.slurm is not None and inv.source == "--hosts slurm" and inv.hosts == ()
+    (tmp_path / "slurm").write_text("hosts: {a: {roles: [client]}}\n")  # a file of that name wins
+    assert inventory_for("slurm", {}, "m.yaml").slurm is None
+
+
+# --- Slurm's answers, from scripted tools on the PATH -----------------------------------------
+TOOL = r'''#!/bin/sh
+# a canned answer per tool: $XCB_FAKE/<tool>.out (stdout), .err, .rc; the argv logged
+echo "$(basename "$0") $*" >> "$XCB_FAKE/calls"
+t=$(basename "$0")
+[ -f "$XCB_FAKE/$t.err" ] && cat "$XCB_FAKE/$t.err" >&2
+[ -f "$XCB_FAKE/$t.out" ] && cat "$XCB_FAKE/$t.out"
+exit $(cat "$XCB_FAKE/$t.rc" 2>/dev/null || echo 0)
+'''
+# srun runs what follows its `--` (as a step would, here)
+SRUN = '#!/bin/sh\necho "srun $*" >> "$XCB_FAKE/calls"\nwhile [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n'
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """sinfo, squeue, scontrol, scancel, salloc, srun scripted; answer(tool, out, rc=0, err='')."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for t in cli.TOOLS:
+        (bin_ / t).write_text(SRUN if t == "srun" else TOOL)
+        (bin_ / t).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:{os.environ['PATH']}")
+    monkeypatch.setenv("XCB_FAKE", str(tmp_path))
+
+    def answer(tool: str, out: str = "", rc: int = 0, err: str = "") -> None:
+        (tmp_path / f"{tool}.out").write_text(out)
+        (tmp_path / f"{tool}.rc").write_text(str(rc))
+        (tmp_path / f"{tool}.err").write_text(err)
+    answer.calls = lambda: (tmp_path / "calls").read_text().splitlines() \
+        if (tmp_path / "calls").exists() else []  # type: ignore[attr-defined]
+    return answer
+
+
+def test_no_slurm_here_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(XcbError, match=r"^no Slurm here: srun, salloc, .* not found \(Slurm's client commands"):
+        cli.ping()
+
+
+def test_answers_parsed_strictly(fake):
+    fake("sinfo", "batch*|up|3\ndebug|up|1\nbatch*|up|2\n")
+    assert cli.partitions() == {"batch": {"default": True, "state": "up", "nodes": 5},
+                                "debug": {"default": False, "state": "up", "nodes": 1}}
+    fake("sinfo", "batch up 3\n")  # not the format asked for: refused, not guessed
+    with pytest.raises(XcbError, match=r"^Slurm: sinfo partitions: an answer line not of 3 fields"):
+        cli.partitions()
+    fake("squeue", "12|PENDING|batch||PartitionNodeLimit|xcb-1-ab|c\n")  # a name with a | in it
+    j = cli.job("12")
+    assert (j.state, j.reason, j.nodes, j.name, j.running) == ("PENDING", "PartitionNodeLimit", "",
+                                                               "xcb-1-ab|c", False)
+    fake("squeue", "12|WAITING|batch||None|x\n")
+    with pytest.raises(XcbError, match="'WAITING' is not a job squeue lists"):
+        cli.job("12")
+    fake("squeue", "", rc=1, err="slurm_load_jobs error: Invalid job id specified\n")
+    assert cli.job("12") is None
+    with pytest.raises(XcbError, match="is not a job id"):
+        cli.job("12; scancel -u root")
+    fake("squeue", "12.0|sn1|xcb-9-ab-campaign-agent-sn1-4\n12.batch|sn1|batch\n")
+    assert [(s.step_id, s.name) for s in cli.steps("12")] == [
+        ("12.0", "xcb-9-ab-campaign-agent-sn1-4"), ("12.batch", "batch")]
+    fake("squeue", "12|sn1|x\n")
+    with pytest.raises(XcbError, match="'12' is not a step id"):
+        cli.steps("12")
+    fake("scontrol", "sn1\nsn2\n")
+    assert cli.hostnames("sn[1-2]") == ["sn1", "sn2"]
+    fake("scontrol", "sn1\n../etc\n")
+    with pytest.raises(XcbError, match="is not a node name"):
+        cli.hostnames("sn[1-2]")
+    fake("sinfo", "sn1|10.0.0.1\nsn2|localhost\nsn1|10.0.0.1\n")
+    assert cli.node_addresses(["sn1", "sn2"]) == {"sn1": "10.0.0.1", "sn2": "127.0.0.1"}
+    fake("scontrol", "Slurmctld(primary) at vm is DOWN\n", rc=1)
+    with pytest.raises(XcbError, match=r"^Slurm: no controller answers \(`scontrol ping`: .* is DOWN\)$"):
+        cli.ping()
+
+
+def _alloc(cpus=None) -> sl.Allocation:
+    req = parse_request({"cpus_per_task": cpus} if cpus else {}, "h.yaml")
+    return sl.Allocation("12", ["sn1", "sn2"], False, "xcb-9-ab-", req)
+
+
+def test_step_argv_name_and_a_real_round_trip(fake):
+    alloc = _alloc(cpus=4)
+    (host,) = [h for h in _nodes(fake, alloc) if h.name == "sn2"]
+    t = transport_for(host)
+    argv = t.wrap([sys.executable, "-m", "xcbench", "campaign-agent"], {"A": 1})
+    assert argv[:argv.index("--")] == [
+        "srun", "--jobid=12", "--nodes=1", "--nodelist=sn2", "--ntasks=1", "--kill-on-bad-exit=1",
+        "--overlap", "--quiet", "--chdir=/tmp", "--job-name=xcb-9-ab-campaign-agent-sn2-1",
+        "--cpus-per-task=4"]
+    assert argv[argv.index("--") + 1:] == ["env", "A=1", sys.executable, "-m", "xcbench", "campaign-agent"]
+    assert t.run(["sh", "-c", "echo $0", "hello"]).stdout == "hello\n"
+    p = t.spawn(["sh", "-c", "read l; echo got $l"], name="x", pipe=True)
+    p.popen.stdin.write(b"it\n")
+    p.popen.stdin.close()
+    assert p.popen.stdout.read() == b"got it\n" and p.popen.wait(10) == 0
+    assert [s["name"] for s in alloc.describe()["steps"]] == [
+        "xcb-9-ab-campaign-agent-sn2-1", "xcb-9-ab-sh-sn2-2", "xcb-9-ab-sh-sn2-3"]
+
+
+def _nodes(fake, alloc):
+    fake("sinfo", "sn1|127.0.0.11\nsn2|127.0.0.12\n")
+    return sl.node_hosts(alloc)
+
+
+def test_nodes_take_roles_and_the_gateway_stays_here_without_a_gateway_node(fake):
+    alloc = _alloc()
+    fake("sinfo", "sn1|127.0.0.11\nsn2|127.0.0.12\n")
+    inv = sl.with_nodes(parse_inventory({"slurm": {}}, "h.yaml"), _alloc())
+    assert [(h.name, h.transport, h.roles, h.address) for h in inv.hosts] == [
+        ("coordinator", "local", ("gateway",), "127.0.0.1"),  # where it reaches the nodes from
+        ("sn1", "slurm", ("client",), "127.0.0.11"), ("sn2", "slurm", ("client",), "127.0.0.12")]
+    assert inv.allocation.job_id == "12" and inv.hosts[1].slurm is inv.allocation
+    alloc.request = parse_request({"gateways": 1}, "h.yaml")
+    inv = sl.with_nodes(parse_inventory({"slurm": {}}, "h.yaml"), alloc)
+    assert [(h.name, h.roles) for h in inv.hosts] == [
+        ("coordinator", ()), ("sn1", ("gateway",)), ("sn2", ("client",))]  # this machine: let in
+    alloc.request = parse_request({"gateways": 2}, "h.yaml")
+    with pytest.raises(XcbError, match="gateways: 2 of the allocation's 2 nodes leaves no client"):
+        sl.with_nodes(parse_inventory({"slurm": {}}, "h.yaml"), alloc)
+
+
+def test_step_words():
+    assert what([sys.executable, "-m", "xcbench", "gateway-agent"]) == "gateway-agent"
+    assert what(["env", "A=1", "/opt/xcb/bin/xcbench", "--version"]) == "xcbench"
+    assert what(["sh", "-c", "x"]) == "sh" and what([]) == "step"
+
+
+def test_an_allocation_that_never_starts_says_why_and_is_cancelled(fake, monkeypatch):
+    fake("sinfo", "batch*|up|3\n")
+    fake("squeue", "31|PENDING|batch||PartitionNodeLimit|x\n")
+    # salloc waits for its grant (it never comes here) while squeue says why
+    (Path(os.environ["XCB_FAKE"]) / "bin" / "salloc").write_text(
+        '#!/bin/sh\necho "salloc $*" >> "$XCB_FAKE/calls"\nexec sleep 60\n')
+    req = parse_request({"nodes": 5, "start_timeout": "2s"}, "h.yaml")
+    with pytest.raises(XcbError) as e:
+        sl.make(req, sl.Record(Path(os.environ["XCB_FAKE"]) / "rec"))
+    assert str(e.value) == ("h.yaml: slurm: the allocation (partition batch) did not start within "
+                            "2 s: squeue says PENDING, reason PartitionNodeLimit; cancelled")
+    assert any(c.startswith("scancel -Q 31") for c in fake.calls())
+    with pytest.raises(XcbError, match=r"partition: 'nope' is not a partition of this cluster \(sinfo lists batch\)"):
+        sl.make(parse_request({"partition": "nope"}, "h.yaml"), sl.Record(Path(os.environ["XCB_FAKE"])))
+
+
+def test_sweep_cancels_the_steps_a_killed_command_left(fake, tmp_path):
+    d = tmp_path / "state"
+    d.mkdir(mode=0o700)
+    dead = {"pid": 999_999_9, "start": 1.0, "cmdline": ["xcbench", "run"]}
+    rec = {"host": sl.statedir.HOST, "uid": os.geteuid(), "owner": dead,
+           "jobs": [{"job": "12", "ours": False, "prefix": "xcb-9-ab-"}]}
+    (d / "9.json").write_text(json.dumps(rec))
+    (d / "9.json").chmod(0o600)
+    fake("squeue", "12.3|sn1|xcb-9-ab-campaign-agent-sn1-4\n12.4|sn2|someone-elses\n")
+    said = sl.sweep(d, wait=0.5)
+    assert said and "cancelled step 12.3" in said and "12.4" not in said
+    assert "scancel -Q 12.3" in fake.calls() and not (d / "9.json").exists()
+    assert sl.sweep(d) is None

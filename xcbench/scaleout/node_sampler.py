@@ -1,0 +1,127 @@
+"""What a campaign agent samples of its own client host while it drives: the host's link and CPU,
+sent on its stream as ``samples`` rows, so the coordinator has each client host's figures on the
+run's clock (per-host verdicts name the host: a Slurm node, an ssh host).
+
+    link.tx_bytes link.rx_bytes (+ .rate)   the interface that holds the host's address  [host, roles]
+    link.limit_bytes    the rate its root qdisc shapes it to (tc tbf / netem rate), bytes/s
+                        (None: not shaped); the limit analysis.verdicts.link_use compares with
+    link.speed_bytes    the NIC's own speed, bytes/s (None where sysfs does not show this
+                        interface, as in a network namespace entered without its own /sys)
+    node.cpu.busy       share of the host's CPUs busy over the interval (0..1)            [host]
+    node.cpu.cores      CPUs this agent may run on (its affinity: a step's CPUs)         [host]
+
+Read from /proc/net/dev and /proc/stat (both of the reader's own network namespace) through
+psutil, and ``tc -j qdisc show`` (netlink): right inside an emulated host too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from xcbench.telemetry.base import Rates, Sampler
+from xcbench.telemetry.host import CPU_FIELDS
+
+INTERVAL = 1.0
+
+
+def interface_of(address: str) -> str | None:
+    """The interface holding ``address`` in this network namespace (None: no such one)."""
+    for name, addrs in psutil.net_if_addrs().items():
+        if any(a.address.split("%")[0] == address for a in addrs):
+            return name
+    return None
+
+
+def shaped_rate(iface: str) -> float | None:
+    """Bytes/s the root qdisc of ``iface`` shapes it to (tbf, or netem with a rate); None."""
+    tc = shutil.which("tc")
+    if tc is None:
+        return None
+    try:
+        out = subprocess.run([tc, "-j", "qdisc", "show", "dev", iface], capture_output=True,
+                             text=True, timeout=10, check=False, stdin=subprocess.DEVNULL)
+        qdiscs = json.loads(out.stdout or "[]")
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+    for q in qdiscs if isinstance(qdiscs, list) else []:
+        if isinstance(q, dict) and q.get("root") and q.get("kind") in ("tbf", "netem"):
+            rate = (q.get("options") or {}).get("rate")
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool) and rate > 0:
+                return float(rate)
+    return None
+
+
+def nic_speed(iface: str, sys_net: Path = Path("/sys/class/net")) -> float | None:
+    """The NIC's speed in bytes/s, when /sys shows this very interface (same MAC as netlink)."""
+    try:
+        mac = next((a.address for a in psutil.net_if_addrs().get(iface, ())
+                    if a.family == psutil.AF_LINK), None)
+        if mac is None or (sys_net / iface / "address").read_text().strip() != mac:
+            return None
+        mbit = int((sys_net / iface / "speed").read_text())
+    except (OSError, ValueError):
+        return None
+    return mbit * 1e6 / 8 if mbit > 0 else None
+
+
+class NodeSampler(Sampler):
+    name = "node"
+
+    def __init__(self, host: str, address: str, roles: str = "client"):
+        self.host, self.roles = host, roles
+        self.iface = interface_of(address)
+        self.limit = shaped_rate(self.iface) if self.iface else None
+        self.speed = nic_speed(self.iface) if self.iface else None
+        self._rates = Rates()
+        self._cpu: tuple[float, ...] | None = None
+
+    def sample(self, wall: float, mono: float) -> list[dict]:
+        labels = {"host": self.host, "roles": self.roles}
+        rows: list[dict] = []
+        if self.iface is not None:
+            c = psutil.net_io_counters(pernic=True, nowrap=True).get(self.iface)
+            if c is not None:
+                rows += self._rates.counter_rows(self, wall, mono, "link.tx_bytes", c.bytes_sent, labels)
+                rows += self._rates.counter_rows(self, wall, mono, "link.rx_bytes", c.bytes_recv, labels)
+            rows.append(self.row(wall, mono, "link.limit_bytes", self.limit, labels))
+            rows.append(self.row(wall, mono, "link.speed_bytes", self.speed, labels))
+        t = psutil.cpu_times()
+        now = tuple(getattr(t, f, 0.0) for f in CPU_FIELDS)
+        if self._cpu is not None:
+            total = sum(now) - sum(self._cpu)
+            idle = (now[3] + now[4]) - (self._cpu[3] + self._cpu[4])  # idle + iowait
+            if total > 0:
+                rows.append(self.row(wall, mono, "node.cpu.busy", max(0.0, 1 - idle / total),
+                                     {"host": self.host}))
+        self._cpu = now
+        rows.append(self.row(wall, mono, "node.cpu.cores", float(len(os.sched_getaffinity(0))),
+                             {"host": self.host}))
+        return rows
+
+
+def run_sampler(sampler: NodeSampler, send: Callable[[list[dict]], Any], stop: threading.Event,
+                interval: float = INTERVAL) -> threading.Thread:
+    """Sample every ``interval`` s until ``stop``; each sample's rows go to ``send``."""
+    def loop() -> None:
+        while True:
+            try:
+                rows = sampler.sample(time.time(), time.monotonic())
+            except Exception:  # noqa: BLE001 - a sample lost must not end the campaign
+                rows = []
+            if rows:
+                send(rows)
+            if stop.wait(interval):
+                return
+    t = threading.Thread(target=loop, name="xcb-node-sampler", daemon=True)
+    t.start()
+    return t
