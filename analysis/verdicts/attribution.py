@@ -17,7 +17,7 @@ import numpy as np
 from xcbench.analysis.verdicts import amplification as _amp
 from xcbench.analysis.verdicts import between_run as _between
 from xcbench.analysis.verdicts import borderline as _bl
-from xcbench.analysis.verdicts import link_use, storagehosts
+from xcbench.analysis.verdicts import link_use, node_use, storagehosts
 from xcbench.analysis.verdicts import probes as _probes
 from xcbench.analysis.verdicts import roles as _roles
 from xcbench.analysis.verdicts import saturation as _sat
@@ -33,6 +33,7 @@ from xcbench.analysis.verdicts.rules import (  # noqa: F401 - the public names o
     opposed,
     pct,
     with_co_limits,
+    with_conflicting,
 )
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.figures import stats as _stats
@@ -274,18 +275,23 @@ def attribute_data(rd: RunData, others: tuple[RunData, ...] = ()) -> list[dict[s
         ev = _figures(rd, cell, p, others)
         link_use.add_evidence(rd, p["cell_id"], p["windows"], ev)  # shaped client links (rule 1)
         ruled = decide(ev)
-        verdict, reason = link_use.decide_links(ev, *ruled, NEAR)
-        storagehosts.add_evidence(rd, cell, p["windows"], ev)  # OSD hosts via Prometheus
         n0 = len(ev.get("borderline_candidates") or ())
+        verdict, reason = link_use.decide_links(ev, *ruled, NEAR)
+        node_use.add_evidence(rd, p["cell_id"], p["windows"], ev)  # client nodes' CPU
+        verdict, reason = node_use.decide_nodes(ev, verdict, reason, NEAR)
+        storagehosts.add_evidence(rd, cell, p["windows"], ev)  # OSD hosts via Prometheus
         verdict, reason = storagehosts.decide_storage(ev, verdict, reason, NEAR)
         ev.pop(_bl.PASSED, None)
         if verdict == ruled[0]:  # a storage host's figure within its noise of its line: said too
             verdict, reason = _bl.mark(ev, verdict, reason, since=n0)
-        if verdict != ruled[0]:  # a saturated link or storage host overrode the rules
-            # what the rules named still holds: a co-limit of the overriding verdict
-            ev["co_limits"] = [v for v in (ruled[0], *(ev.get("co_limits") or ()))
-                               if v not in (verdict, "inconclusive") and not opposed(v, verdict)]
-            reason = with_co_limits(reason, ev["co_limits"])
+        if verdict != ruled[0]:  # a saturated link, client node or storage host overrode the rules
+            # what the rules named still holds: a co-limit of the overriding verdict, or a
+            # conflict where it predicts the opposite (rules.OPPOSED)
+            held = [v for v in (ruled[0], *(ev.get("co_limits") or ())) if v not in (verdict, "inconclusive")]
+            ev["co_limits"] = [v for v in held if not opposed(v, verdict)]
+            against = [v for v in held if opposed(v, verdict) and v not in (ev.get("conflicts") or ())]
+            ev["conflicts"] = [*(ev.get("conflicts") or ()), *against]
+            reason = with_conflicting(with_co_limits(reason, ev["co_limits"]), against)
             # the candidates stay (each figure is as near its line as it was), but for the
             # causes now named as co-limits; the overriding rule's own (a disk busy within its
             # noise of the line) is one

@@ -185,6 +185,10 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
                 "what": f"more transfers in flight: c={level} -> c={int(RELIEF * level)}",
                 "control": {}, "changed": {"level": int(RELIEF * level)}}
     if verdict == "client":
+        if ev.get("client_node"):  # analysis.verdicts.node_use: a client host's CPUs at their limit
+            return {"why": f"client host {ev['client_node']}'s CPUs were at their limit: relieving "
+                           "them needs another client host (more nodes in the inventory or the "
+                           "allocation), and confirm replays the run's hosts as they were"}
         q = _quota(roles.get("client"))
         if q is None or q >= 0.99 * host_cores:
             return {"why": "the driver already had every core of this host and no second client "

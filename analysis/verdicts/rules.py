@@ -130,10 +130,7 @@ def decide(ev: dict[str, Any]) -> tuple[str, str]:
         ev["borderline_candidates"].append({"rule": other, "figure": "otherwise", "otherwise_of": verdict})
     co, against = co_limits(ev, verdict, with_conflicts=True)
     ev["co_limits"], ev["conflicts"] = co, against
-    reason = with_co_limits(reason, co)
-    if against:
-        reason = reason.rstrip(".") + (f"; conflicting (its rule holds too but predicts the opposite): "
-                                       f"{', '.join(against)}: an experiment decides (xcbench confirm).")
+    reason = with_conflicting(with_co_limits(reason, co), against)
     return _bl.mark(ev, verdict, reason)
 
 
@@ -167,6 +164,14 @@ def with_co_limits(reason: str, co: list[str]) -> str:
     if not co:
         return reason
     return reason.rstrip(".") + f"; co-limit{'s' if len(co) > 1 else ''} (their rules hold too): {', '.join(co)}."
+
+
+def with_conflicting(reason: str, against: list[str]) -> str:
+    """The reason with its conflicts clause (none: as it is)."""
+    if not against:
+        return reason
+    return reason.rstrip(".") + (f"; conflicting (its rule holds too but predicts the opposite): "
+                                 f"{', '.join(against)}: an experiment decides (xcbench confirm).")
 
 
 def co_limits(ev: dict[str, Any], verdict: str, with_conflicts: bool = False):

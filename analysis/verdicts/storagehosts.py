@@ -365,11 +365,13 @@ def storage_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
 
 def decide_storage(ev: dict[str, Any], verdict: str, reason: str, near: float) -> tuple[str, str]:
     """The hook of analysis.verdicts.attribution: a storage host at its limit overrides the estimates,
-    not a saturated client link (network) nor a gateway/client role at its own CPU limit."""
+    not a saturated client link (network), a client node at its CPU limit
+    (analysis.verdicts.node_use) nor a gateway/client role at its own CPU limit."""
     found = storage_verdict(ev, near)
     if found is None:
         return verdict, reason
     roles = ev.get("roles") or {}
-    if verdict == "network" or any((roles.get(r) or {}).get("saturated") for r in CLIENT_ROLES):
+    if verdict == "network" or (verdict == "client" and ev.get("client_node")) \
+            or any((roles.get(r) or {}).get("saturated") for r in CLIENT_ROLES):
         return verdict, f"{reason[:-1] if reason.endswith('.') else reason}; also {found[1][0].lower()}{found[1][1:]}"
     return found

@@ -4,7 +4,8 @@
 transport by xcbench.scaleout.distributed) runs the same local driver as every campaign
 (campaign.dispatch.Campaign) and streams what it records as JSON lines on stdout:
 
-    {"hello": {"host", "clock", "pid", "version"}}   first, at once: the host's clock at start
+    {"hello": {"host", "clock", "pid", "version", "boot_id"}}   first, at once: the host's clock
+                                                      at start, its kernel's boot id (one machine?)
     {"table": "transfers", "rows": [...]}            each flush of the driver (once a second)
     {"end": {"campaign": {...}}} or {"error": "..."} last
 
@@ -32,7 +33,7 @@ from xcbench.campaign.endpoints import Endpoint, endpoint
 from xcbench.campaign.reads import ReadCampaign
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.errors import XcbError
-from xcbench.scaleout.node_sampler import NodeSampler, run_sampler
+from xcbench.scaleout.node_sampler import NodeSampler, boot_id, run_sampler
 from xcbench.system.agentstream import Stream as AgentStream
 from xcbench.system.agentstream import claim_stdout
 from xcbench.system.signals import EXIT_CODE, StopFlag
@@ -123,7 +124,8 @@ def _control(stdin: IO[str], campaign: Any, started: float, cancel: threading.Ev
 
 def serve(stdin: IO[str], out: Stream, stop: threading.Event) -> int:
     """Read the request, run the campaign, stream its records; the exit code."""
-    out.send({"hello": {"clock": time.time(), "pid": os.getpid(), "version": __version__}})
+    out.send({"hello": {"clock": time.time(), "pid": os.getpid(), "version": __version__,
+                        "boot_id": boot_id()}})
     try:
         req = parse_request(stdin.readline())
         spec = req["spec"]

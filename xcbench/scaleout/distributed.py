@@ -36,6 +36,7 @@ from xcbench.hosts import transport_for as tf
 from xcbench.scaleout import agent_messages, merge
 from xcbench.scaleout.agent import request
 from xcbench.scaleout.agent_host import STALL, Agent
+from xcbench.scaleout.node_sampler import boot_id
 from xcbench.store.findings import finding
 from xcbench.system import proc
 from xcbench.system.agentstream import MAX_LINE, parse_message, read_lines
@@ -46,6 +47,15 @@ CANCEL_WAIT = 20.0  # s agents get to cancel their transfers and flush before th
 RAW_CAP = 512 << 20  # characters of an agent's stream kept under raw/agents/ per level
 MAX_TIMELINE = 7 * 86400  # 1 s buckets kept per host: a week-long level
 Sink = Callable[[str, list[dict]], None]
+
+
+def machine_of(hello: dict | None, own: str | None = None) -> str:
+    """"shared" when the agent's kernel boot id is this machine's, "own" when another's,
+    "unknown" when it did not say (merge.correct_sample's label)."""
+    theirs = (hello or {}).get("boot_id")
+    if not isinstance(theirs, str) or not theirs:
+        return "unknown"
+    return "shared" if theirs == (own if own is not None else boot_id()) else "own"
 
 
 def agent_argv(transport: Any) -> list[str]:
@@ -139,7 +149,8 @@ class Coordinator:
         elif "end" in msg:
             a.ended = True
         elif msg.get("table") == "samples":  # the host's link and CPU (node_sampler)
-            fixed = [merge.correct_sample(r, a.name, a.offset, self.cell_id) for r in msg["rows"]]
+            fixed = [merge.correct_sample(r, a.name, a.offset, self.cell_id, machine_of(a.hello))
+                     for r in msg["rows"]]
             with self.lock:
                 self.sink("samples", fixed)
         elif "table" in msg:

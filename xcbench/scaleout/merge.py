@@ -41,11 +41,15 @@ def correct(table: str, row: dict[str, Any], host: str, offset: float,
     return out
 
 
-def correct_sample(row: dict[str, Any], host: str, offset: float, cell_id: str) -> dict[str, Any]:
+def correct_sample(row: dict[str, Any], host: str, offset: float, cell_id: str,
+                   machine: str = "unknown") -> dict[str, Any]:
     """An agent's sample of its host on the run's clock, labelled with the host's name as the
-    coordinator knows it (whatever the agent said)."""
+    coordinator knows it (whatever the agent said) and ``machine``: "shared" when the host is
+    the coordinator's own machine (its agent said the same kernel boot id: an emulated host, a
+    test cluster's node on one box), "own" when another, "unknown" when the agent did not say."""
     labels = dict(row.get("labels") or {})
     labels["host"] = host
+    labels["machine"] = machine
     return {"cell_id": cell_id, "wall": float(row["wall"]) - offset, "mono": None,
             "sampler": "node", "metric": row["metric"], "value": row.get("value"),
             "labels": labels}

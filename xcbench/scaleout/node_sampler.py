@@ -7,11 +7,16 @@ run's clock (per-host verdicts name the host: a Slurm node, an ssh host).
                         (None: not shaped); the limit analysis.verdicts.link_use compares with
     link.speed_bytes    the NIC's own speed, bytes/s (None where sysfs does not show this
                         interface, as in a network namespace entered without its own /sys)
-    node.cpu.busy       share of the host's CPUs busy over the interval (0..1)            [host]
+    node.cpu.busy       share of the CPUs this agent may run on busy over the interval (0..1) [host]
     node.cpu.cores      CPUs this agent may run on (its affinity: a step's CPUs)         [host]
 
-Read from /proc/net/dev and /proc/stat (both of the reader's own network namespace) through
-psutil, and ``tc -j qdisc show`` (netlink): right inside an emulated host too.
+node.cpu.busy is over the agent's own CPUs (its affinity, the ``cpuN`` lines of /proc/stat),
+not the whole machine's: a Slurm step given 2 of 64 CPUs is at its limit when those 2 are
+busy, whatever the other 62 do, and busy / cores then compare like with like
+(analysis.verdicts.node_use: a client node at its CPU limit is named).
+
+Read from /proc/net/dev (the reader's own network namespace) through psutil, /proc/stat, and
+``tc -j qdisc show`` (netlink): right inside an emulated host too.
 """
 
 from __future__ import annotations
@@ -29,9 +34,41 @@ from typing import Any
 import psutil
 
 from xcbench.telemetry.base import Rates, Sampler
-from xcbench.telemetry.host import CPU_FIELDS
 
 INTERVAL = 1.0
+PROC_STAT = Path("/proc/stat")
+IDLE_COLUMNS = (3, 4)  # idle and iowait among a cpuN line's columns (user nice system idle iowait ...)
+TIME_COLUMNS = 8  # user .. steal: the total (guest time is already inside user)
+
+
+def cpu_jiffies(cpus: set[int], stat: Path = PROC_STAT) -> tuple[float, float] | None:
+    """(idle, total) clock ticks of the CPUs ``cpus`` from /proc/stat's ``cpuN`` lines (None:
+    none of them there)."""
+    idle = total = 0.0
+    seen = False
+    try:
+        lines = stat.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        head, _, rest = line.partition(" ")
+        if not (head.startswith("cpu") and head[3:].isdigit() and int(head[3:]) in cpus):
+            continue
+        cols = [float(x) for x in rest.split()[:TIME_COLUMNS]]
+        idle += sum(cols[i] for i in IDLE_COLUMNS if i < len(cols))
+        total += sum(cols)
+        seen = True
+    return (idle, total) if seen else None
+
+
+def boot_id(path: Path = Path("/proc/sys/kernel/random/boot_id")) -> str | None:
+    """The running kernel's boot id: two processes on one machine share it, two machines do
+    not (a host emulated in a network namespace, or a test cluster's node on this box, is the
+    same machine as its coordinator)."""
+    try:
+        return path.read_text().strip() or None
+    except OSError:
+        return None
 
 
 def interface_of(address: str) -> str | None:
@@ -83,7 +120,7 @@ class NodeSampler(Sampler):
         self.limit = shaped_rate(self.iface) if self.iface else None
         self.speed = nic_speed(self.iface) if self.iface else None
         self._rates = Rates()
-        self._cpu: tuple[float, ...] | None = None
+        self._cpu: tuple[float, float] | None = None
 
     def sample(self, wall: float, mono: float) -> list[dict]:
         labels = {"host": self.host, "roles": self.roles}
@@ -95,17 +132,16 @@ class NodeSampler(Sampler):
                 rows += self._rates.counter_rows(self, wall, mono, "link.rx_bytes", c.bytes_recv, labels)
             rows.append(self.row(wall, mono, "link.limit_bytes", self.limit, labels))
             rows.append(self.row(wall, mono, "link.speed_bytes", self.speed, labels))
-        t = psutil.cpu_times()
-        now = tuple(getattr(t, f, 0.0) for f in CPU_FIELDS)
-        if self._cpu is not None:
-            total = sum(now) - sum(self._cpu)
-            idle = (now[3] + now[4]) - (self._cpu[3] + self._cpu[4])  # idle + iowait
+        mine = os.sched_getaffinity(0)
+        now = cpu_jiffies(mine)
+        if now is not None and self._cpu is not None:
+            total = now[1] - self._cpu[1]
+            idle = now[0] - self._cpu[0]  # idle + iowait
             if total > 0:
-                rows.append(self.row(wall, mono, "node.cpu.busy", max(0.0, 1 - idle / total),
+                rows.append(self.row(wall, mono, "node.cpu.busy", min(1.0, max(0.0, 1 - idle / total)),
                                      {"host": self.host}))
         self._cpu = now
-        rows.append(self.row(wall, mono, "node.cpu.cores", float(len(os.sched_getaffinity(0))),
-                             {"host": self.host}))
+        rows.append(self.row(wall, mono, "node.cpu.cores", float(len(mine)), {"host": self.host}))
         return rows
 
 

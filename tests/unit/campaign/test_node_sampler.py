@@ -84,3 +84,29 @@ def test_nic_speed_only_when_sysfs_shows_this_interface(tmp_path, monkeypatch):
 ])
 def test_samples_an_agent_may_not_send(row, why):
     assert why in (agent_messages.check({"table": "samples", "rows": [row]}) or "")
+
+
+def test_busy_is_over_the_cpus_the_agent_may_run_on(tmp_path):
+    """A step given CPUs 1 and 3 of four is at its limit when those are busy, whatever 0 and 2 do."""
+    from xcbench.scaleout.node_sampler import cpu_jiffies
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    stat.write_text("cpu  400 0 0 400 0 0 0 0 0 0\n"
+                    "cpu0 0 0 0 100 0 0 0 0 0 0\ncpu1 100 0 0 0 0 0 0 0 0 0\n"
+                    "cpu2 0 0 0 100 0 0 0 0 0 0\ncpu3 90 0 0 5 5 0 0 0 0 0\nintr 1 2 3\n")
+    assert cpu_jiffies({1, 3}, stat) == (10.0, 200.0)  # idle + iowait of 200 ticks: 95 % busy
+    assert cpu_jiffies({0, 2}, stat) == (200.0, 200.0)
+    assert cpu_jiffies({7}, stat) is None
+
+
+def test_the_coordinator_labels_a_hosts_samples_with_its_machine():
+    from xcbench.scaleout.distributed import machine_of
+    from xcbench.scaleout.merge import correct_sample
+    assert machine_of({"boot_id": "a"}, own="a") == "shared"
+    assert machine_of({"boot_id": "b"}, own="a") == "own"
+    assert machine_of({"clock": 1.0}, own="a") == machine_of(None, own="a") == "unknown"
+    row = correct_sample({"wall": 10.0, "metric": "node.cpu.busy", "value": 0.5,
+                          "labels": {"host": "liar", "machine": "own"}}, "n1", 2.0, "c1", "shared")
+    assert row["labels"] == {"host": "n1", "machine": "shared"} and row["wall"] == 8.0
+    assert agent_messages.check({"hello": {"clock": 1.0, "pid": 2, "version": "x",
+                                           "boot_id": "0f6e"}}) is None
