@@ -54,7 +54,7 @@ from xcbench.analysis.verdicts.experiment import (
     pairs_needed,
     schedule,
 )
-from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
+from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, NEAR, TESTABLE, choose
 from xcbench.backends.base import backend_class
 from xcbench.cell import Cell
 from xcbench.ceph.cluster import Cluster
@@ -225,10 +225,15 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
                     run_path / "confirm", cluster, hosts)
         got.setdefault(pair, {})[arm] = r["rate"]
         runs.append({"pair": pair, "arm": arm, "Bps": finite_or_none(r["rate"][0]),
-                     "rel_se": finite_or_none(r["rate"][1]), "run": r["run"], "role": r["role"]})
-        log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})")
+                     "rel_se": finite_or_none(r["rate"][1]), "run": r["run"], "role": r["role"],
+                     "steady": r["steady"]})
+        log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})"
+            + ("" if r["steady"] else ", not steady (the level's longest hit)"))
     res = judge(exp["kind"], exp["predicted"], [(got[p]["control"], got[p]["changed"]) for p in sorted(got)],
                 between, rivals=exp.get("rivals"), need=exp.get("need"))
+    said = measured_as_asked(exp, runs)
+    if said:
+        res["why"] += "; " + said
     if exp.get("confirms"):  # the storage taken out confirms the storage side, not its sub-kind
         base["confirms"], base["storage_kind"] = exp["confirms"], exp.get("storage_kind")
     log(f"confirm: {label}: {named}: {res['outcome']} ({res['why']})")
@@ -245,6 +250,27 @@ def _pairs_for(exp: dict[str, Any], ev: dict[str, Any], between: float | None) -
         return UNSIZED_PAIRS
     asked = line(exp["kind"], exp.get("predicted"), exp.get("rivals"), exp.get("need"))[0]
     return pairs_needed(exp["kind"], exp.get("predicted"), asked, pair_noise((own, own), between))
+
+
+def measured_as_asked(exp: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    """What the arms say of the experiment's own premise, in words ("" when nothing): arms that
+    ended not steady (their rate carries the window's-choice error: the level's longest was too
+    short for it), and a relieved CPU limit that did not bind in the changed arms (the role
+    used < NEAR of its new limit: the relief was cut short by another, e.g. the host's CPU
+    taken by others' load; a fifth of the predicted rise is asked for that reason)."""
+    out = []
+    loose = [f"{r['arm']} {r['pair']}" for r in runs if not r.get("steady", True)]
+    if loose:
+        out.append(f"not steady: {', '.join(loose)}")
+    if exp.get("kind") == "relieve" and ((exp.get("changed") or {}).get("cell", {}).get("cores")
+                                         or (exp.get("changed") or {}).get("cap")):
+        uses = [r["role"]["cpu"] / r["role"]["limit"] for r in runs if r["arm"] == "changed" and r.get("role")
+                and isinstance(r["role"].get("cpu"), (int, float)) and (r["role"].get("limit") or 0) > 0]
+        if uses and sorted(uses)[len(uses) // 2] < NEAR:
+            out.append(f"the relieved limit did not bind in the changed arms (the role at a median "
+                       f"{sorted(uses)[len(uses) // 2] * 100:.0f} % of it): another limit cut the "
+                       "relief short")
+    return "; ".join(out)
 
 
 def arms(runs: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -306,14 +332,15 @@ def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, dire
             run = run_concluded(m, cluster, opts)
     else:
         run = run_concluded(m, cluster, opts)
-    rate, se, x = math.nan, math.nan, None
+    rate, se, x, steady = math.nan, math.nan, None, False
     for r in run.table("verdicts").to_dict("records"):
         if r["cell_id"] == c.id and int(r["concurrency"]) == lv and (r.get("direction") or "write") == direction:
             ev = json.loads(r.get("evidence") or "{}")
             # the run's own error: the between-run term is judge's to add, once per run
             rate, se = as_float(ev.get("rate")), as_float(ev.get("rate_rel_se_own", ev.get("rate_rel_se")))
             x = (ev.get("roles") or {}).get((role or "gateway").split("+")[0])
-    return {"rate": (rate, se), "run": str(run.path),
+            steady = ev.get("steady_method") not in (None, "not steady")
+    return {"rate": (rate, se), "run": str(run.path), "steady": steady,
             "role": {k: (x or {}).get(k) for k in ("cpu", "limit", "source", "throttled")} if x else None}
 
 
@@ -359,7 +386,9 @@ def text(result: dict[str, Any], labels: dict[str, str] | None = None) -> str:
                      + (f"one-sided {x['confidence'] * 100:.0f} % bounds {_x(x.get('low'))} and {_x(x.get('high'))}, noise "
                         f"±{se * 100:.1f} % over {x.get('pairs')} pairs" if isinstance(se, (int, float))
                         else str(x.get("why"))))
-        lines.append("    runs: " + ", ".join(f"{r['arm'][:2]} {_mb(r['Bps'])}" for r in x.get("runs") or ()))
+        lines.append("    runs: " + ", ".join(f"{r['arm'][:2]} {_mb(r['Bps'])}" + ("" if r.get("steady", True) else " †")
+                                          for r in x.get("runs") or ())
+                     + (" († not steady)" if any(not r.get("steady", True) for r in x.get("runs") or ()) else ""))
     n = {o: sum(x["outcome"] == o for x in result["confirmations"]) for o in OUTCOMES}
     lines += ["", ", ".join(f"{v} {k}" for k, v in n.items()) + f"; written to {result['run']}/"
               "confirmations.json"]

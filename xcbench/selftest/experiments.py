@@ -18,6 +18,7 @@ from xcbench.selftest import intervene, storage_io
 from xcbench.selftest.capping import Cap, borrows, mini_pids, run_doc
 from xcbench.selftest.judging import (
     cell_ids,
+    could_use,
     failed_cells,
     judge_levels,
     least_use,
@@ -70,7 +71,9 @@ def capped_run(s: Scenario, cores: dict[str, float], name: str, ids: dict[str, s
             cap.update(io=s.io, limit=c, uncapped_least=storage_io.least_of(
                 s, list(uncapped_evidence(base, ids[key], sizes.levels).values())))
         if s.decoy:
-            cap.update(fraction=DECOY, uncapped_most_cores=most_use(base, ids[key], s.cap, sizes.levels))
+            cap.update(fraction=DECOY, uncapped_most_cores=most_use(base, ids[key], s.cap, sizes.levels),
+                       could_use_cores=could_use(base, ids[key], s.cap, sizes.levels, float(host_cores()),
+                                                 bool(getattr(cluster, "embedded", False))))
         checks += judge_levels(sc, key, cap_ids[key], sizes.levels, got, failed, cap,
                                uncapped_evidence(base, ids[key], sizes.levels))
     return checks, str(run.path)

@@ -9,6 +9,7 @@ import json
 import math
 from typing import Any
 
+from xcbench.analysis.verdicts.experiment_choice import cpu_to_give
 from xcbench.figures.units import parse_size
 from xcbench.selftest import storage_io
 from xcbench.selftest.cause import compare
@@ -94,6 +95,23 @@ def most_use(verdicts: dict, cell_id: str, role: str, levels: tuple[int, ...]) -
         x = ((got or {}).get("evidence", {}).get("roles") or {}).get(role) or {}
         if isinstance(x.get("cpu"), (int, float)) and math.isfinite(x["cpu"]):
             vals.append(float(x["cpu"]))
+    return max(vals) if vals else None
+
+
+def could_use(verdicts: dict, cell_id: str, role: str, levels: tuple[int, ...], host: float,
+              embedded: bool) -> float | None:
+    """The most CPU (cores) ``role`` could have used at any level of the uncapped cell: what it
+    used plus what processes outside the run held meanwhile (others' load on a shared box,
+    analysis.verdicts.experiment_choice.cpu_to_give: had it gone, the role could have taken it),
+    at most the host's cores. A decoy's quota comes from it, not from what the role used: an
+    uncapped run measured under heavier contention than the decoy's own would put a "generous"
+    quota below what the role then takes, and it binds."""
+    vals = []
+    for level in levels:
+        ev = (verdicts.get((cell_id, level)) or {}).get("evidence") or {}
+        x = ((ev.get("roles") or {}).get(role) or {}).get("cpu")
+        if isinstance(x, (int, float)) and math.isfinite(x):
+            vals.append(min(host, float(x) + (cpu_to_give(ev, embedded) or 0.0)))
     return max(vals) if vals else None
 
 

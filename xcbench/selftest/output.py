@@ -79,10 +79,12 @@ def text(result: dict[str, Any]) -> str:
                          f"{c.cap['fraction']} x the least {what} uncapped ({_n(c.cap.get('uncapped_least'))})"
                          + (f" ({c.cap['group']})" if c.cap.get("group") else ""))
         elif c.cap:
-            most = "uncapped_most_cores" in c.cap
+            could = "could_use_cores" in c.cap
             lines.append(f"    cap: {c.cap['role']} at {c.cap['cores']:g} cores = {c.cap['fraction']} x "
-                         f"{_n(c.cap.get('uncapped_most_cores' if most else 'uncapped_least_cores'))} "
-                         f"{'(the most it) ' if most else ''}used uncapped"
+                         f"{_n(c.cap.get('could_use_cores' if could else 'uncapped_least_cores'))} "
+                         + ("(the most it could have used uncapped: its use "
+                            f"{_n(c.cap.get('uncapped_most_cores'))} plus others' load)" if could
+                            else "used uncapped")
                          + (f" ({c.cap['group']})" if c.cap.get("group") else ""))
         if c.note:
             lines.append(f"    note: {c.note}")

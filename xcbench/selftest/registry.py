@@ -66,7 +66,7 @@ class Scenario:
     expect: Expect | None = None
     extra: Extra | None = None
     own_run: OwnRun | None = None  # runs of its own instead of the uncapped/capped ones
-    # a decoy cap: the quota is scenarios.DECOY x the most the role used uncapped (it must not
+    # a decoy cap: the quota is scenarios.DECOY x the most the role could have used uncapped (it must not
     # bind, and the verdict must not name the role); else fraction x the least it used
     decoy: bool = False
     # "bps" | "iops": the OSDs' disk writes throttled (cgroup v1 blkio, xcbench.system.blkio) instead

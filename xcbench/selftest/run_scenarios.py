@@ -21,10 +21,10 @@ from xcbench.selftest.capping import mini_pids, run_doc
 from xcbench.selftest.experiments import Log, capped_run, ec_twin, half_host
 from xcbench.selftest.judging import (
     cell_ids,
+    could_use,
     failed_cells,
     judge_levels,
     least_use,
-    most_use,
     quota_unbound,
     run_verdicts,
     uncapped_evidence,
@@ -163,8 +163,9 @@ def run_selftest(cluster: Cluster | None, *, names: list[str] | None = None, qui
                                            f"({failed.get(ids[key], 'no role telemetry')})", False)
                                      for lv in sizes.levels]
                 continue
-            if s.decoy:  # generous: DECOY x the most it used at any level
-                use = most_use(base, ids[key], s.cap, sizes.levels) or use
+            if s.decoy:  # generous: DECOY x the most it could have used at any level
+                use = could_use(base, ids[key], s.cap, sizes.levels, float(host_cores()),
+                                bool(getattr(cluster, "embedded", False))) or use
                 cores[key] = round(DECOY * use, 3)
             else:
                 cores[key] = max(0.01, round(fraction * use, 3))

@@ -17,7 +17,8 @@ long enough for its steady window to hold many role samples. Every run is made t
 ``xcbench run`` makes it: a fio probe per cell (PROBE, as layouts/quick.yaml) and the iperf3
 baseline. A capped level is right only with its cause (xcbench.selftest.cause): slower than
 the same level uncapped beyond both levels' noise, the role at its quota. The ``decoy`` caps
-the gateway at DECOY x the most it used: it must not bind and must not be named;
+the gateway at DECOY x the most it could have used (its use plus the CPU others' load held, at
+most the host's cores: judging.could_use): it must not bind and must not be named;
 ``shared-quota`` puts the driver and the gateway in one group: both must be named. The
 network scenario (xcbench.selftest.network) replaces its placeholder here; the storage-*
 and ec-overhead ones come from xcbench.selftest.storage_io.
@@ -97,7 +98,9 @@ def sizes_for(quick: bool, cores: int | None = None) -> Sizes:
 
 QUICK = sizes_for(True)
 FULL = sizes_for(False)
-# a decoy cap: this many times the MOST the role used uncapped at any level. A quota that
+# a decoy cap: this many times the MOST the role could have used uncapped at any level (its
+# use plus the CPU others' load held, at most the host's cores: judging.could_use; what it
+# used alone, measured under heavier contention than the decoy's run, bound once). A quota that
 # generous never holds the role, so the rules must not name it (a rule that names whichever
 # role sits in a quota group would)
 DECOY = 1.5
@@ -154,7 +157,7 @@ for _s in (
     Scenario("client", "the campaign driver (this process) in a cgroup with a CPU quota", ("client",),
              ("tmpfs",), cap="client"),
     Scenario("decoy", f"the gateway's xrootd/cmsd under a generous CPU quota ({DECOY:g} x the most "
-             "it used uncapped) that must not bind: the verdict must not name it",
+             "it could have used uncapped) that must not bind: the verdict must not name it",
              tuple(v for v in VERDICTS if v != "gateway"), ("tmpfs",), cap="gateway", decoy=True),
     Scenario("shared-quota", "the campaign driver and the gateway's xrootd/cmsd in ONE cgroup with a "
              "CPU quota: the answer must name both roles", ("gateway", "client"), ("tmpfs",),

@@ -106,3 +106,19 @@ def test_a_shared_quota_must_name_both_roles_and_is_sized_from_their_summed_cpu(
             ("c", 8): {"evidence": {"roles": {"gateway": {"cpu": 1.2}, "client": {"cpu": 0.2}}}}}
     assert least_use(base, "c", "gateway+client", (4, 8)) == pytest.approx(1.3)
     assert least_use(base, "c", "gateway", (4, 8)) == pytest.approx(1.0)
+
+
+def test_a_decoys_quota_comes_from_what_the_gateway_could_use_not_from_a_loaded_runs_use():
+    """Measured under others' load, the gateway used 0.4 cores while others held 1.2 of the
+    box's 2: it could have used 1.6, and the decoy's quota is 1.5 x that (a quota of 1.5 x 0.4
+    = 0.6 bound once the others' load went away). On a quiet box (others 0) it is its use."""
+    from xcbench.selftest.judging import could_use
+    roles = {"gateway": {"cpu": 0.4}, "client": {"cpu": 0.2}, "mount": {"cpu": 0.0}}
+    loaded = {("c", 4): {"evidence": {"roles": roles, "host_busy": 0.9, "cores": 2.0}}}
+    assert could_use(loaded, "c", "gateway", (4,), 2.0, False) == pytest.approx(0.4 + (1.8 - 0.6))
+    quiet = {("c", 4): {"evidence": {"roles": {**roles, "gateway": {"cpu": 1.3}}, "host_busy": 0.75,
+                                     "cores": 2.0}}}
+    assert could_use(quiet, "c", "gateway", (4,), 2.0, False) == pytest.approx(1.3)
+    full = {("c", 4): {"evidence": {"roles": roles, "host_busy": 1.0, "cores": 4.0}}}
+    assert could_use(full, "c", "gateway", (4,), 2.0, False) == pytest.approx(2.0)  # at most the host
+    assert could_use({}, "c", "gateway", (4,), 2.0, False) is None
