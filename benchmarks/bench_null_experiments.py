@@ -138,8 +138,8 @@ def run(args, work: Path, cluster) -> list[dict[str, dict]]:
     for i in range(args.experiments):
         got: dict[int, dict[str, tuple[float, float]]] = {}
         for pair, arm in schedule(pairs):  # the changed arm is the control itself: nothing changes
-            r = confirm._replay(matrix, cells, cell, LEVEL, "write", {}, f"null{i}-{pair}{arm}",
-                                work / "replays", cluster)
+            r = confirm._replay(confirm.Setting(matrix, cells, work / "replays", cluster), cell, LEVEL,
+                                "write", {}, f"null{i}-{pair}{arm}")
             got.setdefault(pair, {})[arm] = r["rate"]
         res = judge_null([(got[p]["control"], got[p]["changed"]) for p in sorted(got)], between)
         results.append(res)

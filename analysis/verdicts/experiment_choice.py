@@ -12,14 +12,26 @@ confirms "the storage side"), one line saying what changes, and each arm's chang
   shares) every role in one CPU group of that weight and no quota (the CPU other processes held
   goes to the roles first), ``twin``: another cell of the run replayed in this arm's place (an
   EC cell's replicated twin), ``link``: (host, bits/s) an emulated client host's link shaped to
-  that rate for the arm (xcbench.hosts.reshape).
+  that rate for the arm (xcbench.hosts.reshape), ``lift``: (a limit xcbench made on the OSDs,
+  its new value) set in place for the arm (xcbench.selftest.lifts: the device's write bytes or
+  IOs throttle, the OSDs' CPU quota).
 
 Or {"why": one line} when nothing xcbench controls here changes exactly that limit ("not
 testable here", with its reason: an honest answer; a confirmation that could not have failed is
 not one). The table of experiments, their rivals and predictions is ``EXPERIMENTS`` (and
 docs/experiments.md); analysis.verdicts.experiment.judge holds the outcome against them: an
 experiment whose rival predicts the same checks a proportion, never the name. Pure: the caller
-passes the facts of the host (its cores, whether the cluster is xcbench's own).
+passes the facts of the host (its cores, whether the cluster is xcbench's own, the limits
+xcbench made on the OSDs).
+
+**Storage sub-kinds.** On a cluster xcbench started whose OSDs sit under limits xcbench made
+(the self-test's: a device write-bytes throttle, a write-IOs throttle, a CPU quota), the named
+sub-kind's own limit is doubled in place (it rises x2 where that limit binds; a rival sub-kind's
+limit binding instead, the rate stays): storage-bandwidth, -iops and -host-cpu are told apart.
+Where the named sub-kind has no limit of its kind there, "not testable here" says which limits
+there are. Everywhere else (a cluster xcbench did not start, or OSDs under no limit of
+xcbench's) the storage taken out confirms "the storage side" only, and says so; the sub-kind is
+named from telemetry.
 """
 
 from __future__ import annotations
@@ -38,6 +50,13 @@ NO_CPU_TO_GIVE = 0.10  # cores: less than this held by other processes is no CPU
 CLUSTER_ROLES = ("osd", "mds", "mon", "mgr")  # the embedded cluster's daemons (one quota with the rest)
 STORAGE = ("storage-bandwidth", "storage-iops", "storage-disk", "storage-host-cpu")
 SATURATED = ("gateway", "client", "host-cpu", "network")  # resources more transfers do not widen
+# a storage sub-kind -> the kind of limit that is its own (xcbench.selftest.lifts), and the
+# experiment that doubles it in place
+LIFTS = {"storage-bandwidth": ("write_bps", "twice the device's write bytes"),
+         "storage-iops": ("write_iops", "twice the device's write IOs"),
+         "storage-host-cpu": ("cpu", "twice the OSDs' cores")}
+LIMIT_WORDS = {"write_bps": "a device write-bytes throttle", "write_iops": "a device write-IOs throttle",
+               "cpu": "a CPU quota"}
 # the verdicts an experiment can exist for (network ones say why not, in one line)
 TESTABLE = (*STORAGE, "gateway", "concurrency", "client", "host-cpu", "ec-overhead", "network",
             "storage-network")
@@ -52,7 +71,26 @@ EXPERIMENTS: dict[str, dict[str, Any]] = {
         "rivals": {"gateway": "x1", "client": "x1", "network": "x1",
                    "host-cpu": "one box: rises by the CPU the OSDs and ceph-fuse held (used / "
                                "(used - theirs)); roles on hosts of their own: x1"},
-        "confirms": "the storage side; the sub-kind is named from telemetry (not tested apart)"},
+        "confirms": "the storage side (a cluster xcbench did not start, or OSDs under no limit "
+                    "xcbench made); the sub-kind is named from telemetry"},
+    "twice the device's write bytes": {
+        "tests": ("storage-bandwidth",), "change": "the OSDs' device write-bytes throttle xcbench "
+                                                   "made doubled in place (a cluster xcbench started)",
+        "named": "x2, at most the run's tmpfs-gateway ceiling (G / R)",
+        "rivals": {"storage-iops": "x1 (the IOs throttle still binds)", "storage-host-cpu": "x1",
+                   "gateway": "x1", "client": "x1", "host-cpu": "x1", "concurrency": "x1"}},
+    "twice the device's write IOs": {
+        "tests": ("storage-iops",), "change": "the OSDs' device write-IOs throttle xcbench made "
+                                              "doubled in place (a cluster xcbench started)",
+        "named": "x2, at most the run's tmpfs-gateway ceiling (G / R)",
+        "rivals": {"storage-bandwidth": "x1 (the bytes throttle still binds)", "storage-host-cpu": "x1",
+                   "gateway": "x1", "client": "x1", "host-cpu": "x1", "concurrency": "x1"}},
+    "twice the OSDs' cores": {
+        "tests": ("storage-host-cpu",), "change": "the OSDs' CPU quota xcbench made doubled in place "
+                                                  "(a cluster xcbench started)",
+        "named": "x(new quota / old), at most the run's tmpfs-gateway ceiling (G / R)",
+        "rivals": {"storage-bandwidth": "x1", "storage-iops": "x1", "gateway": "x1", "client": "x1",
+                   "host-cpu": "x1 (the host has no more CPU to give)", "concurrency": "x1"}},
     "twice the gateway's cores": {
         "tests": ("gateway",), "change": "each origin's CPU quota doubled (a cores cell)",
         "named": "x2 (the new quota / the old)",
@@ -155,20 +193,27 @@ def storage_kind(ev: dict[str, Any]) -> str:
 
 def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores: float,
            embedded: bool, ceiling: float | None = None,
-           links: dict[str, float] | None = None) -> dict[str, Any]:
+           links: dict[str, float] | None = None, limits: dict[str, dict[str, Any]] | None = None,
+           experiment: str | None = None) -> dict[str, Any]:
     """The experiment for ``verdict`` of ``cell`` at ``level`` (evidence ``ev``); ``ceiling``:
     the run's gateway ceiling at this level (a tmpfs cell's rate, B/s) when it has one;
     ``links``: {host: shaped rate, bits/s} of the emulated hosts xcbench made that are up
-    (xcbench.hosts.reshape.shaped)."""
+    (xcbench.hosts.reshape.shaped); ``limits``: {kind: limit} xcbench made on the OSDs of a
+    cluster it started (xcbench.selftest.lifts.found); ``experiment``: one of EXPERIMENTS that
+    tests ``verdict``, instead of the one chosen here (e.g. "one more origin" for a cores cell)."""
+    if experiment is not None and verdict not in EXPERIMENTS.get(experiment, {}).get("tests", ()):
+        return {"why": f"the experiment {experiment!r} does not test {verdict} (see docs/experiments.md)"}
     roles = ev.get("roles") or {}
     rate = _positive(ev.get("rate"))
     if verdict in (*STORAGE, "storage-network") and getattr(cell, "backend", "tmpfs") == "tmpfs":
         return {"why": "the cell has no storage behind its gateway (tmpfs): nothing to take out"}
     if verdict in STORAGE:
+        if embedded and limits and experiment != "storage out":
+            return _lift(verdict, limits, rate, ceiling, host_cores)
         return _storage_out(ev, level, rate, ceiling, embedded)
     if verdict == "gateway":
         c = _positive(getattr(cell, "cores", None))
-        if c is not None and c < host_cores:
+        if c is not None and c < host_cores and experiment != "one more origin":
             new = min(RELIEF * c, host_cores)
             return {"kind": "relieve", "predicted": new / c, "rivals": _x1("twice the gateway's cores"),
                     "experiment": "twice the gateway's cores",
@@ -230,6 +275,32 @@ def _storage_out(ev: dict[str, Any], level: int, rate: float | None, ceiling: fl
                     + (f" (the run's gateway ceiling at c={level} predicts x{pred:.2f})" if pred else "")
                     + f"; confirms the storage side, telemetry points at {kind}",
             "control": {}, "changed": {"tmpfs": True}}
+
+
+def _lift(verdict: str, limits: dict[str, dict[str, Any]], rate: float | None, ceiling: float | None,
+          host_cores: float) -> dict[str, Any]:
+    """The named sub-kind's own limit (one xcbench made on the OSDs) doubled in place: x2 where
+    it binds, x1 where another sub-kind's limit does; at most the run's gateway ceiling."""
+    kind, name = LIFTS.get(verdict, (None, None))
+    limit = limits.get(kind) if kind else None
+    if limit is None or name is None:
+        have = ", ".join(LIMIT_WORDS.get(k, k) for k in sorted(limits))
+        return {"why": f"the OSDs are held by limits xcbench made ({have}), none of {verdict}'s own "
+                       "kind to lift (the self-test's: a write-bytes throttle for storage-bandwidth, "
+                       "a write-IOs throttle for storage-iops, a CPU quota for storage-host-cpu)"}
+    old = float(limit["value"])
+    new = RELIEF * old
+    if kind == "cpu":  # no more than the host's cores
+        new = min(new, host_cores * old / float(limit["cores"]))
+    pred = new / old
+    if ceiling and rate and ceiling > rate:
+        pred = min(pred, ceiling / rate)
+    unit = {"write_bps": " B/s", "write_iops": " IO/s", "cpu": " us per period"}[kind]
+    return {"kind": "relieve", "predicted": pred, "experiment": name, "rivals": _x1(name),
+            "confirms": verdict,
+            "what": f"{name}: the {LIMIT_WORDS[kind]} xcbench made on the OSDs ({limit['group']}) "
+                    f"{old:g} -> {new:g}{unit}, in place (recorded, restored after each run)",
+            "control": {}, "changed": {"lift": (dict(limit), int(round(new)))}}
 
 
 def _host_cpu(ev: dict[str, Any], host_cores: float, embedded: bool) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from xcbench.analysis.verdicts.experiment import MAX_PAIRS, PAIRS
+from xcbench.analysis.verdicts.experiment_choice import EXPERIMENTS
 from xcbench.ceph.cluster import cluster_from_args, default_state_dir
 from xcbench.ceph.mini import MiniCluster
 from xcbench.commands.options import add_ceph_args, add_fts_endpoint_arg
@@ -42,6 +43,10 @@ def add_parser(sub):
     p.add_argument("--test", action="append", metavar="VERDICT",
                    help="test this limit at the chosen levels instead of the verdict the run named "
                         "(a borderline verdict's candidates; repeatable)")
+    p.add_argument("--experiment", choices=[k for k, x in EXPERIMENTS.items() if x["tests"]], metavar="NAME",
+                   help="this experiment instead of the one confirm chooses, where another tests the "
+                        "same verdict (docs/experiments.md: e.g. 'one more origin' for a gateway with a "
+                        "cores quota, 'storage out' for a storage sub-kind)")
     p.add_argument("--pairs", type=int, default=None,
                    help=f"control/changed pairs per experiment, A-B-B-A, at least {PAIRS} (default: as "
                         f"many as the predicted effect needs at the level's noise, at most {MAX_PAIRS})")
@@ -84,7 +89,7 @@ def _confirm(args, run_dir, rows, labels, hosts, fts) -> int:
         result = confirm.confirm_run(args.run, cluster, cell=args.cell, pairs=args.pairs,
                                      verdicts=tuple(args.verdict or ()), level=args.level,
                                      test=tuple(args.test or ()), fts_endpoints=fts, hosts=hosts,
-                                     log=log)
+                                     log=log, experiment=args.experiment)
     except Interrupted as e:
         log(f"confirm interrupted; what was measured is in {e}")
         return 130

@@ -38,7 +38,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ from xcbench.analysis.verdicts.experiment import (
     pairs_needed,
     schedule,
 )
-from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, NEAR, TESTABLE, choose
+from xcbench.analysis.verdicts.experiment_choice import CLUSTER_ROLES, TESTABLE, choose
 from xcbench.backends.base import backend_class
 from xcbench.cell import Cell
 from xcbench.ceph.cluster import Cluster
@@ -63,15 +63,26 @@ from xcbench.figures.numbers import as_float, finite_or_none
 from xcbench.hosts import reshape
 from xcbench.matrix import Matrix, load_matrix
 from xcbench.matrix.expand import _finish
+from xcbench.run.hooks import RunHooks
 from xcbench.run.runner import RunOptions
+from xcbench.selftest import lifts
 from xcbench.selftest.capping import Cap, CapHooks, mini_pids, run_concluded
+from xcbench.selftest.confirm_output import (  # noqa: F401 - confirm's outputs, as its callers import them
+    OUTCOMES,
+    _clean,
+    _mb,
+    _se,
+    arms,
+    measured_as_asked,
+    text,
+    write,
+)
 from xcbench.store.rundir import RunDir
 from xcbench.system.cgroups import CpuGroups
 from xcbench.system.secrets_policy import fts_endpoint_problems
 from xcbench.system.userfiles import read_yaml
 
 TELEMETRY = "host:0.5,roles:0.5,gateway"
-OUTCOMES = ("confirmed", "proportion checked", "not testable here", "refuted", "inconclusive")
 UNSIZED_PAIRS = 4  # an experiment with no predicted size (a relief with no ceiling, EC with no raw bytes)
 TMPFS_MIN = 1 << 30  # a take-out target holds at least this, and twice the dataset
 Log = Callable[[str], None]
@@ -152,27 +163,57 @@ def ceilings(rows: list[dict[str, Any]], cells: dict[str, Any]) -> dict[tuple[in
     return out
 
 
+# the self-test's limits a replay keeps (xcbench.selftest.confirming): hooks for the arm's cell
+# that make the run's own bottleneck again (a quota the run had through its hooks), or None
+Site = Callable[[Cell], RunHooks | None]
+
+
+@dataclass
+class Setting:
+    """What every experiment of one confirm shares."""
+    matrix: Matrix
+    cells: dict[str, Cell]
+    store: Path  # where the replays go (<run>/confirm)
+    cluster: Cluster | None
+    pairs: int | None = None
+    cores: float = 0.0
+    embedded: bool = False
+    between: float | None = None
+    tops: dict[tuple[int, str, int], float] = field(default_factory=dict)
+    log: Log = _stderr
+    hosts: Any = None
+    links: dict[str, float] = field(default_factory=dict)
+    limits: dict[str, dict[str, Any]] = field(default_factory=dict)  # xcbench's limits on the OSDs
+    experiment: str | None = None
+    site: Site | None = None
+
+
 def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | None = None, pairs: int | None = None,
                 verdicts: tuple[str, ...] | None = None, level: int | None = None,
                 test: tuple[str, ...] = (), fts_endpoints: tuple[str, ...] = (),
-                hosts: Any = None, log: Log = _stderr) -> dict[str, Any]:
+                hosts: Any = None, log: Log = _stderr, experiment: str | None = None,
+                site: Site | None = None) -> dict[str, Any]:
     """Test each verdict of the run (of ``cell``, at ``level``; of these ``verdicts``), or the
     limits ``test`` names there instead (a borderline verdict's candidates); {"run",
     "confirmations": [...], "ok"}; written to <run>/confirmations.json and .parquet.
-    ``hosts``: the run's inventory (xcbench.hosts.Inventory) when its campaigns came from hosts."""
+    ``hosts``: the run's inventory (xcbench.hosts.Inventory) when its campaigns came from hosts;
+    ``experiment``: this one of EXPERIMENTS instead of the one chosen; ``site``: the self-test's
+    limits every replay keeps (Site)."""
     run, rows, mpath = preflight(run_path, cell, level, test, fts_endpoints)
     if (run.manifest.get("hosts") or {}).get("hosts") and hosts is None:
         raise XcbError(f"confirm: {run.path}: the run's campaigns came from the hosts of "
                        f"{(run.manifest['hosts'].get('source') or 'an inventory')!r}: give it with --hosts")
     for h in reshape.restore_left():  # an experiment that died left a link tightened
         log(f"confirm: host {h}'s link was left tightened by an experiment: restored")
-    links = {h: x["rate_bps"] for h, x in reshape.shaped().items()}
+    for g in lifts.restore_left():  # or a limit lifted
+        log(f"confirm: {g}'s limit was left lifted by an experiment: restored")
     matrix = load_matrix(mpath, cluster) if cluster is not None else load_matrix(mpath)
-    cells = {c.id: c for c in matrix.cells}
-    cores = host_cores()
     embedded = bool(getattr(cluster, "embedded", False))
-    between = between_run.of(run.manifest).get("rate")
-    tops = ceilings(run.table("verdicts").to_dict("records"), cells)
+    cells = {c.id: c for c in matrix.cells}
+    s = Setting(matrix, cells, run.path / "confirm", cluster, pairs, host_cores(), embedded,
+                between_run.of(run.manifest).get("rate"), ceilings(run.table("verdicts").to_dict("records"), cells),
+                log, hosts, {h: x["rate_bps"] for h, x in reshape.shaped().items()},
+                lifts.found(mini_pids(cluster)().get("osd", [])) if embedded else {}, experiment, site)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     out: list[dict[str, Any]] = []
     for i, row in enumerate(rows):
@@ -181,35 +222,32 @@ def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | No
         if level is not None and int(row["concurrency"]) != level:
             continue
         for j, named in enumerate(test or (row["verdict"],)):
-            out.append(_one(row, named, f"{stamp}-{i}.{j}", cells, matrix, run.path, cluster, pairs,
-                            cores, embedded, between, tops, log, hosts, links))
+            out.append(_one(row, named, f"{stamp}-{i}.{j}", s))
     result = {"run": str(run.path), "pairs": pairs, "confirmations": [_clean(x) for x in out],
               "ok": not any(x["outcome"] == "refuted" for x in out)}
     write(run.path, result)
     return result
 
 
-def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matrix: Any, run_path: Path,
-         cluster: Cluster | None, pairs: int | None, cores: float, embedded: bool, between: float | None,
-         tops: dict[tuple[int, str, int], float], log: Log, hosts: Any = None,
-         links: dict[str, float] | None = None) -> dict[str, Any]:
+def _one(row: dict[str, Any], named: str, tag: str, s: Setting) -> dict[str, Any]:
     """One experiment: the limit ``named`` tested at the row's cell and level."""
+    log, pairs = s.log, s.pairs
     ev = json.loads(row.get("evidence") or "{}")
     level, direction = int(row["concurrency"]), row.get("direction") or "write"
     base = {"cell_id": row["cell_id"], "concurrency": level, "direction": direction, "verdict": named}
     if named != row["verdict"]:
         base["run_verdict"] = row["verdict"]
-    c = cells.get(row["cell_id"])
+    c = s.cells.get(row["cell_id"])
     if c is None:
         exp: dict[str, Any] = {"why": "the cell is not in the run's matrix file any more"}
     else:
-        exp = choose(named, ev, c, level, cores, embedded, tops.get((level, direction, int(c.file_size))),
-                     links)
-    if "why" not in exp and c is not None and backend_class(c.backend).needs_cluster and cluster is None:
+        exp = choose(named, ev, c, level, s.cores, s.embedded, s.tops.get((level, direction, int(c.file_size))),
+                     s.links, s.limits, s.experiment)
+    if "why" not in exp and c is not None and backend_class(c.backend).needs_cluster and s.cluster is None:
         exp = {"why": "the cell needs the run's Ceph cluster: give it with -c/--ceph-conf"}
     label = f"{c.label if c else row['cell_id']} c={level}"
     if "why" not in exp and pairs is None:
-        pairs = _pairs_for(exp, ev, between)
+        pairs = _pairs_for(exp, ev, s.between)
         if pairs is None:
             exp = {"why": f"the effect predicted (x{exp.get('predicted') or 0:.2f}) is within this "
                           f"level's noise: more than {MAX_PAIRS} pairs would be needed"}
@@ -221,8 +259,7 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
     got: dict[int, dict[str, Any]] = {}
     runs = []
     for pair, arm in schedule(pairs):
-        r = _replay(matrix, cells, c, level, direction, exp[arm], f"{tag}-{c.id[:8]}-c{level}-{pair}{arm}",
-                    run_path / "confirm", cluster, hosts)
+        r = _replay(s, c, level, direction, exp[arm], f"{tag}-{c.id[:8]}-c{level}-{pair}{arm}")
         got.setdefault(pair, {})[arm] = r["rate"]
         runs.append({"pair": pair, "arm": arm, "Bps": finite_or_none(r["rate"][0]),
                      "rel_se": finite_or_none(r["rate"][1]), "run": r["run"], "role": r["role"],
@@ -230,12 +267,15 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
         log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})"
             + ("" if r["steady"] else ", not steady (the level's longest hit)"))
     res = judge(exp["kind"], exp["predicted"], [(got[p]["control"], got[p]["changed"]) for p in sorted(got)],
-                between, rivals=exp.get("rivals"), need=exp.get("need"))
+                s.between, rivals=exp.get("rivals"), need=exp.get("need"))
     said = measured_as_asked(exp, runs)
     if said:
         res["why"] += "; " + said
     if exp.get("confirms"):  # the storage taken out confirms the storage side, not its sub-kind
-        base["confirms"], base["storage_kind"] = exp["confirms"], exp.get("storage_kind")
+        base["confirms"] = exp["confirms"]
+        if exp.get("storage_kind"):
+            base["storage_kind"] = exp["storage_kind"]
+    base["experiment_name"] = exp.get("experiment")
     log(f"confirm: {label}: {named}: {res['outcome']} ({res['why']})")
     return {**base, "experiment": exp["kind"], "what": exp["what"], **res, **arms(runs), "runs": runs}
 
@@ -252,45 +292,6 @@ def _pairs_for(exp: dict[str, Any], ev: dict[str, Any], between: float | None) -
     return pairs_needed(exp["kind"], exp.get("predicted"), asked, pair_noise((own, own), between))
 
 
-def measured_as_asked(exp: dict[str, Any], runs: list[dict[str, Any]]) -> str:
-    """What the arms say of the experiment's own premise, in words ("" when nothing): arms that
-    ended not steady (their rate carries the window's-choice error: the level's longest was too
-    short for it), and a relieved CPU limit that did not bind in the changed arms (the role
-    used < NEAR of its new limit: the relief was cut short by another, e.g. the host's CPU
-    taken by others' load; a fifth of the predicted rise is asked for that reason)."""
-    out = []
-    loose = [f"{r['arm']} {r['pair']}" for r in runs if not r.get("steady", True)]
-    if loose:
-        out.append(f"not steady: {', '.join(loose)}")
-    if exp.get("kind") == "relieve" and ((exp.get("changed") or {}).get("cell", {}).get("cores")
-                                         or (exp.get("changed") or {}).get("cap")):
-        uses = [r["role"]["cpu"] / r["role"]["limit"] for r in runs if r["arm"] == "changed" and r.get("role")
-                and isinstance(r["role"].get("cpu"), (int, float)) and (r["role"].get("limit") or 0) > 0]
-        if uses and sorted(uses)[len(uses) // 2] < NEAR:
-            out.append(f"the relieved limit did not bind in the changed arms (the role at a median "
-                       f"{sorted(uses)[len(uses) // 2] * 100:.0f} % of it): another limit cut the "
-                       "relief short")
-    return "; ".join(out)
-
-
-def arms(runs: list[dict[str, Any]]) -> dict[str, float | None]:
-    """Each arm's rate over its runs (geometric mean) and that mean's relative error."""
-    out: dict[str, float | None] = {}
-    for arm in ("control", "changed"):
-        got = [(r["Bps"], r["rel_se"]) for r in runs if r["arm"] == arm and r["Bps"]]
-        if not got:
-            out.update({f"{arm}_Bps": None, f"{arm}_rel_se": None})
-            continue
-        ses = [se for _, se in got if se is not None]
-        out[f"{arm}_Bps"] = math.exp(sum(math.log(b) for b, _ in got) / len(got))
-        out[f"{arm}_rel_se"] = math.sqrt(sum(se * se for se in ses)) / len(ses) if ses else None
-    return out
-
-
-def _clean(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
-
-
 def replay_cell(cells: dict[str, Cell], cell: Cell, level: int, change: dict[str, Any]
                 ) -> tuple[Cell, int]:
     """The cell an arm runs and its level: ``change`` of analysis.verdicts.experiment_choice applied."""
@@ -303,21 +304,30 @@ def replay_cell(cells: dict[str, Cell], cell: Cell, level: int, change: dict[str
     return _finish(replace(c, **fields)), lv
 
 
-def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, direction: str,
-            change: dict[str, Any], name: str, store: Path, cluster: Cluster | None,
-            hosts: Any = None) -> dict[str, Any]:
-    """Run one arm; {"rate": (B/s, rel se), "run", "role": the capped role's cpu/limit}."""
-    c, lv = replay_cell(cells, cell, level, change)
-    m = replace(matrix, cells=[c])
-    opts = RunOptions(store=store, name=name, baseline=False, probes=False, report=False,
-                      progress=False, telemetry=TELEMETRY + (",links" if hosts is not None else ""),
-                      hosts=hosts)
+def _replay(s: Setting, cell: Cell, level: int, direction: str, change: dict[str, Any],
+            name: str) -> dict[str, Any]:
+    """Run one arm; {"rate": (B/s, rel se), "run", "steady", "role": the capped role's cpu/limit}
+    (the null-experiment benchmark runs arms with a Setting of its own)."""
+    c, lv = replay_cell(s.cells, cell, level, change)
+    m = replace(s.matrix, cells=[c])
+    cluster = s.cluster
+    opts = RunOptions(store=s.store, name=name, baseline=False, probes=False, report=False,
+                      progress=False, telemetry=TELEMETRY + (",links" if s.hosts is not None else ""),
+                      hosts=s.hosts)
     role, cores = change.get("cap") or (None, None)
     weight = None
     if change.get("weight"):  # every role in one group of that weight and the host's cores
         role, weight = change["weight"]
         cores = host_cores()
-    if change.get("link"):
+    site = s.site(c) if s.site is not None and not (role and cores) else None
+    if site is not None:  # the self-test's bottleneck made again (an experiment's own cap replaces it)
+        opts.hooks = site
+    if change.get("lift"):  # a limit xcbench made on the OSDs, at its new value for this arm
+        limit, value = change["lift"]
+        role = "osd"
+        with lifts.lifted(limit, value):
+            run = run_concluded(m, cluster, opts)
+    elif change.get("link"):
         host, bps = change["link"]
         link = reshape.shaped().get(host)
         if link is None:
@@ -341,55 +351,5 @@ def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, dire
             x = (ev.get("roles") or {}).get((role or "gateway").split("+")[0])
             steady = ev.get("steady_method") not in (None, "not steady")
     return {"rate": (rate, se), "run": str(run.path), "steady": steady,
-            "role": {k: (x or {}).get(k) for k in ("cpu", "limit", "source", "throttled")} if x else None}
-
-
-def write(run_path: Path, result: dict[str, Any]) -> None:
-    """<run>/confirmations.json (the whole result) and confirmations.parquet (one row per verdict)."""
-    import pandas as pd
-    (run_path / "confirmations.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
-    rows = [{k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in x.items()}
-            for x in result["confirmations"]]
-    pd.DataFrame(rows).to_parquet(run_path / "confirmations.parquet", index=False)
-
-
-def _mb(v: Any) -> str:
-    return f"{v / 1e6:.1f} MB/s" if isinstance(v, (int, float)) and math.isfinite(v) else "?"
-
-
-def _se(v: Any) -> str:
-    return f"±{v * 100:.1f} %" if isinstance(v, (int, float)) and math.isfinite(v) else "± ?"
-
-
-def _x(v: Any) -> str:
-    return f"x{v:.2f}" if isinstance(v, (int, float)) and math.isfinite(v) else "?"
-
-
-def text(result: dict[str, Any], labels: dict[str, str] | None = None) -> str:
-    """Per verdict: the experiment, the predicted and measured ratio, the prediction error and
-    the outcome; a count of outcomes at the end."""
-    labels = labels or {}
-    lines = [f"xcbench confirm {result['run']}", ""]
-    for x in result["confirmations"]:
-        out = x["outcome"].upper() if x["outcome"] == "refuted" else x["outcome"]
-        lines.append(f"{labels.get(x['cell_id'], x['cell_id'])} c={x['concurrency']} {x['direction']}: "
-                     f"{x['verdict']}: {out}")
-        if "experiment" not in x:
-            lines.append(f"    why: {x['why']}")
-            continue
-        err = x.get("prediction_error")
-        lines.append(f"    {x['experiment']}: {x['what']}")
-        se = x.get("rel_se")
-        lines.append(f"    predicted {_x(x.get('predicted'))}, measured {_x(x.get('ratio'))}"
-                     + (f" (prediction error {err * 100:+.0f} %)" if isinstance(err, (int, float)) else "")
-                     + f", asked {_x(x.get('minimum'))}; "
-                     + (f"one-sided {x['confidence'] * 100:.0f} % bounds {_x(x.get('low'))} and {_x(x.get('high'))}, noise "
-                        f"±{se * 100:.1f} % over {x.get('pairs')} pairs" if isinstance(se, (int, float))
-                        else str(x.get("why"))))
-        lines.append("    runs: " + ", ".join(f"{r['arm'][:2]} {_mb(r['Bps'])}" + ("" if r.get("steady", True) else " †")
-                                          for r in x.get("runs") or ())
-                     + (" († not steady)" if any(not r.get("steady", True) for r in x.get("runs") or ()) else ""))
-    n = {o: sum(x["outcome"] == o for x in result["confirmations"]) for o in OUTCOMES}
-    lines += ["", ", ".join(f"{v} {k}" for k, v in n.items()) + f"; written to {result['run']}/"
-              "confirmations.json"]
-    return "\n".join(lines)
+            "role": {k: (x or {}).get(k) for k in ("cpu", "limit", "source", "throttled", "saturated")}
+            if x else None}

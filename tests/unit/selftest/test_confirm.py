@@ -262,5 +262,46 @@ def test_the_arms_say_when_a_level_was_not_steady_or_the_relieved_limit_did_not_
            run("changed", 1, 0.245, 0.3, steady=False), run("control", 1, 0.15, 0.15),
            run("control", 2, 0.15, 0.15), run("changed", 2, 0.212, 0.3, steady=False)]
     said = measured_as_asked(exp, cut)
-    assert "not steady: changed 1, changed 2" in said and "did not bind" in said and "82 %" in said
+    assert "not steady: changed 1, changed 2" in said and "did not bind in 2 of 3" in said and "82 %" in said
+    held = [{**r, "role": {**r["role"], "saturated": r["arm"] == "changed"}} for r in cut]
+    assert "did not bind" not in measured_as_asked(exp, held)  # throttled: saturated below NEAR
     assert measured_as_asked({"kind": "relieve", "changed": {"level": 8}}, cut) == "not steady: changed 1, changed 2"
+
+
+LIMITS = {"write_bps": {"group": "/sys/fs/cgroup/blkio/xcb-t-osd", "file": "blkio.throttle.write_bps_device",
+                        "dev": "254:0", "value": 20_000_000},
+          "cpu": {"group": "/sys/fs/cgroup/cpu/xcb-t-osd", "file": "cpu.cfs_quota_us", "value": 20000,
+                  "cores": 0.2}}
+
+
+def test_on_a_cluster_xcbench_started_each_storage_sub_kind_lifts_its_own_limit():
+    e = choose("storage-bandwidth", {"rate": 10e6}, _cell("rados"), 4, 2.0, True, ceiling=300e6, limits=LIMITS)
+    assert e["experiment"] == "twice the device's write bytes" and e["kind"] == "relieve"
+    assert e["changed"] == {"lift": (LIMITS["write_bps"], 40_000_000)} and e["control"] == {}
+    assert e["predicted"] == pytest.approx(2.0) and e["confirms"] == "storage-bandwidth"
+    assert e["rivals"]["storage-iops"] == 1.0 and e["rivals"]["storage-host-cpu"] == 1.0
+    e = choose("storage-bandwidth", {"rate": 200e6}, _cell("rados"), 4, 2.0, True, ceiling=300e6, limits=LIMITS)
+    assert e["predicted"] == pytest.approx(1.5)  # at most the run's gateway ceiling
+    e = choose("storage-host-cpu", {"rate": 10e6}, _cell("rados"), 4, 2.0, True, limits=LIMITS)
+    assert e["experiment"] == "twice the OSDs' cores" and e["changed"]["lift"][1] == 40000
+    e = choose("storage-host-cpu", {"rate": 10e6}, _cell("rados"), 4, 0.3, True, limits=LIMITS)
+    assert e["predicted"] == pytest.approx(1.5)  # a quota of 0.2 of a 0.3-core host: at most 0.3
+    why = choose("storage-iops", {"rate": 10e6}, _cell("rados"), 4, 2.0, True, limits=LIMITS)["why"]
+    assert "write-bytes throttle" in why and "CPU quota" in why and "storage-iops" in why and "\n" not in why
+
+
+def test_elsewhere_the_storage_taken_out_confirms_the_storage_side_only():
+    for embedded, limits in ((False, LIMITS), (True, {}), (True, None)):
+        e = choose("storage-iops", {"rate": 10e6}, _cell("rados"), 4, 2.0, embedded, limits=limits)
+        assert e["experiment"] == "storage out" and e["confirms"] == "storage side", embedded
+    e = choose("storage-bandwidth", {"rate": 10e6}, _cell("rados"), 4, 2.0, True, limits=LIMITS,
+               experiment="storage out")
+    assert e["experiment"] == "storage out"
+
+
+def test_an_experiment_asked_for_is_used_where_it_tests_the_verdict():
+    e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=0.15, origins=1), 4, 2.0, False,
+               experiment="one more origin")
+    assert e["experiment"] == "one more origin" and e["changed"] == {"cell": {"origins": 2}}
+    why = choose("gateway", {}, _cell(), 4, 2.0, False, experiment="twice the transfers")["why"]
+    assert "does not test gateway" in why
