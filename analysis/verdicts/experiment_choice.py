@@ -28,8 +28,8 @@ xcbench made on the OSDs).
 (the self-test's: a device write-bytes throttle, a write-IOs throttle, a CPU quota), the named
 sub-kind's own limit is doubled in place (it rises x2 where that limit binds; a rival sub-kind's
 limit binding instead, the rate stays): storage-bandwidth, -iops and -host-cpu are told apart.
-Where the named sub-kind has no limit of its kind there, "not testable here" says which limits
-there are. Everywhere else (a cluster xcbench did not start, or OSDs under no limit of
+Where the named sub-kind has no limit of its kind there, the storage is taken out (the storage
+side only, the limits there are said). Everywhere else (a cluster xcbench did not start, or OSDs under no limit of
 xcbench's) the storage taken out confirms "the storage side" only, and says so; the sub-kind is
 named from telemetry.
 """
@@ -208,9 +208,15 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
     if verdict in (*STORAGE, "storage-network") and getattr(cell, "backend", "tmpfs") == "tmpfs":
         return {"why": "the cell has no storage behind its gateway (tmpfs): nothing to take out"}
     if verdict in STORAGE:
-        if embedded and limits and experiment != "storage out":
-            return _lift(verdict, limits, rate, ceiling, host_cores)
-        return _storage_out(ev, level, rate, ceiling, embedded)
+        lift = _lift(verdict, limits, rate, ceiling, host_cores) if embedded and limits and \
+            experiment != "storage out" else None
+        if lift is not None:
+            return lift
+        out = _storage_out(ev, level, rate, ceiling, embedded)
+        if embedded and limits:  # limits of other sub-kinds only: the storage side, said so
+            out["what"] += (f"; the OSDs' limits xcbench made ({', '.join(LIMIT_WORDS[k] for k in sorted(limits))}) "
+                            f"hold none of {verdict}'s own kind to lift")
+        return out
     if verdict == "gateway":
         c = _positive(getattr(cell, "cores", None))
         if c is not None and c < host_cores and experiment != "one more origin":
@@ -278,16 +284,14 @@ def _storage_out(ev: dict[str, Any], level: int, rate: float | None, ceiling: fl
 
 
 def _lift(verdict: str, limits: dict[str, dict[str, Any]], rate: float | None, ceiling: float | None,
-          host_cores: float) -> dict[str, Any]:
+          host_cores: float) -> dict[str, Any] | None:
     """The named sub-kind's own limit (one xcbench made on the OSDs) doubled in place: x2 where
-    it binds, x1 where another sub-kind's limit does; at most the run's gateway ceiling."""
+    it binds, x1 where another sub-kind's limit does; at most the run's gateway ceiling. None
+    where the OSDs hold no limit of its kind (the caller takes the storage out)."""
     kind, name = LIFTS.get(verdict, (None, None))
     limit = limits.get(kind) if kind else None
     if limit is None or name is None:
-        have = ", ".join(LIMIT_WORDS.get(k, k) for k in sorted(limits))
-        return {"why": f"the OSDs are held by limits xcbench made ({have}), none of {verdict}'s own "
-                       "kind to lift (the self-test's: a write-bytes throttle for storage-bandwidth, "
-                       "a write-IOs throttle for storage-iops, a CPU quota for storage-host-cpu)"}
+        return None
     old = float(limit["value"])
     new = RELIEF * old
     if kind == "cpu":  # no more than the host's cores

@@ -50,7 +50,7 @@ def main(args) -> int:
                        "role's own use would not bind)")
     # bad input fails here too; only "not yet" scenarios or ones with runs of their own (network:
     # a tmpfs gateway on emulated hosts): no cluster needed
-    if all(s.needs or s.own_run for s in plan(args.scenario, args.quick)):
+    if all(s.needs or (s.own_run and not s.uses_cluster) for s in plan(args.scenario, args.quick)):
         try:
             result = run_selftest(None, names=args.scenario, quick=args.quick, out=Path(store_of(args)),
                                   fraction=fraction, allow_missing=args.allow_missing, log=log)

@@ -8,7 +8,9 @@ blkio write throttle on the OSDs' device; ``network``: a shaped link between emu
 the OSDs' device under a write throttle while a cell runs; ``experiments``: the capped,
 half-host and EC-twin runs; ``judging``: each level's verdict against its answer; ``cause``: each capped level against
 the same level uncapped (slower beyond the noise, the role at its limit); ``output``:
-expected vs attributed, with the evidence (text or JSON); ``confirm``: ``xcbench confirm``.
+expected vs attributed, with the evidence (text or JSON); ``confirm``: ``xcbench confirm``;
+``confirm_cases``: for every experiment kind, the right name confirmed and wrong ones not
+(``confirming`` runs a case, ``confirm_setups`` keeps its cause made through the replays).
 
 Adding a scenario (e.g. the network one of the multi-host issue) in a module of its own:
 
@@ -34,7 +36,8 @@ from xcbench.selftest.registry import CELLS, SCENARIOS, CellDef, Scenario, regis
 
 # every module that registers scenarios, in the order they run and print
 SCENARIO_MODULES = ("xcbench.selftest.scenarios", "xcbench.selftest.storage_io",
-                    "xcbench.selftest.network", "xcbench.selftest.storagenet")
+                    "xcbench.selftest.network", "xcbench.selftest.storagenet",
+                    "xcbench.selftest.confirm_cases")
 for _name in SCENARIO_MODULES:
     import_module(_name)
 

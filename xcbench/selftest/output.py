@@ -53,21 +53,24 @@ def text(result: dict[str, Any]) -> str:
         lines.append(f"each level runs {d['min']} to {d['max']}; its steady window is the last "
                      f"{st['window']} ({st['rule']}: {st['points']} points within {st['tolerance']})")
     lines.append("")
-    lines.append(f"{'scenario':<12} {'cell':<11} {'c':>3}  {'expected':<34} {'attributed':<18} "
+    w = max([12, *(len(c.scenario) for c in result["checks"])])
+    lines.append(f"{'scenario':<{w}} {'cell':<11} {'c':>3}  {'expected':<34} {'attributed':<18} "
                  f"{'uncapped/capped':<22} result")
     allow = set(result.get("allow_missing") or ())
     for c in result["checks"]:
         exp = expected_text(c.expected)
-        lines.append(f"{c.scenario:<12} {c.cell:<11} {c.level:>3}  {exp[:34]:<34} {c.verdict:<18} "
+        lines.append(f"{c.scenario:<{w}} {c.cell:<11} {c.level:>3}  {exp[:34]:<34} {c.verdict:<18} "
                      f"{cause_cell(c.cause):<22} {'ok' if c.ok else 'MISMATCH'}")
     for n in result.get("not_run", []):
         lines.append(f"{n['scenario']:<12} {'-':<11} {'-':>3}  {n['scenario']:<34} {'-':<18} "
                      f"{'-':<22} not run ({n['needs']})"
                      + (" [allowed]" if n["scenario"] in allow else ""))
     lines += [f"note: {n}" for n in unexercised(result["checks"])]
-    lines += [f"note: {r['scenario']} ran twice: its quota did not hold the role the first time at "
-              + ", ".join(f"{cell} c={lv} ({v})" for cell, lv, v in r["checks"])
-              + " (other load took the host's CPU first)" for r in result.get("retried", [])]
+    lines += [(f"note: {r['scenario']} ran twice: its quota did not hold the role the first time at "
+               + ", ".join(f"{cell} c={lv} ({v})" for cell, lv, v in r["checks"])
+               + " (other load took the host's CPU first)") if "checks" in r else
+              (f"note: {r['scenario']}: --test {r['test']} ran twice: its cause was not made in the "
+               f"arms the first time ({r['why']})") for r in result.get("retried", [])]
     lines.append("")
     lines.append("evidence:")
     for c in result["checks"]:
@@ -110,6 +113,10 @@ def cause_cell(cause: dict[str, Any] | None) -> str:
     bound, and whether the role sat at its quota; '-' uncapped."""
     if not cause:
         return "-"
+    if "test" in cause:  # a confirmation case: the measured ratio against the line asked
+        r, m = cause.get("ratio"), cause.get("minimum")
+        return (f"x{r:.2f} (asked x{m:.2f})" if isinstance(r, (int, float)) and isinstance(m, (int, float))
+                else "no ratio")
     sl, low = cause.get("slowdown"), cause.get("slowdown_low")
     if not isinstance(sl, (int, float)):
         return "no uncapped rate"

@@ -75,6 +75,7 @@ class Scenario:
     # proven by intervention as well as named (xcbench.selftest.intervene): "half-host", every
     # role under one CPU quota at half the host's cores; the rate must fall in proportion
     intervene: str | None = None
+    uses_cluster: bool = False  # an own_run scenario that runs on the session's cluster (confirm cases)
 
     def cells_of(self, quick: bool) -> tuple[str, ...]:
         return self.quick_cells if quick and self.quick_cells is not None else self.cells

@@ -98,6 +98,9 @@ def run_selftest(cluster: Cluster | None, *, names: list[str] | None = None, qui
         result["checks"] += got["checks"]
         result["runs"].update(got["runs"])
         result["seconds"].update(got["seconds"])
+        result.setdefault("figures", {}).update(got.get("figures") or {})
+        if got.get("retried"):
+            result["retried"] = result.get("retried", []) + got["retried"]
     if not runnable:
         result["ok"] = verdict_ok(result)
         return result

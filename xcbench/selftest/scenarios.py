@@ -241,8 +241,14 @@ def expectation(s: Scenario, ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:
     return s.expect(s, ev) if s.expect is not None else (s.expected, "")
 
 
+NOT_CONFIRMED = ("refuted", "inconclusive", "proportion checked", "not testable here")  # a wrong name's outcomes
+
+
 def expected_text(expected: tuple[str, ...]) -> str:
-    """'gateway', 'storage-bandwidth or storage-iops', or 'not ec-overhead'."""
+    """'gateway', 'storage-bandwidth or storage-iops', 'not ec-overhead', or (a confirmation
+    case's wrong name) 'not confirmed'."""
+    if set(expected) == set(NOT_CONFIRMED):
+        return "not confirmed"
     missing = [v for v in VERDICTS if v not in expected]
     if len(expected) > 2 and len(missing) == 1:
         return f"not {missing[0]}"

@@ -25,12 +25,16 @@ import yaml
 from tests.support.quota import needs_quota
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions
+from xcbench.selftest import confirm_cases, output
 from xcbench.selftest.capping import mini_pids, run_concluded
 from xcbench.selftest.confirm import confirm_run, text
+from xcbench.selftest.confirm_cases import GATEWAY_SHARE
+from xcbench.selftest.run_scenarios import run_selftest
+from xcbench.selftest.scenarios import host_cores
 from xcbench.system.cgroups import CpuGroups
 
 pytestmark = [pytest.mark.integration, needs_quota]
-QUOTA_GROUPS = ("xcb-confirm",)  # the conftest's state fixture: none of them left after a test
+QUOTA_GROUPS = ("xcb-confirm", "xcb-selftest")  # the conftest's state fixture: none of them left after a test
 CORES = 0.15  # one origin's quota: far below what a tmpfs gateway uses here (~1.3 cores)
 LEVEL = 2
 # short time-based levels: a replay ends once steady, ~6 s of campaign on a quiet box. The
@@ -72,28 +76,30 @@ def capped(tmp_path, state):
     return run
 
 
-def test_a_gateway_held_by_its_own_quota_is_confirmed_and_its_rivals_are_not(ceph_cluster, capped, tmp_path):
-    # three pairs for the gateway: t(0.95, 2) = 2.92; with two, t(1) = 6.31 asks a spread of the
-    # pairs a busy box rarely gives (the plan from the run's own noise said 2, the replays were
-    # noisier: x1.76 inconclusive). The rivals with the pairs confirm would choose.
-    got = confirm_run(capped.path, ceph_cluster, test=("gateway",), pairs=3, log=print)
-    rivals = confirm_run(capped.path, ceph_cluster, test=("host-cpu", "storage-bandwidth"), log=print)
-    print(text(got), text(rivals), sep="\n")
-    by = {x["verdict"]: x for x in got["confirmations"] + rivals["confirmations"]}
-    x = by["gateway"]
-    assert x["experiment"] == "relieve" and x["outcome"] == "confirmed", x["why"]
+def test_a_gateway_held_by_its_own_quota_is_confirmed_and_its_rivals_are_not(ceph_cluster, tmp_path, state):
+    """The self-test's confirm-gateway case, quick (xcbench.selftest.confirm_cases): its gateway
+    under a cores quota of 7.5 % of the host, confirm --test gateway (3 pairs: t(0.95, 2) = 2.92),
+    then --test host-cpu and --test storage-bandwidth with the pairs confirm chooses."""
+    result = run_selftest(ceph_cluster, names=["confirm-gateway"], quick=True, out=tmp_path / "results",
+                          log=print)
+    print(output.text(result))
+    by = {c.cause["test"]: c for c in result["checks"]}
+    assert set(by) == {"gateway", "host-cpu", "storage-bandwidth"} and result["ok"], output.text(result)
+    x = by["gateway"].cause
+    assert x["outcome"] == "confirmed" and x["experiment_name"] == "twice the gateway's cores", x["why"]
     assert x["predicted"] == pytest.approx(2.0) and x["low"] >= x["minimum"] == pytest.approx(1.2)
     assert x["separates"] and set(x["rivals"].values()) == {1.0}
     arms_ = [r["arm"] for r in x["runs"]]
-    assert arms_[:4] == ["control", "changed", "changed", "control"] and len(arms_) == 2 * x["pairs"]
+    assert arms_[:4] == ["control", "changed", "changed", "control"] and len(arms_) == 2 * x["pairs"] == 6
+    quota = round(GATEWAY_SHARE * host_cores(), 3)
     for r in x["runs"]:  # each arm ran under the quota it names
-        assert r["role"]["limit"] == pytest.approx(CORES if r["arm"] == "control" else 2 * CORES, rel=0.05)
-    assert isinstance(x["prediction_error"], float) and x["rel_se"] > 0
-    assert by["storage-bandwidth"]["outcome"] == "not testable here"  # no storage behind tmpfs
-    assert by["host-cpu"]["outcome"] != "confirmed", by["host-cpu"].get("why")
-    stored = json.loads((capped.path / "confirmations.json").read_text())  # the last confirm's
-    assert [c["outcome"] for c in stored["confirmations"]] == [c["outcome"] for c in rivals["confirmations"]]
-    assert pd.read_parquet(capped.path / "confirmations.parquet")["outcome"].tolist()[-1] == "not testable here"
+        assert r["role"]["limit"] == pytest.approx(quota if r["arm"] == "control" else 2 * quota, rel=0.05)
+    assert by["storage-bandwidth"].verdict == "not testable here"  # no storage behind tmpfs
+    assert by["host-cpu"].verdict != "confirmed" and by["host-cpu"].ok
+    run = Path(result["runs"]["confirm-gateway"])
+    stored = json.loads((run / "confirmations.json").read_text())  # the last confirm's
+    assert [c["verdict"] for c in stored["confirmations"]] == ["storage-bandwidth"]
+    assert pd.read_parquet(run / "confirmations.parquet")["outcome"].tolist()[-1] == "not testable here"
 
 
 @pytest.mark.slow
@@ -140,3 +146,22 @@ def test_osds_held_by_a_quota_the_run_did_not_make_confirm_the_storage_side_not_
     assert s["experiment"] == "relieve" and "tmpfs" in s["what"] and s["confirms"] == "storage side"
     assert s["outcome"] == "confirmed", s["why"]
     assert by["gateway"]["outcome"] != "confirmed", by["gateway"]["why"]
+
+
+CASES = [c.name for c in confirm_cases.CASES]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("case", CASES)
+def test_every_experiment_kind_confirms_its_right_name_and_no_wrong_one(ceph_cluster, tmp_path, state, case):
+    """Falsified verdicts are not confirmed (issue 44's must-show), one case per experiment kind
+    (xcbench.selftest.confirm_cases' table), every test of it (the full variant's)."""
+    result = run_selftest(ceph_cluster, names=[case], quick=False, out=tmp_path / "results", log=print)
+    print(output.text(result))
+    tests = {(t.name, t.experiment) for t in confirm_cases.CASES[CASES.index(case)].tests}
+    assert {(c.cause["test"], c.cause["experiment_name"]) for c in result["checks"]} >= \
+        {(n, e) for n, e in tests if e}, "each test asked"
+    assert len(result["checks"]) == len(tests) and result["ok"], output.text(result)
+    for c in result["checks"]:
+        assert c.verdict == "confirmed" if c.cause["right"] else c.verdict != "confirmed", c

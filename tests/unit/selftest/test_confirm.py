@@ -286,8 +286,9 @@ def test_on_a_cluster_xcbench_started_each_storage_sub_kind_lifts_its_own_limit(
     assert e["experiment"] == "twice the OSDs' cores" and e["changed"]["lift"][1] == 40000
     e = choose("storage-host-cpu", {"rate": 10e6}, _cell("rados"), 4, 0.3, True, limits=LIMITS)
     assert e["predicted"] == pytest.approx(1.5)  # a quota of 0.2 of a 0.3-core host: at most 0.3
-    why = choose("storage-iops", {"rate": 10e6}, _cell("rados"), 4, 2.0, True, limits=LIMITS)["why"]
-    assert "write-bytes throttle" in why and "CPU quota" in why and "storage-iops" in why and "\n" not in why
+    e = choose("storage-iops", {"rate": 10e6}, _cell("rados"), 4, 2.0, True, limits=LIMITS)
+    assert e["experiment"] == "storage out" and e["confirms"] == "storage side"  # none of its own kind
+    assert "write-bytes throttle" in e["what"] and "CPU quota" in e["what"] and "storage-iops" in e["what"]
 
 
 def test_elsewhere_the_storage_taken_out_confirms_the_storage_side_only():
