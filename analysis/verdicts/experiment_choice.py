@@ -226,6 +226,11 @@ def choose(verdict: str, ev: dict[str, Any], cell: Cell, level: int, host_cores:
                     "what": f"twice the gateway's cores: each origin's CPU quota {c:g} -> {new:g}",
                     "control": {}, "changed": {"cell": {"cores": new}}}
         o = int(getattr(cell, "origins", 1) or 1)
+        if o < 2:
+            return {"why": "one more origin would put a redirector in front of the one origin, and "
+                           "its lookup of each new file waits (cms.delay lookup: ~1 s a file measured "
+                           "here), so the arms would differ by more than the gateway's capacity; a "
+                           "cell with a cores quota, or 2 origins, can be tested"}
         return {"kind": "relieve", "predicted": (o + 1) / o, "rivals": _x1("one more origin"),
                 "experiment": "one more origin",
                 "what": f"one more origin behind the redirector: {o} -> {o + 1}",

@@ -274,7 +274,7 @@ def _row(cell_id: str, job: Mapping, glob: Mapping, ddir: str, ndirs: int, host:
         "concurrency": None, "target": None, "bw_steady": math.nan, "bw_cv": math.nan,
         "bw_n": 0, "bw_rel_se": math.nan, "host_busy": math.nan, "host_cores": None,
         "osd_cores": math.nan, "wall_s": math.nan, "settle_s": math.nan, "settled": None,
-        "settle_rate": math.nan,
+        "settle_rate": math.nan, "objects_per_job": None, "objects_ran_out": None,
     }
 
 

@@ -117,8 +117,8 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
     output = raw_dir / f"{PREFIX}.{cell.id}.json"
     per_job = p["runtime"] + (p["ramp"] if isinstance(p["ramp"], int) else 0)
     timeout = len(p["jobs"]) * per_job + 300
-    names += level_probes.pool_objects(cell, target, levels, prefixes[0]) if conf else []
     level_rows: list[dict] = []
+    level_names: list[str] = []  # the pool level jobs' objects, named before each job runs
     try:
         if rados_engine and any(j in READ_JOBS for j in p["jobs"]):
             prefill(cluster, target.pool, [n for n in names if n.split(".")[-3] in READ_JOBS],
@@ -136,10 +136,10 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
             level_rows = level_probes.run_levels(
                 cell, target, levels, cluster=cluster, raw_dir=raw_dir, prefix=prefixes[0],
                 conf=conf, ceph_id=getattr(cluster, "ceph_id", None),
-                prev_bw=max(last) if last else None)
+                prev_bw=max(last) if last else None, object_names=level_names)
     finally:
-        if names:
-            remove_objects(cluster, target.pool, names)
+        if names or level_names:
+            remove_objects(cluster, target.pool, names + level_names)
         if not rados_engine:
             remove_files(target.path, prefixes)
     rows = fio.parse(data, cell_id=cell.id, jobfile=texts[0])

@@ -10,8 +10,19 @@ Per level c (``fio-jobs/level.fio.j2``):
   unlinked every loop, as a transfer creates, writes, closes and (delete_after_verify) removes
   its file;
 - ``pool`` (where the target has a pool: CephFS's data pool, the rados backend's pool): c jobs
-  of fio's rados engine writing objects of the layout's object size on the pool, measured apart
-  from the mount. For a rados cell that is the path the gateway takes (XrdCeph on the pool).
+  of fio's rados engine writing NEW objects of the layout's object size on the pool, as
+  XrdCeph's striper writes a file (stripe_count 1: one object after the other; n: n at a time,
+  a stripe unit each in turn; in the striper's IO size, the stripe unit or the gateway's write
+  size if smaller), measured apart from the mount. For a rados cell that is the path the
+  gateway takes (XrdCeph on the pool). No object is written twice: each job has
+  :func:`objects_per_job` objects, enough for its runtime at HEADROOM x its share of the best
+  pool rate measured so far, and is not time-based: it ends at its steady state, its runtime or
+  its last object, whichever comes first (``objects_ran_out`` says the last). What fio's rados
+  engine does not do as the striper does: its objects are made (empty) as the job starts,
+  outside its timed writes, and named ``<prefix>.pool-c<level>.<job>.<n>`` (the striper's are
+  ``<file>.%016x``; a name only places an object, both spread over the PGs alike), and it takes
+  no lock and sets no layout xattr on a file's first object (per-file ops of the gateway's,
+  counted on the chain's side).
 Each job ends when fio sees its bandwidth steady (``steadystate``), else at LEVEL_RUNTIME.
 Before each job a settle step: the previous job's writes flushed (``sync``) and the OSDs' write
 rate back to idle (xcbench.probe.settle). During each job the host's CPU and the OSDs' CPU are
@@ -44,6 +55,12 @@ LEVEL_RUNTIME = 12  # s: the most a level job runs when fio does not see it stea
 STEADY = {"ss": "bw:10%", "ss_dur": 3, "ss_ramp": "500ms"}
 LOG_MSEC = 500  # fio's bandwidth log interval: the samples of the probe's noise
 RAMP_S = 1.0  # samples of the first second are left out of the ceiling (the ramp STEADY means)
+# new objects a pool job has: its runtime at HEADROOM x its share (1 / level) of the best pool
+# rate measured so far (the cell's own probe, an earlier level); with nothing measured yet,
+# FIRST_BPS a job. A job that writes them all before its steady state ends there (said so)
+HEADROOM = 1.5
+FIRST_BPS = 1 << 30  # 1 GiB/s a job: 4x what one XrdCeph writer did on the reference box (~250 MB/s)
+RAN_OUT = 0.99  # a pool level whose jobs wrote this share of their objects' bytes ran out of them
 
 
 def write_size(cell) -> int:
@@ -68,34 +85,49 @@ def targets(target) -> list[str]:
     return out + (["pool"] if target.pool else [])
 
 
+def runtime(cell) -> int:
+    return max(LEVEL_RUNTIME, int((cell.probe or {}).get("runtime") or 0))
+
+
+def objects_per_job(cell, level: int, prev_bw: float | None) -> int:
+    """New objects each of a pool level's ``level`` jobs gets: its runtime at HEADROOM x its
+    share of the best pool rate measured so far (``prev_bw``, B/s), FIRST_BPS a job without one."""
+    obj = cell.layout.object_size if cell.layout else write_size(cell)
+    per_job = (prev_bw / level if prev_bw and math.isfinite(prev_bw) and prev_bw > 0 else FIRST_BPS)
+    return max(1, math.ceil(HEADROOM * per_job * runtime(cell) / obj))
+
+
 def render_level(cell, target, level: int, kind: str, *, prefix: str, log_stem: Path,
                  direct: bool = False, conf: str | None = None,
-                 ceph_id: str | None = None) -> str:
-    """The job file of one level probe (``kind`` mount or pool)."""
+                 ceph_id: str | None = None, objects: int = 1) -> str:
+    """The job file of one level probe (``kind`` mount or pool; ``objects``: a pool job's new
+    objects, :func:`objects_per_job`)."""
     bs = write_size(cell)
-    obj = cell.layout.object_size if cell.layout else bs
-    common = {"cell_id": cell.id, "label": cell.label, "jobs": int(level),
-              "runtime": max(LEVEL_RUNTIME, int((cell.probe or {}).get("runtime") or 0)),
+    lay = cell.layout
+    obj = lay.object_size if lay else bs
+    common = {"cell_id": cell.id, "label": cell.label, "jobs": int(level), "runtime": runtime(cell),
               "ss": steady(cell), "log_stem": str(log_stem), "log_msec": LOG_MSEC,
               "file_size": int(cell.file_size), "prefix": prefix}
-    if kind == "pool":
-        per_file = max(1, math.ceil(int(cell.file_size) / obj))
+    if kind == "pool":  # the striper's IO: a stripe unit, or the gateway's write if smaller
         return render(TEMPLATES, "level.fio.j2", **common, job=f"pool-c{level}", engine="rados",
                       conf=conf, ceph_id=ceph_id, pool=target.pool, directory=None,
-                      ioengine="rados", direct=0, bs=min(obj, MAX_BS), objects=per_file,
-                      object_size=obj)
+                      ioengine="rados", direct=0, bs=min(bs, lay.stripe_unit if lay else obj, MAX_BS),
+                      objects=int(objects), object_size=obj,
+                      stripe_count=int(lay.stripe_count) if lay else 1)
     return render(TEMPLATES, "level.fio.j2", **common, job=f"write-c{level}", engine="files",
                   conf=None, ceph_id=None, pool=None, directory=target.path,
                   ioengine="libaio" if direct else "psync", direct=int(direct), bs=bs,
-                  objects=1, object_size=obj)
+                  objects=1, object_size=obj, stripe_count=1)
 
 
 def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str,
                conf: str | None = None, ceph_id: str | None = None, direct: bool = False,
-               prev_bw: float | None = None) -> list[dict]:
+               prev_bw: float | None = None, object_names: list[str] | None = None) -> list[dict]:
     """Every level probe of the cell, in level order (mount then pool at each level): PROBE
-    rows (the caller removes what fio left: files by prefix, objects by :func:`pool_objects`)."""
+    rows (the caller removes what fio left: files by prefix, objects by the names each pool job
+    is given, added to ``object_names`` before it runs)."""
     rows: list[dict] = []
+    best = prev_bw  # the best pool rate so far: what a pool job's new objects are sized from
     waiter = settle.Settle(cluster, target.pool) if cluster is not None and target.pool else None
     try:
         for level in levels:
@@ -108,10 +140,13 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
                     old.unlink()
                 # fio in another user's dir runs as that user (xcbench.probe.dirowner)
                 owner = dirowner.owner_of(target.path) if kind == "mount" else None
+                n = objects_per_job(cell, int(level), best) if kind == "pool" else 0
+                if n and object_names is not None:
+                    object_names += pool_objects(prefix, int(level), n)
                 with dirowner.log_dir(owner, stem, int(level)) as log_stem:
                     text = render_level(cell, target, level, kind, prefix=prefix,
                                         log_stem=log_stem, direct=direct, conf=conf,
-                                        ceph_id=ceph_id)
+                                        ceph_id=ceph_id, objects=max(1, n))
                     jf = raw_dir / f"{stem.name}.fio"
                     jf.write_text(text)
                     settled = settle.flush_and_wait(waiter, target.path, prev_bw)
@@ -124,9 +159,15 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
                 # to the jobs' end: a write stall at the end logs no line (xcbench.probe.noise)
                 end_ms = max((r["runtime_s"] for r in got), default=0.0) * 1000 or None
                 stats = noise.from_logs(stem, LOG_MSEC, RAMP_S, end_ms)
+                obj = cell.layout.object_size if cell.layout else write_size(cell)
                 for r in got:
                     r.update(concurrency=int(level), target=kind, wall_s=round(wall, 2),
                              **stats, **meter.result(), **settled)
+                    if kind == "pool":  # every object new; all of them written: the job ran out
+                        written = float(r.get("bw") or 0) * float(r.get("runtime_s") or 0)
+                        r.update(objects_per_job=n,
+                                 objects_ran_out=bool(written >= RAN_OUT * n * int(level) * obj))
+                        best = max(best or 0.0, float(r.get("bw") or 0))
                     prev_bw = stats["bw_steady"] if math.isfinite(stats["bw_steady"]) else r["bw"]
                 rows += got
     finally:
@@ -136,10 +177,6 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
     return rows
 
 
-def pool_objects(cell, target, levels, prefix: str) -> list[str]:
-    """The object names the pool jobs write (fio: <prefix>.$jobname.$jobnum.$filenum)."""
-    if not target.pool:
-        return []
-    obj = cell.layout.object_size if cell.layout else write_size(cell)
-    per = max(1, math.ceil(int(cell.file_size) / obj))
-    return [f"{prefix}.pool-c{c}.{j}.{f}" for c in levels for j in range(int(c)) for f in range(per)]
+def pool_objects(prefix: str, level: int, per_job: int) -> list[str]:
+    """The object names one pool level's jobs write (fio: <prefix>.$jobname.$jobnum.$filenum)."""
+    return [f"{prefix}.pool-c{level}.{j}.{f}" for j in range(int(level)) for f in range(int(per_job))]

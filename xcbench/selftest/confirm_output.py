@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.analysis.verdicts.experiment_choice import NEAR
+from xcbench.analysis.verdicts.roles import THROTTLED
 
 OUTCOMES = ("confirmed", "proportion checked", "not testable here", "refuted", "inconclusive")
 
@@ -30,9 +31,10 @@ def measured_as_asked(exp: dict[str, Any], runs: list[dict[str, Any]]) -> str:
                                          or (lift and lift[0].get("file", "").startswith("cpu."))):
         held = [r["role"] for r in runs if r["arm"] == "changed" and r.get("role")
                 and isinstance(r["role"].get("cpu"), (int, float)) and (r["role"].get("limit") or 0) > 0]
-        # saturated as the roles' rule has it (analysis.verdicts.roles: at NEAR of its limit, or
-        # throttled in most periods); else at NEAR of it
-        loose = [x for x in held if not x.get("saturated", x["cpu"] >= NEAR * x["limit"])]
+        # the relieved quota bound: its group throttled in most CFS periods (the kernel's word:
+        # analysis.verdicts.roles' threshold), or the role at NEAR of it. Not the roles' wider
+        # "saturated", which a role waiting on a full host's run queue also is
+        loose = [x for x in held if not (x["cpu"] >= NEAR * x["limit"] or (x.get("throttled") or 0) >= THROTTLED)]
         if held and 2 * len(loose) > len(held):
             use = sorted(x["cpu"] / x["limit"] for x in held)[len(held) // 2]
             out.append(f"the relieved limit did not bind in {len(loose)} of {len(held)} changed arms "

@@ -42,7 +42,9 @@ PROBE = ("cell_id", "job", "host", "rw", "bs", "iodepth", "numjobs", "iops", "bw
          # interval samples with their cv, count and relative standard error, the host's and the
          # OSDs' CPU during the job, and its settle step
          "concurrency", "target", "bw_steady", "bw_cv", "bw_n", "bw_rel_se", "host_busy",
-         "host_cores", "osd_cores", "wall_s", "settle_s", "settled", "settle_rate")
+         "host_cores", "osd_cores", "wall_s", "settle_s", "settled", "settle_rate",
+         # a pool level probe's new objects a job, and whether its jobs wrote them all (ran out)
+         "objects_per_job", "objects_ran_out")
 # Telemetry, long format: one value per row.
 SAMPLE = ("cell_id", "wall", "mono", "sampler", "metric", "value", "labels")
 # Sampler gaps (a sampler failed; the others went on).

@@ -74,14 +74,42 @@ def test_matrix_steady_settings_override(tmp_path):
     assert (j["steadystate"], j["ss_dur"], j["ss_ramp"], j["runtime"]) == ("bw:5%", "6", "2", "30")
 
 
-def test_pool_job_same_object_size_and_concurrency(tmp_path):
-    j = render(cell(layout=Layout(1 * M, 4, 4 * M)), 4, "pool", tmp_path)
+def render_pool(c: Cell, level: int, tmp_path: Path, objects: int) -> dict:
+    t = Target(cell_id=c.id, backend=c.backend, path=str(tmp_path), pool="xcb-rep3")
+    text = levels.render_level(c, t, level, "pool", prefix=f"xcb-probe.{c.id}.ab12", log_stem=tmp_path / "log",
+                               conf="/etc/ceph/ceph.conf", ceph_id="admin", objects=objects)
+    if shutil.which("fio"):
+        jf = tmp_path / f"pool{level}.fio"
+        jf.write_text(text)
+        cp = proc.run(["fio", "--parse-only", str(jf)], check=False)
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+    glob, jobs = jobfile_options(text)
+    (name, job), = jobs.items()
+    return {"glob": glob, "name": name, **job}
+
+
+def test_pool_job_writes_new_objects_as_the_striper_does(tmp_path):
+    """stripe_count 1: one object after the other, each of the layout's object size, written
+    once (not time-based: no object is rewritten), in the gateway's write size."""
+    j = render_pool(cell(), 4, tmp_path, objects=120)
     assert j["name"] == "pool-c4" and j["glob"]["ioengine"] == "rados"
     assert j["glob"]["pool"] == "xcb-rep3" and j["numjobs"] == "4" and j["iodepth"] == "1"
-    assert j["bs"] == str(4 * M) and j["nrfiles"] == "4"  # 16 MiB files = 4 objects of 4 MiB
-    names = levels.pool_objects(cell(), Target(cell_id="lv1", backend="cephfs", pool="p"), [1, 4],
-                                "xcb-probe.lv1.ab12")
-    assert len(names) == (1 + 4) * 4 and "xcb-probe.lv1.ab12.pool-c4.3.3" in names
+    assert (j["nrfiles"], j["filesize"], j["size"]) == ("120", str(4 * M), str(120 * 4 * M))
+    assert j["openfiles"] == "1" and j["file_service_type"] == "sequential"
+    assert "time_based" not in j and "time_based" not in j["glob"] and j["bs"] == str(4 * M)
+    # stripe_count 4, stripe unit 1 MiB: four objects at a time, a stripe unit each in turn
+    j = render_pool(cell(layout=Layout(1 * M, 4, 4 * M)), 2, tmp_path, objects=64)
+    assert j["openfiles"] == "4" and j["file_service_type"] == "roundrobin" and j["bs"] == str(M)
+    assert j["filesize"] == str(4 * M)
+    assert levels.pool_objects("xcb-probe.lv1.ab12", 4, 3) == [
+        f"xcb-probe.lv1.ab12.pool-c4.{j}.{f}" for j in range(4) for f in range(3)]
+
+
+def test_a_pool_job_has_objects_for_its_runtime_at_its_share_of_the_best_rate():
+    c = cell()  # 4 MiB objects, a 12-s runtime
+    assert levels.objects_per_job(c, 4, 400e6) == math.ceil(1.5 * 100e6 * 12 / (4 * M))
+    assert levels.objects_per_job(c, 1, None) == math.ceil(1.5 * (1 << 30) * 12 / (4 * M))
+    assert levels.objects_per_job(c, 8, 1.0) == 1
 
 
 def test_what_each_target_is_probed_on(tmp_path):

@@ -29,8 +29,8 @@ def test_a_gateway_is_relieved_by_twice_its_cores_or_one_more_origin():
     e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=0.15, origins=1), 4, 2.0, False)
     assert e["kind"] == "relieve" and e["changed"] == {"cell": {"cores": 0.3}}
     assert e["predicted"] == pytest.approx(2)
-    e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=2.0, origins=1), 4, 2.0, False)
-    assert e["changed"] == {"cell": {"origins": 2}} and e["predicted"] == pytest.approx(2)
+    why = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=2.0, origins=1), 4, 2.0, False)["why"]
+    assert "redirector" in why and "lookup" in why  # 1 -> 2 origins adds a redirector's wait a file
     e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=None, origins=2), 4, 2.0, False)
     assert e["changed"] == {"cell": {"origins": 3}} and e["predicted"] == pytest.approx(1.5)
 
@@ -263,8 +263,13 @@ def test_the_arms_say_when_a_level_was_not_steady_or_the_relieved_limit_did_not_
            run("control", 2, 0.15, 0.15), run("changed", 2, 0.212, 0.3, steady=False)]
     said = measured_as_asked(exp, cut)
     assert "not steady: changed 1, changed 2" in said and "did not bind in 2 of 3" in said and "82 %" in said
-    held = [{**r, "role": {**r["role"], "saturated": r["arm"] == "changed"}} for r in cut]
-    assert "did not bind" not in measured_as_asked(exp, held)  # throttled: saturated below NEAR
+    held = [{**r, "role": {**r["role"], "throttled": 0.9 if r["arm"] == "changed" else 1.0}} for r in cut]
+    assert "did not bind" not in measured_as_asked(exp, held)  # throttled in most periods: it bound
+    # a driver waiting on a full host's run queue is "saturated" by the roles' rule, but its
+    # quota, 0.3, throttled 4 % of the periods, did not bind (confirm-client on a busy box)
+    busy = [{**r, "role": {"cpu": 0.13, "limit": 0.3, "throttled": 0.04, "saturated": True}}
+            if r["arm"] == "changed" else r for r in cut]
+    assert "did not bind in 3 of 3" in measured_as_asked(exp, busy)
     assert measured_as_asked({"kind": "relieve", "changed": {"level": 8}}, cut) == "not steady: changed 1, changed 2"
 
 
@@ -301,8 +306,8 @@ def test_elsewhere_the_storage_taken_out_confirms_the_storage_side_only():
 
 
 def test_an_experiment_asked_for_is_used_where_it_tests_the_verdict():
-    e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=0.15, origins=1), 4, 2.0, False,
+    e = choose("gateway", {}, SimpleNamespace(backend="tmpfs", cores=0.15, origins=2), 4, 2.0, False,
                experiment="one more origin")
-    assert e["experiment"] == "one more origin" and e["changed"] == {"cell": {"origins": 2}}
+    assert e["experiment"] == "one more origin" and e["changed"] == {"cell": {"origins": 3}}
     why = choose("gateway", {}, _cell(), 4, 2.0, False, experiment="twice the transfers")["why"]
     assert "does not test gateway" in why
