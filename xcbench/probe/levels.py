@@ -55,11 +55,14 @@ LEVEL_RUNTIME = 12  # s: the most a level job runs when fio does not see it stea
 STEADY = {"ss": "bw:10%", "ss_dur": 3, "ss_ramp": "500ms"}
 LOG_MSEC = 500  # fio's bandwidth log interval: the samples of the probe's noise
 RAMP_S = 1.0  # samples of the first second are left out of the ceiling (the ramp STEADY means)
-# new objects a pool job has: its runtime at HEADROOM x its share (1 / level) of the best pool
-# rate measured so far (the cell's own probe, an earlier level); with nothing measured yet,
-# FIRST_BPS a job. A job that writes them all before its steady state ends there (said so)
-HEADROOM = 1.5
-FIRST_BPS = 1 << 30  # 1 GiB/s a job: 4x what one XrdCeph writer did on the reference box (~250 MB/s)
+# new objects a pool job has: new_seconds of writing at HEADROOM x the rate one job may reach,
+# per_job: no more than the fastest job of an earlier pool level, nor than GROWTH x the best
+# pool total so far shared by its level's jobs (before the first level: the larger of the
+# cell's own probe and FIRST_BPS). A job that writes them all before its steady state ends
+# there, said so (objects_ran_out): its figure is what it did in that time
+HEADROOM = 1.25
+GROWTH = 2.0  # the most a pool's total grows from one level to the next (levels double, at most x2)
+FIRST_BPS = 400e6  # B/s, a pool level's jobs together: the reference box's pool (~350-400 MB/s, notes)
 RAN_OUT = 0.99  # a pool level whose jobs wrote this share of their objects' bytes ran out of them
 
 
@@ -89,12 +92,35 @@ def runtime(cell) -> int:
     return max(LEVEL_RUNTIME, int((cell.probe or {}).get("runtime") or 0))
 
 
-def objects_per_job(cell, level: int, prev_bw: float | None) -> int:
-    """New objects each of a pool level's ``level`` jobs gets: its runtime at HEADROOM x its
-    share of the best pool rate measured so far (``prev_bw``, B/s), FIRST_BPS a job without one."""
+def _seconds(v: Any) -> float:
+    """fio's time: 3, "500ms", "2s"."""
+    s = str(v).strip()
+    return float(s[:-2]) / 1000 if s.endswith("ms") else float(s[:-1] if s.endswith("s") else s)
+
+
+def new_seconds(cell) -> float:
+    """How long a pool job's new objects last at its expected rate: its steady test's ramp and
+    window (fio stops a steady job there) and a second, at most its runtime. fio's rados engine
+    makes every object (and removes it) outside the job's timed writes, ~3.4 ms an object here:
+    the fewer, the quicker the probe."""
+    ss = steady(cell)
+    return float(min(runtime(cell), _seconds(ss["ss_ramp"]) + _seconds(ss["ss_dur"]) + 1.0))
+
+
+def per_job(level: int, best_total: float | None, best_job: float | None) -> float:
+    """The rate one of a pool level's ``level`` jobs may reach (B/s): no more than the fastest
+    job so far (``best_job``), nor GROWTH x the best total so far (``best_total``) shared by the
+    level's jobs; before any pool level, FIRST_BPS (or the total given) shared by them."""
+    total = best_total if best_total and math.isfinite(best_total) and best_total > 0 else FIRST_BPS
+    if best_job is None:
+        return total / level
+    return min(best_job, GROWTH * total / level)
+
+
+def objects_per_job(cell, level: int, rate: float) -> int:
+    """New objects a pool job at ``rate`` (B/s, :func:`per_job`) gets: new_seconds at HEADROOM x it."""
     obj = cell.layout.object_size if cell.layout else write_size(cell)
-    per_job = (prev_bw / level if prev_bw and math.isfinite(prev_bw) and prev_bw > 0 else FIRST_BPS)
-    return max(1, math.ceil(HEADROOM * per_job * runtime(cell) / obj))
+    return max(1, math.ceil(HEADROOM * rate * new_seconds(cell) / obj))
 
 
 def render_level(cell, target, level: int, kind: str, *, prefix: str, log_stem: Path,
@@ -127,7 +153,11 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
     rows (the caller removes what fio left: files by prefix, objects by the names each pool job
     is given, added to ``object_names`` before it runs)."""
     rows: list[dict] = []
-    best = prev_bw  # the best pool rate so far: what a pool job's new objects are sized from
+    # the best pool rate so far: what a pool job's new objects are sized from (an earlier pool
+    # level's; before the first, the cell's own probe's, FIRST_BPS at least: a small probe's
+    # figure is no bound)
+    best = max(prev_bw or 0.0, float(FIRST_BPS))
+    best_job: float | None = None
     waiter = settle.Settle(cluster, target.pool) if cluster is not None and target.pool else None
     try:
         for level in levels:
@@ -140,7 +170,8 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
                     old.unlink()
                 # fio in another user's dir runs as that user (xcbench.probe.dirowner)
                 owner = dirowner.owner_of(target.path) if kind == "mount" else None
-                n = objects_per_job(cell, int(level), best) if kind == "pool" else 0
+                n = objects_per_job(cell, int(level), per_job(int(level), best, best_job)) \
+                    if kind == "pool" else 0
                 if n and object_names is not None:
                     object_names += pool_objects(prefix, int(level), n)
                 with dirowner.log_dir(owner, stem, int(level)) as log_stem:
@@ -167,7 +198,9 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
                         written = float(r.get("bw") or 0) * float(r.get("runtime_s") or 0)
                         r.update(objects_per_job=n,
                                  objects_ran_out=bool(written >= RAN_OUT * n * int(level) * obj))
-                        best = max(best or 0.0, float(r.get("bw") or 0))
+                        bw = float(r.get("bw") or 0)
+                        best = max(best if best_job is not None else 0.0, bw)
+                        best_job = max(best_job or 0.0, bw / int(level))
                     prev_bw = stats["bw_steady"] if math.isfinite(stats["bw_steady"]) else r["bw"]
                 rows += got
     finally:

@@ -6,11 +6,11 @@ right name confirmed and at least one wrong name a run could plausibly have give
 |---|---|---|---|
 | confirm-gateway | the gateway held by its own ``cores`` quota (tmpfs) | gateway: twice the gateway's cores | host-cpu (CPU given: none to give, or the gateway's own quota still binds), storage-bandwidth (no storage); full: concurrency (twice the transfers) |
 | confirm-origins | two origins behind a redirector, each under its own ``cores`` quota | gateway: one more origin | host-cpu |
-| confirm-concurrency | one transfer of small files in flight (tmpfs), the driver under a generous quota | concurrency: twice the transfers | gateway (one more origin), client (twice the driver's CPU) |
+| confirm-concurrency | one transfer of 1 MiB files in flight (tmpfs), the driver under a generous quota | concurrency: twice the transfers | client (twice the driver's CPU); gateway (not testable: one origin, no cores quota) |
 | confirm-client | the driver under a CPU quota in every campaign, the gateway under a generous one | client: twice the driver's CPU | concurrency, gateway (twice the gateway's cores) |
-| confirm-host-cpu | busy loops of the self-test's own beside the roles | host-cpu: CPU given to the roles | gateway (one more origin) |
+| confirm-host-cpu | busy loops of the self-test's own beside the roles | host-cpu: CPU given to the roles | concurrency (twice the transfers); gateway (not testable: one origin, no cores quota) |
 | confirm-gateway-ceph | EC and replicated XrdCeph cells whose gateways hold a small ``cores`` quota, a busy loop beside | gateway (twice the cores) | ec-overhead (EC against its twin), storage-bandwidth (storage out), host-cpu (CPU given) |
-| confirm-osd-quota | the OSDs under a CPU quota the run did not make | storage-host-cpu (twice the OSDs' cores), storage-bandwidth (storage out: the storage side) | gateway (one more origin) |
+| confirm-osd-quota | the OSDs under a CPU quota the run did not make | storage-host-cpu (twice the OSDs' cores), storage-bandwidth (storage out: the storage side) | gateway (not testable: one origin), concurrency |
 | confirm-device-bytes | the OSDs' device under a write-bytes throttle (and a generous IOs throttle and CPU quota) | storage-bandwidth (twice the device's write bytes) | storage-iops (twice the write IOs), storage-host-cpu (twice the OSDs' cores), gateway |
 | confirm-device-ios | the OSDs' device under a write-IOs throttle (and a generous bytes throttle), 256 KiB files | storage-iops (twice the write IOs) | storage-bandwidth (twice the write bytes), gateway |
 | confirm-ec | EC and its replicated twin under one device write-bytes throttle | ec-overhead (EC against its twin) | concurrency, gateway |
@@ -129,7 +129,7 @@ CASES: tuple[Case, ...] = (
          driver=_n(DRIVER_SHARE)),
     Case("confirm-host-cpu", "busy loops of the self-test's own, one per core, beside the roles",
          ("tmpfs",), lambda n: 2 * n, _doc(), lambda c, t, u: setups.cpu_load(host_cores()),
-         (Test("host-cpu", True), Test("gateway", False))),
+         (Test("host-cpu", True), Test("concurrency", False), Test("gateway", False))),
     Case("confirm-gateway-ceph", "EC and replicated XrdCeph gateways under a small cores quota, a busy loop beside",
          ("rados-ec", "rados-rep"), lambda n: n,
          _doc(GATEWAY_SHARE),
@@ -137,7 +137,7 @@ CASES: tuple[Case, ...] = (
                     Test("host-cpu", False))),
     Case("confirm-osd-quota", "the OSDs under a CPU quota the run did not make", ("rados-rep",), lambda n: n,
          _doc(), _osd_quota, (Test("storage-host-cpu", True), Test("storage-bandwidth", True),
-                              Test("gateway", False)), requires="osd"),
+                              Test("concurrency", False), Test("gateway", False)), requires="osd"),
     Case("confirm-device-bytes", "the OSDs' device under a write-bytes throttle (a generous IOs throttle "
          "and CPU quota beside)", ("rados-rep",), lambda n: n, _doc(), _device_bytes,
          (Test("storage-bandwidth", True), Test("storage-iops", False), Test("storage-host-cpu", False),

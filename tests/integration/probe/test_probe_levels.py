@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from xcbench.backends.base import Target
 from xcbench.cell import Cell, Layout, PoolSpec
+from xcbench.probe import levels
+from xcbench.probe.jobfiles import remove_objects
 from xcbench.probe.jobs import run_probe
 from xcbench.probe.noise import logs
 from xcbench.store.tables import PROBE
@@ -45,10 +48,42 @@ def test_level_probes_on_cephfs(ceph_cluster, cephfs_backend, tmp_path):
         assert r["bw_n"] >= 3 and r["bw_steady"] > 0 and 0 < r["bw_rel_se"] < 1
         assert 0 < r["host_busy"] <= 1 and r["osd_cores"] > 0
         assert r["settle_s"] >= 0 and r["settled"] in (True, False)
-    # the mount jobs wrote new files: several whole files per job, each created and removed
+    # the mount jobs wrote new files: several whole files per job, each created and removed;
+    # the pool jobs new objects, each written once (not time-based: never rewritten)
     for r in rows[1:]:
+        print(r["job"], "wall", r["wall_s"], "runtime", r["runtime_s"], "objects", r["objects_per_job"],
+              "ran out", r["objects_ran_out"])
+        text = (raw / f"xcb-probe.{c.id}.{r['job']}.fio").read_text()
         if r["target"] == "mount":
-            text = (raw / f"xcb-probe.{c.id}.{r['job']}.fio").read_text()
             assert "create_on_open=1" in text and "unlink_each_loop=1" in text
+        else:
+            assert "file_service_type=sequential" in text and "time_based" not in text
+            assert r["objects_per_job"] >= 1 and r["objects_ran_out"] in (True, False)
     pool = ceph_cluster.ioctx(target.pool)
     assert [o.key for o in pool.list_objects() if o.key.startswith("xcb-probe.pl-cephfs")] == []
+
+
+def test_a_pool_level_writes_new_objects_and_never_one_twice(ceph_cluster, tmp_path, monkeypatch):
+    """A pool level job sized for one object a job (the best rate so far: 1 B/s) writes exactly
+    that object's bytes per job and ends there, long before its runtime: not time-based, it never
+    wraps to rewrite an object; the objects it named are gone after it."""
+    name = ceph_cluster.ensure_pool(PoolSpec("replicated", size=1))
+    c = Cell(id="pl-newobj", label="new objects", backend="rados", layout=Layout(4 * M, 1, 4 * M),
+             pool=PoolSpec("replicated", size=1), file_size=8 * M, concurrency=[2],
+             probe={"runtime": 3, "ss_dur": 2})
+    names: list[str] = []
+    target = Target(cell_id=c.id, backend="rados", pool=name)
+    monkeypatch.setattr(levels, "FIRST_BPS", 1)
+    try:
+        rows = levels.run_levels(c, target, [2], cluster=ceph_cluster, raw_dir=tmp_path,
+                                 prefix="xcb-probe.pl-newobj.ab12", conf=str(ceph_cluster.conf),
+                                 ceph_id=ceph_cluster.ceph_id, prev_bw=1.0, object_names=names)
+    finally:
+        remove_objects(ceph_cluster, name, names)
+    (r,) = rows
+    assert r["objects_per_job"] == 1 and r["objects_ran_out"] is True
+    assert names == ["xcb-probe.pl-newobj.ab12.pool-c2.0.0", "xcb-probe.pl-newobj.ab12.pool-c2.1.0"]
+    assert r["bw"] * r["runtime_s"] == pytest.approx(2 * 4 * M, rel=0.05)  # one object a job, once
+    assert r["runtime_s"] < levels.LEVEL_RUNTIME
+    io = ceph_cluster.ioctx(name)
+    assert [o.key for o in io.list_objects() if o.key.startswith("xcb-probe.pl-newobj")] == []

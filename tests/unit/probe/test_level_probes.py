@@ -105,11 +105,17 @@ def test_pool_job_writes_new_objects_as_the_striper_does(tmp_path):
         f"xcb-probe.lv1.ab12.pool-c4.{j}.{f}" for j in range(4) for f in range(3)]
 
 
-def test_a_pool_job_has_objects_for_its_runtime_at_its_share_of_the_best_rate():
-    c = cell()  # 4 MiB objects, a 12-s runtime
-    assert levels.objects_per_job(c, 4, 400e6) == math.ceil(1.5 * 100e6 * 12 / (4 * M))
-    assert levels.objects_per_job(c, 1, None) == math.ceil(1.5 * (1 << 30) * 12 / (4 * M))
+def test_a_pool_job_has_objects_for_its_steady_test_at_its_share_of_the_best_rate():
+    c = cell()  # 4 MiB objects, fio's steady test: a 500 ms ramp and 3 s: 4.5 s of objects
+    assert levels.new_seconds(c) == 4.5
+    assert levels.objects_per_job(c, 4, 100e6) == math.ceil(1.25 * 100e6 * 4.5 / (4 * M))
     assert levels.objects_per_job(c, 8, 1.0) == 1
+    assert levels.per_job(1, None, None) == 400e6  # before any pool level: FIRST_BPS
+    assert levels.per_job(4, 800e6, None) == 200e6  # the cell's own probe, shared
+    # after c=1 at 260 MB/s: a c=2 job may reach 260 (the total doubling), a c=8 job 2 x 450 / 8
+    assert levels.per_job(2, 260e6, 260e6) == 260e6
+    assert levels.per_job(8, 450e6, 260e6) == pytest.approx(112.5e6)
+    assert levels.new_seconds(cell(probe={"ss_dur": 30, "ss_ramp": "2s", "runtime": 12})) == 12.0
 
 
 def test_what_each_target_is_probed_on(tmp_path):
