@@ -29,9 +29,9 @@ CEILINGS = {"storage-bandwidth": "fio bandwidth", "storage-iops": "fio IOPS",
             "gateway": "tmpfs gateway", "network": "iperf3"}
 
 
-def gbps(bps: Any) -> str:
+def gbps(bytes_per_s: Any) -> str:
     """bytes/s -> '6.02 Gb/s' ('–' when missing): the one rate formatter (figures.units)."""
-    return fmt_gbps(bps)
+    return fmt_gbps(bytes_per_s)
 
 
 def _pct(v: float) -> str:
@@ -53,7 +53,7 @@ def beaten(ev: dict[str, Any]) -> list[dict[str, Any]]:
     iperf3. A chain above its probe says the probe is no ceiling of this path."""
     u = ev.get("utilisation") or {}
     figure = {"storage-bandwidth": ev.get("fio_bw"), "storage-iops": ev.get("fio_iops"),
-              "gateway": ev.get("gateway_ceiling"), "network": ev.get("network_bps")}
+              "gateway": ev.get("gateway_ceiling"), "network": ev.get("network_bytes_per_s")}
     out = []
     for k, name in CEILINGS.items():
         x = u.get(k)
@@ -119,7 +119,7 @@ def short_reason(verdict: str, reason: str, ev: dict[str, Any], short: Any = Non
         if is_finite(use) and use >= (ev.get("thresholds") or {}).get("near", 0.85):
             line = f"client link at {_pct(use)} of its shaped rate"
         elif is_finite(u.get("network")):
-            line = f"{_pct(u['network'])} of iperf3 {gbps(ev.get('network_bps'))}"
+            line = f"{_pct(u['network'])} of iperf3 {gbps(ev.get('network_bytes_per_s'))}"
     elif ev.get("limited_role") and verdict in ("gateway", "client", "storage-iops", "storage-bandwidth"):
         line = _role_line(ev)
     elif verdict == "storage-iops" and is_finite(u.get("storage-iops")):

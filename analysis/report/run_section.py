@@ -30,6 +30,7 @@ from xcbench.analysis.verdicts.roles import role_series
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.cell import BACKENDS
 from xcbench.figures.units import fmt_gbps, gbps_num
+from xcbench.store.upgrade import update_confirmations
 
 
 def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
@@ -80,7 +81,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
               for cid, c in m.get("cells", {}).items() if c.get("status") != "complete"]
     fp = m.get("fingerprint") or {}
     versions = fp.get("versions") or {}
-    net_bps, _ = rd.network
+    net_bytes_per_s, _ = rd.network
     layout_ref = network_baseline.reference_layout(m, layout_rows, run_tables.columns()["layout"])
     netbase = network_baseline.network_section(rd.run_id, rd.baseline, src, images=images)
     return {
@@ -103,7 +104,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
         "packages": versions.get("packages") or {}, "host": fp.get("host") or {},
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": _cell_fingerprints(m),
-        "network": fmt_gbps(net_bps, gib=True) if num_cell(net_bps) else "not measured",
+        "network": fmt_gbps(net_bytes_per_s, gib=True) if num_cell(net_bytes_per_s) else "not measured",
         "timeline_derived": rd.timeline_derived,
         # streams, size classes, origins x cores: plots only (the Markdown report has none)
         "dims": dims_section(rd.points, m, rd.campaigns) if images else None,
@@ -122,7 +123,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
 
 def _scaling_figure(points: pd.DataFrame, cells: pd.DataFrame, ceil: Any) -> list[dict[str, Any]]:
     """The throughput-vs-concurrency plot with every measured ceiling ([] when nothing to draw)."""
-    uri = scaling.plot(points, cells, ceil, overview.TARGET_BPS)
+    uri = scaling.plot(points, cells, ceil, overview.TARGET_BYTES_PER_S)
     if not uri:
         return []
     one = not (points["repeats"].fillna(1) > 1).any() if "repeats" in points and len(points) else True
@@ -189,7 +190,7 @@ def confirmations(path: Path, labels: dict[str, str]) -> list[dict[str, Any]]:
     if not f.is_file():
         return []
     try:
-        rows = json.loads(f.read_text()).get("confirmations") or []
+        rows = update_confirmations(json.loads(f.read_text())).get("confirmations") or []
     except (OSError, ValueError, AttributeError):
         return []
 
@@ -200,6 +201,6 @@ def confirmations(path: Path, labels: dict[str, str]) -> list[dict[str, Any]]:
     return [{"cell": labels.get(str(x.get("cell_id")), x.get("cell_id")), "conc": x.get("concurrency"),
              "verdict": x.get("verdict"), "outcome": x.get("outcome"),
              "what": x.get("what") or x.get("why") or "",
-             "control": rate(x.get("control_Bps"), x.get("control_rel_se")),
-             "changed": rate(x.get("changed_Bps"), x.get("changed_rel_se")),
+             "control": rate(x.get("control_bytes_per_s"), x.get("control_rel_se")),
+             "changed": rate(x.get("changed_bytes_per_s"), x.get("changed_rel_se")),
              "why": x.get("why") if x.get("what") else ""} for x in rows if isinstance(x, dict)]

@@ -75,8 +75,8 @@ def ceilings(verdicts: pd.DataFrame, direction: str = "write") -> dict[str, dict
             c["rep"][level] = float(ev["rep_rate"])
         if is_finite(ev.get("fio_bw")):
             c["fio"] = float(ev["fio_bw"])
-        if is_finite(ev.get("network_bps")):
-            c["iperf3"] = float(ev["network_bps"])
+        if is_finite(ev.get("network_bytes_per_s")):
+            c["iperf3"] = float(ev["network_bytes_per_s"])
         if is_finite(ev.get("gateway_ceiling")):
             c["tmpfs"][float(v["concurrency"])] = float(ev["gateway_ceiling"])
         rate = ev.get("rate")
@@ -106,7 +106,7 @@ def decided(verdict: str, ev: dict[str, Any]) -> tuple[float, str] | None:
     link = ev.get("link_use")
     pick: dict[str, tuple[Any, str]] = {
         "network": ((float(r) / link) if is_finite(link) and link >= (ev.get("thresholds") or {}).get("near", 0.85)
-                    and link > 0 else ev.get("network_bps"), "shaped link" if is_finite(link) else "iperf3"),
+                    and link > 0 else ev.get("network_bytes_per_s"), "shaped link" if is_finite(link) else "iperf3"),
         "storage-iops": ((float(r) / u["storage-iops"]) if is_finite(u.get("storage-iops")) and u["storage-iops"] > 0
                          else None, "fio IOPS"),
         "storage-bandwidth": (ev.get("fio_bw"), "fio bandwidth"),
@@ -125,17 +125,17 @@ def decided(verdict: str, ev: dict[str, Any]) -> tuple[float, str] | None:
 
 
 def plot(points: pd.DataFrame, cells: pd.DataFrame, ceil: dict[str, dict[str, Any]],
-         target_bps: float, direction: str = "write") -> str | None:
+         target_bytes_per_s: float, direction: str = "write") -> str | None:
     """Small multiples: one panel per cell (in ``cells``' order), every ceiling drawn."""
-    fig = figure([("", points, ceil)], cells, target_bps, direction)
+    fig = figure([("", points, ceil)], cells, target_bytes_per_s, direction)
     return fig_to_data_uri(fig) if fig is not None else None
 
 
 def overlay(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cells: pd.DataFrame,
-            target_bps: float, direction: str = "write") -> str | None:
+            target_bytes_per_s: float, direction: str = "write") -> str | None:
     """Several runs in one figure: a panel per cell of any run, each run's chain in its own
     line and marker, the ceilings of the first run (the base)."""
-    fig = figure(runs, cells, target_bps, direction)
+    fig = figure(runs, cells, target_bytes_per_s, direction)
     return fig_to_data_uri(fig) if fig is not None else None
 
 
@@ -145,7 +145,7 @@ def _has_ci(s: pd.DataFrame) -> bool:
 
 
 def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cells: pd.DataFrame,
-           target_bps: float, direction: str = "write"):
+           target_bytes_per_s: float, direction: str = "write"):
     """The figure of :func:`plot` / :func:`overlay` (None when no run has a point)."""
     from matplotlib.lines import Line2D
     pts = [(name, p[p["direction"] == direction], c) for name, p, c in runs]
@@ -157,7 +157,7 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
     fig, axes = new_figure(4.3 * ncols, 3.0 * nrows + 1.0, nrows=nrows, ncols=ncols, sharey=True,
                            squeeze=False)
     gb = 8 / 1e9
-    ys: list[float] = [target_bps * gb]
+    ys: list[float] = [target_bytes_per_s * gb]
     used: set[str] = set()
     verdicts: dict[str, None] = {}
     ci_any, marked = False, False
@@ -194,7 +194,7 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
                         ha="right", va="bottom", fontsize=7, color=STYLE["quota"]["color"])
             ys.append(v * gb)
             used.add("quota")
-        ax.axhline(target_bps * gb, **STYLE["target"])
+        ax.axhline(target_bytes_per_s * gb, **STYLE["target"])
         for i, (_name, p, ceil) in enumerate(pts):
             s = p[p["cell_id"] == cid].sort_values("concurrency")
             if s.empty:
@@ -250,7 +250,7 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
     ax0.yaxis.set_minor_formatter(NullFormatter())
     for row in axes:
         row[0].set_ylabel("rate (Gb/s, log)", fontsize=8)
-    names = dict(NAMES, target=f"target {target_bps * gb:g} Gb/s")
+    names = dict(NAMES, target=f"target {target_bytes_per_s * gb:g} Gb/s")
     if not ci_any:
         names["chain"] = "the chain (steady rate; one repeat or no spread: no CI bars)"
     handles = []

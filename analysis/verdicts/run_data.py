@@ -375,19 +375,19 @@ class RunData:
         b = self.baseline
         if b.empty:
             return (math.nan, None)
-        bps = pd.to_numeric(b["bits_per_second"], errors="coerce")
+        bits_per_s = pd.to_numeric(b["bits_per_second"], errors="coerce")
         q, note = "kind == 'iperf3'", "divided by 8 for B/s"
         if direction is not None:
             d = b["direction"]
-            mine = (d.eq("read") if direction == "read" else d.ne("read")) & bps.notna()
+            mine = (d.eq("read") if direction == "read" else d.ne("read")) & bits_per_s.notna()
             if mine.any():
-                bps = bps[mine]
+                bits_per_s = bits_per_s[mine]
                 q += " & direction == 'read'" if direction == "read" else " & direction != 'read'"
             else:
                 note += f"; no iperf3 result in the {direction} direction, the best of all used"
-        if not bps.notna().any():
+        if not bits_per_s.notna().any():
             return (math.nan, None)
-        return (float(bps.max()) / 8.0,
+        return (float(bits_per_s.max()) / 8.0,
                 source(self.run_id, "baseline", q, "bits_per_second", "max", note=note))
 
     def levels_rate(self, cell_id: str, direction: str = "write") -> list[tuple[float, float]]:

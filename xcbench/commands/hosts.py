@@ -59,8 +59,8 @@ def main(args) -> int:
         for h in r["hosts"]:
             there = "up" if h["netns"] and h["link"] else "MISSING"
             extra = (f" cores={h['cores']:g}" if h.get("cores") else "") + \
-                (f" rate={h['rate_bps'] / 1e6:g}Mbit/s" if h.get("rate_bps") else "") + \
-                (f" (TIGHTENED to {h['reshaped_bps'] / 1e6:g}Mbit/s by an experiment: the next "
-                 "`xcbench confirm` restores it)" if h.get("reshaped_bps") else "")
+                (f" rate={h['rate_bits_per_s'] / 1e6:g}Mbit/s" if h.get("rate_bits_per_s") else "") + \
+                (f" (TIGHTENED to {h['reshaped_bits_per_s'] / 1e6:g}Mbit/s by an experiment: the next "
+                 "`xcbench confirm` restores it)" if h.get("reshaped_bits_per_s") else "")
             print(f"  {h['name']:<12} {h['address']:<15} {there}{extra}")
     return 0

@@ -166,7 +166,7 @@ def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | No
                        f"{(run.manifest['hosts'].get('source') or 'an inventory')!r}: give it with --hosts")
     for h in reshape.restore_left():  # an experiment that died left a link tightened
         log(f"confirm: host {h}'s link was left tightened by an experiment: restored")
-    links = {h: x["rate_bps"] for h, x in reshape.shaped().items()}
+    links = {h: x["rate_bits_per_s"] for h, x in reshape.shaped().items()}
     matrix = load_matrix(mpath, cluster) if cluster is not None else load_matrix(mpath)
     cells = {c.id: c for c in matrix.cells}
     cores = host_cores()
@@ -224,7 +224,7 @@ def _one(row: dict[str, Any], named: str, tag: str, cells: dict[str, Any], matri
         r = _replay(matrix, cells, c, level, direction, exp[arm], f"{tag}-{c.id[:8]}-c{level}-{pair}{arm}",
                     run_path / "confirm", cluster, hosts)
         got.setdefault(pair, {})[arm] = r["rate"]
-        runs.append({"pair": pair, "arm": arm, "Bps": finite_or_none(r["rate"][0]),
+        runs.append({"pair": pair, "arm": arm, "bytes_per_s": finite_or_none(r["rate"][0]),
                      "rel_se": finite_or_none(r["rate"][1]), "run": r["run"], "role": r["role"]})
         log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})")
     res = judge(exp["kind"], exp["predicted"], [(got[p]["control"], got[p]["changed"]) for p in sorted(got)],
@@ -251,12 +251,12 @@ def arms(runs: list[dict[str, Any]]) -> dict[str, float | None]:
     """Each arm's rate over its runs (geometric mean) and that mean's relative error."""
     out: dict[str, float | None] = {}
     for arm in ("control", "changed"):
-        got = [(r["Bps"], r["rel_se"]) for r in runs if r["arm"] == arm and r["Bps"]]
+        got = [(r["bytes_per_s"], r["rel_se"]) for r in runs if r["arm"] == arm and r["bytes_per_s"]]
         if not got:
-            out.update({f"{arm}_Bps": None, f"{arm}_rel_se": None})
+            out.update({f"{arm}_bytes_per_s": None, f"{arm}_rel_se": None})
             continue
         ses = [se for _, se in got if se is not None]
-        out[f"{arm}_Bps"] = math.exp(sum(math.log(b) for b, _ in got) / len(got))
+        out[f"{arm}_bytes_per_s"] = math.exp(sum(math.log(b) for b, _ in got) / len(got))
         out[f"{arm}_rel_se"] = math.sqrt(sum(se * se for se in ses)) / len(ses) if ses else None
     return out
 
@@ -292,11 +292,11 @@ def _replay(matrix: Matrix, cells: dict[str, Cell], cell: Cell, level: int, dire
         role, weight = change["weight"]
         cores = host_cores()
     if change.get("link"):
-        host, bps = change["link"]
+        host, bits_per_s = change["link"]
         link = reshape.shaped().get(host)
         if link is None:
             raise XcbError(f"confirm: host {host}'s link is no longer up as an emulated host xcbench made")
-        with reshape.tightened(link["record"], host, bps):
+        with reshape.tightened(link["record"], host, bits_per_s):
             run = run_concluded(m, cluster, opts)
     elif role and cores:
         wants = set(role.split("+"))
@@ -359,7 +359,7 @@ def text(result: dict[str, Any], labels: dict[str, str] | None = None) -> str:
                      + (f"one-sided {x['confidence'] * 100:.0f} % bounds {_x(x.get('low'))} and {_x(x.get('high'))}, noise "
                         f"±{se * 100:.1f} % over {x.get('pairs')} pairs" if isinstance(se, (int, float))
                         else str(x.get("why"))))
-        lines.append("    runs: " + ", ".join(f"{r['arm'][:2]} {_mb(r['Bps'])}" for r in x.get("runs") or ()))
+        lines.append("    runs: " + ", ".join(f"{r['arm'][:2]} {_mb(r['bytes_per_s'])}" for r in x.get("runs") or ()))
     n = {o: sum(x["outcome"] == o for x in result["confirmations"]) for o in OUTCOMES}
     lines += ["", ", ".join(f"{v} {k}" for k, v in n.items()) + f"; written to {result['run']}/"
               "confirmations.json"]

@@ -141,7 +141,7 @@ def test_text_gives_the_predicted_and_measured_ratio_and_the_prediction_error():
     res = judge("relieve", 2.0, [((50e6, 0.02), (95e6, 0.03)), ((52e6, 0.02), (97e6, 0.02))])
     x = {"cell_id": "abc", "concurrency": 4, "direction": "write", "verdict": "gateway",
          "experiment": "relieve", "what": "cores 0.15 -> 0.3", **res,
-         "runs": [{"arm": "control", "Bps": 50e6}, {"arm": "changed", "Bps": 95e6}]}
+         "runs": [{"arm": "control", "bytes_per_s": 50e6}, {"arm": "changed", "bytes_per_s": 95e6}]}
     t = text({"run": "/r", "confirmations": [x], "ok": True}, {"abc": "tmpfs 2G o1 push 0.15c"})
     assert "tmpfs 2G o1 push 0.15c c=4 write: gateway: confirmed" in t
     assert "predicted x2.00, measured x1.88 (prediction error -6 %), asked x1.20" in t

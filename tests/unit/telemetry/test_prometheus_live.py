@@ -37,7 +37,7 @@ def test_recorded_live_answer_names_the_osd_disk_and_the_cpu():
     fig = pq.live_figures(_answer(), pq.HostMap(UNAME, OSD_META))
     assert fig["host"] == "vm" and fig["disk"] == "vda"  # the OSDs' disk, not zram0
     assert fig["disk_busy"] == 0.3399999999999939 and fig["cpu_use"] == 0.9899999999998953
-    assert fig["nic"] == "eth0" and fig["nic_bps"] == 0 and fig["nic_use"] is None  # no link speed
+    assert fig["nic"] == "eth0" and fig["nic_bytes_per_s"] == 0 and fig["nic_use"] is None  # no link speed
 
 
 def test_the_busiest_storage_host_and_its_link_use():
@@ -75,7 +75,7 @@ def test_the_device_takes_the_live_figures_from_a_real_server_on_its_tick():
         s = PrometheusSampler(PromClient(srv.url), cell_id="c", step=LIVE["step"])
         s.hosts = pq.HostMap(UNAME, OSD_META)
         rows = s.sample(time.time(), time.monotonic())
-    assert {r["metric"] for r in rows} == {"live.storage_nic_bps", "live.storage_disk_busy", "live.storage_cpu_use"}
+    assert {r["metric"] for r in rows} == {"live.storage_nic_bytes_per_s", "live.storage_disk_busy", "live.storage_cpu_use"}
     assert set(LIVE_METRICS) >= {r["metric"] for r in rows} and all(r["labels"]["host"] == "vm" for r in rows)
     assert live_line(rows) == "storage host vm: NIC eth0 0 Mb/s (link speed unknown), disk vda 34 % busy, CPU 99 %"
     assert len(s.live_seconds) == 1 and s.live_seconds[0] < 1.0
