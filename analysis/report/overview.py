@@ -83,13 +83,15 @@ def grid(table: list[dict[str, Any]]) -> dict[str, Any]:
         row = rows.setdefault(r["cell_id"], {"cell": r["cell"], "cell_id": r["cell_id"],
                                              "backend": r["backend"], "points": [None] * len(cols)})
         row["points"][cols.index((float(r["concurrency"]), r["direction"]))] = {
-            **r, "rate_text": fmt_num(r["rate_gbps"]) if r["rate_gbps"] is not None else "–",
-            "whole": r["rate_method"] == "whole",
+            **r, "rate_text": glance.rate_text(r).rstrip("†"),
+            "whole": not r["steady"], "unsteady": not r["steady"],
             "gib_text": fmt_num(r["rate_gibps"]) if r["rate_gibps"] is not None else "–",
             "beats_text": "; ".join(b["text"] for b in r["beats"]),
             "bar": _bar(r["rate_bytes_per_s"], table)}
     return {"columns": columns, "rows": list(rows.values()), "counts": glance.counts(table),
-            "any_whole": any(r["rate_method"] == "whole" for r in table)}
+            "any_whole": any(not r["steady"] for r in table),
+            "any_co": any(r.get("co_limits") for r in table), "any_near": any(r.get("near") for r in table),
+            "any_beat": any(r.get("beats") for r in table)}
 
 
 def _bar(rate: float | None, table: list[dict[str, Any]]) -> int:

@@ -37,7 +37,7 @@ def test_common_words_go_to_the_title_once(glance_run):
     assert "o1" in common and "push" in common
     text = glance.text(rd, rows, 100)
     assert text.splitlines()[0] == f"what capped each level — run {rd.run_id} — {' '.join(common)}"
-    body = text.split("━\n", 1)[1]
+    body = text.split("\n", 1)[1]
     assert " o1 push" not in body
 
 
