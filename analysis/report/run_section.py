@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from xcbench.analysis.report import (
+    closing_text,
     gateway_cpu_table,
     glance,
     markdown,
@@ -114,7 +115,10 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
         "reads": reads,
         "glance": {"context": {**overview.context(rd), **({} if glance.fit_for_sizing(rd, closing)
                                                           else {"calibrate": None})},
-                   "grid": overview.grid(closing), "settle": glance.settle(rd, closing)},
+                   "grid": overview.grid(closing),
+                   # each level to settle: what it is, then each way (a command in its own span)
+                   "settle": [(where, [closing_text.spans(x) for x in todo]) for where, todo in
+                              (closing_text.split_settle(x) for x in glance.settle(rd, closing))]},
         "gateway_cpu": gateway_cpu_table.section(rd.campaigns),  # core-s/GB per mode and security
         "confirmations": confirmations(rd.run.path, labels),  # xcbench confirm RUN
         "scaling_input": (rd.run_id, points, ceil),  # the overlay of `report A B`
