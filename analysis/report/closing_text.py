@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 GAP = "  "
@@ -70,8 +71,8 @@ def wrap(text: str, width: int) -> list[str]:
     one more."""
     if not text:
         return [""]
-    lines = textwrap.wrap(glue(text), max(width, 1), break_long_words=False, break_on_hyphens=False)
-    lines = [ln.split(" ") for ln in lines] or [[""]]
+    folded = textwrap.wrap(glue(text), max(width, 1), break_long_words=False, break_on_hyphens=False)
+    lines = [ln.split(" ") for ln in folded] or [[""]]
     for i in range(len(lines) - 1, 0, -1):
         while len(lines[i]) == 1 and len(lines[i - 1]) > 2 and \
                 len(" ".join([lines[i - 1][-1], *lines[i]])) <= width:
@@ -108,8 +109,8 @@ def _columns(rows: list[Row], width: int) -> tuple[int, int, int, int]:
     return lead, rw, vw, max(WHY_MIN, width - fixed - vw - len(GAP))
 
 
-def lay_out(title: str, rows: list[Row], width: int, *, notes: list[str] = (),
-            settle: list[tuple[str, list[str]]] = ()) -> list[str]:
+def lay_out(title: str, rows: list[Row], width: int, *, notes: Sequence[str] = (),
+            settle: Sequence[tuple[str, list[str]]] = ()) -> list[str]:
     """The closing table's lines, at most ``width`` columns (a word longer than its column
     excepted), no trailing space."""
     reads = any(r.direction for r in rows)
