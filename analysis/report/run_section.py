@@ -157,7 +157,9 @@ def _timelines(rd: RunData, cells: pd.DataFrame, labels: dict[str, str],
         tel = {"gateway cores": rd.samples.series(cid, "gateway_cores"),
                "host busy": rd.samples.series(cid, "host_busy"),
                "pool write op/s": rd.samples.series(cid, "pool_write_ops", pool) if pool else None}
-        storage, storage_caption = timeline_panels(rd.samples, cid, verdicts, float(g["rate"].max()))
+        storage, storage_caption = timeline_panels(
+            rd.samples, cid, verdicts, float(g["rate"].max()),
+            storage=cells.loc[cid, "backend"] != "tmpfs")  # no storage in a tmpfs cell's path
         uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]",
                                   cores=rd.cores, roles=role_series(rd.samples, cid), extra=storage)
         if uri:
@@ -177,13 +179,13 @@ def _cell_fingerprints(m: dict[str, Any]) -> list[dict[str, Any]]:
     cell_fp = []
     for cid, c in m.get("cells", {}).items():
         f = c.get("fingerprint") or {}
-        cell_fp.append({"cell": c.get("label", cid), "id": cid, "digest": (f.get("digest") or "–")[:16],
-                        "layout": json.dumps(f.get("layout"), sort_keys=True) if f.get("layout") else "–",
-                        "pool": json.dumps((f.get("pool") or {}).get("settings") or (f.get("pool") or {}).get("name"),
-                                           sort_keys=True) if f.get("pool") else "–",
-                        "ec_profile": json.dumps((f.get("pool") or {}).get("ec_profile"), sort_keys=True)
-                        if (f.get("pool") or {}).get("ec_profile") else "–",
-                        "configs": ", ".join(f"{k} {str(v)[:12]}" for k, v in (f.get("configs") or {}).items()) or "–"})
+        pool = f.get("pool") or {}
+        row = {"cell": c.get("label", cid), "id": cid, "digest": (f.get("digest") or "–")[:16],
+               "layout": json.dumps(f.get("layout"), sort_keys=True) if f.get("layout") else "–",
+               "pool": json.dumps(pool.get("settings") or pool.get("name"), sort_keys=True) if pool else "–",
+               "ec_profile": json.dumps(pool.get("ec_profile"), sort_keys=True) if pool.get("ec_profile") else "–",
+               "configs": ", ".join(f"{k} {str(v)[:12]}" for k, v in (f.get("configs") or {}).items()) or "–"}
+        cell_fp.append({k: {"text": v, "cls": "mono"} if k != "cell" else v for k, v in row.items()})
     return cell_fp
 
 

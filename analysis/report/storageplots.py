@@ -83,7 +83,8 @@ def panels(samples, cid: str, min_bytes_per_s: float = 0.0) -> list[Callable[[An
         _legend(a)
     if nics:
         out.append(nic)
-    if busy:
+    busy = {k: (w, v) for k, (w, v) in busy.items() if np.isfinite(v).any() and np.nanmax(v) > 0}
+    if busy:  # a disk that was never busy (or never read) says nothing: no empty panel
         out.append(disk)
     if cpu:
         out.append(host_cpu)
@@ -117,11 +118,12 @@ def fanout_text(evidences: list[tuple[float, dict]]) -> str:
     return ("bytes on the OSD hosts' NICs per client byte: " + "; ".join(parts)) if parts else ""
 
 
-def timeline_panels(samples, cid: str, verdicts: Any, peak: float) -> tuple[list, str]:
+def timeline_panels(samples, cid: str, verdicts: Any, peak: float, storage: bool = True) -> tuple[list, str]:
     """The cell's storage-host panels (Prometheus) for under its timeline, and their caption
-    with the EC fan-out measured; ([], "") when the run has no such rows. ``peak``: the chain's
-    highest rate (B/s): a NIC that never moved 1 % of it is not in the chain's path."""
-    draw = panels(samples, cid, 0.01 * peak if math.isfinite(peak) else 0.0)
+    with the EC fan-out measured; ([], "") when the run has no such rows, or the cell has no
+    storage in its path (``storage`` False: a tmpfs cell). ``peak``: the chain's highest rate
+    (B/s): a NIC that never moved 1 % of it is not in the chain's path."""
+    draw = panels(samples, cid, 0.01 * peak if math.isfinite(peak) else 0.0) if storage else []
     if not draw:
         return [], ""
     v = verdicts[verdicts["cell_id"] == cid]
