@@ -149,8 +149,8 @@ def lay_out(title: str, rows: list[Row], width: int, *, notes: Sequence[str] = (
 
 
 def command_lines(cmd: str, width: int, indent: str = "    ") -> list[str]:
-    """A command indented under its level; longer than the line, it goes on before an option
-    (kept with its value) with a shell continuation, so it stays copyable; prose wraps."""
+    """A command indented under its level; longer than the line, it goes on before a word (an
+    option kept with its value) with a shell continuation, so it stays copyable; prose wraps."""
     if not cmd.startswith("xcbench "):
         return [indent + x for x in wrap(cmd, width - len(indent))]
     units: list[str] = []
@@ -161,7 +161,7 @@ def command_lines(cmd: str, width: int, indent: str = "    ") -> list[str]:
             units.append(w)
     lines, cur = [], indent + units[0]
     for u in units[1:]:
-        if len(cur) + 1 + len(u) + 2 > width and u.startswith("--"):
+        if len(cur) + 1 + len(u) + 2 > width and cur.strip() != units[0]:
             lines.append(cur + " \\")
             cur = indent + "    " + u
         else:

@@ -45,3 +45,23 @@ def test_common_words_leave_no_label_empty():
     assert glance.common_words(["tmpfs 2G o1 push"]) == []  # one cell: its label stays
     assert glance.common_words(["a b", "a b c"]) == []  # "a b" would be left empty
     assert glance.common_words(["cephfs rep3 o1 push", "rados ec2+1 o1 push"]) == ["o1", "push"]
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100])
+def test_no_word_alone_on_a_line_and_one_home_per_phrase(columns):
+    """The stored demo-shaped run (tests/data/runs): at 60-100 columns every line of the closing
+    table holds two words or more (a cell's label line excepted), and the host-cpu reason does
+    not repeat the phrases the old table said on every row."""
+    from tests.support.readme import SAMPLE_RUN
+    from xcbench.analysis.report import glance
+    rd = RunData(SAMPLE_RUN)
+    rows = glance.rows(rd)
+    labels = {glance._without(r["cell"], glance.common_words([x["cell"] for x in rows])) for r in rows}
+    lines = glance.lines(rd, rows, columns)
+    # a word longer than the line (a run's path in a command) stands alone, the rest fits
+    assert [ln for ln in lines if len(ln) > columns and len(ln.rstrip(" \\").split()) > 1] == []
+    alone = [ln for ln in lines if len(ln.split()) == 1 and ln.strip() not in labels]
+    assert alone == []
+    text = "\n".join(lines)
+    assert "no role at limit" not in text and "most:" not in text and " + " not in text
+    assert "what would settle a level:" in text  # said piped too
