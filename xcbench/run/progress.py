@@ -35,12 +35,13 @@ class MatrixView:
     def __init__(self, console: Console | None = None, *, one_box: bool = False,
                  probes: bool = True, repeats: int | None = None,
                  baseline: tuple[int, int, float] | None = estimate.DEFAULT_BASELINE,
-                 clock=time.monotonic):
+                 clock=time.monotonic, quiet: bool = False):
         self.console = console or Console(stderr=True)
         # one box: the storage hosts are this machine; their NIC carries none of the run's bytes
         self.one_box, self.probes, self.repeats = one_box, probes, repeats
         self.baseline = baseline  # (stream counts, directions, seconds a point) or None: not run
         self.clock = clock
+        self.quiet = quiet  # no progress at all (run --quiet): the closing table says the rest
         self.left: dict[str, float] = {}  # cell id -> its estimated seconds, for cells not done
         self.cell_id: str | None = None
         self.cell_t0 = self.level_t0 = self.last_tick = 0.0
@@ -68,7 +69,7 @@ class MatrixView:
         self.left = {c.id: estimate.cell_seconds(c, repeats=self.repeats, probes=self.probes).mid
                      for c in left}
         self.tail = estimate.REPORT_S
-        if self.console.is_terminal:
+        if self.console.is_terminal and not self.quiet:
             self.live = Live(self._render(), console=self.console, refresh_per_second=2,
                              transient=True)
             self.live.start()
@@ -181,6 +182,8 @@ class MatrixView:
             self.live = None
 
     def _say(self, text: str) -> None:
+        if self.quiet:
+            return
         if self.live:
             self.live.console.print(text, highlight=False)
             self.live.update(self._render())

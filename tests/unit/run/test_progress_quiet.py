@@ -126,3 +126,14 @@ def test_one_box_is_the_embedded_cluster_here_without_an_inventory():
     assert not one_box(SimpleNamespace(embedded=True, info={"osd_host": ["ns", "10.77.0.2"]}), opts)
     assert not one_box(SimpleNamespace(embedded=False, info={}), opts)  # a site's cluster
     assert not one_box(None, SimpleNamespace(hosts=object()))  # an inventory of hosts
+
+
+def test_quiet_says_nothing(capsys):
+    """`run --quiet`: no progress line at all (the closing table and the paths still come)."""
+    cells = load_matrix(QUICK).cells
+    view = MatrixView(Console(file=io.StringIO(), force_terminal=True), quiet=True)
+    view.begin(SimpleNamespace(path="r", manifest={"cells": {}}), SimpleNamespace(cells=cells))
+    view.start_cell(cells[0])
+    view.observe("campaigns", [{"campaign_id": "c", "concurrency": 1, "rate": 1e8, "finished": 1, "failed": 0}])
+    view.finish()
+    assert view.live is None and capsys.readouterr().err == ""
