@@ -126,7 +126,8 @@ def lay_out(title: str, rows: list[Row], width: int, *, notes: Sequence[str] = (
         level = r.level + (f" {r.direction[0]}" if reads else "")
         vlines = _pack(r.verdict_units(), vw)
         wlines = wrap(r.why, ww)
-        if len(wlines) < len(vlines) and len(r.why.split()) >= len(vlines):  # no verdict word alone
+        lone = any(len(v.split()) == 1 for v in vlines[len(wlines):])  # a verdict word alone
+        if lone and len(r.why.split()) >= len(vlines):
             wlines = wrap(r.why, max(8, -(-len(r.why) // len(vlines)) + 2))
         for i in range(max(len(vlines), len(wlines))):
             head = f"{level:>{lead}}{GAP}{r.rate:>{rw}}" if i == 0 else " " * (lead + 2 + rw)
