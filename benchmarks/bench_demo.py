@@ -64,26 +64,27 @@ def lone_words(lines: list[str]) -> list[str]:
 
 
 def phases(run: Path) -> dict[str, float]:
-    """Seconds by phase from the run's tables."""
+    """Seconds by phase from the run's manifest and tables: before the first cell (the iperf3
+    baseline, the TCP audit), the levels, the fio probes (level probes with their settle steps, the
+    cells' own jobs), each cell's set-up (the rest of its time), and after the last cell (the
+    verdicts and the report)."""
     m = json.loads((run / "manifest.json").read_text())
-    length = (pd.Timestamp(m["end"]) - pd.Timestamp(m["start"])).total_seconds()
-    out = {"run": length}
-    for name, table in (("baseline", "baseline"), ("probes", "probes"), ("levels", "campaigns")):
-        path = run / f"{table}.parquet"
-        df = pd.read_parquet(path) if path.exists() else pd.DataFrame()
-        if df.empty:
-            out[name] = 0.0
-        elif name == "baseline":
-            out[name] = float(df["seconds"].fillna(0).sum())
-        elif name == "probes":
-            wall = df["wall_s"] if "wall_s" in df else df["runtime_s"]
-            settle = df["settle_s"] if "settle_s" in df else 0.0
-            out[name] = float(pd.to_numeric(wall, errors="coerce").fillna(0).sum()
-                              + pd.to_numeric(settle, errors="coerce").fillna(0).sum())
-        else:
-            out[name] = float((df["finish_time"] - df["start_time"]).clip(lower=0).sum())
-    out["set-up and the rest"] = length - out["baseline"] - out["probes"] - out["levels"]
-    return out
+    t = lambda s: pd.Timestamp(s).timestamp()  # noqa: E731
+    start, end = t(m["start"]), t(m["end"])
+    cells = [(t(c["start"]), t(c["end"])) for c in m["cells"].values() if c.get("start") and c.get("end")]
+    camp, probes = (pd.read_parquet(run / f"{x}.parquet") if (run / f"{x}.parquet").exists() else pd.DataFrame()
+                    for x in ("campaigns", "probes"))
+    levels = float((camp["finish_time"] - camp["start_time"]).clip(lower=0).sum()) if len(camp) else 0.0
+    fio = 0.0
+    if len(probes):
+        wall = pd.to_numeric(probes.get("wall_s"), errors="coerce")
+        settle = pd.to_numeric(probes.get("settle_s"), errors="coerce").fillna(0)
+        runtime = pd.to_numeric(probes["runtime_s"], errors="coerce")
+        fio = float(wall.fillna(runtime).fillna(0).sum() + settle.sum())
+    in_cells = sum(b - a for a, b in cells)
+    return {"run": end - start, "before the cells (iperf3)": min(a for a, _ in cells) - start if cells else 0.0,
+            "levels": levels, "fio probes": fio, "set-up": in_cells - levels - fio,
+            "verdicts and report": end - max(b for _, b in cells) if cells else 0.0}
 
 
 def main() -> int:

@@ -18,7 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 RUNS = ROOT / "tests" / "data" / "runs"
-SAMPLE_RUN = RUNS / "quick-shape"  # a real run of the demo's matrix with short levels
+SAMPLE_RUN = RUNS / "demo"  # `xcbench demo` as a user runs it (2026-11-28, a 2-core box under load)
+BORDERLINE_RUN = RUNS / "quick-shape"  # the demo's matrix with short levels: borderline levels to settle
 COLUMNS = 80  # the closing table as a terminal of 80 columns (or a pipe at COLUMNS=80) shows it
 CAPS = ["cluster", "caps", "--fs", "cephfs"]  # the README's `xcbench cluster caps` command
 

@@ -31,7 +31,9 @@ JOB_OVERHEAD_S = 0.35  # fio's start and exit around a job's runtime (wall_s - r
 SETTLE_S = 1.1  # a level probe's settle step (sync, the OSDs quiet): 1.0-1.65 s, 1.1 s on average
 POINT_OVERHEAD_S = 0.25  # iperf3's start per baseline point
 SETUP_S = {"tmpfs": 3.0, "cephfs": 4.0, "rados": 4.0}  # a cell's set-up and take-down
-REPORT_S = 10.0  # the verdicts and the HTML and Markdown reports (6 s of CPU, more on a busy box)
+# the verdicts and the HTML and Markdown reports of the demo: 3.3 + 8.3 + 1.2 s of CPU (measured
+# on a demo run, 2026-11-28); a busy box stretches it (65 s at a load of 17 on 2 cores)
+REPORT_S = 13.0
 LEVEL_TARGETS = {"cephfs": 2, "rados": 1}  # level probe jobs per level: mount and pool, pool
 # where a level job ends between its shortest and LEVEL_RUNTIME: the demo's 16 level jobs ran
 # 115 s (7.2 s each, ss_dur 3 s: 3.85 s at least, 12.35 s at most; benchmarks/bench_probes.py)

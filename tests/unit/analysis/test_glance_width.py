@@ -48,13 +48,15 @@ def test_common_words_leave_no_label_empty():
 
 
 @pytest.mark.parametrize("columns", [60, 80, 100])
-def test_no_word_alone_on_a_line_and_one_home_per_phrase(columns):
-    """The stored demo-shaped run (tests/data/runs): at 60-100 columns every line of the closing
-    table holds two words or more (a cell's label line excepted), and the host-cpu reason does
-    not repeat the phrases the old table said on every row."""
-    from tests.support.readme import SAMPLE_RUN
+@pytest.mark.parametrize("run", ["demo", "quick-shape"])
+def test_no_word_alone_on_a_line_and_one_home_per_phrase(columns, run):
+    """The stored runs (tests/data/runs: a demo, the demo's matrix with short levels): at 60-100
+    columns every line of the closing table holds two words or more (a cell's label line
+    excepted), and the host-cpu reason does not repeat the phrases the old table said on every
+    row; the levels to settle are said piped too."""
+    from tests.support.readme import RUNS
     from xcbench.analysis.report import glance
-    rd = RunData(SAMPLE_RUN)
+    rd = RunData(RUNS / run)
     rows = glance.rows(rd)
     labels = {glance._without(r["cell"], glance.common_words([x["cell"] for x in rows])) for r in rows}
     lines = glance.lines(rd, rows, columns)
@@ -64,4 +66,5 @@ def test_no_word_alone_on_a_line_and_one_home_per_phrase(columns):
     assert alone == []
     text = "\n".join(lines)
     assert "no role at limit" not in text and "most:" not in text and " + " not in text
-    assert "what would settle a level:" in text  # said piped too
+    assert ("what would settle a level:" in text) == any(r["near"] or r["verdict"] == "inconclusive"
+                                                          for r in rows)

@@ -11,7 +11,7 @@ import shutil
 import pytest
 from markdown_it import MarkdownIt
 
-from tests.support.readme import SAMPLE_RUN
+from tests.support.readme import BORDERLINE_RUN
 from xcbench.analysis.report.document import render_report
 
 
@@ -29,8 +29,8 @@ def breaks_inside(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def report_md(tmp_path_factory) -> str:
-    run = tmp_path_factory.mktemp("md") / SAMPLE_RUN.name
-    shutil.copytree(SAMPLE_RUN, run)
+    run = tmp_path_factory.mktemp("md") / BORDERLINE_RUN.name
+    shutil.copytree(BORDERLINE_RUN, run)
     return render_report([run], "md").read_text()
 
 
