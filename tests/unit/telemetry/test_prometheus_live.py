@@ -109,7 +109,7 @@ def test_the_plain_view_says_the_storage_range_once_per_level(capsys):
     assert "storage host" not in capsys.readouterr().err
     view.observe("campaigns", [{"campaign_id": "c", "concurrency": 4, "rate": 1e8, "finished": 1, "failed": 0}])
     view.observe("samples", _live(cpu=0.44))  # the level ended
-    err = capsys.readouterr().err.splitlines()
+    err = [line.split(" ", 1)[1] for line in capsys.readouterr().err.splitlines()]  # after HH:MM:SS
     assert [line for line in err if "storage host" in line] == \
         ["    storage host vm over the level: CPU 42–61 %"]
     assert err[-1].startswith("    storage host") and err[-2].strip().startswith("c=4:")
