@@ -33,8 +33,8 @@ MAKE = {"make demo", "make test"}  # exempt, see the module's docstring
 # a command whose documented answer on the stored run (a demo on one box) is a one-line refusal
 # (issue 44: `plan --calibrate` refuses a run unfit for sizing, exit 2): that line, nothing else
 REFUSES = {"xcbench plan --target ska-aa4-mid --calibrate latest": "not fit for sizing"}
-# documents that another change adds (issue 45: docs/security.md; issue 47: docs/slurm.md; issue 44:
-# docs/experiments.md); the README keeps a one-line slot linking the first two
+# documents other changes add (issue 45 the shared host's, 47 the Slurm site's, 44 the
+# experiments'); the README keeps a one-line slot linking the first two
 PENDING = {"docs/security.md", "docs/slurm.md", "docs/experiments.md"}
 
 
