@@ -30,6 +30,7 @@ LONG = {"run", "demo", "selftest", "probe", "campaign", "baseline", "gateway", "
 # `confirm RUN` replays a run's cells: parsed (a --help runs, whatever the command)
 REPLAYS = {"confirm"}
 MAKE = {"make demo", "make test"}  # exempt, see the module's docstring
+SLURM = "salloc "  # its xcbench command is checked as any other (a long one: parsed)
 # a command whose documented answer on the stored run (a demo on one box) is a one-line refusal
 # (issue 44: `plan --calibrate` refuses a run unfit for sizing, exit 2): that line, nothing else
 REFUSES = {"xcbench plan --target ska-aa4-mid --calibrate latest": "not fit for sizing"}
@@ -48,6 +49,12 @@ def commands(text) -> list[str]:
     return [c for b in readme.blocks(text) if b.lang == "sh" for c in readme.commands(b)]
 
 
+def _xcbench_part(cmd: str) -> str:
+    """`salloc -N 4 ... xcbench run ...` (Slurm's salloc runs the command in its allocation, which
+    no test here has): the xcbench command it runs."""
+    return cmd[cmd.index("xcbench "):] if cmd.startswith(SLURM) and " xcbench " in cmd else cmd
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     """A result store holding the stored run: `latest` is it."""
@@ -63,7 +70,7 @@ def test_the_readme_is_short(text):
 def test_every_command_is_in_a_block_xcbench_or_make(commands):
     assert commands, "no ```sh block"
     for c in commands:
-        assert c.startswith("xcbench ") or c in MAKE, c
+        assert _xcbench_part(c).startswith("xcbench ") or c in MAKE, c
     assert MAKE <= set(commands)  # exactly the two set-up commands, both shown
     assert not [c for c in commands if c.startswith("make ") and c not in MAKE]
 
@@ -81,7 +88,7 @@ def _parse(cmd: str) -> argparse.Namespace:
 
 
 def test_every_command_runs_as_written(commands, store):
-    for cmd in commands:
+    for cmd in map(_xcbench_part, commands):
         if cmd in MAKE:
             continue
         args = _args(cmd)
