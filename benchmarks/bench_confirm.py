@@ -2,12 +2,10 @@
 limit it names, the predicted ratio beside the measured one, and the count of outcomes.
 
     .venv/bin/python benchmarks/bench_confirm.py RUN [--level N] [--test VERDICT ...] [--pairs N]
-    .venv/bin/python benchmarks/bench_confirm.py --demo [--pairs N]
     .venv/bin/python benchmarks/bench_confirm.py --network 200mbit [--test network]
 
-RUN: a run already made (a directory). --demo: the demo matrix run first (`xcbench demo`, the
-embedded mini cluster, ~10 min), then every verdict of it confirmed (~20 min more at 2 pairs).
---network RATE: two emulated hosts (a client host whose link is shaped to RATE, a gateway host
+RUN: a run already made (a directory); a demo run made and confirmed, with the counts by outcome
+and verdict: benchmarks/bench_confirm_demo.py. --network RATE: two emulated hosts (a client host whose link is shaped to RATE, a gateway host
 with a tmpfs gateway; the self-test's network set-up), a run at c=2 from the client host, then
 confirm replays it from the same hosts (the link halved for the changed runs); the hosts are
 removed after. Printed: confirm's own lines (experiment, predicted and measured ratio with its
@@ -61,7 +59,6 @@ def network(rate: str, store: Path, extra: list[str]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("run", nargs="?", help="a run directory to confirm")
-    ap.add_argument("--demo", action="store_true", help="run the demo matrix first, then confirm it")
     ap.add_argument("--network", metavar="RATE", help="a run on emulated hosts, the client link shaped to RATE")
     ap.add_argument("--level", help="only the verdicts at this level")
     ap.add_argument("--test", action="append", default=[], metavar="VERDICT",
@@ -69,23 +66,16 @@ def main() -> int:
     ap.add_argument("--pairs", help="control/changed pairs per experiment (confirm's default: 2)")
     ap.add_argument("--keep", type=Path, help="the result store (default: a temp dir, kept: its path is printed)")
     a = ap.parse_args()
-    if sum(map(bool, (a.run, a.demo, a.network))) != 1:
-        ap.error("give one of RUN, --demo or --network RATE")
+    if sum(map(bool, (a.run, a.network))) != 1:
+        ap.error("give one of RUN or --network RATE")
     extra = [*(["--level", a.level] if a.level else []), *(["--pairs", a.pairs] if a.pairs else []),
              *[x for t in a.test for x in ("--test", t)]]
     store = a.keep or Path(tempfile.mkdtemp(prefix="xcb-bench-confirm-"))
     print(f"result store: {store}")
     if a.run:
         confirm(a.run, extra)
-    elif a.network:
-        network(a.network, store, extra)
     else:
-        cp, took = xcbench("demo", "--store", str(store), "--run-name", "demo", "--no-report")
-        print(f"demo: exit {cp.returncode} in {took // 60:.0f} min {took % 60:02.0f} s")
-        if cp.returncode not in (0, 1):
-            print(cp.stderr[-3000:])
-            return 1
-        confirm(str(store / "demo"), extra)
+        network(a.network, store, extra)
     return 0
 
 
