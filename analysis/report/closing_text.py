@@ -17,6 +17,7 @@ explains only the marks the table uses. Pure text: the rows come from analysis.r
 from __future__ import annotations
 
 import re
+import shlex
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -100,19 +101,22 @@ def _columns(rows: list[Row], width: int) -> tuple[int, int, int, int]:
     lead = 3 + lw  # the level column, right-aligned under its cell's label
     fixed = lead + 2 * len(GAP) + rw
     natural = max([7, *(len(" ".join(r.verdict_units())) for r in rows)])
-    widths = range(min(natural, max(12, width - fixed - len(GAP) - WHY_MIN)), 11, -1)
+    unit = max([7, *(len(u) for r in rows for u in r.verdict_units())])  # a verdict name is not cut
+    top = max(unit, min(natural, width - fixed - len(GAP) - WHY_MIN))
+    widths = range(top, unit - 1, -1)
 
     def height(vw: int) -> int:
         ww = width - fixed - vw - len(GAP)
         return sum(max(len(_pack(r.verdict_units(), vw)), len(wrap(r.why, ww))) for r in rows)
-    vw = min(widths, key=lambda w: (height(w), -w), default=12)
-    return lead, rw, vw, max(WHY_MIN, width - fixed - vw - len(GAP))
+    vw = min(widths, key=lambda w: (height(w), -w), default=unit)
+    return lead, rw, vw, max(12, width - fixed - vw - len(GAP))
 
 
 def lay_out(title: str, rows: list[Row], width: int, *, notes: Sequence[str] = (),
-            settle: Sequence[tuple[str, list[str]]] = ()) -> list[str]:
+            settle: Sequence[tuple[str, list[str]]] = (), run: str = "") -> list[str]:
     """The closing table's lines, at most ``width`` columns (a word longer than its column
-    excepted), no trailing space."""
+    excepted), no trailing space. ``run``: the run's path, said once as a shell variable the
+    commands to settle a level use (a long path would not fit a command's line)."""
     reads = any(r.direction for r in rows)
     lead, rw, vw, ww = _columns(rows, width)
     out = wrap(title, width)
@@ -138,6 +142,10 @@ def lay_out(title: str, rows: list[Row], width: int, *, notes: Sequence[str] = (
         out += wrap(n, width)
     if settle:
         out.append("what would settle a level:")
+        if run and any(run in cmd for _, todo in settle for cmd in todo):
+            var = f"  RUN={shlex.quote(run)}"
+            out.append(var + "  # the run" if len(var) + 13 <= width else var)
+            settle = [(where, [cmd.replace(f" {run} ", ' "$RUN" ') for cmd in todo]) for where, todo in settle]
         shared = [x for x in settle[0][1] if len(settle) > 1 and all(x in todo for _, todo in settle)]
         for where, todo in settle:
             out += ["  " + x for x in wrap(where, width - 2)]

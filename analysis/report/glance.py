@@ -294,7 +294,7 @@ def lines(rd: Any, rows_: list[dict[str, Any]], width: int) -> list[str]:
         host = sum(r["verdict"] == "host-cpu" for r in rows_)
         notes.append(f"not fit for sizing: {host} of {len(rows_)} levels host-cpu with every role "
                      "on one host (it measured the host, not the path)")
-    return closing_text.lay_out(title, body, width, notes=notes,
+    return closing_text.lay_out(title, body, width, notes=notes, run=str(rd.run.path),
                                 settle=[closing_text.split_settle(x, common) for x in settle(rd, rows_)])
 
 
