@@ -12,15 +12,15 @@ record's reason. Nothing here decides a verdict.
 from __future__ import annotations
 
 import json
-import textwrap
 from typing import Any
 
+from xcbench.analysis.report import closing_text
 from xcbench.analysis.verdicts import between_run, experiment_next
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.experiment_choice import cpu_to_give
 from xcbench.cell import BACKENDS
 from xcbench.figures.numbers import is_finite
-from xcbench.figures.units import fmt_gbps, fmt_num
+from xcbench.figures.units import fmt_gbps, fmt_num, gbps_num
 
 GIB = float(1 << 30)
 WIDTH = 72  # a short reason fits one terminal line beside the rate and the verdict
@@ -29,9 +29,9 @@ CEILINGS = {"storage-bandwidth": "fio bandwidth", "storage-iops": "fio IOPS",
             "gateway": "tmpfs gateway", "network": "iperf3"}
 
 
-def gbps(bps: Any) -> str:
+def gbps(bytes_per_s: Any) -> str:
     """bytes/s -> '6.02 Gb/s' ('–' when missing): the one rate formatter (figures.units)."""
-    return fmt_gbps(bps)
+    return fmt_gbps(bytes_per_s)
 
 
 def _pct(v: float) -> str:
@@ -53,7 +53,7 @@ def beaten(ev: dict[str, Any]) -> list[dict[str, Any]]:
     iperf3. A chain above its probe says the probe is no ceiling of this path."""
     u = ev.get("utilisation") or {}
     figure = {"storage-bandwidth": ev.get("fio_bw"), "storage-iops": ev.get("fio_iops"),
-              "gateway": ev.get("gateway_ceiling"), "network": ev.get("network_bps")}
+              "gateway": ev.get("gateway_ceiling"), "network": ev.get("network_bytes_per_s")}
     out = []
     for k, name in CEILINGS.items():
         x = u.get(k)
@@ -82,9 +82,17 @@ def co_limits(verdict: str, ev: dict[str, Any]) -> list[str]:
 
 
 def verdict_text(verdict: str, co: list[str], near_: list[str]) -> str:
-    """'host-cpu + ec-overhead (or storage-bandwidth)': the verdict, its co-limits, and the
+    """'host-cpu & ec-overhead (or storage-bandwidth)': the verdict, its co-limits, and the
     verdicts another run may name instead (borderline)."""
-    return " + ".join([verdict, *co]) + (f" (or {' or '.join(near_)})" if near_ else "")
+    return closing_text.verdict_text(verdict, co, near_)
+
+
+def rate_text(r: dict[str, Any]) -> str:
+    """The rate in Gb/s as the progress line prints it (figures.units.gbps_num), † when the
+    level was not steady (its row's ``steady``: figures.steady.is_steady)."""
+    if r.get("rate_bytes_per_s") is None:
+        return "–"
+    return gbps_num(r["rate_bytes_per_s"]) + ("" if r.get("steady", True) else "†")
 
 
 def _first_clause(reason: str) -> str:
@@ -119,7 +127,7 @@ def short_reason(verdict: str, reason: str, ev: dict[str, Any], short: Any = Non
         if is_finite(use) and use >= (ev.get("thresholds") or {}).get("near", 0.85):
             line = f"client link at {_pct(use)} of its shaped rate"
         elif is_finite(u.get("network")):
-            line = f"{_pct(u['network'])} of iperf3 {gbps(ev.get('network_bps'))}"
+            line = f"{_pct(u['network'])} of iperf3 {gbps(ev.get('network_bytes_per_s'))}"
     elif ev.get("limited_role") and verdict in ("gateway", "client", "storage-iops", "storage-bandwidth"):
         line = _role_line(ev)
     elif verdict == "storage-iops" and is_finite(u.get("storage-iops")):
@@ -133,11 +141,10 @@ def short_reason(verdict: str, reason: str, ev: dict[str, Any], short: Any = Non
         line = f"scaling efficiency {fmt_num(d.get('estimate', d['value']))} (at most {fmt_num(d['value'])} < " \
                f"{fmt_num(d['threshold'])}), the chain's threads wait for CPU"
     elif verdict == "host-cpu" and is_finite(ev.get("host_busy")):
-        roles = [(r, x.get("cpu")) for r, x in (ev.get("roles") or {}).items()
-                 if r != "probe" and is_finite(x.get("cpu"))]
-        top = max(roles, key=lambda rx: rx[1], default=None)
-        line = f"host CPU {_pct(ev['host_busy'])} of {fmt_num(ev.get('cores'))} cores, no role at limit" \
-               + (f"; most: {top[0]} {fmt_num(top[1])} cores" if top else "")
+        roles = sorted(((r, x.get("cpu")) for r, x in (ev.get("roles") or {}).items()
+                        if r != "probe" and is_finite(x.get("cpu"))), key=lambda rx: -rx[1])[:2]
+        line = f"host CPU {_pct(ev['host_busy'])}" \
+            + (": " + ", ".join(f"{r} {fmt_num(c, 2)}" for r, c in roles) + " cores" if roles else "")
     elif verdict == "gateway":
         if is_finite(ev.get("gateway_ceiling")) and is_finite(ev.get("rate")) and ev["gateway_ceiling"] > 0:
             line = f"{_pct(ev['rate'] / ev['gateway_ceiling'])} of tmpfs gateway {gbps(ev['gateway_ceiling'])}"
@@ -147,11 +154,11 @@ def short_reason(verdict: str, reason: str, ev: dict[str, Any], short: Any = Non
         line = f"{_pct(u['storage-bandwidth'])} of fio {io} {gbps(ev.get('fio_bw'))}"
     elif verdict == "concurrency":
         if is_finite(ev.get("best_higher_rate")) and is_finite(ev.get("rate")) and ev["rate"] > 0:
-            line = f"x{fmt_num(ev['best_higher_rate'] / ev['rate'])} at c={fmt_num(ev.get('best_higher_level'))}: " \
-                   f"more transfers in flight go faster"
+            line = f"x{fmt_num(ev['best_higher_rate'] / ev['rate'], 2)} faster at " \
+                   f"c={fmt_num(ev.get('best_higher_level'))}"
     elif verdict == "client":
         if is_finite(ev.get("starved_frac")) and ev["starved_frac"] >= (ev.get("thresholds") or {}).get("starved", 0.25):
-            line = f"slots idle with files queued in {_pct(ev['starved_frac'])} of seconds"
+            line = f"slots idle, files queued: {_pct(ev['starved_frac'])} of the time"
         elif is_finite(ev.get("gateway_starved")) and ev["gateway_starved"] >= 0.25:
             line = f"slots idle {_pct(ev['gateway_starved'])} of the time even into tmpfs"
     elif verdict == "inconclusive":
@@ -259,86 +266,42 @@ def _without(label: str, words: list[str]) -> str:
     return " ".join(w for w in label.split() if w not in words)
 
 
-def _keep_percent(text: str, width: int) -> str:
-    """``text`` wrapped at ``width`` without a '%' (or '▲') left alone at a line's start."""
-    glued = text.replace(" %", "\x00%").replace("▲ ", "▲\x00")
-    return "\n".join(textwrap.wrap(glued, width, break_on_hyphens=False)).replace("\x00", " ")
-
-
-GAP = 3  # between two columns: padding, the rule, padding
-
-
-def _assumed_line(manifest: dict[str, Any]) -> str:
-    """The legend's line for a between-run term the run assumed (analysis.verdicts.between_run)."""
-    line = between_run.legend(manifest)
-    return f"; {line}" if line else ""
-
-
-def table(rd: Any, rows_: list[dict[str, Any]], width: int | None = None):
-    """A rich Table of the closing rows (▲: the chain beat that measured ceiling), ``width``
-    columns wide when given (the reasons wrapped to fit, a figure and its unit kept together)."""
-    from rich.table import Table
+def closing_rows(rows_: list[dict[str, Any]]) -> tuple[str, list[closing_text.Row]]:
+    """The words every label shares (said once, in the title) and the table's rows."""
     reads = any(r["direction"] != "write" for r in rows_)
     common = common_words([r["cell"] for r in rows_])
-    title = f"what capped each level — run {rd.run_id}" + (f" — {' '.join(common)}" if common else "")
-    t = Table(title=title, title_justify="left",
-              caption="rate: bytes over the steady window, mean over repeats (1 Gb/s = 1e9 bit/s); † no "
-                      "steady window: the mean over the whole level; a + b: both rules hold (co-limits); "
-                      "(or b) borderline: a figure within its noise of a threshold, another run may name "
-                      "b; ▲ the chain beat a measured "
-                      "ceiling (that probe is no ceiling of its path)"
-                      + _assumed_line(getattr(rd, "manifest", {})),
-              caption_justify="left", show_edge=False, pad_edge=False)
-    body = []
-    last = None
+    out = []
     for r in rows_:
         mark = " ▲ " + "; ".join(b["text"] for b in r["beats"]) if r["beats"] else ""
-        rate = fmt_num(r["rate_gbps"]) + ("†" if r["rate_method"] == "whole" else "") \
-            if r["rate_gbps"] is not None else "–"
-        label = _without(r["cell"], common)
-        cells = [label if r["cell"] != last else "", str(r["concurrency"])]
-        if reads:
-            cells.append(r["direction"])
-        shown = verdict_text(r["verdict"], r.get("co_limits") or [], r.get("near") or [])
-        near_ = shown[len(r["verdict"]):]  # co-limits and borderline candidates after the name
-        body.append((cells, rate, r["verdict"], near_, r["short_reason"] + mark))
-        last = r["cell"]
-    heads = ["cell", "c", *(["dir"] if reads else []), "Gb/s", "verdict", "why (deciding figure)"]
-    why_w = None
-    if width:
-        fixed = [max([len(heads[i]), *(len(b[0][i]) for b in body)]) for i in range(len(heads) - 3)]
-        fixed += [max([4, *(len(b[1]) for b in body)]),
-                  max([7, *(len(b[2]) + len(b[3]) for b in body)])]
-        why_w = width - sum(fixed) - GAP * (len(heads) - 1)
-        if why_w < 24 and fixed[0] > 12:  # narrow: the cell labels wrap too
-            why_w += fixed[0] - 12
-        why_w = max(why_w, 16)
-    t.add_column("cell", overflow="fold")
-    t.add_column("c", justify="right")
-    if reads:
-        t.add_column("dir")
-    t.add_column("Gb/s", justify="right")
-    t.add_column("verdict")
-    t.add_column("why (deciding figure)", overflow="fold")
-    for cells, rate, verdict, near_, why in body:
-        style = STYLE.get(verdict, "bold")
-        t.add_row(*cells, rate, f"[{style}]{verdict}[/]{near_}",
-                  _keep_percent(why, why_w) if why_w else why)
-    return t
+        out.append(closing_text.Row(_without(r["cell"], common), str(r["concurrency"]), rate_text(r),
+                                    r["verdict"], list(r.get("co_limits") or []),
+                                    list(r.get("near") or []), r["short_reason"] + mark,
+                                    r["direction"] if reads else ""))
+    return " ".join(common), out
+
+
+def lines(rd: Any, rows_: list[dict[str, Any]], width: int) -> list[str]:
+    """The closing table, its legend (the marks it uses), the verdict counts, whether the run
+    is fit for sizing and what would settle each inconclusive or borderline level: the same
+    lines on a terminal and in a pipe, at most ``width`` columns."""
+    common, body = closing_rows(rows_)
+    title = f"what capped each level — run {rd.run_id}" + (f" — {common}" if common else "")
+    notes = closing_text.legend(body, any(r["beats"] for r in rows_))
+    assumed = between_run.legend(getattr(rd, "manifest", {}))  # a between-run term the run assumed
+    notes += [assumed] if assumed else []
+    notes.append(f"verdicts: {counts_line(rows_)}")
+    if rows_ and not fit_for_sizing(rd, rows_):
+        host = sum(r["verdict"] == "host-cpu" for r in rows_)
+        notes.append(f"not fit for sizing: {host} of {len(rows_)} levels host-cpu with every role "
+                     "on one host (it measured the host, not the path)")
+    return closing_text.lay_out(title, body, width, notes=notes, run=str(rd.run.path),
+                                settle=[closing_text.split_settle(x, common) for x in settle(rd, rows_)])
 
 
 def text(rd: Any, rows_: list[dict[str, Any]], width: int) -> str:
-    """The closing table and its verdict counts as plain text: at most ``width`` columns, no
-    trailing spaces (a log, CI, a file)."""
-    import io
-
-    from rich.console import Console
-    buf = io.StringIO()
-    con = Console(file=buf, width=width, highlight=False, color_system=None, force_terminal=False)
-    con.print(table(rd, rows_, width))
-    con.print(f"verdicts: {counts_line(rows_)}", highlight=False)
-    # a row whose verdict folds onto a line its reason does not reach ends in an empty cell
-    return "\n".join(line.rstrip().removesuffix("│").rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    """The closing table as plain text (a log, CI, a file): at most ``width`` columns, no
+    trailing spaces."""
+    return "\n".join(lines(rd, rows_, width)) + "\n"
 
 
 def width() -> int:
@@ -357,22 +320,24 @@ def counts_line(rows_: list[dict[str, Any]]) -> str:
 
 
 def print_table(rd: Any, rows_: list[dict[str, Any]], console=None) -> None:
-    """The closing table on ``console`` (default: stdout, coloured on a terminal; otherwise plain
-    text of at most width() columns)."""
+    """The closing table on ``console`` (default: stdout): the lines of :func:`text`, each
+    verdict coloured on a terminal."""
     import sys
 
     from rich.console import Console
+    from rich.text import Text
     if console is None and not _is_tty():
         sys.stdout.write(text(rd, rows_, width()))
         return
     console = console or Console(width=width(), highlight=False)
-    console.print(table(rd, rows_, console.width))
-    console.print(f"verdicts: {counts_line(rows_)}", highlight=False)
-    lines = settle(rd, rows_)
-    if lines:
-        console.print("what would settle each inconclusive or borderline level:", highlight=False)
-        for x in lines:
-            console.print(f"  {x}", highlight=False, markup=False, soft_wrap=True)
+    start, vw = closing_text.verdict_column(closing_rows(rows_)[1], console.width)
+    for ln in lines(rd, rows_, console.width):
+        t = Text(ln)
+        for v, style in STYLE.items():
+            i = ln.find(v, start, start + vw)
+            if i >= 0 and ln[i + len(v):i + len(v) + 1] in ("", " "):
+                t.stylize(style, i, i + len(v))
+        console.print(t, soft_wrap=True)
 
 
 def _is_tty() -> bool:

@@ -1,5 +1,6 @@
-"""Markdown a ticket takes: tables and lines of at most WIDTH characters, no empty columns,
-findings grouped by kind with the cells' labels, short timestamps.
+"""Markdown a ticket takes (GitHub, GitLab): tables of at most WIDTH characters, no empty
+columns, prose never folded (a newline in a comment is a line break there), findings grouped by
+kind with the cells' labels, short timestamps.
 
 A table that is too wide first loses its empty columns, then moves the columns that say the same
 in every row into a line under it, then takes short headers (a key line says what they mean),
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import textwrap
 from collections.abc import Iterable
 from typing import Any
 
@@ -74,9 +74,8 @@ def table(rows: list[dict[str, Any]], columns: list[dict[str, Any]], width: int 
                 r[i] = f"[{len(moved)}]"
     out = [_line(heads), "|" + "|".join("---:" if c.get("num") else "---" for c in cols) + "|"]
     out += [_line(r) for r in body]
-    notes = [textwrap.fill(n, width, break_long_words=False, break_on_hyphens=False) for n in notes]
-    notes += [textwrap.fill(n, width, break_on_hyphens=False) for n in moved]  # every word kept
-    return "\n".join(out) + ("\n\n" + "\n".join(notes) if notes else "") + "\n"
+    notes += moved  # every word kept; a paragraph each (no line break inside one: see wrap)
+    return "\n".join(out) + ("\n\n" + "\n\n".join(notes) if notes else "") + "\n"
 
 
 
@@ -108,8 +107,8 @@ def verdict_table(grid: dict[str, Any], reads: bool, width: int = WIDTH) -> str:
             if not p:
                 continue
             level = f"c={p['concurrency']}" + (f" {p['direction']}" if reads else "")
-            rate = p["rate_text"] + ("†" if p.get("whole") else "")
-            verdict = " + ".join(f"**{v}**" for v in [p["verdict"], *(p.get("co_limits") or [])]) + \
+            rate = p["rate_text"] + ("†" if p.get("unsteady") else "")
+            verdict = " & ".join(f"**{v}**" for v in [p["verdict"], *(p.get("co_limits") or [])]) + \
                 (f" (or {' or '.join(p['near'])})" if p.get("near") else "")
             why = p["short_reason"]
             for b in p.get("beats") or ():
@@ -144,9 +143,7 @@ def findings_text(groups: list[dict[str, Any]], width: int = WIDTH) -> str:
         body = [x for x in (g["why"], f"Fix: {g['fix']}" if g["fix"] else "") if x]
         cells = g["cells"]
         where = f"In {len(cells)} cells: " if len(cells) > 1 else "In "
-        text = " ".join([head + ".", *[b.rstrip(".") + "." for b in body], where + "; ".join(cells) + "."])
-        out.append(textwrap.fill(text, width, subsequent_indent="  ", break_long_words=False,
-                                 break_on_hyphens=False))
+        out.append(" ".join([head + ".", *[b.rstrip(".") + "." for b in body], where + "; ".join(cells) + "."]))
     return "\n".join(out)
 
 
@@ -163,25 +160,12 @@ def short_time(v: Any) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S") + (" UTC" if t.tzinfo is not None else "")
 
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-
-
 def wrap(text: str, width: int = WIDTH) -> str:
-    """Prose lines longer than ``width`` folded (Markdown joins them again); tables, headings
-    and code blocks left as they are (tables fit by :func:`table`); runs of blank lines made one
-    (the report has no code block for that to change)."""
-    out, code = [], False
-    for line in text.split("\n"):
-        if _FENCE.match(line):
-            code = not code
-        if code or len(line) <= width or line.lstrip().startswith(("|", "#", "    ")):
-            out.append(line)
-            continue
-        m = re.match(r"^(\s*(?:[-*+] |\d+\. )?)", line)
-        lead = m.group(1) if m else ""
-        out.append(textwrap.fill(line, width, subsequent_indent=" " * len(lead), break_long_words=False,
-                                 break_on_hyphens=False))
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out))  # one blank line between blocks
+    """The Markdown as a ticket takes it: no line is folded (GitHub renders every newline of a
+    comment as a line break, and a break inside a code span breaks the span), runs of blank lines
+    made one. ``width`` is the tables' (:func:`table`), not the prose's."""
+    del width
+    return re.sub(r"\n{3,}", "\n\n", text)
 
 
 def _clip(s: str, n: int) -> str:

@@ -16,9 +16,10 @@ from typing import Any
 import pandas as pd
 
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
+from xcbench.cell import Layout
 from xcbench.figures.numbers import as_float
 from xcbench.figures.reference import lookup
-from xcbench.figures.units import fmt_num, fmt_pct, format_size, gbps_num
+from xcbench.figures.units import fmt_num, fmt_pct, gbps_num
 
 GBIT = 1e9
 DIRECTIONS = (("write", "ingress"), ("read", "egress"))
@@ -128,7 +129,7 @@ def reference_layout(manifest: dict[str, Any], layout_rows: list[dict[str, Any]]
                          {"key": "ref_ratio", "label": "run / published", "num": True}]
         if c["key"] == "ops":
             out_cols.append({"key": "ref_iops", "label": "published IOPS", "num": True})
-    missing = [f"su={format_size(r['stripe_unit'])} sc={r['stripe_count']} os={format_size(r['object_size'])}"
+    missing = [Layout(r["stripe_unit"], r["stripe_count"], r["object_size"]).label
                for r in ref["rows"] if (r["stripe_unit"], r["stripe_count"], r["object_size"]) not in matched]
     cond = ref.get("conditions") or {}
     return {"columns": out_cols, "source": ref.get("source", ""), "url": ref.get("url"),

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 
 from xcbench.analysis.report import scaling
-from xcbench.analysis.report.overview import TARGET_BPS
+from xcbench.analysis.report.overview import TARGET_BYTES_PER_S
 from xcbench.cell import BACKENDS
 
 
@@ -26,7 +26,7 @@ def section(runs: list[Any], inputs: list[tuple[str, pd.DataFrame, dict[str, Any
     """{id, title, uri, caption} of the overlay; None for one run or no point."""
     if len(inputs) < 2:
         return None
-    uri = scaling.overlay(inputs, cells_of(runs), TARGET_BPS)
+    uri = scaling.overlay(inputs, cells_of(runs), TARGET_BYTES_PER_S)
     if not uri:
         return None
     names = ", ".join(n for n, _, _ in inputs)

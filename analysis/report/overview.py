@@ -12,7 +12,7 @@ from xcbench.figures.numbers import is_finite
 from xcbench.figures.units import fmt_num, format_size
 
 GIB = float(1 << 30)
-TARGET_BPS = 100e9 / 8  # the site's target the design names (100 Gb/s); plans size for others
+TARGET_BYTES_PER_S = 100e9 / 8  # the site's target the design names (100 Gb/s); plans size for others
 LOOPBACK = ("127.", "::1", "localhost", "local")
 
 
@@ -23,8 +23,8 @@ def _loopback(addr: Any) -> bool:
 
 def baseline_text(rd: Any) -> str:
     """'47.3 Gb/s iperf3 over loopback (one host, 4 streams, 5 s)' or 'not measured'."""
-    bps, _ = rd.network
-    if not is_finite(bps):
+    bytes_per_s, _ = rd.network
+    if not is_finite(bytes_per_s):
         return "network baseline: not measured"
     b = rd.baseline
     best = b.loc[b["bits_per_second"].astype(float).idxmax()] if "bits_per_second" in b and len(b) else None
@@ -37,7 +37,7 @@ def baseline_text(rd: Any) -> str:
                  f"{fmt_num(best['seconds'])} s" if is_finite(best.get("seconds")) else ""]
         extra_s = ", ".join(x for x in extra if x)
         over = f" over {where}" + (f", {extra_s}" if extra_s else "")
-    return f"network baseline {glance.gbps(bps)}: iperf3{over}"
+    return f"network baseline {glance.gbps(bytes_per_s)}: iperf3{over}"
 
 
 def context(rd: Any) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def context(rd: Any) -> dict[str, Any]:
              "files " + "/".join(format_size(s) for s in sizes) + (f" × {'/'.join(map(str, files))} per level"
                                                                   if files else "") if sizes else "",
              f"matrix {name or '–'}: {len(cells)} cells × levels {', '.join(map(str, levels)) or '–'}",
-             baseline_text(rd), f"target {glance.gbps(TARGET_BPS)}",
+             baseline_text(rd), f"target {glance.gbps(TARGET_BYTES_PER_S)}",
              between_run.legend(m) or ""]  # an assumed between-run term, said on the first screen
     return {"line": " · ".join(p for p in parts if p), "run": rd.run_id,
             "calibrate": f"xcbench plan --calibrate {rd.run.path}"}
@@ -83,13 +83,15 @@ def grid(table: list[dict[str, Any]]) -> dict[str, Any]:
         row = rows.setdefault(r["cell_id"], {"cell": r["cell"], "cell_id": r["cell_id"],
                                              "backend": r["backend"], "points": [None] * len(cols)})
         row["points"][cols.index((float(r["concurrency"]), r["direction"]))] = {
-            **r, "rate_text": fmt_num(r["rate_gbps"]) if r["rate_gbps"] is not None else "–",
-            "whole": r["rate_method"] == "whole",
+            **r, "rate_text": glance.rate_text(r).rstrip("†"),
+            "whole": not r["steady"], "unsteady": not r["steady"],
             "gib_text": fmt_num(r["rate_gibps"]) if r["rate_gibps"] is not None else "–",
             "beats_text": "; ".join(b["text"] for b in r["beats"]),
             "bar": _bar(r["rate_bytes_per_s"], table)}
     return {"columns": columns, "rows": list(rows.values()), "counts": glance.counts(table),
-            "any_whole": any(r["rate_method"] == "whole" for r in table)}
+            "any_whole": any(not r["steady"] for r in table),
+            "any_co": any(r.get("co_limits") for r in table), "any_near": any(r.get("near") for r in table),
+            "any_beat": any(r.get("beats") for r in table)}
 
 
 def _bar(rate: float | None, table: list[dict[str, Any]]) -> int:

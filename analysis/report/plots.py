@@ -60,6 +60,9 @@ def cell_timeline(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[
     return fig_to_data_uri(fig, dpi=110) if fig is not None else None
 
 
+NOT_STEADY = ("whole", "not steady")  # figures.steady: no steady window, or the maximum came first
+
+
 def timeline_figure(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dict[str, pd.DataFrame],
                     title: str, cores: float = math.nan, roles: dict | None = None,
                     extra: Sequence[Callable[[Any, float], None]] = ()):
@@ -94,13 +97,22 @@ def timeline_figure(timeline: pd.DataFrame, steady: pd.DataFrame, telemetry: dic
         x, y = _trim(g["wall"].to_numpy(dtype=float) - t0, g["rate"].to_numpy(dtype=float) * 8 / 1e9)
         x, y = _thin(x, y)
         ax.plot(x, y, color=colors.get(conc), lw=1.3)
+    unsteady = False
     for r in steady.itertuples():
-        ax.axvspan(r.wall_start - t0, r.wall_end - t0, color=colors.get(r.concurrency), alpha=0.15, lw=0)
+        if str(getattr(r, "method", "")) in NOT_STEADY:  # the window the rate is over, not a steady one
+            ax.axvspan(r.wall_start - t0, r.wall_end - t0, facecolor="none", edgecolor=colors.get(r.concurrency),
+                       hatch="//", alpha=0.5, lw=0)
+            unsteady = True
+        else:
+            ax.axvspan(r.wall_start - t0, r.wall_end - t0, color=colors.get(r.concurrency), alpha=0.15, lw=0)
     ax.set_ylabel("rate\n(Gb/s)")
     ax.set_ylim(bottom=0)
     ax.set_title(title, fontsize=10)
     handles: list = [Patch(color=colors[c], alpha=0.5, label=f"{int(c)} in flight (shaded: steady)")
                      for c in levels]
+    if unsteady:
+        handles.append(Patch(facecolor="none", edgecolor="#4b5563", hatch="//",
+                             label="hatched: not steady (the rate's window, † in the tables)"))
     i = 1
     if cpu:
         a = axes[i]

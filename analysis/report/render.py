@@ -45,7 +45,16 @@ def md_escape(v: Any) -> str:
     return str(v).replace("|", "\\|").replace("\n", " ")
 
 
-FILTERS = {"num": fmt_num, "gbps": gbps_num, "pct": fmt_pct, "size": fmt_size, "mdcell": md_escape,
+def shown(columns: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The columns of a table that say something: one empty ('', '–', None) in every row is left
+    out (a '95 % CI' column of a run without repeats)."""
+    def empty(v: Any) -> bool:
+        v = v.get("text") if isinstance(v, dict) else v
+        return v is None or str(v).strip() in markdown.EMPTY or str(v) == "nan"
+    return [c for c in columns if not rows or not all(empty(r.get(c["key"])) for r in rows)]
+
+
+FILTERS = {"shown": shown, "num": fmt_num, "gbps": gbps_num, "pct": fmt_pct, "size": fmt_size, "mdcell": md_escape,
            "mdtable": markdown.table, "mdverdicts": markdown.verdict_table,
            "mdfindings": markdown.findings_text, "when": markdown.short_time}
 

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from xcbench.analysis.report import (
+    closing_text,
     gateway_cpu_table,
     glance,
     markdown,
@@ -30,6 +31,7 @@ from xcbench.analysis.verdicts.roles import role_series
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.cell import BACKENDS
 from xcbench.figures.units import fmt_gbps, gbps_num
+from xcbench.store.upgrade import update_confirmations
 
 
 def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
@@ -80,7 +82,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
               for cid, c in m.get("cells", {}).items() if c.get("status") != "complete"]
     fp = m.get("fingerprint") or {}
     versions = fp.get("versions") or {}
-    net_bps, _ = rd.network
+    net_bytes_per_s, _ = rd.network
     layout_ref = network_baseline.reference_layout(m, layout_rows, run_tables.columns()["layout"])
     netbase = network_baseline.network_section(rd.run_id, rd.baseline, src, images=images)
     return {
@@ -103,7 +105,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
         "versions": {k: v for k, v in versions.items() if not isinstance(v, dict)},
         "packages": versions.get("packages") or {}, "host": fp.get("host") or {},
         "versions_digest": fp.get("versions_digest", ""), "cell_fp": _cell_fingerprints(m),
-        "network": fmt_gbps(net_bps, gib=True) if num_cell(net_bps) else "not measured",
+        "network": fmt_gbps(net_bytes_per_s, gib=True) if num_cell(net_bytes_per_s) else "not measured",
         "timeline_derived": rd.timeline_derived,
         # streams, size classes, origins x cores: plots only (the Markdown report has none)
         "dims": dims_section(rd.points, m, rd.campaigns) if images else None,
@@ -113,7 +115,10 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
         "reads": reads,
         "glance": {"context": {**overview.context(rd), **({} if glance.fit_for_sizing(rd, closing)
                                                           else {"calibrate": None})},
-                   "grid": overview.grid(closing), "settle": glance.settle(rd, closing)},
+                   "grid": overview.grid(closing),
+                   # each level to settle: what it is, then each way (a command in its own span)
+                   "settle": [(where, [closing_text.spans(x) for x in todo]) for where, todo in
+                              (closing_text.split_settle(x) for x in glance.settle(rd, closing))]},
         "gateway_cpu": gateway_cpu_table.section(rd.campaigns),  # core-s/GB per mode and security
         "confirmations": confirmations(rd.run.path, labels),  # xcbench confirm RUN
         "scaling_input": (rd.run_id, points, ceil),  # the overlay of `report A B`
@@ -122,7 +127,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
 
 def _scaling_figure(points: pd.DataFrame, cells: pd.DataFrame, ceil: Any) -> list[dict[str, Any]]:
     """The throughput-vs-concurrency plot with every measured ceiling ([] when nothing to draw)."""
-    uri = scaling.plot(points, cells, ceil, overview.TARGET_BPS)
+    uri = scaling.plot(points, cells, ceil, overview.TARGET_BYTES_PER_S)
     if not uri:
         return []
     one = not (points["repeats"].fillna(1) > 1).any() if "repeats" in points and len(points) else True
@@ -152,7 +157,9 @@ def _timelines(rd: RunData, cells: pd.DataFrame, labels: dict[str, str],
         tel = {"gateway cores": rd.samples.series(cid, "gateway_cores"),
                "host busy": rd.samples.series(cid, "host_busy"),
                "pool write op/s": rd.samples.series(cid, "pool_write_ops", pool) if pool else None}
-        storage, storage_caption = timeline_panels(rd.samples, cid, verdicts, float(g["rate"].max()))
+        storage, storage_caption = timeline_panels(
+            rd.samples, cid, verdicts, float(g["rate"].max()),
+            storage=cells.loc[cid, "backend"] != "tmpfs")  # no storage in a tmpfs cell's path
         uri = plots.cell_timeline(g, st[st["cell_id"] == cid], tel, f"{labels.get(cid, cid)}  [{cid}]",
                                   cores=rd.cores, roles=role_series(rd.samples, cid), extra=storage)
         if uri:
@@ -172,13 +179,13 @@ def _cell_fingerprints(m: dict[str, Any]) -> list[dict[str, Any]]:
     cell_fp = []
     for cid, c in m.get("cells", {}).items():
         f = c.get("fingerprint") or {}
-        cell_fp.append({"cell": c.get("label", cid), "id": cid, "digest": (f.get("digest") or "–")[:16],
-                        "layout": json.dumps(f.get("layout"), sort_keys=True) if f.get("layout") else "–",
-                        "pool": json.dumps((f.get("pool") or {}).get("settings") or (f.get("pool") or {}).get("name"),
-                                           sort_keys=True) if f.get("pool") else "–",
-                        "ec_profile": json.dumps((f.get("pool") or {}).get("ec_profile"), sort_keys=True)
-                        if (f.get("pool") or {}).get("ec_profile") else "–",
-                        "configs": ", ".join(f"{k} {str(v)[:12]}" for k, v in (f.get("configs") or {}).items()) or "–"})
+        pool = f.get("pool") or {}
+        row = {"cell": c.get("label", cid), "id": cid, "digest": (f.get("digest") or "–")[:16],
+               "layout": json.dumps(f.get("layout"), sort_keys=True) if f.get("layout") else "–",
+               "pool": json.dumps(pool.get("settings") or pool.get("name"), sort_keys=True) if pool else "–",
+               "ec_profile": json.dumps(pool.get("ec_profile"), sort_keys=True) if pool.get("ec_profile") else "–",
+               "configs": ", ".join(f"{k} {str(v)[:12]}" for k, v in (f.get("configs") or {}).items()) or "–"}
+        cell_fp.append({k: {"text": v, "cls": "mono"} if k != "cell" else v for k, v in row.items()})
     return cell_fp
 
 
@@ -189,7 +196,7 @@ def confirmations(path: Path, labels: dict[str, str]) -> list[dict[str, Any]]:
     if not f.is_file():
         return []
     try:
-        rows = json.loads(f.read_text()).get("confirmations") or []
+        rows = update_confirmations(json.loads(f.read_text())).get("confirmations") or []
     except (OSError, ValueError, AttributeError):
         return []
 
@@ -200,6 +207,6 @@ def confirmations(path: Path, labels: dict[str, str]) -> list[dict[str, Any]]:
     return [{"cell": labels.get(str(x.get("cell_id")), x.get("cell_id")), "conc": x.get("concurrency"),
              "verdict": x.get("verdict"), "outcome": x.get("outcome"),
              "what": x.get("what") or x.get("why") or "",
-             "control": rate(x.get("control_Bps"), x.get("control_rel_se")),
-             "changed": rate(x.get("changed_Bps"), x.get("changed_rel_se")),
+             "control": rate(x.get("control_bytes_per_s"), x.get("control_rel_se")),
+             "changed": rate(x.get("changed_bytes_per_s"), x.get("changed_rel_se")),
              "why": x.get("why") if x.get("what") else ""} for x in rows if isinstance(x, dict)]

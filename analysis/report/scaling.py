@@ -6,8 +6,9 @@ of an EC cell, and the target. Each point is coloured and labelled by its verdic
 ceiling that decided it is marked (a hollow diamond on that ceiling, a dotted line to it).
 
 The ceilings come from the verdicts' evidence (analysis.verdicts.attribution), so the plot shows the
-figures the verdicts compared. Rates in Gb/s (10^9 bit/s) on a log axis: a 2-core test box and a
-100 Gb/s target differ by two orders of magnitude, and every line stays readable.
+figures the verdicts compared. Rates in Gb/s (10^9 bit/s) on a log axis that spans the chain's rates and
+the ceilings that decided them: a ceiling far off (a 100 Gb/s target, iperf3 over loopback on a
+2-core box) is named in the legend with its figure, not drawn at the edge of an axis it stretches.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ def ceilings(verdicts: pd.DataFrame, direction: str = "write") -> dict[str, dict
             c["rep"][level] = float(ev["rep_rate"])
         if is_finite(ev.get("fio_bw")):
             c["fio"] = float(ev["fio_bw"])
-        if is_finite(ev.get("network_bps")):
-            c["iperf3"] = float(ev["network_bps"])
+        if is_finite(ev.get("network_bytes_per_s")):
+            c["iperf3"] = float(ev["network_bytes_per_s"])
         if is_finite(ev.get("gateway_ceiling")):
             c["tmpfs"][float(v["concurrency"])] = float(ev["gateway_ceiling"])
         rate = ev.get("rate")
@@ -106,7 +107,7 @@ def decided(verdict: str, ev: dict[str, Any]) -> tuple[float, str] | None:
     link = ev.get("link_use")
     pick: dict[str, tuple[Any, str]] = {
         "network": ((float(r) / link) if is_finite(link) and link >= (ev.get("thresholds") or {}).get("near", 0.85)
-                    and link > 0 else ev.get("network_bps"), "shaped link" if is_finite(link) else "iperf3"),
+                    and link > 0 else ev.get("network_bytes_per_s"), "shaped link" if is_finite(link) else "iperf3"),
         "storage-iops": ((float(r) / u["storage-iops"]) if is_finite(u.get("storage-iops")) and u["storage-iops"] > 0
                          else None, "fio IOPS"),
         "storage-bandwidth": (ev.get("fio_bw"), "fio bandwidth"),
@@ -125,17 +126,17 @@ def decided(verdict: str, ev: dict[str, Any]) -> tuple[float, str] | None:
 
 
 def plot(points: pd.DataFrame, cells: pd.DataFrame, ceil: dict[str, dict[str, Any]],
-         target_bps: float, direction: str = "write") -> str | None:
+         target_bytes_per_s: float, direction: str = "write") -> str | None:
     """Small multiples: one panel per cell (in ``cells``' order), every ceiling drawn."""
-    fig = figure([("", points, ceil)], cells, target_bps, direction)
+    fig = figure([("", points, ceil)], cells, target_bytes_per_s, direction)
     return fig_to_data_uri(fig) if fig is not None else None
 
 
 def overlay(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cells: pd.DataFrame,
-            target_bps: float, direction: str = "write") -> str | None:
+            target_bytes_per_s: float, direction: str = "write") -> str | None:
     """Several runs in one figure: a panel per cell of any run, each run's chain in its own
     line and marker, the ceilings of the first run (the base)."""
-    fig = figure(runs, cells, target_bps, direction)
+    fig = figure(runs, cells, target_bytes_per_s, direction)
     return fig_to_data_uri(fig) if fig is not None else None
 
 
@@ -145,7 +146,7 @@ def _has_ci(s: pd.DataFrame) -> bool:
 
 
 def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cells: pd.DataFrame,
-           target_bps: float, direction: str = "write"):
+           target_bytes_per_s: float, direction: str = "write"):
     """The figure of :func:`plot` / :func:`overlay` (None when no run has a point)."""
     from matplotlib.lines import Line2D
     pts = [(name, p[p["direction"] == direction], c) for name, p, c in runs]
@@ -157,7 +158,8 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
     fig, axes = new_figure(4.3 * ncols, 3.0 * nrows + 1.0, nrows=nrows, ncols=ncols, sharey=True,
                            squeeze=False)
     gb = 8 / 1e9
-    ys: list[float] = [target_bps * gb]
+    ys: list[float] = []  # the axis spans the chain's rates and the ceilings that decided them
+    flat: dict[str, list[float]] = {"target": [target_bytes_per_s * gb]}  # level-wide lines, in Gb/s
     used: set[str] = set()
     verdicts: dict[str, None] = {}
     ci_any, marked = False, False
@@ -170,7 +172,7 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
         for kind in ("fio", "iperf3"):
             if c.get(kind):
                 ax.axhline(c[kind] * gb, **STYLE[kind])
-                ys.append(c[kind] * gb)
+                flat.setdefault(kind, []).append(c[kind] * gb)
                 used.add(kind)
         for kind in ("tmpfs", "iops", "host", "rep"):
             line = c.get(kind) or {}
@@ -186,15 +188,15 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
                           linestyles=st.pop("ls", "-"), **st)
             else:
                 ax.plot(lv, [line[k] * gb for k in lv], **STYLE[kind])
-            ys += [line[k] * gb for k in lv]
             used.add(kind)
         for role, v in (c.get("quota") or {}).items():
             ax.axhline(v * gb, **STYLE["quota"])
             ax.annotate(f"{role} quota", (1.0, v * gb), xycoords=("axes fraction", "data"),
-                        ha="right", va="bottom", fontsize=7, color=STYLE["quota"]["color"])
-            ys.append(v * gb)
+                        ha="right", va="bottom", fontsize=7, color=STYLE["quota"]["color"],
+                        annotation_clip=True)
+            flat.setdefault("quota", []).append(v * gb)
             used.add("quota")
-        ax.axhline(target_bps * gb, **STYLE["target"])
+        ax.axhline(target_bytes_per_s * gb, **STYLE["target"])
         for i, (_name, p, ceil) in enumerate(pts):
             s = p[p["cell_id"] == cid].sort_values("concurrency")
             if s.empty:
@@ -242,15 +244,27 @@ def figure(runs: list[tuple[str, pd.DataFrame, dict[str, dict[str, Any]]]], cell
         ax.set_visible(False)
     ax0 = axes[0][0]
     ax0.set_yscale("log")
-    good = [v for v in ys if v > 0 and math.isfinite(v)]
-    ax0.set_ylim(min(good) / 2.2, max(good) * 2.2)  # room above and below for the verdict labels
+    good = [v for v in ys if v > 0 and math.isfinite(v)] or \
+        [v for vs in flat.values() for v in vs if v > 0 and math.isfinite(v)]
+    y_lo, y_hi = min(good) / 2.2, max(good) * 2.2  # room above and below for the verdict labels
+    ax0.set_ylim(y_lo, y_hi)
+    # a ceiling far from the data (the target, iperf3 over loopback) is named, not drawn: the
+    # axis stays on the data
+    off = {k: [v for v in vs if not y_lo <= v <= y_hi] for k, vs in flat.items()}
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     ax0.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax0.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax0.yaxis.set_minor_formatter(NullFormatter())
     for row in axes:
         row[0].set_ylabel("rate (Gb/s, log)", fontsize=8)
-    names = dict(NAMES, target=f"target {target_bps * gb:g} Gb/s")
+    names = dict(NAMES, target=f"target {target_bytes_per_s * gb:g} Gb/s")
+    for k, vs in off.items():
+        if vs and len(vs) == len(flat[k]):  # every line of the kind off the plot
+            where = "above" if min(vs) > y_hi else "below"
+            figs = ", ".join(f"{v:.3g}" for v in sorted(set(vs)))
+            names[k] = (f"target {figs} Gb/s" if k == "target" else f"{names[k]}: {figs} Gb/s") + \
+                f", {where} the plot"
+            used.add(k)
     if not ci_any:
         names["chain"] = "the chain (steady rate; one repeat or no spread: no CI bars)"
     handles = []

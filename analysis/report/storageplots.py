@@ -28,16 +28,17 @@ def _legend(a) -> None:
                  borderaxespad=0.0, handlelength=1.6)
 
 
-def panels(samples, cid: str, min_bps: float = 0.0) -> list[Callable[[Any, float], None]]:
+def panels(samples, cid: str, min_bytes_per_s: float = 0.0) -> list[Callable[[Any, float], None]]:
     """The storage-host panels of ``cid`` that have something to show, each a function drawing
     onto an axis given the time origin: the OSD hosts' NICs, their OSD disks' busy fraction,
-    their CPU against cores. A NIC is drawn when it moved more than ``min_bps`` at some point
+    their CPU against cores. A NIC is drawn when it moved more than ``min_bytes_per_s`` at some point
     (the report passes 1 % of the chain's peak rate: a NIC in the chain's path carries its share
     of the bytes, one outside it only background, 806 B/s of ssh and scrapes recorded on the
     one-box cluster, whose OSDs talk over loopback); no NIC drawn, no NIC panel.
     [] when the cell has no prometheus rows of OSD hosts."""
-    rx, tx = _osd_rows(samples, cid, "node.nic_rx_bps"), _osd_rows(samples, cid, "node.nic_tx_bps")
-    speed = _osd_rows(samples, cid, "node.nic_speed_bps")
+    rx = _osd_rows(samples, cid, "node.nic_rx_bytes_per_s")
+    tx = _osd_rows(samples, cid, "node.nic_tx_bytes_per_s")
+    speed = _osd_rows(samples, cid, "node.nic_speed_bytes_per_s")
     busy = _osd_rows(samples, cid, "node.disk_busy")
     osd_disks = {k for k, rows in samples.by_label(cid, "node.disk_busy", "osds").items() if k}
     if osd_disks:  # the OSDs' disks are known: the host's other disks are not drawn
@@ -48,7 +49,7 @@ def panels(samples, cid: str, min_bps: float = 0.0) -> list[Callable[[Any, float
     cpu, cores = _osd_rows(samples, cid, "node.cpu_busy_cores"), _osd_rows(samples, cid, "node.cpu_cores")
     nics = [(key, way, series) for key in sorted(set(rx) | set(tx))
             for series, way in ((rx.get(key), "rx"), (tx.get(key), "tx"))
-            if series is not None and np.isfinite(series[1]).any() and np.nanmax(series[1]) > max(min_bps, 0.0)]
+            if series is not None and np.isfinite(series[1]).any() and np.nanmax(series[1]) > max(min_bytes_per_s, 0.0)]
     known = bool(nics) and all(k in speed for k, _, _ in nics)
     out: list[Callable[[Any, float], None]] = []
 
@@ -82,7 +83,8 @@ def panels(samples, cid: str, min_bps: float = 0.0) -> list[Callable[[Any, float
         _legend(a)
     if nics:
         out.append(nic)
-    if busy:
+    busy = {k: (w, v) for k, (w, v) in busy.items() if np.isfinite(v).any() and np.nanmax(v) > 0}
+    if busy:  # a disk that was never busy (or never read) says nothing: no empty panel
         out.append(disk)
     if cpu:
         out.append(host_cpu)
@@ -116,11 +118,12 @@ def fanout_text(evidences: list[tuple[float, dict]]) -> str:
     return ("bytes on the OSD hosts' NICs per client byte: " + "; ".join(parts)) if parts else ""
 
 
-def timeline_panels(samples, cid: str, verdicts: Any, peak: float) -> tuple[list, str]:
+def timeline_panels(samples, cid: str, verdicts: Any, peak: float, storage: bool = True) -> tuple[list, str]:
     """The cell's storage-host panels (Prometheus) for under its timeline, and their caption
-    with the EC fan-out measured; ([], "") when the run has no such rows. ``peak``: the chain's
-    highest rate (B/s): a NIC that never moved 1 % of it is not in the chain's path."""
-    draw = panels(samples, cid, 0.01 * peak if math.isfinite(peak) else 0.0)
+    with the EC fan-out measured; ([], "") when the run has no such rows, or the cell has no
+    storage in its path (``storage`` False: a tmpfs cell). ``peak``: the chain's highest rate
+    (B/s): a NIC that never moved 1 % of it is not in the chain's path."""
+    draw = panels(samples, cid, 0.01 * peak if math.isfinite(peak) else 0.0) if storage else []
     if not draw:
         return [], ""
     v = verdicts[verdicts["cell_id"] == cid]

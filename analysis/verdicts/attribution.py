@@ -98,9 +98,9 @@ def _ceilings(rd: RunData, cid: str, direction: str, ev: dict[str, Any], src: di
     if is_finite(row.get("write_device_iops")):  # the IOPS ceiling in device IOs (analysis.verdicts.rules)
         ev["fio_device_iops"] = row["write_device_iops"]
         src["fio_device_iops"] = row["device_iops_source"]
-    if is_finite(row.get("write_device_Bps")):  # and the device's bytes ceiling as the probe reached it
-        ev["fio_device_Bps"] = row["write_device_Bps"]
-        src["fio_device_Bps"] = row["device_Bps_source"]
+    if is_finite(row.get("write_device_bytes_per_s")):  # and the device's bytes ceiling as the probe reached it
+        ev["fio_device_bytes_per_s"] = row["write_device_bytes_per_s"]
+        src["fio_device_bytes_per_s"] = row["device_bytes_per_s_source"]
 
 
 def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[str, Any]:
@@ -133,7 +133,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
         src["roles"] = _roles.source_note(rd.run_id, cid, win)
     else:
         ev["roles_note"] = "no role telemetry in this run (role_cpu_cores)"
-    ev["network_bps"], src["network"] = rd.network_for(d)
+    ev["network_bytes_per_s"], src["network"] = rd.network_for(d)
     if cell["backend"] != "tmpfs":
         # views are RunData in one direction (analysis.verdicts.directions.DirectionView)
         tw = _twin_gateway(cell, conc, [cast(RunData, v) for v in (view, *(o.view(d) for o in others))])
@@ -166,7 +166,7 @@ def _figures(rd: RunData, cell, p: dict, others: tuple[RunData, ...]) -> dict[st
             if is_finite(dev):  # the level's ops counted at the device, as the probe's were
                 ev["device_write_iops"], src["device_write_iops"] = dev, dsrc
             if is_finite(dev_b):
-                ev["device_write_Bps"], src["device_write_Bps"] = dev_b, dsrc
+                ev["device_write_bytes_per_s"], src["device_write_bytes_per_s"] = dev_b, dsrc
             raw, stored = s.positive_increase(cid, "pool_raw", pool), s.positive_increase(cid, "pool_stored", pool)
             ev["raw_per_logical"] = raw / stored if is_finite(raw) and is_finite(stored) and stored > 0 else math.nan
             if is_finite(ev["raw_per_logical"]):

@@ -52,10 +52,10 @@ STORAGE = ("storage-bandwidth", "storage-iops", "storage-disk", "storage-host-cp
 SATURATED = ("gateway", "client", "host-cpu", "network")  # resources more transfers do not widen
 # a storage sub-kind -> the kind of limit that is its own (xcbench.selftest.lifts), and the
 # experiment that doubles it in place
-LIFTS = {"storage-bandwidth": ("write_bps", "twice the device's write bytes"),
+LIFTS = {"storage-bandwidth": ("write_bytes_per_s", "twice the device's write bytes"),
          "storage-iops": ("write_iops", "twice the device's write IOs"),
          "storage-host-cpu": ("cpu", "twice the OSDs' cores")}
-LIMIT_WORDS = {"write_bps": "a device write-bytes throttle", "write_iops": "a device write-IOs throttle",
+LIMIT_WORDS = {"write_bytes_per_s": "a device write-bytes throttle", "write_iops": "a device write-IOs throttle",
                "cpu": "a CPU quota"}
 # the verdicts an experiment can exist for (network ones say why not, in one line)
 TESTABLE = (*STORAGE, "gateway", "concurrency", "client", "host-cpu", "ec-overhead", "network",
@@ -304,7 +304,7 @@ def _lift(verdict: str, limits: dict[str, dict[str, Any]], rate: float | None, c
     pred = new / old
     if ceiling and rate and ceiling > rate:
         pred = min(pred, ceiling / rate)
-    unit = {"write_bps": " B/s", "write_iops": " IO/s", "cpu": " us per period"}[kind]
+    unit = {"write_bytes_per_s": " B/s", "write_iops": " IO/s", "cpu": " us per period"}[kind]
     return {"kind": "relieve", "predicted": pred, "experiment": name, "rivals": _x1(name),
             "confirms": verdict,
             "what": f"{name}: the {LIMIT_WORDS[kind]} xcbench made on the OSDs ({limit['group']}) "

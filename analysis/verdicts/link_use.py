@@ -32,8 +32,8 @@ def client_hosts(manifest: dict[str, Any]) -> dict[str, float | None]:
     for name, h in hosts.items():
         if "client" not in (h.get("roles") or ()):
             continue
-        bps = ((h.get("link") or {}).get("rate_bps"))
-        out[name] = float(bps) / 8.0 if is_finite(bps) and bps > 0 else None
+        bits_per_s = ((h.get("link") or {}).get("rate_bits_per_s"))
+        out[name] = float(bits_per_s) / 8.0 if is_finite(bits_per_s) and bits_per_s > 0 else None
     return out
 
 

@@ -29,10 +29,10 @@ from xcbench.figures import stats as _stats
 from xcbench.figures.numbers import is_finite
 
 WRITE_RW = ("write", "randwrite", "trimwrite")
-DEVICE_COLS = ("device_write_iops", "device_write_Bps")  # what a job made the storage device do  # fio rw, or the direction of "randrw.write"
+DEVICE_COLS = ("device_write_iops", "device_write_bytes_per_s")  # what a job made the storage device do  # fio rw, or the direction of "randrw.write"
 READ_RW = ("read", "randread")
 COLS = ["cell_id", "job", "rw", "write", "bs", "iodepth", "hosts", "iops", "bw",
-        "lat_mean_us", "lat_p99_us", "device_write_iops", "device_write_Bps", "query"]
+        "lat_mean_us", "lat_p99_us", "device_write_iops", "device_write_bytes_per_s", "query"]
 
 
 def _q(v: Any) -> str:
@@ -57,7 +57,7 @@ def probe_jobs(pr: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(bs=("bs", "first"), iodepth=("iodepth", "first"), iops=("iops", "sum"),
                 bw=("bw", "sum"), lat_mean_us=("lat_mean_us", "mean"),
                 lat_p99_us=("lat_p99_us", "max"), device_write_iops=("device_write_iops", "max"),
-                device_write_Bps=("device_write_Bps", "max"),
+                device_write_bytes_per_s=("device_write_bytes_per_s", "max"),
                 _all=("_all", "any")).reset_index()
     out["hosts"] = pr[~pr["_all"]].groupby(keys, sort=False)["host"].nunique().reindex(
         pd.MultiIndex.from_frame(out[keys])).fillna(0).astype(int).to_numpy()
@@ -96,20 +96,21 @@ def _figures(run_id: str, g: pd.DataFrame, io: str, prefix: str, src_prefix: str
 def _device_bytes(run_id: str, w: pd.DataFrame) -> dict[str, Any]:
     """The most write bytes/s any write job made the storage device do (its bytes ceiling as
     the probe reached it), where counted."""
-    b = _best(w.assign(device_write_Bps=pd.to_numeric(w["device_write_Bps"], errors="coerce")),
-              "device_write_Bps") if len(w) else None
-    if b is None or not pd.notna(b["device_write_Bps"]):
-        return {"write_device_Bps": math.nan, "device_Bps_source": None}
-    return {"write_device_Bps": float(b["device_write_Bps"]),
-            "device_Bps_source": source(run_id, "probes", b["query"], "device_write_Bps", "max",
-                                        note=f"the storage device's write bytes/s during fio's {b['job']} job")}
+    b = _best(w.assign(device_write_bytes_per_s=pd.to_numeric(w["device_write_bytes_per_s"], errors="coerce")),
+              "device_write_bytes_per_s") if len(w) else None
+    if b is None or not pd.notna(b["device_write_bytes_per_s"]):
+        return {"write_device_bytes_per_s": math.nan, "device_bytes_per_s_source": None}
+    return {"write_device_bytes_per_s": float(b["device_write_bytes_per_s"]),
+            "device_bytes_per_s_source": source(
+                run_id, "probes", b["query"], "device_write_bytes_per_s", "max",
+                note=f"the storage device's write bytes/s during fio's {b['job']} job")}
 
 
 CEILING_COLS = ["cell_id", "write_bw", "write_bw_job", "write_iops", "write_iops_job",
                 "bw_source", "iops_source", "read_bw", "read_bw_job", "read_iops",
                 "read_iops_job", "read_bw_source", "read_iops_source",
                 "write_device_iops", "device_iops_source", "read_device_iops", "read_device_iops_source",
-                "write_device_Bps", "device_Bps_source"]
+                "write_device_bytes_per_s", "device_bytes_per_s_source"]
 
 
 def probe_ceilings(jobs: pd.DataFrame, run_id: str) -> pd.DataFrame:
@@ -141,12 +142,12 @@ def level_device(campaigns: pd.DataFrame, run_id: str, cell_id: str,
     ios = pd.to_numeric(mine["device_write_iops"], errors="coerce").dropna()
     if ios.empty:
         return math.nan, math.nan, None
-    nb = pd.to_numeric(mine["device_write_Bps"], errors="coerce").dropna() \
-        if "device_write_Bps" in mine else pd.Series(dtype=float)
+    nb = pd.to_numeric(mine["device_write_bytes_per_s"], errors="coerce").dropna() \
+        if "device_write_bytes_per_s" in mine else pd.Series(dtype=float)
     q = f"cell_id == {_q(cell_id)} & concurrency == {_q(concurrency)}"
     return (float(ios.mean()), float(nb.mean()) if len(nb) else math.nan,
             source(run_id, "campaigns", q, "device_write_iops", "mean",
-                   note="the storage device's write IO/s (device_write_Bps: bytes/s) over the level"))
+                   note="the storage device's write IO/s (device_write_bytes_per_s: bytes/s) over the level"))
 
 
 # --- level probes (xcbench.probe.levels): one ceiling per cell, level and target -------------

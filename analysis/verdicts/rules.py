@@ -59,8 +59,8 @@ def _dev_iops(ev: dict[str, Any]) -> bool:
 def _util(ev: dict[str, Any]) -> dict[str, float]:
     r = ev["rate"]
     u = {}
-    if is_finite(ev.get("network_bps")) and ev["network_bps"] > 0:
-        u["network"] = r / ev["network_bps"]
+    if is_finite(ev.get("network_bytes_per_s")) and ev["network_bytes_per_s"] > 0:
+        u["network"] = r / ev["network_bytes_per_s"]
     ops = ev.get(ops_key(ev))
     # a 4 KiB-op IOPS ceiling holds small ops; the chain's large ops (>= 1 MiB each) are
     # bounded by bytes, not by that count (under a device-bytes limit both fall together)
@@ -73,8 +73,9 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
         # theirs (under a bytes limit fio's 4 KiB job is held by bytes too: its IO/s are then
         # no IO-count ceiling)
         ui = ev["device_write_iops"] / ev["fio_device_iops"]
-        ub = (ev["device_write_Bps"] / ev["fio_device_Bps"] if is_finite(ev.get("device_write_Bps"))
-              and is_finite(ev.get("fio_device_Bps")) and ev["fio_device_Bps"] > 0 else math.nan)
+        ub = (ev["device_write_bytes_per_s"] / ev["fio_device_bytes_per_s"]
+              if is_finite(ev.get("device_write_bytes_per_s")) and is_finite(ev.get("fio_device_bytes_per_s"))
+              and ev["fio_device_bytes_per_s"] > 0 else math.nan)
         ev["device_use"] = {"ios": ui, "bytes": ub}
         if not (is_finite(ub) and ub >= ui):
             u["storage-iops"] = ui
@@ -237,7 +238,7 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     if _bl.passes(ev, "network", "share of the iperf3 baseline", u.get("network"), NEAR, se):
         return "network", (f"The chain moves {gbps(r)} {at}, "
                            f"{pct(u['network'])} of the iperf3 baseline "
-                           f"({gbps(ev['network_bps'])}).")
+                           f"({gbps(ev['network_bytes_per_s'])}).")
     skip = ev.get(_bl.SKIP, ())
     limited = _roles.at_limit_verdict(ev, at, gbps(r))
     if limited and limited[0] not in skip:
@@ -314,7 +315,7 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
     missing = [what for what, ok in (
         ("tmpfs-gateway ceiling at this level", is_finite(ev.get("gateway_ceiling")) or ev.get("backend") == "tmpfs"),
         ("fio probe", is_finite(ev.get("fio_bw")) or is_finite(ev.get("fio_iops")) or ev.get("backend") == "tmpfs"),
-        ("iperf3 baseline", is_finite(ev.get("network_bps")))) if not ok]
+        ("iperf3 baseline", is_finite(ev.get("network_bytes_per_s")))) if not ok]
     if u:
         ceil = ", ".join(f"{names[k]} {pct(v)}" for k, v in sorted(u.items(), key=lambda x: -x[1]))
         why = f"below every measured ceiling ({ceil}); none within {pct(1 - NEAR)}"

@@ -27,10 +27,11 @@ from xcbench.analysis.verdicts import directions as _dirs
 from xcbench.analysis.verdicts import probes as _probes
 from xcbench.analysis.verdicts.samples import SampleIndex
 from xcbench.analysis.verdicts.sources import source, source_text  # noqa: F401 - source_text: re-exported
+from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.figures import steady as _steady
 from xcbench.figures.stats import Stats
-from xcbench.figures.units import format_size, parse_size
+from xcbench.figures.units import parse_size
 from xcbench.store.rundir import RunDir
 
 TRANSFER_COLS = ["cell_id", "campaign_id", "concurrency", "repeat", "file_size", "transferred",
@@ -49,34 +50,46 @@ def _bs(v: Any) -> float:
         return math.nan
 
 
-def cell_frame(manifest: dict[str, Any], extra_ids: AbstractSet[str] = frozenset()) -> pd.DataFrame:
-    """One row per cell from the manifest's settings (plus ids only seen in the tables)."""
+def stored_cells(manifest: dict[str, Any], where: str) -> dict[str, Cell]:
+    """{cell_id: Cell} rebuilt by the cell's own code from the settings the manifest stores
+    (Cell.from_settings); a cell stored without settings (a run older than them) is left out,
+    one whose settings are not a cell's is an XcbError naming ``where``, the cell and the field."""
+    out = {}
+    for cid, c in (manifest.get("cells") or {}).items():
+        s = (c or {}).get("settings") or {}
+        if not s.get("backend"):
+            continue
+        try:
+            out[cid] = Cell.from_settings(s, id=cid, label=c.get("label") or cid)
+        except ValueError as e:
+            raise XcbError(f"{where}: manifest.json: cell {cid}: settings: {e}") from None
+    return out
+
+
+def cell_frame(manifest: dict[str, Any], cells: dict[str, Cell],
+               extra_ids: AbstractSet[str] = frozenset()) -> pd.DataFrame:
+    """One row per cell of the manifest (plus ids only seen in the tables); the layout's and the
+    pool's names, labels and raw ratio are the cell's own (``cells``: stored_cells)."""
     rows = []
-    cells = dict(manifest.get("cells") or {})
-    for cid in sorted(extra_ids - set(cells)):
-        cells[cid] = {"label": cid, "status": "unknown"}
-    for cid, c in cells.items():
+    stored = dict(manifest.get("cells") or {})
+    for cid in sorted(extra_ids - set(stored)):
+        stored[cid] = {"label": cid, "status": "unknown"}
+    for cid, c in stored.items():
         s = c.get("settings") or {}
-        lay = s.get("layout") or {}
-        pool = s.get("pool") or {}
+        cell = cells.get(cid)
+        lay, pool = (cell.layout, cell.pool) if cell else (None, None)
         fp_pool = ((c.get("fingerprint") or {}).get("pool") or {})
-        kind = pool.get("kind")
-        size, k, m = pool.get("size", 1), pool.get("k", 0), pool.get("m", 0)
-        if kind == "replicated":
-            pname, plabel, ratio = f"xcb-rep{size}", f"rep{size}", float(size)
-        elif kind == "erasure":
-            pname, plabel, ratio = f"xcb-ec{k}-{m}", f"ec{k}+{m}", (k + m) / k if k else math.nan
-        else:
-            pname, plabel, ratio = None, "", math.nan
-        su, sc, osz = lay.get("stripe_unit"), lay.get("stripe_count"), lay.get("object_size")
         rows.append({
             "cell_id": cid, "label": c.get("label") or cid, "status": c.get("status", "unknown"),
             "error": c.get("error"), "backend": s.get("backend") or c.get("backend") or "",
             "mode": s.get("mode", ""), "origins": s.get("origins", 1),
-            "stripe_unit": su, "stripe_count": sc, "object_size": osz,
-            "layout": (f"su={format_size(su)} sc={sc} os={None if osz is None else format_size(osz)}" if su else ""),
-            "pool_kind": kind, "pool": c.get("pool_name") or fp_pool.get("name") or pname,
-            "pool_label": plabel, "raw_ratio_expected": ratio,
+            "stripe_unit": lay.stripe_unit if lay else None,
+            "stripe_count": lay.stripe_count if lay else None,
+            "object_size": lay.object_size if lay else None, "layout": lay.label if lay else "",
+            "pool_kind": pool.kind if pool else None,
+            "pool": c.get("pool_name") or fp_pool.get("name") or (pool.name if pool else None),
+            "pool_label": pool.label if pool else "",
+            "raw_ratio_expected": pool.raw_ratio if pool else math.nan,
             "file_size": s.get("file_size"), "files": s.get("files"),
             "size_dist": s.get("size_dist", ""),
             "gateway": json.dumps(s.get("gateway") or {}, sort_keys=True),
@@ -204,9 +217,14 @@ class RunData:
 
     # --- summaries -------------------------------------------------------------------------
     @cached_property
+    def cell_objects(self) -> dict[str, Cell]:
+        """{cell_id: Cell} of the manifest's cells (stored_cells)."""
+        return stored_cells(self.manifest, f"run {self.run_id}")
+
+    @cached_property
     def cells(self) -> pd.DataFrame:
         ids = set(self.timeline["cell_id"].dropna().unique()) | set(self.probes["cell_id"].dropna().unique())
-        return cell_frame(self.manifest, ids)
+        return cell_frame(self.manifest, self.cell_objects, ids)
 
     @cached_property
     def cores(self) -> float:
@@ -357,19 +375,19 @@ class RunData:
         b = self.baseline
         if b.empty:
             return (math.nan, None)
-        bps = pd.to_numeric(b["bits_per_second"], errors="coerce")
+        bits_per_s = pd.to_numeric(b["bits_per_second"], errors="coerce")
         q, note = "kind == 'iperf3'", "divided by 8 for B/s"
         if direction is not None:
             d = b["direction"]
-            mine = (d.eq("read") if direction == "read" else d.ne("read")) & bps.notna()
+            mine = (d.eq("read") if direction == "read" else d.ne("read")) & bits_per_s.notna()
             if mine.any():
-                bps = bps[mine]
+                bits_per_s = bits_per_s[mine]
                 q += " & direction == 'read'" if direction == "read" else " & direction != 'read'"
             else:
                 note += f"; no iperf3 result in the {direction} direction, the best of all used"
-        if not bps.notna().any():
+        if not bits_per_s.notna().any():
             return (math.nan, None)
-        return (float(bps.max()) / 8.0,
+        return (float(bits_per_s.max()) / 8.0,
                 source(self.run_id, "baseline", q, "bits_per_second", "max", note=note))
 
     def levels_rate(self, cell_id: str, direction: str = "write") -> list[tuple[float, float]]:

@@ -4,24 +4,24 @@ The SAMPLE table is long-format (cell_id, wall, sampler, metric, value, labels).
 telemetry's (xcbench/telemetry/{ceph,gateway,host}.py). Quantities (values in the unit on the
 left):
 
-  gateway_cores   cores busy in the gateway's processes, summed over pids
-                  proc.cpu_seconds.rate [pid, name]
-  host_busy       fraction of the host's CPU busy (0..1)
-                  cpu.busy [cpu="all"]
-  pool_write_ops  client write ops/s of the cell's pool
-                  pool.client_write_ops_per_s [pool]
-  pool_write_bps  client write bytes/s of the cell's pool
-                  pool.client_write_bytes_per_s [pool]
-  pool_read_ops   client read ops/s of the cell's pool (pool_read_bps: bytes/s)
-                  pool.client_read_ops_per_s [pool]  (pool.client_read_bytes_per_s)
-  pool_raw        raw bytes the pool uses on the OSDs (`df detail` bytes_used)
-                  pool.bytes_used [pool]
-  pool_stored     logical bytes stored in the pool (`df detail` stored)
-                  pool.stored [pool]
-  gateway_in_bps  bytes/s the gateway received from clients
-                  xrd.link.in.rate [gateway, pgm, pid]
-  net_rx_bps      bytes/s received by the host's interfaces
-                  net.rx_bytes.rate [iface]
+  gateway_cores           cores busy in the gateway's processes, summed over pids
+                          proc.cpu_seconds.rate [pid, name]
+  host_busy               fraction of the host's CPU busy (0..1)
+                          cpu.busy [cpu="all"]
+  pool_write_ops          client write ops/s of the cell's pool
+                          pool.client_write_ops_per_s [pool]
+  pool_write_bytes_per_s  client write bytes/s of the cell's pool
+                          pool.client_write_bytes_per_s [pool]
+  pool_read_ops           client read ops/s of the cell's pool (pool_read_bytes_per_s: bytes/s)
+                          pool.client_read_ops_per_s [pool]  (pool.client_read_bytes_per_s)
+  pool_raw                raw bytes the pool uses on the OSDs (`df detail` bytes_used)
+                          pool.bytes_used [pool]
+  pool_stored             logical bytes stored in the pool (`df detail` stored)
+                          pool.stored [pool]
+  gateway_in_bytes_per_s  bytes/s the gateway received from clients
+                          xrd.link.in.rate [gateway, pgm, pid]
+  net_rx_bytes_per_s      bytes/s received by the host's interfaces
+                          net.rx_bytes.rate [iface]
 
 Labels are matched as a subset: {"pool": "xcb-ec2-1"} matches a row labelled with that pool
 whatever else it carries.
@@ -50,17 +50,18 @@ QUANTITIES: dict[str, tuple[Source, ...]] = {
     "gateway_cores": (Source("proc.cpu_seconds.rate"),),
     "host_busy": (Source("cpu.busy", (("cpu", "all"),), "mean"),),
     "pool_write_ops": (Source("pool.client_write_ops_per_s", (("pool", "{pool}"),)),),
-    "pool_write_bps": (Source("pool.client_write_bytes_per_s", (("pool", "{pool}"),)),),
+    "pool_write_bytes_per_s": (Source("pool.client_write_bytes_per_s", (("pool", "{pool}"),)),),
     "pool_read_ops": (Source("pool.client_read_ops_per_s", (("pool", "{pool}"),)),),
-    "pool_read_bps": (Source("pool.client_read_bytes_per_s", (("pool", "{pool}"),)),),
+    "pool_read_bytes_per_s": (Source("pool.client_read_bytes_per_s", (("pool", "{pool}"),)),),
     "pool_raw": (Source("pool.bytes_used", (("pool", "{pool}"),)),),
     "pool_stored": (Source("pool.stored", (("pool", "{pool}"),)),),
-    "gateway_in_bps": (Source("xrd.link.in.rate"),),
-    "net_rx_bps": (Source("net.rx_bytes.rate"),),
+    "gateway_in_bytes_per_s": (Source("xrd.link.in.rate"),),
+    "net_rx_bytes_per_s": (Source("net.rx_bytes.rate"),),
 }
 UNITS = {"gateway_cores": "cores", "host_busy": "fraction", "pool_write_ops": "op/s",
-         "pool_write_bps": "B/s", "pool_read_ops": "op/s", "pool_read_bps": "B/s", "pool_raw": "B", "pool_stored": "B", "gateway_in_bps": "B/s",
-         "net_rx_bps": "B/s"}
+         "pool_write_bytes_per_s": "B/s", "pool_read_ops": "op/s", "pool_read_bytes_per_s": "B/s",
+         "pool_raw": "B", "pool_stored": "B", "gateway_in_bytes_per_s": "B/s",
+         "net_rx_bytes_per_s": "B/s"}
 
 
 def labels_query(labels: dict[str, str]) -> str:

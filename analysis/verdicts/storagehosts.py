@@ -7,14 +7,14 @@ and ``role`` (``osd`` on hosts running OSDs), ``device`` (NIC or disk) and, on a
 ``osds`` on it. Figures, per OSD host over the windows (means of the points whose rate range
 lies in a window: _mean):
 
-  nics    {device: {rx, tx, speed, use, way}}   node.nic_{rx,tx}_bps vs node.nic_speed_bps (or,
-          on an emulated host, node.nic_limit_bps: the rate its link is shaped to, the lower);
-          where the NIC reports no speed, the inventory's (node.nic_declared_bps: the NIC's own
-          entry, else the host's); else the best iperf3 rate xcbench measured to or from the
-          host's address in the run's baseline (an achievable rate: at most the link's, stated
-          as such); else no speed, and ``speed_at_least`` the highest rate seen
-          on it over the cell (a stated lower bound: a use against it would be an upper bound,
-          so no rule fires on it). Every NIC is a link of its own: a bond's members beside the
+  nics    {device: {rx, tx, speed, use, way}}   node.nic_{rx,tx}_bytes_per_s vs
+          node.nic_speed_bytes_per_s (or, on an emulated host, node.nic_limit_bytes_per_s: the
+          rate its link is shaped to, the lower); where the NIC reports no speed, the
+          inventory's (node.nic_declared_bytes_per_s: the NIC's own entry, else the host's);
+          else the best iperf3 rate xcbench measured to or from the host's address in the run's
+          baseline (an achievable rate: at most the link's, stated as such); else no speed, and
+          ``speed_at_least`` the highest rate seen on it over the cell (a stated lower bound: a
+          use against it would be an upper bound, so no rule fires on it). Every NIC is a link of its own: a bond's members beside the
           bond (whose reported speed is their sum), so one member full is seen.
           use = max(rx, tx) / speed: each direction of a full-duplex link has the link's speed,
           so the busier one binds (for EC writes: shards out of the primaries, into the others)
@@ -110,12 +110,12 @@ def measured_speeds(baseline: Any) -> dict[str, tuple[float, str]]:
     if baseline is None or not len(baseline) or "bits_per_second" not in baseline:
         return out
     for r in baseline.to_dict("records"):
-        bps, a, b = r.get("bits_per_second"), r.get("client"), r.get("gateway")
-        if not is_finite(bps) or bps <= 0 or r.get("error") or not a or not b or a == b:
+        bits_per_s, a, b = r.get("bits_per_second"), r.get("client"), r.get("gateway")
+        if not is_finite(bits_per_s) or bits_per_s <= 0 or r.get("error") or not a or not b or a == b:
             continue
         for end in (a, b):
-            if end not in out or bps / 8.0 > out[end][0]:
-                out[end] = (bps / 8.0, f"iperf3 {a} -> {b} at {r.get('streams')} streams: the best "
+            if end not in out or bits_per_s / 8.0 > out[end][0]:
+                out[end] = (bits_per_s / 8.0, f"iperf3 {a} -> {b} at {r.get('streams')} streams: the best "
                                        "rate measured to this host (at most its link's speed)")
     return out
 
@@ -129,11 +129,11 @@ def host_figures(samples: Any, cell_id: str, windows,
     def host(h: str) -> dict[str, Any]:
         return out.setdefault(h, {"nics": {}, "disks": {}, "cpu": {}})
 
-    rx = _by_host_device(samples, cell_id, "node.nic_rx_bps")
-    tx = _by_host_device(samples, cell_id, "node.nic_tx_bps")
-    speed = _by_host_device(samples, cell_id, "node.nic_speed_bps")
-    shaped = _by_host_device(samples, cell_id, "node.nic_limit_bps")
-    declared = _by_host_device(samples, cell_id, "node.nic_declared_bps")
+    rx = _by_host_device(samples, cell_id, "node.nic_rx_bytes_per_s")
+    tx = _by_host_device(samples, cell_id, "node.nic_tx_bytes_per_s")
+    speed = _by_host_device(samples, cell_id, "node.nic_speed_bytes_per_s")
+    shaped = _by_host_device(samples, cell_id, "node.nic_limit_bytes_per_s")
+    declared = _by_host_device(samples, cell_id, "node.nic_declared_bytes_per_s")
     everywhere = [(-math.inf, math.inf)]
     for key in sorted(set(rx) | set(tx)):
         h, dev = key
@@ -168,8 +168,8 @@ def host_figures(samples: Any, cell_id: str, windows,
                 speed_source=("unknown (no node_network_speed_bytes, no link.speed in the "
                               "inventory): at least the highest rate seen on it"))
     busy = _by_host_device(samples, cell_id, "node.disk_busy")
-    rd = _by_host_device(samples, cell_id, "node.disk_read_bps")
-    wr = _by_host_device(samples, cell_id, "node.disk_write_bps")
+    rd = _by_host_device(samples, cell_id, "node.disk_read_bytes_per_s")
+    wr = _by_host_device(samples, cell_id, "node.disk_write_bytes_per_s")
     osd_disks = {h for (h, _), g in busy.items() if g["labels"].map(lambda lab: bool(lab.get("osds"))).any()}
     for key, g in sorted(busy.items()):
         h, dev = key

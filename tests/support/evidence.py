@@ -10,7 +10,7 @@ from tests.support.synthrun import GIB
 
 def _ev(**kw):
     ev = {"rate": 1.0 * GIB, "concurrency": 8, "mode": "push", "cores": 8.0, "gateway_cores": math.nan,
-          "cpu": math.nan, "host_busy": math.nan, "network_bps": 10 * GIB, "starved_frac": 0.0}
+          "cpu": math.nan, "host_busy": math.nan, "network_bytes_per_s": 10 * GIB, "starved_frac": 0.0}
     ev.update(kw)
     return ev
 

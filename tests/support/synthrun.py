@@ -28,7 +28,6 @@ import numpy as np
 import pandas as pd
 
 from xcbench.cell import Cell, Layout, PoolSpec
-from xcbench.figures.units import format_size
 from xcbench.matrix import cell_id as _cell_id
 from xcbench.store.rundir import RunDir
 
@@ -77,7 +76,7 @@ class SynthCell:
                  files=self.files, repeats=self.repeats, source="synthetic.yaml")
         parts = [self.backend]
         if lay:
-            parts.append(f"su={format_size(lay.stripe_unit)} sc={lay.stripe_count} os={format_size(lay.object_size)}")
+            parts.append(lay.label)
         if pool:
             parts.append(pool.label)
         parts += [f"o{self.origins}", self.mode]

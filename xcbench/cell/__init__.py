@@ -4,7 +4,7 @@ probes, campaigns and the run. Fields may be added (with defaults); do not renam
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from xcbench.cell.layout import Layout
@@ -64,3 +64,29 @@ class Cell:
             d.pop("security")
         d["gateway"] = d.pop("gateway_settings")  # the name the ids and stored runs have
         return d
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], *, id: str = "", label: str = "",
+                      source: str = "") -> Cell:
+        """The cell whose settings() these are (as a run's manifest stores them, JSON lists
+        and all): settings() inverted. A key left out is the field's default, as settings()
+        leaves it out; ValueError naming the field for one this cell has not, or of a wrong
+        shape."""
+        names = {f.name for f in fields(cls)} - {"id", "label", "source", "gateway_settings"}
+        d = dict(settings)
+        unknown = sorted(set(d) - names - {"gateway"})
+        if unknown:
+            raise ValueError(f"{unknown[0]}: not a setting of a cell")
+        if "backend" not in d:
+            raise ValueError("backend: missing")
+        for key, typed in (("layout", Layout.of), ("pool", Protection.parse)):
+            if d.get(key) is not None:
+                try:
+                    d[key] = typed(d[key])
+                except (AttributeError, KeyError, TypeError, ValueError) as e:
+                    raise ValueError(f"{key}: {d[key]!r} is not a {key} ({e})") from None
+        if "concurrency" in d:
+            d["concurrency"] = tuple(d["concurrency"])
+        if "gateway" in d:
+            d["gateway_settings"] = d.pop("gateway")
+        return cls(id=id, label=label, source=source, **d)

@@ -74,6 +74,12 @@ class Layout:
         return self
 
     @property
+    def label(self) -> str:
+        """'su=4M sc=1 os=4M': how cell labels, tables and reports name a layout."""
+        return (f"su={format_size(self.stripe_unit)} sc={self.stripe_count} "
+                f"os={format_size(self.object_size)}")
+
+    @property
     def set_size(self) -> int:
         """Bytes in one full object set."""
         return self.object_size * self.stripe_count

@@ -101,7 +101,7 @@ def pool_lines(spec: Protection, pg_num: int = 32) -> list[str]:
 def caps_lines(needs: Needs, fs_name: str | None, *, bench_id: str = BENCH_ID,
                gateway_id: str = GATEWAY_ID) -> list[str]:
     out = ["# Run as the cluster's admin. xcbench changes no key's caps and creates no key itself.",
-           f"# 1. The key xcbench runs with (--ceph-id {bench_id} --keyring ...): creates and sets"
+           f"# 1. The key xcbench runs with (--id {bench_id} -k ...): creates and sets"
            f" only {POOL_PREFIX}* pools and EC profiles, rwx on the matrix's pools"
            + (f", rwp under {TOP} of {fs_name}" if needs.cephfs and fs_name else "") + ".",
            get_or_create(bench_id, bench_caps(needs, fs_name))]

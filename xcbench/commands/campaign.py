@@ -64,7 +64,8 @@ def add_parser(sub):
                    help="FTS3's optimizer mode: how far one decision moves (default normal)")
     p.add_argument("--streams", type=int, default=1,
                    help="parallel TCP streams per transfer (default 1)")
-    p.add_argument("--timeout", type=float, default=600.0, help="per transfer, plus --timeout-per-mib")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="per transfer, plus --timeout-per-mib (default 600 s)")
     p.add_argument("--timeout-per-mib", type=float, default=2.0, metavar="S",
                    help="seconds added to --timeout per MiB of the file (default 2)")
     p.add_argument("--retries", type=int, default=0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 import sys
@@ -26,8 +27,9 @@ def add_parser(sub):
     up.add_argument("--state-dir", metavar="DIR", help="where the cluster lives")
     up.add_argument("--objectstore", choices=("bluestore", "memstore"), default="bluestore",
                     help="bluestore on sparse files (default) or memstore (RAM, never given back)")
-    up.add_argument("--osds", type=int, default=3, help="number of OSDs (default 3)")
-    up.add_argument("--timeout", type=float, default=180, help="seconds to wait for health")
+    up.add_argument("--osds", type=int, default=3, metavar="N", help="number of OSDs (default 3)")
+    up.add_argument("--timeout", type=float, default=180, metavar="SECONDS",
+                    help="how long to wait for health (default 180 s)")
     up.add_argument("--bind", metavar="ADDR", default="127.0.0.1",
                     help="the IPv4 address every daemon listens on (default 127.0.0.1; the "
                          "emulated hosts' bridge address, e.g. 10.77.0.1, so gateway hosts reach it)")
@@ -49,8 +51,11 @@ def add_parser(sub):
                                        "pools, and the CephFS steps only an admin can do. Asks no cluster.")
     caps.add_argument("--matrix", metavar="FILE", help="the matrix to run (default: layouts/quick.yaml)")
     caps.add_argument("--fs", metavar="NAME", help="the CephFS file system cephfs cells use")
-    caps.add_argument("--id", dest="bench_id", default="xcb-bench", metavar="NAME",
-                      help="name of the key xcbench runs with (default xcb-bench)")
+    caps.add_argument("--bench-id", dest="bench_id", default="xcb-bench", metavar="NAME",
+                      help="name of the key xcbench will run with, as --id of `xcbench run` "
+                           "(default xcb-bench)")
+    # the older spelling keeps working, unlisted: --id is the key a command connects as elsewhere
+    caps.add_argument("--id", dest="bench_id", metavar="NAME", help=argparse.SUPPRESS)
     caps.add_argument("--gateway-id", default="xcb-gw", metavar="NAME",
                       help="name of the gateways' key (default xcb-gw)")
     return p

@@ -25,7 +25,7 @@ def add_parser(sub):
                        "noise (for CI against an older run).")
     p.add_argument("base", metavar="BASE", help="the reference run (dir, id or 'latest')")
     p.add_argument("contender", metavar="CONTENDER", help="the run compared with it")
-    p.add_argument("--store", type=Path, default=None,
+    p.add_argument("--store", type=Path, default=None, metavar="DIR",
                    help=f"result store for run ids (default: $XCBENCH_STORE or ./{default_store()})")
     p.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     p.add_argument("--fail-if-slower", type=float, metavar="PCT",

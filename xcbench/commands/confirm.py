@@ -37,7 +37,7 @@ def add_parser(sub):
                    help="run directory, run id (or unique prefix) in the store, or 'latest'")
     p.add_argument("--store", metavar="DIR", default=None,
                    help="result store for run ids (default: $XCBENCH_STORE or ./results)")
-    p.add_argument("--cell", help="only this cell's verdicts (id or id prefix)")
+    p.add_argument("--cell", metavar="ID", help="only this cell's verdicts (id or id prefix)")
     p.add_argument("--level", type=int, help="only the verdicts at this concurrency level")
     p.add_argument("--verdict", action="append", help="only verdicts of this name (repeatable)")
     p.add_argument("--test", action="append", metavar="VERDICT",

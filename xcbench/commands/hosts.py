@@ -3,6 +3,7 @@ machine, as an inventory describes them (xcbench.hosts.emulate)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -14,9 +15,11 @@ def add_parser(sub):
     p = sub.add_parser("hosts", help="emulated hosts: network namespaces, shaped links, CPU quotas",
                        description="Make, remove or show the emulated hosts of an inventory: network "
                        "namespaces with shaped links and CPU quotas.")
-    p.add_argument("--state", metavar="DIR",
+    p.add_argument("--state-dir", dest="state", metavar="DIR",
                    help="where the record of what was made is kept (default: the state home, "
-                        "see README 'Running on a shared host')")
+                        "see docs/security.md)")
+    # the older spelling keeps working, unlisted
+    p.add_argument("--state", dest="state", metavar="DIR", help=argparse.SUPPRESS)
     hs = p.add_subparsers(dest="hosts_cmd", metavar="up|down|status", required=True)
     u = hs.add_parser("up", help="make the inventory's netns hosts (bridge, veths, tc, cgroups)")
     u.add_argument("file", help="the inventory (hosts YAML)")
@@ -59,8 +62,8 @@ def main(args) -> int:
         for h in r["hosts"]:
             there = "up" if h["netns"] and h["link"] else "MISSING"
             extra = (f" cores={h['cores']:g}" if h.get("cores") else "") + \
-                (f" rate={h['rate_bps'] / 1e6:g}Mbit/s" if h.get("rate_bps") else "") + \
-                (f" (TIGHTENED to {h['reshaped_bps'] / 1e6:g}Mbit/s by an experiment: the next "
-                 "`xcbench confirm` restores it)" if h.get("reshaped_bps") else "")
+                (f" rate={h['rate_bits_per_s'] / 1e6:g}Mbit/s" if h.get("rate_bits_per_s") else "") + \
+                (f" (TIGHTENED to {h['reshaped_bits_per_s'] / 1e6:g}Mbit/s by an experiment: the next "
+                 "`xcbench confirm` restores it)" if h.get("reshaped_bits_per_s") else "")
             print(f"  {h['name']:<12} {h['address']:<15} {there}{extra}")
     return 0

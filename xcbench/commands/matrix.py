@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -14,24 +15,41 @@ def add_parser(sub):
     p = sub.add_parser("matrix", help="check or show a matrix file",
                        description="Check a matrix file (every error names the file, cell and field) "
                        "or show the cells it expands to.")
-    p.add_argument("action", choices=("check", "show"),
-                   help="check: every error, one line each (exit 2); show: the cells as a table")
-    p.add_argument("file", help="the matrix YAML")
-    p.add_argument("--scale-ec", action="store_true",
-                   help="map EC k+m pools that do not fit the cluster onto what fits")
-    p.add_argument("--osds", type=int, help="validate for a cluster with this many OSDs")
-    p.add_argument("--hosts", type=int, default=1, help="... and this many hosts (default 1)")
-    p.add_argument("--max-object-size", default="128M",
-                   help="the cluster's osd_max_object_size (default 128M, Ceph's default)")
-    p.add_argument("--failure-domain", choices=("osd", "host"), default="osd",
-                   help="where the pools' CRUSH rule places replicas and chunks (default osd)")
-    p.add_argument("--json", action="store_true",
-                   help="check: {file, ok, errors, cells}; show: the cells' settings, as JSON")
+    _options(p, listed=False)  # before the action, as the older spelling had them
+    acts = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, what in (("check", "every error, one line each (exit 2)"), ("show", "the cells as a table")):
+        a = acts.add_parser(name, help=what, description=f"{name.capitalize()} a matrix file: {what}.")
+        a.add_argument("file", metavar="FILE", help="the matrix YAML")
+        _options(a, listed=True)
     return p
 
 
+def _options(p, listed: bool) -> None:
+    """The cluster the matrix is checked for, and --json: listed under each action; before it
+    (the older spelling) unlisted, and a value given there stands unless given again after it."""
+    def add(*flags, **kw):
+        if listed:
+            kw["default"] = argparse.SUPPRESS  # not given here: the value before the action stands
+        else:
+            kw["help"] = argparse.SUPPRESS
+        p.add_argument(*flags, **kw)
+    add("--scale-ec", action="store_true", default=False,
+        help="map EC k+m pools that do not fit the cluster onto what fits")
+    add("--osds", type=int, metavar="N", default=None, help="validate for a cluster with this many OSDs")
+    add("--ceph-hosts", dest="hosts", type=int, metavar="N", default=1,
+        help="... and this many hosts (default 1)")
+    # the older --hosts N, unlisted: elsewhere --hosts is an inventory FILE
+    p.add_argument("--hosts", dest="hosts", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    add("--max-object-size", default="128M", metavar="SIZE",
+        help="the cluster's osd_max_object_size (default 128M, Ceph's default)")
+    add("--failure-domain", choices=("osd", "host"), default="osd",
+        help="where the pools' CRUSH rule places replicas and chunks (default osd)")
+    add("--json", action="store_true", default=False,
+        help="check: {file, ok, errors, cells}; show: the cells' settings, as JSON")
+
+
 def _facts(args) -> ClusterFacts | None:
-    for flag, v in (("--osds", args.osds), ("--hosts", args.hosts)):
+    for flag, v in (("--osds", args.osds), ("--ceph-hosts", args.hosts)):
         if v is not None and not 1 <= v <= 1_000_000:
             raise XcbError(f"{flag}: {v if v.bit_length() < 64 else 'a number this large'} "
                            "must be >= 1 and <= 1000000")

@@ -29,8 +29,8 @@ def add_ceph_args(parser) -> None:
                    help="the XrdCeph gateways' own key (default xcb-gw; see `xcbench cluster caps`)")
     g.add_argument("--gateway-keyring", metavar="PATH", help="keyring of that key")
     g.add_argument("--state-dir", metavar="DIR",
-                   help="embedded cluster state (default: <state home>/cluster; see README "
-                        "'Running on a shared host')")
+                   help="embedded cluster state (default: <state home>/cluster; see "
+                        "docs/security.md)")
 
 
 def add_fts_endpoint_arg(parser) -> None:

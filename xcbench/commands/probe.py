@@ -1,6 +1,6 @@
 """xcbench probe MATRIX [--cell ID]: fio probes of a matrix's cells, on their own.
 
-Each cell's target is prepared by its backend, probed (xcbench.probe.jobs.run_probe) and cleaned up;
+Each cell's target is prepared by its backend, probed by fio and cleaned up;
 cells that differ only in what the probe does not see (origins, mode, concurrency, ...) share
 one probe. Prints a table like RAL's: stripe unit, stripe count, object size, pool -> IO rate
 (Gb/s, sequential object-sized writes, with RAL's GiB/s in brackets; reads beside it) and IOPS

@@ -32,7 +32,7 @@ def add_parser(sub):
                    help="Grafana's base URL: each run links to docs/grafana/xcbench.json on its time "
                         "range, and its levels are written beside the report as Grafana annotations "
                         "(default: $XCBENCH_GRAFANA_URL; nothing is sent to Grafana)")
-    p.add_argument("--store", type=Path, default=None,
+    p.add_argument("--store", type=Path, default=None, metavar="DIR",
                    help=f"result store for run ids (default: $XCBENCH_STORE or ./{default_store()})")
     return p
 

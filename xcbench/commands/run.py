@@ -20,7 +20,7 @@ from xcbench.hosts.checks import check_versions
 from xcbench.hosts.matrix_section import inventory_for
 from xcbench.hosts.slurm import nodes_of
 from xcbench.matrix import load_matrix
-from xcbench.network.baseline import MAX_STREAMS, SECONDS, STREAMS
+from xcbench.network.baseline import DIRECTIONS, MAX_STREAMS, SECONDS, STREAMS
 from xcbench.network.tcpaudit import tuned
 from xcbench.run.progress import MatrixView
 from xcbench.run.runner import RunOptions, RunStopped, run_matrix
@@ -60,12 +60,13 @@ def add_run_args(p) -> None:
                         "'latest')")
     p.add_argument("--scale-ec", action="store_true",
                    help="map EC k+m pools that do not fit the cluster onto what fits (recorded)")
-    p.add_argument("--fio-hosts", help="comma-separated fio servers for multi-host probes")
+    p.add_argument("--fio-hosts", metavar="H1,H2",
+                   help="fio servers (host or host:port, running `fio --server`) for multi-host probes")
     p.add_argument("--no-baseline", action="store_true", help="skip the iperf3 baseline")
     p.add_argument("--baseline-streams", metavar="LIST",
                    help="the iperf3 baseline's stream counts, comma-separated (default "
                         f"{','.join(map(str, STREAMS))})")
-    p.add_argument("--baseline-seconds", type=int, metavar="N",
+    p.add_argument("--baseline-seconds", type=int, metavar="SECONDS",
                    help=f"seconds per iperf3 point (default {SECONDS})")
     p.add_argument("--tune-tcp", action="store_true",
                    help="set ESnet fasterdata's TCP sysctls for the run, restore them after (root)")
@@ -74,6 +75,8 @@ def add_run_args(p) -> None:
     p.add_argument("--format", choices=("html", "md"), default="html", help="report format")
     p.add_argument("--json", action="store_true",
                    help="end with the closing table as JSON on stdout (the paths go to stderr)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress lines: only the closing table, the paths and what went wrong")
     p.add_argument("--telemetry", metavar="DEVICES",
                    help="telemetry devices and intervals, e.g. host,gateway or host:0.5,ceph:2, "
                         "or none (default: every device; see `xcbench telemetry list`)")
@@ -93,7 +96,8 @@ def options(args):
     argcheck.directory("--store", str(store_of(args)))
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
-    extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False)}
+    extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False),
+                   "quiet": getattr(args, "quiet", False)}
     streams, seconds = getattr(args, "baseline_streams", None), getattr(args, "baseline_seconds", None)
     argcheck.number("--baseline-seconds", seconds, 1, 60)
     baseline: dict = {}
@@ -153,7 +157,8 @@ def execute(matrix: Matrix, cluster, opts) -> int:
     try:
         with tuned(opts.extra.get("tune_tcp", False)):  # old sysctls back on any exit
             view = MatrixView(one_box=one_box(cluster, opts), probes=opts.probes,
-                              repeats=opts.repeats)
+                              repeats=opts.repeats, baseline=baseline_shape(opts),
+                              quiet=bool(opts.extra.get("quiet")))
             run = run_matrix(matrix, cluster, opts, view=view)
     except RunStopped as e:
         conclude(e.run)
@@ -183,6 +188,15 @@ def finish(run: RunDir, opts) -> int:
     for c in failed:
         print(f"failed cell {c.label}: {c.error}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def baseline_shape(opts) -> tuple[int, int, float] | None:
+    """The iperf3 baseline the run will make, for its estimate: (stream counts, directions,
+    seconds a point), or None without one."""
+    if not opts.baseline:
+        return None
+    b = opts.extra.get("baseline") or {}
+    return (len(b.get("streams") or STREAMS), len(DIRECTIONS), float(b.get("seconds") or SECONDS))
 
 
 def one_box(cluster, opts) -> bool:

@@ -18,12 +18,13 @@ def add_parser(sub):
                        description="List the runs of a result store, or show one run.")
     s = p.add_subparsers(dest="runs_command", metavar="ACTION", required=True)
     ls = s.add_parser("list", help="list runs (oldest first)")
-    ls.add_argument("--store", type=Path, default=None,
+    ls.add_argument("--store", type=Path, default=None, metavar="DIR",
                     help=f"result store directory (default: $XCBENCH_STORE or ./{default_store()})")
     ls.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sh = s.add_parser("show", help="show a run: manifest, cells, tables")
     sh.add_argument("run", metavar="RUN", help="run directory, run id (or unique prefix) in the store, or 'latest'")
-    sh.add_argument("--store", type=Path, default=None, help="result store directory")
+    sh.add_argument("--store", type=Path, default=None, metavar="DIR",
+                    help=f"result store directory (default: $XCBENCH_STORE or ./{default_store()})")
     sh.add_argument("--json", action="store_true", help="print the manifest as JSON")
     return p
 

@@ -37,7 +37,8 @@ def add_parser(sub):
                    help="a capped role gets this share of the least CPU it used uncapped "
                         "(default 0.5; any value in (0, 0.8] must give the same answers)")
     add_store_arg(p, "result store for the runs")
-    p.add_argument("--state-dir", help="embedded cluster state (default: the state home's cluster/)")
+    p.add_argument("--state-dir", metavar="DIR",
+                   help="embedded cluster state (default: the state home's cluster/)")
     p.add_argument("--keep-cluster", action="store_true",
                    help="leave a cluster the selftest started running (default: take it down)")
     return p

@@ -123,15 +123,15 @@ def _short(v: float, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
-def fmt_rate(bps: float) -> str:
+def fmt_rate(bytes_per_s: float) -> str:
     """bytes/s -> '100 Gb/s (12.5 GB/s)' — network bits first, storage bytes beside."""
-    if not math.isfinite(bps):
+    if not math.isfinite(bytes_per_s):
         return "unlimited"
-    b = bps * 8
+    b = bytes_per_s * 8
     p, name = next(((p, n) for p, n in ((1e12, "T"), (1e9, "G"), (1e6, "M")) if b >= p), (1e6, "M"))
-    q, qname = next(((q, n) for q, n in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")) if bps >= q),
+    q, qname = next(((q, n) for q, n in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")) if bytes_per_s >= q),
                     (1.0, ""))
-    return f"{_short(b / p)} {name}b/s ({_short(bps / q)} {qname}B/s)"
+    return f"{_short(b / p)} {name}b/s ({_short(bytes_per_s / q)} {qname}B/s)"
 
 
 def fmt_capacity(n: float) -> str:
@@ -216,10 +216,10 @@ def fmt_size(v: Any) -> str:
 # decimal gigabits per second (1 Gb/s = 1e9 bit/s), as NICs, iperf3 and network people count;
 # GiB/s (2**30 bytes/s, as fio and storage people count) only in brackets beside it.
 
-def gbps_num(bps: object, digits: int = 3) -> str:
+def gbps_num(bytes_per_s: object, digits: int = 3) -> str:
     """bytes/s -> '6.02' (Gb/s, for a column whose header names the unit); '–' when missing."""
     try:
-        v = float(bps) * 8 / 1e9  # type: ignore[arg-type]
+        v = float(bytes_per_s) * 8 / 1e9  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return "–"
     if v != v or v in (float("inf"), float("-inf")):
@@ -229,12 +229,12 @@ def gbps_num(bps: object, digits: int = 3) -> str:
     return f"{v:,.0f}" if abs(v) >= 10 ** digits else f"{v:.{digits}g}"
 
 
-def fmt_gbps(bps: object, digits: int = 3, gib: bool = False) -> str:
+def fmt_gbps(bytes_per_s: object, digits: int = 3, gib: bool = False) -> str:
     """bytes/s -> '6.02 Gb/s', with ``gib`` '6.02 Gb/s (0.701 GiB/s)'; '–' when missing."""
-    n = gbps_num(bps, digits)
+    n = gbps_num(bytes_per_s, digits)
     if n == "–":
         return n
     if not gib:
         return f"{n} Gb/s"
-    g = float(bps) / (1 << 30)  # type: ignore[arg-type]
+    g = float(bytes_per_s) / (1 << 30)  # type: ignore[arg-type]
     return f"{n} Gb/s ({g:.{digits}g} GiB/s)"

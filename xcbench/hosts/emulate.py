@@ -45,11 +45,11 @@ def record_path(inv: Inventory, state: str | Path | None = None) -> Path:
     return state_dir(state) / f"hosts-{inv.bridge.name}.json"
 
 
-def tbf_args(rate_bps: float) -> list[str]:
-    """A tbf for ``rate_bps``: a burst of 4 ms at that rate but at least 64 KiB (a GSO packet
+def tbf_args(rate_bits_per_s: float) -> list[str]:
+    """A tbf for ``rate_bits_per_s``: a burst of 4 ms at that rate but at least 64 KiB (a GSO packet
     on a veth is up to 64 KiB; a smaller bucket would drop it) and 50 ms of queue."""
-    burst = max(64 * 1024, int(rate_bps / 8 * 0.004))
-    return ["tbf", "rate", f"{int(rate_bps)}bit", "burst", str(burst), "latency", "50ms"]
+    burst = max(64 * 1024, int(rate_bits_per_s / 8 * 0.004))
+    return ["tbf", "rate", f"{int(rate_bits_per_s)}bit", "burst", str(burst), "latency", "50ms"]
 
 
 # ---- what this machine can do (asked before anything is made) --------------------------------
@@ -144,6 +144,10 @@ def preflight(inv: Inventory) -> None:
 
 
 # ---- the record -----------------------------------------------------------------------------
+# the hosts' keys an earlier xcbench wrote -> today's (a link's rate in bits/s, its name says so)
+RECORD_RENAMED = {"rate_bps": "rate_bits_per_s", "reshaped_bps": "reshaped_bits_per_s"}
+
+
 class Record:
     """``hosts-<bridge>.json``: what `up` made, each item written before it is made."""
 
@@ -162,6 +166,10 @@ class Record:
             raise XcbError(f"{path}: unreadable record of emulated hosts ({e})") from None
         if not isinstance(data, dict) or not isinstance(data.get("items"), list):
             raise XcbError(f"{path}: not a record of emulated hosts")
+        for h in (data.get("hosts") or {}).values() if isinstance(data.get("hosts"), dict) else ():
+            for old, new in RECORD_RENAMED.items():  # a record an earlier xcbench wrote
+                if isinstance(h, dict) and old in h:
+                    h.setdefault(new, h.pop(old))
         r.data = data
         return r
 
@@ -217,7 +225,7 @@ def up(inv: Inventory, state: str | Path | None = None, *, log=None) -> Record:
     rec.data["bridge"] = {"name": inv.bridge.name, "address": inv.bridge.address}
     rec.data["hosts"] = {h.name: {"netns": h.netns, "veth": h.veth, "address": h.address,
                                   "roles": list(h.roles),
-                                  "cores": h.cores, "rate_bps": h.link.rate_bps if h.link else None,
+                                  "cores": h.cores, "rate_bits_per_s": h.link.rate_bits_per_s if h.link else None,
                                   "rtt": h.link.rtt if h.link else None}
                          for h in inv.netns_hosts}
     try:
@@ -268,7 +276,7 @@ def _qdisc(h: Host) -> list[str]:
         delay = f"{parse_time(h.link.rtt) / 2 * 1e3:g}ms"
         rate = ["rate", h.link.tc_rate] if h.link.rate else []
         return ["netem", "delay", delay, *rate]
-    return tbf_args(h.link.rate_bps)
+    return tbf_args(h.link.rate_bits_per_s)
 
 
 # ---- down -------------------------------------------------------------------------------------
@@ -341,7 +349,7 @@ def status(state: str | Path | None = None) -> list[dict[str, Any]]:
                           "netns": (NETNS_DIR / h["netns"]).exists(),
                           "link": Path("/sys/class/net", h["veth"]).exists(),
                           "cgroup": cg is not None and Path(cg).is_dir(), "cores": h.get("cores"),
-                          "rate_bps": h.get("rate_bps"), "reshaped_bps": h.get("reshaped_bps")})
+                          "rate_bits_per_s": h.get("rate_bits_per_s"), "reshaped_bits_per_s": h.get("reshaped_bits_per_s")})
         out.append({"record": str(path), "source": rec.data.get("source"),
                     "complete": rec.data.get("complete"), "bridge": rec.data.get("bridge"),
                     "hosts": hosts})

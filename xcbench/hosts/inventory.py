@@ -45,19 +45,19 @@ _TIME = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|ms|s)\s*$")
 
 @dataclass(frozen=True)
 class Link:
-    """The shaping of an emulated host's link: ``rate`` as written, ``rate_bps`` in bits/s."""
+    """The shaping of an emulated host's link: ``rate`` as written, ``rate_bits_per_s`` in bits/s."""
     rate: str
-    rate_bps: float
+    rate_bits_per_s: float
     rtt: str | None = None
 
     @property
     def rate_bytes(self) -> float:
         """The shaped rate in bytes/s (the unit telemetry counts in)."""
-        return self.rate_bps / 8.0
+        return self.rate_bits_per_s / 8.0
 
     @property
     def tc_rate(self) -> str:
-        return f"{int(round(self.rate_bps))}bit"
+        return f"{int(round(self.rate_bits_per_s))}bit"
 
 
 @dataclass(frozen=True)
@@ -309,10 +309,10 @@ def _link(spec: Any, transport: str, at: str) -> Link | None:
     if unknown:
         raise XcbError(f"{at}: link: {unknown[0]}: unknown key (known: rate, rtt, speed)")
     rate, rtt = spec.get("rate"), spec.get("rtt")
-    bps = math.inf
+    bits_per_s = math.inf
     if rate is not None:
         try:
-            bps = parse_tc_rate(rate)
+            bits_per_s = parse_tc_rate(rate)
         except ValueError as e:
             raise XcbError(f"{at}: link: rate: {e}") from None
     if rtt is not None:
@@ -320,7 +320,7 @@ def _link(spec: Any, transport: str, at: str) -> Link | None:
             parse_time(rtt)
         except ValueError as e:
             raise XcbError(f"{at}: link: rtt: {e}") from None
-    return Link(str(rate) if rate is not None else "", bps, str(rtt) if rtt is not None else None)
+    return Link(str(rate) if rate is not None else "", bits_per_s, str(rtt) if rtt is not None else None)
 
 
 def _bridge(spec: Any, where: str) -> Bridge:

@@ -23,16 +23,16 @@ class LinkInfo:
     host: str
     veth: str
     roles: tuple[str, ...]
-    rate_bps: float | None  # bits/s; None: not shaped
+    rate_bits_per_s: float | None  # bits/s; None: not shaped
 
     @property
     def limit_bytes(self) -> float | None:
         """The shaped rate in bytes/s (None: unshaped)."""
-        return self.rate_bps / 8.0 if self.rate_bps else None
+        return self.rate_bits_per_s / 8.0 if self.rate_bits_per_s else None
 
 
 def _info(host: Host) -> LinkInfo:
-    rate = host.link.rate_bps if host.link and host.link.rate else None
+    rate = host.link.rate_bits_per_s if host.link and host.link.rate else None
     return LinkInfo(host.name, host.veth, host.roles, rate)
 
 
@@ -57,14 +57,14 @@ def link_counters(host: Host) -> dict[str, int]:
 
 def links_of(inv: Inventory) -> list[LinkInfo]:
     now = current_rates()  # a link an experiment holds tightened: its limit is that rate
-    return [replace(i, rate_bps=now.get(i.host, i.rate_bps)) for i in map(_info, inv.netns_hosts)]
+    return [replace(i, rate_bits_per_s=now.get(i.host, i.rate_bits_per_s)) for i in map(_info, inv.netns_hosts)]
 
 
 def recorded_links(state: str | Path | None = None) -> list[LinkInfo]:
     """The links of every emulated host recorded as up (xcbench.hosts.emulate's records)."""
     out = []
     for name, h in recorded_hosts(state):
-        rate = h.get("reshaped_bps") or h.get("rate_bps")  # tightened by an experiment: that
+        rate = h.get("reshaped_bits_per_s") or h.get("rate_bits_per_s")  # tightened by an experiment: that
         out.append(LinkInfo(name, h["veth"], tuple(h.get("roles") or ()),
                             float(rate) if rate and rate != float("inf") else None))
     return out

@@ -27,7 +27,7 @@ def parse_tc_rate(value: Any) -> float:
     if not m:
         raise ValueError(f"{value!r} is not a tc rate (write e.g. 200mbit or 1gbit)")
     num, prefix, unit = m.groups()
-    bits = float(num) * _PREFIX[prefix.lower()] * (8.0 if unit.lower() == "bps" else 1.0)
+    bits = float(num) * _PREFIX[prefix.lower()] * (1.0 if unit.lower() == "bit" else 8.0)  # tc's bps: bytes
     if not (bits >= 8000 and math.isfinite(bits)):
         raise ValueError(f"{value!r} is below 1 kB/s: not a rate a link can be shaped to")
     return bits
@@ -38,7 +38,7 @@ class LinkSpeed:
     """A host's link speed as the operator states it (``link: {speed: 25gbit}`` for every NIC
     of the host, or ``{speed: {eth0: 25gbit, bond0: 50gbit}}`` per NIC): for NICs whose driver
     reports none (node_network_speed_bytes absent). Bits/s."""
-    host_bps: float | None = None
+    host_bits_per_s: float | None = None
     nics: tuple[tuple[str, float], ...] = ()
 
     def of(self, device: str) -> tuple[float, str] | None:
@@ -46,7 +46,7 @@ class LinkSpeed:
         own = dict(self.nics).get(device)
         if own is not None:
             return own / 8.0, f"link.speed.{device}"
-        return (self.host_bps / 8.0, "link.speed") if self.host_bps else None
+        return (self.host_bits_per_s / 8.0, "link.speed") if self.host_bits_per_s else None
 
 
 def parse_speed(spec: Any, at: str) -> LinkSpeed:

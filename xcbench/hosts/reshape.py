@@ -3,7 +3,7 @@
 
 Only links `xcbench hosts up` made and records: a tbf (no netem) on both ends of the host's
 veth, in a complete record of this user on this host. The new rate goes into the record
-(``reshaped_bps``) before tc changes anything, so a confirm that dies leaves a record that says
+(``reshaped_bits_per_s``) before tc changes anything, so a confirm that dies leaves a record that says
 what to undo: ``restore_left`` puts every such link back to the rate the record was made with
 (the next confirm does it first), and `xcbench hosts down` removes it all anyway.
 """
@@ -24,7 +24,7 @@ from xcbench.system import proc
 
 def _tbf(h: dict[str, Any]) -> bool:
     """A link of ours shaped by a tbf alone (``rtt`` recorded and empty: no netem on it)."""
-    rate = h.get("rate_bps")
+    rate = h.get("rate_bits_per_s")
     return (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0
             and "rtt" in h and not h["rtt"])
 
@@ -42,22 +42,22 @@ def _ours(path: Path) -> Record | None:
 
 
 def shaped(state: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """{host: {"rate_bps", "record"}} of the emulated hosts up whose link xcbench shaped (tbf):
+    """{host: {"rate_bits_per_s", "record"}} of the emulated hosts up whose link xcbench shaped (tbf):
     the links an experiment may tighten."""
     out: dict[str, dict[str, Any]] = {}
     for path in records(state):
         rec = _ours(path)
         for name, h in ((rec.data.get("hosts") or {}).items() if rec else ()):
             if _tbf(h) and _up(h):
-                out[name] = {"rate_bps": float(h["rate_bps"]), "record": path}
+                out[name] = {"rate_bits_per_s": float(h["rate_bits_per_s"]), "record": path}
     return out
 
 
-def _tc(h: dict[str, Any], rate_bps: float) -> None:
+def _tc(h: dict[str, Any], rate_bits_per_s: float) -> None:
     # both ends, as `hosts up` shaped them: towards the host, and out of it
     for ns, dev in ((None, h["veth"]), (h["netns"], PEER)):
         proc.run(["tc", *(["-n", ns] if ns else []), "qdisc", "change", "dev", dev, "root",
-                  *tbf_args(rate_bps)], timeout=60)
+                  *tbf_args(rate_bits_per_s)], timeout=60)
 
 
 def _host(rec: Record, host: str) -> dict[str, Any]:
@@ -68,18 +68,18 @@ def _host(rec: Record, host: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def tightened(record: Path, host: str, rate_bps: float) -> Iterator[None]:
-    """The host's link at ``rate_bps`` for the block, then back at its recorded rate."""
+def tightened(record: Path, host: str, rate_bits_per_s: float) -> Iterator[None]:
+    """The host's link at ``rate_bits_per_s`` for the block, then back at its recorded rate."""
     rec = _ours(record)
     if rec is None:
         raise XcbError(f"{record}: not a complete record of emulated hosts of this user here")
     h = _host(rec, host)
-    if not 0 < rate_bps:
-        raise XcbError(f"host {host}: a link rate must be positive, not {rate_bps!r}")
-    h["reshaped_bps"] = float(rate_bps)
+    if not 0 < rate_bits_per_s:
+        raise XcbError(f"host {host}: a link rate must be positive, not {rate_bits_per_s!r}")
+    h["reshaped_bits_per_s"] = float(rate_bits_per_s)
     rec.save()  # recorded before tc changes it
     try:
-        _tc(h, rate_bps)
+        _tc(h, rate_bits_per_s)
         yield
     finally:
         restore(record, host)
@@ -91,11 +91,11 @@ def restore(record: Path, host: str) -> bool:
     if rec is None:
         return False
     h = _host(rec, host)
-    if "reshaped_bps" not in h:
+    if "reshaped_bits_per_s" not in h:
         return False
     if _up(h):
-        _tc(h, float(h["rate_bps"]))
-    del h["reshaped_bps"]
+        _tc(h, float(h["rate_bits_per_s"]))
+    del h["reshaped_bits_per_s"]
     rec.save()
     return True
 
@@ -106,7 +106,7 @@ def restore_left(state: str | Path | None = None) -> list[str]:
     for path in records(state):
         rec = _ours(path)
         for name, h in ((rec.data.get("hosts") or {}).items() if rec else ()):
-            if isinstance(h, dict) and "reshaped_bps" in h and _tbf(h) and restore(path, name):
+            if isinstance(h, dict) and "reshaped_bits_per_s" in h and _tbf(h) and restore(path, name):
                 done.append(name)
     return done
 
@@ -115,7 +115,7 @@ def current_rates(state: str | Path | None = None) -> dict[str, float]:
     """{host: bits/s} of the links an experiment holds tightened now (telemetry's limit)."""
     out: dict[str, float] = {}
     for name, h in recorded_hosts(state):
-        r = h.get("reshaped_bps")
+        r = h.get("reshaped_bits_per_s")
         if isinstance(r, (int, float)) and math.isfinite(r) and r > 0:
             out[name] = float(r)
     return out

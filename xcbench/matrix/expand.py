@@ -39,9 +39,7 @@ def cell_id(settings: dict[str, Any]) -> str:
 def _label(c: Cell) -> str:
     parts = [c.backend]
     if c.layout:
-        lay = c.layout
-        parts.append(f"su={format_size(lay.stripe_unit)} sc={lay.stripe_count} "
-                     f"os={format_size(lay.object_size)}")
+        parts.append(c.layout.label)
     if c.pool:
         parts.append(c.pool.label)
     if c.tmpfs_size:

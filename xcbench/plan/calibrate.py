@@ -34,7 +34,7 @@ from xcbench.analysis.verdicts.experiment_next import fit_for_sizing, one_box
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
 from xcbench.figures.units import fmt_rate
-from xcbench.plan.calibration_facts import block_size_of, find_int, protection_of, sample_labels
+from xcbench.plan.calibration_facts import block_size_of, find_int, sample_labels
 from xcbench.plan.gateway import GatewayInputs, gateway_model
 from xcbench.plan.gateway_cores import gateway_cpu_rows, pick_gateway_cpu
 from xcbench.plan.rate_per_core import add_rate_per_core
@@ -86,9 +86,10 @@ def load_calibration(runs: list[RunData | str | Path], num_osds: int | None = No
                    else "distinct osd labels in the telemetry")
             cal.notes.append(f"{n} OSDs in the measured cluster (from {how})")
             cal.notes_osds = True
-        _campaigns(cal, rd, cells)
-        _amplification(cal, run, cells)
-        _probes(cal, run, cells, n)
+        pools = {cid: c.pool for cid, c in rd.cell_objects.items() if c.pool}  # the cells' own
+        _campaigns(cal, rd, cells, pools)
+        _amplification(cal, run, pools)
+        _probes(cal, run, pools, n)
         bl = run.table("baseline")
         if len(bl) and "bits_per_second" in bl:
             best = float(bl["bits_per_second"].max()) / 8
@@ -160,7 +161,7 @@ def _steady_rates(cal: Calibration, rd: RunData) -> dict[tuple[str, int], float]
     return out
 
 
-def _campaigns(cal: Calibration, rd: RunData, cells: dict) -> None:
+def _campaigns(cal: Calibration, rd: RunData, cells: dict, pools: dict[str, Protection]) -> None:
     run = rd.run
     df = run.table("campaigns")
     if not len(df):
@@ -172,7 +173,7 @@ def _campaigns(cal: Calibration, rd: RunData, cells: dict) -> None:
     for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
         info = cells.get(cid, {})
         s = info.get("settings") or {}
-        prot = protection_of(s)
+        prot = pools.get(cid)
         whole = float(g["rate"].astype(float).median())
         st = steady.get((str(cid), int(conc)))
         cal.curve.append({
@@ -188,7 +189,7 @@ def _campaigns(cal: Calibration, rd: RunData, cells: dict) -> None:
     add_rate_per_core(cal, run, cells, df)  # the cores sweep
 
 
-def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) -> None:
+def _probes(cal: Calibration, run: RunDir, pools: dict[str, Protection], num_osds: int | None) -> None:
     df = run.table("probes")
     if not len(df):
         return
@@ -203,7 +204,7 @@ def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) ->
     agg = df.groupby(["cell_id", "job"], as_index=False).agg(
         rw=("rw", "first"), bs=("bs", "first"), iops=("iops", "sum"), bw=("bw", "sum"))
     for r in agg.to_dict("records"):
-        prot = protection_of((cells.get(r["cell_id"], {}) or {}).get("settings"))
+        prot = pools.get(r["cell_id"])
         bs = block_size_of(r["bs"])
         if prot is None or bs is None:
             continue
@@ -232,19 +233,14 @@ def _probes(cal: Calibration, run: RunDir, cells: dict, num_osds: int | None) ->
             per_pool[key] = {"value": v, "from": f"{src} over {num_osds} OSDs"}
 
 
-def _amplification(cal: Calibration, run: RunDir, cells: dict) -> None:
+def _amplification(cal: Calibration, run: RunDir, pools: dict[str, Protection]) -> None:
     df = run.table("samples")
     if not len(df) or "metric" not in df:
         return
     df = df[df["metric"].isin([*RAW_METRICS, *STORED_METRICS])]
     if not len(df):
         return
-    prots = {}
-    for info in cells.values():
-        p = protection_of((info or {}).get("settings"))
-        if p:
-            name = f"xcb-rep{p.size}" if p.kind == "replicated" else f"xcb-ec{p.k}-{p.m}"
-            prots[name] = p
+    prots = {p.name: p for p in pools.values()}
     df = df.assign(pool=df["labels"].map(lambda v: sample_labels(v).get("pool")))
     for pool, g in df.groupby("pool"):
         raw = g[g["metric"].isin(RAW_METRICS)].sort_values("wall")["value"].astype(float)

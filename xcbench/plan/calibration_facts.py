@@ -1,4 +1,5 @@
-"""Facts read back from a run's records for calibration: a cell's protection, block sizes and sampler labels."""
+"""Facts read back from a run's records for calibration: block sizes and sampler labels (a cell's
+protection is the cell's own: RunData.cell_objects)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,6 @@ import json
 from typing import Any
 
 from xcbench.figures.units import parse_size
-from xcbench.plan.spec import Protection
-
-
-def protection_of(settings: dict | None) -> Protection | None:
-    pool = (settings or {}).get("pool")
-    if not isinstance(pool, dict) or pool.get("kind") not in ("replicated", "erasure"):
-        return None
-    if pool["kind"] == "replicated":
-        return Protection("replicated", size=int(pool.get("size") or 1))
-    return Protection("erasure", k=int(pool["k"]), m=int(pool["m"]))
 
 
 def find_int(obj: Any, keys: tuple[str, ...]) -> int | None:

@@ -62,9 +62,9 @@ class GatewayResult:
             nic, direction = key.rsplit(" ", 1)
             cap = (g.internal_nics * g.internal_nic_speed if nic == "internal"
                    else g.nics * g.nic_speed)
-            bps = per_byte * rate / gateways
-            out.append({"nic": nic, "direction": direction, "per_byte": per_byte, "rate": bps,
-                        "rate_text": fmt_rate(bps), "line_rate": cap, "fraction": bps / cap})
+            bytes_per_s = per_byte * rate / gateways
+            out.append({"nic": nic, "direction": direction, "per_byte": per_byte, "rate": bytes_per_s,
+                        "rate_text": fmt_rate(bytes_per_s), "line_rate": cap, "fraction": bytes_per_s / cap})
         return out
 
 

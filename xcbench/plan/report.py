@@ -96,11 +96,53 @@ def headline(plan: dict) -> list[str]:
     return lines
 
 
+WIDTH = 100  # the text plan's width when neither $COLUMNS nor a terminal says (a file, a pipe)
+_width = [WIDTH]  # the width render_text lays out for (tables and lines fit it)
+
+
+def width() -> int:
+    """$COLUMNS, else the terminal's, else WIDTH."""
+    import os
+    import shutil
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) >= 40:
+        return int(cols)
+    return shutil.get_terminal_size((WIDTH, 24)).columns
+
+
 def _table(rows: list[dict], cols: list[tuple[str, str]]) -> list[str]:
-    widths = [max(len(h), *(len(str(r.get(k, ""))) for r in rows)) for k, h in cols]
+    """Columns padded to their widest cell; a table wider than the plan's width wraps its widest
+    column's cells onto lines of their own under the row (the other columns kept)."""
+    import textwrap
+    text = [[str(r.get(k, "")) for k, _ in cols] for r in rows]
+    widths = [max(len(h), *(len(x[i]) for x in text)) for i, (_, h) in enumerate(cols)]
+    room = _width[0] - 2 - 2 * (len(cols) - 1)
+    wrap_at = None
+    if sum(widths) > room and widths:
+        wrap_at = max(range(len(cols)), key=lambda i: widths[i])
+        widths[wrap_at] = max(len(cols[wrap_at][1]), 12, room - (sum(widths) - widths[wrap_at]))
     out = ["  " + "  ".join(h.ljust(w) for (_, h), w in zip(cols, widths, strict=True))]
-    for r in rows:
-        out.append("  " + "  ".join(str(r.get(k, "")).ljust(w) for (k, _), w in zip(cols, widths, strict=True)))
+    for x in text:
+        cells = [textwrap.wrap(v, widths[i], break_on_hyphens=False) or [""] if i == wrap_at else [v]
+                 for i, v in enumerate(x)]
+        for j in range(max(len(c) for c in cells)):
+            out.append("  " + "  ".join((c[j] if j < len(c) else "").ljust(w)
+                                        for c, w in zip(cells, widths, strict=True)))
+    return [ln.rstrip() for ln in out]
+
+
+def _fit(lines: list[str], width: int) -> list[str]:
+    """Every line within ``width``: a longer one folded at spaces, its continuation indented under
+    its first word (a word longer than the line stays whole)."""
+    import textwrap
+    out = []
+    for ln in lines:
+        if len(ln) <= width:
+            out.append(ln)
+            continue
+        lead = " " * (len(ln) - len(ln.lstrip()))
+        out += textwrap.wrap(ln.strip(), width, initial_indent=lead, subsequent_indent=lead + "    ",
+                             break_long_words=False, break_on_hyphens=False)
     return out
 
 
@@ -171,12 +213,26 @@ def sizing_lines(sz: dict | None) -> list[str]:
     return L
 
 
-def render_text(plan: dict) -> str:
+def answer(plan: dict) -> list[str]:
+    """The plan's answer, first: for each column (datasheet, calibrated) the gateways, storage
+    hosts and OSDs the target needs, and whether the spec'd cluster carries it."""
     labels = [c["label"] for c in plan["columns"]]
-    L = ["xcbench plan", *("  " + x for x in headline(plan))]
+    t = plan["target"]
+    L = [f"xcbench plan: {t['name']} at {t['rate_text']}: what it needs"]
+    L += _table(sizing_rows(plan), [("what", "figure"), *((lab, lab) for lab in labels)])
+    for w in (plan.get("gateway_sizing") or {}).get("warnings") or ():
+        L.append(f"  warning: {w}")
+    L.append("  (the formula and inputs of each figure: FIGURE INPUTS below)")
+    return L
+
+
+def render_text(plan: dict, width_: int | None = None) -> str:
+    """The text plan, its answer first, every line within ``width_`` (default: :func:`width`)."""
+    _width[0] = width_ or width()
+    labels = [c["label"] for c in plan["columns"]]
+    L = answer(plan)
+    L += ["", "TARGET AND SPECS", *("  " + x for x in headline(plan))]
     L += reference_lines(plan)
-    L += ["", "SIZING"]
-    L += _table(sizing_rows(plan), [("what", "figure"), *((lab, lab) for lab in labels), ("formula", "formula")])
     for col in plan["columns"]:
         L += ["", f"STORAGE CEILINGS ({col['label']}), external rate; binds: {col['storage']['binding']}"]
         L += _table(ceiling_rows(col, "storage"), [("resource", "resource"), ("theoretical", "theoretical"),
@@ -206,12 +262,13 @@ def render_text(plan: dict) -> str:
         L += [f"  - {n}" for n in cal["notes"]]
     L += ["", "FIGURE INPUTS"]
     for r in sizing_rows(plan):
+        L.append(f"  {r['what']} = {r['formula']}")
         for lab in labels:
-            L.append(f"  {r['what']} [{lab}]: {r[lab]}  <- {r[lab + '_inputs']}")
+            L.append(f"    [{lab}]: {r[lab]}  <- {r[lab + '_inputs']}")
     L += ["", "ASSUMPTIONS (each changeable by its flag; spec fields by --set cluster.X=V / gateway.X=V)"]
     L += _table(assumption_rows(plan), [("flag", "flag"), ("value", "value"), ("meaning", "meaning")])
     L += ["", "MODEL", *(f"  - {n}" for n in plan["model_notes"])]
-    return "\n".join(L) + "\n"
+    return "\n".join(_fit(L, _width[0])) + "\n"
 
 
 def plot(plan: dict) -> str:

@@ -269,7 +269,7 @@ def _row(cell_id: str, job: Mapping, glob: Mapping, ddir: str, ndirs: int, host:
         "engine": str(_opt(job, glob, "ioengine", "psync")),
         "direct": str(_opt(job, glob, "direct", "0")).lower() in ("1", "true"),
         # filled by the probe where the storage device's writes were counted during the job
-        "device_write_iops": math.nan, "device_write_Bps": math.nan,
+        "device_write_iops": math.nan, "device_write_bytes_per_s": math.nan,
         # filled by a level probe (xcbench.probe.levels); None/NaN for the cell's own jobs
         "concurrency": None, "target": None, "bw_steady": math.nan, "bw_cv": math.nan,
         "bw_n": 0, "bw_rel_se": math.nan, "host_busy": math.nan, "host_cores": None,

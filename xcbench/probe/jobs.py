@@ -69,7 +69,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
 
     ``device``: the storage device's cumulative (write IOs, write bytes), where the caller can
     count them (the OSDs' device, e.g. their blkio group). Each write job then runs alone and its
-    row carries ``device_write_iops``/``device_write_Bps``: what it made the device do, the
+    row carries ``device_write_iops``/``device_write_bytes_per_s``: what it made the device do, the
     ceilings in the unit a chain of other ops can be held against (analysis.verdicts.rules).
 
     ``levels``: the campaign's levels; on a storage target (not tmpfs, fio run locally) each gets
@@ -144,7 +144,7 @@ def run_probe(cell, target, *, cluster=None, workdir: Path, sink: Sink | None,
             remove_files(target.path, prefixes)
     rows = fio.parse(data, cell_id=cell.id, jobfile=texts[0])
     for r in rows:
-        r["device_write_iops"], r["device_write_Bps"] = dev.get(r["job"], (math.nan, math.nan))
+        r["device_write_iops"], r["device_write_bytes_per_s"] = dev.get(r["job"], (math.nan, math.nan))
     rows += level_rows
     if sink is not None:
         if findings:

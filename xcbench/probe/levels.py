@@ -58,11 +58,11 @@ RAMP_S = 1.0  # samples of the first second are left out of the ceiling (the ram
 # new objects a pool job has: new_seconds of writing at HEADROOM x the rate one job may reach,
 # per_job: no more than the fastest job of an earlier pool level, nor than GROWTH x the best
 # pool total so far shared by its level's jobs (before the first level: the larger of the
-# cell's own probe and FIRST_BPS). A job that writes them all before its steady state ends
+# cell's own probe and FIRST_BYTES_PER_S). A job that writes them all before its steady state ends
 # there, said so (objects_ran_out): its figure is what it did in that time
 HEADROOM = 1.25
 GROWTH = 2.0  # the most a pool's total grows from one level to the next (levels double, at most x2)
-FIRST_BPS = 400e6  # B/s, a pool level's jobs together: the reference box's pool (~350-400 MB/s, notes)
+FIRST_BYTES_PER_S = 400e6  # B/s, a pool level's jobs together: the reference box's pool (~350-400 MB/s, notes)
 RAN_OUT = 0.99  # a pool level whose jobs wrote this share of their objects' bytes ran out of them
 
 
@@ -110,8 +110,8 @@ def new_seconds(cell) -> float:
 def per_job(level: int, best_total: float | None, best_job: float | None) -> float:
     """The rate one of a pool level's ``level`` jobs may reach (B/s): no more than the fastest
     job so far (``best_job``), nor GROWTH x the best total so far (``best_total``) shared by the
-    level's jobs; before any pool level, FIRST_BPS (or the total given) shared by them."""
-    total = best_total if best_total and math.isfinite(best_total) and best_total > 0 else FIRST_BPS
+    level's jobs; before any pool level, FIRST_BYTES_PER_S (or the total given) shared by them."""
+    total = best_total if best_total and math.isfinite(best_total) and best_total > 0 else FIRST_BYTES_PER_S
     if best_job is None:
         return total / level
     return min(best_job, GROWTH * total / level)
@@ -154,9 +154,9 @@ def run_levels(cell, target, levels, *, cluster=None, raw_dir: Path, prefix: str
     is given, added to ``object_names`` before it runs)."""
     rows: list[dict] = []
     # the best pool rate so far: what a pool job's new objects are sized from (an earlier pool
-    # level's; before the first, the cell's own probe's, FIRST_BPS at least: a small probe's
+    # level's; before the first, the cell's own probe's, FIRST_BYTES_PER_S at least: a small probe's
     # figure is no bound)
-    best = max(prev_bw or 0.0, float(FIRST_BPS))
+    best = max(prev_bw or 0.0, float(FIRST_BYTES_PER_S))
     best_job: float | None = None
     waiter = settle.Settle(cluster, target.pool) if cluster is not None and target.pool else None
     try:

@@ -65,10 +65,10 @@ def series(paths: list[Path], interval_ms: int, end_ms: float | None = None) -> 
     jobs: list[dict[int, float]] = []
     for p in paths:
         per: dict[int, float] = {}
-        for ms, bps in read_log(p):
+        for ms, bytes_per_s in read_log(p):
             k = round(ms / interval_ms)
             if k >= 1 and abs(ms - k * interval_ms) <= slack:
-                per.setdefault(k - 1, bps)  # a short last interval at a boundary: the first wins
+                per.setdefault(k - 1, bytes_per_s)  # a short last interval at a boundary: the first wins
         if per:
             jobs.append(per)
     if not jobs:

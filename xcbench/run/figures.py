@@ -14,9 +14,9 @@ def baseline_line(rows: list[dict]) -> str:
     per direction (iperf3 counts bits/s)."""
     best: dict[str, tuple[float, Any]] = {}
     for r in rows:
-        bps, d = as_float(r.get("bits_per_second")), str(r.get("direction") or "write")
-        if bps == bps and bps > best.get(d, (-1.0, None))[0]:
-            best[d] = (bps, r.get("streams"))
+        bits_per_s, d = as_float(r.get("bits_per_second")), str(r.get("direction") or "write")
+        if bits_per_s == bits_per_s and bits_per_s > best.get(d, (-1.0, None))[0]:
+            best[d] = (bits_per_s, r.get("streams"))
     if not best:
         errors = {str(r.get("error")) for r in rows if r.get("error")}
         return "iperf3: no figure" + (f" ({'; '.join(sorted(errors))[:120]})" if errors else "")
@@ -77,9 +77,9 @@ def storage_range(rows: list[dict]) -> str | None:
     parts = []
     if "live.storage_nic_use" in vals:
         parts.append(f"NIC {dev['live.storage_nic_use']} {rng('live.storage_nic_use', pct)} % of link")
-    elif "live.storage_nic_bps" in vals:
-        parts.append(f"NIC {dev['live.storage_nic_bps']} "
-                     f"{_span(min(vals['live.storage_nic_bps']), max(vals['live.storage_nic_bps']), lambda x: fmt_gbps(x).removesuffix(' Gb/s'))} "
+    elif "live.storage_nic_bytes_per_s" in vals:
+        parts.append(f"NIC {dev['live.storage_nic_bytes_per_s']} "
+                     f"{_span(min(vals['live.storage_nic_bytes_per_s']), max(vals['live.storage_nic_bytes_per_s']), lambda x: fmt_gbps(x).removesuffix(' Gb/s'))} "
                      f"Gb/s (link speed unknown)")
     if "live.storage_disk_busy" in vals:
         parts.append(f"disk {dev['live.storage_disk_busy']} {rng('live.storage_disk_busy', pct)} % busy")

@@ -42,7 +42,7 @@ class RunHooks:
     def device_counter(self, cell: Cell) -> DeviceCounter | None:
         """The cell's storage device's write counter, where the caller can count the IOs the
         cell costs there; None: not counted. Counted, the probe's write jobs and each level's
-        campaign row carry ``device_write_iops`` and ``device_write_Bps``."""
+        campaign row carry ``device_write_iops`` and ``device_write_bytes_per_s``."""
         return None
 
     def level(self, cell: Cell, concurrency: int, repeat: int) -> AbstractContextManager[Any]:

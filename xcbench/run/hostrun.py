@@ -37,7 +37,7 @@ def describe(inv: Any) -> dict[str, Any]:
         hosts[h.name] = {"roles": list(h.roles), "transport": h.transport, "address": h.address,
                          "ssh": getattr(h, "ssh", None), "cores": getattr(h, "cores", None),
                          "link": None if link is None else {"rate": link.rate,
-                                                            "rate_bps": link.rate_bps,
+                                                            "rate_bits_per_s": link.rate_bits_per_s,
                                                             "rtt": link.rtt}}
     bridge = getattr(inv, "bridge", None)
     alloc = getattr(inv, "allocation", None)  # nodes from Slurm: the job, its nodes and steps

@@ -350,7 +350,7 @@ class Runner:
                     dt = max(1e-3, time.monotonic() - dev0[0])
                     n, b = device()
                     rows = [{**r, "device_write_iops": (n - dev0[1]) / dt,
-                             "device_write_Bps": (b - dev0[2]) / dt} for r in rows]
+                             "device_write_bytes_per_s": (b - dev0[2]) / dt} for r in rows]
             self.sink(table, rows)
         return sink
 

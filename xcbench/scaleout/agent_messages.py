@@ -35,7 +35,7 @@ NUMBERS = frozenset((
     "start_time", "finish_time", "tx_duration", "throughput", "t", "wall", "bytes", "rate",
     "active", "done", "failed", "files", "finished", "driver_cpu_cores",
     "driver_cpu_limit_cores", "bytes_read", "bytes_written", "gateway_cpu_s",
-    "gateway_cpu_s_per_gb", "source_cpu_s_per_gb", "device_write_iops", "device_write_Bps",
+    "gateway_cpu_s_per_gb", "source_cpu_s_per_gb", "device_write_iops", "device_write_bytes_per_s",
     "success_rate", "ema", "error_code", "value", "mono"))
 # a bucket or a sample without its time cannot be placed
 REQUIRED = {"timeline": ("wall", "t"), "samples": ("wall", "metric")}

@@ -21,7 +21,7 @@ Adding a scenario (e.g. the network one of the multi-host issue) in a module of 
 2. add the module's name to ``SCENARIO_MODULES`` below;
 3. a scenario judged on the uncapped run needs nothing else; one that caps a role's CPU sets
    ``cap`` to that role ("gateway+client": both in one group), ``decoy=True`` for a quota
-   that must not bind, ``io="bps"|"iops"`` for a device write throttle on the OSDs; a new
+   that must not bind, ``io="bandwidth"|"iops"`` for a device write throttle on the OSDs; a new
    mechanism is made by capping's CapHooks._apply, which then needs a branch for it
    (a scenario with runs of its own, like network, needs none: ``own_run``). A scenario that
    cannot run here sets ``needs`` (or the runner finds why): it is "not run" and fails the

@@ -44,7 +44,7 @@ class Cap:
     groups: Any  # xcbench.system.cgroups.CpuGroups
     cluster_pids: Callable[[], dict[str, list[int]]] | None = None  # the mini cluster's daemons
     applied: dict[str, dict[str, Any]] = field(default_factory=dict)  # cell id -> what was capped
-    io: str | None = None  # "bps" | "iops": a blkio write throttle on ``dev`` instead of a quota
+    io: str | None = None  # "bandwidth" | "iops": a blkio write throttle on ``dev`` instead of a quota
     dev: str | None = None
     io_groups: Any = None  # xcbench.system.blkio.IoGroups
     device: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)  # cell -> level -> writes/s
@@ -94,7 +94,7 @@ class CapHooks(RunHooks):
         if not pids:
             raise XcbError(f"selftest: no {role} process to cap in cell {cell_id}")
         if self.cap.io:  # the role's disk writes, throttled on its device
-            kw = {"write_bps": int(cores)} if self.cap.io == "bps" else {"write_iops": max(1, int(cores))}
+            kw = {"write_bytes_per_s": int(cores)} if self.cap.io == "bandwidth" else {"write_iops": max(1, int(cores))}
             io = self.cap.io_groups.create(f"{role}-{cell_id[:8]}", self.cap.dev, **kw)
             self.cap.applied[cell_id] = {"role": role, "io": self.cap.io, "limit": cores,
                                          "group": str(io.path), "pids": pids, "io_group": io}
@@ -141,7 +141,7 @@ class CapHooks(RunHooks):
             dt = max(1e-3, time.monotonic() - t0)
             n1, b1 = io.written()
             self.cap.device.setdefault(cell.id, {})[concurrency] = {
-                "iops": (n1 - n0) / dt, "Bps": (b1 - b0) / dt, "seconds": round(dt, 1)}
+                "iops": (n1 - n0) / dt, "bytes_per_s": (b1 - b0) / dt, "seconds": round(dt, 1)}
 
     def cell_end(self, cell: Any, run: Any) -> None:
         if self.cap.io_groups is not None:

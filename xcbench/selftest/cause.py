@@ -33,7 +33,7 @@ def compare(capped: dict[str, Any], uncapped: dict[str, Any] | None, role: str,
     rc, sc = as_float(capped.get("rate")), as_float(capped.get("rate_rel_se"))
     x = (capped.get("roles") or {}).get(role) or {}
     out: dict[str, Any] = {
-        "role": role, "decoy": decoy, "capped_Bps": finite_or_none(rc), "capped_rel_se": finite_or_none(sc),
+        "role": role, "decoy": decoy, "capped_bytes_per_s": finite_or_none(rc), "capped_rel_se": finite_or_none(sc),
         "role_cpu": x.get("cpu"), "role_limit": x.get("limit"), "role_use": x.get("use"),
         "role_throttled": x.get("throttled"),
         "at_quota": bool(x.get("saturated")) if at_limit is None else at_limit,
@@ -44,7 +44,7 @@ def compare(capped: dict[str, Any], uncapped: dict[str, Any] | None, role: str,
         return out
     ru, su = as_float(uncapped.get("rate")), as_float(uncapped.get("rate_rel_se"))
     low = ratio_lower_bound(rc, sc, ru, su) if rc > 0 else math.nan
-    out.update(uncapped_Bps=finite_or_none(ru), uncapped_rel_se=finite_or_none(su),
+    out.update(uncapped_bytes_per_s=finite_or_none(ru), uncapped_rel_se=finite_or_none(su),
                slowdown=finite_or_none(ru / rc) if rc > 0 and math.isfinite(ru) else None,
                slowdown_low=finite_or_none(low), slower=bool(math.isfinite(low) and low > 1.0))
     if decoy:
@@ -66,7 +66,7 @@ def _mb(v: Any) -> str:
 def note(c: dict[str, Any]) -> str:
     """'capped 61.2 MB/s (±2.1 %) vs uncapped 180.4 MB/s (±1.8 %): x2.95, at least x2.84 at
     95 %; gateway at its quota (97 %, throttled 88 %)'."""
-    if "uncapped_Bps" not in c:
+    if "uncapped_bytes_per_s" not in c:
         return c.get("note", "")
     slow = (f"x{c['slowdown']:.2f}, at least x{c['slowdown_low']:.2f} at {c['confidence'] * 100:.0f} %"
             if c.get("slowdown") and c.get("slowdown_low") else "no ratio")
@@ -79,8 +79,8 @@ def note(c: dict[str, Any]) -> str:
     detail = ", ".join(x for x in (f"{use * 100:.0f} % of it" if isinstance(use, (int, float)) else "",
                                     f"throttled {thr * 100:.0f} %" if isinstance(thr, (int, float)) else "")
                        if x)
-    head = (f"capped {_mb(c['capped_Bps'])} (±{_pct(c.get('capped_rel_se'))}) vs uncapped "
-            f"{_mb(c['uncapped_Bps'])} (±{_pct(c.get('uncapped_rel_se'))}): {slow}; "
+    head = (f"capped {_mb(c['capped_bytes_per_s'])} (±{_pct(c.get('capped_rel_se'))}) vs uncapped "
+            f"{_mb(c['uncapped_bytes_per_s'])} (±{_pct(c.get('uncapped_rel_se'))}): {slow}; "
             f"{c['role']} {state}" + (f" ({detail})" if detail else ""))
     if c["decoy"]:
         return head + ("; a decoy: it must not bind" if c["ok"] else "; a decoy that bound: not a decoy")

@@ -212,7 +212,7 @@ def confirm_run(run_path: str | Path, cluster: Cluster | None, *, cell: str | No
     cells = {c.id: c for c in matrix.cells}
     s = Setting(matrix, cells, run.path / "confirm", cluster, pairs, host_cores(), embedded,
                 between_run.of(run.manifest).get("rate"), ceilings(run.table("verdicts").to_dict("records"), cells),
-                log, hosts, {h: x["rate_bps"] for h, x in reshape.shaped().items()},
+                log, hosts, {h: x["rate_bits_per_s"] for h, x in reshape.shaped().items()},
                 lifts.found(mini_pids(cluster)().get("osd", [])) if embedded else {}, experiment, site)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     out: list[dict[str, Any]] = []
@@ -261,7 +261,7 @@ def _one(row: dict[str, Any], named: str, tag: str, s: Setting) -> dict[str, Any
     for pair, arm in schedule(pairs):
         r = _replay(s, c, level, direction, exp[arm], f"{tag}-{c.id[:8]}-c{level}-{pair}{arm}")
         got.setdefault(pair, {})[arm] = r["rate"]
-        runs.append({"pair": pair, "arm": arm, "Bps": finite_or_none(r["rate"][0]),
+        runs.append({"pair": pair, "arm": arm, "bytes_per_s": finite_or_none(r["rate"][0]),
                      "rel_se": finite_or_none(r["rate"][1]), "run": r["run"], "role": r["role"],
                      "steady": r["steady"]})
         log(f"confirm:   pair {pair} {arm}: {_mb(r['rate'][0])} ({_se(r['rate'][1])})"
@@ -328,11 +328,11 @@ def _replay(s: Setting, cell: Cell, level: int, direction: str, change: dict[str
         with lifts.lifted(limit, value):
             run = run_concluded(m, cluster, opts)
     elif change.get("link"):
-        host, bps = change["link"]
+        host, bits_per_s = change["link"]
         link = reshape.shaped().get(host)
         if link is None:
             raise XcbError(f"confirm: host {host}'s link is no longer up as an emulated host xcbench made")
-        with reshape.tightened(link["record"], host, bps):
+        with reshape.tightened(link["record"], host, bits_per_s):
             run = run_concluded(m, cluster, opts)
     elif role and cores:
         wants = set(role.split("+"))

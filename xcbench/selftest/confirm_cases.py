@@ -42,7 +42,7 @@ DRIVER_SHARE = 0.075  # the driver's binding quota, the same share (it uses ~0.3
 OSD_SHARE = 0.05  # the OSDs' binding quota together: 0.1 of 2 cores, far below a write's need
 GENEROUS = 0.75  # a quota that must not bind: three quarters of the host (a role here uses < half)
 GENEROUS_IOPS = 1_000_000  # a write-IOs throttle no device here reaches (NVMe: ~10^5-10^6)
-GENEROUS_BPS = 10 << 30  # a write-bytes throttle no device here reaches (10 GiB/s)
+GENEROUS_BYTES_PER_S = 10 << 30  # a write-bytes throttle no device here reaches (10 GiB/s)
 
 
 def _doc(cores: float | None = None, **defaults: Any):
@@ -83,8 +83,8 @@ def _osd_quota(cluster: Any, tag: str, _uncapped: Any) -> Iterator[setups.Made]:
 
 @contextlib.contextmanager
 def _device_bytes(cluster: Any, tag: str, uncapped: dict) -> Iterator[setups.Made]:
-    bps = max(1, round(FRACTION * _least(uncapped, "rados-rep", "rate")))
-    with setups.osd_limits(cluster, tag, cores=round(GENEROUS * host_cores(), 3), write_bps=bps,
+    rate = max(1, round(FRACTION * _least(uncapped, "rados-rep", "rate")))
+    with setups.osd_limits(cluster, tag, cores=round(GENEROUS * host_cores(), 3), write_bytes_per_s=rate,
                            write_iops=GENEROUS_IOPS) as made:
         yield made
 
@@ -92,14 +92,14 @@ def _device_bytes(cluster: Any, tag: str, uncapped: dict) -> Iterator[setups.Mad
 @contextlib.contextmanager
 def _device_ios(cluster: Any, tag: str, uncapped: dict) -> Iterator[setups.Made]:
     ios = max(1, round(FRACTION * _least(uncapped, "rados-small", "pool_write_ops")))
-    with setups.osd_limits(cluster, tag, write_bps=GENEROUS_BPS, write_iops=ios) as made:
+    with setups.osd_limits(cluster, tag, write_bytes_per_s=GENEROUS_BYTES_PER_S, write_iops=ios) as made:
         yield made
 
 
 @contextlib.contextmanager
 def _ec_bytes(cluster: Any, tag: str, uncapped: dict) -> Iterator[setups.Made]:
-    bps = max(1, round(FRACTION * min(_least(uncapped, k, "rate") for k in ("rados-ec", "rados-rep"))))
-    with setups.osd_limits(cluster, tag, write_bps=bps) as made:
+    rate = max(1, round(FRACTION * min(_least(uncapped, k, "rate") for k in ("rados-ec", "rados-rep"))))
+    with setups.osd_limits(cluster, tag, write_bytes_per_s=rate) as made:
         yield made
 
 

@@ -46,12 +46,12 @@ def arms(runs: list[dict[str, Any]]) -> dict[str, float | None]:
     """Each arm's rate over its runs (geometric mean) and that mean's relative error."""
     out: dict[str, float | None] = {}
     for arm in ("control", "changed"):
-        got = [(r["Bps"], r["rel_se"]) for r in runs if r["arm"] == arm and r["Bps"]]
+        got = [(r["bytes_per_s"], r["rel_se"]) for r in runs if r["arm"] == arm and r["bytes_per_s"]]
         if not got:
-            out.update({f"{arm}_Bps": None, f"{arm}_rel_se": None})
+            out.update({f"{arm}_bytes_per_s": None, f"{arm}_rel_se": None})
             continue
         ses = [se for _, se in got if se is not None]
-        out[f"{arm}_Bps"] = math.exp(sum(math.log(b) for b, _ in got) / len(got))
+        out[f"{arm}_bytes_per_s"] = math.exp(sum(math.log(b) for b, _ in got) / len(got))
         out[f"{arm}_rel_se"] = math.sqrt(sum(se * se for se in ses)) / len(ses) if ses else None
     return out
 
@@ -102,7 +102,7 @@ def text(result: dict[str, Any], labels: dict[str, str] | None = None) -> str:
                      + (f"one-sided {x['confidence'] * 100:.0f} % bounds {_x(x.get('low'))} and {_x(x.get('high'))}, noise "
                         f"±{se * 100:.1f} % over {x.get('pairs')} pairs" if isinstance(se, (int, float))
                         else str(x.get("why"))))
-        lines.append("    runs: " + ", ".join(f"{r['arm'][:2]} {_mb(r['Bps'])}" + ("" if r.get("steady", True) else " †")
+        lines.append("    runs: " + ", ".join(f"{r['arm'][:2]} {_mb(r['bytes_per_s'])}" + ("" if r.get("steady", True) else " †")
                                           for r in x.get("runs") or ())
                      + (" († not steady)" if any(not r.get("steady", True) for r in x.get("runs") or ()) else ""))
     n = {o: sum(x["outcome"] == o for x in result["confirmations"]) for o in OUTCOMES}

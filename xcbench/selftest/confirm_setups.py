@@ -72,18 +72,18 @@ class SiteHooks(RunHooks):
 
 
 @contextlib.contextmanager
-def osd_limits(cluster: Cluster | None, tag: str, cores: float | None = None, write_bps: int | None = None,
-               write_iops: int | None = None) -> Iterator[Made]:
+def osd_limits(cluster: Cluster | None, tag: str, cores: float | None = None,
+               write_bytes_per_s: int | None = None, write_iops: int | None = None) -> Iterator[Made]:
     """The OSDs under these limits for the block (groups ``xcb-<tag>-osd``)."""
     pids = mini_pids(cluster)()["osd"]
-    made = Made(figures={"osd_cores": cores, "write_bps": write_bps, "write_iops": write_iops})
+    made = Made(figures={"osd_cores": cores, "write_bytes_per_s": write_bytes_per_s, "write_iops": write_iops})
     with CpuGroups(None, run=tag) as cpu, IoGroups(None, run=tag) as io:
         if cores is not None:
             g = cpu.create("osd", cores)
             for p in pids:
                 g.add(p)
-        if write_bps is not None or write_iops is not None:
-            made.io_group = io.create("osd", storage_io.device(cluster), write_bps=write_bps,
+        if write_bytes_per_s is not None or write_iops is not None:
+            made.io_group = io.create("osd", storage_io.device(cluster), write_bytes_per_s=write_bytes_per_s,
                                       write_iops=write_iops)
             for p in pids:
                 made.io_group.add(p)

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from xcbench.backends.base import backend_class
 from xcbench.ceph.cluster import Cluster
 from xcbench.matrix import load_matrix
 from xcbench.run.hooks import RunHooks
@@ -101,7 +102,7 @@ def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, wor
 
 def why_not(case: Case, cluster: Cluster | None) -> str | None:
     """Why the case cannot run here (None: it can)."""
-    if any(CELLS[k].backend != "tmpfs" for k in case.cells) and cluster is None:
+    if any(backend_class(CELLS[k].backend).needs_cluster for k in case.cells) and cluster is None:
         return "its cells need the Ceph cluster"
     if case.requires in ("osd", "blkio") and not getattr(cluster, "embedded", False):
         return "it holds the OSDs under limits: the embedded mini cluster's (a --ceph-conf cluster runs them elsewhere)"
@@ -116,7 +117,7 @@ def _check(case: Case, test: Test, key: str, cid: str, level: int, ev: dict[str,
     cause = {k: x.get(k) for k in ("experiment_name", "what", "predicted", "ratio", "minimum", "low", "high",
                                    "pairs", "confirms", "rivals", "separates", "why")}
     cause.update(test=test.name, right=test.right, outcome=x["outcome"], ok=ok,
-                 runs=[{k: r.get(k) for k in ("pair", "arm", "Bps", "rel_se", "steady", "role")}
+                 runs=[{k: r.get(k) for k in ("pair", "arm", "bytes_per_s", "rel_se", "steady", "role")}
                        for r in x.get("runs") or ()])
     note = (f"{'right' if test.right else 'wrong'} name {test.name} ({'confirmed' if test.right else 'not confirmed'} "
             f"expected); the run said {verdict}")

@@ -27,8 +27,8 @@ from xcbench.system.cgroups import NAME_RE, Registry, entry_problem
 from xcbench.system.limits import PROC, proc_cgroups, v1_mount
 
 RECORD = "lifts.json"
-CPU_FILE, BPS_FILE, IOPS_FILE = "cpu.cfs_quota_us", "blkio.throttle.write_bps_device", "blkio.throttle.write_iops_device"
-KINDS = {"cpu": CPU_FILE, "write_bps": BPS_FILE, "write_iops": IOPS_FILE}
+CPU_FILE, BYTES_FILE, IOPS_FILE = "cpu.cfs_quota_us", "blkio.throttle.write_bps_device", "blkio.throttle.write_iops_device"
+KINDS = {"cpu": CPU_FILE, "write_bytes_per_s": BYTES_FILE, "write_iops": IOPS_FILE}
 
 
 def _ours(path: Path, state: str | Path | None) -> bool:
@@ -76,7 +76,7 @@ def found(pids: list[int], state: str | Path | None = None) -> dict[str, dict[st
         if quota > 0 and period > 0:
             out["cpu"] = {"group": str(g_cpu), "file": CPU_FILE, "value": quota, "cores": quota / period}
     if g_blk is not None and _ours(g_blk, state):
-        for kind, file in (("write_bps", BPS_FILE), ("write_iops", IOPS_FILE)):
+        for kind, file in (("write_bytes_per_s", BYTES_FILE), ("write_iops", IOPS_FILE)):
             got = _device_limit(g_blk, file)
             if got is not None:
                 out[kind] = {"group": str(g_blk), "file": file, "dev": got[0], "value": got[1]}

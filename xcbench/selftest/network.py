@@ -145,7 +145,7 @@ def _failed(run: Any) -> str:
     return "; ".join(bad) or "no verdict"
 
 
-def iperf3_bps(run: Any) -> float:
+def iperf3_bits_per_s(run: Any) -> float:
     """The best iperf3 rate of the run's baseline (bits/s; NaN: none)."""
     df = run.table("baseline")
     if not len(df) or "bits_per_second" not in df:
@@ -154,11 +154,11 @@ def iperf3_bps(run: Any) -> float:
     return max(vals) if vals else math.nan
 
 
-def link_note(ev: dict[str, Any], iperf_bps: float, figures: dict[str, Any] | None = None) -> str:
+def link_note(ev: dict[str, Any], iperf3_bits_per_s: float, figures: dict[str, Any] | None = None) -> str:
     """'unshaped chain >= 4485 Mb/s, shaped to 448mbit (0.1 x); link nc1: 417.1 Mb/s of 448.0
     Mb/s shaped (93 %, 5 samples); iperf3 over the shaped link 429.5 Mb/s'."""
     f = figures or {}
-    parts = [f"unshaped chain >= {f['unshaped_Bps'] * 8 / 1e6:.0f} Mb/s (slowest level), "
+    parts = [f"unshaped chain >= {f['unshaped_bytes_per_s'] * 8 / 1e6:.0f} Mb/s (slowest level), "
              f"link shaped to {f['shaped_rate']} ({f['fraction']:g} x)"] if f.get("shaped_rate") else []
     for host, x in sorted((ev.get("links") or {}).items()):
         moved = max(v for v in (x.get("tx") or 0, x.get("rx") or 0))
@@ -170,8 +170,8 @@ def link_note(ev: dict[str, Any], iperf_bps: float, figures: dict[str, Any] | No
                      + f", {x.get('samples')} samples)")
     if not ev.get("links"):
         parts.append("no link evidence")
-    if math.isfinite(iperf_bps):
-        parts.append(f"iperf3 over the shaped link {iperf_bps / 1e6:.1f} Mb/s")
+    if math.isfinite(iperf3_bits_per_s):
+        parts.append(f"iperf3 over the shaped link {iperf3_bits_per_s / 1e6:.1f} Mb/s")
     return "; ".join(parts)
 
 
@@ -179,7 +179,7 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
                 workdir: Path | None = None, stamp: str | None = None, fraction: float = FRACTION,
                 log: Log = _stderr) -> dict[str, Any]:
     """Run the scenario; {"checks": [Check...], "runs": {name: path}, "seconds": {...},
-    "figures": {unshaped_Bps, shaped_rate, shaped_Bps, iperf3_bps, levels}}."""
+    "figures": {unshaped_bytes_per_s, shaped_rate, shaped_bytes_per_s, iperf3_bits_per_s, levels}}."""
     why = why_not()
     if why:
         raise XcbError(f"selftest: network: {why}")
@@ -200,7 +200,7 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
     result["runs"]["network-unshaped"] = str(run.path)
     result["seconds"]["network-unshaped"] = round(time.monotonic() - t0, 1)
     got_rates = {lv: (v.get("evidence") or {}).get("rate") for lv, v in _verdicts(run).items()}
-    result["figures"]["unshaped_levels_Bps"] = got_rates
+    result["figures"]["unshaped_levels_bytes_per_s"] = got_rates
     rates = {lv: float(r) for lv, r in got_rates.items() if isinstance(r, (int, float)) and r > 0}
     if set(rates) != set(levels):
         why = f"the unshaped run measured no steady rate at some level ({_failed(run)})"
@@ -210,8 +210,8 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
     unshaped = min(rates.values())
     mbit = max(1, int(unshaped * 8 * fraction / 1e6))
     rate = f"{mbit}mbit"
-    result["figures"].update(unshaped_Bps=unshaped, fraction=fraction, shaped_rate=rate,
-                             shaped_Bps=mbit * 1e6 / 8)
+    result["figures"].update(unshaped_bytes_per_s=unshaped, fraction=fraction, shaped_rate=rate,
+                             shaped_bytes_per_s=mbit * 1e6 / 8)
     # 2. the same cell, every level, the client host's link shaped to fraction x unshaped
     name = f"selftest-{stamp}-network"
     t0 = time.monotonic()
@@ -221,8 +221,8 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
         run = _run(matrix_doc(name, levels, sizes), name, cluster, out, workdir, inv, True)
     result["runs"]["network"] = str(run.path)
     result["seconds"]["network"] = round(time.monotonic() - t0, 1)
-    bps = iperf3_bps(run)
-    result["figures"]["iperf3_bps"] = bps
+    bits_per_s = iperf3_bits_per_s(run)
+    result["figures"]["iperf3_bits_per_s"] = bits_per_s
     got_all = _verdicts(run)
     cell_id = next(iter(run.cells), "-")
     for lv in levels:
@@ -235,10 +235,10 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
         has_links = any(isinstance(x.get("use"), (int, float)) for x in (ev.get("links") or {}).values())
         ok = v["verdict"] == "network" and has_links
         result["figures"].setdefault("levels", {})[lv] = {
-            "verdict": v["verdict"], "rate_Bps": ev.get("rate"), "link_use": ev.get("link_use"),
+            "verdict": v["verdict"], "rate_bytes_per_s": ev.get("rate"), "link_use": ev.get("link_use"),
             "links": ev.get("links")}
         result["checks"].append(Check(NAME, "tmpfs", cell_id, lv, ("network",), v["verdict"],
-                                      v["reason"], ok, note=link_note(ev, bps, result["figures"]),
+                                      v["reason"], ok, note=link_note(ev, bits_per_s, result["figures"]),
                                       roles=roles_short(ev), evidence=ev))
     return result
 

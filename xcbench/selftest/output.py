@@ -77,7 +77,7 @@ def text(result: dict[str, Any]) -> str:
         lines.append(f"- {c.scenario} / {c.cell} c={c.level}: {c.verdict}"
                      + ("" if c.ok else f" (expected {expected_text(c.expected)})"))
         if c.cap and c.cap.get("io"):
-            unit, what = (("B/s", "rate (B/s)") if c.cap["io"] == "bps" else ("IO/s", "pool write op/s"))
+            unit, what = (("B/s", "rate (B/s)") if c.cap["io"] == "bandwidth" else ("IO/s", "pool write op/s"))
             lines.append(f"    cap: {c.cap['role']} device writes throttled to {c.cap['limit']:g} {unit} = "
                          f"{c.cap['fraction']} x the least {what} uncapped ({_n(c.cap.get('uncapped_least'))})"
                          + (f" ({c.cap['group']})" if c.cap.get("group") else ""))

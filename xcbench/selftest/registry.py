@@ -69,7 +69,7 @@ class Scenario:
     # a decoy cap: the quota is scenarios.DECOY x the most the role could have used uncapped (it must not
     # bind, and the verdict must not name the role); else fraction x the least it used
     decoy: bool = False
-    # "bps" | "iops": the OSDs' disk writes throttled (cgroup v1 blkio, xcbench.system.blkio) instead
+    # "bandwidth" | "iops": the OSDs' disk writes throttled (cgroup v1 blkio, xcbench.system.blkio) instead
     # of a CPU quota (cap "osd"); the limit is derived from the uncapped cell (storage_io)
     io: str | None = None
     # proven by intervention as well as named (xcbench.selftest.intervene): "half-host", every

@@ -178,7 +178,7 @@ def run_selftest(cluster: Cluster | None, *, names: list[str] | None = None, qui
             continue
         for attempt in (1, 2):
             name = f"selftest-{stamp}-{s.name}" + ("" if attempt == 1 else "-again")
-            unit = {"bps": " B/s of device writes", "iops": " device write IO/s"}.get(s.io or "", " cores")
+            unit = {"bandwidth": " B/s of device writes", "iops": " device write IO/s"}.get(s.io or "", " cores")
             log(f"selftest: {s.name}: {s.cap} capped at "
                 + ", ".join(f"{k} {c:g}{unit}" for k, c in cores.items()))
             t0 = time.monotonic()

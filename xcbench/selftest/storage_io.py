@@ -36,7 +36,7 @@ from xcbench.system.blkio import why_not as blkio_why_not
 
 SMALL = "256K"
 MADE = 0.7  # the device's writes/s at >= this share of the throttle: the throttle held it
-KIND = {"bps": "storage-bandwidth", "iops": "storage-iops"}
+KIND = {"bandwidth": "storage-bandwidth", "iops": "storage-iops"}
 
 
 def block_file(cluster: Cluster | None) -> Path | None:
@@ -67,12 +67,12 @@ def _least(evs: list[dict[str, Any]], key: str) -> float | None:
 
 
 def least_of(s: Scenario, uncapped: list[dict[str, Any]]) -> float | None:
-    """The least rate (bps: B/s) or pool write op/s (iops) of the uncapped cell's levels."""
-    return _least(uncapped, "rate" if s.io == "bps" else "pool_write_ops")
+    """The least rate (bandwidth: B/s) or pool write op/s (iops) of the uncapped cell's levels."""
+    return _least(uncapped, "rate" if s.io == "bandwidth" else "pool_write_ops")
 
 
 def limit_of(s: Scenario, uncapped: list[dict[str, Any]], fraction: float) -> float | None:
-    """The throttle: fraction x the least rate (bps) or pool write op/s (iops) uncapped."""
+    """The throttle: fraction x the least rate (bandwidth) or pool write op/s (iops) uncapped."""
     least = least_of(s, uncapped)
     if least is None or least <= 0:
         return None
@@ -84,7 +84,7 @@ def add_device(ev: dict[str, Any], s: Scenario, limit: float, figures: dict[str,
     if not figures:
         ev["osd_device"] = {"io": s.io, "limit": limit, "note": "no device counters for this level"}
         return
-    got = figures["Bps"] if s.io == "bps" else figures["iops"]
+    got = figures["bytes_per_s"] if s.io == "bandwidth" else figures["iops"]
     ev["osd_device"] = {"io": s.io, "limit": limit, **figures, "use": got / limit if limit else None}
 
 
@@ -94,11 +94,11 @@ def at_limit(ev: dict[str, Any]) -> bool:
 
 
 def _text(d: dict[str, Any]) -> str:
-    if d.get("io") == "bps":
-        return (f"the OSDs' device writes {d['Bps'] / 1e6:.1f} MB/s of the {d['limit'] / 1e6:.1f} MB/s "
+    if d.get("io") == "bandwidth":
+        return (f"the OSDs' device writes {d['bytes_per_s'] / 1e6:.1f} MB/s of the {d['limit'] / 1e6:.1f} MB/s "
                 f"throttle ({d['use'] * 100:.0f} %; {d['iops']:.0f} IO/s)")
     return (f"the OSDs' device writes {d['iops']:.0f} IO/s of the {d['limit']:.0f} IO/s throttle "
-            f"({d['use'] * 100:.0f} %; {d['Bps'] / 1e6:.1f} MB/s)")
+            f"({d['use'] * 100:.0f} %; {d['bytes_per_s'] / 1e6:.1f} MB/s)")
 
 
 def expect(s: Scenario, ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:
@@ -106,7 +106,7 @@ def expect(s: Scenario, ev: dict[str, Any]) -> tuple[tuple[str, ...], str]:
     if not isinstance(d.get("use"), (int, float)):
         return s.expected, d.get("note", "the uncapped run only: no throttle")
     if d["use"] >= MADE:
-        return (KIND[s.io or "bps"],), _text(d) + ": the throttle held the device"
+        return (KIND[s.io or "bandwidth"],), _text(d) + ": the throttle held the device"
     return s.expected, _text(d) + f": below {MADE * 100:.0f} % of it, the bottleneck was not made"
 
 
@@ -150,7 +150,7 @@ register_cell(CellDef("rados-small", "rados", (("layouts", [{"stripe_unit": "4M"
                                                              "object_size": "4M"}]),
                                                ("pools", ["rep1"])), "rep1", file_size=SMALL))
 register(Scenario("storage-bandwidth", "the OSDs' disk writes throttled in bytes/s (blkio), large files "
-                  "through XrdCeph", ("storage-bandwidth",), ("rados-rep",), cap="osd", io="bps",
+                  "through XrdCeph", ("storage-bandwidth",), ("rados-rep",), cap="osd", io="bandwidth",
                   expect=expect))
 register(Scenario("storage-iops", f"the OSDs' disk writes throttled in IOs/s (blkio), {SMALL} files "
                   "through XrdCeph", ("storage-iops",), ("rados-small",), cap="osd", io="iops",
@@ -161,4 +161,4 @@ register_cell(CellDef("rados-ec", "rados", (("layouts", [{"stripe_unit": "4M", "
 register(Scenario("ec-overhead", "EC 2+1 and its replicated twin (XrdCeph, same layout, same OSDs) "
                   "under one throttle of the OSDs' device write bytes/s: the expected EC cost from "
                   "the raw bytes each pool measured", ("ec-overhead", "storage-bandwidth"),
-                  ("rados-ec", "rados-rep"), cap="osd", io="bps", expect=ec_expect))
+                  ("rados-ec", "rados-rep"), cap="osd", io="bandwidth", expect=ec_expect))

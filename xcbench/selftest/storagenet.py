@@ -21,7 +21,7 @@ The campaign writes without checksums: an XrdCeph gateway's adler32 reads every 
 through the same link, which splits the link's use between its two directions (measured here:
 49 % each way at 2 transfers), so no direction binds; the scenario is about the write direction.
 The emulated host's NIC is a veth (it reports 10 Gb/s): its limit is the rate its link is shaped
-to, from the hosts' record (the prometheus device's node.nic_limit_bps).
+to, from the hosts' record (the prometheus device's node.nic_limit_bytes_per_s).
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def run_storage_network(cluster: Cluster | None = None, *, quick: bool = False, 
     unshaped = min(rates.values())
     mbit = max(1, int(unshaped * 8 * fraction / 1e6))
     rate = f"{mbit}mbit"
-    result["figures"].update(unshaped_Bps=unshaped, fraction=fraction, shaped_rate=rate)
+    result["figures"].update(unshaped_bytes_per_s=unshaped, fraction=fraction, shaped_rate=rate)
     # 2. shaped: every level storage-network, naming the host
     name = f"selftest-{stamp}-storage-network"
     t0 = time.monotonic()

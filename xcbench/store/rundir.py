@@ -61,7 +61,7 @@ from xcbench.store.manifest import (
 )
 from xcbench.store.reserve import RESERVE
 from xcbench.store.tables import TABLES
-from xcbench.store.upgrade import TABLES_VERSION, update_manifest, update_table
+from xcbench.store.upgrade import TABLES_VERSION, columns_to_read, update_manifest, update_table
 from xcbench.system.secrets import redact, scrub_known
 from xcbench.system.userfiles import read_json
 
@@ -381,7 +381,8 @@ class RunDir:
                 if columns is not None:
                     import pyarrow.parquet as papq
                     have = set(papq.read_schema(pq).names)
-                    df = pd.read_parquet(pq, columns=[c for c in columns if c in have])
+                    stored = columns_to_read(name, columns, self.state.tables_version)
+                    df = pd.read_parquet(pq, columns=[c for c in stored if c in have])
                 else:
                     df = pd.read_parquet(pq)
             except (pa.ArrowException, OSError) as e:  # truncated or not Parquet at all

@@ -24,7 +24,7 @@ CAMPAIGN = ("cell_id", "campaign_id", "concurrency", "repeat", "mode", "client",
             "bytes", "start_time", "finish_time", "rate", "finished", "failed", "settings") + DRIVER_CPU \
     + ("direction",) \
     + ("gateway_cpu_s", "gateway_cpu_s_per_gb", "gateway_cpu_origins", "security", "source_cpu_s_per_gb") \
-    + ("device_write_iops", "device_write_Bps")  # the storage device's writes over the level, where counted
+    + ("device_write_iops", "device_write_bytes_per_s")  # the storage device's writes over the level, where counted
 # direction: write | read | mixed (reads: settings["access"], settings["directions"]);
 # gateway_cpu_*: the gateway's CPU over the level (xcbench.telemetry.gateway_cpu_meter), security: its mode;
 # source_cpu_s_per_gb: for TPC levels, the source gateway's (it serves the pull: the TPC push side)
@@ -37,7 +37,7 @@ OPTIMIZER = ("cell_id", "campaign_id", "wall", "previous", "decision", "reason",
 PROBE = ("cell_id", "job", "host", "rw", "bs", "iodepth", "numjobs", "iops", "bw",
          "lat_mean_us", "lat_p50_us", "lat_p99_us", "lat_p999_us", "runtime_s", "errors",
          "ss_reached", "engine", "direct",
-         "device_write_iops", "device_write_Bps",  # the storage device's writes during the job, where counted
+         "device_write_iops", "device_write_bytes_per_s",  # the storage device's writes during the job, where counted
          # level probes (xcbench.probe.levels): the level, mount | pool, the steady mean of fio's
          # interval samples with their cv, count and relative standard error, the host's and the
          # OSDs' CPU during the job, and its settle step

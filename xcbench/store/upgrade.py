@@ -21,11 +21,17 @@ Tables' versions:
      verdicts and baseline rows without ``direction`` (runs from before reads: writes), campaigns
      without ``security`` (no security then: none), baseline rows naming the gateway ``host`` only,
      timelines without ``t``, ``repeat`` or one of ``bytes``/``rate`` (1-s buckets: equal)
-  2  today's: every declared column written by its producer (xcbench.store.tables)
+  2  every declared column written by its producer (xcbench.store.tables)
+  3  today's: names say their unit (docs/architecture.md, Units; a bare ``bps`` had meant bytes/s
+     in sample metrics and bits/s in the hosts' links). The step renames what version 2 stored
+     (UNITS_RENAMED, COLUMNS_RENAMED: samples' metrics, campaigns' and probes' columns, the
+     verdicts' evidence); with it the manifest's schema 3 renames its hosts' link rate
+     (LINK_RENAMED), and the report reads ``confirmations.json`` through update_confirmations.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,8 +41,8 @@ from xcbench.errors import XcbError
 if TYPE_CHECKING:  # pandas is imported where a table is upgraded: the manifest's readers (every
     import pandas as pd  # command, the agents) start without it
 
-SCHEMA_VERSION = 2
-TABLES_VERSION = 2
+SCHEMA_VERSION = 3
+TABLES_VERSION = 3
 CAMPAIGN_DIRECTIONS = ("write", "read", "mixed")
 
 
@@ -73,8 +79,18 @@ def manifest_to_2(m: dict[str, Any], path: Path) -> None:
         cell.setdefault("settings", {})
 
 
+def manifest_to_3(m: dict[str, Any], path: Path) -> None:
+    """Names say their unit: the inventory's link rate in the manifest's ``hosts`` (bits/s)."""
+    hosts = (m.get("hosts") or {}).get("hosts") if isinstance(m.get("hosts"), dict) else None
+    for h in (hosts or {}).values():
+        link = h.get("link") if isinstance(h, dict) else None
+        if isinstance(link, dict):
+            _rename_keys(link, LINK_RENAMED)
+
+
 MANIFEST_STEPS: dict[int, Callable[[dict[str, Any], Path], None]] = {1: manifest_to_1,
-                                                                     2: manifest_to_2}
+                                                                     2: manifest_to_2,
+                                                                     3: manifest_to_3}
 
 
 def update_manifest(manifest: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -135,8 +151,81 @@ def update_to_2(name: str, df: pd.DataFrame, manifest: dict[str, Any]) -> pd.Dat
     return df
 
 
+# --- version 3: names say their unit (bytes_per_s, bits_per_s) ----------------------------------
+# each name version 2 stored -> today's; the step renames only these, so rows written since (a
+# resumed run appends today's names to old ones) pass through
+UNITS_RENAMED = {
+    # samples' metric (the prometheus device: xcbench.telemetry.promqueries, .prometheus)
+    "node.nic_rx_bps": "node.nic_rx_bytes_per_s", "node.nic_tx_bps": "node.nic_tx_bytes_per_s",
+    "node.nic_speed_bps": "node.nic_speed_bytes_per_s",
+    "node.nic_declared_bps": "node.nic_declared_bytes_per_s",
+    "node.nic_limit_bps": "node.nic_limit_bytes_per_s",
+    "node.disk_read_bps": "node.disk_read_bytes_per_s",
+    "node.disk_write_bps": "node.disk_write_bytes_per_s",
+    "ceph.osd_write_bps": "ceph.osd_write_bytes_per_s", "ceph.osd_read_bps": "ceph.osd_read_bytes_per_s",
+    "ceph.pool_write_bps": "ceph.pool_write_bytes_per_s",
+    "ceph.pool_read_bps": "ceph.pool_read_bytes_per_s",
+    "live.storage_nic_bps": "live.storage_nic_bytes_per_s",
+    # the verdicts' evidence keys (and COLUMNS_RENAMED, as a key, a source's column or its note)
+    "fio_device_Bps": "fio_device_bytes_per_s", "network_bps": "network_bytes_per_s",
+}
+COLUMNS_RENAMED = {"device_write_Bps": "device_write_bytes_per_s"}  # campaigns and probes
+LINK_RENAMED = {"rate_bps": "rate_bits_per_s"}  # the manifest's hosts: an inventory's link
+CONFIRMATIONS_RENAMED = {"control_Bps": "control_bytes_per_s", "changed_Bps": "changed_bytes_per_s",
+                         "Bps": "bytes_per_s"}  # confirmations.json (xcbench.selftest.confirm)
+_METRICS = {k: v for k, v in UNITS_RENAMED.items() if "." in k}
+_COLUMN_TABLES = ("campaigns", "probes")
+_EVIDENCE = {**UNITS_RENAMED, **COLUMNS_RENAMED}
+_TOKEN = re.compile(r"(?<![\w.])(" + "|".join(map(re.escape, sorted(_EVIDENCE, key=len, reverse=True)))
+                    + r")(?!\w)")
+
+
+def _rename_keys(d: dict[str, Any], renamed: dict[str, str]) -> None:
+    for old, new in renamed.items():
+        if old in d:
+            value = d.pop(old)
+            d.setdefault(new, value)
+
+
+def update_to_3(name: str, df: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:
+    """Version 2 -> 3: UNITS_RENAMED in the metrics, columns and evidence that hold them."""
+    if name == "samples" and "metric" in df and len(df):
+        old = df["metric"].isin(list(_METRICS))
+        if old.any():
+            df["metric"] = df["metric"].where(~old, df["metric"].map(_METRICS))
+    for col, new in COLUMNS_RENAMED.items() if name in _COLUMN_TABLES else ():
+        if col in df:
+            df[new] = df[new].where(df[new].notna(), df[col]) if new in df else df[col]
+            df = df.drop(columns=col)
+    if name == "verdicts" and "evidence" in df and len(df):
+        df["evidence"] = df["evidence"].map(
+            lambda t: _TOKEN.sub(lambda m: _EVIDENCE[m.group(1)], t) if isinstance(t, str) else t)
+    return df
+
+
+def update_confirmations(doc: dict[str, Any]) -> dict[str, Any]:
+    """``confirmations.json`` as xcbench confirm writes it today (its keys renamed in place):
+    the file has no version of its own, and a run may be confirmed again by a newer xcbench."""
+    rows = doc.get("confirmations") if isinstance(doc, dict) else None
+    for x in rows if isinstance(rows, list) else ():
+        if isinstance(x, dict):
+            _rename_keys(x, CONFIRMATIONS_RENAMED)
+            for r in x.get("runs") or ():
+                if isinstance(r, dict):
+                    _rename_keys(r, CONFIRMATIONS_RENAMED)
+    return doc
+
+
 TABLE_STEPS: dict[int, Callable[[str, pd.DataFrame, dict[str, Any]], pd.DataFrame]] = {
-    2: update_to_2}
+    2: update_to_2, 3: update_to_3}
+
+
+def columns_to_read(name: str, columns: list[str], version: int) -> list[str]:
+    """The stored columns that give ``columns`` of table ``name`` written at ``version``: the
+    columns, and the older names of those renamed since."""
+    old = [o for o, new in COLUMNS_RENAMED.items() if new in columns] \
+        if version < 3 and name in _COLUMN_TABLES else []
+    return [*columns, *old]
 
 
 def update_table(name: str, df: pd.DataFrame, version: int,

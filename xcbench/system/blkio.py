@@ -63,22 +63,22 @@ def why_not(path: Path | None = None) -> str | None:
 class IoGroup:
     """One throttled group: write bytes/s and/or write IOs/s on one device."""
 
-    def __init__(self, base: Path, name: str, dev: str, write_bps: int | None = None,
+    def __init__(self, base: Path, name: str, dev: str, write_bytes_per_s: int | None = None,
                  write_iops: int | None = None):
         if not NAME_RE.match(name):
             raise CgroupError(f"cgroup name {name!r}: must be xcb-<letters, digits, _.->")
         if not re.fullmatch(r"\d+:\d+", dev):
             raise CgroupError(f"blkio: device {dev!r} is not MAJ:MIN")
-        for what, v in (("write_bps", write_bps), ("write_iops", write_iops)):
+        for what, v in (("write_bytes_per_s", write_bytes_per_s), ("write_iops", write_iops)):
             if v is not None and not v >= 1:
                 raise CgroupError(f"blkio {name}: {what} must be >= 1, got {v}")
         self.name, self.dev, self.path = name, dev, base / name
-        self.write_bps, self.write_iops = write_bps, write_iops
+        self.write_bytes_per_s, self.write_iops = write_bytes_per_s, write_iops
 
     def make(self) -> IoGroup:
         self.path.mkdir(exist_ok=True)
-        if self.write_bps:
-            (self.path / "blkio.throttle.write_bps_device").write_text(f"{self.dev} {int(self.write_bps)}")
+        if self.write_bytes_per_s:
+            (self.path / "blkio.throttle.write_bps_device").write_text(f"{self.dev} {int(self.write_bytes_per_s)}")
         if self.write_iops:
             (self.path / "blkio.throttle.write_iops_device").write_text(f"{self.dev} {int(self.write_iops)}")
         return self
@@ -109,11 +109,11 @@ class IoGroup:
 class IoGroups(GroupSet):
     """The blkio groups of one run: ``xcb-<run>-<role>``; all removed on exit and by a sweep."""
 
-    def create(self, role: str, dev: str, write_bps: int | None = None,
+    def create(self, role: str, dev: str, write_bytes_per_s: int | None = None,
                write_iops: int | None = None) -> IoGroup:
         base = mount()
         why = why_not()
         if base is None or why:
             raise CgroupError(f"blkio: {why}")
-        g = IoGroup(base, f"xcb-{self.run}-{role}", dev, write_bps, write_iops)
+        g = IoGroup(base, f"xcb-{self.run}-{role}", dev, write_bytes_per_s, write_iops)
         return self._add(role, g)

@@ -42,7 +42,7 @@ LIVE_TIMEOUT = 1.0  # the progress view's line must not hold up the telemetry lo
 # busiest storage host's NIC (use of its link, or bytes/s when its speed is unknown), busiest
 # disk and CPU, labelled with its host and device
 LIVE_PREFIX = "live."
-LIVE_METRICS = ("live.storage_nic_use", "live.storage_nic_bps", "live.storage_disk_busy",
+LIVE_METRICS = ("live.storage_nic_use", "live.storage_nic_bytes_per_s", "live.storage_disk_busy",
                 "live.storage_cpu_use")
 
 
@@ -211,8 +211,8 @@ def live_rows(s: Sampler, wall: float, mono: float, fig: dict[str, Any]) -> list
     out = []
     if fig.get("nic_use") is not None:
         out.append(s.row(wall, mono, "live.storage_nic_use", fig["nic_use"], {**host, "device": fig["nic"]}))
-    elif fig.get("nic_bps") is not None:
-        out.append(s.row(wall, mono, "live.storage_nic_bps", fig["nic_bps"], {**host, "device": fig["nic"]}))
+    elif fig.get("nic_bytes_per_s") is not None:
+        out.append(s.row(wall, mono, "live.storage_nic_bytes_per_s", fig["nic_bytes_per_s"], {**host, "device": fig["nic"]}))
     if fig.get("disk_busy") is not None:
         out.append(s.row(wall, mono, "live.storage_disk_busy", fig["disk_busy"], {**host, "device": fig["disk"]}))
     if fig.get("cpu_use") is not None:
@@ -231,8 +231,8 @@ def live_line(rows: list[dict]) -> str | None:
     if "live.storage_nic_use" in by:
         r = by["live.storage_nic_use"]
         parts.append(f"NIC {r['labels'].get('device')} {r['value'] * 100:.0f} % of link")
-    elif "live.storage_nic_bps" in by:
-        r = by["live.storage_nic_bps"]
+    elif "live.storage_nic_bytes_per_s" in by:
+        r = by["live.storage_nic_bytes_per_s"]
         parts.append(f"NIC {r['labels'].get('device')} {r['value'] * 8 / 1e6:,.0f} Mb/s (link speed unknown)")
     if "live.storage_disk_busy" in by:
         r = by["live.storage_disk_busy"]
@@ -243,7 +243,7 @@ def live_line(rows: list[dict]) -> str | None:
 
 
 def emulated_hosts() -> dict[str, dict]:
-    """{address: {name, rate_bps, device}} of the emulated hosts recorded as up (xcbench.hosts)."""
+    """{address: {name, rate_bits_per_s, device}} of the emulated hosts recorded as up (xcbench.hosts)."""
     out = {}
     for path in records():
         try:
@@ -251,10 +251,10 @@ def emulated_hosts() -> dict[str, dict]:
         except XcbError:
             continue
         for name, h in hosts.items():
-            rate = h.get("rate_bps")
+            rate = h.get("rate_bits_per_s")
             if h.get("address"):
                 out[str(h["address"])] = {"name": name, "device": PEER,
-                                          "rate_bps": float(rate) if rate and rate != float("inf") else None}
+                                          "rate_bits_per_s": float(rate) if rate and rate != float("inf") else None}
     return out
 
 

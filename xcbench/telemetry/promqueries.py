@@ -6,15 +6,16 @@ the rate window (4 scrape intervals: each point averages a few scrapes). Each an
 rows ``sampler="prometheus"``, ``metric=<name>`` with labels naming the host, its NIC or disk,
 the OSD or the pool:
 
-    node.cpu_busy_cores   cores busy (not idle/iowait/steal) [host]
-    node.cpu_cores        cores of the host [host]
-    node.nic_rx_bps       bytes/s received [host, device]      node.nic_tx_bps   ... sent
-    node.nic_speed_bps    link speed, bytes/s (node_network_speed_bytes; absent if unknown; a
-                          bond reports its members' sum, and its members are NICs of their own)
-    node.nic_declared_bps the speed the inventory states (``link: {speed: ...}``) [host, device;
-                          device "*": every NIC of the host], labels also {source}
-    node.disk_busy        fraction of the second the disk was busy [host, device]
-    node.disk_read_bps    bytes/s read [host, device]          node.disk_write_bps ... written
+    node.cpu_busy_cores            cores busy (not idle/iowait/steal) [host]
+    node.cpu_cores                 cores of the host [host]
+    node.nic_rx_bytes_per_s        bytes/s received [host, device] (node.nic_tx_bytes_per_s: sent)
+    node.nic_speed_bytes_per_s     link speed, bytes/s (node_network_speed_bytes; absent if
+                                   unknown; a bond reports its members' sum, and its members are
+                                   NICs of their own)
+    node.nic_declared_bytes_per_s  the speed the inventory states (``link: {speed: ...}``) [host,
+                                   device; device "*": every NIC of the host], labels also {source}
+    node.disk_busy                 fraction of the second the disk was busy [host, device]
+    node.disk_read_bytes_per_s     bytes/s read [host, device] (node.disk_write_bytes_per_s: written)
     ceph.osd_*            per OSD: write/read op/s, bytes/s, latency (s) [osd, host]
     ceph.pool_*           per pool: client write/read op/s and bytes/s [pool]
 
@@ -34,26 +35,26 @@ HOST_QUERIES = {
     "node.cpu_busy_cores":
         'sum by (instance) (rate(node_cpu_seconds_total{{mode!~"idle|iowait|steal"}}[{w}]))',
     "node.cpu_cores": 'count by (instance) (node_cpu_seconds_total{{mode="idle"}})',
-    "node.nic_rx_bps": 'rate(node_network_receive_bytes_total{{device!="lo"}}[{w}])',
-    "node.nic_tx_bps": 'rate(node_network_transmit_bytes_total{{device!="lo"}}[{w}])',
-    "node.nic_speed_bps": 'node_network_speed_bytes{{device!="lo"}} > 0',
+    "node.nic_rx_bytes_per_s": 'rate(node_network_receive_bytes_total{{device!="lo"}}[{w}])',
+    "node.nic_tx_bytes_per_s": 'rate(node_network_transmit_bytes_total{{device!="lo"}}[{w}])',
+    "node.nic_speed_bytes_per_s": 'node_network_speed_bytes{{device!="lo"}} > 0',
     "node.disk_busy": "rate(node_disk_io_time_seconds_total[{w}])",
-    "node.disk_read_bps": "rate(node_disk_read_bytes_total[{w}])",
-    "node.disk_write_bps": "rate(node_disk_written_bytes_total[{w}])",
+    "node.disk_read_bytes_per_s": "rate(node_disk_read_bytes_total[{w}])",
+    "node.disk_write_bytes_per_s": "rate(node_disk_written_bytes_total[{w}])",
 }
 CEPH_QUERIES = {
     "ceph.osd_write_ops": "rate(ceph_osd_op_w[{w}])",
     "ceph.osd_read_ops": "rate(ceph_osd_op_r[{w}])",
-    "ceph.osd_write_bps": "rate(ceph_osd_op_w_in_bytes[{w}])",
-    "ceph.osd_read_bps": "rate(ceph_osd_op_r_out_bytes[{w}])",
+    "ceph.osd_write_bytes_per_s": "rate(ceph_osd_op_w_in_bytes[{w}])",
+    "ceph.osd_read_bytes_per_s": "rate(ceph_osd_op_r_out_bytes[{w}])",
     "ceph.osd_write_latency_s":
         "rate(ceph_osd_op_w_latency_sum[{w}]) / rate(ceph_osd_op_w_latency_count[{w}])",
     "ceph.osd_read_latency_s":
         "rate(ceph_osd_op_r_latency_sum[{w}]) / rate(ceph_osd_op_r_latency_count[{w}])",
     "ceph.osd_commit_latency_s": "ceph_osd_commit_latency_ms / 1000",
-    "ceph.pool_write_bps":
+    "ceph.pool_write_bytes_per_s":
         "rate(ceph_pool_wr_bytes[{w}]) * on (pool_id) group_left (name) ceph_pool_metadata",
-    "ceph.pool_read_bps":
+    "ceph.pool_read_bytes_per_s":
         "rate(ceph_pool_rd_bytes[{w}]) * on (pool_id) group_left (name) ceph_pool_metadata",
     "ceph.pool_write_ops": "rate(ceph_pool_wr[{w}]) * on (pool_id) group_left (name) ceph_pool_metadata",
     "ceph.pool_read_ops": "rate(ceph_pool_rd[{w}]) * on (pool_id) group_left (name) ceph_pool_metadata",
@@ -96,7 +97,7 @@ def live_promql(step: float) -> str:
 
 
 def live_figures(answer: list[dict], hosts: HostMap) -> dict[str, Any] | None:
-    """The busiest storage host in a live answer: {host, nic, nic_bps, nic_use, disk, disk_busy,
+    """The busiest storage host in a live answer: {host, nic, nic_bytes_per_s, nic_use, disk, disk_busy,
     cpu_use} (a figure None when not answered; nic_use None when the link speed is unknown).
     Storage hosts: the instances running OSDs (every host when none is known to); their NICs:
     the OSDs' (front/back iface) when named, else all; busiest: the highest of its NIC's use of
@@ -125,22 +126,22 @@ def live_figures(answer: list[dict], hosts: HostMap) -> dict[str, Any] | None:
         devs = sorted(set(h["rx"]) | set(h["tx"]))
         ifaces = hosts.osd_ifaces(inst)  # the OSDs' own NICs when osd metadata names them
         for dev in [d for d in devs if d in ifaces] or devs:
-            bps = max(h["rx"].get(dev, 0.0), h["tx"].get(dev, 0.0))
+            bytes_per_s = max(h["rx"].get(dev, 0.0), h["tx"].get(dev, 0.0))
             speed = h["speed"].get(dev)
             stated = getattr(hosts.inventory_host(inst), "link_speed", None)
             if speed is None and stated is not None and stated.of(dev) is not None:
                 speed = stated.of(dev)[0]  # the NIC reports none: the inventory's
-            if em.get("rate_bps") and dev == em.get("device"):
-                speed = min(speed or float("inf"), em["rate_bps"] / 8.0)  # its shaped link
-            use = bps / speed if speed else None
-            key = (use if use is not None else -1.0, bps)
+            if em.get("rate_bits_per_s") and dev == em.get("device"):
+                speed = min(speed or float("inf"), em["rate_bits_per_s"] / 8.0)  # its shaped link
+            use = bytes_per_s / speed if speed else None
+            key = (use if use is not None else -1.0, bytes_per_s)
             if nic is None or key > nic[0]:
-                nic = (key, dev, bps, use)
+                nic = (key, dev, bytes_per_s, use)
         mine = set(hosts.osd_devices(inst))
         disks = {d: b for d, b in h["disk"].items() if not mine or d in mine}
         disk = max(disks.items(), key=lambda kv: kv[1]) if disks else None
         fig = {"host": hosts.host(inst), "nic": nic[1] if nic else None,
-               "nic_bps": nic[2] if nic else None, "nic_use": nic[3] if nic else None,
+               "nic_bytes_per_s": nic[2] if nic else None, "nic_use": nic[3] if nic else None,
                "disk": disk[0] if disk else None, "disk_busy": disk[1] if disk else None,
                "cpu_use": h["cpu"]}
         score = max((x for x in (fig["nic_use"], fig["disk_busy"], fig["cpu_use"]) if x is not None),
@@ -186,7 +187,7 @@ class HostMap:
     def __init__(self, uname: Iterable[dict], osd_meta: Iterable[dict] = (),
                  inventory: Any = None, osd_series: Iterable[dict] = (),
                  emulated: dict[str, dict] | None = None):
-        # emulated hosts by address ({ip: {name, rate_bps}}): they share the machine's nodename,
+        # emulated hosts by address ({ip: {name, rate_bits_per_s}}): they share the machine's nodename,
         # so their own name (the inventory's) names them, and their shaped rate is their link's
         self.emulated = dict(emulated or {})
         self.instances: dict[str, str] = {}  # instance -> host name
@@ -306,25 +307,25 @@ class HostMap:
 
 
 def link_rows(hosts: HostMap, walls: list[float], mono_offset: float) -> list[dict]:
-    """``node.nic_limit_bps`` rows of emulated hosts whose link is shaped: the rate tc holds
+    """``node.nic_limit_bytes_per_s`` rows of emulated hosts whose link is shaped: the rate tc holds
     their NIC to (a veth reports 10 Gb/s whatever it is shaped to), labelled like the NIC rows;
     and the inventory's stated link speeds (declared_rows)."""
     out = declared_rows(hosts, walls, mono_offset)
     for inst in hosts.instances:
         em = hosts.emulated.get(instance_ip(inst) or "")
-        if not em or not em.get("rate_bps"):
+        if not em or not em.get("rate_bits_per_s"):
             continue
-        labels = hosts.labels("node.nic_rx_bps", {"instance": inst, "device": em.get("device", "eth0")})
+        labels = hosts.labels("node.nic_rx_bytes_per_s", {"instance": inst, "device": em.get("device", "eth0")})
         if labels is None:
             continue
-        labels["source"] = f"emulated host {em['name']}: link shaped to {em['rate_bps'] / 1e6:g} Mb/s (tc tbf)"
-        out += [{"wall": w, "mono": w - mono_offset, "sampler": "prometheus", "metric": "node.nic_limit_bps",
-                 "value": em["rate_bps"] / 8.0, "labels": labels} for w in walls]
+        labels["source"] = f"emulated host {em['name']}: link shaped to {em['rate_bits_per_s'] / 1e6:g} Mb/s (tc tbf)"
+        out += [{"wall": w, "mono": w - mono_offset, "sampler": "prometheus", "metric": "node.nic_limit_bytes_per_s",
+                 "value": em["rate_bits_per_s"] / 8.0, "labels": labels} for w in walls]
     return out
 
 
 def declared_rows(hosts: HostMap, walls: list[float], mono_offset: float) -> list[dict]:
-    """``node.nic_declared_bps`` rows: the link speeds the inventory states for the hosts
+    """``node.nic_declared_bytes_per_s`` rows: the link speeds the inventory states for the hosts
     Prometheus answers for (per NIC, or device "*" for every NIC of the host)."""
     out = []
     for inst in hosts.instances:
@@ -332,15 +333,15 @@ def declared_rows(hosts: HostMap, walls: list[float], mono_offset: float) -> lis
         sp = getattr(h, "link_speed", None)
         if sp is None:
             continue
-        entries = [(dev, bps) for dev, bps in sp.nics] + ([("*", sp.host_bps)] if sp.host_bps else [])
-        for dev, bps in entries:
-            labels = hosts.labels("node.nic_rx_bps", {"instance": inst, "device": dev})
+        entries = [(dev, bits_per_s) for dev, bits_per_s in sp.nics] + ([("*", sp.host_bits_per_s)] if sp.host_bits_per_s else [])
+        for dev, bits_per_s in entries:
+            labels = hosts.labels("node.nic_rx_bytes_per_s", {"instance": inst, "device": dev})
             if labels is None:
                 continue
             field = f"link.speed.{dev}" if dev != "*" else "link.speed"
-            labels["source"] = f"inventory: host {h.name}: {field} = {bps / 1e9:g} Gb/s"
+            labels["source"] = f"inventory: host {h.name}: {field} = {bits_per_s / 1e9:g} Gb/s"
             out += [{"wall": w, "mono": w - mono_offset, "sampler": "prometheus",
-                     "metric": "node.nic_declared_bps", "value": bps / 8.0, "labels": labels}
+                     "metric": "node.nic_declared_bytes_per_s", "value": bits_per_s / 8.0, "labels": labels}
                     for w in walls]
     return out
 

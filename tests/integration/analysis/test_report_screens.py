@@ -21,7 +21,7 @@ from tests.support.figtext import _texts
 from tests.support.synthrun import make_run, mixed_cells
 from xcbench.analysis.report import markdown, scaling
 from xcbench.analysis.report.document import render_report
-from xcbench.analysis.report.overview import TARGET_BPS
+from xcbench.analysis.report.overview import TARGET_BYTES_PER_S
 from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.run_data import RunData
 
@@ -114,7 +114,7 @@ def test_first_screen_every_verdict_shown_and_no_text_on_another(run_path, rende
 def test_throughput_plot_labels_every_point_and_no_label_touches_a_text(run_path, rendered, tmp_path):
     rd = RunData(run_path)
     verdicts = verdicts_of(rd)
-    fig = scaling.figure([("", rd.points, scaling.ceilings(verdicts))], rd.cells, TARGET_BPS)
+    fig = scaling.figure([("", rd.points, scaling.ceilings(verdicts))], rd.cells, TARGET_BYTES_PER_S)
     texts = _texts(fig)
     names = set(verdicts["verdict"])
     labels = [t for t in texts if t[0] in names and t[1].height < 30]  # the point labels

@@ -205,7 +205,7 @@ def test_the_shaped_link_holds_its_rate(hosts, tmp_path):
     inv, _, _ = hosts
     shaped, free = inv.clients
     gw = inv.gateways[0]
-    rate = shaped.link.rate_bps
+    rate = shaped.link.rate_bits_per_s
     server = _Iperf3Server(gw, 5201, tmp_path / "iperf3-server.log")
     from xcbench.hosts.links import link_counters
     try:

@@ -59,11 +59,11 @@ def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_pa
     s = s[(s["cell_id"] == cell_id) & (s["sampler"] == "prometheus")]
     labels = s["labels"].map(lambda v: json.loads(v) if isinstance(v, str) else v)
     metrics = set(s["metric"])
-    assert set(pq.QUERIES) - {"node.nic_speed_bps"} <= metrics  # loopback NICs have no speed
+    assert set(pq.QUERIES) - {"node.nic_speed_bytes_per_s"} <= metrics  # loopback NICs have no speed
     pool = state.extra["pool"]
-    pool_w = s[(s["metric"] == "ceph.pool_write_bps") & labels.map(lambda x: x.get("pool") == pool)]
+    pool_w = s[(s["metric"] == "ceph.pool_write_bytes_per_s") & labels.map(lambda x: x.get("pool") == pool)]
     assert pool_w["value"].max() > 1e6  # the campaign's writes into the cell's EC pool
-    osds = {x["osd"] for x, m in zip(labels, s["metric"], strict=True) if m == "ceph.osd_write_bps"}
+    osds = {x["osd"] for x, m in zip(labels, s["metric"], strict=True) if m == "ceph.osd_write_bytes_per_s"}
     assert osds == {"osd.0", "osd.1", "osd.2"}
     disks = [x for x, m in zip(labels, s["metric"], strict=True) if m == "node.disk_busy" and x.get("osds")]
     assert disks and all(x["role"] == "local,osd" for x in disks)  # the disk under the OSDs' files
@@ -74,7 +74,7 @@ def test_a_run_on_the_embedded_cluster_reads_its_prometheus(ceph_cluster, tmp_pa
     # telemetry tick, also before the first level: they are not the level's)
     ranged = s[~s["metric"].str.startswith(LIVE_PREFIX)]
     assert ranged["wall"].min() >= levels[0]["start"] - 1e-3 and ranged["wall"].max() <= levels[-1]["end"] + 1e-3
-    assert "ceph.pool_write_bps\trate(ceph_pool_wr_bytes[4s])" in (raw / "queries.promql").read_text()
+    assert "ceph.pool_write_bytes_per_s\trate(ceph_pool_wr_bytes[4s])" in (raw / "queries.promql").read_text()
     f = run.table("findings")
     assert not any("did not answer" in w for w in f.get("what", []))
     # the verdicts hold the storage host's figures: the OSDs' disk, this machine's CPU (local)

@@ -61,7 +61,7 @@ def test_a_network_verdict_is_confirmed_by_doubling_the_link_xcbench_made(tmp_pa
             assert limit == pytest.approx(RATE * 2 if r["arm"] == "changed" else RATE, rel=0.01)
         # restored: tc on both ends and the record
         assert _tbf_rate(client.veth) == "200Mbit" and _tbf_rate("eth0", client.netns) == "200Mbit"
-        assert reshape.current_rates() == {} and reshape.shaped()[client.name]["rate_bps"] == RATE
+        assert reshape.current_rates() == {} and reshape.shaped()[client.name]["rate_bits_per_s"] == RATE
         # an experiment killed mid-arm leaves its tightening recorded; the next confirm restores it
         left = reshape.tightened(reshape.shaped()[client.name]["record"], client.name, RATE / 4)
         left.__enter__()

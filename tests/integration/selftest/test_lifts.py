@@ -32,19 +32,19 @@ def test_limits_xcbench_made_are_found_lifted_in_place_and_restored(tmp_path):
         with CpuGroups(tmp_path, run=f"lift{os.getpid()}") as cpu, \
                 IoGroups(tmp_path, run=f"lift{os.getpid()}") as io:
             g = cpu.create("osd", 0.2)
-            b = io.create("osd", dev, write_bps=20_000_000, write_iops=300)
+            b = io.create("osd", dev, write_bytes_per_s=20_000_000, write_iops=300)
             g.add(sleeper.pid)
             b.add(sleeper.pid)
             got = lifts.found([sleeper.pid], tmp_path)
             assert got["cpu"]["cores"] == pytest.approx(0.2) and got["cpu"]["group"] == str(g.path)
-            assert got["write_bps"]["value"] == 20_000_000 and got["write_bps"]["dev"] == dev
+            assert got["write_bytes_per_s"]["value"] == 20_000_000 and got["write_bytes_per_s"]["dev"] == dev
             assert got["write_iops"]["value"] == 300
-            with lifts.lifted(got["write_bps"], 40_000_000, tmp_path):
-                assert (b.path / lifts.BPS_FILE).read_text().split() == [dev, "40000000"]
+            with lifts.lifted(got["write_bytes_per_s"], 40_000_000, tmp_path):
+                assert (b.path / lifts.BYTES_FILE).read_text().split() == [dev, "40000000"]
                 assert str(sleeper.pid) in (b.path / "cgroup.procs").read_text().split()  # still in its group
                 rec = json.loads((tmp_path / lifts.RECORD).read_text())
                 assert rec[0]["value"] == 20_000_000 and rec[0]["new"] == 40_000_000
-            assert (b.path / lifts.BPS_FILE).read_text().split() == [dev, "20000000"]
+            assert (b.path / lifts.BYTES_FILE).read_text().split() == [dev, "20000000"]
             assert json.loads((tmp_path / lifts.RECORD).read_text()) == []
             # a confirm killed mid-arm: its lift stays recorded, the next one restores it
             left = lifts.lifted(got["cpu"], 40000, tmp_path)

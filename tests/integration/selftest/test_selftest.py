@@ -55,14 +55,14 @@ def _check_result(result: dict, names: list[str]) -> None:
         # but storage-network's runs have neither (xcbench.selftest.storagenet: its verdict is read
         # from Prometheus's NIC figures, and fio would cross the shaped link)
         if c.scenario != "storage-network":
-            assert isinstance(c.evidence.get("network_bps"), (int, float)), c
+            assert isinstance(c.evidence.get("network_bytes_per_s"), (int, float)), c
             if c.evidence.get("backend") != "tmpfs":
                 assert isinstance(c.evidence.get("fio_bw"), (int, float)), c
         if c.cap and not c.cap.get("io"):
             for role in c.cap["role"].split("+"):
                 assert c.roles[role]["limit"] == pytest.approx(c.cap["cores"], rel=0.02)
         if c.cap:  # capped vs uncapped: both rates and their noise are in the check
-            assert c.cause and c.cause["uncapped_Bps"] and c.cause["capped_Bps"], c
+            assert c.cause and c.cause["uncapped_bytes_per_s"] and c.cause["capped_bytes_per_s"], c
             if not c.cause["decoy"]:
                 assert c.cause["slowdown_low"] > 1 and c.cause["at_quota"], c
 

@@ -56,8 +56,8 @@ def test_shaped_client_link_is_network_at_every_level(tmp_path, monkeypatch):
         print(c.level, c.verdict, c.note, c.reason)
     levels = network.levels_of(quick=True)["levels"]
     assert [c.level for c in result["checks"]] == list(levels)
-    shaped = fig["shaped_Bps"]
-    assert shaped == pytest.approx(network.FRACTION * fig["unshaped_Bps"], rel=0.05, abs=1e6 / 8)
+    shaped = fig["shaped_bytes_per_s"]
+    assert shaped == pytest.approx(network.FRACTION * fig["unshaped_bytes_per_s"], rel=0.05, abs=1e6 / 8)
     for c in result["checks"]:
         assert c.verdict == "network", (c.level, c.reason, c.note)
         assert c.ok
@@ -71,5 +71,5 @@ def test_shaped_client_link_is_network_at_every_level(tmp_path, monkeypatch):
         assert f"nc{TAG}" in c.reason and "shaped" in c.reason
         assert {"client", "gateway"} <= set(c.roles)  # role CPU beside the link, as in every check
     # the iperf3 baseline over the shaped link agrees with the shaped rate
-    assert fig["iperf3_bps"] / 8 == pytest.approx(shaped, rel=0.2)
+    assert fig["iperf3_bits_per_s"] / 8 == pytest.approx(shaped, rel=0.2)
     assert not _leftovers(stamp), _leftovers(stamp)

@@ -54,7 +54,7 @@ def test_shaped_storage_host_link_is_storage_network_at_every_level(tmp_path):
         assert nic["host"] == f"st{TAG}" and nic["device"] == "eth0" and nic["way"] == "received"
         assert nic["speed"] * 8 == pytest.approx(int(fig["shaped_rate"].removesuffix("mbit")) * 1e6)
         assert "shaped" in nic["speed_source"] and nic["use"] >= 0.85
-        assert c.evidence["rate"] < 0.5 * fig["unshaped_Bps"]  # the cause: slower than unshaped
+        assert c.evidence["rate"] < 0.5 * fig["unshaped_bytes_per_s"]  # the cause: slower than unshaped
         assert f"storage host st{TAG}'s NIC eth0" in c.reason
     assert all(c.ok for c in checks)
     assert not _leftovers(work)

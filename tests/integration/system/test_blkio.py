@@ -23,7 +23,7 @@ def test_a_bytes_throttle_holds_a_direct_writer_and_the_group_goes(tmp_path):
     target = SCRATCH / f"xcb-blkio-test-{os.getpid()}"
     limit = 4 << 20  # 4 MiB/s: 12 MiB take >= ~2 s (the first burst may pass unthrottled)
     with IoGroups(tmp_path, run=f"t{os.getpid()}") as groups:
-        g = groups.create("dd", dev, write_bps=limit)
+        g = groups.create("dd", dev, write_bytes_per_s=limit)
         assert Registry(tmp_path).entries()  # recorded before it was made
         # the shell waits for a line, so dd starts (exec: the same pid) inside the group
         p = subprocess.Popen(["sh", "-c", f'read x; exec dd if=/dev/zero of="{target}" bs=1M count=12 '

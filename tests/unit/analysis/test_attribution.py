@@ -16,7 +16,7 @@ from xcbench.store.tables import VERDICT
 
 
 @pytest.mark.parametrize("ev, verdict, quoted", [
-    (_ev(network_bps=1.05 * GIB, gateway_ceiling=1.0 * GIB), "network", ["8.59 Gb/s", "95 %"]),
+    (_ev(network_bytes_per_s=1.05 * GIB, gateway_ceiling=1.0 * GIB), "network", ["8.59 Gb/s", "95 %"]),
     (_ev(rate=0.12 * GIB, pool="xcb-rep1", pool_write_ops=2000, fio_iops=2200, fio_iops_job="rand-write-4K",
          fio_bw=0.13 * GIB), "storage-iops", ["2,000 write op/s", "91 %", "2,200 IOPS"]),
     (_ev(gateway_ceiling=1.02 * GIB, fio_bw=6 * GIB), "gateway", ["98 % of the tmpfs-gateway ceiling"]),
@@ -33,7 +33,7 @@ from xcbench.store.tables import VERDICT
      ["6.87 Gb/s at 8"]),  # 0.8 GiB/s
     (_ev(rate=0.2 * GIB, gateway_ceiling=1 * GIB, fio_bw=5 * GIB, host_busy=0.2), "inconclusive",
      ["gateway 20 %", "fio bandwidth 4 %", "host CPU 20 % busy"]),
-    (_ev(rate=0.2 * GIB, network_bps=math.nan), "inconclusive",
+    (_ev(rate=0.2 * GIB, network_bytes_per_s=math.nan), "inconclusive",
      ["not comparable", "not measured: tmpfs-gateway ceiling at this level, fio probe, iperf3 baseline"]),
 ])
 def test_each_rule_on_constructed_figures(ev, verdict, quoted):

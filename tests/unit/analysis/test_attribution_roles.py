@@ -15,7 +15,7 @@ from xcbench.analysis.verdicts.attribution import VERDICTS, attribute, decide
 
 def _ev(roles, **kw):
     ev = {"rate": 0.2 * GIB, "concurrency": 8, "mode": "push", "cores": 2.0, "gateway_cores": math.nan,
-          "cpu": math.nan, "host_busy": 0.3, "network_bps": 10 * GIB, "starved_frac": 0.0,
+          "cpu": math.nan, "host_busy": 0.3, "network_bytes_per_s": 10 * GIB, "starved_frac": 0.0,
           "backend": "tmpfs", "roles": roles}
     ev.update(kw)
     return ev

@@ -53,12 +53,12 @@ def test_a_remote_storage_host_with_a_known_link_speed():
         res = ANSWERS["range"][name]["data"]["result"]
         answers[name] = [{**s, "metric": {**s["metric"], "instance": "10.9.9.9:9100"}} for s in res]
     rows = [r for name, res in answers.items() for r in pq.rows(name, res, hosts, 0.0)]
-    eth0 = [r for r in rows if r["metric"] == "node.nic_tx_bps" and r["labels"]["device"] == "eth0"]
+    eth0 = [r for r in rows if r["metric"] == "node.nic_tx_bytes_per_s" and r["labels"]["device"] == "eth0"]
     assert eth0
-    speed = [{**r, "metric": "node.nic_speed_bps", "value": 1.25e6} for r in eth0]  # 10 Mb/s
-    busy = [{**r, "metric": "node.nic_rx_bps", "value": 1.2e6} for r in eth0]  # 96 % of it
+    speed = [{**r, "metric": "node.nic_speed_bytes_per_s", "value": 1.25e6} for r in eth0]  # 10 Mb/s
+    busy = [{**r, "metric": "node.nic_rx_bytes_per_s", "value": 1.2e6} for r in eth0]  # 96 % of it
     df = pd.DataFrame([{**r, "cell_id": "c", "labels": json.dumps(r["labels"], sort_keys=True)}
-                       for r in rows + speed + busy if not (r["metric"] == "node.nic_rx_bps"
+                       for r in rows + speed + busy if not (r["metric"] == "node.nic_rx_bytes_per_s"
                                                             and r["labels"]["device"] == "eth0"
                                                             and r["value"] != 1.2e6)])
     figs = sh.host_figures(SampleIndex(df), "c", WINDOW)

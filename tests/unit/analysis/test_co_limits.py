@@ -3,11 +3,8 @@ the others are named beside it (evidence, reason, closing table, Markdown)."""
 
 from __future__ import annotations
 
-import io
 import math
 from types import SimpleNamespace
-
-from rich.console import Console
 
 from tests.support.evidence import _ev, _role
 from tests.support.synthrun import GIB
@@ -67,13 +64,13 @@ def test_the_closing_table_shows_co_limits_and_borderline_candidates_apart():
     assert glance.co_limits("ec-overhead", ev) == ["host-cpu"]
     assert glance.near("ec-overhead", ev) == ["storage-bandwidth"]  # a co-limit is no candidate
     assert glance.verdict_text("ec-overhead", ["host-cpu"], ["storage-bandwidth"]) == \
-        "ec-overhead + host-cpu (or storage-bandwidth)"
+        "ec-overhead & host-cpu (or storage-bandwidth)"
     row = {"cell": "rados ec", "concurrency": 4, "direction": "write", "rate_gbps": 1.5,
-           "rate_method": "autoterm", "verdict": "ec-overhead", "co_limits": ["host-cpu"], "near": [],
+           "rate_bytes_per_s": 1.5e9 / 8, "cell_id": "c", "rate_method": "autoterm",
+           "verdict": "ec-overhead", "co_limits": ["host-cpu"], "near": [],
            "short_reason": "EC at 70 % of rep3", "beats": []}
-    console = Console(file=io.StringIO(), width=200, record=True, force_terminal=False)
-    console.print(glance.table(SimpleNamespace(run_id="r1"), [row]))
-    assert any("ec-overhead + host-cpu" in ln for ln in console.export_text().splitlines())
+    rd = SimpleNamespace(run_id="r1", run=SimpleNamespace(path="r1"), manifest={"hosts": {"h": {}}})
+    assert any("ec-overhead & host-cpu" in ln for ln in glance.lines(rd, [row], 200))
 
 
 def _tmpfs_c1_waiting(eff: float, eff_rel_se: float):

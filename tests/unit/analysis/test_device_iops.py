@@ -18,7 +18,7 @@ def _ev(**kw):
     # the self-test's storage-iops level under a device IO/s throttle (figures of a real run:
     # 256 KiB files through XrdCeph, 220 pool op/s, fio 4 KiB randwrite 103 IOPS)
     ev = {"rate": 5.2e6, "concurrency": 16, "mode": "push", "cores": 2.0, "gateway_cores": 0.06,
-          "cpu": 0.03, "host_busy": 0.4, "network_bps": 2.8e9, "starved_frac": 0.0, "pool": "xcb-rep1",
+          "cpu": 0.03, "host_busy": 0.4, "network_bytes_per_s": 2.8e9, "starved_frac": 0.0, "pool": "xcb-rep1",
           "pool_write_ops": 220.0, "fio_iops": 103.0, "fio_iops_job": "randwrite", "fio_bw": 33.5e6}
     ev.update(kw)
     return ev
@@ -42,14 +42,14 @@ def test_a_device_nearer_its_bytes_ceiling_is_held_by_bytes_not_ios():
     # an EC cell under a device-bytes throttle (a real self-test level): fio's 4 KiB job was
     # held by bytes too, so its IO/s are no IO-count ceiling; the bytes are the nearer limit
     ev = _ev(rate=9.0e6, pool_write_ops=60.0, fio_bw=10.8e6, device_write_iops=475.0, fio_device_iops=533.0,
-             device_write_Bps=14.7e6, fio_device_Bps=15.4e6)
+             device_write_bytes_per_s=14.7e6, fio_device_bytes_per_s=15.4e6)
     v, _ = decide(ev)
     assert "storage-iops" not in ev["utilisation"] and v != "storage-iops"
     assert ev["device_use"]["bytes"] > ev["device_use"]["ios"] >= NEAR
 
 
 def test_a_device_at_its_io_count_with_bytes_to_spare_is_storage_iops():
-    ev = _ev(device_write_iops=309.0, fio_device_iops=310.0, device_write_Bps=3.3e6, fio_device_Bps=17.0e6)
+    ev = _ev(device_write_iops=309.0, fio_device_iops=310.0, device_write_bytes_per_s=3.3e6, fio_device_bytes_per_s=17.0e6)
     v, reason = decide(ev)
     assert v == "storage-iops" and "its bytes at 19 % of their ceiling" in reason
 
@@ -78,10 +78,10 @@ def _probes(dev, dev_b=(3e6, 17e6)):
     return pd.DataFrame([
         {"cell_id": "c1", "job": "randwrite", "host": "local", "rw": "randwrite", "bs": 4096, "iodepth": 4,
          "iops": 103.0, "bw": 421888, "lat_mean_us": 1.0, "lat_p99_us": 2.0, "device_write_iops": dev,
-         "device_write_Bps": dev_b[0]},
+         "device_write_bytes_per_s": dev_b[0]},
         {"cell_id": "c1", "job": "write", "host": "local", "rw": "write", "bs": 4 << 20, "iodepth": 4,
          "iops": 8.0, "bw": 33554432, "lat_mean_us": 1.0, "lat_p99_us": 2.0, "device_write_iops": 40.0,
-         "device_write_Bps": dev_b[1]},
+         "device_write_bytes_per_s": dev_b[1]},
     ])
 
 
@@ -92,25 +92,25 @@ def test_the_probe_ceiling_carries_the_iops_jobs_device_ios_and_their_source():
     assert row["device_iops_source"]["column"] == "device_write_iops"
     assert "randwrite" in row["device_iops_source"]["query"]
     # the device's bytes ceiling: the most any write job made it write (here the bandwidth job)
-    assert row["write_device_Bps"] == 17e6 and 'job == "write"' in row["device_Bps_source"]["query"]
+    assert row["write_device_bytes_per_s"] == 17e6 and 'job == "write"' in row["device_bytes_per_s_source"]["query"]
 
 
 def test_no_device_counts_no_device_ceiling():
     row = probe_ceilings(probe_jobs(_probes(math.nan, (math.nan, math.nan))), "r1").loc["c1"]
     assert math.isnan(row["write_device_iops"]) and row["device_iops_source"] is None
-    assert math.isnan(row["write_device_Bps"]) and row["device_Bps_source"] is None
+    assert math.isnan(row["write_device_bytes_per_s"]) and row["device_bytes_per_s_source"] is None
     # an old run's probes table has no such column at all
-    old = probe_ceilings(probe_jobs(_probes(1.0).drop(columns=["device_write_iops", "device_write_Bps"])),
+    old = probe_ceilings(probe_jobs(_probes(1.0).drop(columns=["device_write_iops", "device_write_bytes_per_s"])),
                          "r1").loc["c1"]
-    assert math.isnan(old["write_device_iops"]) and math.isnan(old["write_device_Bps"])
+    assert math.isnan(old["write_device_iops"]) and math.isnan(old["write_device_bytes_per_s"])
 
 
 def test_a_levels_device_writes_are_the_mean_of_its_repeats():
     cp = pd.DataFrame({"cell_id": ["c1", "c1", "c1", "c2"], "concurrency": [8, 8, 16, 8],
                        "device_write_iops": [590.0, 610.0, 700.0, 1.0],
-                       "device_write_Bps": [1e6, 3e6, 5e6, 1.0]})
+                       "device_write_bytes_per_s": [1e6, 3e6, 5e6, 1.0]})
     ios, nb, src = level_device(cp, "r1", "c1", 8)
     assert (ios, nb) == (600.0, 2e6) and src is not None and src["table"] == "campaigns"
     assert math.isnan(level_device(cp.drop(columns="device_write_iops"), "r1", "c1", 8)[0])
     assert math.isnan(level_device(cp.assign(device_write_iops=None), "r1", "c1", 8)[0])
-    assert math.isnan(level_device(cp.drop(columns="device_write_Bps"), "r1", "c1", 8)[1])
+    assert math.isnan(level_device(cp.drop(columns="device_write_bytes_per_s"), "r1", "c1", 8)[1])

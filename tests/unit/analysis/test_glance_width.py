@@ -23,7 +23,8 @@ def test_report_text_fits_columns_with_no_trailing_space(glance_run, columns):
     assert cp.returncode == 0, cp.stderr
     lines = cp.stdout.splitlines()
     width = int(columns or 100)  # piped: 100 columns
-    assert max(len(ln) for ln in lines) <= width, "\n".join(lines)
+    # a word longer than the line (the run's path, RUN=...) cannot fold: it stands alone
+    assert [ln for ln in lines if len(ln) > width and len(ln.split()) > 1] == [], "\n".join(lines)
     assert [ln for ln in lines if ln != ln.rstrip()] == []
     assert not [ln for ln in lines if re.search(r"│ +%", ln) or ln.rstrip().endswith("│")], \
         "\n".join(lines)  # no '%' alone at the start of a wrapped reason line
@@ -37,7 +38,7 @@ def test_common_words_go_to_the_title_once(glance_run):
     assert "o1" in common and "push" in common
     text = glance.text(rd, rows, 100)
     assert text.splitlines()[0] == f"what capped each level — run {rd.run_id} — {' '.join(common)}"
-    body = text.split("━\n", 1)[1]
+    body = text.split("\n", 1)[1]
     assert " o1 push" not in body
 
 
@@ -45,3 +46,26 @@ def test_common_words_leave_no_label_empty():
     assert glance.common_words(["tmpfs 2G o1 push"]) == []  # one cell: its label stays
     assert glance.common_words(["a b", "a b c"]) == []  # "a b" would be left empty
     assert glance.common_words(["cephfs rep3 o1 push", "rados ec2+1 o1 push"]) == ["o1", "push"]
+
+
+@pytest.mark.parametrize("columns", [60, 80, 100])
+@pytest.mark.parametrize("run", ["demo", "quick-shape"])
+def test_no_word_alone_on_a_line_and_one_home_per_phrase(columns, run):
+    """The stored runs (tests/data/runs: a demo, the demo's matrix with short levels): at 60-100
+    columns every line of the closing table holds two words or more (a cell's label line
+    excepted), and the host-cpu reason does not repeat the phrases the old table said on every
+    row; the levels to settle are said piped too."""
+    from tests.support.readme import RUNS
+    from xcbench.analysis.report import glance
+    rd = RunData(RUNS / run)
+    rows = glance.rows(rd)
+    labels = {glance._without(r["cell"], glance.common_words([x["cell"] for x in rows])) for r in rows}
+    lines = glance.lines(rd, rows, columns)
+    # a word longer than the line (a run's path in a command) stands alone, the rest fits
+    assert [ln for ln in lines if len(ln) > columns and len(ln.rstrip(" \\").split()) > 1] == []
+    alone = [ln for ln in lines if len(ln.split()) == 1 and ln.strip() not in labels]
+    assert alone == []
+    text = "\n".join(lines)
+    assert "no role at limit" not in text and "most:" not in text and " + " not in text
+    assert ("what would settle a level:" in text) == any(r["near"] or r["verdict"] == "inconclusive"
+                                                          for r in rows)

@@ -19,8 +19,8 @@ CELL = "c1"
 WINDOW = [(110.0, 120.0)]
 
 
-def _manifest(rate_bps: float | None = 200e6) -> dict:
-    link = {"rate": "200mbit", "rate_bps": rate_bps, "rtt": None} if rate_bps else None
+def _manifest(rate_bits_per_s: float | None = 200e6) -> dict:
+    link = {"rate": "200mbit", "rate_bits_per_s": rate_bits_per_s, "rtt": None} if rate_bits_per_s else None
     return {"hosts": {"hosts": {"cl1": {"roles": ["client"], "transport": "netns", "link": link},
                                 "gw1": {"roles": ["gateway", "redirector"], "transport": "netns",
                                         "link": None}}}}
@@ -45,7 +45,7 @@ def _rd(rows: list[dict], manifest: dict) -> SimpleNamespace:
 
 def _ev(rate: float, **kw) -> dict:
     ev = {"rate": rate, "concurrency": 4, "mode": "push", "cores": 2.0, "gateway_cores": 0.3,
-          "cpu": 0.15, "host_busy": 0.95, "network_bps": math.nan, "starved_frac": 0.0,
+          "cpu": 0.15, "host_busy": 0.95, "network_bytes_per_s": math.nan, "starved_frac": 0.0,
           "backend": "tmpfs", "roles": {}, "sources": {}}
     ev.update(kw)
     return ev
@@ -90,7 +90,7 @@ def test_just_under_the_threshold_is_not_network():
 
 
 def test_an_unshaped_link_is_no_limit():
-    rd = _rd(_rows("cl1", 900 * MBIT, 0.0, None), _manifest(rate_bps=None))
+    rd = _rd(_rows("cl1", 900 * MBIT, 0.0, None), _manifest(rate_bits_per_s=None))
     ev = _ev(900 * MBIT)
     verdict, _ = _verdict(rd, ev)
     assert verdict != "network"
@@ -124,5 +124,5 @@ def test_no_inventory_no_link_evidence():
 def test_the_gateway_hosts_link_is_not_a_client_link():
     rows = _rows("gw1", 199 * MBIT, 0.0, 200 * MBIT, roles="gateway,redirector")
     man = _manifest()
-    man["hosts"]["hosts"]["gw1"]["link"] = {"rate": "200mbit", "rate_bps": 200e6}
+    man["hosts"]["hosts"]["gw1"]["link"] = {"rate": "200mbit", "rate_bits_per_s": 200e6}
     assert _verdict(_rd(rows, man), _ev(199 * MBIT))[0] != "network"

@@ -52,7 +52,7 @@ def _rd(rows: list[dict], manifest: dict) -> SimpleNamespace:
 
 def _ev(rate: float = 400 * MBIT, **kw) -> dict:
     ev = {"rate": rate, "concurrency": 8, "mode": "push", "cores": 2.0, "gateway_cores": 0.3,
-          "cpu": 0.15, "host_busy": 0.40, "network_bps": math.nan, "starved_frac": 0.0,
+          "cpu": 0.15, "host_busy": 0.40, "network_bytes_per_s": math.nan, "starved_frac": 0.0,
           "backend": "tmpfs", "roles": {}, "sources": {}}
     ev.update(kw)
     return ev
@@ -125,7 +125,7 @@ def test_a_shaped_link_that_binds_is_named_before_the_node():
                                               ("link.rx_bytes.rate", 1 * MBIT),
                                               ("link.limit_bytes", 200 * MBIT))]
     man = _manifest()
-    man["hosts"]["hosts"]["n1"]["link"] = {"rate": "200mbit", "rate_bps": 200e6}
+    man["hosts"]["hosts"]["n1"]["link"] = {"rate": "200mbit", "rate_bits_per_s": 200e6}
     verdict, reason = _verdict(_rd(rows, man), _ev(190 * MBIT))
     assert verdict == "network" and "n1" in reason
 

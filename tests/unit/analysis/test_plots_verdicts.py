@@ -29,7 +29,7 @@ def test_the_deciding_ceiling_in_rate_terms():
     assert scaling.decided("gateway", {"rate": r, "gateway_ceiling": 4e8, "cpu": 0.5}) == (2e8, "gateway CPU")
     role = {"rate": r, "limited_role": "client", "roles": {"client": {"cpu": 0.5, "limit": 0.5}}}
     assert scaling.decided("client", role) == (1e8, "client CPU limit")
-    assert scaling.decided("network", {"rate": r, "network_bps": 1.2e8}) == (1.2e8, "iperf3")
+    assert scaling.decided("network", {"rate": r, "network_bytes_per_s": 1.2e8}) == (1.2e8, "iperf3")
     assert scaling.decided("client", {"rate": r, "starved_frac": 0.4}) is None  # concurrency: no ceiling
     assert scaling.decided("inconclusive", {"rate": r, "fio_bw": 9e9}) is None
 
@@ -62,7 +62,7 @@ def test_a_nic_outside_the_chains_path_is_no_panel():
     s = _samples(pq.HostMap(UNAME, OSD_META))  # recorded: the one-box cluster, OSDs on loopback
     every = storageplots.panels(s, "c")
     assert len(every) == 3  # eth0's 806 B/s of background is drawn when nothing is asked
-    assert len(storageplots.panels(s, "c", min_bps=0.01 * 200e6)) == 2  # disk and CPU only
+    assert len(storageplots.panels(s, "c", min_bytes_per_s=0.01 * 200e6)) == 2  # disk and CPU only
     assert storageplots.panels(s, "other-cell") == []
 
 
@@ -74,7 +74,7 @@ def test_storage_panels_share_the_timelines_time_axis(tmp_path):
     cid = rd.cells.index[0]
     tl = rd.timeline[rd.timeline["cell_id"] == cid]
     s = _samples(pq.HostMap(UNAME, OSD_META))
-    draw = storageplots.panels(s, "c", min_bps=1e6)
+    draw = storageplots.panels(s, "c", min_bytes_per_s=1e6)
     fig = plots.timeline_figure(tl, rd.steady[rd.steady["cell_id"] == cid], {}, "x", extra=draw)
     axes = fig.axes
     assert len(axes) == 1 + len(draw)

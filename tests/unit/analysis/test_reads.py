@@ -19,7 +19,7 @@ M4 = 4 << 20
 
 def _ev(**kw):
     ev = {"rate": 1.0 * GIB, "concurrency": 8, "mode": "push", "cores": 8.0, "gateway_cores": math.nan,
-          "cpu": math.nan, "host_busy": math.nan, "network_bps": 10 * GIB, "starved_frac": 0.0,
+          "cpu": math.nan, "host_busy": math.nan, "network_bytes_per_s": 10 * GIB, "starved_frac": 0.0,
           "direction": "read"}
     ev.update(kw)
     return ev
@@ -105,7 +105,7 @@ def test_reads_use_the_reverse_network_baseline(run):
     rows = {(r["cell_id"], r["concurrency"], r["direction"]): r for r in attribute(RunData(path))}
     read_ev = json.loads(rows[(ids[1], 8, "read")]["evidence"])
     write_ev = json.loads(rows[(ids[0], 8, "write")]["evidence"])
-    assert read_ev["network_bps"] == pytest.approx(1e9) and write_ev["network_bps"] == pytest.approx(5e9)
+    assert read_ev["network_bytes_per_s"] == pytest.approx(1e9) and write_ev["network_bytes_per_s"] == pytest.approx(5e9)
     assert "direction == 'read'" in read_ev["sources"]["network"]["query"]
 
 

@@ -21,8 +21,8 @@ def test_the_report_shows_the_confirmations_of_a_run(tmp_path):
     x = {"cell_id": cid, "concurrency": 2, "direction": "write", "verdict": "gateway",
          "experiment": "relieve", "what": "the gateway's CPU quota 0.2 -> 0.4 cores",
          **judge("relieve", 2.0, [((2 ** 30, 0.02), (2 * 2 ** 30, 0.03))] * 2),
-         **arms([{"arm": "control", "Bps": 2 ** 30, "rel_se": 0.02},
-                 {"arm": "changed", "Bps": 2 * 2 ** 30, "rel_se": 0.03}])}
+         **arms([{"arm": "control", "bytes_per_s": 2 ** 30, "rel_se": 0.02},
+                 {"arm": "changed", "bytes_per_s": 2 * 2 ** 30, "rel_se": 0.03}])}
     nt = {"cell_id": cid, "concurrency": 2, "direction": "write", "verdict": "host-cpu",
           "outcome": "not testable here", "why": "the roles share this host's CPU"}
     write(path, {"run": str(path), "confirmations": [x, nt], "ok": True})

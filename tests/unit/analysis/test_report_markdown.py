@@ -39,10 +39,13 @@ def _tables(text: str) -> list[list[list[str]]]:
     return out
 
 
-def test_no_line_over_120_characters(md):
+def test_no_table_line_over_120_characters_and_no_prose_folded(md):
     _, text, _ = md
-    long = [ln for ln in text.splitlines() if len(ln) > markdown.WIDTH]
+    long = [ln for ln in text.splitlines() if len(ln) > markdown.WIDTH and ln.startswith("|")]
     assert long == []
+    # a paragraph is one line (a ticket shows every newline of a comment as a line break)
+    paras = [p for p in text.split("\n\n") if p.strip() and not p.lstrip().startswith(("|", "#", "-"))]
+    assert paras and all("\n" not in p.strip() for p in paras), [p for p in paras if "\n" in p.strip()]
     assert len(_tables(text)) >= 4  # the verdicts, layouts, network and EC tables are there
 
 
@@ -99,7 +102,7 @@ def test_a_table_too_wide_moves_constant_columns_shortens_headers_then_notes():
             for i in range(3)]
     t = markdown.table(rows, cols)
     lines = t.splitlines()
-    assert max(map(len, lines)) <= markdown.WIDTH
+    assert max(len(ln) for ln in lines if ln.startswith("|")) <= markdown.WIDTH
     assert lines[0] == "| cell | su | why |"  # the empty CI column is gone, mode is constant
     assert "In every row: mode push." in t and "su: stripe unit" in t
     assert lines[2].endswith("| [1] |")  # the long text moves under the table, every word kept
@@ -108,15 +111,13 @@ def test_a_table_too_wide_moves_constant_columns_shortens_headers_then_notes():
     assert narrow.splitlines()[0] == "| cell | mode | stripe unit |"  # fits: left as it is
 
 
-def test_short_times_and_wrapping():
+def test_short_times_and_nothing_folded():
     assert markdown.short_time("2026-11-27T16:57:03.947571+00:00") == "2026-11-27 16:57:03 UTC"
     assert markdown.short_time("2026-11-27T17:57:03.5+01:00") == "2026-11-27 16:57:03 UTC"
     assert markdown.short_time(None) == "?"
-    text = "word " * 60 + "\n| " + "t" * 200 + " |\n- " + "item " * 40
-    out = markdown.wrap(text).splitlines()
-    assert all(len(ln) <= 120 for ln in out if not ln.startswith("|"))
-    assert any(len(ln) > 120 for ln in out if ln.startswith("|"))  # a table row is not folded
-    assert out[-1].startswith("  ")  # a list item's next line is indented under it
+    text = "word " * 60 + "\n\n\n\n| " + "t" * 200 + " |\n- " + "item " * 40
+    out = markdown.wrap(text)
+    assert out == text.replace("\n\n\n\n", "\n\n")  # no line folded; blank lines made one
 
 
 def test_markdown_draws_no_figure_and_says_what_a_full_render_says(md, monkeypatch):

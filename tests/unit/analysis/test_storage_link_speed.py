@@ -34,8 +34,8 @@ def _remote(inventory=None) -> tuple[pq.HostMap, list[dict]]:
         res = [{**s, "metric": {**s["metric"], "instance": "10.9.9.9:9100"}}
                for s in ANSWERS["range"][name]["data"]["result"]]
         rows += pq.rows(name, res, hosts, 0.0)
-    assert not [r for r in rows if r["metric"] == "node.nic_speed_bps" and r["labels"].get("device") == "eth0"]
-    rows = [{**r, "value": 1.2e6} if r["metric"] == "node.nic_rx_bps" and r["labels"]["device"] == "eth0" else r
+    assert not [r for r in rows if r["metric"] == "node.nic_speed_bytes_per_s" and r["labels"].get("device") == "eth0"]
+    rows = [{**r, "value": 1.2e6} if r["metric"] == "node.nic_rx_bytes_per_s" and r["labels"]["device"] == "eth0" else r
             for r in rows]
     return hosts, rows + pq.link_rows(hosts, [ANSWERS["start"], ANSWERS["end"]], 0.0)
 
@@ -105,7 +105,7 @@ def test_a_speed_is_no_shaping_and_rate_stays_for_emulated_hosts():
                "link": {"rate": "200mbit", "speed": "1gbit"}}}}, "hosts.yaml")
     s, c = inv.host("stor1"), inv.host("c1")
     assert s.link is None and s.link_speed.of("eth7") == (25e9 / 8, "link.speed")
-    assert c.link.rate_bps == 200e6 and c.link_speed.host_bps == 1e9
+    assert c.link.rate_bits_per_s == 200e6 and c.link_speed.host_bits_per_s == 1e9
 
 
 def test_an_iperf3_rate_measured_to_the_host_stands_in_for_its_speed():

@@ -27,7 +27,7 @@ def test_good_inventory():
     assert inv.redirector.name == "g1" and inv.emulated
     c1 = inv.host("c1")
     assert c1.netns == "xcb-c1" and c1.cores == 0.5
-    assert c1.link.rate_bps == 200e6 and c1.link.rate_bytes == 25e6 and c1.link.tc_rate == "200000000bit"
+    assert c1.link.rate_bits_per_s == 200e6 and c1.link.rate_bytes == 25e6 and c1.link.tc_rate == "200000000bit"
     assert inv.host("g2").ssh_options == ("-o", "Port=2222") and inv.bridge.ip == "10.77.0.1"
     assert inv.ceph == {"conf": "/etc/ceph/ceph.conf", "id": "bench"}
 

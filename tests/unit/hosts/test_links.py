@@ -56,9 +56,21 @@ def test_sampler_gap_names_the_missing_host(tmp_path):
 
 def test_recorded_links(tmp_path):
     rec = Record(tmp_path / "hosts-xcb0.json")
-    rec.data["hosts"] = {"c1": {"veth": "xcb-c1", "roles": ["client"], "rate_bps": 2e8},
-                         "g1": {"veth": "xcb-g1", "roles": ["gateway"], "rate_bps": None}}
+    rec.data["hosts"] = {"c1": {"veth": "xcb-c1", "roles": ["client"], "rate_bits_per_s": 2e8},
+                         "g1": {"veth": "xcb-g1", "roles": ["gateway"], "rate_bits_per_s": None}}
     rec.save()
     got = recorded_links(tmp_path)
-    assert [(x.host, x.veth, x.rate_bps) for x in got] == [("c1", "xcb-c1", 2e8),
-                                                           ("g1", "xcb-g1", None)]
+    assert [(x.host, x.veth, x.rate_bits_per_s) for x in got] == [("c1", "xcb-c1", 2e8),
+                                                                  ("g1", "xcb-g1", None)]
+
+
+def test_a_record_an_earlier_xcbench_wrote_reads_in_todays_names(tmp_path):
+    """`hosts up` before the units rename wrote rate_bps / reshaped_bps (bits/s): a link it left
+    tightened is still known, and the next confirm puts it back (xcbench.hosts.reshape)."""
+    rec = Record(tmp_path / "hosts-xcb0.json")
+    rec.data["hosts"] = {"c1": {"veth": "xcb-c1", "roles": ["client"], "rate_bps": 2e8,
+                                "reshaped_bps": 1e8}}
+    rec.save()
+    h = Record.load(rec.path).data["hosts"]["c1"]
+    assert h == {"veth": "xcb-c1", "roles": ["client"], "rate_bits_per_s": 2e8, "reshaped_bits_per_s": 1e8}
+    assert [(x.host, x.rate_bits_per_s) for x in recorded_links(tmp_path)] == [("c1", 1e8)]

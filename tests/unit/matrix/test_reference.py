@@ -134,11 +134,12 @@ def run_with_reference(tmp_path_factory):
 
 def test_report_shows_the_published_column_and_rals_network_table(run_with_reference, tmp_path):
     html = render_report([run_with_reference], "html", tmp_path / "r.html").read_text()
-    layout = html[html.index('id="layouts-'):html.index('id="network-')]
+    layout = html[html.index('id="layouts-'):html.index('id="scaling-')]
     assert "published IO rate (Gb/s)" in layout and "published IOPS" in layout
     assert ">24.1<" in layout and ">480<" in layout
     assert "Published &lt;b&gt;table&lt;/b&gt;" in layout and "osds: 54 HDD" in layout
-    net = html[html.index('id="network-'):html.index("Throughput vs concurrency")]
+    start = html.index('id="network-')  # after the throughput plot: the section up to the next
+    net = html[start:html.index("<h2 ", start)]
     assert "ingress: write, client → gateway (Gb/s)" in net and "egress: read" in net
     assert ">31.5<" in net and ">15.8<" in net and 'id="fig-network-' in net
     sources = json.loads(re.search(r'id="xcb-sources">(.*?)</script>', html, re.S).group(1))

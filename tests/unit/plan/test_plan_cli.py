@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from xcbench.cli import main
 from xcbench.plan.spec import Assumptions
 
@@ -54,3 +56,16 @@ def test_list(capsys):
     assert main(["plan", "--list"]) == 0
     out = capsys.readouterr().out
     assert "hl-lhc-t1-flex" in out and "1.22 Tb/s" in out and "tier1-hdd-ec8+3" in out
+
+
+@pytest.mark.parametrize("columns", ["60", "80", "120"])
+def test_the_text_plan_gives_its_answer_first_within_columns(capsys, monkeypatch, columns):
+    """The gateways, storage hosts and OSDs the target needs come first, and no line is wider
+    than $COLUMNS (a table wraps its widest column, a long line folds under its first word)."""
+    monkeypatch.setenv("COLUMNS", columns)
+    assert main(["plan", "--target", "ska-aa4-mid", "--cluster-spec", "tier1-hdd-ec8+3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("xcbench plan: ska-aa4-mid at 100 Gb/s")
+    assert any("gateways needed" in ln for ln in lines[1:4]) and any("OSDs needed" in ln for ln in lines[2:10])
+    over = [ln for ln in lines if len(ln) > int(columns) and len(ln.split()) > 1]  # a URL may not fold
+    assert over == []

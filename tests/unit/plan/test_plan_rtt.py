@@ -51,7 +51,8 @@ def test_window_from_a_runs_tcp_audit_else_fasterdata():
     assert buffers(8 * MiB, [("r1", audit)], 1e9)["from"] == "--tcp-window-max"
 
 
-def test_plan_cli_prints_the_rtt_section_from_a_calibrate_run(tmp_path, capsys):
+def test_plan_cli_prints_the_rtt_section_from_a_calibrate_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # the phrases read here on one line each (80 folds them)
     run = RunDir.create(tmp_path, name="r")
     run.state.extra["tcp_audit"] = {"checks": [{"key": "net.ipv4.tcp_rmem", "value": "4096 131072 4194304"},
                                                {"key": "net.ipv4.tcp_wmem", "value": "4096 16384 4194304"}]}

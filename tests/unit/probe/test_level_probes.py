@@ -110,7 +110,7 @@ def test_a_pool_job_has_objects_for_its_steady_test_at_its_share_of_the_best_rat
     assert levels.new_seconds(c) == 4.5
     assert levels.objects_per_job(c, 4, 100e6) == math.ceil(1.25 * 100e6 * 4.5 / (4 * M))
     assert levels.objects_per_job(c, 8, 1.0) == 1
-    assert levels.per_job(1, None, None) == 400e6  # before any pool level: FIRST_BPS
+    assert levels.per_job(1, None, None) == 400e6  # before any pool level: FIRST_BYTES_PER_S
     assert levels.per_job(4, 800e6, None) == 200e6  # the cell's own probe, shared
     # after c=1 at 260 MB/s: a c=2 job may reach 260 (the total doubling), a c=8 job 2 x 450 / 8
     assert levels.per_job(2, 260e6, 260e6) == 260e6

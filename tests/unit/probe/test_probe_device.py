@@ -45,8 +45,8 @@ def test_each_write_job_runs_alone_while_the_device_is_read(tmp_path):
     for job in ("randwrite", "write"):  # the counter's rate over the span it moved (about 1 s): within
         # one IO (of ~70) at either end, and what the clock read between a stamp and its read
         assert RATE * 0.9 < by[job]["device_write_iops"] <= RATE * 1.1
-        assert math.isclose(by[job]["device_write_Bps"], 1000 * by[job]["device_write_iops"])
-    assert math.isnan(by["read"]["device_write_iops"]) and math.isnan(by["read"]["device_write_Bps"])
+        assert math.isclose(by[job]["device_write_bytes_per_s"], 1000 * by[job]["device_write_iops"])
+    assert math.isnan(by["read"]["device_write_iops"]) and math.isnan(by["read"]["device_write_bytes_per_s"])
 
 
 @pytest.mark.parametrize("samples, rate", [
@@ -65,5 +65,5 @@ def test_without_a_counter_one_fio_run_and_no_device_figures(tmp_path):
     (tmp_path / "t").mkdir()
     rows = jobs.run_probe(_cell(), target, workdir=tmp_path / "w", sink=None, raw_dir=tmp_path / "raw")
     assert {r["job"] for r in rows} == {"randwrite", "write", "read"}
-    assert all(math.isnan(r["device_write_iops"]) and math.isnan(r["device_write_Bps"]) for r in rows)
+    assert all(math.isnan(r["device_write_iops"]) and math.isnan(r["device_write_bytes_per_s"]) for r in rows)
     assert [p.name for p in (tmp_path / "raw").glob("*.json")] == ["xcb-probe.dev1.json"]

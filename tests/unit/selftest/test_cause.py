@@ -68,7 +68,7 @@ def test_the_judge_fails_a_right_name_without_its_cause_and_the_json_carries_bot
     assert c.ok and c.cause["slower"]
     d = json.loads(output.as_json({"checks": [c], "runs": {}, "ok": True}))
     cause = d["checks"][0]["cause"]
-    assert cause["capped_Bps"] == 50e6 and cause["uncapped_Bps"] == 100e6
+    assert cause["capped_bytes_per_s"] == 50e6 and cause["uncapped_bytes_per_s"] == 100e6
     assert cause["capped_rel_se"] == 0.02 and cause["uncapped_rel_se"] == 0.02
     assert "x2.00 (>=x" in output.text({"checks": [c], "runs": {}, "ok": True})
 

@@ -141,7 +141,7 @@ def test_text_gives_the_predicted_and_measured_ratio_and_the_prediction_error():
     res = judge("relieve", 2.0, [((50e6, 0.02), (95e6, 0.03)), ((52e6, 0.02), (97e6, 0.02))])
     x = {"cell_id": "abc", "concurrency": 4, "direction": "write", "verdict": "gateway",
          "experiment": "relieve", "what": "cores 0.15 -> 0.3", **res,
-         "runs": [{"arm": "control", "Bps": 50e6}, {"arm": "changed", "Bps": 95e6}]}
+         "runs": [{"arm": "control", "bytes_per_s": 50e6}, {"arm": "changed", "bytes_per_s": 95e6}]}
     t = text({"run": "/r", "confirmations": [x], "ok": True}, {"abc": "tmpfs 2G o1 push 0.15c"})
     assert "tmpfs 2G o1 push 0.15c c=4 write: gateway: confirmed" in t
     assert "predicted x2.00, measured x1.88 (prediction error -6 %), asked x1.20" in t
@@ -273,7 +273,7 @@ def test_the_arms_say_when_a_level_was_not_steady_or_the_relieved_limit_did_not_
     assert measured_as_asked({"kind": "relieve", "changed": {"level": 8}}, cut) == "not steady: changed 1, changed 2"
 
 
-LIMITS = {"write_bps": {"group": "/sys/fs/cgroup/blkio/xcb-t-osd", "file": "blkio.throttle.write_bps_device",
+LIMITS = {"write_bytes_per_s": {"group": "/sys/fs/cgroup/blkio/xcb-t-osd", "file": "blkio.throttle.write_bps_device",
                         "dev": "254:0", "value": 20_000_000},
           "cpu": {"group": "/sys/fs/cgroup/cpu/xcb-t-osd", "file": "cpu.cfs_quota_us", "value": 20000,
                   "cores": 0.2}}
@@ -282,7 +282,7 @@ LIMITS = {"write_bps": {"group": "/sys/fs/cgroup/blkio/xcb-t-osd", "file": "blki
 def test_on_a_cluster_xcbench_started_each_storage_sub_kind_lifts_its_own_limit():
     e = choose("storage-bandwidth", {"rate": 10e6}, _cell("rados"), 4, 2.0, True, ceiling=300e6, limits=LIMITS)
     assert e["experiment"] == "twice the device's write bytes" and e["kind"] == "relieve"
-    assert e["changed"] == {"lift": (LIMITS["write_bps"], 40_000_000)} and e["control"] == {}
+    assert e["changed"] == {"lift": (LIMITS["write_bytes_per_s"], 40_000_000)} and e["control"] == {}
     assert e["predicted"] == pytest.approx(2.0) and e["confirms"] == "storage-bandwidth"
     assert e["rivals"]["storage-iops"] == 1.0 and e["rivals"]["storage-host-cpu"] == 1.0
     e = choose("storage-bandwidth", {"rate": 200e6}, _cell("rados"), 4, 2.0, True, ceiling=300e6, limits=LIMITS)

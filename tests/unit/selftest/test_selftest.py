@@ -138,7 +138,7 @@ def test_a_scenario_that_cannot_run_fails_the_selftest_unless_allowed(tmp_path, 
 
 
 def _ec_ev(raw_ec: float, raw_rep: float, use: float = 0.95) -> dict:
-    dev = {"io": "bps", "limit": 50e6, "Bps": use * 50e6, "iops": 100.0, "use": use}
+    dev = {"io": "bandwidth", "limit": 50e6, "bytes_per_s": use * 50e6, "iops": 100.0, "use": use}
     return {"rep_cell": "rep", "raw_per_logical": raw_ec, "rep_raw_per_logical": raw_rep,
             "ec_ratio": raw_rep / raw_ec, "osd_device": dev, "rep_osd_device": dict(dev)}
 
@@ -152,7 +152,7 @@ def test_the_ec_expectation_comes_from_the_measured_raw_bytes_at_the_devices_thr
     exp, note = expectation(s, _ec_ev(1.5, 1.0, use=0.3))
     assert "not made" in note
     # the replicated twin in the same run: a storage-bandwidth cell at the throttle
-    twin = {"osd_device": {"io": "bps", "limit": 50e6, "Bps": 48e6, "iops": 90.0, "use": 0.96}}
+    twin = {"osd_device": {"io": "bandwidth", "limit": 50e6, "bytes_per_s": 48e6, "iops": 90.0, "use": 0.96}}
     assert expectation(s, twin)[0] == ("storage-bandwidth",)
 
 
@@ -283,6 +283,6 @@ def test_only_a_gateway_or_client_cpu_quota_borrows_the_uncapped_probes_and_base
     for cap in ("gateway", "client", "gateway+client"):
         assert borrows(cap, None), cap
     # a quota on the OSDs or the mount, or a device throttle, changes the storage's ceiling
-    for cap, io in (("osd", None), ("mount", None), ("gateway+mount", None), ("osd", "bps"),
-                    ("osd", "iops"), ("gateway", "bps")):
+    for cap, io in (("osd", None), ("mount", None), ("gateway+mount", None), ("osd", "bandwidth"),
+                    ("osd", "iops"), ("gateway", "bandwidth")):
         assert not borrows(cap, io), (cap, io)

@@ -24,7 +24,7 @@ def test_its_hosts_are_a_valid_inventory_with_unique_short_names():
     net = ipaddress.IPv4Network("10.233.7.0/24")
     inv = parse_inventory(network.inventory_doc("99999", "448mbit", net), "t")
     c, g = inv.clients[0], inv.gateways[0]
-    assert c.link is not None and c.link.rate_bps == 448e6 and g.link is None
+    assert c.link is not None and c.link.rate_bits_per_s == 448e6 and g.link is None
     assert inv.redirector is g and all(len(h.name) <= 11 for h in inv.hosts)
     assert inv.bridge is not None and inv.bridge.name == "xcbn99999"
     unshaped = parse_inventory(network.inventory_doc("1", None, net), "t")
@@ -65,7 +65,7 @@ def test_a_wrong_own_run_verdict_fails_the_selftest(tmp_path, monkeypatch):
 
 def test_the_note_gives_the_link_against_its_shaped_rate_and_iperf3():
     ev = {"links": {"nc1": {"tx": 52e6, "rx": 5e4, "limit": 56e6, "use": 52e6 / 56e6, "samples": 6}}}
-    fig = {"unshaped_Bps": 560e6, "shaped_rate": "448mbit", "fraction": 0.1}
+    fig = {"unshaped_bytes_per_s": 560e6, "shaped_rate": "448mbit", "fraction": 0.1}
     note = network.link_note(ev, 429.5e6, fig)
     assert "unshaped chain >= 4480 Mb/s" in note and "448mbit (0.1 x)" in note
     assert "link nc1: 416.0 Mb/s of 448.0 Mb/s shaped (93 %, 6 samples)" in note
@@ -86,4 +86,4 @@ def test_the_storage_network_hosts_are_a_valid_inventory():
     net = ipaddress.IPv4Network("10.233.8.0/24")
     inv = parse_inventory(storagenet.inventory_doc("99999", "300mbit", net), "t")
     assert inv.bridge is not None and inv.bridge.name == "xcbv99999"
-    assert [h.name for h in inv.hosts] == ["st99999"] and inv.hosts[0].link.rate_bps == 300e6
+    assert [h.name for h in inv.hosts] == ["st99999"] and inv.hosts[0].link.rate_bits_per_s == 300e6

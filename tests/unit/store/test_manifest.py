@@ -41,7 +41,7 @@ def test_current_manifest_round_trips_unknown_keys_included():
 
 
 def test_a_newer_schema_is_refused():
-    with pytest.raises(XcbError, match=r"schema_version 3 is newer than this xcbench"):
+    with pytest.raises(XcbError, match=r"schema_version 4 is newer than this xcbench"):
         Manifest.from_dict({"schema_version": SCHEMA_VERSION + 1}, Path("r"))
 
 

@@ -23,7 +23,7 @@ def _run(tmp_path, name="r1", **kw):
 def test_create_writes_a_manifest_with_the_schema_and_fingerprint(tmp_path):
     run = RunDir.create(tmp_path, name="r", matrix={"name": "quick", "path": "layouts/quick.yaml"})
     m = json.loads((run.path / "manifest.json").read_text())
-    assert m["schema_version"] == SCHEMA_VERSION == 2
+    assert m["schema_version"] == SCHEMA_VERSION == 3
     assert m["run_id"] == "r" and m["status"] == "running" and m["end"] is None
     assert m["matrix"]["name"] == "quick"
     v = m["fingerprint"]["versions"]
@@ -78,7 +78,7 @@ def test_open_refuses_a_newer_schema_clearly(tmp_path):
     run = _run(tmp_path)
     run.state.schema_version = SCHEMA_VERSION + 1
     run.save_manifest()
-    with pytest.raises(XcbError, match=r"schema_version 3 is newer than this xcbench understands \(2\); upgrade"):
+    with pytest.raises(XcbError, match=r"schema_version 4 is newer than this xcbench understands \(3\); upgrade"):
         RunDir.open(run.path)
 
 
@@ -172,7 +172,7 @@ def test_runs_list_and_show_commands(tmp_path, capsys):
     assert main(["runs", "show", "r1", "--store", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "tmpfs o1 push" in out and "transfers" in out and " 3" in out
-    assert "schema   2; tables 2\n" in out  # today's: read as written
+    assert "schema   3; tables 3\n" in out  # today's: read as written
     assert main(["runs", "show", "zz", "--store", str(tmp_path)]) == 2
     assert "run zz: not a run directory" in capsys.readouterr().err
 

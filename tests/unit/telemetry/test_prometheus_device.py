@@ -46,7 +46,7 @@ def test_replayed_answers_become_rows_and_the_queries_are_written(tmp_path):
         rows = s.level_end(END - 20, END, {"concurrency": 4, "repeat": 0})
         s.stop()
     metrics = {r["metric"] for r in rows}
-    assert metrics == set(pq.QUERIES) - {"node.nic_speed_bps"}  # no known link speed recorded
+    assert metrics == set(pq.QUERIES) - {"node.nic_speed_bytes_per_s"}  # no known link speed recorded
     assert [f["what"] for f in findings] == [f"Prometheus {srv.url} has no node_network_speed_bytes"]
     assert all(f["severity"] == "info" and f["cell_id"] == "c1" for f in findings)
     ranges = [p for path, p in srv.requests if path == "/api/v1/query_range"]

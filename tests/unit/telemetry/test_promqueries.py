@@ -97,33 +97,33 @@ def test_host_rows_name_host_device_and_the_osds_on_a_disk():
                        and r["labels"]["role"] == "local,osd" for r in vda)
     assert all(0 <= r["value"] <= 1.01 for r in busy)  # a fraction of each second
     assert max(r["value"] for r in vda) > 0.1  # the bench kept the disk busy
-    written = _rows("node.disk_write_bps")
+    written = _rows("node.disk_write_bytes_per_s")
     assert max(r["value"] for r in written if r["labels"]["device"] == "vda") > 10e6
     cores = _rows("node.cpu_cores")
     assert {r["value"] for r in cores} == {2.0}
     busy_cores = _rows("node.cpu_busy_cores")
     # the bench kept both cores busy; scrape-time jitter moves a 4 s rate by a few %
     assert all(0 <= r["value"] <= 2 * 1.05 for r in busy_cores) and max(r["value"] for r in busy_cores) > 1.5
-    nics = _rows("node.nic_tx_bps")
+    nics = _rows("node.nic_tx_bytes_per_s")
     assert nics and "lo" not in {r["labels"]["device"] for r in nics}
-    assert all(r["sampler"] == "prometheus" and r["metric"] == "node.nic_tx_bps" for r in nics)
+    assert all(r["sampler"] == "prometheus" and r["metric"] == "node.nic_tx_bytes_per_s" for r in nics)
 
 
 def test_the_recorded_exporter_knows_no_link_speed_here():
     """eth0 reports -1 Mb/s (unknown): the query keeps only known speeds, so no series."""
     assert 'node_network_speed_bytes{device="eth0"} -125000' in NODE_TXT
-    assert _rows("node.nic_speed_bps") == []
+    assert _rows("node.nic_speed_bytes_per_s") == []
 
 
 def test_osd_and_pool_rows():
-    w = _rows("ceph.osd_write_bps")
+    w = _rows("ceph.osd_write_bytes_per_s")
     assert {r["labels"]["osd"] for r in w} == {"osd.0", "osd.1", "osd.2"}
     assert {r["labels"]["host"] for r in w} == {"vm"}
     assert max(r["value"] for r in w) > 1e6
     lat = _rows("ceph.osd_write_latency_s")
     assert lat and all(0 < r["value"] < 10 for r in lat)
     assert all(math.isfinite(r["value"]) for r in _rows("ceph.osd_read_latency_s"))  # NaN (0/0) dropped
-    pools = _rows("ceph.pool_write_bps")
+    pools = _rows("ceph.pool_write_bytes_per_s")
     names = {r["labels"]["pool"] for r in pools}
     assert {"xcb-ec2-1", "xcb-rep3"} <= names
     ec = [r["value"] for r in pools if r["labels"]["pool"] == "xcb-ec2-1"]
@@ -154,13 +154,13 @@ def test_addresses_and_durations():
 def test_an_emulated_host_is_named_by_its_inventory_name_and_its_link_is_its_nic_limit():
     netns = {"metric": {**UNAME[0]["metric"], "instance": "10.77.0.30:9100"}}
     meta = [{**o, "front_addr": "[v2:10.77.0.30:6800/1]", "back_addr": ""} for o in OSD_META]
-    em = {"10.77.0.30": {"name": "st1", "rate_bps": 80e6, "device": "eth0"}}
+    em = {"10.77.0.30": {"name": "st1", "rate_bits_per_s": 80e6, "device": "eth0"}}
     hosts = pq.HostMap([*UNAME, netns], meta, emulated=em)
     assert hosts.host("10.77.0.30:9100") == "st1" and hosts.host(UNAME[0]["metric"]["instance"]) == "vm"
     assert hosts.roles("10.77.0.30:9100") == ["local", "osd"]  # its CPU is this machine's
     rows = pq.link_rows(hosts, [100.0, 110.0], 50.0)
     assert [(r["wall"], r["mono"], r["value"]) for r in rows] == [(100.0, 50.0, 10e6), (110.0, 60.0, 10e6)]
-    assert rows[0]["metric"] == "node.nic_limit_bps" and rows[0]["labels"]["host"] == "st1"
+    assert rows[0]["metric"] == "node.nic_limit_bytes_per_s" and rows[0]["labels"]["host"] == "st1"
     assert rows[0]["labels"]["device"] == "eth0" and "shaped to 80 Mb/s" in rows[0]["labels"]["source"]
-    unshaped = pq.HostMap([*UNAME, netns], meta, emulated={"10.77.0.30": {**em["10.77.0.30"], "rate_bps": None}})
+    unshaped = pq.HostMap([*UNAME, netns], meta, emulated={"10.77.0.30": {**em["10.77.0.30"], "rate_bits_per_s": None}})
     assert pq.link_rows(unshaped, [1.0], 0.0) == []
