@@ -302,7 +302,10 @@ def _key(s: Any) -> str:
 def _target_request(target: Any) -> dict[str, Any]:
     out = {k: getattr(target, k) for k in TARGET_FIELDS}
     out["layout"] = asdict(Layout.of(target.layout)) if target.layout is not None else None
-    out["info"] = {"size": (target.info or {}).get("size")}  # a tmpfs's size; nothing else
+    # a tmpfs's size, and the namespace an XrdCeph gateway serves (xcbench.gateway.authz)
+    info = target.info or {}
+    out["info"] = {"size": info.get("size"), **({"name_prefix": info["name_prefix"]}
+                                                 if info.get("name_prefix") else {})}
     return out
 
 

@@ -240,18 +240,16 @@ class RunSecurity:
             self._client = (cert, key, f"{h}.0")
         return self._client
 
-    def macaroon_files(self, admin: Path, ids: Any) -> tuple[Path, Path]:
-        """(secret, authdb) for a gateway: the run's macaroon secret (one per run, so a macaroon
-        of one gateway holds at another of the run, as TPC needs) and an authdb granting the
-        client's certificate everything."""
+    def macaroon_secret(self, admin: Path, ids: Any) -> Path:
+        """The run's macaroon secret for a gateway (one per run, so a macaroon of one gateway
+        holds at another of the run, as TPC needs): a file in root's admin dir, handed to
+        xrootd, which reads it and never replaces it. The gateway's authdb grants the client's
+        certificate (:meth:`client_cert`) the gateway's namespace (xcbench.gateway.authz)."""
         if self._secret is None:
             self._secret = base64.encodebytes(os.urandom(64))  # 76-column lines, as openssl writes
-        secret, authdb = admin / "macaroon.secret", admin / "authdb"
-        write_file(secret, self._secret, 0o600, new=True)
-        write_file(authdb, f"u {self.client_cert()[2]} / a\n", 0o600, new=True)
-        for p in (secret, authdb):  # files in root's admin dir: xrootd reads, never replaces them
-            own(p, ids)
-        return secret, authdb
+        secret = write_file(admin / "macaroon.secret", self._secret, 0o600, new=True)
+        own(secret, ids)
+        return secret
 
     def request_macaroon(self, http_url: str, path: Path) -> Path:
         """Ask the gateway at ``http_url`` for a macaroon (the client's certificate proves who
@@ -307,9 +305,12 @@ def check_mode(mode: str) -> None:
 
 def gateway_security(mode: str, sec: RunSecurity | None, admin: Path, ids: Any, host: str) -> dict[str, Any]:
     """What a gateway of ``mode`` needs: {"mode", "tls": (cert, key), "cadir", "scitokens": cfg
-    path, "env": gateway env, "client_env": for its clients}; for none: only the mode."""
+    path, "env": gateway env, "client_env": for its clients, "authdb_user": whom its authdb
+    grants the namespace (xcbench.gateway.authz: anyone; for macaroons the client's
+    certificate)}; for none: the mode and "authdb_user" only. With scitokens the token decides
+    (no authdb): only the run's token, a 0600 file of root's, opens the gateway."""
     out: dict[str, Any] = {"mode": mode, "cadir": None, "scitokens": None, "macaroons": None,
-                           "env": {}, "client_env": {}}
+                           "env": {}, "client_env": {}, "authdb_user": "*"}
     if mode == "none":
         return out
     check_mode(mode)
@@ -328,8 +329,8 @@ def gateway_security(mode: str, sec: RunSecurity | None, admin: Path, ids: Any, 
         out["env"]["XDG_CACHE_HOME"] = str(sec.keycache(admin / "cache", ids))
         out["client_env"]["BEARER_TOKEN_FILE"] = str(sec.token_file(WRITE_SCOPES))
     if mode == "macaroons":
-        secret, authdb = sec.macaroon_files(admin, ids)
-        out["macaroons"] = {"secret": str(secret), "authdb": str(authdb)}
+        out["macaroons"] = {"secret": str(sec.macaroon_secret(admin, ids))}
+        out["authdb_user"] = sec.client_cert()[2]
         # written once the gateway answers (xcbench.gateway.launch asks for the macaroon)
         out["client_env"]["BEARER_TOKEN_FILE"] = str(sec.dir / f"macaroon-{admin.name}")
     return out

@@ -115,15 +115,31 @@ def cleartext_token_problem(url: object) -> str | None:
     return None
 
 
-def check_bind(value: object) -> list[tuple[str, str]]:
-    """Problems of a gateway ``bind`` setting as (field, message) pairs ([] if usable).
+def is_loopback_addr(value: object) -> bool:
+    """Is ``value`` an address of this machine's loopback (127.0.0.0/8, ::1, an IPv4-mapped
+    127.x, ``localhost``; brackets allowed)?"""
+    import ipaddress
+    v = str(value if value is not None else "").strip()
+    if v == "localhost":
+        return True
+    try:
+        ip = ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
 
-    An empty or null bind is an error, never a silent wildcard: the gateway allows anonymous
-    writes. A wildcard must be written out (0.0.0.0 or ::) and is then reported as a finding."""
+
+def check_bind(value: object) -> list[tuple[str, str]]:
+    """Problems of a matrix's gateway ``bind`` as (field, message) pairs ([] if usable).
+
+    A matrix is data from anyone, and a gateway serves its cell's namespace to whoever reaches
+    it: a matrix binds a gateway to this machine's loopback only. Gateways on other addresses
+    are placed by an inventory given on the command line (``--hosts FILE``), each on its host's
+    own address; a wildcard (0.0.0.0, ::) is never bound."""
     import ipaddress
     if value is None or (isinstance(value, str) and not value.strip()):
-        return [("bind", "empty: give an address (127.0.0.1 is the default); write 0.0.0.0 or "
-                 ":: to listen on every interface")]
+        return [("bind", "empty: give a loopback address (127.0.0.1 is the default)")]
     if not isinstance(value, str):
         return [("bind", f"{value!r} is not an address")]
     v = value.strip()
@@ -132,5 +148,13 @@ def check_bind(value: object) -> list[tuple[str, str]]:
     try:
         ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
     except ValueError:
-        return [("bind", f"{value!r} is not an IP address (127.0.0.1, ::1, 0.0.0.0, ::)")]
+        return [("bind", f"{value!r} is not an IP address (127.0.0.1, ::1)")]
+    if is_wildcard(v):
+        return [("bind", f"{v} listens on every interface: a gateway serves its cell to whoever "
+                 "reaches it, so a matrix binds it to loopback (127.0.0.1, ::1); gateways on other "
+                 "hosts come from an inventory given with --hosts FILE")]
+    if not is_loopback_addr(v):
+        return [("bind", f"{v} is not a loopback address: a matrix binds a gateway to loopback "
+                 "(127.0.0.1, ::1); gateways on other addresses come from an inventory given "
+                 "with --hosts FILE")]
     return []

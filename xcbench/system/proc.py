@@ -29,6 +29,7 @@ from xcbench.system import signals
 
 # re-exported: proc is where callers find them
 from xcbench.system.proctree import descendants, kill_group, pid_alive, stop_pid, stop_pids, stop_tree  # noqa: F401
+from xcbench.system.safeopen import open_append
 
 # Which Debian package provides a tool, for "how to fix" messages.
 PACKAGE_OF = {
@@ -224,7 +225,8 @@ def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathL
     args = [str(a) for a in cmd]
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
     full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
-    fh = open(log, "ab") if log else None
+    # by descriptor, never through a link, never in a dir another user can write (fsutil)
+    fh = os.fdopen(open_append(log), "ab") if log else None
     popen: subprocess.Popen | None = None
     try:
         # as in run(): a signal while the child starts raises once it is in ``procs`` and

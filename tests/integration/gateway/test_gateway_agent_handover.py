@@ -5,7 +5,8 @@ A gateway (a redirector and two origins, three gateway agents) is started over r
 emulated gateway host (tests/support/sshsite.py); the agents run with a token in their own
 environment. The attacker (as the xrootd user) watches the scratch dir the agents make their dirs
 in, and plants Python packages, sitecustomize.py and a link to a root-owned file in every dir it
-is handed the moment that dir appears (before the daemons and root's helpers start), again in
+is handed the moment that dir appears (before the daemons and root's helpers start), links at
+every name a daemon's stdout/stderr file had in its logs dir among them, again in
 every handed dir once the gateway runs, then the gateway is stopped (the agents copy the logs
 back) and a second one started and stopped with the attacker still at work. No marker appears
 (root ran nothing), the victim and the link targets keep owner, mode and content, the daemons'
@@ -88,6 +89,10 @@ class Attacker(threading.Thread):
             got = plant(d, self.ids, self.markers, tag)
             # in an export: the origins' dirs, taken first (an origin agent makes its own)
             links = [("planted-link.log", self.victim), ("origin-1", self.vdir), ("origin-2", self.vdir)]
+            # the names the daemons' stdout/stderr files had in their logs dir: to files that do
+            # not exist in a dir only root writes (root opening one would create it)
+            links += [(f"{n}-{dmn}.out", self.markers / f"created-{tag}-{n}-{dmn}")
+                      for n in ("xcb", "mgr", "o1", "o2") for dmn in ("xrootd", "cmsd")]
             for name, to in links:
                 p = link(d, name, to, self.ids)
                 if p is not None:
@@ -170,7 +175,8 @@ def test_planted_code_and_links_on_an_ssh_gateway_host_do_nothing(site, capsys):
             print(f"\nssh handover attack: {len(spy.planted)} paths planted ({early} as soon as "
                   f"their dir appeared) in {len(spy.seen)} handed dirs")
         assert early > 0  # the attacker got in before the gateway was up
-        assert sorted(p.name for p in markers.iterdir()) == ["vdir", "victim"], "root ran planted code"
+        assert sorted(p.name for p in markers.iterdir()) == ["vdir", "victim"], \
+            "root ran planted code or opened a planted link"
         st = victim.stat()
         assert (st.st_uid, stat.S_IMODE(st.st_mode), victim.read_text()) == (0, 0o600, VICTIM_TEXT)
         assert vdir.stat().st_uid == 0  # never chowned through the link
