@@ -253,7 +253,7 @@ def prometheus(opts, parsed) -> None:
 def operator_named(args, parsed) -> None:
     """The matrix's FTS endpoints that receive a credential, named on the command line too
     (--fts-endpoint): a matrix alone sends no secret anywhere (xcbench.system.secrets_policy)."""
-    refused = fts_endpoint_problems(parsed.raw, parsed.path, getattr(args, "fts_endpoint", None))
+    refused = fts_endpoint_problems(parsed.cells, parsed.path, getattr(args, "fts_endpoint", None))
     if refused:
         raise XcbError(refused[0])
 

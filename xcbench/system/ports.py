@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+import re
 import socket
 from pathlib import Path
+from typing import NamedTuple
 
 LOOPBACK = "127.0.0.1"
 
@@ -88,18 +90,60 @@ def is_wildcard(bind: object) -> bool:
     return ip.is_unspecified or (mapped is not None and mapped.is_unspecified)
 
 
+class Url(NamedTuple):
+    """A URL as :func:`parse_url` reads it: what a policy decides on is what a request uses."""
+    scheme: str
+    host: str  # lower case; an IPv6 address without brackets
+    port: int | None
+    path: str  # with its query, as given
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port is None else f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.netloc}{self.path}"
+
+
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)([^#]*)")
+_HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+")
+
+
+def parse_url(url: object) -> Url | None:
+    """The one reading of a URL that decides where a request goes, for the policy (is it
+    loopback? TLS?) and for the request itself (xcbench.clients.http_client connects to ``host``
+    and ``port`` from here). None for anything two parsers could read differently: user info
+    (``user@``: ``http://evil.example\\@127.0.0.1/`` is 127.0.0.1 to urllib, evil.example to
+    requests), a backslash, a percent sign, space or control character anywhere, a fragment, a
+    host that is not a plain name or address, a port that is not a number."""
+    if not isinstance(url, str) or not url.isascii() or re.search(r"[\x00-\x20\x7f\\%#]", url):
+        return None
+    m = _URL.fullmatch(url)
+    if m is None:
+        return None
+    scheme, authority, path = m.group(1).lower(), m.group(2), m.group(3)
+    host, sep, port = authority.rpartition(":") if not authority.endswith("]") else (authority, "", "")
+    if not sep:
+        host, port = authority, ""
+    if not host or not _HOST.fullmatch(host) or (sep and not port.isdigit()) or \
+            (port and not 0 < int(port) < 65536):
+        return None
+    return Url(scheme, host.strip("[]").lower(), int(port) if port else None, path)
+
+
 def is_loopback_url(url: str) -> bool:
-    """Does ``url`` name a host on this machine's loopback (127.0.0.0/8, ::1, localhost)?"""
+    """Does ``url`` name a host on this machine's loopback (127.0.0.0/8, ::1, localhost)? By
+    :func:`parse_url`: a URL it does not read is not loopback."""
     import ipaddress
-    from urllib.parse import urlsplit
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
+    u = parse_url(url)
+    if u is None:
         return False
-    if host == "localhost":
+    if u.host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(u.host).is_loopback
     except ValueError:
         return False
 
