@@ -57,6 +57,9 @@ def agent_argv(transport: Any) -> list[str]:
     return [*transport.xcbench_argv(), "gateway-agent"]
 
 
+AGENT_LOG_CAP = 16 << 20  # bytes kept of an agent's stderr (ssh's too): another host writes it
+
+
 class Part:
     """One agent: its host (slot), process, stream reader and what it said."""
 
@@ -78,7 +81,8 @@ class Part:
         try:
             self.p = self.slot.transport.spawn(agent_argv(self.slot.transport),
                                                name=f"gateway-agent-{self.host}-{self.role}{self.index or ''}",
-                                               log=self.raw.with_suffix(".log"), procs=procs, pipe=True)
+                                               log=self.raw.with_suffix(".log"), procs=procs, pipe=True,
+                                               log_cap=AGENT_LOG_CAP)
         except (OSError, XcbError) as e:
             raise XcbError(f"gateway: host {self.host}: the gateway agent did not start: {e}") from None
         self.reader = threading.Thread(target=self._read, daemon=True, name=f"xcb-gwagent-{self.host}")

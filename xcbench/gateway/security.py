@@ -71,6 +71,31 @@ MACAROON_ACTIVITIES = "activity:DOWNLOAD,UPLOAD,DELETE,MANAGE,LIST,READ_METADATA
 MACAROON_VALIDITY = "PT6H"
 
 
+ISSUER_TIMEOUT = 10.0  # s a connection to the issuer has for its TLS handshake and each read
+
+
+class _TLSServer(http.server.ThreadingHTTPServer):
+    """HTTPS whose TLS handshake runs in the connection's own thread, with a deadline: a
+    listening socket wrapped in TLS shakes hands inside accept(), so one silent connection
+    would stop every other one."""
+    daemon_threads = True
+
+    def __init__(self, addr: tuple[str, int], handler: Any, ctx: ssl.SSLContext):
+        super().__init__(addr, handler)
+        self.ctx = ctx
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(ISSUER_TIMEOUT)
+        try:
+            tls = self.ctx.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError):
+            return
+        try:
+            super().finish_request(tls, client_address)
+        finally:
+            tls.close()
+
+
 class Issuer:
     """A WLCG token issuer on loopback: its key signs the tokens; /.well-known/openid-configuration
     and /jwks are served over HTTPS with the run's CA."""
@@ -109,8 +134,8 @@ class Issuer:
             def log_message(self, *a: Any) -> None:  # quiet: the run's output is the driver's
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
+        Handler.timeout = ISSUER_TIMEOUT  # each read of a request (StreamRequestHandler)
+        self._server = _TLSServer(("127.0.0.1", 0), Handler, ctx)
         self.url = f"https://localhost:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="xcb-issuer", daemon=True)
         self._thread.start()

@@ -98,13 +98,14 @@ class Transport:
 
     def spawn(self, argv: Sequence[object], *, name: str, log: str | os.PathLike | None = None,
               env: Mapping[str, object] | None = None, procs: proc.ProcessSet | None = None,
-              pipe: bool = False) -> proc.Proc:
+              pipe: bool = False, log_cap: int | None = None) -> proc.Proc:
         """Start ``argv`` on the host; ``proc.stop`` stops it there. ``pipe``: its stdin and
-        stdout are pipes (``popen.stdin``/``popen.stdout``; stderr goes to ``log``); closing
-        stdin is its cue to end (ssh: it is stopped PIPE_GRACE s after that)."""
+        stdout are pipes (``popen.stdin``/``popen.stdout``; stderr goes to ``log``, at most
+        ``log_cap`` bytes of it: proc.spawn); closing stdin is its cue to end (ssh: it is
+        stopped PIPE_GRACE s after that)."""
         self.ready()
         return proc.spawn(self.wrap(argv, env), name=name, log=log, procs=procs, pipe=pipe,
-                          stdin=pipe)
+                          stdin=pipe, log_cap=log_cap)
 
     def put(self, local: str | os.PathLike, remote: str) -> None:
         """Copy a local file to ``remote`` on the host (its directory is made)."""
@@ -203,9 +204,9 @@ class SshTransport(Transport):
 
     def spawn(self, argv: Sequence[object], *, name: str, log: str | os.PathLike | None = None,
               env: Mapping[str, object] | None = None, procs: proc.ProcessSet | None = None,
-              pipe: bool = False) -> proc.Proc:
+              pipe: bool = False, log_cap: int | None = None) -> proc.Proc:
         return proc.spawn(self.wrap(argv, env, tied=True, stdin=pipe), name=name, log=log,
-                          procs=procs, pipe=pipe, stdin=True)
+                          procs=procs, pipe=pipe, stdin=True, log_cap=log_cap)
 
     def _scp(self, src: str, dst: str) -> None:
         proc.run(["scp", "-q", *SSH_SAFE, *_scp_options(self.host.ssh_options), "-o", "BatchMode=yes",
