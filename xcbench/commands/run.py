@@ -26,6 +26,7 @@ from xcbench.run.progress import MatrixView
 from xcbench.run.runner import RunOptions, RunStopped, run_matrix
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import RunDir
+from xcbench.store.storedir import check_store
 from xcbench.system.http_auth import check_secret_url, check_url, read_auth
 from xcbench.system.secrets_policy import fts_endpoint_problems
 from xcbench.telemetry.devices import parse_selection
@@ -94,6 +95,7 @@ def options(args):
     argcheck.number("--repeats", args.repeats, 1, 10_000)
     argcheck.name("--run-name", args.run_name)
     argcheck.directory("--store", str(store_of(args)))
+    check_store(store_of(args))  # ours, not a link, nobody else's to write: before anything runs
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False),
