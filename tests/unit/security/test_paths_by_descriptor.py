@@ -121,3 +121,30 @@ def test_records_and_manifests_are_never_written_through_a_link(tmp_path, victim
         with pytest.raises(OSError):
             write()
     assert victim.read_text() == VICTIM
+
+
+def test_a_cluster_state_dir_another_user_made_first_is_refused(other_user):
+    """`cluster up --state-dir /tmp/<new>`: the other user makes it first (empty, theirs):
+    refused, nothing written in it (before: used, chmod'ed, and the cluster's keys put there)."""
+    from xcbench.ceph.mini import MiniCluster
+    state = Path("/tmp") / f"xcb-test-state-{secrets.token_hex(4)}"
+    subprocess.run(["mkdir", "-m", "0777", str(state)], user=other_user.uid, group=other_user.gid,
+                   extra_groups=[], check=True)
+    try:
+        with pytest.raises(XcbError, match="belongs to uid"):
+            MiniCluster(state)._prepare_dir(lambda s: None)
+        assert os.listdir(state) == [] and (os.stat(state).st_mode & 0o777) == 0o777
+    finally:
+        subprocess.run(["rm", "-rf", str(state)], check=False)
+
+
+def test_a_tmpfs_target_is_never_mounted_below_another_users_dir(tmp_path, other_user):
+    from xcbench.backends.tmpfs import BACKEND
+    from xcbench.cell import Cell
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, other_user.uid, other_user.gid)
+    backend = BACKEND(None, theirs / "work", None)
+    with pytest.raises(XcbError, match="belongs to uid"):
+        backend.prepare(Cell(id="t1", label="x", backend="tmpfs", tmpfs_size=16 << 20))
+    assert os.listdir(theirs) == [] and not [m for m in open("/proc/self/mounts") if str(theirs) in m]
