@@ -19,10 +19,11 @@ from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_ser
 from xcbench.gateway.security import check_mode, gateway_security
 from xcbench.gateway.types import Server
 from xcbench.store.findings import finding
-from xcbench.system import orphans, proc
+from xcbench.system import orphans, outfiles, proc
 from xcbench.system.fsutil import keep_copy, make_dir, remove_tree, write_file
 from xcbench.system.ports import free_port
 from xcbench.system.scratch import private_dir
+from xcbench.system.treewalk import Budget
 from xcbench.system.xrootd_user import (
     daemon_argv,
     daemon_env,
@@ -131,7 +132,7 @@ class Gateway:
 def keep_dir(workdir: str | Path, base: str) -> Path:
     """A new ``gateway-<base>[-n]`` dir under ``workdir``: what a gateway keeps (configs, logs)."""
     workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    os.close(outfiles.open_dir(workdir))  # made ours from / where missing (xcbench.system.outfiles)
     keep, n = workdir / f"gateway-{base}", 1
     while True:
         try:
@@ -157,12 +158,13 @@ def out_dir(admin: Path) -> Path:
 
 def _keep_live_files(admin: Path, live: Path, keep: Path, log_paths: list[Path]) -> list[Path]:
     """Copy what the daemons wrote (their logs; the live dir's ceph client logs) to the kept
-    dir: regular files only, no link followed, each capped (xcbench.system.fsutil.keep_copy)."""
-    logs = logs_dir(admin)
-    keep_copy(logs, keep)
-    keep_copy(out_dir(admin), keep)
+    dir: regular files only, no link followed, each capped and all within one budget
+    (xcbench.system.fsutil.keep_copy, xcbench.system.treewalk.Budget)."""
+    logs, budget = logs_dir(admin), Budget()
+    keep_copy(logs, keep, budget=budget)
+    keep_copy(out_dir(admin), keep, budget=budget)
     if live != keep:
-        keep_copy(live, keep)
+        keep_copy(live, keep, budget=budget)
     out = []
     for p in log_paths:
         if p.is_relative_to(logs):
