@@ -6,7 +6,7 @@ import random
 import re
 import socket
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 LOOPBACK = "127.0.0.1"
 
@@ -75,19 +75,24 @@ def port_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
         return False
 
 
-def is_wildcard(bind: object) -> bool:
-    """Does ``bind`` listen on every interface? By address semantics, not spelling: 0.0.0.0,
-    ::, ::0, 0:0::0, [::], ::ffff:0.0.0.0 (an IPv4-mapped wildcard), "" and "*"."""
+def _ip(value: object) -> Any:
+    """``value`` as an IP address (brackets allowed; an IPv4-mapped one as its IPv4), or None."""
     import ipaddress
-    v = str(bind if bind is not None else "").strip()
-    if v in ("", "*"):
-        return True
+    v = str(value if value is not None else "").strip()
     try:
         ip = ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
     except ValueError:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_unspecified or (mapped is not None and mapped.is_unspecified)
+        return None
+    return getattr(ip, "ipv4_mapped", None) or ip
+
+
+def is_wildcard(bind: object) -> bool:
+    """Does ``bind`` listen on every interface? By address semantics, not spelling: 0.0.0.0,
+    ::, ::0, 0:0::0, [::], ::ffff:0.0.0.0 (an IPv4-mapped wildcard), "" and "*"."""
+    if str(bind if bind is not None else "").strip() in ("", "*"):
+        return True
+    ip = _ip(bind)
+    return ip is not None and ip.is_unspecified
 
 
 class Url(NamedTuple):
@@ -136,16 +141,8 @@ def parse_url(url: object) -> Url | None:
 def is_loopback_url(url: str) -> bool:
     """Does ``url`` name a host on this machine's loopback (127.0.0.0/8, ::1, localhost)? By
     :func:`parse_url`: a URL it does not read is not loopback."""
-    import ipaddress
     u = parse_url(url)
-    if u is None:
-        return False
-    if u.host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(u.host).is_loopback
-    except ValueError:
-        return False
+    return u is not None and is_loopback_addr(u.host)
 
 
 def cleartext_token_problem(url: object) -> str | None:
@@ -162,16 +159,10 @@ def cleartext_token_problem(url: object) -> str | None:
 def is_loopback_addr(value: object) -> bool:
     """Is ``value`` an address of this machine's loopback (127.0.0.0/8, ::1, an IPv4-mapped
     127.x, ``localhost``; brackets allowed)?"""
-    import ipaddress
-    v = str(value if value is not None else "").strip()
-    if v == "localhost":
+    if str(value if value is not None else "").strip() == "localhost":
         return True
-    try:
-        ip = ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
-    except ValueError:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+    ip = _ip(value)
+    return ip is not None and ip.is_loopback
 
 
 def check_bind(value: object) -> list[tuple[str, str]]:
@@ -181,7 +172,6 @@ def check_bind(value: object) -> list[tuple[str, str]]:
     it: a matrix binds a gateway to this machine's loopback only. Gateways on other addresses
     are placed by an inventory given on the command line (``--hosts FILE``), each on its host's
     own address; a wildcard (0.0.0.0, ::) is never bound."""
-    import ipaddress
     if value is None or (isinstance(value, str) and not value.strip()):
         return [("bind", "empty: give a loopback address (127.0.0.1 is the default)")]
     if not isinstance(value, str):
@@ -189,9 +179,7 @@ def check_bind(value: object) -> list[tuple[str, str]]:
     v = value.strip()
     if v == "localhost":
         return []
-    try:
-        ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
-    except ValueError:
+    if _ip(v) is None:
         return [("bind", f"{value!r} is not an IP address (127.0.0.1, ::1)")]
     if is_wildcard(v):
         return [("bind", f"{v} listens on every interface: a gateway serves its cell to whoever "
