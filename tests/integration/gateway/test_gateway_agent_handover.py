@@ -15,6 +15,7 @@ environment holds no token, and nothing planted reaches the coordinator's kept d
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -51,20 +52,34 @@ class Attacker(threading.Thread):
     package, the customize files and a link, as soon as it is seen (and once more on
     :meth:`again`)."""
 
-    def __init__(self, ids, markers: Path, victim: Path, vdir: Path):
+    def __init__(self, ids, markers: Path, victim: Path, vdir: Path, home: Path):
         super().__init__(daemon=True, name="xcb-test-attacker")
         self.ids, self.markers, self.victim, self.vdir = ids, markers, victim, vdir
+        self.home = home  # the agents' state home: the dirs they record before making them
         self.before = set(os.listdir(SCRATCH))
         self.done = threading.Event()
         self.seen: set[Path] = set()
         self.planted: list[Path] = []
         self.lock = threading.Lock()
 
+    def agents_dirs(self) -> set[str]:
+        """The names of the scratch dirs this test's agents recorded (a record is written before
+        its dir is made): on a shared machine, other tests' gateways make dirs of the same names,
+        and are not this test's to attack."""
+        names: set[str] = set()
+        for f in (self.home / "procs").glob("*.json"):
+            try:
+                names |= {Path(d["path"]).name for d in json.loads(f.read_text()).get("dirs", [])}
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return names
+
     def handed(self) -> list[Path]:
         """The attacker's dirs below (or at) the agents' new dirs (not entered: its own)."""
         out = []
+        ours = self.agents_dirs()
         for name in sorted(set(os.listdir(SCRATCH)) - self.before):
-            if not name.startswith(PREFIXES):
+            if not name.startswith(PREFIXES) or name not in ours:
                 continue
             top = Path(SCRATCH) / name
             if self._theirs(top):
@@ -130,7 +145,7 @@ def test_planted_code_and_links_on_an_ssh_gateway_host_do_nothing(site, capsys):
         pytest.skip("the attack needs root handing dirs to the xrootd user")
     procs = proc.ProcessSet(record=False)
     with bait() as (markers, victim, vdir), xrootd_workdir("xcb-test-agent-handover-") as wd:
-        spy = Attacker(ids, markers, victim, vdir)
+        spy = Attacker(ids, markers, victim, vdir, Path(site["home"]))
         spy.start()
         gws = []
         try:
