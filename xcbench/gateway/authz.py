@@ -162,13 +162,15 @@ def served_problem(prefix: str, path: str) -> str | None:
 def authdb_text(prefix: str, who: str = "*", lookup: bool = False) -> str:
     """XrdAcc's authdb: user ``who`` (``*``: anyone, authenticated or not) may do everything
     below ``prefix``, and nobody anything else; ``lookup``: anyone may also stat there (a
-    statvfs: :func:`warm`, when ``who`` is not anyone)."""
+    statvfs: :func:`warm`, when ``who`` is not anyone). Below ``/`` (a POSIX export), ``/..``
+    is denied: XRootD 5.5 refuses ``/../`` but not a last ``/..``, which listed the directory
+    above ``oss.localroot`` (measured: ``xrdfs ls /..`` as nobody named its entries)."""
     if not prefix.startswith("/") or re.search(r"[\s#\x00-\x1f\x7f]", prefix):
         raise XcbError(f"gateway: authdb: {prefix!r} is not a name to grant")
     if not re.fullmatch(r"\*|[A-Za-z0-9._-]+", who):
         raise XcbError(f"gateway: authdb: {who!r} is not a user name to grant")
     lines = [f"# written by xcbench.gateway.authz: {who} may do everything below {prefix}, "
-             "nobody anything else", f"u {who} {prefix} a"]
+             "nobody anything else", f"u {who} {'/.. -a ' if prefix == '/' else ''}{prefix} a"]
     if lookup and who != "*":
         lines.append(f"u * {prefix} l")
     return "\n".join(lines) + "\n"

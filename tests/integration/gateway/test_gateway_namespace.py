@@ -134,3 +134,24 @@ def attack(gw, prefix: str, pool: str, obj: str, own: str, secret: str, cluster)
     listed = subprocess.run(rados_cli(cluster, "-p", pool, "ls"), capture_output=True, text=True,
                             timeout=60, check=True).stdout.split()
     assert all(o.startswith(obj + ".") for o in listed), listed
+
+
+def test_nobody_sees_nothing_above_a_posix_exports_root(tmp_path):
+    """A tmpfs cell's gateway serves its own directory: XRootD 5.5 refuses ``/../`` but not a
+    last ``/..``, which listed the directory above ``oss.localroot``; the authdb denies it."""
+    from xcbench.backends.tmpfs import BACKEND as TMPFS
+    procs = ProcessSet()
+    with xrootd_workdir("xcb-test-namespace-") as wd:
+        (wd / "neighbour-secret-name").mkdir()
+        backend = TMPFS(None, wd, procs)
+        target = backend.prepare(Cell(id="nsp", label="x", backend="tmpfs", tmpfs_size=16 << 20))
+        try:
+            with start_gateway(target, workdir=wd / "gw", procs=procs) as gw:
+                said = [as_nobody(["xrdfs", gw.root_url, op, p]) for op in ("ls", "stat")
+                        for p in ("/..", "/x/../..", "/../..")]
+                said.append(as_nobody(["curl", "-s", "--path-as-is", f"{gw.http_url}/.."]))
+                assert not [s for s in said if "neighbour-secret-name" in s or "Path:" in s], said
+                assert as_nobody(["xrdfs", gw.root_url, "ls", "/"]) == ""  # the cell's own: open
+        finally:
+            backend.cleanup(target)
+            procs.stop_all()

@@ -108,7 +108,7 @@ def test_names_with_a_selector_are_refused(name):
 
 def test_the_authdb_grants_the_namespace_only():
     assert authdb_text(PREFIX).splitlines()[-1] == f"u * {PREFIX} a"
-    assert authdb_text("/", "1a2b3c4d.0").splitlines()[-1] == "u 1a2b3c4d.0 / a"
+    assert authdb_text("/", "1a2b3c4d.0").splitlines()[-1] == "u 1a2b3c4d.0 /.. -a / a"
     assert authdb_text(PREFIX, "1a2b3c4d.0", lookup=True).splitlines()[-2:] == [
         f"u 1a2b3c4d.0 {PREFIX} a", f"u * {PREFIX} l"]
     for bad in (("/a b/",), ("x/",), (PREFIX, "u *")):
