@@ -95,7 +95,7 @@ def options(args):
     argcheck.number("--repeats", args.repeats, 1, 10_000)
     argcheck.name("--run-name", args.run_name)
     argcheck.directory("--store", str(store_of(args)))
-    check_store(store_of(args))  # ours, not a link, nobody else's to write: before anything runs
+    check_store(store_of(args), make=False)  # ours, not a link, nobody else's: before anything runs
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False),

@@ -9,13 +9,21 @@ from xcbench.errors import XcbError
 from xcbench.system import outfiles, statedir
 
 
-def check_store(store: str | os.PathLike) -> Path:
-    """The result store a run is written in, made if missing, checked as the state home is:
-    reached from ``/`` without a link, every parent root's or ours and writable by nobody else
-    (xcbench.system.outfiles), itself a directory of ours that nobody else may write. XcbError
-    (one line, nothing touched) otherwise: another user could rename what is in it, or put a
-    link where a run writes."""
+def check_store(store: str | os.PathLike, *, make: bool = True) -> Path:
+    """The result store a run is written in, made if missing (``make``; else only what exists
+    of its path is checked: a command checks before anything, makes it when a run begins),
+    checked as the state home is: reached from ``/`` without a link, every parent root's or
+    ours and writable by nobody else (xcbench.system.outfiles), itself a directory of ours that
+    nobody else may write. XcbError (one line, nothing touched) otherwise: another user could
+    rename what is in it, or put a link where a run writes."""
     p = Path(os.path.abspath(store))
+    if not make and not os.path.lexists(p):
+        there = next(a for a in p.parents if os.path.lexists(a))
+        try:
+            os.close(outfiles.open_dir(there, make=False))
+        except XcbError as e:
+            raise XcbError(f"result store {p}: {e}") from None
+        return p
     try:
         fd = outfiles.open_dir(p)
     except XcbError as e:
