@@ -29,7 +29,7 @@ from xcbench.system import signals
 
 # re-exported: proc is where callers find them
 from xcbench.system.proctree import descendants, kill_group, pid_alive, stop_pid, stop_pids, stop_tree  # noqa: F401
-from xcbench.system.safeopen import open_append
+from xcbench.system.safeopen import drain_to, open_append
 
 # Which Debian package provides a tool, for "how to fix" messages.
 PACKAGE_OF = {
@@ -245,7 +245,7 @@ def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathL
             if drain is not None:
                 assert fh is not None and log_cap is not None
                 os.close(drain[1])
-                threading.Thread(target=_drain, args=(drain[0], fh, log_cap), daemon=True,
+                threading.Thread(target=drain_to, args=(drain[0], fh, log_cap), daemon=True,
                                  name=f"xcb-log-{Path(args[0]).name}").start()
                 fh = None  # the drain closes it at the child's EOF
             p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
@@ -266,27 +266,6 @@ def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathL
             stop(Proc(popen, name or Path(args[0]).name, None, fh), timeout=5)
         raise
     return p
-
-
-def _drain(fd: int, fh: IO[bytes], cap: int) -> None:
-    """Copy a child's output from ``fd`` to ``fh`` up to ``cap`` bytes, then read and drop the
-    rest until its end (the child never blocks on a full pipe); closes both."""
-    kept = 0
-    try:
-        while chunk := os.read(fd, 1 << 16):
-            if kept < cap:
-                part = chunk[:cap - kept]
-                fh.write(part)
-                fh.flush()
-                kept += len(part)
-                if kept >= cap:
-                    fh.write(f"\n[xcbench: output cut at {cap:,} bytes]\n".encode())
-                    fh.flush()
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-        fh.close()
 
 
 # --- the record of what this command started (xcbench.system.orphans.Recorder, while it is on) -------

@@ -1,11 +1,13 @@
-"""Opening by descriptor what root writes by name: the pieces :mod:`xcbench.system.proc` needs
-(it may not import :mod:`xcbench.system.fsutil`, which runs processes through it)."""
+"""Opening by descriptor what root writes by name, and writing a child's output into it within a
+cap: the pieces :mod:`xcbench.system.proc` needs (it may not import :mod:`xcbench.system.fsutil`,
+which runs processes through it)."""
 
 from __future__ import annotations
 
 import os
 import stat
 from pathlib import Path
+from typing import IO
 
 from xcbench.errors import XcbError
 
@@ -50,3 +52,24 @@ def open_append(path: str | os.PathLike, mode: int = 0o644) -> int:
                        f"{st.st_nlink} links)")
     os.set_blocking(fd, True)
     return fd
+
+
+def drain_to(fd: int, fh: IO[bytes], cap: int) -> None:
+    """Copy a child's output from ``fd`` to ``fh`` up to ``cap`` bytes, then read and drop the
+    rest until its end (the child never blocks on a full pipe); closes both."""
+    kept = 0
+    try:
+        while chunk := os.read(fd, 1 << 16):
+            if kept < cap:
+                part = chunk[:cap - kept]
+                fh.write(part)
+                fh.flush()
+                kept += len(part)
+                if kept >= cap:
+                    fh.write(f"\n[xcbench: output cut at {cap:,} bytes]\n".encode())
+                    fh.flush()
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+        fh.close()
