@@ -56,7 +56,9 @@ class SynthCell:
     raw_ratio: float | None = None  # measured raw/logical (defaults to the pool's)
     fail_rate: float = 0.01
     expect: str | None = None  # the verdict the attribution must give at the top level
-    extra: dict[str, Any] = field(default_factory=dict)
+    # more of the cell's fields (cores, streams, size_class, size_scale, direction, security,
+    # gateway_settings, campaign): the cell is then named as a matrix names it
+    cell_fields: dict[str, Any] = field(default_factory=dict)
     # role telemetry (RoleSampler rows): role -> (cores busy at the cell's peak rate, CPU limit in
     # cores or None for unknown, the limit's source); the host's busy CPU is then their sum + 0.1
     roles: dict[str, tuple[float, float | None, str]] | None = None
@@ -81,6 +83,9 @@ class SynthCell:
             parts.append(pool.label)
         parts += [f"o{self.origins}", self.mode]
         from dataclasses import replace
+        if self.cell_fields:
+            from xcbench.matrix.expand import _finish
+            return _finish(replace(c, **self.cell_fields))
         return replace(c, id=_cell_id(c.settings()), label=" ".join(parts))
 
     def rate(self, c: int, network: float) -> float:
@@ -322,7 +327,7 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
                     "error_code": np.where(ok, 0, 5), "error_scope": np.where(ok, None, "TRANSFER"),
                     "error_phase": np.where(ok, None, "TRANSFER"),
                     "reason": np.where(ok, None, "[ERROR] Operation expired"),
-                    "direction": "write",
+                    "direction": cell.direction,
                 })
                 tables["transfers"].append(tr)
                 tl = _timeline(start, finish, moved, ok, now)
@@ -338,7 +343,7 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
                     "start_time": now, "finish_time": end, "rate": float(moved.sum()) / (end - now),
                     "finished": int(ok.sum()), "failed": int((~ok).sum()),
                     "settings": f'{{"concurrency": {c}, "checksum": "both"}}',
-                    "direction": "write", "security": "none"}]))
+                    "direction": cell.direction, "security": cell.security}]))
                 now = end + 2.0
         cell_tl = pd.concat([t for t in tables["timeline"] if t["cell_id"].iat[0] == cid])
         tables["samples"].append(_samples(rng, cid, sc, pool, cell_tl, cell_start, now, raw_ratio))
