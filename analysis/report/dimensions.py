@@ -2,8 +2,8 @@
 best steady rate, grouped by the settings the cells share, drawn the way the studies did
 (rate vs streams, rate per size class, a heatmap of rate over origins x cores).
 
-Inputs are the run's points (analysis.verdicts.run_data.RunData.points) and the manifest's cell
-settings; a cell's figure is its best steady rate over its concurrency levels, the same figure
+Inputs are the run's points (analysis.verdicts.run_data.RunData.points) and its cells
+(RunData.cell_objects); a cell's figure is its best steady rate over its concurrency levels, the same figure
 the layout table uses.
 """
 
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
+from xcbench.cell import Cell
 from xcbench.figures.units import GIB, fmt_num, gbps
 
 CLASS_ORDER = ("small", "medium", "large")
@@ -25,7 +27,7 @@ AXES = {"streams": ("streams",), "size_class": ("size_class", "size_scale", "fil
         "cores": ("origins", "cores")}
 
 
-def frame(points: pd.DataFrame, manifest: dict[str, Any],
+def frame(points: pd.DataFrame, cells: Mapping[str, Cell],
           campaigns: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per measured cell: its settings of interest and best steady rate (B/s); a cell
     with no steady window (a few large files) falls back to its best whole-campaign rate."""
@@ -36,17 +38,15 @@ def frame(points: pd.DataFrame, manifest: dict[str, Any],
     for cid in whole.index.difference(best.index):
         best[cid], rate_from[cid] = float(whole[cid]), "whole campaign"
     rows = []
-    for cid, c in (manifest.get("cells") or {}).items():
-        s = dict(c.get("settings") or {})
-        if not s or cid not in best.index:
+    for cid, c in cells.items():
+        if cid not in best.index:
             continue
-        s.pop("concurrency", None)
-        rows.append({"cell_id": cid, "label": c.get("label") or cid, "rate": float(best[cid]),
-                     "rate_from": rate_from[cid],
-                     "streams": s.get("streams"), "size_class": s.get("size_class"),
-                     "size_scale": s.get("size_scale") or 1, "cores": s.get("cores"),
-                     "origins": s.get("origins", 1), "file_size": s.get("file_size"),
-                     "settings": s})
+        s = c.settings()  # what groups cells: all they share but the concurrency levels
+        s.pop("concurrency")
+        rows.append({"cell_id": cid, "label": c.label, "rate": float(best[cid]),
+                     "rate_from": rate_from[cid], "streams": c.streams, "size_class": c.size_class,
+                     "size_scale": c.size_scale or 1, "cores": c.cores, "origins": c.origins,
+                     "file_size": c.file_size, "settings": s})
     return pd.DataFrame(rows)
 
 
@@ -141,10 +141,10 @@ def rate_per_core(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def section(points: pd.DataFrame, manifest: dict[str, Any],
+def section(points: pd.DataFrame, cells: Mapping[str, Cell],
             campaigns: pd.DataFrame | None = None) -> dict[str, Any] | None:
     """The report's "Experiment dimensions" block, or None when the run sweeps none of them."""
-    df = frame(points, manifest, campaigns)
+    df = frame(points, cells, campaigns)
     if df.empty or df[["streams", "size_class", "cores"]].isna().all().all():
         return None
     figures, rows = [], []

@@ -65,7 +65,7 @@ def contender(src: Path, dest: Path) -> Path:
 def figures(path: Path, tmp: Path) -> dict[str, Any]:
     rd = RunData(path)
     other = RunData(contender(path, tmp / path.name))
-    df = dimensions.frame(rd.points, rd.manifest, rd.campaigns)
+    df = dimensions.frame(rd.points, rd.cell_objects, rd.campaigns)
     dims: dict[str, Any] = {"frame": [], "groups": {}, "per_core": []}
     if len(df):
         dims = {"frame": df.drop(columns=["settings"]).to_dict("records"),
