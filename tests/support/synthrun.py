@@ -273,9 +273,11 @@ def _probes(cid: str, sc: SynthCell) -> list[dict]:
 
 def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9 / 8,
              seed: int = 1, name: str = "synthetic", write: str = "store",
-             scale: float = 1.0) -> tuple[Path, dict[str, str]]:
+             scale: float = 1.0, finalize: bool = True) -> tuple[Path, dict[str, str]]:
     """Write a run dir into ``store``; returns (path, {cell_id: expected top-level verdict}).
-    ``network``: the iperf3 baseline in B/s. ``scale`` multiplies every cell's file count."""
+    ``network``: the iperf3 baseline in B/s. ``scale`` multiplies every cell's file count.
+    ``finalize`` False (``write="store"``): the records are left for the caller to add to, who
+    finalizes the run."""
     rng = np.random.default_rng(seed)
     fp = {"versions": {"ceph": "16.2.15", "xrootd": "5.5.3", "fio": "3.33", "gfal2": "2.21.3",
                        "iperf3": "3.12", "xcbench": "0.1.0"},
@@ -374,7 +376,8 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
         else:
             df.to_parquet(run.path / f"{t}.parquet", index=False)
     if write == "store":
-        run.finalize("complete")
+        if finalize:
+            run.finalize("complete")
     else:
         run.state.status, run.state.end = "complete", "2025-10-09T09:00:00+00:00"
         run.save_manifest()

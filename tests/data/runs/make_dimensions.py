@@ -21,7 +21,6 @@ from pathlib import Path
 
 from tests.support.synthrun import GIB, MIB, SynthCell, make_run
 from xcbench.analysis.conclude import conclude
-from xcbench.store import rundir
 from xcbench.store.rundir import RunDir
 
 NAME = "dimensions"
@@ -63,12 +62,7 @@ def _edit(run: RunDir, table: str, edit) -> None:
 def main(out: Path) -> None:
     store = out / "_making"
     shutil.rmtree(store, ignore_errors=True)
-    finalize = rundir.RunDir.finalize
-    rundir.RunDir.finalize = lambda self, *a, **k: None  # the rows below go in before it
-    try:
-        path, _ = make_run(store, CELLS, name=NAME)
-    finally:
-        rundir.RunDir.finalize = finalize
+    path, _ = make_run(store, CELLS, name=NAME, finalize=False)  # the rows below go in before it
     run = RunDir.open(path)
     cells = [c.cell() for c in CELLS]
     by_id = {c.id: (i, c) for i, c in enumerate(cells)}
