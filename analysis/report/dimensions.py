@@ -141,48 +141,49 @@ def rate_per_core(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def _row(dimension: str, cells: str, value: str, r: Any, files_per_s: float = math.nan) -> dict[str, Any]:
+    """One row of the block's table: a cell's best rate at one value of a dimension."""
+    return {"dimension": dimension, "cells": cells, "value": value, "rate_gbps": gbps(r.rate),
+            "rate_gib": r.rate / GIB, "files_per_s": files_per_s, "cell_id": r.cell_id,
+            "rate_from": r.rate_from}
+
+
+def _add_figure(figures: list[dict[str, Any]], uri: str | None, fig_id: str, title: str,
+                caption: str) -> None:
+    if uri:
+        figures.append({"id": fig_id, "title": title, "uri": uri, "caption": caption})
+
+
 def section(points: pd.DataFrame, cells: Mapping[str, Cell],
             campaigns: pd.DataFrame | None = None) -> dict[str, Any] | None:
     """The report's "Experiment dimensions" block, or None when the run sweeps none of them."""
     df = frame(points, cells, campaigns)
     if df.empty or df[["streams", "size_class", "cores"]].isna().all().all():
         return None
-    figures, rows = [], []
+    figures: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     streams = _groups(df, "streams") if df["streams"].notna().any() else {}
-    uri = streams_plot(streams)
-    if uri:
-        figures.append({"id": "fig-streams", "title": "Rate vs TCP streams per transfer", "uri": uri,
-                        "caption": "Best steady rate over concurrency levels of each cell (whole-campaign rate where no steady window was found: see the table); one line "
-                        "per set of cells that differ only in streams."})
+    _add_figure(figures, streams_plot(streams), "fig-streams", "Rate vs TCP streams per transfer",
+                "Best steady rate over concurrency levels of each cell (whole-campaign rate where no "
+                "steady window was found: see the table); one line per set of cells that differ "
+                "only in streams.")
     for label, g in streams.items():
-        for r in g.sort_values("streams").itertuples():
-            rows.append({"dimension": "streams", "cells": label, "value": str(int(r.streams)),
-                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB, "files_per_s": math.nan,
-                         "cell_id": r.cell_id,
-                         "rate_from": r.rate_from})
+        rows += [_row("streams", label, str(int(r.streams)), r)
+                 for r in g.sort_values("streams").itertuples()]
     classes = _groups(df, "size_class") if df["size_class"].notna().any() else {}
-    uri = classes_plot(classes)
-    if uri:
-        figures.append({"id": "fig-classes", "title": "Rate per file-size class", "uri": uri,
-                        "caption": "Small files pay the per-file protocol cost (open, checksum, "
-                        "close): compare files/s in the table."})
+    _add_figure(figures, classes_plot(classes), "fig-classes", "Rate per file-size class",
+                "Small files pay the per-file protocol cost (open, checksum, close): compare files/s "
+                "in the table.")
+    rank = {c: n for n, c in enumerate(CLASS_ORDER)}
     for label, g in classes.items():
-        rank = {c: n for n, c in enumerate(CLASS_ORDER)}
         for r in g.assign(_r=g["size_class"].map(rank)).sort_values("_r").itertuples():
             scale = f" /{int(r.size_scale)}" if r.size_scale and r.size_scale > 1 else ""
-            rows.append({"dimension": "size_class", "cells": label, "value": f"{r.size_class}{scale}",
-                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB,
-                         "files_per_s": r.rate / float(r.file_size),
-                         "cell_id": r.cell_id, "rate_from": r.rate_from})
+            rows.append(_row("size_class", label, f"{r.size_class}{scale}", r,
+                             files_per_s=r.rate / float(r.file_size)))
     for label, g in (_groups(df, "cores") if df["cores"].notna().any() else {}).items():
-        uri = cores_heatmap(label, g)
-        if uri:
-            figures.append({"id": f"fig-cores-{len(figures)}", "title": f"Rate over origins x cores: "
-                            f"{label}", "uri": uri, "caption": "Each origin (xrootd) in its own "
-                            "cgroup with a CFS quota of the given cores (a Kubernetes CPU limit)."})
-        for r in g.sort_values(["origins", "cores"]).itertuples():
-            rows.append({"dimension": "origins x cores", "cells": label,
-                         "value": f"o{int(r.origins)} x {r.cores:g}c",
-                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB,
-                         "files_per_s": math.nan, "cell_id": r.cell_id, "rate_from": r.rate_from})
+        _add_figure(figures, cores_heatmap(label, g), f"fig-cores-{len(figures)}",
+                    f"Rate over origins x cores: {label}", "Each origin (xrootd) in its own cgroup "
+                    "with a CFS quota of the given cores (a Kubernetes CPU limit).")
+        rows += [_row("origins x cores", label, f"o{int(r.origins)} x {r.cores:g}c", r)
+                 for r in g.sort_values(["origins", "cores"]).itertuples()]
     return {"figures": figures, "rows": rows, "per_core": rate_per_core(df)}
