@@ -87,3 +87,22 @@ def test_the_storage_network_hosts_are_a_valid_inventory():
     inv = parse_inventory(storagenet.inventory_doc("99999", "300mbit", net), "t")
     assert inv.bridge is not None and inv.bridge.name == "xcbv99999"
     assert [h.name for h in inv.hosts] == ["st99999"] and inv.hosts[0].link.rate_bits_per_s == 300e6
+
+
+def test_a_one_cell_runs_verdicts_by_level_and_its_record():
+    """Both scenarios read their runs' verdicts by level and record each run the same way."""
+    import json
+
+    import pandas as pd
+
+    from xcbench.selftest import storagenet
+    rows = pd.DataFrame([{"cell_id": "c", "concurrency": lv, "verdict": v, "reason": f"why {lv}",
+                          "evidence": json.dumps({"rate": lv * 1e6})} for lv, v in ((2, "network"), (8, "client"))])
+    run = type("Run", (), {"table": lambda self, name: rows, "path": "/r/x"})()
+    got = network.level_verdicts(run)
+    assert got == {2: {"verdict": "network", "reason": "why 2", "evidence": {"rate": 2e6}},
+                   8: {"verdict": "client", "reason": "why 8", "evidence": {"rate": 8e6}}}
+    assert storagenet.level_verdicts is network.level_verdicts
+    result: dict = {"runs": {}, "seconds": {}}
+    network.record(result, "network", run, 0.0)
+    assert result["runs"] == {"network": "/r/x"} and result["seconds"]["network"] > 0
