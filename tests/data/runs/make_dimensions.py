@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.synthrun import GIB, MIB, SynthCell, make_run
@@ -60,11 +62,18 @@ def _edit(run: RunDir, table: str, edit) -> None:
 
 
 def main(out: Path) -> None:
-    store = out / "_making"
-    shutil.rmtree(store, ignore_errors=True)
-    path, _ = make_run(store, CELLS, name=NAME, finalize=False)  # the rows below go in before it
-    run = RunDir.open(path)
-    cells = [c.cell() for c in CELLS]
+    with tempfile.TemporaryDirectory() as store:
+        path, _ = make_run(Path(store), CELLS, name=NAME, finalize=False)  # rows go in before it
+        run = RunDir.open(path)
+        _edit(run, "campaigns", _campaign_row([c.cell() for c in CELLS]))
+        run.finalize("complete")
+        conclude(run)
+        shutil.rmtree(out / NAME, ignore_errors=True)  # the Parquet tables hold the records' rows
+        shutil.copytree(run.path, out / NAME, ignore=shutil.ignore_patterns("records"))
+
+
+def _campaign_row(cells: list) -> Callable[[dict], dict | None]:
+    """A campaign row as the runner writes it, with the gateway's CPU per GB; None: dropped."""
     by_id = {c.id: (i, c) for i, c in enumerate(cells)}
     read_cell = next(c.id for c in cells if c.direction == "read")
 
@@ -80,15 +89,7 @@ def main(out: Path) -> None:
         if cell.security != "none":
             r["security"] = None  # an older runner's row: the cell says it
         return r
-    _edit(run, "campaigns", campaign)
-    run.finalize("complete")
-    conclude(run)
-    dest = out / NAME
-    shutil.rmtree(dest, ignore_errors=True)
-    shutil.move(str(run.path), dest)
-    shutil.rmtree(store)
-    shutil.rmtree(dest / "records")  # the Parquet tables hold the same rows
-
+    return campaign
 
 if __name__ == "__main__":
     main(Path(sys.argv[1]))
