@@ -198,13 +198,16 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
     tag = f"{os.getpid() % 100000}"
     result: dict[str, Any] = {"checks": [], "runs": {}, "seconds": {}, "figures": {}}
     # 1. the chain over the unshaped hosts at every level: the slowest is what a link must be below
-    name = f"selftest-{stamp}-network-unshaped"
-    t0 = time.monotonic()
-    with emulated(inventory_doc(tag, None, free_network()), workdir, name) as inv:
-        log(f"selftest: network: unshaped run over hosts {', '.join(h.name for h in inv.hosts)} "
-            f"at c={list(levels)}")
-        run = _run(matrix_doc(name, levels, sizes), name, cluster, out, workdir, inv, False)
-    record(result, "network-unshaped", run, t0)
+    def hosts_run(key: str, rate: str | None, say: Callable[[Any], str]) -> Any:
+        """The cell at every level over the hosts (the client's link at ``rate``), recorded."""
+        name, t0 = f"selftest-{stamp}-{key}", time.monotonic()
+        with emulated(inventory_doc(tag, rate, free_network()), workdir, name) as inv:
+            log(say(inv))
+            run = _run(matrix_doc(name, levels, sizes), name, cluster, out, workdir, inv, rate is not None)
+        record(result, key, run, t0)
+        return run
+    run = hosts_run("network-unshaped", None, lambda inv: f"selftest: network: unshaped run over hosts "
+                    f"{', '.join(h.name for h in inv.hosts)} at c={list(levels)}")
     got_rates = {lv: (v.get("evidence") or {}).get("rate") for lv, v in level_verdicts(run).items()}
     result["figures"]["unshaped_levels_bytes_per_s"] = got_rates
     rates = {lv: float(r) for lv, r in got_rates.items() if isinstance(r, (int, float)) and r > 0}
@@ -219,13 +222,9 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
     result["figures"].update(unshaped_bytes_per_s=unshaped, fraction=fraction, shaped_rate=rate,
                              shaped_bytes_per_s=mbit * 1e6 / 8)
     # 2. the same cell, every level, the client host's link shaped to fraction x unshaped
-    name = f"selftest-{stamp}-network"
-    t0 = time.monotonic()
-    with emulated(inventory_doc(tag, rate, free_network()), workdir, name) as inv:
-        log(f"selftest: network: the chain did >= {unshaped * 8 / 1e6:.0f} Mb/s unshaped; client "
-            f"link shaped to {rate} ({fraction} x), levels c={list(levels)}")
-        run = _run(matrix_doc(name, levels, sizes), name, cluster, out, workdir, inv, True)
-    record(result, "network", run, t0)
+    run = hosts_run("network", rate, lambda inv: f"selftest: network: the chain did >= "
+                    f"{unshaped * 8 / 1e6:.0f} Mb/s unshaped; client link shaped to {rate} "
+                    f"({fraction} x), levels c={list(levels)}")
     bits_per_s = iperf3_bits_per_s(run)
     result["figures"]["iperf3_bits_per_s"] = bits_per_s
     got_all = level_verdicts(run)

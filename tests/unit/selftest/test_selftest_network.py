@@ -106,3 +106,46 @@ def test_a_one_cell_runs_verdicts_by_level_and_its_record():
     result: dict = {"runs": {}, "seconds": {}}
     network.record(result, "network", run, 0.0)
     assert result["runs"] == {"network": "/r/x"} and result["seconds"]["network"] > 0
+
+
+def test_run_network_runs_unshaped_then_shaped_and_judges_each_level(tmp_path, monkeypatch):
+    """The scenario's flow without hosts: the unshaped run's slowest level sets the shaped rate,
+    the shaped run (with its baseline) is judged level by level; both recorded."""
+    import contextlib
+    import json
+
+    import pandas as pd
+    levels = network.levels_of(True)["levels"]
+    runs: list[tuple[str, str, bool]] = []
+
+    def fake_run(doc, name, cluster, out, workdir, inv, baseline):
+        shaped = baseline
+        link = inv.clients[0].link
+        runs.append((name, link.rate if link else None, baseline))
+        rows = [{"cell_id": "c", "concurrency": lv, "verdict": "network" if shaped else "gateway",
+                 "reason": "r", "evidence": json.dumps({"rate": 1e6 * lv, "links": {
+                     f"nc{tag}": {"tx": 1e5, "limit": 1.2e5, "use": 0.9, "samples": 5}} if shaped else {}})}
+                for lv in levels]
+        tables = {"verdicts": pd.DataFrame(rows),
+                  "baseline": pd.DataFrame([{"bits_per_second": 4.2e6 if shaped else None}])}
+        return type("Run", (), {"path": tmp_path / name, "cells": {"c": None},
+                                "table": lambda self, t: tables[t]})()
+
+    @contextlib.contextmanager
+    def fake_emulated(doc, workdir, name):
+        yield parse_inventory(doc, "t")
+
+    tag = f"{__import__('os').getpid() % 100000}"
+    monkeypatch.setattr(network, "why_not", lambda: None)
+    monkeypatch.setattr(network, "free_network", lambda: ipaddress.IPv4Network("10.233.9.0/24"))
+    monkeypatch.setattr(network, "emulated", fake_emulated)
+    monkeypatch.setattr(network, "_run", fake_run)
+    result = network.run_network(None, quick=True, out=tmp_path, stamp="S", fraction=0.1, log=lambda m: None)
+    slowest = 1e6 * min(levels)
+    mbit = int(slowest * 8 * 0.1 / 1e6)
+    assert runs == [("selftest-S-network-unshaped", None, False), ("selftest-S-network", f"{mbit}mbit", True)]
+    assert set(result["runs"]) == set(result["seconds"]) == {"network-unshaped", "network"}
+    f = result["figures"]
+    assert f["unshaped_bytes_per_s"] == slowest and f["shaped_rate"] == f"{mbit}mbit"
+    assert f["iperf3_bits_per_s"] == 4.2e6 and sorted(f["levels"]) == sorted(levels)
+    assert [c.level for c in result["checks"]] == list(levels) and all(c.ok for c in result["checks"])
