@@ -9,8 +9,9 @@ transfer client inside the gateway, so the figures are kept apart by (checksum, 
     cores per gateway = per-gateway rate (GB/s) x CPU s/GB / --cpu-utilisation
 
 The checksum kind comes from ``campaigns.gateway_checksum`` if the run wrote it, else from the
-cell: none when the campaign asks no target checksum, on-the-fly for a rados backend with cksio
-(XrdCeph sums while the data passes), read-back otherwise (xrootd reads the file again).
+cell: none when the campaign asks no target checksum, on-the-fly where the gateway's tunables
+(the backend's defaults under the cell's) keep cksio on (XrdCeph sums while the data passes: the
+rados backend), read-back otherwise (xrootd reads the file again).
 The US-CMS study is printed beside as the reference (USCMS_REFERENCE).
 """
 
@@ -20,6 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from xcbench.backends.base import backend_class
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.plan.storage import ceil_count
@@ -45,9 +47,12 @@ def cell_checksum(cell: Cell | None, row_value: Any = None) -> str:
         return row_value
     if cell is not None and str(cell.campaign.get("checksum", "both")) in ("none", "source"):
         return "none"
-    if cell is None or cell.backend != "rados":
+    if cell is None:
         return "read-back"
-    return "on-the-fly" if cell.gateway_settings.get("cksio", True) else "read-back"
+    # cksio: the OSS plugin sums as the data passes (XrdCeph's +cksio), where the backend has one
+    defaults = backend_class(cell.backend).target_defaults["gateway_defaults"]
+    on = "cksio" in defaults and {**defaults, **cell.gateway_settings}["cksio"]
+    return "on-the-fly" if on else "read-back"
 
 
 def plan_mode(mode: str) -> str:
