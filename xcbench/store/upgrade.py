@@ -22,7 +22,7 @@ Tables' versions:
      without ``security`` (no security then: none), baseline rows naming the gateway ``host`` only,
      timelines without ``t``, ``repeat`` or one of ``bytes``/``rate`` (1-s buckets: equal)
   2  every declared column written by its producer (xcbench.store.tables)
-  3  today's: names say their unit (docs/architecture.md, Units; a bare ``bps`` had meant bytes/s
+  3  today's: names say their unit (docs/architecture.md#units; a bare ``bps`` had meant bytes/s
      in sample metrics and bits/s in the hosts' links). The step renames what version 2 stored
      (UNITS_RENAMED, COLUMNS_RENAMED: samples' metrics, campaigns' and probes' columns, the
      verdicts' evidence); with it the manifest's schema 3 renames its hosts' link rate

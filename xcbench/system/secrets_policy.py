@@ -1,7 +1,7 @@
 """Where a secret may go: the one check every client that sends a credential makes, and what a
 matrix may not decide.
 
-The rule (README, "Shared hosts"):
+The rule (docs/security.md#where-secrets-go):
 
 1. A secret (a Prometheus token or user:password, an FTS token, an X509 proxy the fts3 client
    delegates) travels only over TLS whose certificate is verified, or to this machine's
