@@ -1,5 +1,6 @@
-"""Several hosts on one machine: the README's two-by-two worked example as a benchmark. Each
-level's transfers split over two client hosts, one origin on each of two gateway hosts, the hosts'
+"""Several hosts on one machine: the guide's two-by-two worked example as a benchmark
+(docs/guide.md#a-worked-example-two-client-hosts-two-gateway-hosts-on-one-machine). Each level's
+transfers split over two client hosts, one origin on each of two gateway hosts, the hosts'
 timelines merged into one.
 
     .venv/bin/python benchmarks/bench_hosts.py [--levels 1,3] [--file-size 2M] [--keep DIR]

@@ -64,6 +64,7 @@ def main() -> int:
     ap.add_argument("--rados", action="store_true")
     args = ap.parse_args()
 
+    from xcbench.analysis.verdicts.run_data import RunData
     from xcbench.cli import main as xcb
     from xcbench.matrix import ClusterFacts, load_matrix
     from xcbench.run.runner import RunOptions, run_matrix
@@ -85,8 +86,8 @@ def main() -> int:
     else:
         run = run_matrix(load_matrix(m, facts=ClusterFacts()), None, opts)
     camp = run.table("campaigns")
-    cells = run.manifest["cells"]
-    camp = camp.assign(backend=camp["cell_id"].map(lambda c: cells[c]["settings"]["backend"]),
+    cells = RunData(run).cell_objects
+    camp = camp.assign(backend=camp["cell_id"].map(lambda c: cells[c].backend),
                        proto=camp["settings"].map(_proto),
                        s=camp["gateway_cpu_s_per_gb"].astype(float), r=camp["rate"].astype(float))
     failed = int(camp["failed"].sum())

@@ -2,8 +2,8 @@
 best steady rate, grouped by the settings the cells share, drawn the way the studies did
 (rate vs streams, rate per size class, a heatmap of rate over origins x cores).
 
-Inputs are the run's points (analysis.verdicts.run_data.RunData.points) and the manifest's cell
-settings; a cell's figure is its best steady rate over its concurrency levels, the same figure
+Inputs are the run's points (analysis.verdicts.run_data.RunData.points) and its cells
+(RunData.cell_objects); a cell's figure is its best steady rate over its concurrency levels, the same figure
 the layout table uses.
 """
 
@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from xcbench.analysis.report.render import fig_to_data_uri, new_figure
+from xcbench.cell import Cell
 from xcbench.figures.units import GIB, fmt_num, gbps
 
 CLASS_ORDER = ("small", "medium", "large")
@@ -25,7 +27,7 @@ AXES = {"streams": ("streams",), "size_class": ("size_class", "size_scale", "fil
         "cores": ("origins", "cores")}
 
 
-def frame(points: pd.DataFrame, manifest: dict[str, Any],
+def frame(points: pd.DataFrame, cells: Mapping[str, Cell],
           campaigns: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per measured cell: its settings of interest and best steady rate (B/s); a cell
     with no steady window (a few large files) falls back to its best whole-campaign rate."""
@@ -36,17 +38,15 @@ def frame(points: pd.DataFrame, manifest: dict[str, Any],
     for cid in whole.index.difference(best.index):
         best[cid], rate_from[cid] = float(whole[cid]), "whole campaign"
     rows = []
-    for cid, c in (manifest.get("cells") or {}).items():
-        s = dict(c.get("settings") or {})
-        if not s or cid not in best.index:
+    for cid, c in cells.items():
+        if cid not in best.index:
             continue
-        s.pop("concurrency", None)
-        rows.append({"cell_id": cid, "label": c.get("label") or cid, "rate": float(best[cid]),
-                     "rate_from": rate_from[cid],
-                     "streams": s.get("streams"), "size_class": s.get("size_class"),
-                     "size_scale": s.get("size_scale") or 1, "cores": s.get("cores"),
-                     "origins": s.get("origins", 1), "file_size": s.get("file_size"),
-                     "settings": s})
+        s = c.settings()  # what groups cells: all they share but the concurrency levels
+        s.pop("concurrency")
+        rows.append({"cell_id": cid, "label": c.label, "rate": float(best[cid]),
+                     "rate_from": rate_from[cid], "streams": c.streams, "size_class": c.size_class,
+                     "size_scale": c.size_scale or 1, "cores": c.cores, "origins": c.origins,
+                     "file_size": c.file_size, "settings": s})
     return pd.DataFrame(rows)
 
 
@@ -141,48 +141,49 @@ def rate_per_core(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
-def section(points: pd.DataFrame, manifest: dict[str, Any],
+def _row(dimension: str, cells: str, value: str, r: Any, files_per_s: float = math.nan) -> dict[str, Any]:
+    """One row of the block's table: a cell's best rate at one value of a dimension."""
+    return {"dimension": dimension, "cells": cells, "value": value, "rate_gbps": gbps(r.rate),
+            "rate_gib": r.rate / GIB, "files_per_s": files_per_s, "cell_id": r.cell_id,
+            "rate_from": r.rate_from}
+
+
+def _add_figure(figures: list[dict[str, Any]], uri: str | None, fig_id: str, title: str,
+                caption: str) -> None:
+    if uri:
+        figures.append({"id": fig_id, "title": title, "uri": uri, "caption": caption})
+
+
+def section(points: pd.DataFrame, cells: Mapping[str, Cell],
             campaigns: pd.DataFrame | None = None) -> dict[str, Any] | None:
     """The report's "Experiment dimensions" block, or None when the run sweeps none of them."""
-    df = frame(points, manifest, campaigns)
+    df = frame(points, cells, campaigns)
     if df.empty or df[["streams", "size_class", "cores"]].isna().all().all():
         return None
-    figures, rows = [], []
+    figures: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     streams = _groups(df, "streams") if df["streams"].notna().any() else {}
-    uri = streams_plot(streams)
-    if uri:
-        figures.append({"id": "fig-streams", "title": "Rate vs TCP streams per transfer", "uri": uri,
-                        "caption": "Best steady rate over concurrency levels of each cell (whole-campaign rate where no steady window was found: see the table); one line "
-                        "per set of cells that differ only in streams."})
+    _add_figure(figures, streams_plot(streams), "fig-streams", "Rate vs TCP streams per transfer",
+                "Best steady rate over concurrency levels of each cell (whole-campaign rate where no "
+                "steady window was found: see the table); one line per set of cells that differ "
+                "only in streams.")
     for label, g in streams.items():
-        for r in g.sort_values("streams").itertuples():
-            rows.append({"dimension": "streams", "cells": label, "value": str(int(r.streams)),
-                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB, "files_per_s": math.nan,
-                         "cell_id": r.cell_id,
-                         "rate_from": r.rate_from})
+        rows += [_row("streams", label, str(int(r.streams)), r)
+                 for r in g.sort_values("streams").itertuples()]
     classes = _groups(df, "size_class") if df["size_class"].notna().any() else {}
-    uri = classes_plot(classes)
-    if uri:
-        figures.append({"id": "fig-classes", "title": "Rate per file-size class", "uri": uri,
-                        "caption": "Small files pay the per-file protocol cost (open, checksum, "
-                        "close): compare files/s in the table."})
+    _add_figure(figures, classes_plot(classes), "fig-classes", "Rate per file-size class",
+                "Small files pay the per-file protocol cost (open, checksum, close): compare files/s "
+                "in the table.")
+    rank = {c: n for n, c in enumerate(CLASS_ORDER)}
     for label, g in classes.items():
-        rank = {c: n for n, c in enumerate(CLASS_ORDER)}
         for r in g.assign(_r=g["size_class"].map(rank)).sort_values("_r").itertuples():
             scale = f" /{int(r.size_scale)}" if r.size_scale and r.size_scale > 1 else ""
-            rows.append({"dimension": "size_class", "cells": label, "value": f"{r.size_class}{scale}",
-                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB,
-                         "files_per_s": r.rate / float(r.file_size),
-                         "cell_id": r.cell_id, "rate_from": r.rate_from})
+            rows.append(_row("size_class", label, f"{r.size_class}{scale}", r,
+                             files_per_s=r.rate / float(r.file_size)))
     for label, g in (_groups(df, "cores") if df["cores"].notna().any() else {}).items():
-        uri = cores_heatmap(label, g)
-        if uri:
-            figures.append({"id": f"fig-cores-{len(figures)}", "title": f"Rate over origins x cores: "
-                            f"{label}", "uri": uri, "caption": "Each origin (xrootd) in its own "
-                            "cgroup with a CFS quota of the given cores (a Kubernetes CPU limit)."})
-        for r in g.sort_values(["origins", "cores"]).itertuples():
-            rows.append({"dimension": "origins x cores", "cells": label,
-                         "value": f"o{int(r.origins)} x {r.cores:g}c",
-                         "rate_gbps": gbps(r.rate), "rate_gib": r.rate / GIB,
-                         "files_per_s": math.nan, "cell_id": r.cell_id, "rate_from": r.rate_from})
+        _add_figure(figures, cores_heatmap(label, g), f"fig-cores-{len(figures)}",
+                    f"Rate over origins x cores: {label}", "Each origin (xrootd) in its own cgroup "
+                    "with a CFS quota of the given cores (a Kubernetes CPU limit).")
+        rows += [_row("origins x cores", label, f"o{int(r.origins)} x {r.cores:g}c", r)
+                 for r in g.sort_values(["origins", "cores"]).itertuples()]
     return {"figures": figures, "rows": rows, "per_core": rate_per_core(df)}

@@ -16,6 +16,7 @@ from urllib.parse import urlencode, urlsplit
 
 from xcbench.analysis.report import glance
 from xcbench.errors import XcbError
+from xcbench.system import outfiles
 
 ENV = "XCBENCH_GRAFANA_URL"
 UID, SLUG = "xcbench", "xcbench"  # docs/grafana/xcbench.json
@@ -91,7 +92,7 @@ def write_annotations(rd: Any, rows: list[dict[str, Any]], out: Path) -> Path | 
     items = level_annotations(rd, rows)
     if not items:
         return None
-    out.write_text(json.dumps(items, indent=1) + "\n")
+    outfiles.write(out, json.dumps(items, indent=1) + "\n")
     return out
 
 
@@ -99,7 +100,6 @@ def write_all(runs: list[Any], out: Path) -> dict[str, str]:
     """Each run's levels as annotations beside the report ``out``
     (<stem>-<run>-grafana-annotations.json), each run judged with the others as in the report:
     {run id: file}."""
-    out.parent.mkdir(parents=True, exist_ok=True)
     notes = {}
     for rd in runs:
         rows = glance.rows(rd, tuple(o for o in runs if o is not rd))

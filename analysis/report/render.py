@@ -35,6 +35,7 @@ import jinja2
 from xcbench.analysis.report import markdown
 from xcbench.errors import XcbError
 from xcbench.figures.units import GIB, fmt_num, fmt_pct, fmt_size, gbps_num  # noqa: F401 (filters; GIB public)
+from xcbench.system import outfiles
 from xcbench.system.templates import render_with
 
 FORMATS = ("html", "md")
@@ -98,9 +99,10 @@ _DATA_URI = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
 
 
 def write_report(text: str, out: str | Path, fmt: str) -> Path:
-    """Write a rendered report; for Markdown, move inline PNGs to ``<stem>_files/``."""
+    """Write a rendered report; for Markdown, move inline PNGs to ``<stem>_files/``. By
+    descriptor from ``/`` (xcbench.system.outfiles): a parent that became a link, or another
+    user's, is refused, never written through."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "md":
         assets = out.with_name(out.stem + "_files")
         n = 0
@@ -108,12 +110,10 @@ def write_report(text: str, out: str | Path, fmt: str) -> Path:
         def extract(m: re.Match) -> str:
             nonlocal n
             n += 1
-            assets.mkdir(exist_ok=True)
-            (assets / f"fig{n}.png").write_bytes(base64.b64decode(m.group(1)))
+            outfiles.write(assets / f"fig{n}.png", base64.b64decode(m.group(1)))
             return f"{assets.name}/fig{n}.png"
         text = _DATA_URI.sub(extract, text)
-    out.write_text(text)
-    return out
+    return outfiles.write(out, text)
 
 
 # --- figures ---------------------------------------------------------------------------------

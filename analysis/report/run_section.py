@@ -108,7 +108,7 @@ def run_section(rd: RunData, src: Sources, others: tuple[RunData, ...],
         "network": fmt_gbps(net_bytes_per_s, gib=True) if num_cell(net_bytes_per_s) else "not measured",
         "timeline_derived": rd.timeline_derived,
         # streams, size classes, origins x cores: plots only (the Markdown report has none)
-        "dims": dims_section(rd.points, m, rd.campaigns) if images else None,
+        "dims": dims_section(rd.points, rd.cell_objects, rd.campaigns) if images else None,
         "netbase": netbase, "layout_ref": layout_ref,
         "readwrite": readwrite.section(points, vmap, labels, cells, src,
                                        {c: access_of(rd.campaigns, c) for c in cells.index}, images),

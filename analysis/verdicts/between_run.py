@@ -57,7 +57,7 @@ MIN_PAIRS = 2  # pairs with figures of a quantity before it has a measured term
 # reference 2-core box (benchmarks/bench_repeatability.py), rounded up: rate 10.9 % (issue 44: the demo
 # matrix on two fresh clusters of a fresh machine, rates 10.4 % apart at the median: a normal
 # spread of 10.4 / (0.674 sqrt 2); four quiet pairs gave 5.4 %), host CPU 1.7 %, fio write
-# bandwidth 11.5 %, write IOPS 22.9 %, reads 17.7 % (four quiet pairs, README of 2026-11).
+# bandwidth 11.5 %, write IOPS 22.9 %, reads 17.7 % (four quiet pairs: docs/validation.md#repeatability).
 ASSUMED = {"rate": 0.11, "host_busy": 0.02, "fio_write_bw": 0.12, "fio_write_iops": 0.23,
            "fio_read_bw": 0.18, "fio_read_iops": 0.18}
 RECORD = "benchmarks/bench_repeatability.py --fresh --repeats 1 --record"

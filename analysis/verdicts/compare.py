@@ -53,23 +53,16 @@ def _pair_by_label(base: RunData, contender: RunData) -> dict[str, str]:
 
 
 def _pair_by_settings(base: RunData, contender: RunData, paired: dict[str, str]) -> dict[str, str]:
-    """{contender cell id: base cell id} for the cells still unpaired whose recorded settings
-    differ in one key only (a CPU quota ``cores``, the streams...), each such match unique:
-    the same cell with one thing changed on purpose, which ``config_fields`` then names."""
-    def settings(rd: RunData) -> dict[str, dict]:
-        return {cid: c.get("settings") for cid, c in (rd.manifest.get("cells") or {}).items()
-                if isinstance(c.get("settings"), dict)}
-    bs, cs = settings(base), settings(contender)
+    """{contender cell id: base cell id} for the cells still unpaired whose settings differ in
+    one only (a CPU quota ``cores``, the streams...), each such match unique: the same cell with
+    one thing changed on purpose, which ``config_fields`` then names."""
+    bs, cs = base.cell_objects, contender.cell_objects
     b_left = {k: v for k, v in bs.items() if k not in cs and k not in paired.values()}
     c_left = {k: v for k, v in cs.items() if k not in bs and k not in paired}
-    matches = {cid: [bid for bid, b in b_left.items() if len(_changed(b, c)) == 1]
+    matches = {cid: [bid for bid, b in b_left.items() if len(b.differs(c)) == 1]
                for cid, c in c_left.items()}
     taken = [b for m in matches.values() for b in m]
     return {cid: m[0] for cid, m in matches.items() if len(m) == 1 and taken.count(m[0]) == 1}
-
-
-def _changed(a: dict, b: dict) -> list[str]:
-    return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
 
 
 def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
@@ -84,9 +77,8 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
     bfp = {cid: c.get("fingerprint") for cid, c in base.manifest.get("cells", {}).items()}
     cfp = {pair.get(cid, cid): c.get("fingerprint")
            for cid, c in contender.manifest.get("cells", {}).items()}
-    bset = {cid: c.get("settings") for cid, c in base.manifest.get("cells", {}).items()}
-    cset = {pair.get(cid, cid): c.get("settings")
-            for cid, c in contender.manifest.get("cells", {}).items()}
+    bcell = base.cell_objects
+    ccell = {pair.get(cid, cid): c for cid, c in contender.cell_objects.items()}
     bterm = between_run.of(base.manifest).get("rate")
     cterm = between_run.of(contender.manifest).get("rate")
     rows = []
@@ -98,11 +90,11 @@ def compare_data(base: RunData, contender: RunData) -> list[dict[str, Any]]:
         vb, vc = bv.get(key), cv.get(key)
         fb, fc = bfp.get(key[0]), cfp.get(key[0])
         changed = fingerprint_diff(fb, fc) if fb and fc else []
-        sb, sc = bset.get(key[0]), cset.get(key[0])
-        if isinstance(sb, dict) and isinstance(sc, dict):  # a setting changed on purpose
+        cb, cc = bcell.get(key[0]), ccell.get(key[0])
+        if cb and cc:  # a setting changed on purpose
             # named once: by the fingerprint's field where it names one below that setting
             # (gateway -> gateway.tunables.buffers_maxbsz), else by the setting (cores)
-            said = [k for k in _changed(sb, sc) if not any(f.startswith(f"{k}.") for f in changed)]
+            said = [k for k in cb.differs(cc) if not any(f.startswith(f"{k}.") for f in changed)]
             changed = [*(f"settings.{k}" for k in said), *changed]
         rows.append({
             "cell_id": key[0], "concurrency": key[1], "direction": key[2],

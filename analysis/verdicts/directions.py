@@ -1,9 +1,8 @@
 """Directions of a run's campaigns (write, read, mixed) and their per-direction timelines.
 
 A campaign's direction comes from its CAMPAIGN row (``direction``), else (a level cut short
-before its row was written) from its cell's settings in the manifest, where a cell that names
-no direction writes. A
-point of the analysis is (cell, concurrency, direction): a write or read campaign gives one, a
+before its row was written) from its cell (RunData.cell_objects: a cell stored without settings
+writes). A point of the analysis is (cell, concurrency, direction): a write or read campaign gives one, a
 mixed campaign two, both over the same 1-s buckets:
 
 - write / read: the campaign's timeline as it is (``bytes``, ``rate`` are that direction's);
@@ -17,27 +16,24 @@ mixed campaign two, both over the same 1-s buckets:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from xcbench.cell import DIRECTIONS as CAMPAIGN_DIRECTIONS
+from xcbench.cell import Cell
 from xcbench.figures.units import format_size
 
 DIRECTIONS = ("write", "read")
-CAMPAIGN_DIRECTIONS = ("write", "read", "mixed")
 SPLIT = {"read": "bytes_read", "write": "bytes_written"}
 
 
-def cell_direction(manifest: dict[str, Any], cell_id: str) -> str:
-    s = (((manifest.get("cells") or {}).get(cell_id) or {}).get("settings") or {})
-    d = s.get("direction")
-    return d if d in CAMPAIGN_DIRECTIONS else "write"
-
-
-def campaign_directions(campaigns: pd.DataFrame, manifest: dict[str, Any],
+def campaign_directions(campaigns: pd.DataFrame, cells: Mapping[str, Cell],
                         timeline: pd.DataFrame) -> dict[str, str]:
-    """{campaign_id: write | read | mixed} for every campaign of the timeline."""
+    """{campaign_id: write | read | mixed} for every campaign of the timeline; ``cells``: the
+    run's (RunData.cell_objects)."""
     out: dict[str, str] = {}
     if len(campaigns):
         for cid, d in zip(campaigns["campaign_id"], campaigns["direction"], strict=False):
@@ -47,7 +43,7 @@ def campaign_directions(campaigns: pd.DataFrame, manifest: dict[str, Any],
         pairs = timeline[["campaign_id", "cell_id"]].drop_duplicates("campaign_id")
         for camp, cell in zip(pairs["campaign_id"], pairs["cell_id"], strict=True):
             if camp not in out:
-                out[camp] = cell_direction(manifest, cell)
+                out[camp] = cells[cell].direction if cell in cells else "write"
     return out
 
 

@@ -63,7 +63,7 @@ TESTABLE = (*STORAGE, "gateway", "concurrency", "client", "host-cpu", "ec-overhe
 
 # Each experiment kind: what it changes, and what it predicts under the named cause and under
 # each rival cause ("x1" = the rate stays). judge() confirms only where no rival predicts the
-# same; the README and docs/experiments.md print this table.
+# same; docs/experiments.md prints this table (tests/unit/analysis/test_experiments_doc.py).
 EXPERIMENTS: dict[str, dict[str, Any]] = {
     "storage out": {
         "tests": STORAGE, "change": "the same gateway, clients and files into a tmpfs target",

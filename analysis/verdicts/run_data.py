@@ -68,21 +68,21 @@ def stored_cells(manifest: dict[str, Any], where: str) -> dict[str, Cell]:
 
 def cell_frame(manifest: dict[str, Any], cells: dict[str, Cell],
                extra_ids: AbstractSet[str] = frozenset()) -> pd.DataFrame:
-    """One row per cell of the manifest (plus ids only seen in the tables); the layout's and the
-    pool's names, labels and raw ratio are the cell's own (``cells``: stored_cells)."""
+    """One row per cell of the manifest (plus ids only seen in the tables); what a cell's settings
+    say is the cell's own (``cells``: stored_cells), its layout's and pool's names, labels and raw
+    ratio too; the manifest gives each its label, status, error and pool as created."""
     rows = []
     stored = dict(manifest.get("cells") or {})
     for cid in sorted(extra_ids - set(stored)):
         stored[cid] = {"label": cid, "status": "unknown"}
     for cid, c in stored.items():
-        s = c.get("settings") or {}
         cell = cells.get(cid)
         lay, pool = (cell.layout, cell.pool) if cell else (None, None)
         fp_pool = ((c.get("fingerprint") or {}).get("pool") or {})
         rows.append({
             "cell_id": cid, "label": c.get("label") or cid, "status": c.get("status", "unknown"),
-            "error": c.get("error"), "backend": s.get("backend") or c.get("backend") or "",
-            "mode": s.get("mode", ""), "origins": s.get("origins", 1),
+            "error": c.get("error"), "backend": cell.backend if cell else c.get("backend") or "",
+            "mode": cell.mode if cell else "", "origins": cell.origins if cell else 1,
             "stripe_unit": lay.stripe_unit if lay else None,
             "stripe_count": lay.stripe_count if lay else None,
             "object_size": lay.object_size if lay else None, "layout": lay.label if lay else "",
@@ -90,10 +90,10 @@ def cell_frame(manifest: dict[str, Any], cells: dict[str, Cell],
             "pool": c.get("pool_name") or fp_pool.get("name") or (pool.name if pool else None),
             "pool_label": pool.label if pool else "",
             "raw_ratio_expected": pool.raw_ratio if pool else math.nan,
-            "file_size": s.get("file_size"), "files": s.get("files"),
-            "size_dist": s.get("size_dist", ""),
-            "gateway": json.dumps(s.get("gateway") or {}, sort_keys=True),
-            "levels": tuple(s.get("concurrency") or ()),
+            "file_size": cell.file_size if cell else None, "files": cell.files if cell else None,
+            "size_dist": cell.size_dist if cell else "",
+            "gateway": json.dumps(dict(cell.gateway_settings) if cell else {}, sort_keys=True),
+            "levels": cell.concurrency if cell else (),
         })
     cols = ["cell_id", "label", "status", "error", "backend", "mode", "origins", "stripe_unit",
             "stripe_count", "object_size", "layout", "pool_kind", "pool", "pool_label",
@@ -176,7 +176,7 @@ class RunData:
     @cached_property
     def directions(self) -> dict[str, str]:
         """{campaign_id: write | read | mixed} (analysis.verdicts.directions)."""
-        return _dirs.campaign_directions(self.campaigns, self.manifest, self.timeline)
+        return _dirs.campaign_directions(self.campaigns, self.cell_objects, self.timeline)
 
     @cached_property
     def directional_timeline(self) -> pd.DataFrame:

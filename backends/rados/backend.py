@@ -3,7 +3,13 @@
 prepare: makes sure the pool exists and returns the XrdCeph parameters a gateway needs
 (``ofs.osslib +cksio libXrdCeph.so <ceph_user>@<pool>,<nb_stripes>,<stripe_unit>,<object_size>``)
 plus a per-cell name prefix: every file of the cell must be written under it
-(``Target.info["name_prefix"]``), so that cleanup removes exactly the cell's objects.
+(``Target.info["name_prefix"]``), so that cleanup removes exactly the cell's objects. The name
+prefix starts with XrdCeph's own selector of those same parameters
+(``/<ceph_user>@<pool>,<nb>,<su>,<os>:``), followed by the cell's object prefix
+(``Target.info["object_prefix"]``, ``/xcb-rados/<cell>-<random>/``): XrdCeph reads the user,
+pool and layout of a name from the part before its first colon, so a name the gateway admits
+(its authdb grants the name prefix only: xcbench.gateway.authz) can pick no other pool, user or
+layout, in the name or in the query; what follows is the object's name, whatever it holds.
 verify: writes a file through the cell's gateway (the session starts it: XrdCeph is the only way
 in that is the gateway's own) and checks its RADOS objects (count and sizes, as the
 striping arithmetic says), the striper metadata and the adler32 that +cksio stored.
@@ -41,9 +47,15 @@ CLIENT_ENV = {"XRD_CPUSEPGWRTRD": "0"}
 
 
 def object_name(path: str) -> str:
-    """The striped object XrdCeph makes for an xrootd path: the path as given, leading slash
-    included (no ``pool:`` prefix is ever used by xcbench: one gateway per pool and striping)."""
-    return path
+    """The striped object XrdCeph makes for an xrootd path: what follows the selector
+    (``/<user>@<pool>,...:``, up to the first colon), leading slash included; a path without
+    one, as given."""
+    return path.split(":", 1)[1] if ":" in path else path
+
+
+def selector(ceph_user: str, pool: str, s: Layout) -> str:
+    """XrdCeph's selector of exactly the gateway's own parameters (``/user@pool,nb,su,os:``)."""
+    return f"/{s.striper_params(ceph_user, pool)}:"
 
 
 def verify_size(s: Layout) -> int:
@@ -71,12 +83,13 @@ class RadosBackend(Backend):
         cluster = self._ceph()
         s.check(cluster.osd_max_object_size(), where=where)
         pool = cluster.ensure_pool(cell.pool)
-        prefix = f"/{PREFIX_ROOT}/{cell.id}-{secrets.token_hex(3)}/"
+        objects_at = f"/{PREFIX_ROOT}/{cell.id}-{secrets.token_hex(3)}/"
         oss = {"ceph_user": cluster.gateway_id, "pool": pool, "nb_stripes": s.stripe_count,
                "stripe_unit": s.stripe_unit, "object_size": s.object_size}
         return Target(cell_id=cell.id, backend=self.name, path=None, pool=pool, layout=cell.layout,
-                      oss=oss, created=[f"rados:{pool}/{object_name(prefix)}*"],
-                      info={"name_prefix": prefix, "object_prefix": object_name(prefix),
+                      oss=oss, created=[f"rados:{pool}/{objects_at}*"],
+                      info={"name_prefix": selector(cluster.gateway_id, pool, s) + objects_at,
+                            "object_prefix": objects_at,
                             "osslib_params": s.striper_params(cluster.gateway_id, pool)})
 
     def _ceph(self) -> Cluster:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from xcbench.backends.base import Backend, Target
 from xcbench.errors import XcbError
 from xcbench.figures.units import format_size
-from xcbench.system import orphans, proc
+from xcbench.system import orphans, outfiles, proc
 from xcbench.system.fsutil import hand_over, remove_tree
 from xcbench.system.scratch import (  # noqa: F401 (memory_room, RESERVE_*: this module's API before)
     RESERVE_FRACTION,
@@ -30,6 +29,26 @@ from xcbench.system.xrootd_user import reachable_by, remove_as_owner, write_as_o
 
 DEFAULT_SIZE = 1 << 30
 SHM = "/dev/shm"
+def _mount_point(base: Path, prefix: str) -> Path:
+    """A new dir of a random name in ``base`` to mount on: ``base`` reached from / by descriptor,
+    every component root's or ours and writable by nobody else but a root sticky dir, so no one
+    but us can rename or replace what the path names (the mount, by path, lands on it and
+    nowhere else); the dir made by mkdir relative to ``base``'s descriptor (never one found in
+    place)."""
+    bfd = outfiles.open_dir(base, make=False)
+    try:
+        for _ in range(100):
+            name = f"{prefix}{secrets.token_hex(4)}"
+            try:
+                os.mkdir(name, 0o700, dir_fd=bfd)
+            except FileExistsError:
+                continue
+            return Path(os.path.abspath(base)) / name
+    finally:
+        os.close(bfd)
+    raise XcbError(f"tmpfs: no free name for {prefix}* in {base}")
+
+
 def _is_mount(path: str) -> bool:
     real = os.path.realpath(path)
     with open("/proc/self/mounts") as fh:
@@ -44,9 +63,9 @@ class TmpfsBackend(Backend):
         size = int(cell.tmpfs_size or DEFAULT_SIZE)
         check_fits(size, f"cell {cell.id}: tmpfs_size", "give a smaller tmpfs_size, or fewer/smaller files")
         ids = xrootd_ids()
-        self.workdir.mkdir(parents=True, exist_ok=True)
+        os.close(outfiles.open_dir(self.workdir))  # made ours from / where missing (outfiles)
         base = self.workdir if reachable_by(self.workdir, ids) else Path("/var/tmp")
-        mnt = Path(tempfile.mkdtemp(prefix=f"xcb-tmpfs-{cell.id}-", dir=base))
+        mnt = _mount_point(base, f"xcb-tmpfs-{cell.id}-")
         target = Target(cell_id=cell.id, backend=self.name, path=str(mnt),
                         oss={"localroot": str(mnt)}, created=[f"dir:{mnt}"],
                         info={"size": size})

@@ -75,6 +75,19 @@ def closing_table(run: Path = SAMPLE_RUN) -> str:
     return cp.stdout
 
 
+@functools.cache
+def anchors(path: Path) -> set[str]:
+    """GitHub's ids of a Markdown file's headings (fenced blocks aside): lower case, punctuation
+    dropped, spaces -."""
+    heads = re.findall(r"^#+ (.+)$", re.sub(r"^```.*?^```", "", path.read_text(), flags=re.M | re.S), re.M)
+    return {anchor(h) for h in heads}
+
+
+def anchor(heading: str) -> str:
+    """The id GitHub gives a heading: 'Noise between runs' -> 'noise-between-runs'."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def caps_lines() -> str:
     cp = xcbench(*CAPS)
     assert cp.returncode == 0, cp.stderr

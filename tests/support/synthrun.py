@@ -56,7 +56,9 @@ class SynthCell:
     raw_ratio: float | None = None  # measured raw/logical (defaults to the pool's)
     fail_rate: float = 0.01
     expect: str | None = None  # the verdict the attribution must give at the top level
-    extra: dict[str, Any] = field(default_factory=dict)
+    # more of the cell's fields (cores, streams, size_class, size_scale, direction, security,
+    # gateway_settings, campaign): the cell is then named as a matrix names it
+    cell_fields: dict[str, Any] = field(default_factory=dict)
     # role telemetry (RoleSampler rows): role -> (cores busy at the cell's peak rate, CPU limit in
     # cores or None for unknown, the limit's source); the host's busy CPU is then their sum + 0.1
     roles: dict[str, tuple[float, float | None, str]] | None = None
@@ -81,6 +83,9 @@ class SynthCell:
             parts.append(pool.label)
         parts += [f"o{self.origins}", self.mode]
         from dataclasses import replace
+        if self.cell_fields:
+            from xcbench.matrix.expand import _finish
+            return _finish(replace(c, **self.cell_fields))
         return replace(c, id=_cell_id(c.settings()), label=" ".join(parts))
 
     def rate(self, c: int, network: float) -> float:
@@ -268,9 +273,11 @@ def _probes(cid: str, sc: SynthCell) -> list[dict]:
 
 def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9 / 8,
              seed: int = 1, name: str = "synthetic", write: str = "store",
-             scale: float = 1.0) -> tuple[Path, dict[str, str]]:
+             scale: float = 1.0, finalize: bool = True) -> tuple[Path, dict[str, str]]:
     """Write a run dir into ``store``; returns (path, {cell_id: expected top-level verdict}).
-    ``network``: the iperf3 baseline in B/s. ``scale`` multiplies every cell's file count."""
+    ``network``: the iperf3 baseline in B/s. ``scale`` multiplies every cell's file count.
+    ``finalize`` False (``write="store"``): the records are left for the caller to add to, who
+    finalizes the run."""
     rng = np.random.default_rng(seed)
     fp = {"versions": {"ceph": "16.2.15", "xrootd": "5.5.3", "fio": "3.33", "gfal2": "2.21.3",
                        "iperf3": "3.12", "xcbench": "0.1.0"},
@@ -322,7 +329,7 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
                     "error_code": np.where(ok, 0, 5), "error_scope": np.where(ok, None, "TRANSFER"),
                     "error_phase": np.where(ok, None, "TRANSFER"),
                     "reason": np.where(ok, None, "[ERROR] Operation expired"),
-                    "direction": "write",
+                    "direction": cell.direction,
                 })
                 tables["transfers"].append(tr)
                 tl = _timeline(start, finish, moved, ok, now)
@@ -338,7 +345,7 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
                     "start_time": now, "finish_time": end, "rate": float(moved.sum()) / (end - now),
                     "finished": int(ok.sum()), "failed": int((~ok).sum()),
                     "settings": f'{{"concurrency": {c}, "checksum": "both"}}',
-                    "direction": "write", "security": "none"}]))
+                    "direction": cell.direction, "security": cell.security}]))
                 now = end + 2.0
         cell_tl = pd.concat([t for t in tables["timeline"] if t["cell_id"].iat[0] == cid])
         tables["samples"].append(_samples(rng, cid, sc, pool, cell_tl, cell_start, now, raw_ratio))
@@ -369,7 +376,8 @@ def make_run(store: str | Path, cells: list[SynthCell], *, network: float = 40e9
         else:
             df.to_parquet(run.path / f"{t}.parquet", index=False)
     if write == "store":
-        run.finalize("complete")
+        if finalize:
+            run.finalize("complete")
     else:
         run.state.status, run.state.end = "complete", "2025-10-09T09:00:00+00:00"
         run.save_manifest()

@@ -495,7 +495,7 @@ def test_every_floor_says_what_it_holds():
 
 
 def test_the_architecture_floor_table_is_made_from_layers():
-    """The one floor table (the README links to it): what LAYERS says, nothing else."""
+    """The one floor table (docs/architecture.md#the-floors): what LAYERS says, nothing else."""
     doc = ARCHITECTURE.read_text()
     assert BEGIN in doc and END in doc
     assert with_floor_table(doc) == doc, \

@@ -152,12 +152,6 @@ def _links(path: Path) -> list[tuple[str, str]]:
             if not re.match(r"[a-z]+:", m[0])]
 
 
-def _anchors(path: Path) -> set[str]:
-    """GitHub's ids of a Markdown file's headings: lower case, punctuation dropped, spaces -."""
-    heads = re.findall(r"^#+ (.+)$", re.sub(r"^```.*?^```", "", path.read_text(), flags=re.M | re.S), re.M)
-    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in heads}
-
-
 def test_links_lead_somewhere():
     docs = [readme.README, readme.ROOT / "CHANGELOG.md", *sorted((readme.ROOT / "docs").rglob("*.md"))]
     for doc in docs:
@@ -167,4 +161,4 @@ def test_links_lead_somewhere():
             where = f"{doc.relative_to(readme.ROOT)}: {link}#{anchor}"
             assert target.exists() or rel in PENDING, where
             if anchor and target.suffix == ".md" and target.exists():
-                assert anchor in _anchors(target), where
+                assert anchor in readme.anchors(target), where

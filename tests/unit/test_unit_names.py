@@ -1,4 +1,4 @@
-"""A name says its unit (docs/architecture.md, Units): no identifier and no stored name (a sample's
+"""A name says its unit (docs/architecture.md#units): no identifier and no stored name (a sample's
 metric, a record's column, an evidence key: any name-like string constant) of the package ends in,
 or holds, a bare ``bps``/``Bps``/``BPS`` token, nor a byte-rate token like ``GBps``. ``bps`` has
 meant bytes/s in one module and bits/s in the next; names say ``bytes_per_s`` or ``bits_per_s``.

@@ -211,18 +211,11 @@ class Campaign:
                                        "SOURCE", "TRANSFER_PREPARATION")
         else:
             prep_error = None
-        start = time.time()
-        deadline = start + spec.timeout_for(size)
-        view = AttemptView(start, None, size, 0, "ACTIVE", retry=job.retry)
-        with self.cond:
-            self.views.append(view)
-            self.live[id(view)] = (view, progress, client)
+        start, deadline, view = self._begin(job, size, progress, client)
         try:
             if prep_error is not None:
                 raise prep_error
-            if self.stopping:  # submitted just before the stop: never started
-                raise TransferError("Transfer canceled: the campaign stopped", E.ECANCELED,
-                                    recoverable=False)
+            self._not_stopped()
             if spec.checksum in ("source", "both") and spec.mode != "push":
                 cks_src = self._checksum(client, src, deadline, "SOURCE")
                 if cks_src != expected:
@@ -261,6 +254,21 @@ class Campaign:
                           f"internal error: {type(e).__name__}: {e}")
         finish = time.time()
         self._finish(job, out, view, start, finish, src, dest, cks_src, cks_dst, client)
+
+    def _begin(self, job: _Job, size: int, progress: Progress, client: Any) -> tuple[float, float, AttemptView]:
+        """An attempt's clock started: (start, deadline, its view), live until _finish."""
+        start = time.time()
+        view = AttemptView(start, None, size, 0, "ACTIVE", retry=job.retry)
+        with self.cond:
+            self.views.append(view)
+            self.live[id(view)] = (view, progress, client)
+        return start, start + self.spec.timeout_for(size), view
+
+    def _not_stopped(self) -> None:
+        """An attempt submitted just before the campaign stopped is never started."""
+        if self.stopping:
+            raise TransferError("Transfer canceled: the campaign stopped", E.ECANCELED,
+                                recoverable=False)
 
     def _finish(self, job, out: Outcome, view, start, finish, src, dest, cks_src, cks_dst, xfer,
                 **fields):

@@ -28,7 +28,6 @@ from xcbench.campaign.access import direction_of, ranges
 from xcbench.campaign.dataset import format_adler32
 from xcbench.campaign.dispatch import Campaign, CampaignHooks, run_writes
 from xcbench.campaign.level import _Job
-from xcbench.campaign.optimizer import AttemptView
 from xcbench.campaign.readers import thread_reader
 from xcbench.campaign.spec import CampaignSpec
 from xcbench.clients.base import Outcome, Progress, TransferError
@@ -94,18 +93,11 @@ class ReadCampaign(Campaign):
         size, url, access = self.dataset.size(i), self.read_url(job.seq), spec.access
         reader = thread_reader(self.read_kind, spec.streams)
         progress = Progress("read")
-        start = time.time()
-        deadline = start + spec.timeout_for(size)
-        view = AttemptView(start, None, size, 0, "ACTIVE", retry=job.retry)
-        with self.cond:
-            self.views.append(view)
-            self.live[id(view)] = (view, progress, reader)
+        start, deadline, view = self._begin(job, size, progress, reader)
         cks_src = cks_dst = None
         verify = spec.checksum != "none"
         try:
-            if self.stopping:
-                raise TransferError("Transfer canceled: the campaign stopped", E.ECANCELED,
-                                    recoverable=False)
+            self._not_stopped()
             if access["pattern"] == "full":
                 n, got = reader.read_full(url, deadline, progress, verify)
                 if verify:

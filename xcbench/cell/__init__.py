@@ -16,6 +16,7 @@ BACKENDS = ("tmpfs", "cephfs", "rados")
 MODES = ("push", "tpc-root", "tpc-http")
 SECURITY_MODES = ("none", "tls", "scitokens", "macaroons")  # how a gateway is reached
 DIRECTIONS = ("write", "read", "mixed")  # into the gateway, out of it, both (campaign.read_fraction)
+CHOICES = {"backend": BACKENDS, "mode": MODES, "direction": DIRECTIONS, "security": SECURITY_MODES}
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,11 @@ class Cell:
         d["gateway"] = d.pop("gateway_settings")  # the name the ids and stored runs have
         return d
 
+    def differs(self, other: Cell) -> list[str]:
+        """The settings (settings()'s keys, sorted) in which ``other`` differs from this cell."""
+        a, b = self.settings(), other.settings()
+        return [k for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any], *, id: str = "", label: str = "",
                       source: str = "") -> Cell:
@@ -79,6 +85,9 @@ class Cell:
             raise ValueError(f"{unknown[0]}: not a setting of a cell")
         if "backend" not in d:
             raise ValueError("backend: missing")
+        for key, allowed in CHOICES.items():
+            if key in d and d[key] not in allowed:
+                raise ValueError(f"{key}: {d[key]!r} is not one of {', '.join(allowed)}")
         for key, typed in (("layout", Layout.of), ("pool", Protection.parse)):
             if d.get(key) is not None:
                 try:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xcbench.errors import XcbError
-from xcbench.figures.units import format_size
+from xcbench.figures.units import format_size, layout_label
 
 MIN_STRIPE_UNIT = 64 << 10  # CEPH_MIN_STRIPE_UNIT
 DEFAULT_MAX_OBJECT_SIZE = 128 << 20  # osd_max_object_size's default
@@ -76,8 +76,7 @@ class Layout:
     @property
     def label(self) -> str:
         """'su=4M sc=1 os=4M': how cell labels, tables and reports name a layout."""
-        return (f"su={format_size(self.stripe_unit)} sc={self.stripe_count} "
-                f"os={format_size(self.object_size)}")
+        return layout_label(self.stripe_unit, self.stripe_count, self.object_size)
 
     @property
     def set_size(self) -> int:

@@ -35,7 +35,6 @@ import pwd
 import shlex
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -272,10 +271,10 @@ class Cluster:
         if not logdir.is_dir():  # ``directory`` is root's (the gateway's live dir): made once
             make_dir(logdir, 0o755)
             hand_over(logdir, (xrd.pw_uid, xrd.pw_gid))
-        out: dict[str, Mapping[str, object]] = {"global": sections.get("global", {}),
-               f"client.{self.gateway_id}": {"keyring": key_copy,
-                                             "log file": logdir / "ceph-client.$pid.log",
-                                             "admin socket": "", "pid file": ""}}
+        # every Ceph user's keyring is the gateway's key copy (cephconf.gateway_sections)
+        out = cephconf.gateway_sections(sections.get("global", {}), self.gateway_id,
+                                        {"keyring": key_copy, "log file": logdir / "ceph-client.$pid.log",
+                                         "admin socket": "", "pid file": ""})
         return write_file(directory / "ceph.conf",
                           cephconf.render_conf(out, header=f"gateway conf written by xcbench for "
                                                f"client.{self.gateway_id} of {self.conf}"), 0o644)

@@ -85,3 +85,19 @@ def render_conf(sections: Mapping[str, Mapping[str, object]], header: str = "") 
 
 def mon_host(sections: dict[str, dict[str, str]]) -> str:
     return sections.get("global", {}).get("mon_host", "")
+
+
+# options of a [global] section that name where a key is found (or hold one)
+KEY_OPTIONS = ("keyring", "key", "keyfile")
+
+
+def gateway_sections(global_section: Mapping[str, object], gateway_id: str,
+                     client: Mapping[str, object]) -> dict[str, dict[str, object]]:
+    """The sections of a gateway's ceph.conf: the cluster's [global] without the options that
+    say where keys are, a [client] section whose keyring is the gateway's key copy
+    (``client["keyring"]``) for every Ceph user, and [client.<gateway_id>] = ``client``. A name or
+    query that makes XrdCeph connect as another user (``user@pool:``, ``cephUserId=``) then finds
+    no key for it, whatever keyrings the gateway's uid could read (xcbench.gateway.authz)."""
+    glob = {k: v for k, v in global_section.items() if norm_key(str(k)) not in KEY_OPTIONS}
+    return {"global": glob, "client": {"keyring": client["keyring"]},
+            f"client.{gateway_id}": dict(client)}

@@ -52,7 +52,7 @@ from xcbench.ceph.cluster import (
 )
 from xcbench.errors import XcbError
 from xcbench.system import mounts as sysmounts
-from xcbench.system import proc, statedir
+from xcbench.system import outfiles, proc, statedir
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.ports import LOOPBACK, free_ports
 
@@ -217,7 +217,9 @@ class MiniCluster:
                                f"of this host ({why}); choose another --state-dir")
             log(f"removing the state of a stopped cluster in {self.state}")
             self.down(log=lambda s: None)
-        self.state.mkdir(parents=True, exist_ok=True)
+        # made from / by descriptor: every parent root's or ours and nobody else's to write, the
+        # dir itself ours (one another user made meanwhile is refused, never used)
+        os.close(outfiles.open_dir(self.state, mode=0o755))
         self.state.chmod(0o755)
         self._mark()
         for sub in ("log", "crash", "mounts"):
@@ -237,7 +239,9 @@ class MiniCluster:
         run_dir = st / "run"
         if len(str(run_dir / "client.xcb-fs.4194304.asok")) > 100:  # AF_UNIX path limit
             run_dir = Path("/tmp") / f"xcb-run-{uuid.uuid4().hex[:12]}"
-        run_dir.mkdir(parents=True, exist_ok=True)
+            run_dir.mkdir(0o755)  # a new name: never one found in place
+        else:
+            run_dir.mkdir(exist_ok=True)  # in the state dir, ours
         fsid = str(uuid.uuid4())
         ports = free_ports(2, addr)
         self.conf.write_text(cephconf.render_conf(

@@ -14,6 +14,7 @@ even when a pid file is stale.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from typing import Any
 
 from xcbench.ceph.handle import ClusterHandle
 from xcbench.errors import XcbError
-from xcbench.system import proc
+from xcbench.system import bounded_http, proc
 from xcbench.system.ports import LOOPBACK, free_ports, late_bind_port
 
 SUBDIR = "prometheus"
@@ -150,8 +151,12 @@ def start(state: Path, run_dir: Path, mgr: str, procs: proc.ProcessSet,
 
 def wait_scraped(url: str, jobs: tuple[str, ...], deadline: float,
                  procs: proc.ProcessSet | None = None) -> None:
-    """Until every target of ``jobs`` is up in ``url`` (one scrape of each has succeeded)."""
+    """Until every target of ``jobs`` is up in ``url`` (one scrape of each has succeeded). Each
+    answer within 2 s and 4 MiB, asked of ``url`` itself (no proxy variable is honoured: the
+    Prometheus xcbench started is on this host)."""
     import requests
+    session = requests.Session()
+    session.trust_env = False  # no HTTP(S)_PROXY, no .netrc
     last = "no answer"
     while True:
         dead = [p.name for p in procs or [] if p.name.startswith(("prometheus", "node-exporter"))
@@ -159,13 +164,14 @@ def wait_scraped(url: str, jobs: tuple[str, ...], deadline: float,
         if dead:
             raise XcbError(f"{dead[0]} exited during start-up; see its log in the cluster's log dir")
         try:
-            r = requests.get(f"{url}/api/v1/targets", timeout=2)
-            active = r.json()["data"]["activeTargets"]
+            r = bounded_http.get(session, f"{url}/api/v1/targets", deadline=2, max_bytes=4 << 20)
+            active = json.loads(r.body)["data"]["activeTargets"]
             health = {j: [t["health"] for t in active if t["labels"]["job"] == j] for j in jobs}
             if all(h and all(x == "up" for x in h) for h in health.values()):
                 return
             last = ", ".join(f"{j}: {'/'.join(h) or 'no target'}" for j, h in health.items())
-        except (requests.RequestException, ValueError, KeyError, TypeError) as e:
+        except (requests.RequestException, bounded_http.HttpLimit, ValueError, KeyError,
+                TypeError) as e:
             last = type(e).__name__
         if time.monotonic() > deadline:
             raise XcbError(f"{url}: prometheus does not scrape its targets in time ({last})")

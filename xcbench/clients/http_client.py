@@ -15,10 +15,11 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from xcbench.clients.base import Client, Outcome, Progress, TransferError, normalise_adler32
 from xcbench.clients.credentials import bearer_token, ssl_context
+from xcbench.system.ports import parse_url
+from xcbench.system.secrets_policy import transport_problem
 
 _BYTES = re.compile(r"Stripe Bytes Transferred:\s*(\d+)")
 
@@ -73,25 +74,30 @@ class KeptAlive:
 
     def _request(self, method: str, url: str, headers: dict, timeout: float,
                  scope: str = "DESTINATION"):
-        p = urlsplit(url)
-        if p.scheme not in ("http", "https", "davs"):
-            raise TransferError(f"{url}: only http:// and https:// (davs://) are supported",
+        p = parse_url(url)  # the reading the transport rule below made: one parser decides
+        if p is None or p.scheme not in ("http", "https", "davs"):
+            raise TransferError(f"{url}: only plain http:// and https:// (davs://) URLs are "
+                                "supported (no user info, backslash or percent sign in the host)",
                                 E.EPROTONOSUPPORT, scope, "TRANSFER_PREPARATION")
-        token = bearer_token() if self._env_token else None
+        why = transport_problem(url)  # https is verified here (ssl_context, or the caller's)
+        token = bearer_token() if self._env_token and why is None else None
         if token and "Authorization" not in headers:  # a secure gateway's token (its file)
             headers = {**headers, "Authorization": f"Bearer {token}"}
+        if why is not None and {"authorization", "transferheaderauthorization"} & {h.lower() for h in headers}:
+            raise TransferError(f"{method} {url}: a credential is not sent there: {why}", E.EACCES,
+                                scope, "TRANSFER_PREPARATION")
         for attempt in (0, 1):
             conn = self._conns.get(p.netloc)
             if conn is None:
                 conn = self._conns[p.netloc] = (
-                    http.client.HTTPConnection(p.netloc, timeout=timeout) if p.scheme == "http" else
-                    http.client.HTTPSConnection(p.netloc, timeout=timeout,
+                    http.client.HTTPConnection(p.host, p.port, timeout=timeout) if p.scheme == "http" else
+                    http.client.HTTPSConnection(p.host, p.port, timeout=timeout,
                                                 context=self._context or ssl_context()))
             conn.timeout = timeout
             if conn.sock is not None:
                 conn.sock.settimeout(timeout)
             try:
-                conn.request(method, p.path or "/", headers=headers)
+                conn.request(method, p.path.split("?", 1)[0] or "/", headers=headers)
                 return conn, conn.getresponse()
             except (http.client.HTTPException, OSError) as e:
                 self._drop(url)
@@ -139,7 +145,8 @@ class KeptAlive:
         self._conns.clear()
 
     def _drop(self, url: str) -> None:
-        conn = self._conns.pop(urlsplit(url).netloc, None)
+        p = parse_url(url)
+        conn = self._conns.pop(p.netloc, None) if p is not None else None
         if conn is not None:
             conn.close()
 
@@ -149,7 +156,9 @@ class HttpClient(KeptAlive, Client):
 
     def tpc(self, source, dest, *, overwrite, streams, deadline, progress: Progress,
             size: int = 0) -> Outcome:
-        headers = tpc_headers(source=source, overwrite=overwrite, streams=streams, token=bearer_token())
+        # the token the destination hands the source: only where a secret may go itself
+        token = bearer_token() if transport_problem(source) is None else None
+        headers = tpc_headers(source=source, overwrite=overwrite, streams=streams, token=token)
         try:
             reply = self.copy(dest, headers, deadline, progress)
             if reply.status != 201:

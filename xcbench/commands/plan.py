@@ -26,6 +26,7 @@ from xcbench.plan.rtt import buffers, parse_rtts, rtt_section
 from xcbench.plan.spec import Assumptions, example_path, examples, load_cluster, load_gateway
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import RunDir
+from xcbench.system import outfiles
 
 
 def add_parser(sub):
@@ -149,6 +150,8 @@ def main(args) -> int:
     out = args.out
     if out is None and args.format in ("html", "md"):
         out = f"xcbench-plan-{target.name}.{args.format}"
+    if out is not None:
+        outfiles.hold(out)
     text = render_plan(plan, args.format, out)
     if out is None:
         sys.stdout.write(text)

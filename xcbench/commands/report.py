@@ -10,6 +10,7 @@ from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.commands import argcheck
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import default_store
+from xcbench.system import outfiles
 
 
 def add_parser(sub):
@@ -42,8 +43,10 @@ def main(args) -> int:
     runs = [resolve_run(r, args.store) for r in args.runs]
     if args.out is not None:
         argcheck.ours("--out", args.out)
+        outfiles.hold(args.out)  # its dir, ours from now on: nobody makes it a link mid-render
     elif not (args.json or args.format == "text"):  # the default: beside the first run
         argcheck.ours("RUN", runs[0].path / f"report.{args.format}")
+        outfiles.hold(runs[0].path / f"report.{args.format}")
     data = [RunData(r) for r in runs]  # each run loaded once, for everything this command shows
     if args.json or args.format == "text":
         return closing(data, args.json, args.out)
@@ -62,13 +65,13 @@ def closing(data: list[RunData], as_json: bool, out: Path | None) -> int:
         doc = [glance.as_json(rd, rows) for rd, rows in tables]
         text = json.dumps(doc[0] if len(doc) == 1 else doc, indent=1, default=str) + "\n"
         if out:
-            out.write_text(text)
+            outfiles.write(out, text)
             print(out)
         else:
             print(text, end="")
         return 0
     if out:
-        out.write_text("\n".join(glance.text(rd, rows, glance.width()) for rd, rows in tables))
+        outfiles.write(out, "\n".join(glance.text(rd, rows, glance.width()) for rd, rows in tables))
         print(out)
         return 0
     for rd, rows in tables:

@@ -26,6 +26,7 @@ from xcbench.run.progress import MatrixView
 from xcbench.run.runner import RunOptions, RunStopped, run_matrix
 from xcbench.store.catalog import resolve_run
 from xcbench.store.rundir import RunDir
+from xcbench.store.storedir import check_store
 from xcbench.system.http_auth import check_secret_url, check_url, read_auth
 from xcbench.system.secrets_policy import fts_endpoint_problems
 from xcbench.telemetry.devices import parse_selection
@@ -94,6 +95,7 @@ def options(args):
     argcheck.number("--repeats", args.repeats, 1, 10_000)
     argcheck.name("--run-name", args.run_name)
     argcheck.directory("--store", str(store_of(args)))
+    check_store(store_of(args), make=False)  # ours, not a link, nobody else's: before anything runs
     argcheck.hosts("--fio-hosts", args.fio_hosts)
     parse_selection(args.telemetry)  # a bad device or interval fails here, before any cluster
     extra: dict = {"tune_tcp": args.tune_tcp, "json": getattr(args, "json", False),
@@ -253,7 +255,7 @@ def prometheus(opts, parsed) -> None:
 def operator_named(args, parsed) -> None:
     """The matrix's FTS endpoints that receive a credential, named on the command line too
     (--fts-endpoint): a matrix alone sends no secret anywhere (xcbench.system.secrets_policy)."""
-    refused = fts_endpoint_problems(parsed.raw, parsed.path, getattr(args, "fts_endpoint", None))
+    refused = fts_endpoint_problems(parsed.cells, parsed.path, getattr(args, "fts_endpoint", None))
     if refused:
         raise XcbError(refused[0])
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from xcbench.figures.published import SOURCE_KEYS, check_source, check_value
-from xcbench.figures.units import parse_size
+from xcbench.figures.units import layout_label, parse_size
 
 KEYS = (*SOURCE_KEYS, "rows")
 LAYOUT = ("stripe_unit", "stripe_count", "object_size")
@@ -80,8 +80,8 @@ def check_reference(raw: Any, cells: list, errors: Any) -> dict[str, Any] | None
             continue
         key = tuple(lay)
         if key not in layouts:
-            errors.add(where, "stripe_unit", f"layout su={row['stripe_unit']} sc={row['stripe_count']} "
-                       f"os={row['object_size']} is not a layout of this matrix (add it, or drop the row)")
+            errors.add(where, "stripe_unit", f"layout {layout_label(*key)} is not a layout of this "
+                       "matrix (add it, or drop the row)")
         elif key in seen:
             errors.add(where, "stripe_unit", "a second row for the same layout")
         seen.add(key)

@@ -58,6 +58,12 @@ def format_size(n: int) -> str:
     return str(n)
 
 
+def layout_label(stripe_unit: int, stripe_count: int, object_size: int) -> str:
+    """'su=4M sc=1 os=4M' (sizes in bytes): how cell labels, tables, reports and a matrix's
+    messages name a Ceph layout (xcbench.cell.layout.Layout.label)."""
+    return f"su={format_size(stripe_unit)} sc={stripe_count} os={format_size(object_size)}"
+
+
 _SI = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15, "e": 1e18}
 _IEC = {"": 1.0, "k": 2.0 ** 10, "m": 2.0 ** 20, "g": 2.0 ** 30, "t": 2.0 ** 40, "p": 2.0 ** 50,
         "e": 2.0 ** 60}

@@ -20,8 +20,9 @@ from typing import Any
 from xcbench.backends.base import Target
 from xcbench.ceph import conf as cephconf
 from xcbench.errors import XcbError
+from xcbench.gateway.authz import namespace, warm_origins, write_authdb
 from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
-from xcbench.gateway.launch import Gateway, Server, daemon_command, daemon_dir, logs_dir
+from xcbench.gateway.launch import Gateway, Server, daemon_command, daemon_dir, logs_dir, out_dir
 from xcbench.gateway.readiness import Crashed, PortTaken, failed, wait_server
 from xcbench.gateway.security import RunSecurity, gateway_security
 from xcbench.system import orphans, proc
@@ -55,10 +56,9 @@ class AgentCeph:
             make_dir(logdir, 0o755)
             own(logdir, self.ids)
         text = cephconf.render_conf(
-            {"global": self.global_section,
-             f"client.{self.gateway_id}": {"keyring": self.key_file,
-                                            "log file": logdir / "ceph-client.$pid.log",
-                                            "admin socket": "", "pid file": ""}},
+            cephconf.gateway_sections(self.global_section, self.gateway_id,
+                                      {"keyring": self.key_file, "log file": logdir / "ceph-client.$pid.log",
+                                       "admin socket": "", "pid file": ""}),
             header=f"gateway conf written by the xcbench gateway agent for client.{self.gateway_id}")
         return write_file(directory / "ceph.conf", text, 0o644)
 
@@ -81,7 +81,7 @@ class PartGateway(Gateway):
         self.servers, self.findings, self.client_env = servers, [], dict(target.client_env or {})
         self.keep_dir, self._live_dir, self._admin_dir, self._procs = keep, live, admin, procs
         self.tls_cert = admin / "tls" / "cert.pem"
-        self.start_seconds, self._relaunch, self.security = 0.0, (), "none"
+        self.start_seconds, self._relaunch, self.security, self.tunables = 0.0, (), "none", {}
         self.config_paths = [keep / sv.config.name for sv in servers]
         self.log_paths = [sv.log for sv in servers]
         self.stopped = False
@@ -104,10 +104,13 @@ def start_part(target: Target, *, role: str, index: int, origins: int, name: str
         admin = private_dir(SCRATCH, "xcbgw-", mode=0o711)  # root's; as xcbench.gateway.launch
         live = make_dir(admin / "live", 0o711)
         own(make_dir(logs_dir(admin), 0o755), ids)
+        make_dir(out_dir(admin), 0o700)
         env = {"XRD_CPUSEPGWRTRD": "0", **(target.gateway_env or {})}
         gw: PartGateway | None = None
         try:
             sec = gateway_security(security, run_security, admin, ids, addr)
+            sec["authdb"] = write_authdb(admin, namespace(target), sec["authdb_user"],
+                                         lookup=bool(target.osslib))
             tls = sec["tls"] if security != "none" else make_tls(admin / "tls", ids, addr)
             env.update(sec["env"])
             if target.ceph_conf_env:
@@ -118,7 +121,7 @@ def start_part(target: Target, *, role: str, index: int, origins: int, name: str
             servers = _servers(target, role, index, origins, name, addr, manager, allow, t,
                                report_addr, keep, live, admin, ids, tls, sec)
             gw = PartGateway(name, target, addr, servers, keep, live, admin, procs)
-            gw.security = security
+            gw.security, gw.tunables = security, t
             t0 = time.monotonic()
             _launch(gw, env, ids, procs, timeout)
             gw.start_seconds = time.monotonic() - t0
@@ -157,12 +160,12 @@ def _servers(target, role, index, origins, name, addr, manager, allow, t, report
         text = render_config(daemon, role=srole, name=sname, target=target, port=p, http_port=hp,
                              adminpath=adminpath, manager=mgr, localroot=localroot, tunables=t,
                              report_addr=report_addr, allow_hosts=allow, origins=origins,
-                             gateway=name, tls=tls, security=sec)
+                             gateway=name, tls=tls, security=sec, authdb=sec["authdb"])
         fname = f"{sname}-{daemon}.cfg"
         for d in {keep, live}:
             write_file(d / fname, text)
         out.append(Server(daemon, srole, sname, p, hp, live / fname, logs_dir(admin) / f"{sname}-{daemon}.log",
-                          localroot, addr=addr))
+                          localroot, addr=addr, out=out_dir(admin) / f"{sname}-{daemon}.out"))
 
     if role == "standalone":
         add("xrootd", "standalone", "xcb", port(), True, target.path, None)
@@ -189,13 +192,14 @@ def _launch(gw: Gateway, env: dict, ids: Any, procs: proc.ProcessSet, timeout: f
         listen = [] if s.daemon == "cmsd" and s.role == "server" else \
             sorted({s.port} | ({s.http_port} if s.http_port else set()))
         cmd = daemon_command(s, str(s.addr), ids, env, listen, sys.executable)
-        s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}", log=s.log.with_suffix(".out"),
-                            cwd="/", procs=procs)
+        s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}", log=s.out, cwd="/",
+                            procs=procs)
         if s.daemon == "cmsd" and s.role == "manager":
             wait_server(gw, s, deadline)  # an origin's cmsd that finds it closed retries after 6 s
     for s in gw.servers:
         if not (s.daemon == "xrootd" and s.role == "manager"):
             wait_server(gw, s, deadline)
+    warm_origins(gw, [s for s in gw.servers if s.daemon == "xrootd" and s.role != "manager"])
 
 
 def wait_logged_in(gw: Gateway, want: int, timeout: float) -> int:

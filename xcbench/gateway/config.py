@@ -12,8 +12,10 @@ from typing import Any
 
 from xcbench.backends.base import Target, backend_class
 from xcbench.errors import XcbError
+from xcbench.gateway.authz import namespace
 from xcbench.system import proc
 from xcbench.system.fsutil import make_dir
+from xcbench.system.ports import check_bind, is_wildcard
 from xcbench.system.templates import render
 from xcbench.system.xrootd_user import XROOTD_USER, own, reachable_by, xrootd_ids
 
@@ -99,8 +101,11 @@ def render_config(daemon: str, *, role: str, name: str, target: Target, port: in
                   tunables: Mapping[str, Any] | None = None, report_addr: str | None = None,
                   allow_hosts: tuple[str, ...] = (), origins: int = 1, gateway: str = "",
                   tls: tuple[str, str] = ("cert.pem", "key.pem"),
-                  security: Mapping[str, Any] | None = None) -> str:
-    """Text of one daemon's config (``daemon`` xrootd|cmsd; ``role`` standalone|server|manager)."""
+                  security: Mapping[str, Any] | None = None,
+                  authdb: str | os.PathLike = "authdb") -> str:
+    """Text of one daemon's config (``daemon`` xrootd|cmsd; ``role`` standalone|server|manager).
+    It exports the target's namespace only (xcbench.gateway.authz), and ``authdb``
+    (authz.write_authdb) authorizes every request of an xrootd."""
     inputs = gateway_inputs(target, tunables, origins)
     t, osslib = inputs["tunables"], inputs["oss"]
     if osslib is None and role != "manager" and not (localroot or target.path):
@@ -109,6 +114,7 @@ def render_config(daemon: str, *, role: str, name: str, target: Target, port: in
     return render(
         TEMPLATES, f"{daemon}.cfg.j2",
         name=name, gateway=gateway or name, cell_id=target.cell_id, backend=target.backend,
+        export=namespace(target), authdb=str(authdb),
         role=role, manager=manager, adminpath=str(adminpath), port=port, http_port=http_port,
         allow_hosts=list(allow_hosts), localroot=localroot or target.path, osslib=osslib,
         ceph=sorted(t["ceph"].items()), origins=origins, report_addr=report_addr,
@@ -141,3 +147,18 @@ def make_tls(directory: Path, ids, host: str) -> tuple[Path, Path]:
     own(cert, None, 0o644)
     own(key, ids, 0o600)
     return cert, key
+
+
+def bind_address(target: Target, tunable: Any, given: str | None) -> str:
+    """The address a gateway binds: the cell's ``bind`` (a matrix's: loopback only, as
+    xcbench.system.ports.check_bind says), else ``given`` (the caller's, from the operator's
+    inventory), else 127.0.0.1; never a wildcard (its authdb grants anyone the namespace)."""
+    if tunable is not None and str(tunable).strip():
+        for _field, why in check_bind(tunable):
+            raise XcbError(f"cell {target.cell_id}: gateway.bind: {why}")
+    bind = str((tunable if tunable is not None and str(tunable).strip() else None)
+               or given or "127.0.0.1").strip()
+    if is_wildcard(bind):
+        raise XcbError(f"cell {target.cell_id}: gateway: bind {bind or '*'} would listen on every "
+                       "interface; a gateway binds loopback or its host's inventory address")
+    return bind

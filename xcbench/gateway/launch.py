@@ -12,16 +12,18 @@ from typing import TYPE_CHECKING, Any
 from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.gateway import placement as placement_mod
-from xcbench.gateway.config import effective_tunables, make_tls, render_config, url_host_for
+from xcbench.gateway.authz import namespace, served_problem, warm_origins, write_authdb
+from xcbench.gateway.config import bind_address, effective_tunables, make_tls, render_config, url_host_for
 from xcbench.gateway.misconfig import findings_for
 from xcbench.gateway.readiness import Crashed, PortTaken, wait_cluster, wait_server
 from xcbench.gateway.security import check_mode, gateway_security
 from xcbench.gateway.types import Server
 from xcbench.store.findings import finding
-from xcbench.system import orphans, proc
+from xcbench.system import orphans, outfiles, proc
 from xcbench.system.fsutil import keep_copy, make_dir, remove_tree, write_file
-from xcbench.system.ports import free_port, is_wildcard
+from xcbench.system.ports import free_port
 from xcbench.system.scratch import private_dir
+from xcbench.system.treewalk import Budget
 from xcbench.system.xrootd_user import (
     daemon_argv,
     daemon_env,
@@ -56,6 +58,7 @@ class Gateway:
         self.tls_cert = admin_dir / "tls" / "cert.pem"
         self.start_seconds = 0.0
         self._relaunch: tuple = ()  # what _launch took, for restart()
+        self.tunables: dict[str, Any] = {}  # the effective ones (set by start_gateway)
         front = next(s for s in servers if s.daemon == "xrootd" and s.role != "server")
         netloc = f"[{url_host}]" if ":" in url_host else url_host
         self.security = security
@@ -78,8 +81,12 @@ class Gateway:
         return [s.pid for s in self.servers if s.pid]
 
     def url(self, name: str, scheme: str = "root") -> str:
-        """Full URL of file ``name`` (root, http, https; davs/dav map to https/http)."""
+        """Full URL of file ``name`` (root, http, https; davs/dav map to https/http): a plain
+        name inside the gateway's namespace (xcbench.gateway.authz.served_problem)."""
         path = "/" + str(name).lstrip("/")
+        why = served_problem(namespace(self.target), path)
+        if why is not None:
+            raise XcbError(f"gateway {self.name}: {why}")
         if scheme in ("root", "xroot", "roots"):
             return f"{self.root_url}/{path}"
         if scheme in ("http", "dav"):
@@ -125,7 +132,7 @@ class Gateway:
 def keep_dir(workdir: str | Path, base: str) -> Path:
     """A new ``gateway-<base>[-n]`` dir under ``workdir``: what a gateway keeps (configs, logs)."""
     workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    os.close(outfiles.open_dir(workdir))  # made ours from / where missing (xcbench.system.outfiles)
     keep, n = workdir / f"gateway-{base}", 1
     while True:
         try:
@@ -141,20 +148,30 @@ def logs_dir(admin: Path) -> Path:
     return admin / "logs"
 
 
+def out_dir(admin: Path) -> Path:
+    """Where the daemons' stdout and stderr go (``<name>-<daemon>.out``): root's own dir (0700)
+    in root's admin dir, made before the first start; each file is opened there by root and
+    handed to its daemon as a descriptor (xcbench.system.proc.spawn), so no name the xrootd
+    user can plant (in ``logs/``, before a start or a restart) is ever opened."""
+    return admin / "out"
+
+
 def _keep_live_files(admin: Path, live: Path, keep: Path, log_paths: list[Path]) -> list[Path]:
     """Copy what the daemons wrote (their logs; the live dir's ceph client logs) to the kept
-    dir: regular files only, no link followed, each capped (xcbench.system.fsutil.keep_copy)."""
-    logs = logs_dir(admin)
-    keep_copy(logs, keep)
+    dir: regular files only, no link followed, each capped and all within one budget
+    (xcbench.system.fsutil.keep_copy, xcbench.system.treewalk.Budget)."""
+    logs, budget = logs_dir(admin), Budget()
+    keep_copy(logs, keep, budget=budget)
+    keep_copy(out_dir(admin), keep, budget=budget)
     if live != keep:
-        keep_copy(live, keep)
+        keep_copy(live, keep, budget=budget)
     out = []
     for p in log_paths:
         if p.is_relative_to(logs):
             p = keep / p.relative_to(logs)
         elif live != keep and p.is_relative_to(live):
             p = keep / p.relative_to(live)
-        out.append(p)
+        out.append(keep / p.name if p.parent == out_dir(admin) else p)
     return out
 
 
@@ -194,17 +211,17 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     """
     check_mode(security)
     t = effective_tunables(target, tunables)
+    bind = bind_address(target, t.get("bind"), bind)
     placement = None
     if placement_mod.is_placed(hosts):
         placement = placement_mod.plan(hosts, target, cluster, origins, t.get("bind"),
                                        report_addr)
-        t.pop("bind", None)
         bind = placement.front.addr
-    bind = str(t.pop("bind", None) or bind or "127.0.0.1").strip()  # empty: loopback, never *
+    t.pop("bind", None)
     if origins < 1:
         raise XcbError(f"gateway: origins must be >= 1, not {origins}")
-    wildcard = is_wildcard(bind)
-    addr = "127.0.0.1" if wildcard else bind.strip("[]")
+    addr = bind.strip("[]")
+    ns = namespace(target)  # what it serves: a target without one is refused here
     ids = xrootd_ids()
     keep = keep_dir(workdir, name or f"gw-{target.cell_id or 'x'}")
     name = keep.name.removeprefix("gateway-")
@@ -217,7 +234,9 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
         else:
             live = make_dir(admin / "live", 0o711)
         own(make_dir(logs_dir(admin), 0o755), ids)
+        make_dir(out_dir(admin), 0o700)
         sec = gateway_security(security, run_security, admin, ids, addr)
+        sec["authdb"] = write_authdb(admin, ns, sec["authdb_user"], lookup=bool(target.osslib))
         tls = sec["tls"] if security != "none" else make_tls(admin / "tls", ids, addr)
         # XRD_CPUSEPGWRTRD also for the xrdcp that root TPC runs inside the gateway
         env = {"XRD_CPUSEPGWRTRD": "0", **(target.gateway_env or {}), **sec["env"]}
@@ -245,19 +264,20 @@ def start_gateway(target: Target, *, workdir: Path, cluster: Cluster | None = No
     for _attempt in range(3):
         try:
             servers = _plan(target, name, origins, addr, keep, live, admin, t, report_addr,
-                            wildcard, ids, tls, placement, sec)
+                            ids, tls, placement, sec)
         except BaseException:
             remove_tree(admin)
             raise
         gw = Gateway(name, target, addr, url_host_for(addr), servers, findings, client_env,
                      keep, live, admin, procs, security=security)
+        gw.tunables = t
         t0 = time.monotonic()
         try:
-            _launch(gw, env, ids, wildcard, procs, start_timeout)
+            _launch(gw, env, ids, procs, start_timeout)
             if security == "macaroons":  # the client asks the running gateway for its macaroon
                 run_security.request_macaroon(gw.http_url, Path(sec["client_env"]["BEARER_TOKEN_FILE"]))
             gw.start_seconds = time.monotonic() - t0
-            gw._relaunch = (env, ids, wildcard, procs, start_timeout)
+            gw._relaunch = (env, ids, procs, start_timeout)
             return gw
         except PortTaken as e:
             last_error = e
@@ -286,7 +306,7 @@ def _stop_servers(gw: Gateway) -> None:
                 gw._procs.discard(s.proc)
 
 
-def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildcard, ids,
+def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, ids,
           tls, placement=None, security=None) -> list[Server]:
     """Servers to start, in order (manager first), with ports and rendered configs."""
     used: set[int] = set()
@@ -298,7 +318,7 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
         used.add(p)
         return p
 
-    allow = () if wildcard else placement.allow if placement is not None else ("localhost",)
+    allow = placement.allow if placement is not None else ("localhost",)
     servers: list[Server] = []
 
     def add(daemon, role, sname, manager=None, localroot=None, with_http=True, p=None,
@@ -311,12 +331,14 @@ def _plan(target, name, origins, addr, keep, live, admin, t, report_addr, wildca
         text = render_config(daemon, role=role, name=sname, target=target, port=p, http_port=hp,
                              adminpath=adminpath, manager=manager, localroot=localroot,
                              tunables=t, report_addr=report_addr, allow_hosts=allow,
-                             origins=origins, gateway=name, tls=tls, security=security)
+                             origins=origins, gateway=name, tls=tls, security=security,
+                             authdb=security["authdb"])
         fname = f"{sname}-{daemon}.cfg"
         for d in {keep, live}:
             write_file(d / fname, text)
         servers.append(Server(daemon, role, sname, p, hp, live / fname,
-                              logs_dir(admin) / f"{sname}-{daemon}.log", localroot))
+                              logs_dir(admin) / f"{sname}-{daemon}.log", localroot,
+                              out=out_dir(admin) / f"{sname}-{daemon}.out"))
         if placement is not None:
             slot = placement.slot(role, index)
             servers[-1].slot, servers[-1].addr = slot, slot.addr
@@ -357,22 +379,22 @@ def daemon_command(s: Server, addr: str, ids, env: dict, listen: list[int], pyth
     return daemon_argv(cmd, daemon_env(ids, env))
 
 
-def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) -> None:
+def _launch(gw: Gateway, env: dict, ids, procs, timeout: float) -> None:
     path = gw.target.path
     if path and not gw.target.shared_store and os.lstat(path).st_uid == os.geteuid():
         own(Path(path), ids)  # the export root must be writable by xrootd: handed over once
     deadline = time.monotonic() + timeout
     for s in gw.servers:
-        listen = [] if wildcard or (s.daemon == "cmsd" and s.role == "server") else \
+        listen = [] if s.daemon == "cmsd" and s.role == "server" else \
             sorted({s.port} | ({s.http_port} if s.http_port else set()))
         python = sys.executable if s.slot is None else placement_mod.python_on(s.slot)
         cmd = daemon_command(s, s.addr or gw.addr, ids, env, listen, python)
         if s.slot is None:
-            s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}",
-                                log=s.log.with_suffix(".out"), cwd="/", procs=procs)
+            s.proc = proc.spawn(cmd, name=f"{gw.name}/{s.name}-{s.daemon}", log=s.out, cwd="/",
+                                procs=procs)
         else:  # on its gateway host, through the host's transport
             s.proc = placement_mod.spawn(s.slot, cmd, cwd="/", name=f"{gw.name}/{s.name}-{s.daemon}",
-                                         log=s.log.with_suffix(".out"), env={}, procs=procs)
+                                         log=s.out, env={}, procs=procs)
         if s.daemon == "cmsd" and s.role == "manager":
             # an origin's cmsd that finds the manager port closed retries only after 6 s
             wait_server(gw, s, deadline)
@@ -382,3 +404,4 @@ def _launch(gw: Gateway, env: dict, ids, wildcard: bool, procs, timeout: float) 
         wait_cluster(gw, deadline)
     if any(s.slot is not None for s in gw.servers):
         placement_mod.resolve_pids(gw)
+    warm_origins(gw, gw.origins)  # XrdCeph's cluster handles: xcbench.gateway.authz

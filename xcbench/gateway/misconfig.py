@@ -1,5 +1,6 @@
-"""Findings about a gateway as configured: the common rows (bind, TPC, origins) plus those its
-backend declares (``Backend.findings``)."""
+"""Findings about a gateway as configured: the common rows (TPC, origins) plus those its
+backend declares (``Backend.findings``). A wildcard bind is no finding: it is refused
+(xcbench.system.ports.check_bind, xcbench.gateway.launch)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from typing import Any
 from xcbench.backends.base import Backend
 from xcbench.cell import Cell
 from xcbench.store.findings import finding
-from xcbench.system.ports import is_wildcard
 
 
 def gateway_findings(cell_id: str, backend: type[Backend], *, tunables: Mapping[str, Any] | None = None,
@@ -39,13 +39,6 @@ def gateway_findings(cell_id: str, backend: type[Backend], *, tunables: Mapping[
             "completion in 2.5 s steps (XrdClThirdPartyCopyJob.cc): a 1 MiB and a 64 MiB root "
             "TPC both took 2.54 s here, so per-file rates of small files measure the poll",
             "use files that take well over 2.5 s, or compare with tpc-http", "warning"))
-    if is_wildcard(bind) and not authenticated:
-        rows.append(finding(
-            cell_id, "gateway listens on all interfaces without authentication",
-            "without xrootd.seclib access is anonymous read/write for anyone who can reach "
-            "the host",
-            "bind to loopback (gateway: {bind: 127.0.0.1}) or configure authentication",
-            "warning"))
     if origins > 1 and not shared_store:
         rows.append(finding(
             cell_id, f"{origins} origins with separate storage behind a cmsd redirector",

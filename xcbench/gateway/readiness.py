@@ -55,7 +55,7 @@ def http_answers(host: str, port: int, timeout: float = 2.0) -> bool:
 
 
 def failed(gw: GatewayLike, s: Server, why: str) -> XcbError:
-    lines = [ln for ln in (proc.tail(s.log, 8) + "\n" + proc.tail(s.log.with_suffix(".out"), 4))
+    lines = [ln for ln in (proc.tail(s.log, 8) + "\n" + proc.tail(s.out, 4))
              .splitlines() if ln.strip()]
     return XcbError(f"gateway {gw.name}: {s.daemon} {s.name} (cell {gw.target.cell_id}) {why}; "
                     f"config {s.config}; log {s.log}: " + " | ".join(lines[-8:]))
@@ -67,7 +67,7 @@ def wait_server(gw: GatewayLike, s: Server, deadline: float) -> None:
         if not s.proc.alive():
             rc = s.proc.popen.returncode
             if rc == EXIT_BIND:
-                raise PortTaken(proc.tail(s.log.with_suffix(".out"), 1))
+                raise PortTaken(proc.tail(s.out, 1))
             if rc is not None and rc < 0:
                 raise Crashed(failed(gw, s, f"was killed by signal {-rc} while starting"))
             raise failed(gw, s, f"exited with status {rc} while starting")

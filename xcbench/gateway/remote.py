@@ -57,6 +57,9 @@ def agent_argv(transport: Any) -> list[str]:
     return [*transport.xcbench_argv(), "gateway-agent"]
 
 
+AGENT_LOG_CAP = 16 << 20  # bytes kept of an agent's stderr (ssh's too): another host writes it
+
+
 class Part:
     """One agent: its host (slot), process, stream reader and what it said."""
 
@@ -78,7 +81,8 @@ class Part:
         try:
             self.p = self.slot.transport.spawn(agent_argv(self.slot.transport),
                                                name=f"gateway-agent-{self.host}-{self.role}{self.index or ''}",
-                                               log=self.raw.with_suffix(".log"), procs=procs, pipe=True)
+                                               log=self.raw.with_suffix(".log"), procs=procs, pipe=True,
+                                               log_cap=AGENT_LOG_CAP)
         except (OSError, XcbError) as e:
             raise XcbError(f"gateway: host {self.host}: the gateway agent did not start: {e}") from None
         self.reader = threading.Thread(target=self._read, daemon=True, name=f"xcb-gwagent-{self.host}")
@@ -302,7 +306,10 @@ def _key(s: Any) -> str:
 def _target_request(target: Any) -> dict[str, Any]:
     out = {k: getattr(target, k) for k in TARGET_FIELDS}
     out["layout"] = asdict(Layout.of(target.layout)) if target.layout is not None else None
-    out["info"] = {"size": (target.info or {}).get("size")}  # a tmpfs's size; nothing else
+    # a tmpfs's size, and the namespace an XrdCeph gateway serves (xcbench.gateway.authz)
+    info = target.info or {}
+    out["info"] = {"size": info.get("size"), **({"name_prefix": info["name_prefix"]}
+                                                 if info.get("name_prefix") else {})}
     return out
 
 

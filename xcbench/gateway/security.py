@@ -71,6 +71,31 @@ MACAROON_ACTIVITIES = "activity:DOWNLOAD,UPLOAD,DELETE,MANAGE,LIST,READ_METADATA
 MACAROON_VALIDITY = "PT6H"
 
 
+ISSUER_TIMEOUT = 10.0  # s a connection to the issuer has for its TLS handshake and each read
+
+
+class _TLSServer(http.server.ThreadingHTTPServer):
+    """HTTPS whose TLS handshake runs in the connection's own thread, with a deadline: a
+    listening socket wrapped in TLS shakes hands inside accept(), so one silent connection
+    would stop every other one."""
+    daemon_threads = True
+
+    def __init__(self, addr: tuple[str, int], handler: Any, ctx: ssl.SSLContext):
+        super().__init__(addr, handler)
+        self.ctx = ctx
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(ISSUER_TIMEOUT)
+        try:
+            tls = self.ctx.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError):
+            return
+        try:
+            super().finish_request(tls, client_address)
+        finally:
+            tls.close()
+
+
 class Issuer:
     """A WLCG token issuer on loopback: its key signs the tokens; /.well-known/openid-configuration
     and /jwks are served over HTTPS with the run's CA."""
@@ -109,8 +134,8 @@ class Issuer:
             def log_message(self, *a: Any) -> None:  # quiet: the run's output is the driver's
                 pass
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
+        Handler.timeout = ISSUER_TIMEOUT  # each read of a request (StreamRequestHandler)
+        self._server = _TLSServer(("127.0.0.1", 0), Handler, ctx)
         self.url = f"https://localhost:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="xcb-issuer", daemon=True)
         self._thread.start()
@@ -240,18 +265,16 @@ class RunSecurity:
             self._client = (cert, key, f"{h}.0")
         return self._client
 
-    def macaroon_files(self, admin: Path, ids: Any) -> tuple[Path, Path]:
-        """(secret, authdb) for a gateway: the run's macaroon secret (one per run, so a macaroon
-        of one gateway holds at another of the run, as TPC needs) and an authdb granting the
-        client's certificate everything."""
+    def macaroon_secret(self, admin: Path, ids: Any) -> Path:
+        """The run's macaroon secret for a gateway (one per run, so a macaroon of one gateway
+        holds at another of the run, as TPC needs): a file in root's admin dir, handed to
+        xrootd, which reads it and never replaces it. The gateway's authdb grants the client's
+        certificate (:meth:`client_cert`) the gateway's namespace (xcbench.gateway.authz)."""
         if self._secret is None:
             self._secret = base64.encodebytes(os.urandom(64))  # 76-column lines, as openssl writes
-        secret, authdb = admin / "macaroon.secret", admin / "authdb"
-        write_file(secret, self._secret, 0o600, new=True)
-        write_file(authdb, f"u {self.client_cert()[2]} / a\n", 0o600, new=True)
-        for p in (secret, authdb):  # files in root's admin dir: xrootd reads, never replaces them
-            own(p, ids)
-        return secret, authdb
+        secret = write_file(admin / "macaroon.secret", self._secret, 0o600, new=True)
+        own(secret, ids)
+        return secret
 
     def request_macaroon(self, http_url: str, path: Path) -> Path:
         """Ask the gateway at ``http_url`` for a macaroon (the client's certificate proves who
@@ -307,9 +330,12 @@ def check_mode(mode: str) -> None:
 
 def gateway_security(mode: str, sec: RunSecurity | None, admin: Path, ids: Any, host: str) -> dict[str, Any]:
     """What a gateway of ``mode`` needs: {"mode", "tls": (cert, key), "cadir", "scitokens": cfg
-    path, "env": gateway env, "client_env": for its clients}; for none: only the mode."""
+    path, "env": gateway env, "client_env": for its clients, "authdb_user": whom its authdb
+    grants the namespace (xcbench.gateway.authz: anyone; for macaroons the client's
+    certificate)}; for none: the mode and "authdb_user" only. With scitokens the token decides
+    (no authdb): only the run's token, a 0600 file of root's, opens the gateway."""
     out: dict[str, Any] = {"mode": mode, "cadir": None, "scitokens": None, "macaroons": None,
-                           "env": {}, "client_env": {}}
+                           "env": {}, "client_env": {}, "authdb_user": "*"}
     if mode == "none":
         return out
     check_mode(mode)
@@ -328,8 +354,8 @@ def gateway_security(mode: str, sec: RunSecurity | None, admin: Path, ids: Any, 
         out["env"]["XDG_CACHE_HOME"] = str(sec.keycache(admin / "cache", ids))
         out["client_env"]["BEARER_TOKEN_FILE"] = str(sec.token_file(WRITE_SCOPES))
     if mode == "macaroons":
-        secret, authdb = sec.macaroon_files(admin, ids)
-        out["macaroons"] = {"secret": str(secret), "authdb": str(authdb)}
+        out["macaroons"] = {"secret": str(sec.macaroon_secret(admin, ids))}
+        out["authdb_user"] = sec.client_cert()[2]
         # written once the gateway answers (xcbench.gateway.launch asks for the macaroon)
         out["client_env"]["BEARER_TOKEN_FILE"] = str(sec.dir / f"macaroon-{admin.name}")
     return out

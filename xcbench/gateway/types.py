@@ -27,6 +27,9 @@ class Server:
     addr: str | None = None
     slot: Any = field(default=None, repr=False)
     host_pid: int | None = None
+    # its stdout and stderr: a file of root's in root's own dir (launch.out_dir), handed to the
+    # daemon as a descriptor; never a name in the logs dir the xrootd user writes
+    out: Path | None = None
 
     @property
     def pid(self) -> int | None:

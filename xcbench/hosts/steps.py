@@ -70,10 +70,10 @@ class SlurmTransport(Transport):
 
     def spawn(self, argv: Sequence[object], *, name: str, log: str | os.PathLike | None = None,
               env: Mapping[str, object] | None = None, procs: proc.ProcessSet | None = None,
-              pipe: bool = False) -> proc.Proc:
+              pipe: bool = False, log_cap: int | None = None) -> proc.Proc:
         # stdin always ours: srun forwards its EOF to the task (a step never reads a terminal)
         return proc.spawn(self.wrap(argv, env), name=name, log=log, procs=procs, pipe=pipe,
-                          stdin=True)
+                          stdin=True, log_cap=log_cap)
 
     def run(self, argv: Sequence[object], *, env: Mapping[str, object] | None = None,
             **kw: Any) -> proc.Completed:

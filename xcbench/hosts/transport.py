@@ -31,6 +31,13 @@ from xcbench.system.cgroups import detect
 NETNS_DIR = Path("/run/netns")
 # ssh never prompts (a run must not hang on a password question) and never asks for a tty
 SSH_DEFAULTS = ("-o", "BatchMode=yes", "-T")
+# the gateway keyring and the run's CA key travel over ssh: the host's key is checked (known
+# already: never accepted on first sight), and nothing of this machine is forwarded to it (no
+# agent, no X11, no port forwardings: ssh_config's LocalForward etc. are cleared), whatever the
+# user's ssh_config or the inventory's ssh_options say; first on the command line, as ssh keeps
+# the first value it is given for each option
+SSH_SAFE = ("-o", "StrictHostKeyChecking=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no",
+            "-o", "ClearAllForwardings=yes", "-o", "PermitLocalCommand=no")
 # the remote side of a spawned ssh command ($1: grace seconds, $2: 1 to forward stdin): the
 # command in its own process group; a watcher that copies the ssh channel (stdin) to the command
 # (or to /dev/null) until EOF (the client stopped or died), closes the command's stdin, waits the
@@ -91,13 +98,14 @@ class Transport:
 
     def spawn(self, argv: Sequence[object], *, name: str, log: str | os.PathLike | None = None,
               env: Mapping[str, object] | None = None, procs: proc.ProcessSet | None = None,
-              pipe: bool = False) -> proc.Proc:
+              pipe: bool = False, log_cap: int | None = None) -> proc.Proc:
         """Start ``argv`` on the host; ``proc.stop`` stops it there. ``pipe``: its stdin and
-        stdout are pipes (``popen.stdin``/``popen.stdout``; stderr goes to ``log``); closing
-        stdin is its cue to end (ssh: it is stopped PIPE_GRACE s after that)."""
+        stdout are pipes (``popen.stdin``/``popen.stdout``; stderr goes to ``log``, at most
+        ``log_cap`` bytes of it: proc.spawn); closing stdin is its cue to end (ssh: it is
+        stopped PIPE_GRACE s after that)."""
         self.ready()
         return proc.spawn(self.wrap(argv, env), name=name, log=log, procs=procs, pipe=pipe,
-                          stdin=pipe)
+                          stdin=pipe, log_cap=log_cap)
 
     def put(self, local: str | os.PathLike, remote: str) -> None:
         """Copy a local file to ``remote`` on the host (its directory is made)."""
@@ -176,7 +184,7 @@ class SshTransport(Transport):
     shares_fs = False
 
     def _ssh(self) -> list[str]:
-        return ["ssh", *self.host.ssh_options, *SSH_DEFAULTS]
+        return ["ssh", *SSH_SAFE, *self.host.ssh_options, *SSH_DEFAULTS]
 
     def wrap(self, argv: Sequence[object], env: Mapping[str, object] | None = None, *,
              tied: bool = False, stdin: bool = False) -> list[str]:
@@ -196,12 +204,12 @@ class SshTransport(Transport):
 
     def spawn(self, argv: Sequence[object], *, name: str, log: str | os.PathLike | None = None,
               env: Mapping[str, object] | None = None, procs: proc.ProcessSet | None = None,
-              pipe: bool = False) -> proc.Proc:
+              pipe: bool = False, log_cap: int | None = None) -> proc.Proc:
         return proc.spawn(self.wrap(argv, env, tied=True, stdin=pipe), name=name, log=log,
-                          procs=procs, pipe=pipe, stdin=True)
+                          procs=procs, pipe=pipe, stdin=True, log_cap=log_cap)
 
     def _scp(self, src: str, dst: str) -> None:
-        proc.run(["scp", "-q", *_scp_options(self.host.ssh_options), "-o", "BatchMode=yes",
+        proc.run(["scp", "-q", *SSH_SAFE, *_scp_options(self.host.ssh_options), "-o", "BatchMode=yes",
                   src, dst], timeout=600)
 
     def put(self, local: str | os.PathLike, remote: str) -> None:

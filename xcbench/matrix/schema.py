@@ -239,7 +239,9 @@ DEFAULTS: dict[str, Any] = {"origins": [1], "modes": ["push"], "concurrency": (4
 
 def check_cells(errors: _Errors, cells: list) -> None:
     """Each cell once the defaults and the backend's settings are merged, by the packages that
-    run it (xcbench.matrix.sections): time-based levels, reads, driver memory, the engine."""
+    run it (xcbench.matrix.sections): time-based levels, reads, driver memory, the engine; and
+    where its FTS credential would go (xcbench.system.secrets_policy: include: entries too)."""
+    errors.lines += secrets_policy.matrix_problems(cells, errors.path)
     for check in sections.cell_checks():
         for c in cells:
             for fieldname, why in check(c):
@@ -253,5 +255,4 @@ def check_top(errors: _Errors, raw: Any, key: str) -> None:
         sections.matrix_check(key)(raw, errors.path)
     except XcbError as e:
         errors.lines.append(str(e))
-    if key == "hosts":
-        errors.lines += secrets_policy.matrix_problems(raw, errors.path)
+

@@ -77,7 +77,6 @@ def load_calibration(runs: list[RunData | str | Path], num_osds: int | None = No
     for given in runs:
         rd = given if isinstance(given, RunData) else _load(given)
         run = rd.run
-        cells = run.manifest.get("cells", {}) or {}
         n = num_osds or find_int(run.manifest, ("num_osds",)) or _osds_in_samples(run)
         if n:
             cal.num_osds = cal.num_osds or n
@@ -87,7 +86,7 @@ def load_calibration(runs: list[RunData | str | Path], num_osds: int | None = No
             cal.notes.append(f"{n} OSDs in the measured cluster (from {how})")
             cal.notes_osds = True
         pools = {cid: c.pool for cid, c in rd.cell_objects.items() if c.pool}  # the cells' own
-        _campaigns(cal, rd, cells, pools)
+        _campaigns(cal, rd, pools)
         _amplification(cal, run, pools)
         _probes(cal, run, pools, n)
         bl = run.table("baseline")
@@ -161,8 +160,8 @@ def _steady_rates(cal: Calibration, rd: RunData) -> dict[tuple[str, int], float]
     return out
 
 
-def _campaigns(cal: Calibration, rd: RunData, cells: dict, pools: dict[str, Protection]) -> None:
-    run = rd.run
+def _campaigns(cal: Calibration, rd: RunData, pools: dict[str, Protection]) -> None:
+    run, cells = rd.run, rd.cell_objects
     df = run.table("campaigns")
     if not len(df):
         return
@@ -171,15 +170,14 @@ def _campaigns(cal: Calibration, rd: RunData, cells: dict, pools: dict[str, Prot
     steady = _steady_rates(cal, rd) if len(df) else {}
     verdicts = _verdicts(rd)
     for (cid, conc), g in df.groupby(["cell_id", "concurrency"]):
-        info = cells.get(cid, {})
-        s = info.get("settings") or {}
+        cell = cells.get(cid)
         prot = pools.get(cid)
         whole = float(g["rate"].astype(float).median())
         st = steady.get((str(cid), int(conc)))
         cal.curve.append({
-            "run": run.path.name, "cell_id": cid, "label": info.get("label", cid),
-            "backend": s.get("backend", "?"), "pool": prot.label if prot else "-",
-            "origins": int(s.get("origins") or 1), "cores": s.get("cores"),
+            "run": run.path.name, "cell_id": cid, "label": cell.label if cell else cid,
+            "backend": cell.backend if cell else "?", "pool": prot.label if prot else "-",
+            "origins": cell.origins if cell else 1, "cores": cell.cores if cell else None,
             "mode": str(g["mode"].iloc[0]),
             "concurrency": int(conc), "rate": st or whole, "campaign_rate": whole,
             "rate_from": "steady window (figures.steady)" if st else "campaign median over repeats",

@@ -9,16 +9,20 @@ transfer client inside the gateway, so the figures are kept apart by (checksum, 
     cores per gateway = per-gateway rate (GB/s) x CPU s/GB / --cpu-utilisation
 
 The checksum kind comes from ``campaigns.gateway_checksum`` if the run wrote it, else from the
-cell: none when the campaign asks no target checksum, on-the-fly for a rados backend with cksio
-(XrdCeph sums while the data passes), read-back otherwise (xrootd reads the file again).
+cell: none when the campaign asks no target checksum, on-the-fly where the gateway's tunables
+(the backend's defaults under the cell's) keep cksio on (XrdCeph sums while the data passes: the
+rados backend), read-back otherwise (xrootd reads the file again).
 The US-CMS study is printed beside as the reference (USCMS_REFERENCE).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
+from xcbench.backends.base import backend_class
+from xcbench.cell import Cell
 from xcbench.errors import XcbError
 from xcbench.plan.storage import ceil_count
 
@@ -36,16 +40,19 @@ USCMS_REFERENCE = {
 }
 
 
-def cell_checksum(settings: dict, row_value: Any = None) -> str:
-    """none | on-the-fly | read-back: how the gateway of a cell computed the target checksum."""
+def cell_checksum(cell: Cell | None, row_value: Any = None) -> str:
+    """none | on-the-fly | read-back: how the gateway of a cell computed the target checksum
+    (``cell`` None: a cell stored without its settings, with the defaults)."""
     if isinstance(row_value, str) and row_value in CHECKSUM_KINDS:
         return row_value
-    camp = (settings or {}).get("campaign") or {}
-    if str(camp.get("checksum", "both")) in ("none", "source"):
+    if cell is not None and str(cell.campaign.get("checksum", "both")) in ("none", "source"):
         return "none"
-    gw = (settings or {}).get("gateway") or {}
-    rados = str((settings or {}).get("backend", "")).startswith("rados")
-    return "on-the-fly" if rados and gw.get("cksio", True) else "read-back"
+    if cell is None:
+        return "read-back"
+    # cksio: the OSS plugin sums as the data passes (XrdCeph's +cksio), where the backend has one
+    defaults = backend_class(cell.backend).target_defaults["gateway_defaults"]
+    on = "cksio" in defaults and {**defaults, **cell.gateway_settings}["cksio"]
+    return "on-the-fly" if on else "read-back"
 
 
 def plan_mode(mode: str) -> str:
@@ -56,17 +63,18 @@ def plan_mode(mode: str) -> str:
 CAPPED_BY = ("host-cpu", "client")  # verdicts that say the rate was held outside the gateway
 
 
-def _security(g, settings: dict) -> str:
+def _security(g, cell: Cell | None) -> str:
     if "security" in g:
         vals = [str(v) for v in g["security"].dropna().unique()]
         if vals:
             return vals[0]
-    return str((settings or {}).get("security") or "none")
+    return cell.security if cell is not None else "none"
 
 
-def gateway_cpu_rows(run_name: str, df, cells: dict, verdicts=None) -> list[dict]:
-    """Median CPU/GB per (cell, mode, security) of a run's ``campaigns`` table; ``verdicts`` (the
-    run's table) marks the cells whose rate was capped by something else than the gateway."""
+def gateway_cpu_rows(run_name: str, df, cells: Mapping[str, Cell], verdicts=None) -> list[dict]:
+    """Median CPU/GB per (cell, mode, security) of a run's ``campaigns`` table (``cells``: the
+    run's, RunData.cell_objects); ``verdicts`` (the run's table) marks the cells whose rate was
+    capped by something else than the gateway."""
     out = []
     import pandas as pd
     df = df.assign(gateway_cpu_s_per_gb=pd.to_numeric(df["gateway_cpu_s_per_gb"], errors="coerce"))
@@ -77,13 +85,12 @@ def gateway_cpu_rows(run_name: str, df, cells: dict, verdicts=None) -> list[dict
         for r in v.to_dict("records"):
             capped.setdefault(str(r["cell_id"]), []).append(f"c={int(r['concurrency'])} {r['verdict']}")
     for (cid, mode), g in df.groupby(["cell_id", "mode"]):
-        info = cells.get(cid, {}) or {}
-        s = info.get("settings") or {}
-        kind = cell_checksum(s, g["gateway_checksum"].iloc[0] if "gateway_checksum" in g else None)
+        cell = cells.get(cid)
+        kind = cell_checksum(cell, g["gateway_checksum"].iloc[0] if "gateway_checksum" in g else None)
         levels = sorted({int(c) for c in g["concurrency"]}) if "concurrency" in g else []
-        label = info.get("label", cid)
+        label = cell.label if cell else cid
         out.append({
-            "checksum": kind, "mode": plan_mode(mode), "security": _security(g, s),
+            "checksum": kind, "mode": plan_mode(mode), "security": _security(g, cell),
             "s_per_gb": float(g["gateway_cpu_s_per_gb"].astype(float).median()),
             "cell": f"{run_name} cell {cid} ({label})", "capped": capped.get(str(cid), []),
             "from": f"{run_name} cell {cid} ({label}, {mode}, c={','.join(map(str, levels))}), "

@@ -10,32 +10,34 @@ quota. A cell whose gateway stayed below its quota (measured ``gateway_cpu_s_per
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
+from xcbench.cell import Cell
 from xcbench.plan.gateway_cores import cell_checksum, plan_mode
 
 BOUND = 0.9  # a gateway using at least 90 % of its quota was held by it (CFS grants whole periods)
 
 
-def rate_per_core_rows(run_name: str, cells: dict, rates: dict[tuple[str, int], float],
+def rate_per_core_rows(run_name: str, cells: Mapping[str, Cell], rates: dict[tuple[str, int], float],
                        campaigns: Any = None, samples: Any = None) -> tuple[list[dict], list[str]]:
     """(rows for Calibration.gateway_cpu, notes): one row per quota-held cores cell, at its
-    best level. ``rates``: (cell_id, concurrency) -> rate (B/s); ``campaigns``: the run's
-    campaigns table (for the gateway CPU it measured), or None."""
+    best level. ``cells``: the run's (RunData.cell_objects); ``rates``: (cell_id, concurrency)
+    -> rate (B/s); ``campaigns``: the run's campaigns table (for the gateway CPU it measured),
+    or None."""
     rows, notes = [], []
-    for cid, info in cells.items():
-        s = (info or {}).get("settings") or {}
-        cores = s.get("cores")
+    for cid, cell in cells.items():
+        cores = cell.cores
         if not cores:
             continue
         levels = {c: r for (k, c), r in rates.items() if k == cid and r > 0}
         if not levels:
             continue
         conc, rate = max(levels.items(), key=lambda kv: kv[1])
-        quota = float(cores) * int(s.get("origins") or 1)
+        quota = float(cores) * cell.origins
         used = _cores_used(campaigns, cid, conc, rate)
         busiest = _busiest_origin(samples, cid)
-        label = info.get("label", cid)
+        label = cell.label
         if used is not None and used < BOUND * quota:
             notes.append(f"{run_name} cell {cid} ({label}): gateway used {used:.3g} of its {quota:g} "
                          "cores: not held by its quota, no rate per core from it")
@@ -46,7 +48,7 @@ def rate_per_core_rows(run_name: str, cells: dict, rates: dict[tuple[str, int], 
                          "no rate per core from it")
             continue
         per_core = rate / quota
-        rows.append({"checksum": cell_checksum(s), "mode": plan_mode(s.get("mode", "push")),
+        rows.append({"checksum": cell_checksum(cell), "mode": plan_mode(cell.mode),
                      "s_per_gb": 1e9 / per_core, "rate_per_core": per_core, "cores": quota,
                      "from": f"{run_name} cell {cid} ({label}): {rate / 1e9:.3g} GB/s with "
                              f"{quota:g} cores (cores sweep, c={conc})"})
@@ -77,12 +79,11 @@ def _cores_used(campaigns: Any, cid: str, conc: int, rate: float) -> float | Non
     return float(v.median()) * rate / 1e9
 
 
-def add_rate_per_core(cal: Any, run: Any, cells: dict, campaigns: Any) -> None:
+def add_rate_per_core(cal: Any, run: Any, cells: Mapping[str, Cell], campaigns: Any) -> None:
     """Calibration (xcbench.plan.calibrate) += this run's rate-per-core rows and notes."""
     run_name = run.path.name
     rates = {(c["cell_id"], c["concurrency"]): c["rate"] for c in cal.curve if c["run"] == run_name}
-    samples = run.table("samples") if any((c.get("settings") or {}).get("cores")
-                                          for c in cells.values()) else None
+    samples = run.table("samples") if any(c.cores for c in cells.values()) else None
     rows, notes = rate_per_core_rows(run_name, cells, rates, campaigns, samples)
     cal.gateway_cpu += rows
     cal.rate_per_core += rows

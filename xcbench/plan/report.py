@@ -12,6 +12,7 @@ from xcbench.analysis.report.render import fig_to_data_uri, new_figure, render, 
 from xcbench.errors import XcbError
 from xcbench.figures.units import fmt_bytes, fmt_capacity, fmt_rate, fmt_value, format_size, gbps
 from xcbench.plan.rtt import rtt_lines
+from xcbench.system import outfiles
 
 FORMATS = ("text", "json", "html", "md")
 
@@ -370,6 +371,5 @@ def render_plan(plan: dict, fmt: str = "text", out: str | Path | None = None) ->
             write_report(text, out, fmt)
             return text
     if out is not None:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text)
+        outfiles.write(out, text)  # by descriptor from / (xcbench.system.outfiles)
     return text

@@ -11,7 +11,7 @@ from the matrix and what it costs here.
 
 A file-count level ends when its files are moved: its length depends on the rate measured, so it
 is counted, not timed. The per-job, per-cell and report costs were measured on the project's
-2-core reference box (docs/validation.md, "The demo"; `benchmarks/bench_demo.py` prints the run's
+2-core reference box (docs/validation.md#the-demo; `benchmarks/bench_demo.py` prints the run's
 phases beside this estimate).
 """
 

@@ -43,7 +43,7 @@ from xcbench.run import matrix_sections  # noqa: F401 (the checks of a matrix's 
 from xcbench.run.hooks import DeviceCounter, RunHooks
 from xcbench.run.hostrun import RunHosts
 from xcbench.run.options import RunOptions, RunStopped
-from xcbench.run.session import CellSession, copy_artifacts
+from xcbench.run.session import ARTIFACTS_CAP, CellSession, copy_artifacts
 from xcbench.scaleout.engine import pop_engine
 from xcbench.store import fingerprint as fp
 from xcbench.store.manifest import DONE
@@ -51,6 +51,7 @@ from xcbench.store.rundir import RunDir
 from xcbench.system import orphans, proc, secrets
 from xcbench.system.fsutil import remove_tree
 from xcbench.system.signals import Interrupted, StopFlag
+from xcbench.system.treewalk import Budget
 from xcbench.telemetry import ReportListener, TelemetryRunner
 from xcbench.telemetry.gateway import report_listener
 from xcbench.telemetry.gateway_cpu_meter import GatewayCpuMeter
@@ -212,7 +213,9 @@ class Runner:
 
     def _copy_artifacts(self, session: Any, dest: Path) -> None:
         if self.run.has_room():  # a full store keeps its reserve for the manifest
-            copy_artifacts(session, dest)
+            # one budget for the whole run (session.ARTIFACTS_CAP bytes of gateway logs, configs)
+            budget = self.__dict__.setdefault("_artifacts", Budget(ARTIFACTS_CAP))
+            copy_artifacts(session, dest, budget)
 
     def _count_lost(self, lost: dict[str, dict]) -> None:
         """Rows a sink refused upstream of the store (the store counts its own): the manifest."""

@@ -12,7 +12,6 @@ cell up this way, so the order of setup and teardown is written once.
 from __future__ import annotations
 
 import contextlib
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +21,8 @@ from xcbench.gateway import start_gateway
 from xcbench.gateway.cores import limit_origins
 from xcbench.gateway.placement import origin_findings, origin_load, refuse_cores, uses_agents
 from xcbench.gateway.remote import start_remote_gateway
+from xcbench.system.fsutil import copy_files
+from xcbench.system.treewalk import Budget
 
 if TYPE_CHECKING:
     from xcbench.backends.base import Backend, Target
@@ -120,16 +121,20 @@ class CellSession:
             stack.close()
 
 
-def copy_artifacts(session: Any, dest: Path) -> None:
-    """Rendered configs and logs of the session's gateway into the run (never keyrings)."""
+ARTIFACTS_CAP = 1 << 30  # bytes of gateway logs and configs one run keeps at most
+
+
+def copy_artifacts(session: Any, dest: Path, budget: Budget | None = None) -> None:
+    """Rendered configs and logs of the session's gateway into the run (never keyrings): read
+    through their directory's descriptor (a log the xrootd user replaced by a link, when the
+    gateway's stop failed before it copied them, is never followed), each capped and all of the
+    run's within ``budget`` (xcbench.system.fsutil.copy_files)."""
     gateway = getattr(session, "gateway", session)
     if gateway is None:
         return
+    paths = [Path(p) for p in list(getattr(gateway, "config_paths", [])) +
+             list(getattr(gateway, "log_paths", [])) if "keyring" not in Path(p).name]
     try:
-        dest.mkdir(parents=True, exist_ok=True)
-        for p in list(getattr(gateway, "config_paths", [])) + list(getattr(gateway, "log_paths", [])):
-            p = Path(p)
-            if p.is_file() and "keyring" not in p.name:
-                shutil.copy2(p, dest / f"{p.parent.name}-{p.name}" if (dest / p.name).exists() else dest / p.name)
+        copy_files(paths, dest, budget or Budget(ARTIFACTS_CAP))
     except OSError:  # a full result store: the copies are lost, not the cell's measurements
         pass

@@ -62,7 +62,8 @@ from xcbench.errors import XcbError
 from xcbench.figures.numbers import as_float, finite_or_none
 from xcbench.hosts import reshape
 from xcbench.matrix import Matrix, load_matrix
-from xcbench.matrix.expand import _finish
+from xcbench.matrix.expand import _finish, expand
+from xcbench.matrix.schema import _Errors
 from xcbench.run.hooks import RunHooks
 from xcbench.run.runner import RunOptions
 from xcbench.selftest import lifts
@@ -136,8 +137,10 @@ def preflight(run_path: str | Path, cell: str | None = None, level: int | None =
 
 def _operator_named(raw: Any, where: str, granted: tuple[str, ...]) -> None:
     """XcbError (one line) when the matrix would send its FTS credential to an endpoint the
-    operator did not name (xcbench.system.secrets_policy.fts_endpoint_problems)."""
-    refused = fts_endpoint_problems(raw, where, granted)
+    operator did not name (xcbench.system.secrets_policy.fts_endpoint_problems), whichever part
+    of it (defaults, a backend, an include: entry) the cell's FTS section came from."""
+    cells = expand(raw, where, _Errors(where)) if isinstance(raw, dict) else []
+    refused = fts_endpoint_problems(cells, where, granted)
     if refused:
         raise XcbError(refused[0])
 

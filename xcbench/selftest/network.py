@@ -27,7 +27,6 @@ listed as "not yet" with the reason. Quick: 2 levels (~1 min for both runs here)
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import sys
@@ -47,7 +46,7 @@ from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions
 from xcbench.selftest import registry
 from xcbench.selftest.capping import run_concluded
-from xcbench.selftest.judging import roles_short
+from xcbench.selftest.judging import roles_short, run_verdicts
 from xcbench.selftest.scenarios import FULL, QUICK, Check
 
 NAME = "network"
@@ -82,16 +81,21 @@ def levels_of(quick: bool) -> dict[str, Any]:
             "campaign": sizes.campaign()}
 
 
+def hosts_doc(bridge: str, net: Any, hosts: dict[str, tuple[list[str], int, str | None]]) -> dict[str, Any]:
+    """An inventory of emulated hosts on a bridge of ``net``'s: {name: (roles, which address of
+    the network, the link's tc rate or None: unshaped)}; the bridge takes the first address."""
+    addr = list(net.hosts())
+    out: dict[str, Any] = {}
+    for name, (roles, n, rate) in hosts.items():
+        out[name] = {"roles": roles, "transport": "netns", "address": str(addr[n]),
+                     **({"link": {"rate": rate}} if rate else {})}
+    return {"bridge": {"name": bridge, "address": f"{addr[0]}/{net.prefixlen}"}, "hosts": out}
+
+
 def inventory_doc(tag: str, rate: str | None, net: Any) -> dict[str, Any]:
     """The scenario's two emulated hosts; ``rate``: the client link's tc rate (None: unshaped)."""
-    hosts = list(net.hosts())
-    client: dict[str, Any] = {"roles": ["client"], "transport": "netns", "address": str(hosts[10])}
-    if rate:
-        client["link"] = {"rate": rate}
-    return {"bridge": {"name": f"xcbn{tag}", "address": f"{hosts[0]}/{net.prefixlen}"},
-            "hosts": {f"nc{tag}": client,
-                      f"ng{tag}": {"roles": ["gateway", "redirector"], "transport": "netns",
-                                   "address": str(hosts[20])}}}
+    return hosts_doc(f"xcbn{tag}", net, {f"nc{tag}": (["client"], 10, rate),
+                                         f"ng{tag}": (["gateway", "redirector"], 20, None)})
 
 
 @contextlib.contextmanager
@@ -131,12 +135,15 @@ def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, wor
     return run_concluded(matrix, cluster, opts)
 
 
-def _verdicts(run: Any) -> dict[int, dict[str, Any]]:
-    out = {}
-    for r in run.table("verdicts").to_dict("records"):
-        out[int(r["concurrency"])] = {"verdict": r["verdict"], "reason": r["reason"],
-                                      "evidence": json.loads(r.get("evidence") or "{}")}
-    return out
+def level_verdicts(run: Any) -> dict[int, dict[str, Any]]:
+    """{level: {verdict, reason, evidence}} of a run of one cell (judging.run_verdicts)."""
+    return {lv: v for (_, lv), v in run_verdicts(run).items()}
+
+
+def record(result: dict[str, Any], key: str, run: Any, t0: float) -> None:
+    """A scenario's run under ``key`` in its result: the run's path and its seconds since ``t0``."""
+    result["runs"][key] = str(run.path)
+    result["seconds"][key] = round(time.monotonic() - t0, 1)
 
 
 def _failed(run: Any) -> str:
@@ -191,15 +198,17 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
     tag = f"{os.getpid() % 100000}"
     result: dict[str, Any] = {"checks": [], "runs": {}, "seconds": {}, "figures": {}}
     # 1. the chain over the unshaped hosts at every level: the slowest is what a link must be below
-    name = f"selftest-{stamp}-network-unshaped"
-    t0 = time.monotonic()
-    with emulated(inventory_doc(tag, None, free_network()), workdir, name) as inv:
-        log(f"selftest: network: unshaped run over hosts {', '.join(h.name for h in inv.hosts)} "
-            f"at c={list(levels)}")
-        run = _run(matrix_doc(name, levels, sizes), name, cluster, out, workdir, inv, False)
-    result["runs"]["network-unshaped"] = str(run.path)
-    result["seconds"]["network-unshaped"] = round(time.monotonic() - t0, 1)
-    got_rates = {lv: (v.get("evidence") or {}).get("rate") for lv, v in _verdicts(run).items()}
+    def hosts_run(key: str, rate: str | None, say: Callable[[Any], str]) -> Any:
+        """The cell at every level over the hosts (the client's link at ``rate``), recorded."""
+        name, t0 = f"selftest-{stamp}-{key}", time.monotonic()
+        with emulated(inventory_doc(tag, rate, free_network()), workdir, name) as inv:
+            log(say(inv))
+            run = _run(matrix_doc(name, levels, sizes), name, cluster, out, workdir, inv, rate is not None)
+        record(result, key, run, t0)
+        return run
+    run = hosts_run("network-unshaped", None, lambda inv: f"selftest: network: unshaped run over hosts "
+                    f"{', '.join(h.name for h in inv.hosts)} at c={list(levels)}")
+    got_rates = {lv: (v.get("evidence") or {}).get("rate") for lv, v in level_verdicts(run).items()}
     result["figures"]["unshaped_levels_bytes_per_s"] = got_rates
     rates = {lv: float(r) for lv, r in got_rates.items() if isinstance(r, (int, float)) and r > 0}
     if set(rates) != set(levels):
@@ -213,17 +222,12 @@ def run_network(cluster: Cluster | None, *, quick: bool = False, out: Path = Pat
     result["figures"].update(unshaped_bytes_per_s=unshaped, fraction=fraction, shaped_rate=rate,
                              shaped_bytes_per_s=mbit * 1e6 / 8)
     # 2. the same cell, every level, the client host's link shaped to fraction x unshaped
-    name = f"selftest-{stamp}-network"
-    t0 = time.monotonic()
-    with emulated(inventory_doc(tag, rate, free_network()), workdir, name) as inv:
-        log(f"selftest: network: the chain did >= {unshaped * 8 / 1e6:.0f} Mb/s unshaped; client "
-            f"link shaped to {rate} ({fraction} x), levels c={list(levels)}")
-        run = _run(matrix_doc(name, levels, sizes), name, cluster, out, workdir, inv, True)
-    result["runs"]["network"] = str(run.path)
-    result["seconds"]["network"] = round(time.monotonic() - t0, 1)
+    run = hosts_run("network", rate, lambda inv: f"selftest: network: the chain did >= "
+                    f"{unshaped * 8 / 1e6:.0f} Mb/s unshaped; client link shaped to {rate} "
+                    f"({fraction} x), levels c={list(levels)}")
     bits_per_s = iperf3_bits_per_s(run)
     result["figures"]["iperf3_bits_per_s"] = bits_per_s
-    got_all = _verdicts(run)
+    got_all = level_verdicts(run)
     cell_id = next(iter(run.cells), "-")
     for lv in levels:
         v = got_all.get(lv)

@@ -27,7 +27,6 @@ to, from the hosts' record (the prometheus device's node.nic_limit_bytes_per_s).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
@@ -41,14 +40,14 @@ from xcbench.analysis.verdicts.attribution import VERDICTS
 from xcbench.ceph.cluster import Cluster
 from xcbench.ceph.mini import MiniCluster
 from xcbench.errors import XcbError
-from xcbench.hosts import load_inventory
-from xcbench.hosts.emulate import down, free_network, up
+from xcbench.hosts.emulate import free_network
 from xcbench.hosts.emulate import why_not as hosts_why_not
 from xcbench.matrix import load_matrix
 from xcbench.run.runner import RunOptions
 from xcbench.selftest import registry
 from xcbench.selftest.capping import run_concluded
 from xcbench.selftest.judging import roles_short
+from xcbench.selftest.network import emulated, hosts_doc, level_verdicts, record
 from xcbench.selftest.scenarios import FULL, QUICK, Check
 
 NAME = "storage-network"
@@ -67,12 +66,8 @@ def why_not() -> str | None:
 
 
 def inventory_doc(tag: str, rate: str | None, net: Any) -> dict[str, Any]:
-    hosts = list(net.hosts())
-    host: dict[str, Any] = {"roles": ["storage"], "transport": "netns", "address": str(hosts[29])}
-    if rate:
-        host["link"] = {"rate": rate}
-    return {"bridge": {"name": f"xcbv{tag}", "address": f"{hosts[0]}/{net.prefixlen}"},
-            "hosts": {f"st{tag}": host}}
+    """The storage host, emulated; ``rate``: its link's tc rate (None: unshaped)."""
+    return hosts_doc(f"xcbv{tag}", net, {f"st{tag}": (["storage"], 29, rate)})
 
 
 def matrix_doc(name: str, quick: bool) -> dict[str, Any]:
@@ -90,11 +85,7 @@ def matrix_doc(name: str, quick: bool) -> dict[str, Any]:
 def storage_host(doc: dict[str, Any], workdir: Path, name: str, log: Log) -> Iterator[Any]:
     """The emulated storage host up, a mini cluster with its OSDs inside it; both removed after
     (the cluster first: its OSDs run in the host's namespace)."""
-    path = workdir / f"{name}-hosts.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    inv = load_inventory(path)
-    up(inv)
-    try:
+    with emulated(doc, workdir, name) as inv:
         h = inv.hosts[0]
         assert inv.bridge is not None
         mc = MiniCluster(workdir / f"{name}-cluster")
@@ -105,8 +96,6 @@ def storage_host(doc: dict[str, Any], workdir: Path, name: str, log: Log) -> Ite
             with contextlib.suppress(Exception):
                 cluster.close()
             mc.down()
-    finally:
-        down(None, inv)
 
 
 def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, workdir: Path) -> Any:
@@ -115,12 +104,6 @@ def _run(doc: dict[str, Any], name: str, cluster: Cluster | None, out: Path, wor
     opts = RunOptions(store=out, name=name, baseline=False, probes=False, report=False,
                       progress=False, telemetry=TELEMETRY)
     return run_concluded(load_matrix(path, cluster), cluster, opts)
-
-
-def _verdicts(run: Any) -> dict[int, dict[str, Any]]:
-    return {int(r["concurrency"]): {"verdict": r["verdict"], "reason": r["reason"],
-                                    "evidence": json.loads(r.get("evidence") or "{}")}
-            for r in run.table("verdicts").to_dict("records")}
 
 
 def nic_note(ev: dict[str, Any]) -> str:
@@ -154,9 +137,8 @@ def run_storage_network(cluster: Cluster | None = None, *, quick: bool = False, 
     with storage_host(inventory_doc(tag, None, free_network()), workdir, name, lambda s: None) as (c, h):
         log(f"selftest: {NAME}: unshaped run, OSDs in host {h.name} ({h.address})")
         run = _run(matrix_doc(name, quick), name, c, out, workdir)
-    result["runs"]["storage-unshaped"] = str(run.path)
-    result["seconds"]["storage-unshaped"] = round(time.monotonic() - t0, 1)
-    got = _verdicts(run)
+    record(result, "storage-unshaped", run, t0)
+    got = level_verdicts(run)
     cell_id = next(iter(run.cells), "-")
     rates = {}
     for lv, v in sorted(got.items()):
@@ -183,9 +165,8 @@ def run_storage_network(cluster: Cluster | None = None, *, quick: bool = False, 
             f"{h.name}'s link shaped to {rate} ({fraction} x)")
         run = _run(matrix_doc(name, quick), name, c, out, workdir)
         host = h.name
-    result["runs"]["storage-network"] = str(run.path)
-    result["seconds"]["storage-network"] = round(time.monotonic() - t0, 1)
-    got = _verdicts(run)
+    record(result, "storage-network", run, t0)
+    got = level_verdicts(run)
     cell_id = next(iter(run.cells), "-")
     for lv in (QUICK if quick else FULL).levels:
         found = got.get(lv)

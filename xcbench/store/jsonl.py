@@ -21,14 +21,11 @@ from xcbench.system.userfiles import read_bytes
 def open_append(path: Path) -> int:
     """An O_APPEND fd; a torn last line (a hard kill mid-write) is ended first, so new records
     start on a line of their own (the torn one is skipped when read)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     try:
         size = os.fstat(fd).st_size
-        if size:
-            with open(path, "rb") as fh:
-                fh.seek(size - 1)
-                if fh.read(1) != b"\n":
-                    write_all(fd, b"\n")
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            write_all(fd, b"\n")
     except OSError:
         os.close(fd)
         raise
@@ -67,8 +64,12 @@ def split_lines(path: Path, moves) -> tuple[list[str], list[str], int]:
     return keep, moved, torn
 
 
+_NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 def append_lines(path: Path, lines: list[str]) -> None:
-    with open(path, "a") as fh:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o644)
+    with os.fdopen(fd, "a") as fh:
         fh.writelines(lines)
         fh.flush()
         os.fsync(fh.fileno())
@@ -77,7 +78,8 @@ def append_lines(path: Path, lines: list[str]) -> None:
 def rewrite_lines(path: Path, lines: list[str]) -> None:
     """``path`` holds exactly ``lines`` afterwards, or what it held before: tmp + rename."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as fh:
         fh.writelines(lines)
         fh.flush()
         os.fsync(fh.fileno())

@@ -60,6 +60,7 @@ from xcbench.store.manifest import (
     Manifest,
 )
 from xcbench.store.reserve import RESERVE
+from xcbench.store.storedir import check_store
 from xcbench.store.tables import TABLES
 from xcbench.store.upgrade import TABLES_VERSION, columns_to_read, update_manifest, update_table
 from xcbench.system.secrets import redact, scrub_known
@@ -76,6 +77,7 @@ def default_store() -> Path:
     return Path(os.environ.get("XCBENCH_STORE") or DEFAULT_STORE)
 
 
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat()
 
@@ -85,11 +87,14 @@ def _json_bytes(data: Any) -> bytes:
 
 
 def write_json(path: str | os.PathLike, data: Any) -> None:
-    """Atomic JSON write (tmp + rename)."""
+    """Atomic JSON write (tmp + rename; never through a link: O_NOFOLLOW, and the rename
+    replaces a link at ``path`` rather than follow it)."""
     path = Path(path)
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        tmp.write_bytes(_json_bytes(data))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(_json_bytes(data))
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)  # a full disk: the old file stays whole
@@ -126,7 +131,7 @@ class RunDir:
             fingerprint = run_fingerprint()
         now = _dt.datetime.now(_dt.UTC)
         name = name or now.strftime("%Y%m%dT%H%M%SZ")
-        path = Path(store) / name
+        path = check_store(store) / name
         n = 1
         while path.exists():
             n += 1

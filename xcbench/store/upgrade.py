@@ -22,7 +22,7 @@ Tables' versions:
      without ``security`` (no security then: none), baseline rows naming the gateway ``host`` only,
      timelines without ``t``, ``repeat`` or one of ``bytes``/``rate`` (1-s buckets: equal)
   2  every declared column written by its producer (xcbench.store.tables)
-  3  today's: names say their unit (docs/architecture.md, Units; a bare ``bps`` had meant bytes/s
+  3  today's: names say their unit (docs/architecture.md#units; a bare ``bps`` had meant bytes/s
      in sample metrics and bits/s in the hosts' links). The step renames what version 2 stored
      (UNITS_RENAMED, COLUMNS_RENAMED: samples' metrics, campaigns' and probes' columns, the
      verdicts' evidence); with it the manifest's schema 3 renames its hosts' link rate
@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xcbench.cell import DIRECTIONS
 from xcbench.errors import XcbError
 
 if TYPE_CHECKING:  # pandas is imported where a table is upgraded: the manifest's readers (every
@@ -43,8 +44,6 @@ if TYPE_CHECKING:  # pandas is imported where a table is upgraded: the manifest'
 
 SCHEMA_VERSION = 3
 TABLES_VERSION = 3
-CAMPAIGN_DIRECTIONS = ("write", "read", "mixed")
-
 
 def check_versions(data: dict[str, Any], where: str) -> None:
     """Refuse a manifest whose versions this code does not know (one line each)."""
@@ -115,7 +114,7 @@ def _fill(df: pd.DataFrame, col: str, value: Any) -> None:
 def _cell_direction(manifest: dict[str, Any], cell_id: Any) -> str:
     s = (((manifest.get("cells") or {}).get(cell_id) or {}).get("settings") or {})
     d = s.get("direction")
-    return d if d in CAMPAIGN_DIRECTIONS else "write"
+    return d if d in DIRECTIONS else "write"
 
 
 def update_to_2(name: str, df: pd.DataFrame, manifest: dict[str, Any]) -> pd.DataFrame:

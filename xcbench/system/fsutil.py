@@ -8,33 +8,35 @@ and nothing beyond it:
 - with ``unmount=True`` (the tree is xcbench's own, made by mkdtemp) what is mounted below it is
   unmounted first, deepest first; a mount that stays is left alone, never walked into;
 - it never follows a symlink: a link is removed as a link, directories are opened with
-  O_NOFOLLOW relative to their parent's fd, so a swapped-in link cannot redirect it.
+  O_NOFOLLOW relative to their parent's fd, so a swapped-in link cannot redirect it;
+- it walks without recursion, to a depth cap (xcbench.system.treewalk): a tree thousands of
+  levels deep is removed like any other.
 
 Anything left behind is reported (a warning on stderr, or XcbError with ``check=True``).
 
 Making what another user (the xrootd user) is handed, as root, without ever working inside a
 directory that user owns: everything is made by us in a directory of ours, never through a link
 (``O_NOFOLLOW``, ``O_EXCL`` for what must be new), and given away last, through the descriptor
-of what was made (:func:`hand_over`: ``fchown``/``fchmod``). :func:`keep_copy` copies what a
-daemon wrote back without following a link, with a size cap; :func:`not_ours` says why a path
-given on the command line is another user's.
+of what was made (:func:`hand_over`: ``fchown``/``fchmod``). :func:`keep_copy` and
+:func:`copy_files` copy what a daemon wrote back without following a link, each file and all of
+them capped; :func:`not_ours` says why a path given on the command line is another user's.
 """
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import sys
 from pathlib import Path
 
 from xcbench.errors import XcbError
-from xcbench.system import mounts
+from xcbench.system import mounts, treewalk
+from xcbench.system.safeopen import DIR_FLAGS as _DIR_FLAGS
+from xcbench.system.safeopen import open_append, others_may_write
 
-__all__ = ["hand_over", "keep_copy", "make_dir", "not_ours", "remove_tree", "unmount_below",
-           "write_file"]
+__all__ = ["hand_over", "keep_copy", "make_dir", "not_ours", "open_append", "others_may_write",
+           "remove_tree", "unmount_below", "write_file"]
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a fifo never blocks
 KEEP_CAP = 64 << 20  # bytes kept of one file a daemon wrote (a log): its head is what matters
@@ -93,42 +95,54 @@ def hand_over(path: str | os.PathLike, ids: tuple[int, int] | None, mode: int | 
         os.close(fd)
 
 
-def keep_copy(src: str | os.PathLike, dst: str | os.PathLike, *, cap: int = KEEP_CAP) -> list[Path]:
+def keep_copy(src: str | os.PathLike, dst: str | os.PathLike, *, cap: int = KEEP_CAP,
+              budget: treewalk.Budget | None = None) -> list[Path]:
     """Copy the regular files below ``src`` (written by another user) into ``dst`` (ours): no
-    link followed, nothing but regular files, at most ``cap`` bytes of each. The copies are ours,
-    0644; returns them."""
-    out: list[Path] = []
+    link followed, nothing but regular files, at most ``cap`` bytes of each and ``budget`` (bytes
+    and entries; default treewalk.KEEP_BYTES) of all, at most treewalk.KEEP_DEPTH levels down,
+    without recursion. The copies are ours, 0644; returns them."""
     try:
         fd = os.open(src, _DIR_FLAGS)
     except OSError:
-        return out
+        return []
     try:
-        _copy_at(fd, Path(dst), cap, out)
+        if not Path(dst).is_dir():
+            make_dir(dst)
+        return treewalk.copy(fd, Path(dst), cap, budget or treewalk.Budget(), read_at,
+                             lambda p, data: write_file(p, data), make_dir)
     finally:
         os.close(fd)
-    return out
 
 
-def _copy_at(dirfd: int, dst: Path, cap: int, out: list[Path]) -> None:
-    if not dst.is_dir():
-        make_dir(dst)
-    for name in os.listdir(dirfd):
+def copy_files(paths: list[Path], dst: str | os.PathLike, budget: treewalk.Budget, *,
+               cap: int = KEEP_CAP) -> list[Path]:
+    """Copy each regular file of ``paths`` (which may be in a dir another user writes) into
+    ``dst`` (ours), read through its directory's descriptor: never through a link, never a
+    fifo's wait, at most ``cap`` bytes of each and what ``budget`` still allows. Two files of
+    one name: the second is kept as ``<parent>-<name>``. Returns the copies."""
+    out: list[Path] = []
+    dst = Path(dst)
+    for p in paths:
+        if budget.spent():
+            break
+        p = Path(os.path.abspath(p))
+        budget.entries -= 1
         try:
-            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                sub = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
-                try:
-                    _copy_at(sub, dst / name, cap, out)
-                finally:
-                    os.close(sub)
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            data = read_at(dirfd, name, cap)
-        except OSError:  # gone meanwhile: not kept
+            dfd = os.open(p.parent, _DIR_FLAGS)
+        except OSError:
             continue
-        if data is not None:
-            out.append(write_file(dst / name, data))
+        try:
+            data = read_at(dfd, p.name, max(0, min(cap, budget.bytes)))
+        finally:
+            os.close(dfd)
+        if data is None:
+            continue
+        budget.bytes -= len(data)
+        if not dst.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)  # in the run dir: ours
+        name = p.name if not os.path.lexists(dst / p.name) else f"{p.parent.name}-{p.name}"
+        out.append(write_file(dst / name, data))
+    return out
 
 
 def read_at(dirfd: int, name: str, cap: int) -> bytes | None:
@@ -233,7 +247,7 @@ def remove_tree(path: str | os.PathLike, *, unmount: bool = False, check: bool =
     try:
         if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) != (top.st_dev, top.st_ino):
             return _report([path], {path: "it changed while being removed"}, check, what)
-        _clear(fd, path, top.st_dev, mounted, left, why)
+        treewalk.clear(fd, path, top.st_dev, mounted, left, why)
     finally:
         os.close(fd)
     if not left:
@@ -245,62 +259,6 @@ def remove_tree(path: str | os.PathLike, *, unmount: bool = False, check: bool =
             left.append(path)
             why[path] = e.strerror or str(e)
     return _report(left, why, check, what) if left else []
-
-
-def _clear(dirfd: int, path: Path, dev: int, mounted: set[Path], left: list[Path],
-           why: dict[Path, str]) -> None:
-    """Remove the entries of the directory open as ``dirfd`` (``path``), depth first."""
-    try:
-        names = os.listdir(dirfd)
-    except OSError as e:
-        left.append(path)
-        why[path] = e.strerror or str(e)
-        return
-    for name in names:
-        child = path / name
-        try:
-            st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        except OSError as e:  # ENOTCONN: a dead fuse mount
-            left.append(child)
-            why[child] = e.strerror or str(e)
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            _try(lambda n=name: os.unlink(n, dir_fd=dirfd), child, left, why)
-            continue
-        if st.st_dev != dev or child in mounted:
-            left.append(child)
-            why[child] = "a mount point (another file system): not crossed"
-            continue
-        try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=dirfd)
-        except OSError as e:  # ELOOP: it became a symlink
-            left.append(child)
-            why[child] = e.strerror or str(e)
-            continue
-        try:
-            got = os.fstat(fd)
-            if (got.st_dev, got.st_ino) != (st.st_dev, st.st_ino):
-                left.append(child)
-                why[child] = "it changed while being removed"
-                continue
-            n_left = len(left)
-            _clear(fd, child, dev, mounted, left, why)
-        finally:
-            os.close(fd)
-        if len(left) == n_left:
-            _try(lambda n=name: os.rmdir(n, dir_fd=dirfd), child, left, why)
-
-
-def _try(op, child: Path, left: list[Path], why: dict[Path, str]) -> None:
-    try:
-        op()
-    except FileNotFoundError:
-        pass
-    except OSError as e:
-        left.append(child)
-        why[child] = e.strerror or errno.errorcode.get(e.errno or 0, str(e))
 
 
 def _report(left: list[Path], why: dict[Path, str], check: bool, what: str) -> list[Path]:

@@ -318,20 +318,17 @@ def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
     left behind. Returns the one line saying what was done (None when there was nothing). A
     record that does not prove it is ours (:func:`record_problem`) is named in one warning
     line and left alone."""
-    owners, names, mounts, removed = [], [], [], []
+    owners: list[str] = []
+    names: list[str] = []
+    mounts: list[str] = []
+    removed: list[str] = []
     for f, rec in stale_records(directory or records_dir(), record_problem):
         owner = rec["owner"]
-        live = [p for p in _list(rec, "procs") if same_process(p)]
-        _stop(live, grace)
-        names += [p.get("name") or Path(p["cmdline"][0]).name for p in live]
-        for m in reversed(_list(rec, "mounts")):
-            if _unmount(m):
-                mounts.append(m["path"])
-        for entry in _list(rec, "dirs"):
-            dpath, uid = (entry, None) if isinstance(entry, str) else \
-                (entry["path"], entry.get("uid"))
-            if remove_dir(dpath, uid):
-                removed.append(dpath)
+        try:
+            _reap_one(rec, grace, names, mounts, removed)
+        except Exception as e:  # noqa: BLE001 - one bad record costs one line, not the command
+            statedir.warn_skipped(f, f"acting on it failed ({type(e).__name__}: {str(e)[:200]})")
+            continue
         owners.append(str(owner.get("pid")))
         f.unlink(missing_ok=True)
     if not names and not mounts and not removed:
@@ -345,6 +342,22 @@ def reap(directory: Path | None = None, *, grace: float = 10.0) -> str | None:
         what.append(f"removed {len(removed)} scratch dirs ({', '.join(removed)[:200]})")
     return (f"xcbench: an earlier xcbench (pid {', '.join(owners)}) was killed and left things "
             f"behind: {' and '.join(what)}")
+
+
+def _reap_one(rec: dict[str, Any], grace: float, names: list[str], mounts: list[str],
+              removed: list[str]) -> None:
+    """What one dead command's record names: its processes stopped, its mounts unmounted, its
+    scratch dirs removed (each appended to ``names``, ``mounts``, ``removed``)."""
+    live = [p for p in _list(rec, "procs") if same_process(p)]
+    _stop(live, grace)
+    names += [p.get("name") or Path(p["cmdline"][0]).name for p in live]
+    for m in reversed(_list(rec, "mounts")):
+        if _unmount(m):
+            mounts.append(m["path"])
+    for entry in _list(rec, "dirs"):
+        dpath, uid = (entry, None) if isinstance(entry, str) else (entry["path"], entry.get("uid"))
+        if remove_dir(dpath, uid):
+            removed.append(dpath)
 
 
 def _stop(procs: list[dict[str, Any]], grace: float) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+import re
 import socket
 from pathlib import Path
+from typing import Any, NamedTuple
 
 LOOPBACK = "127.0.0.1"
 
@@ -73,35 +75,74 @@ def port_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
         return False
 
 
-def is_wildcard(bind: object) -> bool:
-    """Does ``bind`` listen on every interface? By address semantics, not spelling: 0.0.0.0,
-    ::, ::0, 0:0::0, [::], ::ffff:0.0.0.0 (an IPv4-mapped wildcard), "" and "*"."""
+def _ip(value: object) -> Any:
+    """``value`` as an IP address (brackets allowed; an IPv4-mapped one as its IPv4), or None."""
     import ipaddress
-    v = str(bind if bind is not None else "").strip()
-    if v in ("", "*"):
-        return True
+    v = str(value if value is not None else "").strip()
     try:
         ip = ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
     except ValueError:
-        return False
-    mapped = getattr(ip, "ipv4_mapped", None)
-    return ip.is_unspecified or (mapped is not None and mapped.is_unspecified)
+        return None
+    return getattr(ip, "ipv4_mapped", None) or ip
+
+
+def is_wildcard(bind: object) -> bool:
+    """Does ``bind`` listen on every interface? By address semantics, not spelling: 0.0.0.0,
+    ::, ::0, 0:0::0, [::], ::ffff:0.0.0.0 (an IPv4-mapped wildcard), "" and "*"."""
+    if str(bind if bind is not None else "").strip() in ("", "*"):
+        return True
+    ip = _ip(bind)
+    return ip is not None and ip.is_unspecified
+
+
+class Url(NamedTuple):
+    """A URL as :func:`parse_url` reads it: what a policy decides on is what a request uses."""
+    scheme: str
+    host: str  # lower case; an IPv6 address without brackets
+    port: int | None
+    path: str  # with its query, as given
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port is None else f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.netloc}{self.path}"
+
+
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://([^/?#]*)([^#]*)")
+_HOST = re.compile(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+")
+
+
+def parse_url(url: object) -> Url | None:
+    """The one reading of a URL that decides where a request goes, for the policy (is it
+    loopback? TLS?) and for the request itself (xcbench.clients.http_client connects to ``host``
+    and ``port`` from here). None for anything two parsers could read differently: user info
+    (``user@``: ``http://evil.example\\@127.0.0.1/`` is 127.0.0.1 to urllib, evil.example to
+    requests), a backslash, a percent sign, space or control character anywhere, a fragment, a
+    host that is not a plain name or address, a port that is not a number."""
+    if not isinstance(url, str) or not url.isascii() or re.search(r"[\x00-\x20\x7f\\%#]", url):
+        return None
+    m = _URL.fullmatch(url)
+    if m is None:
+        return None
+    scheme, authority, path = m.group(1).lower(), m.group(2), m.group(3)
+    host, sep, port = authority.rpartition(":") if not authority.endswith("]") else (authority, "", "")
+    if not sep:
+        host, port = authority, ""
+    if not host or not _HOST.fullmatch(host) or (sep and not port.isdigit()) or \
+            (port and not 0 < int(port) < 65536):
+        return None
+    return Url(scheme, host.strip("[]").lower(), int(port) if port else None, path)
 
 
 def is_loopback_url(url: str) -> bool:
-    """Does ``url`` name a host on this machine's loopback (127.0.0.0/8, ::1, localhost)?"""
-    import ipaddress
-    from urllib.parse import urlsplit
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """Does ``url`` name a host on this machine's loopback (127.0.0.0/8, ::1, localhost)? By
+    :func:`parse_url`: a URL it does not read is not loopback."""
+    u = parse_url(url)
+    return u is not None and is_loopback_addr(u.host)
 
 
 def cleartext_token_problem(url: object) -> str | None:
@@ -115,22 +156,37 @@ def cleartext_token_problem(url: object) -> str | None:
     return None
 
 
-def check_bind(value: object) -> list[tuple[str, str]]:
-    """Problems of a gateway ``bind`` setting as (field, message) pairs ([] if usable).
+def is_loopback_addr(value: object) -> bool:
+    """Is ``value`` an address of this machine's loopback (127.0.0.0/8, ::1, an IPv4-mapped
+    127.x, ``localhost``; brackets allowed)?"""
+    if str(value if value is not None else "").strip() == "localhost":
+        return True
+    ip = _ip(value)
+    return ip is not None and ip.is_loopback
 
-    An empty or null bind is an error, never a silent wildcard: the gateway allows anonymous
-    writes. A wildcard must be written out (0.0.0.0 or ::) and is then reported as a finding."""
-    import ipaddress
+
+def check_bind(value: object) -> list[tuple[str, str]]:
+    """Problems of a matrix's gateway ``bind`` as (field, message) pairs ([] if usable).
+
+    A matrix is data from anyone, and a gateway serves its cell's namespace to whoever reaches
+    it: a matrix binds a gateway to this machine's loopback only. Gateways on other addresses
+    are placed by an inventory given on the command line (``--hosts FILE``), each on its host's
+    own address; a wildcard (0.0.0.0, ::) is never bound."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        return [("bind", "empty: give an address (127.0.0.1 is the default); write 0.0.0.0 or "
-                 ":: to listen on every interface")]
+        return [("bind", "empty: give a loopback address (127.0.0.1 is the default)")]
     if not isinstance(value, str):
         return [("bind", f"{value!r} is not an address")]
     v = value.strip()
     if v == "localhost":
         return []
-    try:
-        ipaddress.ip_address(v[1:-1] if v.startswith("[") and v.endswith("]") else v)
-    except ValueError:
-        return [("bind", f"{value!r} is not an IP address (127.0.0.1, ::1, 0.0.0.0, ::)")]
+    if _ip(v) is None:
+        return [("bind", f"{value!r} is not an IP address (127.0.0.1, ::1)")]
+    if is_wildcard(v):
+        return [("bind", f"{v} listens on every interface: a gateway serves its cell to whoever "
+                 "reaches it, so a matrix binds it to loopback (127.0.0.1, ::1); gateways on other "
+                 "hosts come from an inventory given with --hosts FILE")]
+    if not is_loopback_addr(v):
+        return [("bind", f"{v} is not a loopback address: a matrix binds a gateway to loopback "
+                 "(127.0.0.1, ::1); gateways on other addresses come from an inventory given "
+                 "with --hosts FILE")]
     return []

@@ -29,6 +29,7 @@ from xcbench.system import signals
 
 # re-exported: proc is where callers find them
 from xcbench.system.proctree import descendants, kill_group, pid_alive, stop_pid, stop_pids, stop_tree  # noqa: F401
+from xcbench.system.safeopen import drain_to, open_append
 
 # Which Debian package provides a tool, for "how to fix" messages.
 PACKAGE_OF = {
@@ -216,25 +217,37 @@ def tail(path: str | os.PathLike | None, n: int = 20) -> str:
 
 def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathLike | None = None,
           env: Mapping[str, str] | None = None, cwd: str | os.PathLike | None = None,
-          procs: ProcessSet | None = None, pipe: bool = False, stdin: bool = False) -> Proc:
+          procs: ProcessSet | None = None, pipe: bool = False, stdin: bool = False,
+          log_cap: int | None = None) -> Proc:
     """Start ``cmd`` in a new session (its own process group) and return at once.
 
     ``pipe``: its stdout is a pipe (``popen.stdout``; stderr still goes to ``log``). ``stdin``:
-    its stdin is a pipe held open by us (an ssh client whose remote side ends at its EOF)."""
+    its stdin is a pipe held open by us (an ssh client whose remote side ends at its EOF).
+    ``log_cap``: what it writes to ``log`` goes through a pipe of ours, and past that many
+    bytes is read and dropped (a process that must not outlive us: another host's agent)."""
     args = [str(a) for a in cmd]
     args[0] = which(args[0]) if os.sep not in args[0] else args[0]
     full_env = None if env is None else {**os.environ, **{k: str(v) for k, v in env.items()}}
-    fh = open(log, "ab") if log else None
+    # by descriptor, never through a link, never in a dir another user can write (fsutil)
+    fh = os.fdopen(open_append(log), "ab") if log else None
+    drain = os.pipe() if fh is not None and log_cap is not None else None
+    sink: Any = drain[1] if drain is not None else fh
     popen: subprocess.Popen | None = None
     try:
         # as in run(): a signal while the child starts raises once it is in ``procs`` and
         # recorded, so that the caller's stop_all (or the next command's reap) finds it
         with signals.deferred():
             popen = subprocess.Popen(
-                args, stdout=subprocess.PIPE if pipe else fh or subprocess.DEVNULL,
-                stderr=(fh or subprocess.DEVNULL) if pipe else subprocess.STDOUT,
+                args, stdout=subprocess.PIPE if pipe else sink or subprocess.DEVNULL,
+                stderr=(sink or subprocess.DEVNULL) if pipe else subprocess.STDOUT,
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 env=full_env, cwd=cwd, start_new_session=True)
+            if drain is not None:
+                assert fh is not None and log_cap is not None
+                os.close(drain[1])
+                threading.Thread(target=drain_to, args=(drain[0], fh, log_cap), daemon=True,
+                                 name=f"xcb-log-{Path(args[0]).name}").start()
+                fh = None  # the drain closes it at the child's EOF
             p = Proc(popen, name or Path(args[0]).name, Path(log) if log else None, fh)
             if procs is not None:
                 procs.add(p)
@@ -246,6 +259,9 @@ def spawn(cmd: Sequence[object], *, name: str | None = None, log: str | os.PathL
         if popen is None:
             if fh:
                 fh.close()
+            if drain is not None:
+                os.close(drain[0])
+                os.close(drain[1])
         elif procs is None:  # nobody else knows of it
             stop(Proc(popen, name or Path(args[0]).name, None, fh), timeout=5)
         raise

@@ -1,7 +1,7 @@
 """Where a secret may go: the one check every client that sends a credential makes, and what a
 matrix may not decide.
 
-The rule (README, "Shared hosts"):
+The rule (docs/security.md#where-secrets-go):
 
 1. A secret (a Prometheus token or user:password, an FTS token, an X509 proxy the fts3 client
    delegates) travels only over TLS whose certificate is verified, or to this machine's
@@ -17,10 +17,9 @@ The rule (README, "Shared hosts"):
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from xcbench.errors import XcbError
-from xcbench.system.ports import is_loopback_url
+from xcbench.system.ports import is_loopback_url, parse_url
 
 RULE = ("a secret goes only over https:// with the certificate verified, or to this machine's "
         "loopback (127.0.0.1, ::1, localhost)")
@@ -30,14 +29,14 @@ OPERATOR = "the command line or an inventory given with --hosts FILE"
 def transport_problem(url: Any, verify: Any = True) -> str | None:
     """Why a secret may not be sent to ``url`` with TLS verification ``verify`` (True, False
     or a CA bundle path); None when it may."""
-    if not isinstance(url, str):
-        return f"{url!r} is not a URL"
+    u = parse_url(url)  # the reading the request uses too: one parser decides
+    if u is None:
+        # (the URL is not quoted: user info in it may be a secret itself)
+        return ("not a URL a secret goes to (user info, a backslash, a percent sign, a space or "
+                "a fragment in it could be read as another host)")
     if is_loopback_url(url):
         return None
-    try:
-        scheme = urlsplit(url).scheme.lower()
-    except ValueError:
-        return f"{url!r} is not a URL"
+    scheme = u.scheme
     if scheme != "https":
         return f"{url}: {scheme or 'no scheme'}:// is not TLS: {RULE}"
     if verify is False or verify is None or (isinstance(verify, str) and not verify.strip()):
@@ -60,13 +59,12 @@ def matrix_prometheus_auth(path: str) -> str:
             f"prometheus: in an inventory given with --hosts FILE")
 
 
-def matrix_problems(raw: Any, path: str) -> list[str]:
-    """One line per setting of a matrix that would choose a secret or where one goes: its FTS
-    credentials' transport (its own ``prometheus: auth``: :func:`matrix_prometheus_auth`; its
-    inventory: :func:`matrix_inventory_problems`, said by the checks of those keys)."""
-    if not isinstance(raw, dict):
-        return []
-    return _fts_problems(raw, path)
+def matrix_problems(cells: Any, path: str) -> list[str]:
+    """One line per setting of a matrix's expanded ``cells`` that would choose a secret or where
+    one goes: each cell's merged FTS credentials' transport (defaults, backends and ``include:``
+    entries alike; its own ``prometheus: auth``: :func:`matrix_prometheus_auth`; its inventory:
+    :func:`matrix_inventory_problems`, said by the checks of those keys)."""
+    return _fts_problems(cells, path)
 
 
 def matrix_inventory_problems(inv: Any, where: str) -> list[str]:
@@ -98,31 +96,32 @@ def _inventory_problems(inv: dict, where: str) -> list[str]:
 FTS_CREDENTIALS = ("token_file", "token_env", "cert")
 
 
-def _fts_with_credentials(raw: dict) -> list[tuple[str, dict]]:
-    """(where, campaign.fts) of the defaults and each backend whose FTS section names a
-    credential (a token file or variable, or a proxy the fts3 client delegates)."""
-    sections = [("defaults", raw.get("defaults"))]
-    backends = raw.get("backends")
-    if isinstance(backends, dict):
-        sections += [(f"backend {b}", s) for b, s in backends.items()]
-    out = []
-    for where, sec in sections:
-        camp = sec.get("campaign") if isinstance(sec, dict) else None
+def fts_sections(cells: Any) -> list[tuple[str, dict]]:
+    """(where, campaign.fts) of each of a matrix's expanded ``cells`` (objects with ``campaign``,
+    ``label`` and ``id``: every cell with its defaults, backend and ``include:`` settings
+    merged) whose FTS section names a credential (a token file or variable, or a proxy the fts3
+    client delegates); once per distinct section, where the first cell having it."""
+    out: list[tuple[str, dict]] = []
+    seen: list[dict] = []
+    for c in cells or ():
+        camp = getattr(c, "campaign", None)
         fts = camp.get("fts") if isinstance(camp, dict) else None
-        if isinstance(fts, dict) and any(k in fts for k in FTS_CREDENTIALS):
-            out.append((where, fts))
+        if isinstance(fts, dict) and any(k in fts for k in FTS_CREDENTIALS) and fts not in seen:
+            seen.append(fts)
+            out.append((f"cell {getattr(c, 'label', '?')} ({getattr(c, 'id', '?')})", fts))
     return out
 
 
-def _fts_problems(raw: dict, path: str) -> list[str]:
-    """campaign.fts of the defaults and of each backend: a credential only over verified TLS or
-    loopback (a token sent, or the X509 proxy the fts3 client delegates)."""
+def _fts_problems(cells: Any, path: str) -> list[str]:
+    """Each cell's campaign.fts: a credential only over verified TLS or loopback (a token sent,
+    or the X509 proxy the fts3 client delegates)."""
     out = []
-    for where, fts in _fts_with_credentials(raw):
+    for where, fts in fts_sections(cells):
         ep = fts.get("endpoint")
         why = transport_problem(ep, fts.get("verify", True))
-        said = isinstance(ep, str) and ep.lower().startswith("http://") and \
-            ("token_file" in fts or "token_env" in fts)  # the engine's own check says it
+        said = isinstance(ep, str) and (  # the engine's own check says these
+            (ep.lower().startswith("http://") and ("token_file" in fts or "token_env" in fts))
+            or "@" in ep.split("://", 1)[-1].split("/", 1)[0])  # credentials in the URL
         if why is not None and isinstance(ep, str) and not said:
             field = "fts.verify" if fts.get("verify", True) is not True else "fts.endpoint"
             out.append(f"{path}: {where}: campaign.{field}: {why}")
@@ -131,24 +130,17 @@ def _fts_problems(raw: dict, path: str) -> list[str]:
 
 def _endpoint_key(url: Any) -> tuple[str, str, int | None, str] | None:
     """An FTS endpoint compared by scheme, host, port and path (a trailing / ignored)."""
-    if not isinstance(url, str):
-        return None
-    try:
-        u = urlsplit(url.strip())
-        return (u.scheme.lower(), (u.hostname or "").lower(), u.port, u.path.rstrip("/"))
-    except ValueError:
-        return None
+    u = parse_url(url.strip()) if isinstance(url, str) else None
+    return None if u is None else (u.scheme, u.host, u.port, u.path.rstrip("/"))
 
 
-def fts_endpoint_problems(raw: Any, path: str, granted: Any) -> list[str]:
-    """One line per FTS endpoint of a matrix that would receive a credential (``token_file``,
-    ``token_env``, ``cert``) without the operator naming it (``granted``: the URLs of
-    ``--fts-endpoint``): a matrix alone sends no secret anywhere, loopback included."""
-    if not isinstance(raw, dict):
-        return []
+def fts_endpoint_problems(cells: Any, path: str, granted: Any) -> list[str]:
+    """One line per FTS endpoint of a matrix's expanded ``cells`` that would receive a credential
+    (``token_file``, ``token_env``, ``cert``) without the operator naming it (``granted``: the URLs
+    of ``--fts-endpoint``): a matrix alone sends no secret anywhere, loopback included."""
     allowed = {_endpoint_key(g) for g in granted or ()}
     out = []
-    for where, fts in _fts_with_credentials(raw):
+    for where, fts in fts_sections(cells):
         ep = fts.get("endpoint")
         if _endpoint_key(ep) not in allowed:
             out.append(f"{path}: {where}: campaign.fts.endpoint: {ep} would receive the FTS "

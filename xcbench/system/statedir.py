@@ -20,6 +20,7 @@ import os
 import socket
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from xcbench.errors import XcbError
@@ -48,12 +49,18 @@ def home() -> Path:
 def dir_problem(path: Path) -> str | None:
     """Why ``path`` is not a state dir of ours (None: it is): a directory itself (not a link),
     owned by this user, writable by nobody else."""
+    return _entry_problem(path, stat.S_ISDIR, "a directory", "it does not exist")
+
+
+def _entry_problem(path: Path, is_kind: Callable[[int], bool], kind: str, missing: str) -> str | None:
+    """Why ``path`` itself (lstat: a link is not followed) is not ours: ``missing`` when it is
+    not there, not of the kind ``is_kind`` (stat.S_ISDIR, S_ISREG) tells, or _not_ours."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return "it does not exist"
-    if not stat.S_ISDIR(st.st_mode):
-        return "not a directory (a symlink is not followed)"
+        return missing
+    if not is_kind(st.st_mode):
+        return f"not {kind} (a symlink is not followed)"
     return _not_ours(st)
 
 
@@ -99,13 +106,7 @@ def record_problem(path: Path) -> str | None:
     why = dir_problem(path.parent)
     if why is not None:
         return f"its directory is {why}" if not why.startswith("not") else f"its directory: {why}"
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return "it is gone"
-    if not stat.S_ISREG(st.st_mode):
-        return "not a regular file (a symlink is not followed)"
-    return _not_ours(st)
+    return _entry_problem(path, stat.S_ISREG, "a regular file", "it is gone")
 
 
 def host_problem(rec: dict) -> str | None:

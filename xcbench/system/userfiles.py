@@ -17,10 +17,12 @@ from typing import Any
 from xcbench.errors import XcbError
 
 MAX_BYTES = 64 << 20  # a matrix, spec, conf or manifest larger than this is not one
-# values a YAML document may hold once its aliases are expanded: every walk of the data (checks,
+# what a YAML document may hold once its aliases are expanded: every walk of the data (checks,
 # the manifest's JSON) visits each use of an alias again, so a few hundred bytes of nested
-# aliases would cost seconds to hours. The largest matrix or plan xcbench ships holds < 2,000.
+# aliases would cost seconds to hours, and one long string aliased a hundred times the same.
+# The largest matrix or plan xcbench ships holds < 2,000 values and < 20 kB.
 MAX_YAML_VALUES = 100_000
+MAX_YAML_BYTES = 16 << 20  # bytes of keys and scalars, aliases expanded
 
 
 def _label(path: Any, what: str) -> str:
@@ -71,18 +73,29 @@ def read_text(path: str | os.PathLike, what: str = "") -> str:
     return decode(read_bytes(path, what), _label(path, what))
 
 
-def _loader():
+# libyaml's composer recurses in C, one frame per level of nesting: 50,000 levels crash the
+# process (measured; 20,000 do not). A level needs one of these characters, so a text holding
+# fewer than C_NESTING of them is parsed by libyaml (a multi-MB scalar: 0.06 s, not 2 s), any
+# other by Python's parser (its RecursionError is one line)
+C_NESTING = 10_000
+NESTERS = "[{-?:"
+
+
+def _loader(text: str = ""):
     """yaml's SafeLoader, except that a key given twice in one mapping is an error (YAML would
     keep the last silently: a user's value dropped without a word). A merge (<<) may still be
-    overridden: that is what it is for."""
+    overridden: that is what it is for. libyaml's parser for ``text`` when it is safe (above)."""
     import yaml
-    global _LOADER
-    if _LOADER is None:
-        class Loader(yaml.SafeLoader):
+    c = hasattr(yaml, "CSafeLoader") and sum(text.count(ch) for ch in NESTERS) < C_NESTING
+    if _LOADER.get(c) is None:
+        # the constructor is Python's either way (the duplicate-key check below)
+        base = yaml.CSafeLoader if c else yaml.SafeLoader
+
+        class Loader(base):  # type: ignore[valid-type,misc]
             def get_single_node(self):
                 node = super().get_single_node()
                 if node is not None:
-                    _expanded_size(node, MAX_YAML_VALUES)
+                    _expanded_size(node, MAX_YAML_VALUES, MAX_YAML_BYTES)
                 return node
 
         def mapping(loader, node, deep=False):
@@ -100,21 +113,21 @@ def _loader():
                         None, None, f"duplicate key {key!r} (first at line {first.line + 1}; "
                         f"YAML would silently keep the last)", key_node.start_mark)
                 seen[key] = key_node.start_mark
-            return yaml.SafeLoader.construct_mapping(loader, node, deep)
+            return yaml.constructor.SafeConstructor.construct_mapping(loader, node, deep)
         Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-        _LOADER = Loader
-    return _LOADER
+        _LOADER[c] = Loader
+    return _LOADER[c]
 
 
-_LOADER: Any = None
+_LOADER: dict[bool, Any] = {}
 
 
-def _expanded_size(root: Any, budget: int) -> int:
+def _expanded_size(root: Any, budget: int, byte_budget: int = MAX_YAML_BYTES) -> int:
     """How many values the node graph ``root`` holds with every alias expanded, counted once
-    per distinct node (linear in the document); a ComposerError past ``budget`` or for an
-    alias inside itself."""
+    per distinct node (linear in the document); a ComposerError past ``budget`` values or
+    ``byte_budget`` bytes of scalars, or for an alias inside itself."""
     import yaml
-    sizes: dict[int, int] = {}
+    sizes: dict[int, tuple[int, int]] = {}
     walking: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
@@ -133,12 +146,19 @@ def _expanded_size(root: Any, budget: int) -> int:
             stack.extend((k, False) for k in kids if id(k) not in sizes)
             continue
         walking.discard(key)
-        sizes[key] = 1 + sum(sizes[id(k)] for k in kids)
-        if sizes[key] > budget:
+        own = len(node.value) if isinstance(node.value, str) else 0
+        count = 1 + sum(sizes[id(k)][0] for k in kids)
+        nbytes = own + sum(sizes[id(k)][1] for k in kids)
+        sizes[key] = (count, nbytes)
+        if count > budget:
             raise yaml.composer.ComposerError(
                 None, None, f"its aliases expand to more than {budget:,} values (a YAML alias "
                 "bomb?): write the values out or use fewer aliases", node.start_mark)
-    return sizes[id(root)]
+        if nbytes > byte_budget:
+            raise yaml.composer.ComposerError(
+                None, None, f"its aliases expand to more than {byte_budget >> 20} MiB of text (a "
+                "YAML alias bomb?): write the values out or use fewer aliases", node.start_mark)
+    return sizes[id(root)][0]
 
 
 def _children(node: Any) -> list:
@@ -154,9 +174,15 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 FREE_TEXT_KEYS = ("description",)  # prose: newlines and tabs allowed (never in a config file)
 
 
-def check_strings(data: Any, where: str, path: str = "") -> None:
+def check_strings(data: Any, where: str, path: str = "", _seen: set[int] | None = None) -> None:
     """XcbError("<where>: <field.path>: ...") for the first key or string value holding a
-    control character or a line break (a ``description`` may hold newlines and tabs)."""
+    control character or a line break (a ``description`` may hold newlines and tabs). A value
+    met again (a YAML alias: the same object) is not scanned again."""
+    seen = set() if _seen is None else _seen
+    if isinstance(data, (dict, list, str)):
+        if id(data) in seen:
+            return
+        seen.add(id(data))
     if isinstance(data, dict):
         for k, v in data.items():
             field = f"{path}.{k}" if path else str(k)
@@ -165,10 +191,10 @@ def check_strings(data: Any, where: str, path: str = "") -> None:
             if str(k) in FREE_TEXT_KEYS and isinstance(v, str):
                 _check_one(v.replace("\n", " ").replace("\t", " "), where, field, "value")
             else:
-                check_strings(v, where, field)
+                check_strings(v, where, field, seen)
     elif isinstance(data, list):
         for i, v in enumerate(data):
-            check_strings(v, where, f"{path}[{i}]" if path else f"[{i}]")
+            check_strings(v, where, f"{path}[{i}]" if path else f"[{i}]", seen)
     elif isinstance(data, str):
         _check_one(data, where, path or "top level", "value")
 
@@ -186,7 +212,7 @@ def parse_yaml(text: str, where: str) -> Any:
     <problem>")."""
     import yaml
     try:
-        return yaml.load(text, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_loader(text))  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f"line {mark.line + 1}" if mark else "top level"

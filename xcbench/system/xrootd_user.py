@@ -7,7 +7,7 @@ makes something inside a directory that user owns (it does not: the owner does, 
 
 The user is ``xrootd`` (the Debian package's) unless ``$XCBENCH_GATEWAY_USER`` (or
 ``--gateway-user``) names another: on a host whose production xrootd also runs as ``xrootd``,
-a uid of the benchmark's own keeps the two apart (the README's shared-host section).
+a uid of the benchmark's own keeps the two apart (docs/security.md#root-and-the-gateway-user).
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ with the right adler32; cleanup removes exactly the cell's objects."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
 from tests.support.gwcheck import adler32_hex
 from xcbench.backends.rados import BACKEND, objects  # noqa: F401 - BACKEND: conftest backend fixture
+from xcbench.backends.rados.backend import object_name
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.cell.layout import striper_objects
 from xcbench.errors import XcbError
@@ -30,7 +32,10 @@ def test_prepare_gives_xrdceph_params(ceph_cluster, backend):
     t = backend.prepare(cell("params", Layout(1 * M, 4, 4 * M), EC))
     assert t.oss == {"ceph_user": ceph_cluster.gateway_id, "pool": EC.name, "nb_stripes": 4,
                      "stripe_unit": 1 * M, "object_size": 4 * M}
-    assert t.info["name_prefix"].startswith("/xcb-rados/bk-params-")
+    assert t.info["object_prefix"].startswith("/xcb-rados/bk-params-")
+    # XrdCeph's selector of the gateway's own parameters, then the cell's objects
+    assert t.info["name_prefix"] == (f"/{ceph_cluster.gateway_id}@{EC.name},4,{1 * M},{4 * M}:"
+                                     + t.info["object_prefix"])
     backend.cleanup(t)  # nothing written: a no-op
 
 
@@ -54,7 +59,7 @@ def test_object_count_and_cleanup(ceph_cluster, backend, gateway_mod, workdir, i
             proc.run(["xrdcp", "-f", "-s", src, gw.url(path)], env=gw.client_env)
             out = proc.run(["xrdfs", gw.root_url, "query", "checksum", path], env=gw.client_env)
             assert out.stdout.replace("\0", " ").split()[-1] == adler32_hex(data)
-        expected = striper_objects(path, len(data), layout)
+        expected = striper_objects(object_name(path), len(data), layout)
         assert len(expected) == count
         with ceph_cluster.ioctx(pool.name) as io:
             listed = objects.list_prefix(io, target.info["object_prefix"])
@@ -71,7 +76,7 @@ def test_object_count_and_cleanup(ceph_cluster, backend, gateway_mod, workdir, i
 
 
 def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, workdir):
-    from tests.support.gwcheck import upload_and_verify, xrdcp_put
+    from tests.support.gwcheck import upload_and_verify
     layout = Layout(4 * M, 1, 4 * M)
     target = backend.prepare(cell("clients", layout))
     other = backend.prepare(cell("other", layout))  # must survive target's cleanup
@@ -84,13 +89,18 @@ def test_uploads_read_back_with_adler32(ceph_cluster, backend, gateway_mod, work
             ev = upload_and_verify(gw, "rados", workdir / "gwcheck", size=size,
                                    prefix=target.info["name_prefix"].strip("/") + "/gw")
             assert ev["gfal2_scheme"] == "http"
-            xrdcp_put(gw, workdir / "gwcheck" / "src.bin", other.info["name_prefix"] + "keep")
+        # another cell's objects (its gateway serves only its prefix: written here directly)
+        subprocess.run(["rados", *ceph_cluster.ceph_cli("--striper", "-p", REP.name, "put",
+                                                        other.info["object_prefix"] + "keep",
+                                                        workdir / "gwcheck" / "src.bin")[1:]],
+                       check=True, capture_output=True, timeout=120)
         s = layout
         with ceph_cluster.ioctx(REP.name) as io:
             for name in ev["names"].values():
-                expected = striper_objects("/" + name, size, s)  # 4M + 2M+
+                name = object_name("/" + name)
+                expected = striper_objects(name, size, s)  # 4M + 2M+
                 assert {oid: objects.stat(io, oid) for oid in expected} == expected
-                assert objects.checksums(objects.xattrs(io, "/" + name + ".0000000000000000")) \
+                assert objects.checksums(objects.xattrs(io, name + ".0000000000000000")) \
                     == {"adler32": ev["adler32"]}
             assert len(objects.list_prefix(io, target.info["object_prefix"])) == 3 * len(expected)
         backend.cleanup(target)

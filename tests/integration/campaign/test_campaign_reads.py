@@ -198,6 +198,7 @@ def test_rados_read_catches_a_corrupt_object(ceph_cluster, workdir):
     """XrdCeph: one RADOS object of one file changed after the dataset was verified; a random
     read pass and a full read pass each fail that file only."""
     from xcbench.backends.rados import BACKEND as RADOS
+    from xcbench.backends.rados.backend import object_name
     from xcbench.cell.layout import striper_objects
     from xcbench.gateway import start_gateway
     from xcbench.system.proc import ProcessSet
@@ -211,7 +212,8 @@ def test_rados_read_catches_a_corrupt_object(ceph_cluster, workdir):
                            procs=procs) as g:
             s = spec(60, files=4, file_size=3 * M + 5)
             c = written(g, s)
-            oids = striper_objects(c.read_name(3), c.dataset.size(3), layout)
+            # the object of a name is what follows its XrdCeph selector (backends/rados)
+            oids = striper_objects(object_name(c.read_name(3)), c.dataset.size(3), layout)
             with ceph_cluster.ioctx(target.pool) as io:
                 for oid in oids:  # every object of file 3: any random range hits one
                     data = bytearray(io.read(oid, oids[oid]))

@@ -5,7 +5,8 @@ A gateway (a redirector and two origins, three gateway agents) is started over r
 emulated gateway host (tests/support/sshsite.py); the agents run with a token in their own
 environment. The attacker (as the xrootd user) watches the scratch dir the agents make their dirs
 in, and plants Python packages, sitecustomize.py and a link to a root-owned file in every dir it
-is handed the moment that dir appears (before the daemons and root's helpers start), again in
+is handed the moment that dir appears (before the daemons and root's helpers start), links at
+every name a daemon's stdout/stderr file had in its logs dir among them, again in
 every handed dir once the gateway runs, then the gateway is stopped (the agents copy the logs
 back) and a second one started and stopped with the attacker still at work. No marker appears
 (root ran nothing), the victim and the link targets keep owner, mode and content, the daemons'
@@ -14,6 +15,7 @@ environment holds no token, and nothing planted reaches the coordinator's kept d
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -50,20 +52,34 @@ class Attacker(threading.Thread):
     package, the customize files and a link, as soon as it is seen (and once more on
     :meth:`again`)."""
 
-    def __init__(self, ids, markers: Path, victim: Path, vdir: Path):
+    def __init__(self, ids, markers: Path, victim: Path, vdir: Path, home: Path):
         super().__init__(daemon=True, name="xcb-test-attacker")
         self.ids, self.markers, self.victim, self.vdir = ids, markers, victim, vdir
+        self.home = home  # the agents' state home: the dirs they record before making them
         self.before = set(os.listdir(SCRATCH))
         self.done = threading.Event()
         self.seen: set[Path] = set()
         self.planted: list[Path] = []
         self.lock = threading.Lock()
 
+    def agents_dirs(self) -> set[str]:
+        """The names of the scratch dirs this test's agents recorded (a record is written before
+        its dir is made): on a shared machine, other tests' gateways make dirs of the same names,
+        and are not this test's to attack."""
+        names: set[str] = set()
+        for f in (self.home / "procs").glob("*.json"):
+            try:
+                names |= {Path(d["path"]).name for d in json.loads(f.read_text()).get("dirs", [])}
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return names
+
     def handed(self) -> list[Path]:
         """The attacker's dirs below (or at) the agents' new dirs (not entered: its own)."""
         out = []
+        ours = self.agents_dirs()
         for name in sorted(set(os.listdir(SCRATCH)) - self.before):
-            if not name.startswith(PREFIXES):
+            if not name.startswith(PREFIXES) or name not in ours:
                 continue
             top = Path(SCRATCH) / name
             if self._theirs(top):
@@ -88,6 +104,10 @@ class Attacker(threading.Thread):
             got = plant(d, self.ids, self.markers, tag)
             # in an export: the origins' dirs, taken first (an origin agent makes its own)
             links = [("planted-link.log", self.victim), ("origin-1", self.vdir), ("origin-2", self.vdir)]
+            # the names the daemons' stdout/stderr files had in their logs dir: to files that do
+            # not exist in a dir only root writes (root opening one would create it)
+            links += [(f"{n}-{dmn}.out", self.markers / f"created-{tag}-{n}-{dmn}")
+                      for n in ("xcb", "mgr", "o1", "o2") for dmn in ("xrootd", "cmsd")]
             for name, to in links:
                 p = link(d, name, to, self.ids)
                 if p is not None:
@@ -125,7 +145,7 @@ def test_planted_code_and_links_on_an_ssh_gateway_host_do_nothing(site, capsys):
         pytest.skip("the attack needs root handing dirs to the xrootd user")
     procs = proc.ProcessSet(record=False)
     with bait() as (markers, victim, vdir), xrootd_workdir("xcb-test-agent-handover-") as wd:
-        spy = Attacker(ids, markers, victim, vdir)
+        spy = Attacker(ids, markers, victim, vdir, Path(site["home"]))
         spy.start()
         gws = []
         try:
@@ -170,7 +190,8 @@ def test_planted_code_and_links_on_an_ssh_gateway_host_do_nothing(site, capsys):
             print(f"\nssh handover attack: {len(spy.planted)} paths planted ({early} as soon as "
                   f"their dir appeared) in {len(spy.seen)} handed dirs")
         assert early > 0  # the attacker got in before the gateway was up
-        assert sorted(p.name for p in markers.iterdir()) == ["vdir", "victim"], "root ran planted code"
+        assert sorted(p.name for p in markers.iterdir()) == ["vdir", "victim"], \
+            "root ran planted code or opened a planted link"
         st = victim.stat()
         assert (st.st_uid, stat.S_IMODE(st.st_mode), victim.read_text()) == (0, 0o600, VICTIM_TEXT)
         assert vdir.stat().st_uid == 0  # never chowned through the link

@@ -59,8 +59,9 @@ def test_a_result_store_that_fills_up_mid_run(ceph_cluster):
         m, name = run_matrix(s, files=60, sizes="72M")
         store = s.root / "store"
         store.mkdir()
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M", "xcb-fault-full", str(store)],
-                       check=True)
+        # mode 0755: a tmpfs is 1777 by default, and a store others may write is refused
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2M,mode=0755", "xcb-fault-full",
+                        str(store)], check=True)
         try:
             cli = s.start("run", str(m), "--store", str(store), "--run-name", name,
                           "--ceph-conf", str(ceph_cluster.conf), "--no-probes", "--no-baseline",

@@ -21,6 +21,7 @@ import pytest
 
 from tests.support.waits import until
 from xcbench.backends import get_backend
+from xcbench.backends.rados.backend import selector
 from xcbench.cell import Cell, Layout, PoolSpec
 from xcbench.ceph import pools as cephpools
 from xcbench.gateway import start_gateway
@@ -179,7 +180,10 @@ def test_bytes_through_an_xrdceph_gateway_show_in_report_and_pool_counters(ceph_
     target = backend.prepare(cell)
     if ceph_cluster.embedded:  # a pool nobody else writes to (the gateway user was granted it)
         pool = own_pools["gateway"]
-        target = replace(target, pool=pool, oss={**target.oss, "pool": pool})
+        # the name prefix begins with XrdCeph's selector of the gateway's pool (backends.rados)
+        prefix = selector(ceph_cluster.gateway_id, pool, cell.layout) + target.info["object_prefix"]
+        target = replace(target, pool=pool, oss={**target.oss, "pool": pool},
+                         info={**target.info, "name_prefix": prefix})
     pool = target.pool
     rows = Rows()
     try:

@@ -8,6 +8,7 @@ import pytest
 
 from xcbench.analysis.report.dimensions import section
 from xcbench.analysis.report.render import environment
+from xcbench.cell import Cell
 from xcbench.figures.units import GIB
 
 BASE = {"backend": "tmpfs", "tmpfs_size": 2 << 30, "mode": "push", "files": 8,
@@ -15,16 +16,16 @@ BASE = {"backend": "tmpfs", "tmpfs_size": 2 << 30, "mode": "push", "files": 8,
 
 
 def _run(cells: dict[str, tuple[str, dict, float]]):
-    manifest = {"cells": {cid: {"label": label, "settings": {**BASE, **s}}
-                          for cid, (label, s, _) in cells.items()}}
+    objects = {cid: Cell.from_settings({**BASE, **s}, id=cid, label=label)
+               for cid, (label, s, _) in cells.items()}
     points = pd.DataFrame([{"cell_id": cid, "concurrency": c, "rate": rate * c / 4}
                            for cid, (_, _, rate) in cells.items() for c in (1, 4)])
-    return points, manifest
+    return points, objects
 
 
 def test_no_block_without_the_dimensions():
-    points, manifest = _run({"a": ("tmpfs 2G o1 push", {"origins": 1}, GIB)})
-    assert section(points, manifest) is None
+    points, cells = _run({"a": ("tmpfs 2G o1 push", {"origins": 1}, GIB)})
+    assert section(points, cells) is None
 
 
 def test_streams_classes_and_cores_are_grouped():
@@ -35,8 +36,8 @@ def test_streams_classes_and_cores_are_grouped():
     cells.update({cl: (f"tmpfs 2G o1 push {cl}/4", {"origins": 1, "size_class": cl, "size_scale": 4,
                                                     "file_size": fs, "size_dist": "uniform"}, r)
                   for cl, fs, r in (("small", 1 << 20, 0.1 * GIB), ("medium", 128 << 20, GIB))})
-    points, manifest = _run(cells)
-    out = section(points, manifest)
+    points, objects = _run(cells)
+    out = section(points, objects)
     assert out is not None
     by = {}
     for r in out["rows"]:

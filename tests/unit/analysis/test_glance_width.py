@@ -63,7 +63,10 @@ def test_no_word_alone_on_a_line_and_one_home_per_phrase(columns, run):
     lines = glance.lines(rd, rows, columns)
     # a word longer than the line (a run's path in a command) stands alone, the rest fits
     assert [ln for ln in lines if len(ln) > columns and len(ln.rstrip(" \\").split()) > 1] == []
-    alone = [ln for ln in lines if len(ln.split()) == 1 and ln.strip() not in labels]
+    # the run's path, said once as RUN=...: a copyable command whose length is the checkout's
+    # (a CI clone's path may be long), not a word the table folded away from its sentence
+    alone = [ln for ln in lines if len(ln.split()) == 1 and ln.strip() not in labels
+             and not ln.strip().startswith("RUN=")]
     assert alone == []
     text = "\n".join(lines)
     assert "no role at limit" not in text and "most:" not in text and " + " not in text

@@ -42,6 +42,9 @@ def test_settings_of_another_shape_name_the_field():
         Cell.from_settings({**s, "layout": {"stripe_unit": 65536}})
     with pytest.raises(ValueError, match="^backend: missing"):
         Cell.from_settings({k: v for k, v in s.items() if k != "backend"})
+    for key in ("backend", "mode", "direction", "security"):  # a choice: one of the cell's own
+        with pytest.raises(ValueError, match=f"^{key}: 'sideways' is not one of "):
+            Cell.from_settings({**s, key: "sideways"})
 
 
 def _manifest(**cells) -> dict:

@@ -62,6 +62,9 @@ def test_the_target_sent_carries_no_local_path_and_only_the_size():
     sent = _target_request(t)
     assert "path" not in sent and "created" not in sent and sent["info"] == {"size": 1 << 20}
     assert parse_request(_req(target=json.loads(json.dumps(sent))))["target"]["backend"] == "tmpfs"
+    # an XrdCeph target's namespace goes too: the agent's gateway serves that prefix only
+    r = Target(cell_id="c2", backend="rados", info={"name_prefix": "/xcb-rados/c2-abc/"})
+    assert _target_request(r)["info"] == {"size": None, "name_prefix": "/xcb-rados/c2-abc/"}
 
 
 class _Part:

@@ -12,6 +12,7 @@ from xcbench.system.templates import render
 
 RADOS_OSS = {"ceph_user": "xcbgw", "pool": "xcb-ec2-1", "nb_stripes": 4,
              "stripe_unit": 4 << 20, "object_size": 64 << 20}
+SEL = "/xcbgw@xcb-ec2-1,4,4194304,67108864:"  # XrdCeph's selector of exactly those
 
 
 
@@ -25,7 +26,8 @@ def tmpfs():
 
 @pytest.fixture
 def rados():
-    return Target(cell_id="c2", backend="rados", pool="xcb-ec2-1", oss=dict(RADOS_OSS))
+    return Target(cell_id="c2", backend="rados", pool="xcb-ec2-1", oss=dict(RADOS_OSS),
+                  info={"name_prefix": SEL + "/xcb-rados/c2-a1b2c3/"})
 
 
 def test_tmpfs_standalone(tmpfs):
@@ -56,6 +58,30 @@ def test_rados_tunables_override(rados):
     assert "xrd.buffers maxbsz 32m" in cfg
     assert "ceph.nbconnections 8" in cfg
     assert "xrd.report 127.0.0.1:9931 every 1s all" in cfg
+
+
+def test_every_request_is_authorized_below_the_namespace(tmpfs, rados):
+    """A POSIX export serves / below its localroot; XrdCeph the cell's object prefix only,
+    exported and granted by the authdb (xcbench.gateway.authz)."""
+    for target, ns in ((tmpfs, "/"), (rados, SEL + "/xcb-rados/c2-a1b2c3/")):
+        cfg = xrootd(target, authdb="/run/x/authdb")
+        assert [ln for ln in cfg if ln.startswith("all.export")] == [f"all.export {ns}"]
+        assert "ofs.authorize 1" in cfg and "acc.authdb /run/x/authdb" in cfg
+    sci = xrootd(rados, authdb="/run/x/authdb", security={"mode": "scitokens", "cadir": "/c",
+                                                           "scitokens": "/run/x/sci.cfg"})
+    assert "ofs.authorize 1" in sci and not any(ln.startswith("acc.authdb") for ln in sci)
+
+
+def test_a_rados_target_without_its_prefix_is_refused():
+    t = Target(cell_id="c4", backend="rados", oss=dict(RADOS_OSS))
+    other = "/xcbgw@victim,4,4194304,67108864:"
+    for info in ({}, {"name_prefix": "/"}, {"name_prefix": "/xcb-rados/c4-a1b2c3/"},
+                 {"name_prefix": SEL}, {"name_prefix": SEL + "/xcb-rados/"},
+                 {"name_prefix": SEL + "/xcb-rados/p@ool:x/"}, {"name_prefix": SEL + "/xcb-rados/c4"},
+                 {"name_prefix": other + "/xcb-rados/c4-a1b2c3/"}):
+        t.info = info
+        with pytest.raises(XcbError, match="c4: name_prefix: "):
+            xrootd(t)
 
 
 def test_rados_target_must_carry_striper_params():

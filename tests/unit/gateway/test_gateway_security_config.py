@@ -18,7 +18,9 @@ TARGET = Target(cell_id="c1", backend="tmpfs", path="/mnt/t")
 def test_none_has_no_tls_requirement_nor_tokens():
     cfg = xrootd(TARGET)
     assert "xrd.tlsca certfile cert.pem" in cfg
-    assert not [ln for ln in cfg if ln.startswith(("xrootd.tls", "sec.", "ofs.authorize", "ofs.authlib"))]
+    assert not [ln for ln in cfg if ln.startswith(("xrootd.tls", "sec.", "ofs.authlib"))]
+    # anonymous, and authorized all the same: the namespace only (xcbench.gateway.authz)
+    assert "ofs.authorize 1" in cfg and "acc.authdb authdb" in cfg
 
 
 def test_tls_requires_tls_of_capable_clients_with_the_runs_ca():
@@ -37,7 +39,7 @@ def test_scitokens_adds_token_authorization_for_both_protocols():
 
 def test_macaroons_adds_the_macaroon_handler_and_an_authdb():
     cfg = xrootd(TARGET, security={"mode": "macaroons", "cadir": "/c", "scitokens": None,
-                                   "macaroons": {"secret": "/a/macaroon.secret", "authdb": "/a/authdb"}})
+                                   "macaroons": {"secret": "/a/macaroon.secret"}}, authdb="/a/authdb")
     for line in ("ofs.authorize 1", "acc.authdb /a/authdb", "ofs.authlib libXrdMacaroons.so",
                  "macaroons.secretkey /a/macaroon.secret", "http.exthandler xrdmacaroons libXrdMacaroons.so",
                  "http.header2cgi Authorization authz", "xrootd.tls capable all"):

@@ -12,7 +12,7 @@ from tests.support.waits import gone
 from xcbench.errors import XcbError
 from xcbench.hosts import Host, transport_for
 from xcbench.hosts.inventory import Link
-from xcbench.hosts.transport import TIED, NetnsTransport
+from xcbench.hosts.transport import SSH_SAFE, TIED, NetnsTransport
 from xcbench.system import proc
 
 LOCAL = Host("l", ("client",), "local", "127.0.0.1")
@@ -74,13 +74,36 @@ def test_ssh_wrap_quotes_one_remote_string():
     t = transport_for(SSH)
     assert not t.shares_fs
     argv = t.wrap(["printf", "%s|", "a b", "it's", "$HOME", ";rm"], {"X": "1 2"})
-    assert argv[:7] == ["ssh", "-F", "cfg", "-p", "2222", "-o", "BatchMode=yes"]
+    n = len(SSH_SAFE)
+    assert argv[:1 + n] == ["ssh", *SSH_SAFE]  # first: ssh keeps the first value of an option
+    assert argv[1 + n:7 + n] == ["-F", "cfg", "-p", "2222", "-o", "BatchMode=yes"]
     assert argv[-3:-1] == ["g2-alias", "--"]
     assert shlex.split(argv[-1]) == ["env", "X=1 2", "printf", "%s|", "a b", "it's", "$HOME", ";rm"]
     tied = shlex.split(t.wrap(["sleep", "1"], tied=True)[-1])
     assert tied[:6] == ["sh", "-c", TIED, "xcbench-tied", "0", "0"]
     assert tied[-2:] == ["sleep", "1"]
     assert t.xcbench_argv() == ["xcbench"]
+
+
+def test_ssh_checks_the_host_key_and_forwards_nothing_whatever_the_config_says(tmp_path):
+    """`ssh -G` prints the options ssh would use: a user's ssh_config and the inventory's
+    ssh_options that forward the agent, X11 and ports and accept any host key lose to ours."""
+    import shutil
+    if shutil.which("ssh") is None:
+        pytest.skip("no OpenSSH client")
+    cfg = tmp_path / "cfg"
+    cfg.write_text("Host *\n  ForwardAgent yes\n  ForwardX11 yes\n  StrictHostKeyChecking no\n"
+                   "  LocalForward 2222 127.0.0.1:22\n  PermitLocalCommand yes\n  LocalCommand id\n")
+    t = transport_for(Host("g9", ("gateway",), "ssh", "192.0.2.9", ssh="g9-alias",
+                           ssh_options=("-F", str(cfg), "-o", "ForwardAgent=yes")))
+    argv = t.wrap(["true"])
+    opts = argv[1:argv.index("g9-alias")]
+    got = subprocess.run(["ssh", "-G", *opts, "g9-alias"], capture_output=True, text=True,
+                         timeout=30, check=True).stdout.splitlines()
+    conf = dict(ln.split(" ", 1) for ln in got if " " in ln)
+    assert (conf["stricthostkeychecking"], conf["forwardagent"], conf["forwardx11"],
+            conf["clearallforwardings"], conf["permitlocalcommand"]) == ("true", "no", "no", "yes", "no")
+    assert conf["batchmode"] == "yes"
 
 
 def test_scp_options_port():

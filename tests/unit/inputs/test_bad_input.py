@@ -1,14 +1,14 @@
 """Bad input is refused at load: one line naming file, cell and field, exit 2, no traceback."""
 
 import math
+import subprocess
+import sys
 
 import pytest
 
-from xcbench.backends.base import backend_class
 from xcbench.campaign.spec import CampaignSpec, OptimizerSpec, check_campaign_settings
 from xcbench.cli import main
 from xcbench.errors import XcbError
-from xcbench.gateway.misconfig import gateway_findings
 from xcbench.matrix import check_lines, load_matrix
 from xcbench.store.rundir import RunDir
 from xcbench.system.userfiles import read_json, read_text, read_yaml
@@ -83,13 +83,22 @@ def test_matrix_empty_or_bad_bind_is_an_error(tmp_path, bind):
     assert len(lines) == 1 and lines[0].startswith(f"{p}: defaults.gateway: bind: ")
 
 
-@pytest.mark.parametrize("bind", ["0.0.0.0", "'::'", "127.0.0.1", "'[::1]'", "localhost"])
-def test_wildcard_written_out_is_valid_and_a_finding(tmp_path, bind):
+@pytest.mark.parametrize("bind", ["0.0.0.0", "'::'", "'[::]'", "10.1.2.3"])
+def test_matrix_wildcard_or_non_loopback_bind_is_one_line_exit_2(tmp_path, bind):
+    """A matrix binds a gateway to loopback only: `matrix check` says so in one line, exit 2
+    (a gateway on another address comes from the operator's inventory)."""
     p = write(tmp_path, BASE + f"defaults:\n  gateway: {{bind: {bind}}}\n")
-    cell = load_matrix(p).cells[0]
-    rows = gateway_findings(cell.id, backend_class("tmpfs"), bind=cell.gateway_settings["bind"])
-    wild = [r for r in rows if "all interfaces" in r["what"]]
-    assert bool(wild) == (cell.gateway_settings["bind"] in ("0.0.0.0", "::"))
+    r = subprocess.run([sys.executable, "-m", "xcbench", "matrix", "check", str(p)],
+                       capture_output=True, text=True, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"xcbench: error: {p}: defaults.gateway: bind: "), lines
+
+
+@pytest.mark.parametrize("bind", ["127.0.0.1", "'[::1]'", "localhost"])
+def test_matrix_loopback_bind_is_valid(tmp_path, bind):
+    p = write(tmp_path, BASE + f"defaults:\n  gateway: {{bind: {bind}}}\n")
+    assert load_matrix(p).cells[0].gateway_settings["bind"] in ("127.0.0.1", "[::1]", "localhost")
 
 
 def test_reader_turns_every_failure_into_one_line(tmp_path):

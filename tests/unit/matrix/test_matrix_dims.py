@@ -3,28 +3,14 @@ set them unchanged, bad values one line naming file, entry and field."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
+from tests.support.matrices import TMPFS as BASE
+from tests.support.matrices import load_text as load
 from xcbench.campaign.dataset import file_sizes
 from xcbench.cell import Cell
 from xcbench.cell.classes import SIZE_CLASSES, campaign_sizes, class_range
 from xcbench.errors import XcbError
-from xcbench.matrix import load_matrix
-
-BASE = """
-name: t
-defaults: {concurrency: [1, 2], file_size: 4M, files: 4}
-backends:
-  tmpfs: {size: 1G}
-"""
-
-
-def load(tmp_path, extra: str = "", base: str = BASE):
-    p = tmp_path / "m.yaml"
-    p.write_text(textwrap.dedent(base) + textwrap.dedent(extra))
-    return load_matrix(p)
 
 
 def test_cells_without_new_dims_keep_their_ids(tmp_path):

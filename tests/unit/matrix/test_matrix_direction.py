@@ -3,25 +3,12 @@ their ids, bad values one line naming file, cell or entry, and field."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
+from tests.support.matrices import TMPFS as BASE
+from tests.support.matrices import load_text as load
 from xcbench.errors import XcbError
-from xcbench.matrix import cell_id, load_matrix
-
-BASE = """
-name: t
-defaults: {concurrency: [1, 2], file_size: 4M, files: 4}
-backends:
-  tmpfs: {size: 1G}
-"""
-
-
-def load(tmp_path, extra: str = "", base: str = BASE):
-    p = tmp_path / "m.yaml"
-    p.write_text(textwrap.dedent(base) + textwrap.dedent(extra))
-    return load_matrix(p)
+from xcbench.matrix import cell_id
 
 
 def test_direction_is_crossed_and_write_keeps_the_old_id(tmp_path):
@@ -58,10 +45,7 @@ def test_exclude_by_direction(tmp_path):
     ("campaign: {access: {pattern: random, depth: 3}}", "access.depth", "unknown key"),
 ])
 def test_bad_read_settings_name_file_and_field(tmp_path, extra, field, words):
-    base = BASE.replace("  tmpfs: {size: 1G}", "  tmpfs:\n    size: 1G\n    " + extra)
-    with pytest.raises(XcbError) as e:
-        load(tmp_path, base=base)
-    line = str(e.value).splitlines()[0]
+    line = _refusal(tmp_path, extra)
     assert line.startswith(str(tmp_path / "m.yaml")) and f"{field}:" in line and words in line
 
 
@@ -73,11 +57,16 @@ def test_bad_read_settings_name_file_and_field(tmp_path, extra, field, words):
     ("campaign: {client: http}", "campaign.client", "read client"),
 ])
 def test_cells_that_cannot_read_are_refused_at_load(tmp_path, extra, field, words):
-    base = BASE.replace("  tmpfs: {size: 1G}", "  tmpfs:\n    size: 1G\n    " + extra)
+    line = _refusal(tmp_path, extra)
+    assert ": cell tmpfs" in line and f": {field}: " in line and words in line
+
+
+def _refusal(tmp_path, tmpfs_keys: str) -> str:
+    """The first line of the error loading the matrix whose tmpfs backend has ``tmpfs_keys``."""
+    base = BASE.replace("  tmpfs: {size: 1G}", "  tmpfs:\n    size: 1G\n    " + tmpfs_keys)
     with pytest.raises(XcbError) as e:
         load(tmp_path, base=base)
-    line = str(e.value).splitlines()[0]
-    assert ": cell tmpfs" in line and f": {field}: " in line and words in line
+    return str(e.value).splitlines()[0]
 
 
 def test_read_dataset_must_fit_a_tmpfs(tmp_path):

@@ -3,12 +3,11 @@ value is one line naming the file, the section and the field."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
+from tests.support.matrices import load_text
 from xcbench.errors import XcbError
-from xcbench.matrix import cell_id, load_matrix
+from xcbench.matrix import cell_id
 
 BASE = """
 name: t
@@ -19,9 +18,7 @@ backends:
 
 
 def load(tmp_path, base: str = BASE, extra: str = ""):
-    p = tmp_path / "m.yaml"
-    p.write_text(textwrap.dedent(base) + textwrap.dedent(extra))
-    return load_matrix(p)
+    return load_text(tmp_path, extra, base)
 
 
 def test_security_is_crossed_and_none_keeps_the_old_id(tmp_path):

@@ -73,6 +73,12 @@ def test_bad_reference_is_one_line_naming_file_row_and_field(tmp_path, capsys, d
     assert main(["matrix", "check", path]) == 2
 
 
+def test_a_layout_the_matrix_lacks_is_named_as_cell_labels_name_it(tmp_path):
+    path = write(tmp_path, _bad(stripe_unit=2 * M, stripe_count=1, object_size="16MiB", iops=1))
+    with pytest.raises(XcbError, match=r"stripe_unit: layout su=2M sc=1 os=16M is not a layout of this matrix"):
+        load_matrix(path)
+
+
 def test_ral_layouts_holds_the_published_table():
     m = load_matrix("layouts/ral-layouts.yaml")
     got = {(r["stripe_unit"] // M, r["object_size"] // M, r["stripe_count"]): (r["io_rate_gib_s"], r["iops"])

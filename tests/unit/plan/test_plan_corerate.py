@@ -5,15 +5,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from xcbench.cell import Cell
 from xcbench.plan.calibrate import Calibration
 from xcbench.plan.rate_per_core import add_rate_per_core, rate_per_core_rows
 
 CELLS = {
-    "a": {"label": "tmpfs 2G o1 push 0.5c", "settings": {"backend": "tmpfs", "mode": "push",
-                                                          "origins": 1, "cores": 0.5}},
-    "b": {"label": "tmpfs 2G o2 push 1c", "settings": {"backend": "tmpfs", "mode": "push",
-                                                        "origins": 2, "cores": 1.0}},
-    "c": {"label": "tmpfs 2G o1 push", "settings": {"backend": "tmpfs", "mode": "push", "origins": 1}},
+    "a": Cell("a", "tmpfs 2G o1 push 0.5c", "tmpfs", origins=1, cores=0.5),
+    "b": Cell("b", "tmpfs 2G o2 push 1c", "tmpfs", origins=2, cores=1.0),
+    "c": Cell("c", "tmpfs 2G o1 push", "tmpfs", origins=1),
 }
 RATES = {("a", 1): 0.1e9, ("a", 4): 0.25e9, ("b", 4): 0.4e9, ("c", 4): 2e9}
 

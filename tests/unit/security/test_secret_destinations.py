@@ -153,16 +153,58 @@ def test_a_matrix_alone_sends_no_fts_credential_even_to_loopback(tmp_path, capsy
         err = capsys.readouterr().err.strip().splitlines()
     assert codes == [2, 2] and len(err) == 2, err
     for line in err:
-        assert f"{f}: defaults: campaign.fts.endpoint: {url} would receive the FTS credential" in line
+        assert line.startswith(f"xcbench: error: {f}: cell tmpfs 64M o1 tpc-http (")
+        assert f"campaign.fts.endpoint: {url} would receive the FTS credential" in line
         assert f"--fts-endpoint {url}" in line
     assert ear.connections == 0
 
 
+def _include_only(url: str, tok: Path, kind: str = "token_file") -> dict:
+    """A matrix whose only FTS section (with its credential) is in an include: entry."""
+    m = copy.deepcopy(TMPFS)
+    m["defaults"].update(modes=["tpc-http"])
+    m["include"] = [{"backend": "tmpfs", "size": "32M", "campaign": {
+        "engine": "fts3", "fts": {"endpoint": url, kind: str(tok)}}}]
+    return m
+
+
+def test_an_fts_section_only_in_include_sends_nothing_unless_named(tmp_path, capsys):
+    """include: entries carry campaign: too; the check reads every cell's merged section:
+    `run` and `confirm` refuse in one line (exit 2), and the loopback listener the entry names
+    receives nothing; over plain http to another host, `matrix check` refuses it too."""
+    from xcbench.selftest.confirm import _operator_named
+    tok = _token(tmp_path)
+    with Listener() as ear:
+        url = f"http://127.0.0.1:{ear.port}"
+        f = tmp_path / "m.yaml"
+        f.write_text(yaml.safe_dump(_include_only(url, tok)))
+        code = cli.main(["run", str(f), "--store", str(tmp_path / "s"), "--no-baseline",
+                         "--no-report"])
+        err = capsys.readouterr().err.strip().splitlines()
+        with pytest.raises(XcbError, match=r"cell tmpfs 32M o1 tpc-http \(\w+\): campaign.fts.endpoint: "
+                           + url.replace(".", r"\.") + " would receive"):
+            _operator_named(_include_only(url, tok), "m.yaml", ())
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"xcbench: error: {f}: cell tmpfs 32M o1 tpc-http (") and url in err[0]
+    assert ear.connections == 0
+    # the X509 proxy the fts3 client delegates, over plain http to another host
+    f.write_text(yaml.safe_dump(_include_only("http://fts.example:8446", tok, "cert")))
+    assert cli.main(["matrix", "check", str(f)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "cell tmpfs 32M o1 tpc-http (" in line and "campaign.fts.endpoint: http://fts.example" in line
+
+
 def test_the_operator_names_the_fts_endpoint():
+    from xcbench.matrix.expand import expand
+    from xcbench.matrix.schema import _Errors
     from xcbench.system.secrets_policy import fts_endpoint_problems
+
+    def cells(m):
+        return expand(m, "m.yaml", _Errors("m.yaml"))
     m = _fts("https://fts.example:8446/", token_env="FTS_TOKEN")
-    m["backends"]["tmpfs"]["campaign"] = {"fts": {"endpoint": "https://other:8446", "cert": "/p"}}
-    assert len(fts_endpoint_problems(m, "m.yaml", [])) == 2
-    assert fts_endpoint_problems(m, "m.yaml", ["https://FTS.example:8446", "https://other:8446/"]) == []
+    m["include"] = [{"backend": "tmpfs", "size": "32M", "campaign": {
+        "engine": "fts3", "fts": {"endpoint": "https://other:8446", "cert": "/p"}}}]
+    assert len(fts_endpoint_problems(cells(m), "m.yaml", [])) == 2
+    assert fts_endpoint_problems(cells(m), "m.yaml", ["https://FTS.example:8446", "https://other:8446/"]) == []
     no_credential = _fts("https://fts.example:8446")  # nothing secret goes: nothing to name
-    assert fts_endpoint_problems(no_credential, "m.yaml", []) == []
+    assert fts_endpoint_problems(cells(no_credential), "m.yaml", []) == []

@@ -223,7 +223,7 @@ def test_a_replay_sends_no_fts_credential_the_operator_did_not_name(tmp_path, ca
         f.write_text(yaml.safe_dump(raw))
         m["matrix"]["path"] = str(f)
         (path / "manifest.json").write_text(json.dumps(m))
-        with pytest.raises(Exception, match=f"{f}: defaults: campaign.fts.endpoint"):
+        with pytest.raises(Exception, match=f"{f}: cell tmpfs 64M o1 tpc-http \\(\\w+\\): campaign.fts.endpoint"):
             preflight(path)
         assert preflight(path, fts_endpoints=(url,))[2] == str(f)  # named: the replay may go
     assert ear.connections == 0

@@ -87,3 +87,65 @@ def test_the_storage_network_hosts_are_a_valid_inventory():
     inv = parse_inventory(storagenet.inventory_doc("99999", "300mbit", net), "t")
     assert inv.bridge is not None and inv.bridge.name == "xcbv99999"
     assert [h.name for h in inv.hosts] == ["st99999"] and inv.hosts[0].link.rate_bits_per_s == 300e6
+
+
+def test_a_one_cell_runs_verdicts_by_level_and_its_record():
+    """Both scenarios read their runs' verdicts by level and record each run the same way."""
+    import json
+
+    import pandas as pd
+
+    from xcbench.selftest import storagenet
+    rows = pd.DataFrame([{"cell_id": "c", "concurrency": lv, "verdict": v, "reason": f"why {lv}",
+                          "evidence": json.dumps({"rate": lv * 1e6})} for lv, v in ((2, "network"), (8, "client"))])
+    run = type("Run", (), {"table": lambda self, name: rows, "path": "/r/x"})()
+    got = network.level_verdicts(run)
+    assert got == {2: {"verdict": "network", "reason": "why 2", "evidence": {"rate": 2e6}},
+                   8: {"verdict": "client", "reason": "why 8", "evidence": {"rate": 8e6}}}
+    assert storagenet.level_verdicts is network.level_verdicts
+    result: dict = {"runs": {}, "seconds": {}}
+    network.record(result, "network", run, 0.0)
+    assert result["runs"] == {"network": "/r/x"} and result["seconds"]["network"] > 0
+
+
+def test_run_network_runs_unshaped_then_shaped_and_judges_each_level(tmp_path, monkeypatch):
+    """The scenario's flow without hosts: the unshaped run's slowest level sets the shaped rate,
+    the shaped run (with its baseline) is judged level by level; both recorded."""
+    import contextlib
+    import json
+
+    import pandas as pd
+    levels = network.levels_of(True)["levels"]
+    runs: list[tuple[str, str, bool]] = []
+
+    def fake_run(doc, name, cluster, out, workdir, inv, baseline):
+        shaped = baseline
+        link = inv.clients[0].link
+        runs.append((name, link.rate if link else None, baseline))
+        rows = [{"cell_id": "c", "concurrency": lv, "verdict": "network" if shaped else "gateway",
+                 "reason": "r", "evidence": json.dumps({"rate": 1e6 * lv, "links": {
+                     f"nc{tag}": {"tx": 1e5, "limit": 1.2e5, "use": 0.9, "samples": 5}} if shaped else {}})}
+                for lv in levels]
+        tables = {"verdicts": pd.DataFrame(rows),
+                  "baseline": pd.DataFrame([{"bits_per_second": 4.2e6 if shaped else None}])}
+        return type("Run", (), {"path": tmp_path / name, "cells": {"c": None},
+                                "table": lambda self, t: tables[t]})()
+
+    @contextlib.contextmanager
+    def fake_emulated(doc, workdir, name):
+        yield parse_inventory(doc, "t")
+
+    tag = f"{__import__('os').getpid() % 100000}"
+    monkeypatch.setattr(network, "why_not", lambda: None)
+    monkeypatch.setattr(network, "free_network", lambda: ipaddress.IPv4Network("10.233.9.0/24"))
+    monkeypatch.setattr(network, "emulated", fake_emulated)
+    monkeypatch.setattr(network, "_run", fake_run)
+    result = network.run_network(None, quick=True, out=tmp_path, stamp="S", fraction=0.1, log=lambda m: None)
+    slowest = 1e6 * min(levels)
+    mbit = int(slowest * 8 * 0.1 / 1e6)
+    assert runs == [("selftest-S-network-unshaped", None, False), ("selftest-S-network", f"{mbit}mbit", True)]
+    assert set(result["runs"]) == set(result["seconds"]) == {"network-unshaped", "network"}
+    f = result["figures"]
+    assert f["unshaped_bytes_per_s"] == slowest and f["shaped_rate"] == f"{mbit}mbit"
+    assert f["iperf3_bits_per_s"] == 4.2e6 and sorted(f["levels"]) == sorted(levels)
+    assert [c.level for c in result["checks"]] == list(levels) and all(c.ok for c in result["checks"])
