@@ -295,7 +295,7 @@ def _lift(verdict: str, limits: dict[str, dict[str, Any]], rate: float | None, c
     where the OSDs hold no limit of its kind (the caller takes the storage out)."""
     kind, name = LIFTS.get(verdict, (None, None))
     limit = limits.get(kind) if kind else None
-    if limit is None or name is None:
+    if kind is None or limit is None or name is None:
         return None
     old = float(limit["value"])
     new = RELIEF * old

@@ -173,7 +173,7 @@ def run_case(case: Case, cluster: Cluster | None, *, quick: bool = False, out: P
             key = test.cell or case.cells[0]
             cid = keys.get(key)
             v = got.get((cid, level)) if cid else None
-            if v is None:
+            if v is None or cid is None:
                 why = {c: (r.error or r.status) for c, r in run.cells.items()}.get(cid or "", "no such cell")
                 result["checks"].append(Check(case.name, key, cid or "-", level, ("confirmed",) if test.right
                                               else NOT_CONFIRMED, "missing", f"no verdict at c={level}: {why}",
