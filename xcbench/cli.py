@@ -16,7 +16,6 @@ from xcbench import __version__
 from xcbench.commands.options import apply_ceph_name
 from xcbench.errors import XcbError
 from xcbench.hosts import slurm_sweep
-from xcbench.run import matrix_sections  # noqa: F401 (every command may load a matrix)
 from xcbench.system import cgroups, orphans, statedir, sysctlrec
 from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
 
@@ -30,6 +29,9 @@ COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", 
 
 
 HIDDEN = ("campaign-agent", "gateway-agent", "node-clean")  # started by xcbench on other hosts, not by users
+# commands that never load a matrix: node-clean runs on every node of a Slurm run when it ends,
+# and the matrix sections' imports (the campaign engine, scipy) were nine tenths of its start-up
+NO_MATRIX = ("node-clean",)
 PROG = "xcbench"
 
 
@@ -111,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command not in NO_MATRIX:  # every other command may load a matrix: its sections
+        importlib.import_module("xcbench.run.matrix_sections")
     try:
         apply_ceph_name(args)
         if args.command in STARTS_PROCESSES:

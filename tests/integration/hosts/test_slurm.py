@@ -33,6 +33,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -274,6 +275,10 @@ def test_run_from_three_nodes_through_srun(site, workdir, ceph_cluster, variant)
         base = run.table("baseline")
         got = {r.client for r in base.itertuples() if r.bits_per_second}
         assert got == {h.address for h in inv.netns_hosts}, base
+    # whole nodes (no cpus_per_task: --exclusive): each agent may use its node's CPUs, and says so
+    lim = samples[(samples["sampler"] == "node") & (samples["metric"] == "node.cpu.limit_cores")]
+    assert {(json.loads(x) if isinstance(x, str) else x)["host"] for x in lim["labels"]} == set(nodes)
+    assert set(lim["value"]) == {float(os.cpu_count() or 1)}, lim
     assert not _squeue("-s") and not _squeue()  # every step and the allocation gone
     assert not any(_node_pids(sc, inv).values()), _node_pids(sc, inv)
     assert not _leftovers(sc, inv, job["scratch_tag"])  # nor a file in a node's scratch
@@ -358,6 +363,15 @@ def test_coordinator_killed_mid_level_then_the_next_command(site, workdir, sig):
     if sig == signal.SIGTERM:  # it stops everything itself: interrupted, resumable, and it
         assert p.returncode == 130, err  # removed what its killed agent left on the node
         assert "removed what the run's agents left on their nodes (" in err, err
+        # what it measured is kept: each client node's agent reported its limit, its step's cpuset
+        from xcbench.store.rundir import RunDir
+        smp = RunDir.open(run).table("samples")
+        lim = smp[(smp["sampler"] == "node") & (smp["metric"] == "node.cpu.limit_cores")]
+        got = {(x := json.loads(lb) if isinstance(lb, str) else lb)["host"]: (v, x["source"])
+               for lb, v in zip(lim["labels"], lim["value"], strict=True)}
+        assert set(got) == set(clients), got
+        assert all(v == 1.0 and re.match(rf"cpuset \d+ at /sys/fs/cgroup/cpuset/slurm_{n}/uid_", src)
+                   for n, (v, src) in got.items()), got
     t0 = time.monotonic()
     nxt = _xcbench("run", str(workdir / "no-such-matrix.yaml"))  # any command: it cleans first
     assert nxt.returncode == 2 and "no such file" in nxt.stderr.splitlines()[-1], nxt.stderr

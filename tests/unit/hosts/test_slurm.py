@@ -33,7 +33,8 @@ def test_good_section_and_its_salloc_options():
                                   "--time=1:00:00", "--account=ska", "--constraint=ib&haswell",
                                   "--cpus-per-task=8"]
     empty = parse_request({}, "h.yaml")
-    assert empty.nodes is None and empty.gateways == 0 and empty.salloc_options()[0] == "--nodes=1"
+    assert empty.nodes is None and empty.gateways == 0
+    assert empty.salloc_options() == ["--nodes=1", "--ntasks-per-node=1", "--no-kill", "--exclusive"]
     assert parse_request({"time": 30, "xcbench": "/sw/xcb run"}, "h").xcbench == ("/sw/xcb", "run")
 
 
