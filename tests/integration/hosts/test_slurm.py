@@ -317,6 +317,7 @@ def test_coordinator_killed_mid_level_then_the_next_command(site, workdir, sig):
     matrix, hosts = _files(workdir, f"killed-{sig.name}",
                            {"nodes": 3, "time": "30", "gateways": 1, "cpus_per_task": 1},
                            {"tmpfs": {"size": ["256M"]}}, {"min": "120s", "max": "180s"}, [3])
+    before = set(_mounts())  # a machine's earlier runs are not this one's
     p = subprocess.Popen([sys.executable, "-m", "xcbench", "run", str(matrix), "--hosts", str(hosts),
                           "--store", str(workdir / f"killed-{sig.name}"), "--no-baseline",
                           "--no-probes", "--no-report", "--telemetry", "none"],
@@ -333,7 +334,7 @@ def test_coordinator_killed_mid_level_then_the_next_command(site, workdir, sig):
         assert all(left.values()) and any("xrootd" in x for x in left[gw]), left
         (run,) = (workdir / f"killed-{sig.name}").iterdir()
         (cell,) = json.loads((run / "manifest.json").read_text())["cells"]
-        made = [m for m in _mounts() if f"xcb-tmpfs-{cell}-" in m]  # the gateway's tmpfs (both sides)
+        made = [m for m in _mounts() if f"xcb-tmpfs-{cell}-" in m and m not in before]  # the gateway's tmpfs
         assert made, _mounts()
         (entry,) = [e for e in json.loads((statedir.home() / "slurm" / f"{p.pid}.json").read_text())
                     ["jobs"] if e.get("nodes")]  # what the run recorded before its first step
