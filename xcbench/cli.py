@@ -15,8 +15,7 @@ from collections.abc import Sequence
 from xcbench import __version__
 from xcbench.commands.options import apply_ceph_name
 from xcbench.errors import XcbError
-from xcbench.hosts import slurm
-from xcbench.run import matrix_sections  # noqa: F401 (every command may load a matrix)
+from xcbench.hosts import slurm_sweep
 from xcbench.system import cgroups, orphans, statedir, sysctlrec
 from xcbench.system.signals import EXIT_CODE, Interrupted, StopFlag
 
@@ -26,10 +25,13 @@ STARTS_PROCESSES = ("cluster", "gateway", "probe", "campaign", "run", "demo", "s
                     "baseline", "gateway-agent")
 COMMANDS = ("cluster", "matrix", "gateway", "probe", "campaign", "run", "demo", "runs",
             "report", "compare", "plan", "telemetry", "baseline", "selftest", "confirm", "hosts",
-            "campaign-agent", "smoke", "gateway-agent")
+            "campaign-agent", "smoke", "gateway-agent", "node-clean")
 
 
-HIDDEN = ("campaign-agent", "gateway-agent")  # started by xcbench on other hosts, not by users
+HIDDEN = ("campaign-agent", "gateway-agent", "node-clean")  # started by xcbench on other hosts, not by users
+# commands that never load a matrix: node-clean runs on every node of a Slurm run when it ends,
+# and the matrix sections' imports (the campaign engine, scipy) were nine tenths of its start-up
+NO_MATRIX = ("node-clean",)
 PROG = "xcbench"
 
 
@@ -111,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command not in NO_MATRIX:  # every other command may load a matrix: its sections
+        importlib.import_module("xcbench.run.matrix_sections")
     try:
         apply_ceph_name(args)
         if args.command in STARTS_PROCESSES:
@@ -157,7 +161,8 @@ def _guarded(args) -> int:
 def _sweep_host_changes() -> None:
     """Undo what a killed earlier command changed on the host beyond processes and mounts:
     its CPU-quota cgroups (``cores``; emulated hosts' quotas are swept by `hosts down`), the
-    sysctls ``--tune-tcp`` set, and its Slurm job steps (xcbench.hosts.slurm.sweep)."""
+    sysctls ``--tune-tcp`` set, its Slurm job steps and its nodes' scratch
+    (xcbench.hosts.slurm_sweep.sweep)."""
     try:
         removed = cgroups.sweep_stale()
         restored = sysctlrec.restore_stale()
@@ -170,7 +175,7 @@ def _sweep_host_changes() -> None:
     if restored:
         print(f"xcbench: an earlier xcbench was killed with --tune-tcp in effect: "
               f"{'; '.join(restored)[:400]}", file=sys.stderr, flush=True)
-    said = slurm.sweep()  # its job steps, and an allocation it asked for
+    said = slurm_sweep.sweep()  # its job steps, an allocation it asked for, its nodes' scratch
     if said:
         print(said, file=sys.stderr, flush=True)
 

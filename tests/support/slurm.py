@@ -9,6 +9,14 @@ in its host's network namespace (``nsenter --net``: ``ip netns exec`` would remo
 
 Everything it started is stopped after, and the dir's state removed; the node names are the
 emulated hosts' names (so per-node verdicts name the host whose link is shaped).
+
+Each step is confined to its CPUs as at a site: ``TaskPlugin=task/cgroup,task/affinity`` with
+``ConstrainCores=yes`` on this kernel's cgroup v1 cpuset hierarchy (``cgroup.conf``;
+``ProctrackType`` stays linuxproc); Debian's Slurm keeps one tree per node
+(``/sys/fs/cgroup/cpuset/slurm_<node>/uid_U/job_J/step_S``), removed after. And each node has a
+state home of its own, as a real node does (a TaskProlog sets ``XCBENCH_HOME`` to
+``<dir>/home-<node>`` in every task): what an agent records there is that node's to act on,
+never this machine's.
 """
 
 from __future__ import annotations
@@ -110,7 +118,8 @@ SlurmdPidFile={d / 'slurmd'}-%n.pid
 SlurmctldLogFile={d / 'slurmctld.log'}
 SlurmdLogFile={d / 'slurmd'}-%n.log
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
+TaskPlugin=task/cgroup,task/affinity
+TaskProlog={d / 'task-prolog'}
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SchedulerType=sched/backfill
@@ -126,6 +135,51 @@ InactiveLimit=0
 {nodes}
 PartitionName={cluster} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
+
+
+CGROUP_CONF = """\
+CgroupPlugin=cgroup/v1
+CgroupMountpoint=/sys/fs/cgroup
+CgroupAutomount=no
+ConstrainCores=yes
+"""
+# each task's XCBENCH_HOME: its node's own state home (slurmstepd reads "export NAME=value")
+TASK_PROLOG = '#!/bin/sh\necho "export XCBENCH_HOME={d}/home-$SLURMD_NODENAME"\n'
+
+
+def node_home(d: Path, node: str) -> Path:
+    """The state home the steps on ``node`` have (``XCBENCH_HOME`` from the TaskProlog)."""
+    return d / f"home-{node}"
+
+
+def node_cgroups(node: str, root: Path = Path("/sys/fs/cgroup")) -> list[Path]:
+    """Slurm's cgroup dirs of ``node`` (every v1 controller), deepest first."""
+    found = [p for top in root.glob(f"*/slurm_{node}") for p in top.rglob("*") if p.is_dir()]
+    found += list(root.glob(f"*/slurm_{node}"))
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+def _remove_cgroups(nodes: list[str]) -> list[str]:
+    """Remove every cgroup Slurm made for ``nodes``: a process a failed test left in one (its
+    slurmd is gone: nothing else will stop it) is killed first; what stayed."""
+    left = []
+    for n in nodes:
+        for p in node_cgroups(n):
+            for _ in range(50):
+                with contextlib.suppress(OSError, ValueError):
+                    for pid in (p / "cgroup.procs").read_text().split():
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(int(pid), 9)
+                try:
+                    p.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)  # a task still leaving it
+            else:
+                left.append(str(p))
+    return left
 
 
 def _wait(what: str, ok, log: str, timeout: float = START_TIMEOUT) -> float:
@@ -148,6 +202,10 @@ def slurm_cluster(d: Path, inv, *, cpus: int = 2) -> Iterator[SlurmCluster]:
     ports = free_ports(2, inv.bridge.ip)
     conf = d / "slurm.conf"
     conf.write_text(_conf(d, name, inv.bridge.ip, ports, hosts, cpus))
+    (d / "cgroup.conf").write_text(CGROUP_CONF)
+    prolog = d / "task-prolog"
+    prolog.write_text(TASK_PROLOG.format(d=d))
+    prolog.chmod(0o755)
     (d / "state").mkdir(exist_ok=True)
     for h in hosts:
         (d / "spool" / h.name).mkdir(parents=True, exist_ok=True)
@@ -183,7 +241,10 @@ def slurm_cluster(d: Path, inv, *, cpus: int = 2) -> Iterator[SlurmCluster]:
             subprocess.run(["scancel", "--partition", name], env={**os.environ, **env},
                            capture_output=True, timeout=30)
         sc.procs.stop_all(timeout=10)
-        for sub in ("state", "spool"):
+        left = _remove_cgroups([h.name for h in hosts])
+        for sub in ("state", "spool", *(f"home-{h.name}" for h in hosts)):
             shutil.rmtree(d / sub, ignore_errors=True)
+        if left:
+            raise RuntimeError(f"Slurm's cgroups stayed: {left[:5]}")
         for f in d.glob("munge*"):
             f.unlink(missing_ok=True)

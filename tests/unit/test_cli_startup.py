@@ -45,3 +45,16 @@ def test_version_hosts_and_the_agents_import_no_pandas():
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "False", out.stdout + out.stderr
+
+
+def test_node_clean_imports_no_matrix_machinery(tmp_path):
+    """It runs on every node when a Slurm run ends: nothing of a run's engine in its start-up."""
+    prog = ("import sys\nfrom xcbench.cli import main\nmain(['node-clean'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('xcbench.campaign', 'xcbench.run', "
+            "'scipy', 'pandas'))))")
+    env = {"XCBENCH_SCRATCH_TAG": "0123456789abcdef", "XCBENCH_HOME": str(tmp_path / "home"),
+           "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120,
+                         env=env)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+    assert '"node-clean": {"host": ' in out.stdout

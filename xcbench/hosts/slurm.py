@@ -12,15 +12,16 @@ xcbench.hosts.steps).
   under ``cpus_per_task``), the others client hosts. With no gateway node (the default) the
   gateway runs on this machine, at the address it reaches the nodes from.
 - Nothing left: the allocation's job name and the steps' name prefix are written to
-  ``<state>/slurm/<pid>.json`` before salloc or any step starts; a salloc of ours holds the
-  allocation only as long as this command's pipe to it is open (a kill -9 of the coordinator
-  gives it back), and the next xcbench command (:func:`sweep`) cancels what a killed one left.
+  ``<state>/slurm/<pid>.json`` before salloc or any step starts, the nodes and the run's scratch
+  tag before the first step (xcbench.hosts.slurm_sweep); a salloc of ours holds the allocation
+  only as long as this command's pipe to it is open (a kill -9 of the coordinator gives it
+  back); the run cleans its nodes' scratch when it ends, and the next xcbench command
+  (slurm_sweep.sweep) cancels what a killed one left and cleans its nodes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import secrets
@@ -38,82 +39,10 @@ from xcbench.hosts import slurm_cli as cli
 from xcbench.hosts.checks import check_versions
 from xcbench.hosts.inventory import Host, Inventory
 from xcbench.hosts.slurm_spec import SlurmRequest
-from xcbench.system import proc, statedir
-from xcbench.system.orphans import identity, stale_records
+from xcbench.hosts.slurm_sweep import Record, clean_nodes, cleaned_line, failed_line, gone
+from xcbench.system import proc
 
 LOCAL_GATEWAY = "coordinator"  # this machine (the gateway's host when no node has the role)
-SUBDIR = "slurm"
-
-
-# --- the record (before anything is asked of Slurm) ---------------------------------------------
-def records_dir() -> Path:
-    return statedir.home() / SUBDIR
-
-
-class Record:
-    """``<state>/slurm/<pid>.json``: the job name (an allocation xcbench asks for) and the step
-    name prefix of this command, so the next command cancels what a kill -9 left."""
-
-    def __init__(self, directory: Path | None = None):
-        self.path = (directory or records_dir()) / f"{os.getpid()}.json"
-        self.data: dict[str, Any] = {"host": statedir.HOST, "uid": os.geteuid(),
-                                     "owner": identity(os.getpid()) or {"pid": os.getpid()},
-                                     "jobs": []}
-
-    def add(self, **entry: Any) -> None:
-        self.data["jobs"].append(entry)
-        statedir.write_private(self.path, json.dumps(self.data, indent=1))
-
-    def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
-
-
-def record_problem(path: Path, rec: Any) -> str | None:
-    """Why a record may not be acted on (None: it may): ours, of this host, an owner named."""
-    why = statedir.record_problem(path) or statedir.host_problem(rec)
-    if why is not None:
-        return why
-    if rec.get("uid") != os.geteuid():
-        return f"written by uid {rec.get('uid')!r}, not by this user"
-    owner = rec.get("owner")
-    if not isinstance(owner, dict) or not isinstance(owner.get("pid"), int) or owner["pid"] < 2:
-        return "its owner is not a process"
-    if not isinstance(rec.get("jobs"), list) or not all(isinstance(j, dict) for j in rec["jobs"]):
-        return "not a record of Slurm jobs"
-    return None
-
-
-def sweep(directory: Path | None = None, wait: float = 25.0) -> str | None:
-    """Cancel the steps (and the allocations xcbench asked for) of commands killed earlier;
-    one line saying what was done (None: nothing). A record that is not ours is left alone."""
-    done: list[str] = []
-    for f, rec in stale_records(directory or records_dir(), record_problem):
-        if cli.missing():
-            break  # no Slurm here (any more): nothing of it can be running
-        for entry in rec["jobs"]:
-            done += _cancel_entry(entry, wait)
-        f.unlink(missing_ok=True)
-    return (f"xcbench: an earlier xcbench was killed and left Slurm work behind: cancelled "
-            f"{', '.join(done)[:300]}") if done else None
-
-
-def _cancel_entry(entry: dict, wait: float) -> list[str]:
-    job, prefix, name = str(entry.get("job") or ""), entry.get("prefix"), entry.get("name")
-    done: list[str] = []
-    with contextlib.suppress(XcbError):
-        if name and entry.get("ours"):  # the allocation xcbench asked for: all of it goes
-            ids = [j.job_id for j in cli.jobs_named(str(name))]
-            cli.cancel(ids)
-            done += [f"allocation {i}" for i in ids]
-        if cli.JOB_RE.match(job) and isinstance(prefix, str) and prefix.startswith("xcb-"):
-            ids = [s.step_id for s in cli.steps(job) if s.name.startswith(prefix)]
-            cli.cancel(ids)
-            done += [f"step {i}" for i in ids]
-            deadline = time.monotonic() + wait
-            while ids and time.monotonic() < deadline and \
-                    any(s.name.startswith(prefix) for s in cli.steps(job)):
-                time.sleep(0.5)
-    return done
 
 
 # --- the allocation -------------------------------------------------------------------------------
@@ -129,6 +58,10 @@ class Allocation:
     addresses: dict[str, str] = field(default_factory=dict)
     steps: list[dict] = field(default_factory=list)
     holder: proc.Proc | None = None  # our salloc, holding the allocation while its stdin is open
+    partition: str | None = None  # the job's (squeue's %P)
+    lost: set[str] = field(default_factory=set)  # nodes lost mid-run: cleaned by a later command
+    # the run's mark on what its agents make on a node (xcbench.system.scratch): every step has it
+    scratch: str = field(default_factory=lambda: secrets.token_hex(8))
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _n: int = 0
 
@@ -140,16 +73,29 @@ class Allocation:
             self.steps.append({"name": name, "node": node, "what": what, "started": time.time()})
             return name
 
+    def entry(self) -> dict[str, Any]:
+        """What the record holds of it before the first step (xcbench.hosts.slurm_sweep)."""
+        return {"job": self.job_id, "ours": self.ours, "prefix": self.prefix,
+                "nodes": list(self.nodes), "scratch": self.scratch, "partition": self.partition,
+                "account": self.request.account, "xcbench": list(node_xcbench(self.request))}
+
     def describe(self) -> dict[str, Any]:
         with self.lock:
             return {"job_id": self.job_id, "ours": self.ours, "nodes": list(self.nodes),
                     "addresses": dict(self.addresses), "step_prefix": self.prefix,
+                    "scratch_tag": self.scratch, "lost": sorted(self.lost),
                     "partition": self.request.partition, "cpus_per_task": self.request.cpus_per_task,
                     "steps": [dict(s) for s in self.steps]}
 
 
 def _tag() -> str:
     return f"xcb-{os.getpid()}-{secrets.token_hex(2)}-"
+
+
+def node_xcbench(req: SlurmRequest) -> tuple[str, ...]:
+    """How a node runs xcbench: the section's ``xcbench``, else this very installation (a
+    shared filesystem, as at HPC sites)."""
+    return req.xcbench or (sys.executable, "-m", "xcbench")
 
 
 def take(req: SlurmRequest, job_id: str, record: Record) -> Allocation:
@@ -166,8 +112,8 @@ def take(req: SlurmRequest, job_id: str, record: Record) -> Allocation:
         raise XcbError(f"{req.source}: slurm: nodes: {req.nodes} asked, the allocation (job "
                        f"{job_id}) has {len(nodes)} ({info.nodes})")
     nodes = nodes[:req.nodes] if req.nodes else nodes
-    alloc = Allocation(job_id, nodes, False, _tag(), req)
-    record.add(job=job_id, ours=False, prefix=alloc.prefix)  # before any step starts
+    alloc = Allocation(job_id, nodes, False, _tag(), req, partition=info.partition or None)
+    record.add(**alloc.entry())  # before any step starts
     return alloc
 
 
@@ -196,8 +142,9 @@ def make(req: SlurmRequest, record: Record, procs: proc.ProcessSet | None = None
     except BaseException:
         _give_back(p, name, procs)
         raise
-    alloc = Allocation(job_id, nodes, True, prefix, req, holder=p)
-    record.add(job=job_id, ours=True, prefix=prefix)
+    alloc = Allocation(job_id, nodes, True, prefix, req, holder=p,
+                       partition=(info.partition if info else None) or req.partition)
+    record.add(**alloc.entry())  # before any step starts
     return alloc
 
 
@@ -244,13 +191,32 @@ def _give_back(p: proc.Proc, name: str, procs: proc.ProcessSet | None) -> None:
         procs.discard(p)
 
 
-def release(alloc: Allocation, procs: proc.ProcessSet | None = None) -> None:
-    """Cancel the steps still running, and give the allocation back when it is ours."""
+def release(alloc: Allocation, procs: proc.ProcessSet | None = None,
+            wait: float = 25.0) -> list[str]:
+    """Cancel the steps still running, clean every node's scratch (node-clean as a step on
+    each: what an agent killed by Slurm left), and give the allocation back when it is ours.
+    The nodes that could not be cleaned (said in one line; the record keeps them)."""
+    pending = list(alloc.nodes)
     with contextlib.suppress(XcbError):
         left = [s.step_id for s in cli.steps(alloc.job_id) if s.name.startswith(alloc.prefix)]
         cli.cancel(left)
+        gone(alloc.job_id, alloc.prefix, wait if left else 0)  # their agents' own cleanup first
+        lost = sorted(alloc.lost)  # a node that died: the next command, once it is back
+        entry = {**alloc.entry(), "nodes": [n for n in alloc.nodes if n not in alloc.lost]}
+        done, failed = clean_nodes(entry, running=True,
+                                   names=lambda node: alloc.step_name(node, "node-clean"))
+        pending = [*lost, *failed]
+        said = cleaned_line(done)
+        if said or failed:
+            print(f"xcbench: warning: Slurm job {alloc.job_id}: "
+                  + (f"removed what the run's agents left on their nodes ({said})" if said else "")
+                  + ("; " if said and failed else "")
+                  + (f"could not clean {failed_line(failed)} (the next xcbench command tries "
+                     "again)" if failed else ""),
+                  file=sys.stderr, flush=True)
     if alloc.ours and alloc.holder is not None:
         _give_back(alloc.holder, alloc.prefix.rstrip("-"), procs)
+    return pending
 
 
 # --- the run's hosts --------------------------------------------------------------------------
@@ -271,8 +237,7 @@ def node_hosts(alloc: Allocation) -> list[Host]:
         raise XcbError(f"{req.source}: slurm: gateways: {req.gateways} of the allocation's "
                        f"{len(alloc.nodes)} nodes leaves no client node")
     alloc.addresses = cli.node_addresses(alloc.nodes)
-    # by default the nodes run this very installation (a shared filesystem, as at HPC sites)
-    xcb = req.xcbench or (sys.executable, "-m", "xcbench")
+    xcb = node_xcbench(req)
     return [Host(n, ("gateway",) if i < req.gateways else ("client",), "slurm",
                  alloc.addresses[n], xcbench=xcb, slurm=alloc) for i, n in enumerate(alloc.nodes)]
 
@@ -323,6 +288,7 @@ def nodes_of(inv: Inventory | None, kind: str | None = None) -> Iterator[Invento
     record = Record()
     procs = proc.ProcessSet()
     alloc: Allocation | None = None
+    pending: list[str] = []
     try:
         alloc = take(req, job, record) if job and kind != "make" else make(req, record, procs)
         nodes = with_nodes(inv, alloc)
@@ -330,6 +296,6 @@ def nodes_of(inv: Inventory | None, kind: str | None = None) -> Iterator[Invento
         yield nodes
     finally:
         if alloc is not None:
-            release(alloc, procs)
+            pending = release(alloc, procs)
         procs.stop_all()
-        record.remove()
+        record.done(pending)

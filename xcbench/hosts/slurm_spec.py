@@ -43,9 +43,12 @@ class SlurmRequest:
     def salloc_options(self) -> list[str]:
         """The allocation's options as salloc takes them (``--opt=value``: a value is never
         read as another option)."""
-        # --no-kill: a node that fails takes its own share with it, not the whole allocation
+        # --no-kill: a node that fails takes its own share with it, not the whole allocation;
+        # without cpus_per_task the nodes whole (--exclusive): where Slurm confines steps
+        # (task/cgroup, task/affinity) one task per node would otherwise hold each agent to the
+        # one CPU it allocates, and another job's load would share the node being measured
         opts = [f"--nodes={self.nodes or max(1, self.gateways + 1)}", "--ntasks-per-node=1",
-                "--no-kill"]
+                "--no-kill", *([] if self.cpus_per_task else ["--exclusive"])]
         for key, flag in (("partition", "partition"), ("time", "time"), ("account", "account"),
                           ("constraint", "constraint"), ("cpus_per_task", "cpus-per-task")):
             v = getattr(self, key)

@@ -1,7 +1,8 @@
 """Transport ``slurm``: a command on a node of an allocation runs as a job step.
 
     srun --jobid=J --nodes=1 --nodelist=NODE --ntasks=1 --kill-on-bad-exit=1 --overlap \\
-         --job-name=xcb-<pid>-<tag>-<what>-NODE-<n> --quiet --chdir=/tmp [--cpus-per-task=C] -- argv
+         --job-name=xcb-<pid>-<tag>-<what>-NODE-<n> --quiet --chdir=/tmp \\
+         --export=ALL,XCBENCH_SCRATCH_TAG=<run's tag> [--cpus-per-task=C] -- argv
 
 The step's stdin and stdout are srun's: an agent speaks the same typed, bounded messages over
 them as over ssh (xcbench.scaleout.agent, xcbench.gateway.agent). No key, no host key, no file
@@ -9,7 +10,9 @@ copied but what a command reads on its stdin. ``--overlap``: the run's steps on 
 agent, a clock check, a gateway agent) share the node's CPUs rather than queue for them.
 Stopping srun (proc.stop: SIGTERM, then SIGKILL) makes Slurm signal the step's processes;
 each step's name starts with the allocation's prefix, recorded before the first step starts,
-so the next command cancels what a killed one left (xcbench.hosts.slurm.sweep).
+so the next command cancels what a killed one left (xcbench.hosts.slurm_sweep.sweep). The
+run's scratch tag marks every dir an agent makes on the node (xcbench.system.scratch): the run
+removes what its agents left there when it ends, and so does the next command after a kill -9.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from xcbench.errors import XcbError
+from xcbench.hosts.slurm_sweep import export
 from xcbench.hosts.transport import KINDS, Transport, _env_argv
 from xcbench.system import proc
 
@@ -57,7 +61,7 @@ class SlurmTransport(Transport):
         cpus = alloc.request.cpus_per_task
         return ["srun", f"--jobid={alloc.job_id}", "--nodes=1", f"--nodelist={self.host.name}",
                 "--ntasks=1", "--kill-on-bad-exit=1", "--overlap", "--quiet", "--chdir=/tmp",
-                f"--job-name={alloc.step_name(self.host.name, word)}",
+                f"--job-name={alloc.step_name(self.host.name, word)}", export(alloc.scratch),
                 *([f"--cpus-per-task={cpus}"] if cpus else []), "--"]
 
     def wrap(self, argv: Sequence[object], env: Mapping[str, object] | None = None, *,

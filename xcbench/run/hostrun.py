@@ -98,6 +98,9 @@ class RunHosts:
                 self._level_done()
         for name, h in (json.loads(row.get("settings") or "{}").get("lost") or {}).items():
             self.lost.add(name)  # the next levels run from the hosts left
+            alloc = getattr(self.inv, "allocation", None)
+            if alloc is not None and name in alloc.nodes:
+                alloc.lost.add(name)  # its scratch: cleaned by a later command, once it is back
             self.run.warn(f"cell {cell_id}: {spec.campaign_id}: client host {name} lost mid-level "
                           f"({h.get('why')}); the level kept the other hosts' records, the next "
                           "levels run without it")

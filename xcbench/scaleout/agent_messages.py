@@ -22,7 +22,8 @@ AGENT_TABLES = ("transfers", "timeline", "campaigns", "findings", "optimizer",  
 # the only samples an agent sends (a host must not write the figures other rules read)
 SAMPLE_METRICS = frozenset(("link.tx_bytes", "link.tx_bytes.rate", "link.rx_bytes",
                             "link.rx_bytes.rate", "link.limit_bytes", "link.speed_bytes",
-                            "node.cpu.busy", "node.cpu.cores"))
+                            "node.cpu.busy", "node.cpu.cores", "node.cpu.limit_cores",
+                            "node.cpu.client_cores"))
 MAX_LABELS = 8  # keys of a sample's labels, each value a string of at most MAX_LABEL characters
 MAX_LABEL = 200
 KINDS = ("hello", "error", "end", "table")

@@ -9,6 +9,13 @@ run's clock (per-host verdicts name the host: a Slurm node, an ssh host).
                         interface, as in a network namespace entered without its own /sys)
     node.cpu.busy       share of the CPUs this agent may run on busy over the interval (0..1) [host]
     node.cpu.cores      CPUs this agent may run on (its affinity: a step's CPUs)         [host]
+    node.cpu.limit_cores  the CPU limit of the client role (this agent and what it starts):
+                        the tightest of its cgroup's CFS quota, its cpuset, its affinity and
+                        the host's cores (xcbench.system.limits.cpu_limit, as for every role's
+                        limit), e.g. a Slurm step's ``--cpus-per-task`` where Slurm confines
+                        steps (task/cgroup, task/affinity); None when it cannot be read  [host, source]
+    node.cpu.client_cores cores the client role used over the interval (this agent's process
+                        CPU, its reaped children's included), to compare with limit_cores  [host]
 
 node.cpu.busy is over the agent's own CPUs (its affinity, the ``cpuN`` lines of /proc/stat),
 not the whole machine's: a Slurm step given 2 of 64 CPUs is at its limit when those 2 are
@@ -33,6 +40,7 @@ from typing import Any
 
 import psutil
 
+from xcbench.system.limits import cpu_limit
 from xcbench.telemetry.base import Rates, Sampler
 
 INTERVAL = 1.0
@@ -121,6 +129,12 @@ class NodeSampler(Sampler):
         self.speed = nic_speed(self.iface) if self.iface else None
         self._rates = Rates()
         self._cpu: tuple[float, float] | None = None
+        self._own: tuple[float, float] | None = None  # (mono, process CPU s) at the last sample
+        try:  # a step's confinement does not change while it runs: read once
+            lim = cpu_limit(os.getpid())
+            self.limit_cores, self.limit_source = lim.cores, lim.source
+        except (OSError, ValueError) as e:
+            self.limit_cores, self.limit_source = None, f"unknown ({type(e).__name__})"
 
     def sample(self, wall: float, mono: float) -> list[dict]:
         labels = {"host": self.host, "roles": self.roles}
@@ -142,6 +156,15 @@ class NodeSampler(Sampler):
                                      {"host": self.host}))
         self._cpu = now
         rows.append(self.row(wall, mono, "node.cpu.cores", float(len(mine)), {"host": self.host}))
+        rows.append(self.row(wall, mono, "node.cpu.limit_cores", self.limit_cores,
+                             {"host": self.host, "source": self.limit_source[:200]}))
+        own = psutil.Process().cpu_times()
+        used = own.user + own.system + own.children_user + own.children_system
+        if self._own is not None and mono > self._own[0]:
+            rows.append(self.row(wall, mono, "node.cpu.client_cores",
+                                 max(0.0, (used - self._own[1]) / (mono - self._own[0])),
+                                 {"host": self.host}))
+        self._own = (mono, used)
         return rows
 
 

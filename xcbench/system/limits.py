@@ -4,8 +4,8 @@
                                /sys/fs/cgroup/cpu/xcb-run-gateway", ...)
 
 The quota is read for the process's group and every ancestor up to the root: the tightest one
-wins (the kernel throttles a group when any ancestor runs out). The cpuset (or the affinity mask
-when no cpuset is readable) bounds it too. Without either, the limit is the host's cores, said
+wins (the kernel throttles a group when any ancestor runs out). The cpuset and the affinity mask
+(a task pinned within it) bound it too. Without either, the limit is the host's cores, said
 so in ``source``. A quota that cannot be read (no permission, a group mounted elsewhere) gives
 ``cores=None`` and ``source="unknown (why)"``: never silently "the whole host".
 
@@ -145,7 +145,9 @@ def _v2_quota(mount: Path, rel: str) -> tuple[float | None, str | None, str | No
 
 
 def _cpuset(pid: int, cg: dict[str, str], root: Path, proc: Path) -> tuple[int | None, str | None]:
-    """(cpus, source) the process may run on: its cpuset group, else its affinity mask."""
+    """(cpus, source) the process may run on: the narrower of its cpuset group and its affinity
+    mask (always within the cpuset: a task pinned by Slurm's task/affinity, ``taskset``)."""
+    found: list[tuple[int, str]] = []
     if "cpuset" in cg and (m := v1_mount("cpuset", root, proc)):
         for d in _ancestors(m, cg["cpuset"]):
             try:
@@ -154,23 +156,24 @@ def _cpuset(pid: int, cg: dict[str, str], root: Path, proc: Path) -> tuple[int |
             except OSError:
                 continue
             if text:
-                return len(parse_cpu_list(text)), f"cpuset {text} at {d}"
-    if "" in cg and (m := v2_mount(root, proc)):
+                found.append((len(parse_cpu_list(text)), f"cpuset {text} at {d}"))
+                break
+    if not found and "" in cg and (m := v2_mount(root, proc)):
         d = m / cg[""].strip("/")
         try:
             text = _read(d / "cpuset.cpus.effective")
             if text:
-                return len(parse_cpu_list(text)), f"cpuset {text} at {d}"
+                found.append((len(parse_cpu_list(text)), f"cpuset {text} at {d}"))
         except OSError:
             pass
     try:  # the affinity mask (what psutil's cpu_affinity reports), read under ``proc``
         for line in (proc / str(pid) / "status").read_text().splitlines():
             if line.startswith("Cpus_allowed_list:"):
                 text = line.split(":", 1)[1].strip()
-                return len(parse_cpu_list(text)), f"affinity {text}"
+                found.append((len(parse_cpu_list(text)), f"affinity {text}"))
     except OSError:
         pass
-    return None, None
+    return min(found, key=lambda f: f[0]) if found else (None, None)  # the cpuset on a tie
 
 
 def throttling(group: str | Path) -> tuple[int, int] | None:

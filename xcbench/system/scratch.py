@@ -10,33 +10,59 @@ On a host other people use, a directory name anyone can guess is a name anyone c
   name opened with O_CREAT|O_EXCL|O_NOFOLLOW, chmod/chown on the descriptor, renamed into
   place relative to the directory (a rename replaces a planted link, never its target);
 - :func:`check_fits` refuses scratch on a tmpfs that filling would push the host out of memory.
+
+A run's agents on a node it reaches only through its batch system (xcbench.hosts.steps) get the
+run's **scratch tag** in ``$XCBENCH_SCRATCH_TAG``: every dir :func:`private_dir` makes there
+carries it in its name (``xcbgw-<tag>-<random>``), so what the run made on that node is known
+before it is made, from the coordinator's record alone, and :func:`remove_tagged` (the hidden
+command ``node-clean``, run as a step) removes it after the agents were killed.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from xcbench.errors import XcbError
 from xcbench.figures.units import format_size
 from xcbench.system import orphans
+from xcbench.system.fsutil import remove_tree
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # What scratch on a tmpfs may not take of the memory available now: the OS, gateways, Ceph.
 RESERVE_MIN = 2 << 30
 RESERVE_FRACTION = 0.10  # of total memory, when that is more than RESERVE_MIN
+TAG_ENV = "XCBENCH_SCRATCH_TAG"
+TAG_RE = re.compile(r"^[0-9a-f]{12,32}$")
+# where private_dir is called on a host (the gateway agent's /var/tmp, a push source's /dev/shm)
+BASES = ("/var/tmp", "/dev/shm", "/tmp")
+
+
+def scratch_tag() -> str | None:
+    """This process's scratch tag (``$XCBENCH_SCRATCH_TAG``), None when it has none."""
+    tag = os.environ.get(TAG_ENV)
+    if not tag:
+        return None
+    if not TAG_RE.match(tag):
+        raise XcbError(f"scratch: ${TAG_ENV}={tag[:40]!r} is not a scratch tag (12-32 hex digits)")
+    return tag
 
 
 def private_dir(base: str | os.PathLike, prefix: str, *, mode: int = 0o700,
                 uid: int | None = None) -> Path:
     """A new directory ``base/prefix<random>``, ours (checked), recorded before it is made.
-    ``uid``: the user it will be given to (recorded, so the next command accepts that owner)."""
+    ``uid``: the user it will be given to (recorded, so the next command accepts that owner).
+    With a scratch tag (:func:`scratch_tag`) the name is ``prefix<tag>-<random>``."""
+    tag = scratch_tag()
+    mark = f"{tag}-" if tag else ""
     for _ in range(100):
-        path = Path(os.path.abspath(base)) / f"{prefix}{secrets.token_hex(8)}"
+        path = Path(os.path.abspath(base)) / f"{prefix}{mark}{secrets.token_hex(8)}"
         orphans.note_dir(path, uid=uid)
         try:
             os.mkdir(path, 0o700)
@@ -126,3 +152,38 @@ def on_tmpfs(path: str | os.PathLike) -> bool:
                     and len(f[1]) >= len(best):
                 best, kind = f[1], f[2]
     return kind == "tmpfs"
+
+
+def tagged(tag: str, bases: Iterable[str] = ()) -> list[Path]:
+    """The dirs in the scratch bases whose names carry ``tag`` as :func:`private_dir` puts it
+    (a name xcbench gives, ``-<tag>-`` in it), whoever owns them (:func:`remove_tagged` checks)."""
+    if not TAG_RE.match(tag):
+        raise XcbError(f"scratch: {tag[:40]!r} is not a scratch tag (12-32 hex digits)")
+    found: list[Path] = []
+    for base in dict.fromkeys([*(bases or BASES), tempfile.gettempdir()]):
+        try:
+            names = os.listdir(base)
+        except OSError:
+            continue
+        found += [Path(base) / n for n in sorted(names)
+                  if n.startswith(orphans.SCRATCH_PREFIXES) and f"-{tag}-" in n]
+    return found
+
+
+def remove_tagged(tag: str, bases: Iterable[str] = ()) -> tuple[list[str], list[str]]:
+    """Remove every dir of this user tagged ``tag`` (what unmounted below it first: the tree is
+    xcbench's own); a link, another owner's entry or a tree that stays are left and named.
+    (removed, left with why)."""
+    removed, left = [], []
+    for path in tagged(tag, bases):
+        why = orphans.scratch_problem(path)
+        if why is None and not path.is_dir():
+            why = "not a directory"
+        stayed = remove_tree(path, unmount=True, what="a run's node scratch") if why is None else []
+        if stayed:
+            why = f"{len(stayed)} entries stayed ({stayed[0]})"
+        if why is None:
+            removed.append(str(path))
+        elif os.path.lexists(path):
+            left.append(f"{path}: {why}")
+    return removed, left

@@ -26,7 +26,8 @@ def test_loopback_host_rows():
     rows = s.sample(101.0, 2.0)
     metrics = {r["metric"] for r in rows}
     assert {"link.tx_bytes", "link.tx_bytes.rate", "link.rx_bytes.rate", "link.limit_bytes",
-            "node.cpu.busy", "node.cpu.cores"} <= metrics, metrics
+            "node.cpu.busy", "node.cpu.cores", "node.cpu.limit_cores", "node.cpu.client_cores"} \
+        <= metrics, metrics
     assert "node.cpu.busy" not in {r["metric"] for r in first}  # a share needs two readings
     busy = next(r for r in rows if r["metric"] == "node.cpu.busy")
     assert 0.0 <= busy["value"] <= 1.0 and busy["labels"] == {"host": "n1"}
@@ -56,6 +57,33 @@ def test_a_shaped_link_is_its_limit():
     got = json.loads(out.stdout)
     assert got["limit"] == got["direct"] == 25e6  # 200 Mbit/s in bytes/s, as tc -j says it
     assert got["speed"] is None  # lo has no speed
+
+
+# two busy children for 1 s, reaped before the second sample: their CPU is the agent's
+LIMITED = r'''
+import json, subprocess, time
+from xcbench.scaleout.node_sampler import NodeSampler
+s = NodeSampler("n1", "127.0.0.1")
+s.sample(1.0, time.monotonic())
+subprocess.run(["sh", "-c", "yes >/dev/null & a=$!; yes >/dev/null & b=$!; sleep 1; kill $a $b; wait"],
+               timeout=30)
+rows = s.sample(2.0, time.monotonic())
+print(json.dumps({r["metric"]: [r["value"], r["labels"]] for r in rows if r["metric"].startswith("node.cpu")}))
+'''
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None or (os.cpu_count() or 1) < 2,
+                    reason="needs taskset and two CPUs")
+def test_the_client_roles_limit_and_what_it_used():
+    """Pinned to one CPU (as a Slurm step is by task/affinity or a cpuset), the agent's limit is
+    that CPU, said with its source, and what it and its children used stays within it."""
+    out = subprocess.run(["taskset", "-c", "1", sys.executable, "-c", LIMITED], capture_output=True,
+                         text=True, timeout=60, check=True)
+    got = json.loads(out.stdout)
+    value, labels = got["node.cpu.limit_cores"]
+    assert value == 1.0 and labels == {"host": "n1", "source": "affinity 1"}, got
+    assert got["node.cpu.cores"][0] == 1.0
+    assert 0.0 < got["node.cpu.client_cores"][0] <= 1.05, got  # two busy children, one CPU
 
 
 def test_nic_speed_only_when_sysfs_shows_this_interface(tmp_path, monkeypatch):

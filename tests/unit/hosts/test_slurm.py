@@ -18,7 +18,9 @@ from xcbench.hosts import slurm as sl
 from xcbench.hosts import slurm_cli as cli
 from xcbench.hosts.matrix_section import inventory_for
 from xcbench.hosts.slurm_spec import parse_request
+from xcbench.hosts.slurm_sweep import sweep
 from xcbench.hosts.steps import what
+from xcbench.system.statedir import HOST
 
 GOOD = {"partition": "batch", "nodes": 4, "time": "1:00:00", "account": "ska",
         "constraint": "ib&haswell", "cpus_per_task": 8, "gateways": 1, "start_timeout": "10m"}
@@ -31,7 +33,8 @@ def test_good_section_and_its_salloc_options():
                                   "--time=1:00:00", "--account=ska", "--constraint=ib&haswell",
                                   "--cpus-per-task=8"]
     empty = parse_request({}, "h.yaml")
-    assert empty.nodes is None and empty.gateways == 0 and empty.salloc_options()[0] == "--nodes=1"
+    assert empty.nodes is None and empty.gateways == 0
+    assert empty.salloc_options() == ["--nodes=1", "--ntasks-per-node=1", "--no-kill", "--exclusive"]
     assert parse_request({"time": 30, "xcbench": "/sw/xcb run"}, "h").xcbench == ("/sw/xcb", "run")
 
 
@@ -83,7 +86,9 @@ t=$(basename "$0")
 exit $(cat "$XCB_FAKE/$t.rc" 2>/dev/null || echo 0)
 '''
 # srun runs what follows its `--` (as a step would, here)
-SRUN = '#!/bin/sh\necho "srun $*" >> "$XCB_FAKE/calls"\nwhile [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n'
+SRUN = ('#!/bin/sh\necho "srun $*" >> "$XCB_FAKE/calls"\nwhile [ "$1" != "--" ]; do\n'
+        '  case "$1" in --export=ALL,*) export "${1#--export=ALL,}";; esac; shift\ndone\nshift\n'
+        'exec "$@"\n')
 
 
 @pytest.fixture
@@ -161,7 +166,7 @@ def test_step_argv_name_and_a_real_round_trip(fake):
     assert argv[:argv.index("--")] == [
         "srun", "--jobid=12", "--nodes=1", "--nodelist=sn2", "--ntasks=1", "--kill-on-bad-exit=1",
         "--overlap", "--quiet", "--chdir=/tmp", "--job-name=xcb-9-ab-campaign-agent-sn2-1",
-        "--cpus-per-task=4"]
+        f"--export=ALL,XCBENCH_SCRATCH_TAG={alloc.scratch}", "--cpus-per-task=4"]
     assert argv[argv.index("--") + 1:] == ["env", "A=1", sys.executable, "-m", "xcbench", "campaign-agent"]
     assert t.run(["sh", "-c", "echo $0", "hello"]).stdout == "hello\n"
     p = t.spawn(["sh", "-c", "read l; echo got $l"], name="x", pipe=True)
@@ -220,12 +225,121 @@ def test_sweep_cancels_the_steps_a_killed_command_left(fake, tmp_path):
     d = tmp_path / "state"
     d.mkdir(mode=0o700)
     dead = {"pid": 999_999_9, "start": 1.0, "cmdline": ["xcbench", "run"]}
-    rec = {"host": sl.statedir.HOST, "uid": os.geteuid(), "owner": dead,
+    rec = {"host": HOST, "uid": os.geteuid(), "owner": dead,
            "jobs": [{"job": "12", "ours": False, "prefix": "xcb-9-ab-"}]}
     (d / "9.json").write_text(json.dumps(rec))
     (d / "9.json").chmod(0o600)
     fake("squeue", "12.3|sn1|xcb-9-ab-campaign-agent-sn1-4\n12.4|sn2|someone-elses\n")
-    said = sl.sweep(d, wait=0.5)
+    said = sweep(d, wait=0.5)
     assert said and "cancelled step 12.3" in said and "12.4" not in said
     assert "scancel -Q 12.3" in fake.calls() and not (d / "9.json").exists()
-    assert sl.sweep(d) is None
+    assert sweep(d) is None
+
+
+# --- the nodes' scratch: node-clean through a step (here the "node" is this machine) ------------
+def _dead_record(d: Path, entry: dict) -> Path:
+    d.mkdir(mode=0o700, exist_ok=True)
+    rec = {"host": HOST, "uid": os.geteuid(), "jobs": [entry],
+           "owner": {"pid": 999_999_9, "start": 1.0, "cmdline": ["xcbench", "run"]}}
+    f = d / "9.json"
+    f.write_text(json.dumps(rec))
+    f.chmod(0o600)
+    return f
+
+
+@pytest.fixture
+def tagged_dirs(monkeypatch, tmp_path):
+    """A scratch tag and dirs named with it, as the run's agents make them on a node."""
+    import secrets as _s
+    tag = _s.token_hex(8)
+    monkeypatch.setenv("XCBENCH_HOME", str(tmp_path / "node-home"))  # the node's state home
+    made = [Path("/var/tmp") / f"xcbgw-{tag}-{_s.token_hex(4)}",
+            Path("/dev/shm" if os.path.isdir("/dev/shm") else "/tmp") / f"xcb-push-c1-{tag}-{_s.token_hex(4)}"]
+    for m in made:
+        (m / "sub").mkdir(parents=True)
+        (m / "sub" / "f").write_text("x")
+    yield tag, made
+    for m in Path("/var/tmp").glob(f"*-{tag}-*"):
+        m.unlink() if m.is_symlink() else m.rmdir() if not any(m.iterdir()) else None
+
+
+def test_sweep_cleans_the_nodes_of_a_killed_run_with_a_job_of_its_own(fake, tmp_path, tagged_dirs):
+    tag, made = tagged_dirs
+    fake("squeue", "", rc=1, err="slurm_load_jobs error: Invalid job id specified\n")  # job 12 ended
+    f = _dead_record(tmp_path / "state", {
+        "job": "12", "ours": True, "prefix": "xcb-9-ab-", "nodes": ["sn1"], "scratch": tag,
+        "partition": "batch", "account": None, "xcbench": [sys.executable, "-m", "xcbench"]})
+    said = sweep(f.parent, wait=0.5)
+    assert said and "removed what the run made on its nodes (sn1: 2 dirs)" in said, said
+    assert not any(m.exists() for m in made) and not f.exists()
+    (call,) = [c for c in fake.calls() if c.startswith("srun")]
+    assert call.split(" -- ")[0].split() == [
+        "srun", "--time=2", "--immediate=30", "--partition=batch", "--nodes=1", "--nodelist=sn1",
+        "--ntasks=1", "--quiet", "--chdir=/tmp", "--job-name=xcb-9-ab-node-clean-sn1",
+        f"--export=ALL,XCBENCH_SCRATCH_TAG={tag}"]
+    assert call.endswith("-m xcbench node-clean")
+
+
+def test_a_node_not_cleaned_stays_in_the_record_for_the_next_command(fake, tmp_path, tagged_dirs):
+    tag, made = tagged_dirs
+    fake("squeue", "12|RUNNING|batch|sn1|None|x\n")  # the operator's allocation, still running
+    foreign = Path("/var/tmp") / f"xcbgw-{tag}-foreign"
+    foreign.mkdir()
+    os.chown(foreign, 65534, 65534) if os.geteuid() == 0 else None
+    link = Path("/var/tmp") / f"xcbsec-{tag}-link"
+    link.symlink_to(made[0])
+    try:
+        f = _dead_record(tmp_path / "state", {
+            "job": "12", "ours": False, "prefix": "xcb-9-ab-", "nodes": ["sn1"], "scratch": tag,
+            "xcbench": [sys.executable, "-m", "xcbench"]})
+        said = sweep(f.parent, wait=0.5)
+        assert "could not clean sn1 (left " in said and "the next command tries again" in said, said
+        assert "xcbsec-" in said and "a symlink is never followed" in said
+        assert foreign.is_dir() and link.is_symlink() and not any(m.exists() for m in made)
+        assert "--jobid=12 --overlap" in next(c for c in fake.calls() if c.startswith("srun"))
+        assert json.loads(f.read_text())["jobs"][0]["nodes"] == ["sn1"]  # kept for the next one
+        assert json.loads(f.read_text())["jobs"][0]["tries"] == 1
+        if os.geteuid() == 0:  # another user's dir is never ours to remove
+            assert "owned by uid 65534" in said
+    finally:
+        link.unlink()
+        foreign.rmdir()
+    made[0].mkdir()  # what the node still holds when the next command comes
+    assert "(sn1: 1 dirs)" in (sweep(f.parent, wait=0.5) or "") and not f.exists()  # that one
+    assert not made[0].exists()
+
+
+def test_release_cleans_every_node_but_a_lost_one(fake, tagged_dirs, capsys):
+    tag, made = tagged_dirs
+    alloc = _alloc()
+    alloc.scratch = tag
+    alloc.lost.add("sn2")
+    fake("squeue", "")  # no step of the run left
+    assert sl.release(alloc) == ["sn2"]  # a dead node: the next command's, once it is back
+    calls = [c for c in fake.calls() if c.startswith("srun")]
+    assert len(calls) == 1 and "--jobid=12 --overlap" in calls[0] and "--nodelist=sn1" in calls[0]
+    assert "--job-name=xcb-9-ab-node-clean-sn1-1" in calls[0]  # a step of the run, in its manifest
+    assert not any(m.exists() for m in made)
+    assert "removed what the run's agents left on their nodes (sn1: 2 dirs)" in capsys.readouterr().err
+
+
+def test_a_record_that_names_no_nodes_or_a_bad_tag_is_left_alone(tmp_path, capsys):
+    for bad in ({"nodes": ["../x"], "scratch": "ab" * 8}, {"nodes": ["sn1"], "scratch": "x/y"},
+                {"nodes": ["sn1"], "scratch": "ab" * 8, "xcbench": "sh -c rm"}):
+        f = _dead_record(tmp_path / "state", {"job": "12", "prefix": "xcb-9-ab-", **bad})
+        assert sweep(f.parent) is None and f.exists()
+    assert capsys.readouterr().err.count("left alone, not acted on") == 3
+
+
+def test_the_last_try_gives_up_and_says_what_is_left_where(fake, tmp_path):
+    fake("squeue", "", rc=1, err="slurm_load_jobs error: Invalid job id specified\n")
+    fake("srun", "", rc=1, err="srun: error: Unable to allocate resources: Invalid node name specified\n")
+    (tmp_path / "bin" / "srun").write_text(TOOL)  # the cluster does not know the node (any more)
+    f = _dead_record(tmp_path / "state", {
+        "job": "12", "ours": True, "prefix": "xcb-9-ab-", "nodes": ["sn1", "sn2"], "tries": 2,
+        "scratch": "ab" * 8, "xcbench": ["xcbench"]})
+    said = sweep(f.parent, wait=0.5)
+    assert "gave up cleaning sn1, sn2 (node-clean said nothing of its own (exit 1: srun: error: " \
+           "Unable to allocate resources: Invalid node name specified)) after 3 tries" in said, said
+    assert f"what the run left there is named *-{'ab' * 8}-* under /var/tmp, /dev/shm, /tmp" in said
+    assert not f.exists()

@@ -119,12 +119,23 @@ def _in_fresh_python(code: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.mark.parametrize("entry", ["xcbench.cli", "xcbench.pytest_plugin", "xcbench.run.runner"])
+# the command line registers them once it parses a command that may load a matrix (node-clean,
+# run on every node of a Slurm run, does not: xcbench.cli.NO_MATRIX)
+CLI_MATRIX = "import xcbench.cli\nxcbench.cli.main(['matrix', 'check', '/nonexistent.yaml'])"
+
+
+@pytest.mark.parametrize("entry", [CLI_MATRIX, "import xcbench.pytest_plugin", "import xcbench.run.runner"])
 def test_every_entry_point_registers_every_section(entry):
     """In a fresh interpreter: what this test session imported does not count."""
-    out = _in_fresh_python(f"import {entry}\nfrom xcbench.matrix import sections\n"
+    out = _in_fresh_python(f"{entry}\nfrom xcbench.matrix import sections\n"
                            f"print([s.name for s in sections.missing()])")
-    assert out == "[]"
+    assert out.splitlines()[-1] == "[]"
+
+
+def test_the_command_line_alone_registers_no_section():
+    out = _in_fresh_python("import xcbench.cli\nfrom xcbench.matrix import sections\n"
+                           "print(len(sections.missing()) > 0)")
+    assert out == "True"  # importing the command line alone loads no matrix machinery
 
 
 def test_the_matrix_alone_imports_no_consumer_and_refuses_to_load(tmp_path):

@@ -80,6 +80,18 @@ def test_an_affinity_mask_bounds_the_limit(tmp_path):
     (proc / "4242" / "status").write_text("Name:\tx\nCpus_allowed_list:\t0,2\n")
     lim = cpu_limit(4242, root=root, proc=proc, host=8)
     assert lim.cores == 2.0 and lim.source == "affinity 0,2"
+    # pinned within a wider cpuset (Slurm's task/affinity, taskset): the mask is the limit
+    files = {**V1_ROOT, "cpuset/cgroup.procs": "", "cpuset/cpuset.effective_cpus": "0-7"}
+    root, proc = _tree(tmp_path / "pinned", "1:cpu:/\n2:cpuset:/\n", files)
+    (proc / "4242" / "status").write_text("Name:\tx\nCpus_allowed_list:\t3\n")
+    lim = cpu_limit(4242, root=root, proc=proc, host=8)
+    assert (lim.cores, lim.source, lim.cpuset_cores) == (1.0, "affinity 3", 1)
+    (proc / "4242" / "status").write_text("Name:\tx\nCpus_allowed_list:\t0-7\n")
+    files["cpuset/cpuset.effective_cpus"] = "2-3"
+    root, proc = _tree(tmp_path / "set", "1:cpu:/\n2:cpuset:/\n", files)
+    (proc / "4242" / "status").write_text("Name:\tx\nCpus_allowed_list:\t2-3\n")
+    lim = cpu_limit(4242, root=root, proc=proc, host=8)
+    assert lim.cores == 2.0 and lim.source == f"cpuset 2-3 at {root}/cpuset"  # a tie: the cpuset
 
 
 def test_a_gone_process_raises(tmp_path):
