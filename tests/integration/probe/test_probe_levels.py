@@ -73,7 +73,7 @@ def test_a_pool_level_writes_new_objects_and_never_one_twice(ceph_cluster, tmp_p
              probe={"runtime": 3, "ss_dur": 2})
     names: list[str] = []
     target = Target(cell_id=c.id, backend="rados", pool=name)
-    monkeypatch.setattr(levels, "FIRST_BPS", 1)
+    monkeypatch.setattr(levels, "FIRST_BYTES_PER_S", 1)
     try:
         rows = levels.run_levels(c, target, [2], cluster=ceph_cluster, raw_dir=tmp_path,
                                  prefix="xcb-probe.pl-newobj.ab12", conf=str(ceph_cluster.conf),
