@@ -72,3 +72,26 @@ def test_no_word_alone_on_a_line_and_one_home_per_phrase(columns, run):
     assert "no role at limit" not in text and "most:" not in text and " + " not in text
     assert ("what would settle a level:" in text) == any(r["near"] or r["verdict"] == "inconclusive"
                                                           for r in rows)
+
+
+def test_many_candidates_wrap_between_them_not_the_reasons():
+    """A level with four borderline candidates (the demo on a busy box: 'host-cpu (or ec-overhead
+    or storage-bandwidth or inconclusive or storage-disk)'): the candidates break between them,
+    so the reasons keep their column at 80 (kept as one part, the verdict column was 70 wide,
+    the reasons 12, and 14 lines held one word)."""
+    from xcbench.analysis.report.closing_text import WHY_MIN, Row, lay_out, verdict_column
+    why = ("scaling efficiency 0.348 (at most 0.348 < 0.5), the chain's threads wait for the CPU "
+           "41 % of the time")
+    rows = [Row("cephfs su=4M sc=1 os=4M ec2+1", "1", "1.27", "host-cpu", [],
+                ["ec-overhead", "storage-bandwidth", "inconclusive", "storage-disk"], why),
+            Row("cephfs su=4M sc=1 os=4M ec2+1", "4", "1.77", "host-cpu", [], ["ec-overhead"],
+                "host CPU 97 %: osd 1.1, mount 0.28 cores")]
+    lines = lay_out("what capped each level", rows, 80)
+    start, vw = verdict_column(rows, 80)
+    assert max(len(ln) for ln in lines) <= 80, "\n".join(lines)
+    assert 80 - start - vw - 2 >= WHY_MIN, (start, vw)
+    body = [ln for ln in lines[2:] if ln != rows[0].cell]
+    assert [ln for ln in body if len(ln.split()) == 1] == [], "\n".join(lines)
+    text = "\n".join(lines)
+    for c in rows[0].near:  # every candidate said, none cut
+        assert re.search(rf"\b{c}\b", text), text
