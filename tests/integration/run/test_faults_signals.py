@@ -1,4 +1,4 @@
-"""SIGTERM and SIGHUP to `xcbench campaign`, `probe` and `run` (real CLI subprocesses, the real
+"""SIGTERM or SIGHUP to `xcbench campaign`, `probe` and `run` (real CLI subprocesses, the real
 mini cluster): each stops what it started, flushes every record up to the signal and after it,
 and a run stays resumable. Signals are sent once the first records are on disk (never after a
 fixed sleep)."""
@@ -16,9 +16,15 @@ from tests.support.faults import check_complete, final_rows, flushed, lines, sce
 pytestmark = pytest.mark.integration
 SIGNALS = [signal.SIGTERM, signal.SIGHUP]
 IDS = ["TERM", "HUP"]
+# every command stops the same way on SIGINT, SIGTERM and SIGHUP (one mechanism:
+# xcbench.system.signals, tests/unit/system/test_signals.py); here each command's stop path is
+# driven by one of them, the signals taking turns, so that each reaches a real command (SIGINT:
+# test_run.py's mid-matrix run; SIGTERM: the Slurm coordinator's): a pass of both over every
+# command cost `make test` 19 s
+ONE = {"campaign": signal.SIGHUP, "probe": signal.SIGTERM, "run": signal.SIGHUP}
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+@pytest.mark.parametrize("sig", [ONE["campaign"]], ids=["HUP"])
 def test_campaign_stops_on_a_signal_and_loses_no_record(sig):
     with scene("xcb-fault-campaign-") as s:
         out = s.root / "results"
@@ -57,7 +63,7 @@ backends:
 # its complete rows are on stdout first without three jobs waited out
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+@pytest.mark.parametrize("sig", [ONE["probe"]], ids=["TERM"])
 def test_probe_stops_fio_and_unmounts_on_a_signal(ceph_cluster, sig):
     with scene("xcb-fault-probe-") as s:
         m = s.root / "m.yaml"
@@ -77,7 +83,7 @@ def test_probe_stops_fio_and_unmounts_on_a_signal(ceph_cluster, sig):
         s.assert_clean(f"after {signal.Signals(sig).name}")
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=IDS)
+@pytest.mark.parametrize("sig", [ONE["run"]], ids=["HUP"])
 def test_run_stops_on_a_signal_and_resumes(ceph_cluster, sig):
     with scene("xcb-fault-run-") as s:
         r = start_run(s, ceph_cluster.conf)
