@@ -237,3 +237,15 @@ def test_a_disk_busy_within_its_noise_of_the_line_is_borderline_either_side():
     ev = _ev(storage_disk={**disk, "busy": 0.97, "busy_rel_se": 0.01})  # surely over: not borderline
     sh.decide_storage(ev, "inconclusive", "x.", NEAR)
     assert not ev.get("borderline_candidates")
+
+
+def test_a_tmpfs_cell_has_no_storage_host_verdict_nor_candidate():
+    """No OSD is in a tmpfs cell's chain: a busy disk, NIC or CPU of the cluster's hosts is not its
+    cause, not even a borderline one (the same figures name a CephFS cell's storage host)."""
+    figures = dict(storage_nic=NIC, storage_cpu={"host": "stor3", "busy": 7.2, "cores": 8, "use": 0.9,
+                                                 "local": False},
+                   storage_disk={"host": "s", "device": "vda", "busy": 0.84, "busy_rel_se": 0.1})
+    tmpfs = _ev(backend="tmpfs", **figures)
+    assert sh.decide_storage(tmpfs, "concurrency", "C.", NEAR) == ("concurrency", "C.")
+    assert not tmpfs.get("borderline_candidates")
+    assert sh.decide_storage(_ev(backend="cephfs", **figures), "concurrency", "C.", NEAR)[0] == "storage-network"
