@@ -19,9 +19,6 @@ after a kill -9).
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +28,7 @@ from xcbench.ceph.cluster import Cluster
 from xcbench.run.hooks import DeviceCounter, RunHooks
 from xcbench.selftest import storage_io
 from xcbench.selftest.capping import Cap, CapHooks, mini_pids
+from xcbench.system import proc
 from xcbench.system.blkio import IoGroups
 from xcbench.system.cgroups import CpuGroups
 
@@ -92,23 +90,15 @@ def osd_limits(cluster: Cluster | None, tag: str, cores: float | None = None,
 
 @contextlib.contextmanager
 def cpu_load(processes: int) -> Iterator[Made]:
-    """``processes`` busy loops of the self-test's own for the block, stopped by their pids."""
-    procs: list[subprocess.Popen] = []
+    """``processes`` busy loops of the self-test's own for the block, started and stopped by the
+    one process helper (recorded: the next command reaps them after a kill -9)."""
+    procs = proc.ProcessSet()
     try:
-        for _ in range(processes):
-            procs.append(subprocess.Popen([sys.executable, "-c", BUSY], stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        yield Made(figures={"load_processes": processes, "load_pids": [p.pid for p in procs]})
+        started = [proc.spawn([sys.executable, "-c", BUSY], name="xcb-busy", procs=procs)
+                   for _ in range(processes)]
+        yield Made(figures={"load_processes": processes, "load_pids": [p.pid for p in started]})
     finally:
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        procs.stop_all()
 
 
 @contextlib.contextmanager
