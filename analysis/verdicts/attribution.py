@@ -89,11 +89,13 @@ def _ceilings(rd: RunData, cid: str, direction: str, ev: dict[str, Any], src: di
             ev["fio_note"] = "no fio read probe for this cell"
             return
         ev.update(fio_bw=row["read_bw"], fio_bw_job=row["read_bw_job"],
-                  fio_iops=row["read_iops"], fio_iops_job=row["read_iops_job"])
+                  fio_iops=row["read_iops"], fio_iops_job=row["read_iops_job"],
+                  fio_iops_bs=row.get("read_iops_bs"))
         src["fio_bw"], src["fio_iops"] = row["read_bw_source"], row["read_iops_source"]
         return
     ev.update(fio_bw=row["write_bw"], fio_bw_job=row["write_bw_job"],
-              fio_iops=row["write_iops"], fio_iops_job=row["write_iops_job"])
+              fio_iops=row["write_iops"], fio_iops_job=row["write_iops_job"],
+              fio_iops_bs=row.get("write_iops_bs"))
     src["fio_bw"], src["fio_iops"] = row["bw_source"], row["iops_source"]
     if is_finite(row.get("write_device_iops")):  # the IOPS ceiling in device IOs (analysis.verdicts.rules)
         ev["fio_device_iops"] = row["write_device_iops"]

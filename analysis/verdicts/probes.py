@@ -27,6 +27,7 @@ from xcbench.backends.base import backend_class
 from xcbench.cell import BACKENDS
 from xcbench.figures import stats as _stats
 from xcbench.figures.numbers import is_finite
+from xcbench.figures.units import parse_size
 
 WRITE_RW = ("write", "randwrite", "trimwrite")
 DEVICE_COLS = ("device_write_iops", "device_write_bytes_per_s")  # what a job made the storage device do  # fio rw, or the direction of "randrw.write"
@@ -68,6 +69,14 @@ def probe_jobs(pr: pd.DataFrame) -> pd.DataFrame:
     return out[COLS]
 
 
+def _block_size(v: Any) -> float:
+    """fio's block size in bytes: an int in new runs, a label ("4K") in runs stored before."""
+    try:
+        return float(parse_size(v)) if pd.notna(v) else math.nan
+    except (ValueError, TypeError):  # a bs range (4k-16k): no one IO size
+        return math.nan
+
+
 def _best(g: pd.DataFrame, col: str) -> pd.Series | None:
     return g.loc[g[col].idxmax()] if len(g) and g[col].notna().any() else None
 
@@ -79,6 +88,8 @@ def _figures(run_id: str, g: pd.DataFrame, io: str, prefix: str, src_prefix: str
         f"{prefix}bw_job": b["job"] if b is not None else None,
         f"{prefix}iops": float(i["iops"]) if i is not None else math.nan,
         f"{prefix}iops_job": i["job"] if i is not None else None,
+        # the IOPS job's block size: an IOPS figure holds ops of that size only (analysis.verdicts.rules)
+        f"{prefix}iops_bs": _block_size(i["bs"]) if i is not None else math.nan,
         f"{src_prefix}bw_source": source(run_id, "probes", b["query"], "bw", "sum",
                                          note=f"fio {io} bandwidth (all hosts); B/s") if b is not None else None,
         f"{src_prefix}iops_source": source(run_id, "probes", i["query"], "iops", "sum",
@@ -106,7 +117,8 @@ def _device_bytes(run_id: str, w: pd.DataFrame) -> dict[str, Any]:
                 note=f"the storage device's write bytes/s during fio's {b['job']} job")}
 
 
-CEILING_COLS = ["cell_id", "write_bw", "write_bw_job", "write_iops", "write_iops_job",
+CEILING_COLS = ["cell_id", "write_bw", "write_bw_job", "write_iops", "write_iops_job", "write_iops_bs",
+                "read_iops_bs",
                 "bw_source", "iops_source", "read_bw", "read_bw_job", "read_iops",
                 "read_iops_job", "read_bw_source", "read_iops_source",
                 "write_device_iops", "device_iops_source", "read_device_iops", "read_device_iops_source",

@@ -30,6 +30,7 @@ STARVED = 0.25
 SCALING = 1.25
 GIB = float(1 << 30)
 BIG_OP = float(1 << 20)  # a mean client op this large is held by bandwidth, not by an IOPS ceiling
+SAME_IO = 2.0  # ops within this factor of fio's IOPS job's block size are "the same IO size"
 
 
 def gbps(v: float) -> str:
@@ -79,8 +80,18 @@ def _util(ev: dict[str, Any]) -> dict[str, float]:
         ev["device_use"] = {"ios": ui, "bytes": ub}
         if not (is_finite(ub) and ub >= ui):
             u["storage-iops"] = ui
-    elif is_finite(ops) and is_finite(ev.get("fio_iops")) and ev["fio_iops"] > 0 and small:
-        u["storage-iops"] = ops / ev["fio_iops"]
+    elif is_finite(ops) and ops > 0 and is_finite(ev.get("fio_iops")) and ev["fio_iops"] > 0 and small:
+        # like with like: the pool's op/s against an IOPS figure of the same IO size only (an
+        # IOPS figure at one size says nothing of another: a device holds fewer 256 KiB writes a
+        # second than 4 KiB ones); ops of another size than fio's IOPS job are not compared
+        bs, size = ev.get("fio_iops_bs"), r / ops
+        if is_finite(bs) and bs > 0 and bs / SAME_IO <= size <= bs * SAME_IO:
+            u["storage-iops"] = ops / ev["fio_iops"]
+        else:
+            ev["iops_not_comparable"] = (
+                f"the chain's {io_word(ev)} ops average {size / 1024:.0f} KiB, fio's IOPS job "
+                + (f"moves {float(bs) / 1024:.0f} KiB an IO" if is_finite(bs) else "has no one IO size")
+                + ": not the same IO size (the device's own IO counts would compare)")
     # the tmpfs rate is a gateway *ceiling* only if it stopped growing with concurrency
     ceiling = ev.get("gateway_ceiling") if not (ev.get("gateway_growth", 0) >= SCALING) else None
     own = (ev.get("roles") or {}).get("gateway", {}).get("limit")
@@ -325,6 +336,8 @@ def _decide(ev: dict[str, Any]) -> tuple[str, str]:
         why += "; not measured: " + ", ".join(missing)
     if ev.get("fio_note"):
         why += f"; {ev['fio_note']}"
+    if ev.get("iops_not_comparable"):
+        why += f"; {ev['iops_not_comparable']}"
     if beaten:
         why += "; the chain beats " + ", ".join(f"{names[k]} ({pct(v)})" for k, v in beaten.items()) \
             + (", so that probe is no ceiling of this path (direct I/O vs the gateway's buffered "

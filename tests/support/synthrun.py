@@ -51,6 +51,7 @@ class SynthCell:
     gateway: float = 1.0 * GIB  # gateway capacity (CPU-bound at it)
     fio_bw: float | None = None  # fio write ceiling of the layout/pool
     fio_iops: float | None = None  # fio write IOPS capacity
+    iops_bs: int = 4096  # the IOPS job's block size: ops of about this size run at fio_iops
     ec_factor: float = 1.0  # extra EC slowdown on top of the min()
     client_gap: float = 0.0  # client idle seconds between two transfers of a slot
     raw_ratio: float | None = None  # measured raw/logical (defaults to the pool's)
@@ -113,8 +114,9 @@ def mixed_cells() -> list[SynthCell]:
         SynthCell("cephfs", (M4, 1, M4), "ec2+1", fio_bw=1.5 * GIB, fio_iops=900, ec_factor=0.6,
                   raw_ratio=1.52, expect="ec-overhead"),
         # 64 KiB stripe unit: one op per 64 KiB, the pool sits at its IOPS capacity
+        # (fio's IOPS job moves 64 KiB an IO: the same IO size as the chain's ops)
         SynthCell("rados", (64 << 10, 1, M4), "rep1", fio_bw=450 * MIB, fio_iops=2200,
-                  file_size=64 << 20, expect="storage-iops"),
+                  iops_bs=64 << 10, file_size=64 << 20, expect="storage-iops"),
         # client idles 1.5 s between transfers of a slot: slots free while files are queued
         SynthCell("rados", (M4, 1, M4), "rep3", fio_bw=5 * GIB, fio_iops=20000, client_gap=1.5,
                   file_size=64 << 20, expect="client"),
@@ -263,7 +265,9 @@ def _probes(cid: str, sc: SynthCell) -> list[dict]:
         rows.append({"job": "seq-write-4M", "rw": "write", "bs": "4M", "iops": bw / (4 << 20), "bw": bw})
         rows.append({"job": "seq-read-4M", "rw": "read", "bs": "4M", "iops": 1.3 * bw / (4 << 20), "bw": 1.3 * bw})
     if iops:
-        rows.append({"job": "rand-write-4K", "rw": "randwrite", "bs": "4K", "iops": iops, "bw": iops * 4096})
+        k = sc.iops_bs >> 10 if sc.backend != "tmpfs" else 4
+        rows.append({"job": f"rand-write-{k}K", "rw": "randwrite", "bs": f"{k}K", "iops": iops,
+                     "bw": iops * k * 1024})
     for r in rows:
         r.update(cell_id=cid, host="127.0.0.1", iodepth=16, numjobs=1, lat_mean_us=800.0,
                  lat_p50_us=700.0, lat_p99_us=3000.0, lat_p999_us=9000.0, runtime_s=10.0,

@@ -36,7 +36,7 @@ def _one_sentence(reason: str) -> bool:
                 "more client hosts, or through FTS"]),
     # OSDs at their limit, small ops and an IOPS probe nearer than the bandwidth probe
     (_ev({"osd": _role(0.98, 1.0, CG.replace("gateway", "osd"))}, backend="cephfs", pool="p",
-         pool_write_ops=1500, fio_iops=2000, fio_bw=1 * GIB, rate=0.1 * GIB), "storage-iops",
+         pool_write_ops=1500, fio_iops=2000, fio_iops_bs=64 << 10, fio_bw=1 * GIB, rate=0.1 * GIB), "storage-iops",
      ["OSDs are at their CPU limit", "1,500 write op/s", "75 % of the 2,000 IOPS"]),
     (_ev({"osd": _role(0.9, 1.0, CG)}, backend="cephfs", pool="p", pool_write_ops=40, rate=0.16 * GIB),
      "storage-bandwidth", ["OSDs are at their CPU limit"]),
@@ -176,7 +176,13 @@ def test_large_ops_are_not_held_against_a_4k_iops_ceiling():
              fio_iops=3.5, fio_bw=0.05 * GIB, ec_ratio=0.28, rep_rate=47e6, rep_pool="rep1")
     verdict, reason = decide(ev)
     assert verdict == "ec-overhead" and "storage-iops" not in ev["utilisation"], reason
-    # small ops (32 KiB) at the same op/s ratio: the IOPS ceiling holds them
+    # small ops (32 KiB) at the same op/s ratio against a 32 KiB IOPS job: the IOPS ceiling holds them
     small = _ev({"gateway": _role(0.1, 2.0)}, backend="rados", pool="p", rate=1.7e6, pool_write_ops=52,
-                fio_iops=56, fio_iops_job="randwrite", fio_bw=0.05 * GIB)
+                fio_iops=56, fio_iops_job="randwrite", fio_iops_bs=32 << 10, fio_bw=0.05 * GIB)
     assert decide(small)[0] == "storage-iops"
+    # the same ops against a 4 KiB job's IOPS, or a job of no one size: not the same IO, not compared
+    for bs in (4096, math.nan):
+        other = dict(small, fio_iops_bs=bs, utilisation=None)
+        verdict, reason = decide(other)
+        assert verdict != "storage-iops" and "storage-iops" not in other["utilisation"], reason
+        assert "ops average 32 KiB" in reason and "not the same IO size" in reason

@@ -184,7 +184,8 @@ def test_a_fio_ceiling_share_takes_its_probes_between_run_term(direction, term):
 def test_a_fio_iops_share_takes_its_probes_between_run_term():
     # small ops at 80 % of fio's IOPS, the op count's own noise 1 %
     kw = dict(rate=0.05 * GIB, gateway_ceiling=4 * GIB, fio_bw=8 * GIB, fio_iops=1000.0,
-              pool_write_ops=800.0, pool_write_ops_rel_se=0.01, pool="rep3", fio_iops_job="randwrite-4k")
+              pool_write_ops=800.0, pool_write_ops_rel_se=0.01, pool="rep3", fio_iops_job="randwrite-64k",
+              fio_iops_bs=64 << 10)
     ev = _ev(**kw)
     assert decide(ev)[0] != "storage-iops" and "storage-iops" not in _causes(ev, "x")
     ev = _ev(**kw, between_run={"fio_write_iops": 0.15})

@@ -25,8 +25,12 @@ def _ev(**kw):
 
 
 def test_client_op_counts_beat_the_probe_and_drop_it():
-    # without device counts (as before): the chain "beats" fio's 4 KiB ops, no IOPS ceiling
-    v, _ = decide(ev := _ev())
+    # without device counts: ops of another size than fio's 4 KiB job are not compared at all
+    v, reason = decide(ev := _ev(fio_iops_bs=4096))
+    assert v != "storage-iops" and "storage-iops" not in ev["utilisation"]
+    assert "ops average 23 KiB, fio's IOPS job moves 4 KiB an IO: not the same IO size" in reason
+    # an IOPS job of the chain's op size that the chain beats: that probe is no ceiling
+    v, _ = decide(ev := _ev(fio_iops_bs=32 << 10))
     assert v != "storage-iops" and ev["not_ceilings"] == ["storage-iops"]
 
 
@@ -69,7 +73,8 @@ def test_large_ops_stay_bandwidth_bound_even_with_device_counts():
 
 
 def test_read_points_keep_op_counts():
-    ev = _ev(direction="read", pool_read_ops=100.0, device_write_iops=600.0, fio_device_iops=606.0)
+    ev = _ev(direction="read", pool_read_ops=100.0, device_write_iops=600.0, fio_device_iops=606.0,
+             fio_iops_bs=64 << 10)
     decide(ev)
     assert math.isclose(ev["utilisation"]["storage-iops"], 100 / 103)
 
@@ -89,6 +94,9 @@ def test_the_probe_ceiling_carries_the_iops_jobs_device_ios_and_their_source():
     pc = probe_ceilings(probe_jobs(_probes(606.0)), "r1")
     row = pc.loc["c1"]
     assert row["write_device_iops"] == 606.0 and row["write_iops_job"] == "randwrite"
+    assert row["write_iops_bs"] == 4096  # the IOPS job's IO size, for like-with-like
+    labelled = _probes(606.0).assign(bs=["4K", "4M"])  # runs stored before: fio's label
+    assert probe_ceilings(probe_jobs(labelled), "r1").loc["c1", "write_iops_bs"] == 4096
     assert row["device_iops_source"]["column"] == "device_write_iops"
     assert "randwrite" in row["device_iops_source"]["query"]
     # the device's bytes ceiling: the most any write job made it write (here the bandwidth job)
