@@ -55,6 +55,7 @@ class Row:
         made the verdict column 70 wide and left the reasons a dozen columns at 80)."""
         out = [self.verdict, *(f"&{NBSP}{c}" for c in self.co)]
         for i, c in enumerate(self.near):
+            c = c.replace(" ", NBSP)  # 'no cause' kept whole
             out.append(("(" if i == 0 else "") + f"or{NBSP}{c}" + (")" if i == len(self.near) - 1 else ""))
         return out
 

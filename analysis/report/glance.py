@@ -69,10 +69,14 @@ def beaten(ev: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+NO_CAUSE = "no cause"  # a candidate "inconclusive" is no cause: 'host-cpu (or no cause)'
+
+
 def near(verdict: str, ev: dict[str, Any]) -> list[str]:
     """The other verdicts this one is within its noise of (analysis.verdicts.borderline's candidates):
     another run may name them (co-limits are named apart)."""
     out = [str(c.get("rule")) for c in ev.get("borderline_candidates") or () if isinstance(c, dict)]
+    out = [NO_CAUSE if r == "inconclusive" else r for r in out]  # another run may name none: no cause
     return [r for r in dict.fromkeys(out) if r and r != verdict and r not in co_limits(verdict, ev)]
 
 

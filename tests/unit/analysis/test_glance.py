@@ -88,6 +88,11 @@ def test_a_borderline_verdict_shows_the_verdicts_it_is_within_noise_of():
     assert glance.near("storage-bandwidth", ev) == ["host-cpu"]
     assert glance.near("host-cpu", ev) == ["storage-bandwidth"]
     assert glance.near("inconclusive", {}) == []
+    # the other side of a borderline figure names no cause: said so, not as a verdict name
+    doubt = {"borderline_candidates": [{"rule": "inconclusive", "figure": "otherwise", "otherwise_of": "host-cpu"}]}
+    assert glance.near("host-cpu", doubt) == ["no cause"]
+    from xcbench.analysis.report.closing_text import verdict_text
+    assert verdict_text("host-cpu", [], glance.near("host-cpu", doubt)) == "host-cpu (or no cause)"
     row = {"cell": "cephfs ec", "concurrency": 4, "direction": "write", "rate_gbps": 1.5,
            "rate_bytes_per_s": 1.5e9 / 8, "cell_id": "c", "rate_method": "plateau",
            "verdict": "storage-bandwidth", "near": ["host-cpu"], "co_limits": [],

@@ -83,7 +83,7 @@ def test_many_candidates_wrap_between_them_not_the_reasons():
     why = ("scaling efficiency 0.348 (at most 0.348 < 0.5), the chain's threads wait for the CPU "
            "41 % of the time")
     rows = [Row("cephfs su=4M sc=1 os=4M ec2+1", "1", "1.27", "host-cpu", [],
-                ["ec-overhead", "storage-bandwidth", "inconclusive", "storage-disk"], why),
+                ["ec-overhead", "storage-bandwidth", "no cause", "storage-disk"], why),
             Row("cephfs su=4M sc=1 os=4M ec2+1", "4", "1.77", "host-cpu", [], ["ec-overhead"],
                 "host CPU 97 %: osd 1.1, mount 0.28 cores")]
     lines = lay_out("what capped each level", rows, 80)
