@@ -176,6 +176,15 @@ def instance_ip(instance: str) -> str | None:
         return None
 
 
+# a device class (ceph_osd_metadata's device_class label) -> rotational
+ROTATIONAL_CLASS = {"hdd": True, "ssd": False, "nvme": False}
+
+
+def _flag(v: Any) -> bool | None:
+    """`ceph osd metadata`'s "1"/"0" (bluestore_bdev_rotational); None when it does not say."""
+    return {"1": True, "0": False}.get(str(v)) if v is not None else None
+
+
 class HostMap:
     """Prometheus instances -> hosts with roles; OSDs -> hosts and devices.
 
@@ -204,6 +213,7 @@ class HostMap:
                     str(o.get(key) or "").split(",") if d}
             self.osds[f"osd.{o['id']}"] = {
                 "host": o.get("hostname") or "", "devices": sorted(devs),
+                "rotational": _flag(o.get("bluestore_bdev_rotational", o.get("rotational"))),
                 "ips": sorted(addr_ips(o.get("front_addr")) | addr_ips(o.get("back_addr"))),
                 "ifaces": sorted({i for i in (o.get("front_iface"), o.get("back_iface")) if i})}
         for r in osd_series:  # the mgr's view, for OSDs `osd metadata` did not give
@@ -212,6 +222,7 @@ class HostMap:
             if name and name not in self.osds:
                 ips = {m.get("public_addr"), m.get("cluster_addr")} - {None, ""}
                 self.osds[name] = {"host": m.get("hostname") or "", "devices": [], "ips": sorted(ips),
+                                   "rotational": ROTATIONAL_CLASS.get(str(m.get("device_class") or "")),
                                    "ifaces": sorted({m.get("front_iface"), m.get("back_iface")} - {None, ""})}
         self.inventory = inventory
 
@@ -281,6 +292,9 @@ class HostMap:
                     osds = self.osd_devices(inst).get(dev)
                     if osds:
                         out["osds"] = ",".join(osds)
+                        rot = {self.osds[o].get("rotational") for o in osds}
+                        if len(rot) == 1 and None not in rot:  # the OSDs' own word on the device
+                            out["rotational"] = "1" if rot.pop() else "0"
                 elif self.osd_ifaces(inst) and dev in self.osd_ifaces(inst):
                     out["osd_iface"] = "1"
             return out

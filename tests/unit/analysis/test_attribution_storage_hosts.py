@@ -43,6 +43,29 @@ def test_recorded_one_box_figures():
     assert ev["sources"]["storage_hosts"]["promql"] == "raw/prometheus/c/queries.promql"
 
 
+def test_busy_time_limits_a_rotational_disk_only():
+    """The same recorded rows (the OSDs' metadata says their device is rotational, as the
+    embedded cluster's does): the disk is storage-disk's. Said not rotational (an SSD or NVMe
+    serves many IOs at once, busy 100 % long before its limit), it is evidence only, and no
+    storage-disk verdict comes from it however busy."""
+    class RD:
+        run_id = "r"
+    cell = {"cell_id": "c", "pool_kind": "replicated", "pool_label": "rep1"}
+    for rot, meta in ((True, OSD_META), (False, [{**o, "bluestore_bdev_rotational": "0"} for o in OSD_META]),
+                      (None, [{k: v for k, v in o.items() if "rotational" not in k} for o in OSD_META])):
+        RD.samples = _samples(pq.HostMap(UNAME, meta))
+        ev = {"rate": 200e6, "concurrency": 8, "direction": "write", "backend": "cephfs"}
+        sh.add_evidence(RD, cell, WINDOW, ev)
+        disk = ev["storage_disk"] if rot is not False else ev["storage_disk_not_rotational"]
+        assert disk["device"] == "vda" and disk["rotational"] is rot
+        full = {**ev, "storage_disk": ev["storage_disk"] and {**ev["storage_disk"], "busy": 0.99, "busy_rel_se": 0.01}}
+        found = sh.storage_verdict(full, NEAR)
+        assert (found is not None and found[0] == "storage-disk") == (rot is not False), (rot, found)
+    # the mgr's series give a device class where `ceph osd metadata` is not at hand
+    series = [{"metric": {"ceph_daemon": "osd.0", "hostname": "vm", "device_class": "nvme"}}]
+    assert pq.HostMap(UNAME, (), osd_series=series).osds["osd.0"]["rotational"] is False
+
+
 def test_a_remote_storage_host_with_a_known_link_speed():
     """The same recorded rows, the OSDs on a host of their own whose NIC reports 10 Mb/s."""
     remote = [{**u, "metric": {**u["metric"], "instance": "10.9.9.9:9100", "nodename": "stor1"}} for u in UNAME]
