@@ -11,6 +11,12 @@ the cell:
   busy_rel_se  that mean's relative error (its samples are autocorrelated: figures.stats.mean_rel_se),
                the rule's noise band
   cores        node.cpu.cores: the CPUs the agent may run on
+  client_cores node.cpu.client_cores, mean: the cores the client role itself used
+  limit_cores  node.cpu.limit_cores: the client role's CPU limit (its cgroup quota, cpuset or
+               affinity: a Slurm step's --cpus-per-task), and its source
+  client_use   client_cores / limit_cores: the role at its own limit (a quota tighter than
+               its CPUs: busy can be low while the role is held), with its relative error
+  use          the larger of busy and client_use, the rule's figure (``use_figure`` says which)
   machine      "own": a machine of its own; "shared": the coordinator's machine (the agent said
                the same kernel boot id: an emulated host, a test cluster's node on one box),
                whose CPUs the gateway and the cluster share, so they are the host-cpu rule's,
@@ -18,7 +24,7 @@ the cell:
 
 Rule (after the shaped client links, before the estimates and the storage hosts: like a link,
 a limit measured on the host, and a role at its own limit is named before a storage host):
-the busiest client node on a machine of its own whose ``busy`` is >= NEAR is ``client``,
+the busiest client node on a machine of its own whose ``use`` is >= NEAR is ``client``,
 naming the node; within its noise of NEAR it is a borderline candidate either way
 (analysis.verdicts.borderline). A host that is also the run's gateway or redirector host is
 not a client node here (its CPU is the gateway's too).
@@ -34,7 +40,9 @@ from xcbench.figures.numbers import is_finite
 from xcbench.figures.stats import mean_rel_se
 
 BUSY, CORES = "node.cpu.busy", "node.cpu.cores"
+CLIENT, LIMIT = "node.cpu.client_cores", "node.cpu.limit_cores"
 FIGURE = "client node CPU busy"  # the borderline candidate's and the deciding figure's name
+ROLE_FIGURE = "client role CPU of its limit"
 
 
 def client_nodes(manifest: dict[str, Any]) -> list[str]:
@@ -59,6 +67,8 @@ def node_figures(samples: Any, manifest: dict[str, Any], cell_id: str, windows) 
         return {}
     busy = samples.by_label(cell_id, BUSY, "host")
     cores = samples.by_label(cell_id, CORES, "host")
+    used = samples.by_label(cell_id, CLIENT, "host")
+    limit = samples.by_label(cell_id, LIMIT, "host")
     out: dict[str, Any] = {}
     for host in names:
         if host not in busy:
@@ -66,11 +76,27 @@ def node_figures(samples: Any, manifest: dict[str, Any], cell_id: str, windows) 
         vals = _in(busy[host], windows)
         n = _in(cores.get(host), [(-math.inf, math.inf)])
         machines = {str(lab.get("machine", "unknown")) for lab in busy[host]["labels"]}
-        out[host] = {"busy": sum(vals) / len(vals) if vals else math.nan,
-                     "busy_rel_se": mean_rel_se(vals), "samples": len(vals),
-                     "cores": max(n) if n else None,
-                     "machine": machines.pop() if len(machines) == 1 else "unknown"}
+        x = out[host] = {"busy": sum(vals) / len(vals) if vals else math.nan,
+                         "busy_rel_se": mean_rel_se(vals), "samples": len(vals),
+                         "cores": max(n) if n else None,
+                         "machine": machines.pop() if len(machines) == 1 else "unknown"}
+        _role_use(x, _in(used.get(host), windows), _in(limit.get(host), windows), limit.get(host))
     return out
+
+
+def _role_use(x: dict[str, Any], used: list[float], limit: list[float], rows: Any) -> None:
+    """The client role's own cores against its limit into ``x`` (client_use), and ``use``:
+    the larger of that and the CPUs' busy share, the figure the rule compares."""
+    x["use"], x["use_rel_se"], x["use_figure"] = x["busy"], x["busy_rel_se"], FIGURE
+    if not used or not limit or min(limit) <= 0:
+        return
+    lim = min(limit)  # the tightest the window saw
+    src = {str(lab.get("source")) for lab in rows["labels"] if lab.get("source")} if rows is not None else set()
+    x.update(client_cores=sum(used) / len(used), limit_cores=lim,
+             limit_source=src.pop() if len(src) == 1 else None,
+             client_use=sum(used) / len(used) / lim, client_use_rel_se=mean_rel_se(used))
+    if not is_finite(x["busy"]) or x["client_use"] > x["busy"]:
+        x["use"], x["use_rel_se"], x["use_figure"] = x["client_use"], x["client_use_rel_se"], ROLE_FIGURE
 
 
 def add_evidence(rd: Any, cell_id: str, windows, ev: dict[str, Any]) -> None:
@@ -80,11 +106,11 @@ def add_evidence(rd: Any, cell_id: str, windows, ev: dict[str, Any]) -> None:
     if not nodes:
         return
     ev["nodes"] = nodes
-    own = [x["busy"] for x in nodes.values() if x["machine"] == "own" and is_finite(x["busy"])]
+    own = [x["use"] for x in nodes.values() if x["machine"] == "own" and is_finite(x["use"])]
     ev["node_busy"] = max(own) if own else math.nan
     ev.setdefault("sources", {})["nodes"] = {
         "run": rd.run_id, "table": "samples", "agg": "mean over the steady window, per host",
-        "query": f"cell_id == {cell_id!r} & metric in [{BUSY!r}, {CORES!r}]",
+        "query": f"cell_id == {cell_id!r} & metric in [{BUSY!r}, {CORES!r}, {CLIENT!r}, {LIMIT!r}]",
         "hosts": "the manifest's hosts with the client role (not a gateway's)"}
 
 
@@ -92,7 +118,8 @@ def busiest_node(ev: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """(host, figures) of the busiest client node on a machine of its own."""
     nodes = ev.get("nodes") or {}
     return max(((h, x) for h, x in nodes.items() if isinstance(x, dict) and x.get("machine") == "own"
-                and is_finite(x.get("busy"))), key=lambda hx: hx[1]["busy"], default=None)
+                and is_finite(x.get("use", x.get("busy")))),
+               key=lambda hx: float(hx[1].get("use", hx[1]["busy"])), default=None)
 
 
 def node_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
@@ -102,10 +129,17 @@ def node_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
     if best is None:
         return None
     host, x = best
-    if not _bl.passes(ev, "client", FIGURE, x["busy"], near, x.get("busy_rel_se")):
+    figure = x.get("use_figure", FIGURE)
+    if not _bl.passes(ev, "client", figure, x.get("use", x["busy"]), near, x.get("use_rel_se", x.get("busy_rel_se"))):
         return None
     r = ev.get("rate")
     chain = f"The chain moves {r * 8 / 1e6:.0f} Mb/s " if is_finite(r) else "The chain "
+    if figure == ROLE_FIGURE:
+        src = f", {x['limit_source']}" if x.get("limit_source") else ""
+        return "client", (f"{chain}at {ev.get('concurrency')} transfers: the client role on {host} used "
+                          f"{x['client_cores']:.2f} of its {x['limit_cores']:g} cores ({x['client_use'] * 100:.0f} %"
+                          f"{src}" + (f"; its CPUs {x['busy'] * 100:.0f} % busy" if is_finite(x["busy"]) else "")
+                          + "): the client at its CPU limit.")
     cores = f" of its {x['cores']:g} CPUs" if is_finite(x.get("cores")) else ""
     return "client", (f"{chain}at {ev.get('concurrency')} transfers: client host {host}'s CPUs are "
                       f"{x['busy'] * 100:.0f} % busy{cores} (the client node at its CPU limit).")
@@ -121,6 +155,6 @@ def decide_nodes(ev: dict[str, Any], verdict: str, reason: str, near: float) -> 
         return verdict, reason
     host, x = busiest_node(ev) or ("", {})
     ev["client_node"] = host
-    ev["deciding"] = {"figure": FIGURE, "value": x.get("busy"), "threshold": near, "at_most": False,
-                      "host": host}
+    ev["deciding"] = {"figure": x.get("use_figure", FIGURE), "value": x.get("use", x.get("busy")),
+                      "threshold": near, "at_most": False, "host": host}
     return found

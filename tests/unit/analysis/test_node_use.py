@@ -79,6 +79,34 @@ def test_a_client_node_at_its_cpu_limit_is_client_naming_the_node():
     json.dumps(ev)
 
 
+def _role_rows(host: str, used: float, limit: float, source: str = "cgroup cpu.cfs_quota_us") -> list[dict]:
+    lab = json.dumps({"host": host, "machine": "own"})
+    out = []
+    for wall in range(100, 121):
+        v = used + (0.01 if wall % 2 else -0.01)
+        out += [{"cell_id": CELL, "wall": float(wall), "metric": "node.cpu.client_cores", "value": v, "labels": lab},
+                {"cell_id": CELL, "wall": float(wall), "metric": "node.cpu.limit_cores", "value": limit,
+                 "labels": json.dumps({"host": host, "machine": "own", "source": source})}]
+    return out
+
+
+def test_the_client_role_at_its_own_quota_is_client_though_its_cpus_are_idle():
+    """A Slurm step held by a 1-core quota on a 4-CPU node: the CPUs 30 % busy, the client role
+    using 0.98 of its 1 core. Busy alone would miss it; the role against its limit names it."""
+    rd = _rd(_rows("n1", 0.30) + _role_rows("n1", 0.98, 1.0) + _rows("n2", 0.40), _manifest())
+    ev = _ev()
+    verdict, reason = _verdict(rd, ev)
+    assert verdict == "client", reason
+    assert "client role on n1 used 0.98 of its 1 cores (98 %" in reason and "30 % busy" in reason
+    assert "cfs_quota" in reason
+    assert ev["deciding"]["figure"] == node_use.ROLE_FIGURE and ev["client_node"] == "n1"
+    assert ev["nodes"]["n1"]["limit_cores"] == 1.0 and ev["node_busy"] == pytest.approx(0.98, abs=0.01)
+    # the same role at half its limit: neither figure near the line
+    rd = _rd(_rows("n1", 0.30) + _role_rows("n1", 0.50, 1.0), _manifest())
+    verdict, reason = _verdict(rd, ev := _ev())
+    assert verdict != "client" and ev["node_busy"] == pytest.approx(0.50, abs=0.01), reason
+
+
 def test_a_node_well_under_its_cpus_is_not_client():
     rd = _rd(_rows("n1", 0.60) + _rows("n2", 0.55), _manifest())
     ev = _ev()
