@@ -118,8 +118,13 @@ def busiest_node(ev: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """(host, figures) of the busiest client node on a machine of its own."""
     nodes = ev.get("nodes") or {}
     return max(((h, x) for h, x in nodes.items() if isinstance(x, dict) and x.get("machine") == "own"
-                and is_finite(x.get("use", x.get("busy")))),
-               key=lambda hx: float(hx[1].get("use", hx[1]["busy"])), default=None)
+                and is_finite(_use(x))), key=lambda hx: _use(hx[1]), default=None)
+
+
+def _use(x: dict[str, Any]) -> float:
+    """The rule's figure of a node (runs stored before client_use: its busy share)."""
+    v = x.get("use", x.get("busy"))
+    return float(v) if is_finite(v) else math.nan
 
 
 def node_verdict(ev: dict[str, Any], near: float) -> tuple[str, str] | None:
