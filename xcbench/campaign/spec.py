@@ -9,7 +9,7 @@ from typing import Any
 
 from xcbench.campaign.access import parse_access, read_fraction
 from xcbench.errors import XcbError
-from xcbench.figures.steady import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
+from xcbench.figures.level_rule import MAX_SECONDS, LevelRule, parse_fraction, parse_seconds
 from xcbench.figures.units import format_size, parse_size
 from xcbench.system.scratch import memory_room
 from xcbench.system.secrets import redact

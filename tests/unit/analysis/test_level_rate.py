@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
+from xcbench.figures.level_rule import LevelRule
 from xcbench.figures.stats import Stats
-from xcbench.figures.steady import LevelRule, level_steady, steady_table
+from xcbench.figures.steady import level_steady, steady_table
 from xcbench.run.progress import MatrixView
 
 RULE = LevelRule(min=5, max=30, rule="autoterm", window=10, points=5, tolerance=0.15)

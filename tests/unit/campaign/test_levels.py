@@ -15,7 +15,8 @@ import pytest
 
 from xcbench.campaign.spec import CampaignSpec, level_rule
 from xcbench.errors import XcbError
-from xcbench.figures.steady import LevelRule, block_rates, parse_fraction, parse_seconds, steady_table
+from xcbench.figures.level_rule import LevelRule, parse_fraction, parse_seconds
+from xcbench.figures.steady import block_rates, steady_table
 from xcbench.matrix import ClusterFacts, load_matrix
 
 FACTS = ClusterFacts(osd_max_object_size=128 << 20, num_osds=3, num_hosts=1)

@@ -206,7 +206,7 @@ def test_the_command_lists_a_not_run_scenario_without_a_cluster(tmp_path, capsys
 
 
 def test_every_level_is_time_based_and_long_enough_for_many_role_samples(tmp_path):
-    from xcbench.figures.steady import parse_seconds
+    from xcbench.figures.level_rule import parse_seconds
     from xcbench.selftest.scenarios import FULL
     for sizes, least in ((QUICK, 6), (FULL, 15)):
         path = tmp_path / "m.yaml"
