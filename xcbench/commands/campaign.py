@@ -27,7 +27,7 @@ from xcbench.figures.units import fmt_gbps
 from xcbench.run.session import CellSession
 from xcbench.scaleout.fts3 import submit_campaign
 from xcbench.store.rundir import RunDir, default_store
-from xcbench.system import orphans, secrets
+from xcbench.system import fsutil, orphans, secrets
 from xcbench.system.proc import ProcessSet
 from xcbench.system.secrets import redact_argv
 from xcbench.system.signals import EXIT_CODE, current
@@ -139,7 +139,7 @@ def _tmpfs_gateway(stack: ExitStack, procs, name: str, size: int):
     workdir = Path(tempfile.mkdtemp(prefix=f"xcb-campaign-{name}-"))
     workdir.chmod(0o755)  # the backend hands a dir under it to the xrootd user
     orphans.note_dir(workdir)
-    stack.callback(orphans.remove_dir, workdir)  # after the session's exit (never across a mount)
+    stack.callback(fsutil.remove_dir, workdir)  # after the session's exit (never across a mount)
     cell = Cell(id=name, label=name, backend="tmpfs", tmpfs_size=size)
     return stack.enter_context(CellSession(cell, cluster=None, workdir=workdir, procs=procs,
                                            name=name)).gateway

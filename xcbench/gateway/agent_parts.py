@@ -25,7 +25,7 @@ from xcbench.gateway.config import effective_tunables, make_tls, render_config, 
 from xcbench.gateway.launch import Gateway, Server, daemon_command, daemon_dir, logs_dir, out_dir
 from xcbench.gateway.readiness import Crashed, PortTaken, failed, wait_server
 from xcbench.gateway.security import RunSecurity, gateway_security
-from xcbench.system import orphans, proc
+from xcbench.system import fsutil, orphans, proc
 from xcbench.system.fsutil import make_dir, write_file
 from xcbench.system.ports import free_port
 from xcbench.system.scratch import private_dir
@@ -66,7 +66,7 @@ class AgentCeph:
         raise XcbError("not known on a gateway host")  # a fact for findings only
 
     def close(self) -> None:
-        orphans.remove_dir(self.key_dir)
+        fsutil.remove_dir(self.key_dir)
         if not self.key_dir.exists():
             orphans.forget_dir(self.key_dir)
 
@@ -131,12 +131,12 @@ def start_part(target: Target, *, role: str, index: int, origins: int, name: str
             if gw is not None:
                 gw.stop()
             else:
-                orphans.remove_dir(admin)
+                fsutil.remove_dir(admin)
         except BaseException:
             if gw is not None:
                 gw.stop()
             else:
-                orphans.remove_dir(admin)
+                fsutil.remove_dir(admin)
             raise
     if isinstance(last, XcbError):
         raise last

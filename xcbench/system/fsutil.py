@@ -13,6 +13,8 @@ and nothing beyond it:
   levels deep is removed like any other.
 
 Anything left behind is reported (a warning on stderr, or XcbError with ``check=True``).
+:func:`remove_dir` removes a scratch dir only if it is one xcbench made (:func:`scratch_problem`:
+its name, not a link, its owner) and nothing is mounted at or below it.
 
 Making what another user (the xrootd user) is handed, as root, without ever working inside a
 directory that user owns: everything is made by us in a directory of ours, never through a link
@@ -270,3 +272,40 @@ def _report(left: list[Path], why: dict[Path, str], check: bool, what: str) -> l
         raise XcbError(msg)
     print(f"xcbench: warning: {msg}", file=sys.stderr)
     return left
+
+
+# the names xcbench gives its scratch dirs: xcb-*, xcbench-*, and the gateways' admin (xcbgw-*)
+# and security (xcbsec-*: CA, keys, tokens) dirs
+SCRATCH_PREFIXES = ("xcb-", "xcbench-", "xcbgw-", "xcbsec-")
+
+
+def scratch_problem(path: str | os.PathLike, uid: int | None = None) -> str | None:
+    """Why ``path`` is not a scratch dir xcbench may remove (None: it may): an absolute path
+    named as xcbench names them (SCRATCH_PREFIXES), a directory itself (not a link to one), owned by this user (or the
+    recorded ``uid`` it was given to)."""
+    p = str(path)
+    if not os.path.isabs(p) or os.path.normpath(p) != p:
+        return "not an absolute, normal path"
+    if not os.path.basename(p).startswith(SCRATCH_PREFIXES):
+        return "not named " + " or ".join(f"{x}*" for x in SCRATCH_PREFIXES)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return None  # nothing to remove
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a directory (a symlink is never followed)"
+    if st.st_uid not in {os.geteuid(), os.geteuid() if uid is None else uid}:
+        return f"owned by uid {st.st_uid}, not by this user"
+    return None
+
+
+def remove_dir(path: str | os.PathLike, uid: int | None = None) -> bool:
+    """Remove a scratch dir xcbench made, unless something is mounted at or below it (a
+    delete never crosses a mount point: the mount stays, and so does the dir) or it is not
+    one xcbench made (:func:`scratch_problem`: a link, another owner, another name)."""
+    path = os.path.abspath(path)
+    real = Path(os.path.realpath(os.path.dirname(path))) / os.path.basename(path)
+    if scratch_problem(real, uid) is not None or not real.is_dir() or \
+            any(m == real or m.is_relative_to(real) for m, _ in mounts.mount_table()):
+        return False
+    return not remove_tree(real, what="scratch of a killed xcbench")

@@ -93,11 +93,7 @@ def fuse_umount(mountpoint: Path, *, state_dir: Path | None = None, pid: int | N
         except (OSError, ValueError):
             pid = None
     if is_mounted(mountpoint):
-        tool = ["fusermount", "-u"] if shutil.which("fusermount") else ["umount"]
-        r = proc.run(tool + [mountpoint], check=False, timeout=30)
-        if r.returncode != 0 and is_mounted(mountpoint):  # busy: detach it lazily
-            proc.run([tool[0], "-uz" if tool[0] == "fusermount" else "-l", mountpoint],
-                     check=False, timeout=30)
+        unmount(mountpoint, fuse=True)
     if pid and proc.pid_alive(pid) and _is_ceph_fuse(pid, mountpoint):
         deadline = time.monotonic() + 10
         while proc.pid_alive(pid) and time.monotonic() < deadline:
@@ -130,8 +126,18 @@ def _reap(pid: int | None) -> None:
             pass
 
 
+def unmount(mountpoint: str | os.PathLike, *, fuse: bool = False, timeout: float = 30) -> None:
+    """The one unmount: umount (fusermount -u for a fuse mount, where it exists), then lazily
+    (-l / -uz) if the mount is busy and still there."""
+    if fuse and shutil.which("fusermount"):
+        first, lazy = ["fusermount", "-u"], ["fusermount", "-uz"]
+    else:
+        first, lazy = ["umount"], ["umount", "-l"]
+    if proc.run([*first, str(mountpoint)], check=False, timeout=timeout).returncode != 0 \
+            and is_mount_point(mountpoint):
+        proc.run([*lazy, str(mountpoint)], check=False, timeout=timeout)
+
+
 def umount_path(mountpoint: Path) -> None:
     """umount, lazily if busy (a kernel mount has no process to stop first)."""
-    r = proc.run(["umount", mountpoint], check=False, timeout=60)
-    if r.returncode != 0 and is_mount_point(mountpoint):
-        proc.run(["umount", "-l", mountpoint], check=False, timeout=60)
+    unmount(mountpoint, timeout=60)

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import signal
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,8 +27,8 @@ from typing import Any
 
 from xcbench.errors import XcbError
 from xcbench.system import proc, statedir
-from xcbench.system.fsutil import remove_tree
-from xcbench.system.mounts import mount_table
+from xcbench.system.fsutil import remove_dir, scratch_problem
+from xcbench.system.mounts import is_mount_point, mount_table, unmount
 from xcbench.system.secrets import REDACTED, redact_argv
 
 SUBDIR = "procs"
@@ -173,7 +172,7 @@ class Recorder:
         """Keep only what is still running or mounted (none: the record file goes)."""
         with self._lock:
             self.procs = {pid: p for pid, p in self.procs.items() if same_process(p)}
-            self.mounts = {k: m for k, m in self.mounts.items() if _mounted(k)}
+            self.mounts = {k: m for k, m in self.mounts.items() if is_mount_point(k)}
             self.dirs = [d for d in self.dirs if os.path.isdir(d["path"])]
             self._save()
 
@@ -387,60 +386,12 @@ def forget_dir(path: str | os.PathLike) -> None:
         _recorder.drop_dir(os.path.abspath(path))
 
 
-# the names xcbench gives its scratch dirs: xcb-*, xcbench-*, and the gateways' admin (xcbgw-*)
-# and security (xcbsec-*: CA, keys, tokens) dirs
-SCRATCH_PREFIXES = ("xcb-", "xcbench-", "xcbgw-", "xcbsec-")
-
-
-def scratch_problem(path: str | os.PathLike, uid: int | None = None) -> str | None:
-    """Why ``path`` is not a scratch dir xcbench may remove (None: it may): an absolute path
-    named as xcbench names them (SCRATCH_PREFIXES), a directory itself (not a link to one), owned by this user (or the
-    recorded ``uid`` it was given to)."""
-    p = str(path)
-    if not os.path.isabs(p) or os.path.normpath(p) != p:
-        return "not an absolute, normal path"
-    if not os.path.basename(p).startswith(SCRATCH_PREFIXES):
-        return "not named " + " or ".join(f"{x}*" for x in SCRATCH_PREFIXES)
-    try:
-        st = os.lstat(p)
-    except FileNotFoundError:
-        return None  # nothing to remove
-    if not stat.S_ISDIR(st.st_mode):
-        return "not a directory (a symlink is never followed)"
-    if st.st_uid not in {os.geteuid(), os.geteuid() if uid is None else uid}:
-        return f"owned by uid {st.st_uid}, not by this user"
-    return None
-
-
-def remove_dir(path: str | os.PathLike, uid: int | None = None) -> bool:
-    """Remove a scratch dir xcbench made, unless something is mounted at or below it (a
-    delete never crosses a mount point: the mount stays, and so does the dir) or it is not
-    one xcbench made (:func:`scratch_problem`: a link, another owner, another name)."""
-    path = os.path.abspath(path)
-    real = Path(os.path.realpath(os.path.dirname(path))) / os.path.basename(path)
-    if scratch_problem(real, uid) is not None or not real.is_dir() or \
-            any(m == real or m.is_relative_to(real) for m, _ in mount_table()):
-        return False
-    return not remove_tree(real, what="scratch of a killed xcbench")
-
-
-def _mounted(path: str) -> bool:
-    real = Path(os.path.realpath(path))
-    return any(mnt == real for mnt, _ in mount_table())
-
-
 def _unmount(m: dict[str, Any]) -> bool:
     """Unmount a recorded mount still there (lazily if busy); remove its empty mount point."""
     path = m.get("path")
-    if not path or not _mounted(path):
+    if not path or not is_mount_point(path):
         return False
-    fuse = str(m.get("fstype", "")).startswith("fuse")
-    if fuse and proc.shutil.which("fusermount"):
-        first, lazy = ["fusermount", "-u", path], ["fusermount", "-uz", path]
-    else:
-        first, lazy = ["umount", path], ["umount", "-l", path]
-    if proc.run(first, check=False, timeout=30).returncode != 0 and _mounted(path):
-        proc.run(lazy, check=False, timeout=30)
+    unmount(path, fuse=str(m.get("fstype", "")).startswith("fuse"))
     try:
         os.rmdir(path)  # only if empty: what xcbench made for the mount
     except OSError:

@@ -31,7 +31,7 @@ from pathlib import Path
 from xcbench.errors import XcbError
 from xcbench.figures.units import format_size
 from xcbench.system import orphans
-from xcbench.system.fsutil import remove_tree
+from xcbench.system.fsutil import SCRATCH_PREFIXES, remove_tree, scratch_problem
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -166,7 +166,7 @@ def tagged(tag: str, bases: Iterable[str] = ()) -> list[Path]:
         except OSError:
             continue
         found += [Path(base) / n for n in sorted(names)
-                  if n.startswith(orphans.SCRATCH_PREFIXES) and f"-{tag}-" in n]
+                  if n.startswith(SCRATCH_PREFIXES) and f"-{tag}-" in n]
     return found
 
 
@@ -176,7 +176,7 @@ def remove_tagged(tag: str, bases: Iterable[str] = ()) -> tuple[list[str], list[
     (removed, left with why)."""
     removed, left = [], []
     for path in tagged(tag, bases):
-        why = orphans.scratch_problem(path)
+        why = scratch_problem(path)
         if why is None and not path.is_dir():
             why = "not a directory"
         stayed = remove_tree(path, unmount=True, what="a run's node scratch") if why is None else []

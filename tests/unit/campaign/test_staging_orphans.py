@@ -14,7 +14,7 @@ import pytest
 
 from xcbench.campaign.dataset import Dataset
 from xcbench.campaign.staging import LocalSource
-from xcbench.system import orphans, statedir
+from xcbench.system import mounts, orphans, statedir
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_a_killed_driver_record_keeps_a_dir_with_a_mount_below_it(home, tmp_path
     """remove_dir never crosses a mount: such a dir is left, and not reported as removed."""
     d = tmp_path / "xcb-scratch"
     (d / "mnt").mkdir(parents=True)
-    monkeypatch.setattr(orphans, "mount_table", lambda: [(d / "mnt", "tmpfs")])
+    monkeypatch.setattr(mounts, "mount_table", lambda: [(d / "mnt", "tmpfs")])
     owner = subprocess.Popen([sys.executable, "-c", "pass"])
     owner.wait()
     (home / "procs").mkdir(parents=True)

@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from xcbench.system import orphans, proc, statedir
+from xcbench.system import mounts, orphans, proc, statedir
+from xcbench.system.mounts import is_mount_point
 
 
 @pytest.fixture
@@ -122,7 +123,7 @@ def test_a_killed_commands_mount_is_unmounted(records, tmp_path):
         _dead_owner_record(records, [], [{"path": str(mnt), "fstype": "tmpfs"}])
         said = orphans.reap()
         assert f"unmounted 1 ({mnt})" in said
-        assert not orphans._mounted(str(mnt)) and not mnt.exists()
+        assert not is_mount_point(mnt) and not mnt.exists()
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False, capture_output=True)
 
@@ -132,14 +133,14 @@ def test_a_killed_commands_scratch_dir_goes_but_never_across_a_mount(records, tm
     for d in (plain, held):
         (d / "sub").mkdir(parents=True)
         (d / "sub" / "f").write_text("x")
-    real_table = orphans.mount_table
+    real_table = mounts.mount_table
     try:  # something mounted below ``held``: it must stay, with all it holds
-        orphans.mount_table = lambda: [*real_table(), (held / "sub", "tmpfs")]
+        mounts.mount_table = lambda: [*real_table(), (held / "sub", "tmpfs")]
         _dead_owner_record(records, [], ())
         f = next(records.glob("*.json"))
         rec = json.loads(f.read_text())
         f.write_text(json.dumps({**rec, "dirs": [str(plain), str(held)]}))
         orphans.reap()
     finally:
-        orphans.mount_table = real_table
+        mounts.mount_table = real_table
     assert not plain.exists() and (held / "sub" / "f").exists()
