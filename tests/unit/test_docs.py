@@ -55,3 +55,11 @@ def test_every_figure_names_a_benchmark_that_exists_with_flags_it_takes():
 def test_the_cli_reference_is_the_parser():
     """Renew with `python -m tests.support.clidoc --write` when a command or a help string changes."""
     assert clidoc.CLI_MD.read_text() == clidoc.render()
+
+
+def test_the_verdict_rules_are_one_document():
+    """docs/verdicts.md is the rules' document the package ships (analysis/verdicts/verdicts.md),
+    a link to it: an editor that rewrites the link as a file (``sed -i``) splits them, and the
+    two copies drift (it happened once: two edits reached only the docs' copy)."""
+    doc, shipped = ROOT / "docs" / "verdicts.md", ROOT / "analysis" / "verdicts" / "verdicts.md"
+    assert doc.is_symlink() and doc.resolve() == shipped.resolve(), f"{doc} is not a link to {shipped}"
