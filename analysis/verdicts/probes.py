@@ -27,7 +27,7 @@ from xcbench.backends.base import backend_class
 from xcbench.cell import BACKENDS
 from xcbench.figures import stats as _stats
 from xcbench.figures.numbers import is_finite
-from xcbench.figures.units import parse_size
+from xcbench.figures.units import size_or_none
 
 WRITE_RW = ("write", "randwrite", "trimwrite")
 DEVICE_COLS = ("device_write_iops", "device_write_bytes_per_s")  # what a job made the storage device do  # fio rw, or the direction of "randrw.write"
@@ -69,14 +69,6 @@ def probe_jobs(pr: pd.DataFrame) -> pd.DataFrame:
     return out[COLS]
 
 
-def _block_size(v: Any) -> float:
-    """fio's block size in bytes: an int in new runs, a label ("4K") in runs stored before."""
-    try:
-        return float(parse_size(v)) if pd.notna(v) else math.nan
-    except (ValueError, TypeError):  # a bs range (4k-16k): no one IO size
-        return math.nan
-
-
 def _best(g: pd.DataFrame, col: str) -> pd.Series | None:
     return g.loc[g[col].idxmax()] if len(g) and g[col].notna().any() else None
 
@@ -89,7 +81,7 @@ def _figures(run_id: str, g: pd.DataFrame, io: str, prefix: str, src_prefix: str
         f"{prefix}iops": float(i["iops"]) if i is not None else math.nan,
         f"{prefix}iops_job": i["job"] if i is not None else None,
         # the IOPS job's block size: an IOPS figure holds ops of that size only (analysis.verdicts.rules)
-        f"{prefix}iops_bs": _block_size(i["bs"]) if i is not None else math.nan,
+        f"{prefix}iops_bs": float(size_or_none(i["bs"]) or math.nan) if i is not None else math.nan,
         f"{src_prefix}bw_source": source(run_id, "probes", b["query"], "bw", "sum",
                                          note=f"fio {io} bandwidth (all hosts); B/s") if b is not None else None,
         f"{src_prefix}iops_source": source(run_id, "probes", i["query"], "iops", "sum",

@@ -290,5 +290,3 @@ def timeline_from_transfers(transfers: pd.DataFrame, bucket: float = 1.0) -> pd.
         parts.append(df)
     return pd.concat(parts, ignore_index=True)[cols]
 
-
-# --- time-based campaign levels: when is a level's rate steady? -------------------------------

@@ -49,6 +49,15 @@ def parse_size(value: int | str) -> int:
     return int(n)
 
 
+def size_or_none(value: Any) -> int | None:
+    """:func:`parse_size`, or None for what is no one size: NaN, None, a range (fio's 4k-16k).
+    A stored fio ``bs`` is an int in new runs and fio's label ("4K") in older ones."""
+    try:
+        return parse_size(value)
+    except (ValueError, TypeError):
+        return None
+
+
 def format_size(n: int) -> str:
     """Shortest exact form: 65536 -> '64K', 4194304 -> '4M', 100000 -> '100000'."""
     for unit in "PTGMK":

@@ -33,8 +33,8 @@ from xcbench.analysis.verdicts.attribution import verdicts_of
 from xcbench.analysis.verdicts.experiment_next import fit_for_sizing, one_box
 from xcbench.analysis.verdicts.run_data import RunData
 from xcbench.errors import XcbError
-from xcbench.figures.units import fmt_rate
-from xcbench.plan.calibration_facts import block_size_of, find_int, sample_labels
+from xcbench.figures.units import fmt_rate, size_or_none
+from xcbench.plan.calibration_facts import find_int, sample_labels
 from xcbench.plan.gateway import GatewayInputs, gateway_model
 from xcbench.plan.gateway_cores import gateway_cpu_rows, pick_gateway_cpu
 from xcbench.plan.rate_per_core import add_rate_per_core
@@ -203,7 +203,7 @@ def _probes(cal: Calibration, run: RunDir, pools: dict[str, Protection], num_osd
         rw=("rw", "first"), bs=("bs", "first"), iops=("iops", "sum"), bw=("bw", "sum"))
     for r in agg.to_dict("records"):
         prot = pools.get(r["cell_id"])
-        bs = block_size_of(r["bs"])
+        bs = size_or_none(r["bs"])
         if prot is None or bs is None:
             continue
         rw = str(r["rw"])

@@ -1,12 +1,10 @@
-"""Facts read back from a run's records for calibration: block sizes and sampler labels (a cell's
+"""Facts read back from a run's records for calibration: sampler labels (a cell's
 protection is the cell's own: RunData.cell_objects)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
-
-from xcbench.figures.units import parse_size
 
 
 def find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
@@ -28,11 +26,6 @@ def find_int(obj: Any, keys: tuple[str, ...]) -> int | None:
     return None
 
 
-def block_size_of(v: Any) -> int | None:
-    try:
-        return parse_size(v if not isinstance(v, float) else int(v))
-    except (ValueError, TypeError):
-        return None
 
 
 def sample_labels(v: Any) -> dict:

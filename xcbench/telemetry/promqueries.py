@@ -176,10 +176,6 @@ def instance_ip(instance: str) -> str | None:
         return None
 
 
-# a device class (ceph_osd_metadata's device_class label) -> rotational
-ROTATIONAL_CLASS = {"hdd": True, "ssd": False, "nvme": False}
-
-
 def _flag(v: Any) -> bool | None:
     """`ceph osd metadata`'s "1"/"0" (bluestore_bdev_rotational); None when it does not say."""
     return {"1": True, "0": False}.get(str(v)) if v is not None else None
@@ -222,7 +218,7 @@ class HostMap:
             if name and name not in self.osds:
                 ips = {m.get("public_addr"), m.get("cluster_addr")} - {None, ""}
                 self.osds[name] = {"host": m.get("hostname") or "", "devices": [], "ips": sorted(ips),
-                                   "rotational": ROTATIONAL_CLASS.get(str(m.get("device_class") or "")),
+                                   "rotational": None,  # the mgr's series name no device to mark
                                    "ifaces": sorted({m.get("front_iface"), m.get("back_iface")} - {None, ""})}
         self.inventory = inventory
 

@@ -61,9 +61,6 @@ def test_busy_time_limits_a_rotational_disk_only():
         full = {**ev, "storage_disk": ev["storage_disk"] and {**ev["storage_disk"], "busy": 0.99, "busy_rel_se": 0.01}}
         found = sh.storage_verdict(full, NEAR)
         assert (found is not None and found[0] == "storage-disk") == (rot is not False), (rot, found)
-    # the mgr's series give a device class where `ceph osd metadata` is not at hand
-    series = [{"metric": {"ceph_daemon": "osd.0", "hostname": "vm", "device_class": "nvme"}}]
-    assert pq.HostMap(UNAME, (), osd_series=series).osds["osd.0"]["rotational"] is False
 
 
 def test_a_remote_storage_host_with_a_known_link_speed():
